@@ -1,0 +1,60 @@
+import { headers as natsHeaders, RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+import type { CallerContext } from '../../contracts/context.ts';
+import { ReplyEnvelope, Headers } from '../../contracts/envelope.ts';
+import { DomainError } from '../../contracts/errors.ts';
+import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
+
+export interface CallOptions {
+  /** Absolute deadline (epoch ms); the request is abandoned with `timeout` when it passes. */
+  deadline?: number;
+  timeoutMs?: number;
+  traceparent?: string;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Typed request-reply over the subject catalogue: a wrong payload for a subject is a compile error. */
+export class Caller<C extends Catalogue> {
+  constructor(
+    private readonly getConnection: () => NatsConnection | undefined,
+    private readonly catalogue: C,
+    private readonly defaultTimeoutMs = 10_000,
+  ) {}
+
+  async call<S extends SubjectName<C>>(subject: S, input: RequestIn<C, S>, ctx: CallerContext, opts: CallOptions = {}): Promise<ReplyOut<C, S>> {
+    if (!(subject in this.catalogue)) throw new DomainError('internal_error', `unknown subject ${subject}`);
+    const nc = this.getConnection();
+    if (!nc) throw new DomainError('unavailable', 'message broker unavailable');
+    const deadline = opts.deadline ?? Date.now() + (opts.timeoutMs ?? this.defaultTimeoutMs);
+    const timeout = deadline - Date.now();
+    if (timeout <= 0) throw new DomainError('timeout', `deadline passed before ${subject} was called`);
+    const h = natsHeaders();
+    h.set(Headers.requestId, ctx.request_id);
+    h.set(Headers.deadline, String(deadline));
+    if (opts.traceparent) h.set(Headers.traceparent, opts.traceparent);
+    let raw: Uint8Array;
+    try {
+      const msg = await nc.request(subject, encoder.encode(JSON.stringify({ ctx, input })), { timeout, headers: h });
+      raw = msg.data;
+    } catch (err) {
+      throw translateNatsError(err, subject);
+    }
+    const envelope = ReplyEnvelope.safeParse(JSON.parse(decoder.decode(raw)));
+    if (!envelope.success) throw new DomainError('internal_error', `malformed reply on ${subject}`);
+    if (!envelope.data.ok) {
+      const { code, message, details } = envelope.data.error;
+      throw new DomainError(code, message, details);
+    }
+    return envelope.data.data as ReplyOut<C, S>;
+  }
+}
+
+function translateNatsError(err: unknown, subject: string): DomainError {
+  if (err instanceof RequestError && err.isNoResponders()) return new DomainError('unavailable', `no actor is serving ${subject}`);
+  if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError))
+    return new DomainError('timeout', `${subject} did not answer before the deadline`);
+  if (err instanceof Error && /no responders/i.test(err.message)) return new DomainError('unavailable', `no actor is serving ${subject}`);
+  if (err instanceof Error && /timeout/i.test(err.message)) return new DomainError('timeout', `${subject} did not answer before the deadline`);
+  return new DomainError('unavailable', `message broker error on ${subject}`);
+}

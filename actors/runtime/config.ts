@@ -1,0 +1,84 @@
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const port = z.coerce.number().int().min(0).max(65535);
+const seconds = z.coerce.number().int().positive();
+const list = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
+const url = z.url();
+const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), url.optional());
+
+/** Every SVC_* variable the system reads; names and defaults are the specs' where they give them. README lists them all. */
+export const ConfigSchema = z.object({
+  SVC_DB_URL: z.string({ error: 'is required (a PostgreSQL URL such as postgresql://postgres@127.0.0.1:5432/test)' }).regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
+  SVC_NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  SVC_VALKEY_URL: optionalUrl,
+  SVC_CLICKHOUSE_URL: optionalUrl,
+  SVC_ANALYTICS_PATH: z.string().default('./data/analytics'),
+  SVC_TSDB_URL: url.default('http://127.0.0.1:8428'),
+  SVC_SERVER_BIND: z.string().default('127.0.0.1'),
+  SVC_SERVER_PORT: port.default(8080),
+  SVC_INVOICING_PORT: port.default(8081),
+  SVC_CORS_ORIGINS: list.default([]),
+  SVC_ENABLE_DEBUG_ENDPOINTS: bool.default(false),
+  SVC_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
+  SVC_ACTORS: list.default(['all']),
+  SVC_GATEWAYS: list.default(['console', 'invoicing']),
+  SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SVC_CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
+  // identity (console-identity.md)
+  SVC_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  SVC_JWT_ACCESS_TTL: seconds.default(900),
+  SVC_JWT_REFRESH_TTL: seconds.default(604800),
+  SVC_MFA_ENCRYPTION_KEY: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)').optional(),
+  SVC_API_RATE_LIMIT: z.coerce.number().int().positive().default(1000),
+  SVC_AUTH_RATE_LIMIT: z.coerce.number().int().positive().default(5),
+  SVC_SSO_CLIENT_ID: z.string().default(''),
+  SVC_SSO_CLIENT_SECRET: z.string().optional(),
+  SVC_SSO_ISSUER_URL: z.string().default('https://accounts.google.com'),
+  SVC_SSO_ALLOWED_DOMAIN: z.string().default('example.com'),
+  SVC_BACKEND_URL: url.default('http://localhost:8080'),
+  SVC_FRONTEND_URL: url.default('http://localhost:3000'),
+  SVC_EMAIL_PROVIDER: z.enum(['smtp', 'resend']).default('smtp'),
+  SVC_EMAIL_FROM: z.string().default('noreply@example.com'),
+  SVC_EMAIL_FROM_NAME: z.string().default('Infrastructure Console'),
+  SVC_SMTP_HOST: z.string().optional(),
+  SVC_SMTP_PORT: port.default(587),
+  SVC_SMTP_USERNAME: z.string().optional(),
+  SVC_SMTP_PASSWORD: z.string().optional(),
+  SVC_RESEND_API_KEY: z.string().optional(),
+  SVC_RESEND_URL: url.default('https://api.resend.com'),
+  SVC_ADMIN_EMAIL: z.string().optional(),
+  SVC_ADMIN_PASSWORD: z.string().optional(),
+  // operations (console-operations.md)
+  SVC_AGENT_STALE_TIMEOUT_SECONDS: seconds.default(300),
+  SVC_SD_FIELD_CACHE_TTL: seconds.default(86400),
+});
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses the environment; a missing or malformed value stops start-up with a message naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(ConfigSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined) picked[key] = value;
+  }
+  const result = ConfigSchema.safeParse(picked);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return result.data;
+}
+
+/** Secrets the identity domain cannot run without; checked only by processes that need them. */
+export function requireSecrets<K extends 'SVC_JWT_SECRET' | 'SVC_MFA_ENCRYPTION_KEY'>(config: Config, keys: readonly K[]): { [P in K]: string } {
+  const missing = keys.filter((k) => !config[k]);
+  if (missing.length > 0) throw new ConfigError(`invalid configuration:\n  ${missing.map((k) => `${k}: is required`).join('\n  ')}`);
+  return Object.fromEntries(keys.map((k) => [k, config[k] as string])) as { [P in K]: string };
+}
