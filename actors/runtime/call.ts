@@ -18,7 +18,7 @@ const decoder = new TextDecoder();
 export class Caller<C extends Catalogue> {
   constructor(
     private readonly getConnection: () => NatsConnection | undefined,
-    private readonly catalogue: C,
+    readonly catalogue: C,
     private readonly defaultTimeoutMs = 10_000,
   ) {}
 

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import type { Config } from '../../actors/runtime/config.ts';
+import type { Logger } from '../../actors/runtime/logger.ts';
+import type { LazyNats } from '../../actors/runtime/nats.ts';
+import { createGatewayApp, type GatewayApp } from '../shared/app.ts';
+import type { GatewayDeps } from '../shared/bridge.ts';
+import { PostgresProbe, withTimeout } from '../shared/probes.ts';
+import { registerConsoleRoutes } from './routes/index.ts';
+
+export interface ConsoleGatewayOptions {
+  config: Config;
+  log: Logger;
+  nats: LazyNats;
+  deps: GatewayDeps;
+  version: string;
+}
+
+export async function buildConsoleGateway(opts: ConsoleGatewayOptions): Promise<{ app: GatewayApp; close: () => Promise<void> }> {
+  const pgProbe = new PostgresProbe(opts.config.SVC_DB_URL);
+  const app = await createGatewayApp(
+    { style: 'console', title: 'Infrastructure console API', version: opts.version, config: opts.config, log: opts.log },
+    async (app) => {
+      app.get('/healthz', { schema: { hide: true, response: { 200: z.object({ status: z.literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
+      app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+        const [db, broker] = await Promise.all([withTimeout(pgProbe.check(), 2000, 'timeout'), withTimeout(opts.nats.healthy(1500), 2000, false)]);
+        const ready = db === 'ok' && broker;
+        return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready' });
+      });
+      await registerConsoleRoutes(app, opts.deps);
+    },
+  );
+  return { app, close: () => pgProbe.close() };
+}

@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import type { Config } from '../../actors/runtime/config.ts';
+import type { Logger } from '../../actors/runtime/logger.ts';
+import { anonymousContext } from '../../contracts/context.ts';
+import { DomainError } from '../../contracts/errors.ts';
+import { createGatewayApp, type GatewayApp } from '../shared/app.ts';
+import type { GatewayDeps } from '../shared/bridge.ts';
+import { PostgresProbe, withTimeout } from '../shared/probes.ts';
+import { registerInvoicingRoutes } from './routes/index.ts';
+
+export interface InvoicingGatewayOptions {
+  config: Config;
+  log: Logger;
+  deps: GatewayDeps;
+  version: string;
+}
+
+const started = Date.now();
+
+export async function buildInvoicingGateway(opts: InvoicingGatewayOptions): Promise<{ app: GatewayApp; close: () => Promise<void> }> {
+  const pgProbe = new PostgresProbe(opts.config.SVC_DB_URL);
+  const app = await createGatewayApp(
+    { style: 'invoicing', title: 'Invoicing API', version: opts.version, config: opts.config, log: opts.log },
+    async (app) => {
+      // Liveness touches no store.
+      app.get(
+        '/healthz',
+        { schema: { hide: true, response: { 200: z.object({ status: z.literal('ok'), version: z.string(), uptime_seconds: z.number().int() }) } } },
+        async () => ({ status: 'ok' as const, version: opts.version, uptime_seconds: Math.floor((Date.now() - started) / 1000) }),
+      );
+      app.get('/readyz', { schema: { hide: true } }, async (req, reply) => {
+        const analytics = opts.deps.caller
+          .call('svc.invoice.health', {}, anonymousContext(req.id), { timeoutMs: 2000 })
+          .then((r) => r.analytics_store)
+          .catch((err: unknown) => `unreachable: ${err instanceof DomainError ? err.message : 'unknown error'}`);
+        const [relational, analyticsStatus] = await Promise.all([withTimeout(pgProbe.check(), 2500, 'timeout'), withTimeout(analytics, 2500, 'timeout')]);
+        const ready = relational === 'ok' && analyticsStatus === 'ok';
+        return reply
+          .status(ready ? 200 : 503)
+          .send({ status: ready ? 'ready' : 'not_ready', checks: { relational_store: relational, analytics_store: analyticsStatus } });
+      });
+      await registerInvoicingRoutes(app, opts.deps);
+    },
+  );
+  return { app, close: () => pgProbe.close() };
+}

@@ -1,0 +1,120 @@
+import cors from '@fastify/cors';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { randomUUID } from 'node:crypto';
+import { Registry, Counter, Histogram, collectDefaultMetrics } from 'prom-client';
+import type { Config } from '../../actors/runtime/config.ts';
+import type { Logger } from '../../actors/runtime/logger.ts';
+import { DomainError } from '../../contracts/errors.ts';
+import { sendError, toDomainError, type ServiceStyle } from './errors.ts';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+export type GatewayApp = FastifyInstance<
+  import('node:http').Server,
+  import('node:http').IncomingMessage,
+  import('node:http').ServerResponse,
+  Logger,
+  ZodTypeProvider
+>;
+
+export interface GatewayAppOptions {
+  style: ServiceStyle;
+  title: string;
+  version: string;
+  config: Pick<Config, 'SVC_CORS_ORIGINS' | 'SVC_ENABLE_DEBUG_ENDPOINTS'>;
+  log: Logger;
+  trustProxy?: boolean;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * A Fastify app with the shared plugins of both gateways: request id, error envelope, 1 MB body limit, CORS,
+ * zod validation, and (only when debug endpoints are enabled) the OpenAPI explorer and Prometheus metrics.
+ * Routes are added by the caller inside `register` so the OpenAPI document sees them.
+ */
+export async function createGatewayApp(opts: GatewayAppOptions, register: (app: GatewayApp) => Promise<void> | void): Promise<GatewayApp> {
+  const app = Fastify({
+    loggerInstance: opts.log,
+    bodyLimit: BODY_LIMIT,
+    trustProxy: opts.trustProxy ?? false,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    // One access line per request is written by the onResponse hook below, with the request id.
+    logController: new LogController({ disableRequestLogging: true }),
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header('x-request-id', req.id);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.info({ request_id: req.id, method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const domain = toDomainError(err);
+    if (domain.code === 'internal_error' && !(err instanceof DomainError)) req.log.error({ err, request_id: req.id }, 'unhandled error');
+    return sendError(opts.style, req, reply, domain);
+  });
+  app.setNotFoundHandler((req, reply) => sendError(opts.style, req, reply, new DomainError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
+
+  const origins = opts.config.SVC_CORS_ORIGINS;
+  await app.register(cors, {
+    origin: origins.includes('*') ? true : origins.length > 0 ? origins : false,
+    credentials: true,
+    exposedHeaders: ['x-request-id', 'retry-after', 'content-disposition'],
+  });
+
+  const debug = opts.config.SVC_ENABLE_DEBUG_ENDPOINTS;
+  if (debug) {
+    await app.register(swagger, {
+      openapi: {
+        info: { title: opts.title, version: opts.version },
+        components: {
+          securitySchemes: {
+            bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+            apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          },
+        },
+      },
+      transform: jsonSchemaTransform,
+    });
+    await app.register(swaggerUi, { routePrefix: '/swagger' });
+    registerMetrics(app);
+  }
+
+  await register(app);
+  return app;
+}
+
+function registerMetrics(app: GatewayApp): void {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration',
+    labelNames: ['method', 'route'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    requests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    void reply.header('content-type', registry.contentType);
+    return registry.metrics();
+  });
+}

@@ -1,0 +1,89 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Caller } from '../../actors/runtime/call.ts';
+import type { Cat } from '../../contracts/catalogue.ts';
+import { anonymousContext, type CallerContext } from '../../contracts/context.ts';
+import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
+import type { GatewayApp } from './app.ts';
+import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
+
+/** What every route of a gateway needs to reach the actors. */
+export interface GatewayDeps<C extends Catalogue = Cat> {
+  caller: Caller<C>;
+  auth: Authenticator;
+  requestTimeoutMs: number;
+  /** Optional per-route guard run before authentication (rate limits). */
+  guard?: (req: FastifyRequest, kind: RateClass) => Promise<void>;
+}
+
+/** Which rate-limit bucket a route counts against. */
+export type RateClass = 'auth' | 'api' | 'none';
+
+type Schema = z.ZodType;
+type Out<T> = T extends Schema ? z.output<T> : undefined;
+
+export interface BridgeRoute<C extends Catalogue, S extends SubjectName<C>, P extends Schema | undefined, Q extends Schema | undefined, B extends Schema | undefined> {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: string;
+  subject: S;
+  auth: AuthMode;
+  rate?: RateClass;
+  tags?: string[];
+  summary?: string;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Builds the subject's input from the validated request. */
+  input: (r: { params: Out<P>; query: Out<Q>; body: Out<B>; ctx: CallerContext; req: FastifyRequest }) => RequestIn<C, S>;
+  /** Success status (default 200); 204 sends no body. */
+  status?: number;
+  /** Custom reply (HTML, PDF, redirects, envelopes with meta). Default: `{ data }`. */
+  send?: (data: ReplyOut<C, S>, reply: FastifyReply, req: FastifyRequest) => unknown;
+}
+
+/** Registers a REST route that authenticates, validates, and turns the request into a call on its subject. */
+export function bridge<
+  C extends Catalogue,
+  S extends SubjectName<C>,
+  P extends Schema | undefined = undefined,
+  Q extends Schema | undefined = undefined,
+  B extends Schema | undefined = undefined,
+>(app: GatewayApp, deps: GatewayDeps<C>, route: BridgeRoute<C, S, P, Q, B>): void {
+  const spec = deps.caller.catalogue[route.subject]!;
+  const rate = route.rate ?? (route.auth === 'public' ? 'auth' : 'api');
+  app.route({
+    method: route.method,
+    url: route.url,
+    schema: {
+      ...(route.params ? { params: route.params } : {}),
+      ...(route.query ? { querystring: route.query } : {}),
+      ...(route.body ? { body: route.body } : {}),
+      summary: route.summary ?? spec.summary,
+      ...(route.tags ? { tags: route.tags } : {}),
+      ...(route.auth === 'public' ? {} : { security: route.auth === 'authenticated' ? [{ bearer: [] }, { apiKey: [] }] : [{ bearer: [] }] }),
+    },
+    // Rate limits and authentication run before body validation so an anonymous flood costs little.
+    onRequest: async (req) => {
+      if (deps.guard && rate !== 'none') await deps.guard(req, rate);
+    },
+    handler: async (req, reply) => {
+      const ctx = route.auth === 'public' ? anonymousContext(req.id, clientInfo(req)) : await deps.auth.authenticate(req, route.auth);
+      const input = route.input({ params: req.params as Out<P>, query: req.query as Out<Q>, body: req.body as Out<B>, ctx, req });
+      const data = await deps.caller.call(route.subject, input, ctx, { timeoutMs: deps.requestTimeoutMs, traceparent: headerOf(req, 'traceparent') });
+      if (route.send) return route.send(data, reply, req);
+      if (route.status === 204) return reply.status(204).send();
+      return reply.status(route.status ?? 200).send({ data });
+    },
+  });
+}
+
+const headerOf = (req: FastifyRequest, name: string): string | undefined => {
+  const v = req.headers[name];
+  return typeof v === 'string' ? v : undefined;
+};
+
+/** Pagination query of both services: page ≥ 1 (default 1), per_page 1..100 (default 20). */
+export const PageQuery = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  per_page: z.coerce.number().int().min(1).max(100).default(20),
+});

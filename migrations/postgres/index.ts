@@ -1,0 +1,10 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import { Migration0001_foundation } from './Migration0001_foundation.ts';
+
+/**
+ * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
+ * `mikro_orm_migrations` table records). Explicit imports instead of a glob: works unchanged under tsx and bundlers.
+ */
+export const postgresMigrations: readonly MigrationObject[] = [
+  { name: 'Migration0001_foundation', class: Migration0001_foundation },
+];

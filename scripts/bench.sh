@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# `npm run bench [-- args]`: set up the machine (scripts/setup.sh), migrate, run bench/run.ts.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/setup.sh
+npm run migrate
+exec npx tsx bench/run.ts "$@"

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Everything `npm start`, `npm test` and `npm run bench` need before they run, on a machine of the
+# node-svc kind with nothing installed by hand. Sourced by scripts/start.sh, test.sh and bench.sh (so the
+# SVC_* defaults it exports reach them); `bash scripts/setup.sh` runs it alone. Idempotent, and quick
+# when everything is already in place.
+#
+#   1. npm ci           when node_modules is missing or package-lock.json changed since the last install
+#   2. apt packages     victoria-metrics and chromium, when missing (apt-get update once, then install)
+#   3. local services   PostgreSQL :5432, Redis :6379, NATS+JetStream :4222, VictoriaMetrics :8428;
+#                       each started with the machine's own command when its port is closed, then waited
+#                       for; a service whose SVC_*_URL points somewhere else is left alone
+#   4. databases        the database named in SVC_DB_URL (default: test) is created when missing
+#   5. environment      local defaults for the variables production must set, exported only when unset;
+#                       generated secrets are kept in data/secrets.env (mode 600) and reused
+#
+# Knobs: SVC_SETUP_QUIET=1 hides the summary; SVC_SETUP_WAIT=<seconds> bounds each wait (default 60).
+
+_svc_log() { [[ ${SVC_SETUP_QUIET:-} == 1 ]] || printf '[setup] %s\n' "$*" >&2; }
+_svc_err() { printf '[setup] ERROR: %s\n' "$*" >&2; return 1; }
+
+# Runs a command as root: directly when we are root, through sudo otherwise.
+_svc_root() {
+  if [[ $(id -u) == 0 ]]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo -n "$@"
+  else "$@"
+  fi
+}
+
+# True when something accepts TCP connections on host:port (bash's /dev/tcp; no extra tools).
+_svc_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+# Waits (bounded) until host:port answers.
+_svc_wait_port() {
+  local name=$1 host=$2 port=$3 i limit=$(( ${SVC_SETUP_WAIT:-60} * 5 ))
+  for (( i = 0; i < limit; i++ )); do
+    _svc_port_open "$host" "$port" && return 0
+    sleep 0.2
+  done
+  _svc_err "$name did not answer on $host:$port within ${SVC_SETUP_WAIT:-60}s${4:+ (see $4)}"
+}
+
+# Splits a URL into _svc_host and _svc_port (port defaults to $2). Only the first of a comma list counts.
+_svc_hostport() {
+  local url=${1%%,*}
+  _svc_host='' _svc_port=''
+  [[ $url =~ ^[A-Za-z][A-Za-z0-9+.-]*://([^@/]*@)?(\[[^]/]*\]|[^]:/?#[]*)(:([0-9]+))? ]] || return 1
+  _svc_host=${BASH_REMATCH[2]} _svc_port=${BASH_REMATCH[4]:-$2}
+  _svc_host=${_svc_host#[}; _svc_host=${_svc_host%]}
+}
+
+# True when the service behind the URL is this machine's own one on its standard port, i.e. ours to start.
+_svc_is_local() {
+  _svc_hostport "$1" "$2" || return 1
+  [[ $_svc_host =~ ^(127\.0\.0\.1|localhost|::1)$ && $_svc_port == "$2" ]]
+}
+
+_svc_npm() {
+  if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
+    _svc_log "installing npm dependencies (npm ci)"
+    npm ci --no-audit --no-fund || _svc_err "npm ci failed" || return 1
+  fi
+}
+
+_svc_installed() { [[ $(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null) == installed ]]; }
+
+_svc_apt() {
+  local pkg missing=()
+  for pkg in victoria-metrics chromium; do _svc_installed "$pkg" || missing+=("$pkg"); done
+  (( ${#missing[@]} )) || return 0
+  _svc_log "installing Debian packages: ${missing[*]} (once; this takes a few minutes)"
+  local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600)
+  _svc_root "${apt[@]}" update || _svc_err "apt-get update failed" || return 1
+  _svc_root "${apt[@]}" install -y --no-install-recommends "${missing[@]}" \
+    || _svc_err "apt-get install ${missing[*]} failed" || return 1
+}
+
+_svc_postgres() {
+  local url=$SVC_DB_URL
+  _svc_is_local "$url" 5432 || { _svc_log "SVC_DB_URL is not the local server; not starting PostgreSQL"; return 0; }
+  if ! _svc_port_open 127.0.0.1 5432; then
+    local version
+    version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)
+    [[ -n $version ]] || _svc_err "PostgreSQL is not installed (/etc/postgresql is empty)" || return 1
+    _svc_log "starting PostgreSQL $version"
+    _svc_root pg_ctlcluster --skip-systemctl-redirect "$version" main start \
+      || _svc_err "pg_ctlcluster $version main start failed (see /var/log/postgresql/)" || return 1
+  fi
+  _svc_wait_port PostgreSQL 127.0.0.1 5432 /var/log/postgresql/ || return 1
+  _svc_ready+=("PostgreSQL:5432")
+  # The port opens a moment before the server accepts connections.
+  local i
+  if command -v pg_isready >/dev/null 2>&1; then
+    for (( i = 0; i < ${SVC_SETUP_WAIT:-60} * 5; i++ )); do
+      pg_isready -q -h 127.0.0.1 -p 5432 && break
+      sleep 0.2
+    done
+  fi
+
+  # The database named in SVC_DB_URL (default: test) must exist.
+  [[ $url =~ ^(postgres(ql)?://[^/?#]+)/?([^?#]*)(\?[^#]*)?$ ]] || return 0
+  local base=${BASH_REMATCH[1]} db=${BASH_REMATCH[3]:-} query=${BASH_REMATCH[4]:-} admin found
+  [[ -n $db ]] || return 0
+  [[ $db =~ ^[A-Za-z0-9_]+$ ]] || { _svc_log "database name '$db' left as is (not created automatically)"; return 0; }
+  admin="$base/postgres$query"
+  found=$(psql -X -q -At -v ON_ERROR_STOP=1 "$admin" -c "SELECT 1 FROM pg_database WHERE datname = '$db'" 2>&1) \
+    || _svc_err "cannot connect to PostgreSQL as in SVC_DB_URL: $found" || return 1
+  if [[ $found != 1 ]]; then
+    _svc_log "creating database $db"
+    local out
+    out=$(psql -X -q -v ON_ERROR_STOP=1 "$admin" -c "CREATE DATABASE \"$db\"" 2>&1) \
+      || [[ $out == *"already exists"* ]] \
+      || _svc_err "could not create database $db: $out" || return 1
+  fi
+}
+
+_svc_redis() {
+  [[ -n ${SVC_VALKEY_URL:-} ]] || return 0
+  _svc_is_local "$SVC_VALKEY_URL" 6379 || { _svc_log "SVC_VALKEY_URL is not the local server; not starting Redis"; return 0; }
+  if ! _svc_port_open 127.0.0.1 6379; then
+    _svc_log "starting Redis"
+    _svc_root redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+      --dir /var/lib/redis --logfile /var/log/redis/ci.log >/dev/null \
+      || _svc_err "redis-server failed to start (see /var/log/redis/ci.log)" || return 1
+  fi
+  _svc_wait_port Redis 127.0.0.1 6379 /var/log/redis/ci.log && _svc_ready+=("Redis:6379")
+}
+
+_svc_nats() {
+  _svc_is_local "$SVC_NATS_URL" 4222 || { _svc_log "SVC_NATS_URL is not the local server; not starting NATS"; return 0; }
+  if ! _svc_port_open 127.0.0.1 4222; then
+    _svc_log "starting NATS (JetStream)"
+    _svc_root mkdir -p /var/lib/nats-server
+    _svc_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
+      -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log \
+      || _svc_err "nats-server failed to start (see /var/log/nats-server.log)" || return 1
+  fi
+  _svc_wait_port NATS 127.0.0.1 4222 /var/log/nats-server.log && _svc_ready+=("NATS:4222")
+}
+
+_svc_tsdb() {
+  _svc_is_local "$SVC_TSDB_URL" 8428 || { _svc_log "SVC_TSDB_URL is not the local server; not starting VictoriaMetrics"; return 0; }
+  local log=$_svc_dir/data/logs/victoria-metrics.log
+  if ! _svc_port_open 127.0.0.1 8428; then
+    [[ -x /usr/bin/victoria-metrics ]] || _svc_err "/usr/bin/victoria-metrics is missing (Debian package victoria-metrics)" || return 1
+    _svc_log "starting VictoriaMetrics (data in data/tsdb, log in data/logs/victoria-metrics.log)"
+    mkdir -p "$_svc_dir/data/tsdb" "$_svc_dir/data/logs" || return 1
+    # Its own session, so it outlives this shell like the other services and a Ctrl-C of `npm start`.
+    local detach=()
+    command -v setsid >/dev/null 2>&1 && detach=(setsid)
+    "${detach[@]}" nohup /usr/bin/victoria-metrics -httpListenAddr=127.0.0.1:8428 \
+      -storageDataPath="$_svc_dir/data/tsdb" -retentionPeriod=100y </dev/null >>"$log" 2>&1 &
+  fi
+  local i
+  for (( i = 0; i < ${SVC_SETUP_WAIT:-60} * 5; i++ )); do
+    curl -sf -m 2 -o /dev/null http://127.0.0.1:8428/health && { _svc_ready+=("VictoriaMetrics:8428"); return 0; }
+    sleep 0.2
+  done
+  _svc_err "VictoriaMetrics did not become healthy on 127.0.0.1:8428 within ${SVC_SETUP_WAIT:-60}s (see $log)"
+}
+
+# Exports name=value when name is unset; remembers the name for the summary.
+_svc_default() {
+  [[ -n ${!1+x} ]] && return 0
+  export "$1=$2"
+  _svc_defaulted+=("$1")
+}
+
+_svc_secrets() {
+  local file=$_svc_dir/data/secrets.env key value generated=()
+  local -A saved=()
+  mkdir -p "$_svc_dir/data" || return 1
+  if [[ -f $file ]]; then
+    while IFS='=' read -r key value; do
+      [[ $key =~ ^SVC_[A-Z0-9_]+$ ]] && saved[$key]=$value
+    done <"$file"
+  fi
+  # Generated once, then read back on every run.
+  [[ -n ${saved[SVC_JWT_SECRET]:-} ]] || {
+    saved[SVC_JWT_SECRET]=$(head -c 48 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')
+    generated+=(SVC_JWT_SECRET)
+  }
+  [[ -n ${saved[SVC_MFA_ENCRYPTION_KEY]:-} ]] || {
+    saved[SVC_MFA_ENCRYPTION_KEY]=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+    generated+=(SVC_MFA_ENCRYPTION_KEY)
+  }
+  [[ -n ${saved[SVC_ADMIN_PASSWORD]:-} ]] || {
+    saved[SVC_ADMIN_PASSWORD]=$(head -c 18 /dev/urandom | base64 -w0 | tr '+/' 'Xy')
+    generated+=(SVC_ADMIN_PASSWORD)
+  }
+  if (( ${#generated[@]} )); then
+    local tmp
+    tmp=$(umask 077 && mktemp "$file.XXXXXX") || return 1
+    {
+      echo "# Generated by scripts/setup.sh for local runs; kept and reused. Never commit it."
+      for key in "${!saved[@]}"; do printf '%s=%s\n' "$key" "${saved[$key]}"; done | sort
+    } >"$tmp" && chmod 600 "$tmp" && mv -f "$tmp" "$file" \
+      || { rm -f "$tmp"; _svc_err "could not write $file"; return 1; }
+    _svc_log "generated ${generated[*]} into data/secrets.env"
+  fi
+  chmod 600 "$file" 2>/dev/null
+  for key in SVC_JWT_SECRET SVC_MFA_ENCRYPTION_KEY SVC_ADMIN_PASSWORD; do
+    if [[ -z ${!key+x} ]]; then
+      export "$key=${saved[$key]}"
+      _svc_from_secrets+=("$key")
+    fi
+  done
+  # Shown once, when it is first generated and actually in use; afterwards it is in data/secrets.env.
+  if [[ " ${generated[*]} " == *" SVC_ADMIN_PASSWORD "* && " ${_svc_from_secrets[*]} " == *" SVC_ADMIN_PASSWORD "* ]]; then
+    printf '[setup] first run: the admin account is %s with password %s (kept in %s)\n' \
+      "$SVC_ADMIN_EMAIL" "$SVC_ADMIN_PASSWORD" "$file" >&2
+  fi
+}
+
+_svc_setup_main() {
+  _svc_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || return 1
+  _svc_defaulted=() _svc_from_secrets=() _svc_ready=()
+  (
+    cd "$_svc_dir" || exit 1
+    _svc_npm
+  ) || return 1
+  _svc_default SVC_DB_URL postgresql://postgres@127.0.0.1:5432/test
+  _svc_default SVC_NATS_URL nats://127.0.0.1:4222
+  _svc_default SVC_VALKEY_URL redis://127.0.0.1:6379
+  _svc_default SVC_TSDB_URL http://127.0.0.1:8428
+  _svc_default SVC_ADMIN_EMAIL admin@localhost.localdomain
+  _svc_secrets || return 1
+  _svc_apt || return 1
+  _svc_postgres || return 1
+  _svc_redis || return 1
+  _svc_nats || return 1
+  _svc_tsdb || return 1
+  if (( ${#_svc_defaulted[@]} )); then
+    local name summary=()
+    for name in "${_svc_defaulted[@]}"; do summary+=("$name=${!name}"); done
+    _svc_log "local defaults: ${summary[*]}"
+  fi
+  if (( ${#_svc_from_secrets[@]} )); then
+    _svc_log "from $_svc_dir/data/secrets.env: ${_svc_from_secrets[*]} (admin: $SVC_ADMIN_EMAIL)"
+  fi
+  _svc_log "ready: ${_svc_ready[*]:-no local services managed}"
+  unset _svc_host _svc_port _svc_defaulted _svc_from_secrets _svc_ready
+  return 0
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  set -uo pipefail
+  _svc_setup_main || exit 1
+else
+  _svc_setup_main || return 1
+fi

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `npm test [-- vitest args]`: set up the machine (scripts/setup.sh), apply the migrations to the test
+# stores, then run vitest against the real local services. Exits with vitest's code.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/setup.sh
+# The analytics store the tests use (test/support/env.ts), so its DDL is applied there too.
+export SVC_ANALYTICS_PATH="${SVC_ANALYTICS_PATH:-./data/analytics-test}"
+npm run migrate
+exec npx vitest run "$@"

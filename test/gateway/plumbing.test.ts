@@ -1,0 +1,184 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { Caller } from '../../actors/runtime/call.ts';
+import { createLogger } from '../../actors/runtime/logger.ts';
+import { connectNats } from '../../actors/runtime/nats.ts';
+import { ActorHost } from '../../actors/runtime/serve.ts';
+import { DomainError } from '../../contracts/errors.ts';
+import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
+import { bridge, type GatewayDeps } from '../../gateway/shared/bridge.ts';
+import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
+
+const log = createLogger('silent');
+let nc: NatsConnection;
+let host: ActorHost<TestCat>;
+
+async function buildApp(style: 'console' | 'invoicing', debug = false, timeoutMs = 400): Promise<GatewayApp> {
+  const deps: GatewayDeps<TestCat> = {
+    caller: new Caller(() => nc, testCatalogue),
+    requestTimeoutMs: timeoutMs,
+    auth: {
+      authenticate: async (req) => {
+        if (req.headers.authorization !== 'Bearer good') throw new DomainError('unauthorized', 'missing or invalid credentials');
+        return { request_id: req.id, principal: { kind: 'anonymous' } };
+      },
+    },
+  };
+  return createGatewayApp({ style, title: 't', version: '1', config: { SVC_CORS_ORIGINS: ['https://app.example.com'], SVC_ENABLE_DEBUG_ENDPOINTS: debug }, log }, (app) => {
+    bridge(app, deps, {
+      method: 'POST',
+      url: '/api/v1/echo',
+      subject: 'svc.rtest.echo',
+      auth: 'public',
+      body: z.object({ name: z.string().min(1, 'must not be empty'), times: z.number().int() }),
+      input: ({ body }) => body,
+    });
+    // No gateway-side schema: proves the actor's own validation reaches the client as a 400.
+    bridge(app, deps, { method: 'POST', url: '/api/v1/raw-echo', subject: 'svc.rtest.echo', auth: 'public', input: ({ req }) => req.body as never });
+    bridge(app, deps, { method: 'GET', url: '/api/v1/sleep/:ms', subject: 'svc.rtest.sleep', auth: 'authenticated', params: z.object({ ms: z.coerce.number().int() }), input: ({ params }) => params });
+    bridge(app, deps, { method: 'GET', url: '/api/v1/unserved', subject: 'svc.rtest.unserved', auth: 'public', input: () => ({}) });
+    bridge(app, deps, { method: 'GET', url: '/api/v1/conflict', subject: 'svc.rtest.fail', auth: 'public', input: () => ({ code: 'conflict' as const }) });
+  });
+}
+
+let consoleApp: GatewayApp;
+let invoicingApp: GatewayApp;
+
+beforeAll(async () => {
+  nc = await connectNats(process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4222', 'gw-test', log);
+  host = new ActorHost(nc, testCatalogue, log);
+  await host.serve('rtest', 'rtest-gw', {
+    'svc.rtest.echo': async ({ name }) => ({ greeting: `hi ${name}`, instance: 'gw' }),
+    'svc.rtest.sleep': async ({ ms }) => {
+      await new Promise((r) => setTimeout(r, ms));
+      return { slept: ms };
+    },
+    'svc.rtest.fail': async ({ code }) => {
+      throw new DomainError(code, 'state does not allow it');
+    },
+  });
+  consoleApp = await buildApp('console');
+  invoicingApp = await buildApp('invoicing');
+});
+
+afterAll(async () => {
+  await consoleApp.close();
+  await invoicingApp.close();
+  await host.drain(100);
+  await nc.drain();
+});
+
+describe('gateway plumbing', () => {
+  it('turns a valid request into a call and wraps the reply in data', async () => {
+    const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: 'a', times: 1 } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ data: { greeting: 'hi a', instance: 'gw' } });
+  });
+
+  it('answers a zod failure with a 400 envelope naming the field', async () => {
+    const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: '', times: 'x' }, headers: { 'x-request-id': 'req-123' } });
+    expect(res.statusCode).toBe(400);
+    const body = res.json();
+    expect(body.error.code).toBe('bad_request');
+    expect(body.error.message).toMatch(/body\.name: must not be empty/);
+    expect(body.error.message).toMatch(/body\.times/);
+    expect(body.error.request_id).toBe('req-123');
+  });
+
+  it('passes the actor validation failure through as 400', async () => {
+    const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/raw-echo', payload: { name: 'x', times: 7 } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.message).toMatch(/times/);
+  });
+
+  it('uses upper-case codes on the invoicing gateway', async () => {
+    const bad = await invoicingApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: '' , times: 1} });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.code).toBe('VALIDATION_ERROR');
+    const conflict = await invoicingApp.inject({ method: 'GET', url: '/api/v1/conflict' });
+    expect(conflict.statusCode).toBe(409);
+    expect(conflict.json().error).toMatchObject({ code: 'CONFLICT', message: 'state does not allow it' });
+  });
+
+  it('answers malformed JSON with 400', async () => {
+    const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload: '{"name": ', headers: { 'content-type': 'application/json' } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('bad_request');
+  });
+
+  it('refuses bodies above 1 MB with 413 request_too_large', async () => {
+    const payload = JSON.stringify({ name: 'x'.repeat(1024 * 1024), times: 1 });
+    const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload, headers: { 'content-type': 'application/json' } });
+    expect(res.statusCode).toBe(413);
+    expect(res.json().error.code).toBe('request_too_large');
+    const ok = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: 'x'.repeat(1000 * 1000), times: 1 } });
+    expect(ok.statusCode).toBe(200);
+  });
+
+  it('echoes a given request id and generates one otherwise', async () => {
+    const given = await consoleApp.inject({ method: 'GET', url: '/api/v1/conflict', headers: { 'x-request-id': 'abc-42' } });
+    expect(given.headers['x-request-id']).toBe('abc-42');
+    expect(given.json().error.request_id).toBe('abc-42');
+    const generated = await consoleApp.inject({ method: 'GET', url: '/api/v1/conflict' });
+    expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(generated.json().error.request_id).toBe(generated.headers['x-request-id']);
+    const hostile = await consoleApp.inject({ method: 'GET', url: '/api/v1/conflict', headers: { 'x-request-id': 'a b\u0000<script>' } });
+    expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers 503 when no actor serves the subject', async () => {
+    const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/unserved' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().error.code).toBe('service_unavailable');
+  });
+
+  it('answers 504 within the deadline when the actor is too slow', async () => {
+    const t0 = Date.now();
+    const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/sleep/1500', headers: { authorization: 'Bearer good' } });
+    expect(res.statusCode).toBe(504);
+    expect(res.json().error.code).toBe('gateway_timeout');
+    expect(Date.now() - t0).toBeLessThan(1200);
+  });
+
+  it('authenticates before calling', async () => {
+    const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/sleep/1' });
+    expect(res.statusCode).toBe(401);
+    expect(res.json().error.code).toBe('unauthorized');
+  });
+
+  it('answers unknown routes with a 404 envelope', async () => {
+    const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/nope' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json().error.code).toBe('not_found');
+  });
+
+  it('allows only the configured CORS origins', async () => {
+    const ok = await consoleApp.inject({ method: 'OPTIONS', url: '/api/v1/echo', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' } });
+    expect(ok.headers['access-control-allow-origin']).toBe('https://app.example.com');
+    const other = await consoleApp.inject({ method: 'OPTIONS', url: '/api/v1/echo', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    expect(other.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('hides /metrics and /swagger unless debug endpoints are enabled', async () => {
+    for (const url of ['/metrics', '/swagger', '/swagger/json']) {
+      const res = await consoleApp.inject({ method: 'GET', url });
+      expect(res.statusCode, url).toBe(404);
+    }
+    const debugApp = await buildApp('console', true);
+    try {
+      await debugApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: 'm', times: 1 } });
+      const metrics = await debugApp.inject({ method: 'GET', url: '/metrics' });
+      expect(metrics.statusCode).toBe(200);
+      expect(metrics.body).toMatch(/http_requests_total\{method="POST",route="\/api\/v1\/echo",status="200"\} 1/);
+      const doc = await debugApp.inject({ method: 'GET', url: '/swagger/json' });
+      expect(doc.statusCode).toBe(200);
+      const openapi = doc.json();
+      expect(openapi.paths['/api/v1/echo'].post.requestBody.content['application/json'].schema.properties.name.type).toBe('string');
+      const ui = await debugApp.inject({ method: 'GET', url: '/swagger/' });
+      expect(ui.statusCode).toBe(200);
+    } finally {
+      await debugApp.close();
+    }
+  });
+});

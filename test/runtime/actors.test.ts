@@ -1,0 +1,126 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Svcm } from '@nats-io/services';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Caller } from '../../actors/runtime/call.ts';
+import { createLogger } from '../../actors/runtime/logger.ts';
+import { connectNats } from '../../actors/runtime/nats.ts';
+import { ActorHost } from '../../actors/runtime/serve.ts';
+import { anonymousContext } from '../../contracts/context.ts';
+import { DomainError } from '../../contracts/errors.ts';
+import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
+
+const log = createLogger('silent');
+const NATS = process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4222';
+let nc: NatsConnection;
+let hostA: ActorHost<TestCat>;
+let hostB: ActorHost<TestCat>;
+let caller: Caller<TestCat>;
+const ctx = () => anonymousContext(randomUUID());
+
+async function serveEcho(host: ActorHost<TestCat>, instance: string): Promise<void> {
+  await host.serve('rtest', `rtest-${instance}`, {
+    'svc.rtest.echo': async ({ name, times }) => ({ greeting: `hello ${name}`.repeat(times), instance }),
+    'svc.rtest.fail': async ({ code }) => {
+      throw new DomainError(code, `failed with ${code}`);
+    },
+    'svc.rtest.crash': async () => {
+      throw new Error('boom');
+    },
+    // Deliberately wrong: the runtime must refuse to send a reply that breaks its schema.
+    'svc.rtest.badreply': async () => ({ must: 42 }) as unknown as { must: string },
+    'svc.rtest.sleep': async ({ ms }, { signal }) => {
+      await new Promise((r) => setTimeout(r, ms));
+      return { slept: signal.aborted ? -1 : ms };
+    },
+  });
+}
+
+beforeAll(async () => {
+  nc = await connectNats(NATS, 'actors-test', log);
+  hostA = new ActorHost(nc, testCatalogue, log);
+  hostB = new ActorHost(nc, testCatalogue, log);
+  await serveEcho(hostA, 'a');
+  await serveEcho(hostB, 'b');
+  caller = new Caller(() => nc, testCatalogue, 2000);
+});
+
+afterAll(async () => {
+  await hostA.drain(100);
+  await hostB.drain(100);
+  await nc.drain();
+});
+
+describe('actor runtime', () => {
+  it('answers a typed call with the parsed reply', async () => {
+    const r = await caller.call('svc.rtest.echo', { name: 'x', times: 2 }, ctx());
+    expect(r.greeting).toBe('hello xhello x');
+  });
+
+  it('spreads requests over instances of the same domain (queue group)', async () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 40; i++) seen.add((await caller.call('svc.rtest.echo', { name: 'q', times: 1 }, ctx())).instance);
+    expect(seen).toEqual(new Set(['a', 'b']));
+  });
+
+  it('rejects input that fails the subject schema with bad_request naming the field', async () => {
+    // The cast simulates a caller that bypassed the compile-time check (another language, a stale client).
+    const err = await caller.call('svc.rtest.echo', { name: '', times: 9 } as never, ctx()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DomainError);
+    expect((err as DomainError).code).toBe('bad_request');
+    expect((err as DomainError).message).toMatch(/name: /);
+    expect((err as DomainError).message).toMatch(/times: /);
+  });
+
+  it('carries domain errors and hides unexpected ones', async () => {
+    await expect(caller.call('svc.rtest.fail', { code: 'conflict' }, ctx())).rejects.toMatchObject({ code: 'conflict', message: 'failed with conflict' });
+    await expect(caller.call('svc.rtest.crash', {}, ctx())).rejects.toMatchObject({ code: 'internal_error', message: 'internal error' });
+    await expect(caller.call('svc.rtest.badreply', {}, ctx())).rejects.toMatchObject({ code: 'internal_error' });
+  });
+
+  it('answers unavailable at once when no actor serves the subject', async () => {
+    const t0 = Date.now();
+    await expect(caller.call('svc.rtest.unserved', {}, ctx())).rejects.toMatchObject({ code: 'unavailable' });
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
+  it('gives up with timeout when the deadline passes', async () => {
+    const t0 = Date.now();
+    await expect(caller.call('svc.rtest.sleep', { ms: 800 }, ctx(), { timeoutMs: 200 })).rejects.toMatchObject({ code: 'timeout' });
+    expect(Date.now() - t0).toBeLessThan(700);
+  });
+
+  it('answers $SRV.PING and STATS for each actor', async () => {
+    const client = new Svcm(nc).client();
+    const pings = [];
+    for await (const p of await client.ping('rtest-a')) pings.push(p);
+    expect(pings.length).toBeGreaterThanOrEqual(1);
+    const stats = [];
+    for await (const s of await client.stats('rtest-a')) stats.push(s);
+    const echo = stats[0]?.endpoints?.find((e) => e.subject === 'svc.rtest.echo');
+    expect(echo?.queue_group).toBe('rtest');
+    expect(echo?.num_requests).toBeGreaterThan(0);
+  });
+});
+
+describe('SIGTERM', () => {
+  it('drains an in-flight request to completion before the process exits', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/slow-actor.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+      child.once('exit', (code) => reject(new Error(`fixture exited early: ${code}`)));
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // Stop this file's own instances so the request can only land on the fixture process.
+    await hostA.drain(100);
+    await hostB.drain(100);
+    const pending = caller.call('svc.rtest.sleep', { ms: 700 }, ctx(), { timeoutMs: 5000 });
+    await new Promise((r) => setTimeout(r, 150));
+    child.kill('SIGTERM');
+    await expect(pending).resolves.toEqual({ slept: 700 });
+    expect(await exited).toBe(0);
+    // After the drain nobody serves the subject any more.
+    await expect(caller.call('svc.rtest.sleep', { ms: 1 }, ctx())).rejects.toMatchObject({ code: 'unavailable' });
+  });
+});

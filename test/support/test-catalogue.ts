@@ -1,0 +1,19 @@
+import { z } from 'zod';
+import { ErrorCode } from '../../contracts/errors.ts';
+import { subjects } from '../../contracts/subject.ts';
+
+/** A small catalogue of subjects that exist only in tests of the runtime and gateway plumbing. */
+export const testCatalogue = subjects({
+  'svc.rtest.echo': {
+    summary: 'echo',
+    request: z.object({ name: z.string().min(1), times: z.number().int().min(1).max(3) }),
+    reply: z.object({ greeting: z.string(), instance: z.string() }),
+    errors: [],
+  },
+  'svc.rtest.sleep': { summary: 'sleep', request: z.object({ ms: z.number().int().min(0) }), reply: z.object({ slept: z.number() }), errors: [] },
+  'svc.rtest.fail': { summary: 'fail', request: z.object({ code: ErrorCode }), reply: z.object({}), errors: ErrorCode.options },
+  'svc.rtest.crash': { summary: 'crash', request: z.object({}), reply: z.object({}), errors: ['internal_error'] },
+  'svc.rtest.badreply': { summary: 'bad reply', request: z.object({}), reply: z.object({ must: z.string() }), errors: ['internal_error'] },
+  'svc.rtest.unserved': { summary: 'nobody serves this', request: z.object({}), reply: z.object({}), errors: ['unavailable'] },
+});
+export type TestCat = typeof testCatalogue;
