@@ -1,3 +1,8 @@
+import { accessSubjects } from './domains/access.ts';
+import { fleetSubjects } from './domains/fleet.ts';
+import { identityAdminSubjects } from './domains/identity-admin.ts';
+import { identityAuthSubjects } from './domains/identity-auth.ts';
+import { identitySsoSubjects } from './domains/identity-sso.ts';
 import { invoiceSubjects } from './domains/invoice.ts';
 
 /**
@@ -5,6 +10,11 @@ import { invoiceSubjects } from './domains/invoice.ts';
  * Gateways validate with these schemas, actors serve them, and the OpenAPI document is generated from them.
  */
 export const catalogue = {
+  ...accessSubjects,
+  ...identityAuthSubjects,
+  ...identitySsoSubjects,
+  ...identityAdminSubjects,
+  ...fleetSubjects,
   ...invoiceSubjects,
 } as const;
 

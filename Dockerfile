@@ -1,0 +1,27 @@
+# One image for every process of the system: gateways, actors and the one-shot migrations.
+# What a container runs is chosen by SVC_GATEWAYS / SVC_ACTORS (see docker-compose.yml).
+FROM node:20-bookworm-slim
+
+# Debian's Chromium for the invoice PDFs (puppeteer-core never downloads a browser), with fonts.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      chromium fonts-liberation fonts-dejavu-core ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+ENV PUPPETEER_SKIP_DOWNLOAD=1 \
+    SVC_CHROMIUM_PATH=/usr/bin/chromium \
+    SVC_SERVER_BIND=0.0.0.0
+
+# Dependencies first, so a code change does not reinstall them. tsx runs the TypeScript, so dev
+# dependencies stay in.
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund && npm cache clean --force
+
+COPY . .
+RUN mkdir -p data && chown -R node:node data
+USER node
+
+EXPOSE 8080 8081
+STOPSIGNAL SIGTERM
+CMD ["npx", "tsx", "main.ts"]

@@ -1,0 +1,129 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Access } from '../../contracts/context.ts';
+import { ResolvedServiceAccount, ResolvedUser } from '../../contracts/domains/access.ts';
+import { DomainError } from '../../contracts/errors.ts';
+import type { KvStore } from '../runtime/stores/kv.ts';
+import { sha256 } from './crypto.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { RoleEntity, ServiceAccountEntity, UserEntity } from './entities.ts';
+
+/** Access maps are cached this long; every change that affects one deletes it at once. */
+export const ACCESS_CACHE_MS = 15 * 60 * 1000;
+
+const userKey = (userId: string): string => `access:user:${userId}`;
+const keyKey = (apiKeyHash: string): string => `access:key:${apiKeyHash}`;
+
+/** Union of team roles over each team's clients and direct client assignments, merged per client. */
+export async function computeClientAccess(em: EntityManager, userId: string): Promise<Record<string, string[]>> {
+  const rows = await em.getConnection().execute<{ client_id: string; permissions: string[] }[]>(
+    `SELECT tc.client_id, r.permissions
+       FROM team_members tm
+       JOIN team_clients tc ON tc.team_id = tm.team_id
+       JOIN roles r ON r.id = tm.role_id
+      WHERE tm.user_id = ?
+     UNION ALL
+     SELECT ucr.client_id, r.permissions
+       FROM user_client_roles ucr
+       JOIN roles r ON r.id = ucr.role_id
+      WHERE ucr.user_id = ?`,
+    [userId, userId],
+  );
+  const merged = new Map<string, Set<string>>();
+  for (const row of rows) {
+    const set = merged.get(row.client_id) ?? new Set<string>();
+    for (const p of row.permissions) set.add(p);
+    merged.set(row.client_id, set);
+  }
+  return Object.fromEntries([...merged].map(([client, perms]) => [client, [...perms].sort()]));
+}
+
+/** Resolution and cache of callers' permissions. The cache lives in Valkey so every instance sees invalidations. */
+export class AccessResolver {
+  constructor(
+    private readonly em: () => EntityManager,
+    private readonly kv: KvStore,
+    private readonly clock: Clock,
+  ) {}
+
+  async resolveUser(userId: string): Promise<ResolvedUser> {
+    const cached = await this.kv.get(userKey(userId));
+    if (cached) {
+      const parsed = ResolvedUser.safeParse(JSON.parse(cached));
+      if (parsed.success) return parsed.data;
+    }
+    const em = this.em();
+    const user = await em.findOne(UserEntity, { id: userId });
+    if (!user) throw new DomainError('unauthorized', 'missing or invalid credentials');
+    const resolved: ResolvedUser = {
+      user_id: user.id,
+      email: user.email,
+      status: user.status,
+      is_super_admin: user.is_super_admin,
+      mfa_enabled: user.mfa_enabled,
+      access: { super_admin: user.is_super_admin, all_clients: [], clients: user.is_super_admin ? {} : await computeClientAccess(em, userId) },
+    };
+    await this.kv.set(userKey(userId), JSON.stringify(resolved), { ttlMs: ACCESS_CACHE_MS });
+    return resolved;
+  }
+
+  async resolveApiKey(apiKey: string): Promise<ResolvedServiceAccount> {
+    const hash = sha256(apiKey);
+    const cached = await this.kv.get(keyKey(hash));
+    let entry: { resolved: ResolvedServiceAccount; expires_at: number | null } | undefined;
+    if (cached) entry = JSON.parse(cached) as typeof entry;
+    if (!entry) {
+      const em = this.em();
+      const sa = await em.findOne(ServiceAccountEntity, { api_key_hash: hash });
+      if (!sa || !sa.is_active) throw new DomainError('unauthorized', 'missing or invalid credentials');
+      const role = await em.findOne(RoleEntity, { id: sa.role_id });
+      const perms = [...(role?.permissions ?? [])].sort();
+      const access: Access = sa.client_scope.includes('*')
+        ? { super_admin: false, all_clients: perms, clients: {} }
+        : { super_admin: false, all_clients: [], clients: Object.fromEntries(sa.client_scope.map((c) => [c, perms])) };
+      entry = { resolved: { service_account_id: sa.id, name: sa.name, access }, expires_at: sa.expires_at ? sa.expires_at.getTime() : null };
+      await this.kv.set(keyKey(hash), JSON.stringify(entry), { ttlMs: ACCESS_CACHE_MS });
+    }
+    if (entry.expires_at !== null && entry.expires_at <= this.clock.now()) throw new DomainError('unauthorized', 'API key expired');
+    return entry.resolved;
+  }
+
+  /** Drops cached access of these users (membership, assignment, role, status changes). */
+  async invalidateUsers(userIds: Iterable<string>): Promise<void> {
+    const keys = [...new Set(userIds)].map(userKey);
+    if (keys.length > 0) await this.kv.del(...keys);
+  }
+
+  async invalidateApiKeys(apiKeyHashes: Iterable<string>): Promise<void> {
+    const keys = [...new Set(apiKeyHashes)].map(keyKey);
+    if (keys.length > 0) await this.kv.del(...keys);
+  }
+
+  /** Everyone whose access depends on a role: team members and direct assignees holding it, and its service accounts. */
+  async invalidateRole(roleId: string): Promise<void> {
+    const em = this.em();
+    const users = await em.getConnection().execute<{ user_id: string }[]>(
+      `SELECT user_id FROM team_members WHERE role_id = ? UNION SELECT user_id FROM user_client_roles WHERE role_id = ?`,
+      [roleId, roleId],
+    );
+    await this.invalidateUsers(users.map((u) => u.user_id));
+    const keys = await em.find(ServiceAccountEntity, { role_id: roleId }, { fields: ['api_key_hash'] });
+    await this.invalidateApiKeys(keys.map((k) => k.api_key_hash));
+  }
+
+  /** Everyone whose access goes through a client (before it is deleted) or a team. */
+  async invalidateClient(clientId: string): Promise<void> {
+    const users = await this.em()
+      .getConnection()
+      .execute<{ user_id: string }[]>(
+        `SELECT tm.user_id FROM team_members tm JOIN team_clients tc ON tc.team_id = tm.team_id WHERE tc.client_id = ?
+         UNION SELECT user_id FROM user_client_roles WHERE client_id = ?`,
+        [clientId, clientId],
+      );
+    await this.invalidateUsers(users.map((u) => u.user_id));
+  }
+
+  async invalidateTeam(teamId: string): Promise<void> {
+    const users = await this.em().getConnection().execute<{ user_id: string }[]>(`SELECT user_id FROM team_members WHERE team_id = ?`, [teamId]);
+    await this.invalidateUsers(users.map((u) => u.user_id));
+  }
+}

@@ -1,0 +1,79 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import { DomainError } from '../../contracts/errors.ts';
+
+/** 32 random bytes, base64url: refresh, reset and invitation tokens. */
+export const randomToken = (): string => randomBytes(32).toString('base64url');
+
+/** Tokens are high-entropy, so a fast hash is enough to store them (nothing to brute-force). */
+export const sha256 = (value: string): string => createHash('sha256').update(value).digest('hex');
+
+export const safeEqual = (a: string, b: string): boolean => {
+  const ba = Buffer.from(a);
+  const bb = Buffer.from(b);
+  return ba.length === bb.length && timingSafeEqual(ba, bb);
+};
+
+export interface AccessClaims {
+  sub: string;
+  sid: string;
+  email: string;
+}
+
+/** HS256 access tokens. */
+export class AccessTokens {
+  private readonly key: Uint8Array;
+  constructor(
+    secret: string,
+    readonly ttlSeconds: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.key = new TextEncoder().encode(secret);
+  }
+
+  async sign(claims: AccessClaims): Promise<string> {
+    const iat = Math.floor(this.now() / 1000);
+    return new SignJWT({ sid: claims.sid, email: claims.email, typ: 'access' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(claims.sub)
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + this.ttlSeconds)
+      .setJti(randomBytes(12).toString('base64url'))
+      .sign(this.key);
+  }
+
+  async verify(token: string): Promise<AccessClaims> {
+    try {
+      const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'], currentDate: new Date(this.now()) });
+      if (payload.typ !== 'access' || typeof payload.sub !== 'string' || typeof payload.sid !== 'string' || typeof payload.email !== 'string')
+        throw new DomainError('unauthorized', 'invalid token');
+      return { sub: payload.sub, sid: payload.sid, email: payload.email };
+    } catch (err) {
+      if (err instanceof joseErrors.JWTExpired) throw new DomainError('unauthorized', 'token expired');
+      if (err instanceof DomainError) throw err;
+      throw new DomainError('unauthorized', 'invalid token');
+    }
+  }
+}
+
+/** AES-256-GCM for TOTP secrets at rest: `v1.<iv>.<tag>.<ciphertext>` in base64url. */
+export class SecretBox {
+  private readonly key: Buffer;
+  constructor(hexKey: string) {
+    this.key = Buffer.from(hexKey, 'hex');
+    if (this.key.length !== 32) throw new Error('SVC_MFA_ENCRYPTION_KEY must be 32 bytes of hex');
+  }
+  seal(plain: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+  }
+  open(sealed: string): string {
+    const [v, iv, tag, ct] = sealed.split('.');
+    if (v !== 'v1' || !iv || !tag || !ct) throw new Error('unknown secret format');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+  }
+}

@@ -1,0 +1,47 @@
+import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
+import { requireSecrets } from '../runtime/config.ts';
+import { AccessResolver } from './access.ts';
+import { AuditRecorder, startAuditStore } from './audit.ts';
+import { AccessTokens, SecretBox } from './crypto.ts';
+import type { IdentityDeps } from './deps.ts';
+import { PasswordHasher } from './passwords.ts';
+import { seedIdentity } from './seed.ts';
+
+/** Builds what every identity actor shares. */
+export async function identityDeps(dc: DomainContext): Promise<IdentityDeps> {
+  const secrets = requireSecrets(dc.config, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY']);
+  const orm = await dc.stores.orm();
+  const kv = await dc.stores.kv();
+  return {
+    config: dc.config,
+    log: dc.log.child({ domain: 'identity' }),
+    orm,
+    kv,
+    nc: dc.nc,
+    clock: dc.clock,
+    hasher: new PasswordHasher(),
+    tokens: new AccessTokens(secrets.SVC_JWT_SECRET, dc.config.SVC_JWT_ACCESS_TTL, () => dc.clock.now()),
+    box: new SecretBox(secrets.SVC_MFA_ENCRYPTION_KEY),
+    access: new AccessResolver(() => orm.em.fork(), kv, dc.clock),
+    audit: new AuditRecorder(dc.nc, dc.clock),
+  };
+}
+
+/** Identity and access: session, access resolver, admin and audit actors. */
+export const identityDomain: DomainModule = {
+  name: 'identity',
+  async start(dc: DomainContext): Promise<DomainHandle> {
+    const deps = await identityDeps(dc);
+    await seedIdentity(deps);
+    await dc.host.serve('identity', 'identity-access', {
+      'svc.identity.access.resolve': async ({ user_id }) => deps.access.resolveUser(user_id),
+      'svc.identity.access.resolve_key': async ({ api_key }) => deps.access.resolveApiKey(api_key),
+    });
+    const background = [await startAuditStore(dc.nc, deps.orm, deps.log)];
+    return {
+      stop: async () => {
+        await Promise.all(background.map((b) => b.stop()));
+      },
+    };
+  },
+};

@@ -1,0 +1,51 @@
+import argon2 from 'argon2';
+
+/**
+ * argon2id hashing with a cap on concurrent hashes: each costs 64 MiB, so a login storm must queue instead of
+ * exhausting memory. Waiters beyond `maxQueue` are refused (the caller answers 503) rather than queued forever.
+ */
+export class PasswordHasher {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  private dummy: Promise<string> | undefined;
+
+  constructor(
+    private readonly maxConcurrent = 4,
+    private readonly maxQueue = 256,
+  ) {}
+
+  get stats(): { active: number; waiting: number } {
+    return { active: this.active, waiting: this.waiting.length };
+  }
+
+  private async slot<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.maxConcurrent) {
+      if (this.waiting.length >= this.maxQueue) throw new Error('password hasher saturated');
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else {
+      this.active++;
+    }
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
+
+  hash(password: string): Promise<string> {
+    return this.slot(() => argon2.hash(password, { type: argon2.argon2id }));
+  }
+
+  verify(hash: string, password: string): Promise<boolean> {
+    return this.slot(() => argon2.verify(hash, password).catch(() => false));
+  }
+
+  /** Same work as a real check, for unknown e-mails, so both answers take the same time. */
+  async verifyDummy(password: string): Promise<false> {
+    this.dummy ??= argon2.hash('dummy-password-for-timing', { type: argon2.argon2id });
+    await this.verify(await this.dummy, password);
+    return false;
+  }
+}

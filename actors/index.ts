@@ -1,0 +1,14 @@
+import type { DomainModule } from './domain.ts';
+import { identityDomain } from './identity/index.ts';
+import { invoiceDomain } from './invoice/index.ts';
+
+/** Every domain a process can run; SVC_ACTORS picks a subset (`all` by default, `none` for a gateway-only process). */
+export const domains: readonly DomainModule[] = [identityDomain, invoiceDomain];
+
+export function selectDomains(names: readonly string[]): DomainModule[] {
+  if (names.includes('none')) return [];
+  if (names.includes('all')) return [...domains];
+  const unknown = names.filter((n) => !domains.some((d) => d.name === n));
+  if (unknown.length > 0) throw new Error(`SVC_ACTORS: unknown domain(s) ${unknown.join(', ')}; known: ${domains.map((d) => d.name).join(', ')}`);
+  return domains.filter((d) => names.includes(d.name));
+}

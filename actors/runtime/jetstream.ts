@@ -1,0 +1,478 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  ReplayPolicy,
+  jetstream,
+  jetstreamManager,
+  type Consumer,
+  type ConsumerConfig,
+  type ConsumerInfo,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type PubAck,
+  type StreamConfig,
+  type StreamInfo,
+} from '@nats-io/jetstream';
+import { headers as natsHeaders, nanos, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import type { z } from 'zod';
+import { Headers } from '../../contracts/envelope.ts';
+import { describeZodError } from '../../contracts/errors.ts';
+import {
+  DlqHeaders,
+  dlqSubjectFor,
+  durableSubjects,
+  isDurableSubject,
+  type DlqReason,
+  type DurableIn,
+  type DurableSubject,
+  type EventSubject,
+  type StreamSpec,
+} from '../../contracts/streams.ts';
+import type { Logger } from './logger.ts';
+
+// JetStream API error codes we branch on (server/errors.json).
+const STREAM_NAME_IN_USE = 10058;
+
+/**
+ * The server's own redelivery cap sits this far above ours so the last word is always ours: a delivery past
+ * `maxDeliver` (its last attempt timed out, its process died, or the dead-letter publish failed) still reaches our
+ * code and is dead-lettered, instead of the server silently dropping it. It stays finite as a backstop.
+ */
+const SPARE_DELIVERIES = 3;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+const clients = new WeakMap<NatsConnection, JetStreamClient>();
+/** One JetStream context per connection: it is cheap, but there is no reason to build one per publish. */
+function js(nc: NatsConnection): JetStreamClient {
+  let c = clients.get(nc);
+  if (!c) {
+    c = jetstream(nc);
+    clients.set(nc, c);
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Streams
+
+/** The declared spec in the server's terms (durations in nanoseconds). */
+export function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name: string } {
+  return {
+    name: spec.name,
+    description: spec.description,
+    subjects: [...spec.subjects],
+    retention: spec.retention,
+    storage: spec.storage,
+    max_age: nanos(spec.maxAgeMs),
+    duplicate_window: nanos(spec.duplicateWindowMs),
+    max_bytes: spec.maxBytes,
+    max_msg_size: spec.maxMsgSize,
+    num_replicas: spec.replicas,
+    discard: DiscardPolicy.Old,
+  };
+}
+
+/**
+ * Declares each stream, idempotently: create it, or bring an existing one to the declared limits. Never deletes a
+ * stream: a change the server cannot apply in place (retention, storage) fails loudly, and an operator migrates.
+ * Two processes booting at once are fine: an identical create succeeds, a lost race falls through to an update.
+ */
+export async function ensureStreams(nc: NatsConnection, specs: readonly StreamSpec[]): Promise<StreamInfo[]> {
+  const jsm = await jetstreamManager(nc);
+  const out: StreamInfo[] = [];
+  for (const spec of specs) out.push(await ensureStream(jsm, spec));
+  return out;
+}
+
+async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<StreamInfo> {
+  const cfg = toStreamConfig(spec);
+  try {
+    return await jsm.streams.add(cfg);
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE)) throw err;
+  }
+  const current = await jsm.streams.info(spec.name);
+  for (const field of ['retention', 'storage'] as const) {
+    if (current.config[field] !== cfg[field]) {
+      throw new Error(
+        `stream ${spec.name} exists with ${field}=${current.config[field]}, declared ${cfg[field]}: this cannot change in place and recreating would lose data; migrate it by hand`,
+      );
+    }
+  }
+  const { name: _name, retention: _retention, storage: _storage, ...update } = cfg;
+  return jsm.streams.update(spec.name, update);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Consumers
+
+export interface DurableConsumerConfig {
+  durable: string;
+  /** Server-side redelivery cap (deliveries, not retries). */
+  maxDeliver: number;
+  /** How long a delivered message may stay unacknowledged before the server redelivers it. */
+  ackWaitMs: number;
+  /** One subject → `filter_subject`; several → `filter_subjects` (server 2.10+). None: the whole stream. */
+  filterSubjects?: readonly string[];
+  maxAckPending?: number;
+  description?: string;
+}
+
+/** A durable pull consumer with explicit acks, created or brought to `config` (idempotent, race-safe). */
+export async function ensureConsumer(nc: NatsConnection, stream: string, config: DurableConsumerConfig): Promise<ConsumerInfo> {
+  const jsm = await jetstreamManager(nc);
+  const filters = config.filterSubjects ?? [];
+  const settable: Partial<ConsumerConfig> = {
+    description: config.description,
+    max_deliver: config.maxDeliver,
+    ack_wait: nanos(config.ackWaitMs),
+    max_ack_pending: config.maxAckPending ?? 1000,
+    // Both keys are always present so an update can also clear or switch a filter.
+    filter_subject: filters.length === 1 ? filters[0] : undefined,
+    filter_subjects: filters.length > 1 ? [...filters] : undefined,
+  };
+  if (!(await consumerExists(jsm, stream, config.durable))) {
+    try {
+      return await jsm.consumers.add(stream, {
+        ...settable,
+        durable_name: config.durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        replay_policy: ReplayPolicy.Instant,
+      });
+    } catch (err) {
+      // Another process may have created it between our look and our add; anything else is a real error.
+      if (!(await consumerExists(jsm, stream, config.durable))) throw err;
+    }
+  }
+  return jsm.consumers.update(stream, config.durable, settable);
+}
+
+const isConsumerNotFound = (err: unknown): boolean => err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
+
+async function consumerExists(jsm: JetStreamManager, stream: string, durable: string): Promise<boolean> {
+  try {
+    await jsm.consumers.info(stream, durable);
+    return true;
+  } catch (err) {
+    if (isConsumerNotFound(err)) return false;
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Running a consumer
+
+/** Throw from a handler when retrying cannot help (e.g. the recipient address is rejected): dead-lettered at once. */
+export class NonRetryableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'NonRetryableError';
+  }
+}
+
+export interface DeliveryMeta {
+  subject: string;
+  /** 1 on the first delivery. */
+  deliveryCount: number;
+  /** The publisher's `Nats-Msg-Id`, when it set one: a natural idempotency key for the handler. */
+  msgId: string | undefined;
+  headers: MsgHdrs | undefined;
+  streamSequence: number;
+  /** Child logger with durable, subject, sequence, delivery and request id. */
+  log: Logger;
+  /** Aborted when `stop()` is called: a long handler may give up early (it is then retried, here or elsewhere). */
+  signal: AbortSignal;
+}
+
+export interface RunConsumerOptions<T> {
+  nc: NatsConnection;
+  stream: string;
+  durable: string;
+  filterSubjects?: readonly string[];
+  schema: z.ZodType<T>;
+  handler: (payload: T, meta: DeliveryMeta) => Promise<void>;
+  /** Deliveries before a failing message is dead-lettered. Default 5. */
+  maxDeliver?: number;
+  /** Delay before redelivery after the n-th failed delivery (index n-1); the last entry repeats. */
+  backoffMs?: readonly number[];
+  /** Default 30 s. Long handlers are kept alive with `working()` every third of it. */
+  ackWaitMs?: number;
+  /** Handlers running at once in this process. Default 1. */
+  concurrency?: number;
+  log: Logger;
+}
+
+export interface ConsumerHandle {
+  readonly durable: string;
+  /** Stops fetching, hands back unstarted messages, and resolves once in-flight handlers have finished. */
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_BACKOFF_MS: readonly number[] = [1_000, 5_000, 30_000, 120_000, 600_000];
+
+/**
+ * Consumes `stream` through the durable `durable`: parse, handle, ack; nak with backoff on failure; dead-letter to
+ * `svc.dlq.<durable>` (then `term`) when a payload is malformed, a handler throws `NonRetryableError`, or the last
+ * allowed delivery fails. Survives NATS reconnects and a deleted consumer (it recreates it). Handlers must be
+ * idempotent: delivery is at-least-once.
+ */
+export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<ConsumerHandle> {
+  const { nc, stream, durable, schema, handler } = opts;
+  const maxDeliver = opts.maxDeliver ?? 5;
+  const backoff = opts.backoffMs && opts.backoffMs.length > 0 ? opts.backoffMs : DEFAULT_BACKOFF_MS;
+  const ackWaitMs = opts.ackWaitMs ?? 30_000;
+  const concurrency = opts.concurrency ?? 1;
+  if (!Number.isInteger(maxDeliver) || maxDeliver < 1) throw new Error('maxDeliver must be a positive integer');
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error('concurrency must be a positive integer');
+  const dlqSubject = dlqSubjectFor(durable);
+  const log = opts.log.child({ durable, stream });
+  const consumerConfig: DurableConsumerConfig = {
+    durable,
+    maxDeliver: maxDeliver + SPARE_DELIVERIES,
+    ackWaitMs,
+    filterSubjects: opts.filterSubjects,
+  };
+  // Boot fails loudly on a bad config; later problems are logged and retried by the loop.
+  await ensureConsumer(nc, stream, consumerConfig);
+
+  const stopping = new AbortController();
+  const inflight = new Set<Promise<void>>();
+  let current: ConsumerMessages | undefined;
+
+  const settle = (m: JsMsg, what: 'ack' | 'nak' | 'term', delayMs?: number): void => {
+    try {
+      if (what === 'ack') m.ack();
+      else if (what === 'nak') m.nak(delayMs);
+      // No reason string: servers before 2.11 ignore "+TERM <reason>" entirely; the reason is in the dead letter.
+      else m.term();
+    } catch (err) {
+      log.warn({ err, seq: m.seq, what }, 'could not settle message; the server will redeliver it after ack_wait');
+    }
+  };
+
+  const deadLetter = async (m: JsMsg, reason: DlqReason, error: string, mlog: Logger): Promise<boolean> => {
+    const h = natsHeaders();
+    for (const [k, values] of m.headers ?? []) {
+      // The original's Nats-* headers (msg id, expectations) must not act on the DLQ stream.
+      if (/^nats-/i.test(k)) continue;
+      for (const v of values) h.append(k, v);
+    }
+    h.set(DlqHeaders.subject, m.subject);
+    h.set(DlqHeaders.error, headerValue(error));
+    h.set(DlqHeaders.reason, reason);
+    h.set(DlqHeaders.deliveryCount, String(m.info.deliveryCount));
+    h.set(DlqHeaders.stream, m.info.stream);
+    h.set(DlqHeaders.streamSeq, String(m.seq));
+    h.set(DlqHeaders.durable, durable);
+    const msgId = m.headers?.get('Nats-Msg-Id');
+    if (msgId) h.set(DlqHeaders.msgId, msgId);
+    try {
+      // Dedup on the source position: a crash between this publish and the term cannot dead-letter it twice.
+      await js(nc).publish(dlqSubject, m.data, { headers: h, msgID: `${durable}:${m.info.stream}:${m.seq}` });
+      mlog.warn({ reason, error, dlq: dlqSubject }, 'message dead-lettered');
+      settle(m, 'term');
+      return true;
+    } catch (err) {
+      mlog.error({ err, reason, error }, 'dead-letter publish failed; the message will be retried');
+      settle(m, 'nak', backoff[backoff.length - 1]);
+      return false;
+    }
+  };
+
+  const handleMessage = async (m: JsMsg): Promise<void> => {
+    const deliveryCount = m.info.deliveryCount;
+    const msgId = m.headers?.get('Nats-Msg-Id') || undefined;
+    const requestId = m.headers?.get(Headers.requestId) || undefined;
+    const mlog = log.child({ subject: m.subject, seq: m.seq, delivery: deliveryCount, ...(requestId ? { request_id: requestId } : {}) });
+
+    let payload: T;
+    try {
+      const parsed = schema.safeParse(JSON.parse(decoder.decode(m.data)));
+      if (!parsed.success) {
+        await deadLetter(m, 'malformed', describeZodError(parsed.error), mlog);
+        return;
+      }
+      payload = parsed.data;
+    } catch {
+      await deadLetter(m, 'malformed', 'payload is not JSON', mlog);
+      return;
+    }
+    if (deliveryCount > maxDeliver) {
+      await deadLetter(m, 'exhausted', `delivery ${deliveryCount} exceeds maxDeliver ${maxDeliver}: the last attempt did not settle (ack timeout, crash, or failed dead-letter)`, mlog);
+      return;
+    }
+
+    // Keeps the server from redelivering while a slow handler is still working; stops if this process dies.
+    const heartbeat = setInterval(() => {
+      try {
+        m.working();
+      } catch {
+        // Connection gone: the server redelivers after ack_wait, nothing to do here.
+      }
+    }, Math.max(Math.floor(ackWaitMs / 3), 50));
+    const started = performance.now();
+    try {
+      await handler(payload, { subject: m.subject, deliveryCount, msgId, headers: m.headers, streamSequence: m.seq, log: mlog, signal: stopping.signal });
+      settle(m, 'ack');
+      mlog.debug({ ms: Math.round(performance.now() - started) }, 'handled');
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (err instanceof NonRetryableError) {
+        await deadLetter(m, 'rejected', message, mlog);
+      } else if (deliveryCount >= maxDeliver) {
+        await deadLetter(m, 'failed', message, mlog);
+      } else {
+        const delay = backoff[deliveryCount - 1] ?? backoff[backoff.length - 1];
+        mlog.warn({ err, retry_in_ms: delay }, 'handler failed; will retry');
+        settle(m, 'nak', delay);
+      }
+    } finally {
+      clearInterval(heartbeat);
+    }
+  };
+
+  const loop = async (): Promise<void> => {
+    let failures = 0;
+    while (!stopping.signal.aborted) {
+      if (nc.isClosed()) {
+        log.warn('connection closed; consumer loop ends');
+        return;
+      }
+      try {
+        const messages = await openMessages(nc, stream, consumerConfig, concurrency, log);
+        current = messages;
+        if (stopping.signal.aborted) {
+          await messages.close();
+          return;
+        }
+        watchStatus(messages, log);
+        failures = 0;
+        for await (const m of messages) {
+          if (!stopping.signal.aborted) {
+            while (inflight.size >= concurrency) await Promise.race(inflight);
+          }
+          if (stopping.signal.aborted) {
+            // Fetched but not started: hand it back now so another instance takes it without waiting ack_wait.
+            settle(m, 'nak');
+            continue;
+          }
+          const p = handleMessage(m)
+            .catch((err: unknown) => log.error({ err, seq: m.seq }, 'message processing failed'))
+            .finally(() => inflight.delete(p));
+          inflight.add(p);
+        }
+      } catch (err) {
+        if (stopping.signal.aborted) return;
+        log.error({ err }, 'consumer loop failed; restarting');
+      }
+      if (!stopping.signal.aborted) await sleep(Math.min(250 * 2 ** failures++, 10_000), stopping.signal);
+    }
+  };
+
+  const done = loop();
+  let stopped: Promise<void> | undefined;
+  return {
+    durable,
+    stop(): Promise<void> {
+      stopped ??= (async () => {
+        stopping.abort();
+        await current?.close().catch(() => undefined);
+        await done;
+        await Promise.allSettled([...inflight]);
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** Binds to the durable, recreating it when it was deleted under us. */
+async function openMessages(nc: NatsConnection, stream: string, config: DurableConsumerConfig, concurrency: number, log: Logger): Promise<ConsumerMessages> {
+  let consumer: Consumer;
+  try {
+    consumer = await js(nc).consumers.get(stream, config.durable);
+  } catch (err) {
+    if (!isConsumerNotFound(err)) throw err;
+    log.warn('durable consumer missing; recreating it');
+    await ensureConsumer(nc, stream, config);
+    consumer = await js(nc).consumers.get(stream, config.durable);
+  }
+  return consumer.consume({ max_messages: concurrency });
+}
+
+function watchStatus(messages: ConsumerMessages, log: Logger): void {
+  void (async () => {
+    for await (const s of messages.status()) {
+      if (s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {
+        // consume() would only poll; closing makes the loop recreate the durable.
+        log.warn({ status: s.type }, 'durable consumer gone; reopening');
+        await messages.close();
+        return;
+      }
+      if (s.type === 'heartbeats_missed' || s.type === 'stream_not_found' || s.type === 'no_responders') log.warn({ status: s }, 'consumer status');
+    }
+  })().catch((err: unknown) => log.warn({ err }, 'consumer status watcher ended'));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** Header values cannot hold CR/LF and should stay small. */
+function headerValue(s: string): string {
+  const flat = s.replace(/[\r\n]+/g, ' ');
+  return flat.length > 1000 ? `${flat.slice(0, 997)}...` : flat;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Publishing
+
+export interface PublishDurableOptions {
+  /** Sets `Nats-Msg-Id`: a publish retried with the same id inside the stream's duplicate window is stored once. */
+  msgId?: string;
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+/** A typed subject takes its catalogue payload; any other subject takes anything JSON-serialisable. */
+export type DurablePayload<S extends string> = S extends DurableSubject ? DurableIn<S> : unknown;
+
+/**
+ * Publishes to JetStream and waits for the stream's ack. A subject in the durable table is parsed against its schema
+ * first (a mismatch throws before anything is sent), and the parsed value is what is sent.
+ */
+export async function publishDurable<S extends string>(nc: NatsConnection, subject: S, payload: DurablePayload<S>, opts: PublishDurableOptions = {}): Promise<PubAck> {
+  let body: unknown = payload;
+  if (isDurableSubject(subject)) {
+    const parsed = durableSubjects[subject].payload.safeParse(payload);
+    if (!parsed.success) throw new Error(`invalid payload for ${subject}: ${describeZodError(parsed.error)}`);
+    body = parsed.data;
+  }
+  const h = natsHeaders();
+  for (const [k, v] of Object.entries(opts.headers ?? {})) h.set(k, headerValue(v));
+  return js(nc).publish(subject, encoder.encode(JSON.stringify(body)), {
+    headers: h,
+    ...(opts.msgId ? { msgID: opts.msgId } : {}),
+    ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
+  });
+}
+
+/** `publishDurable` restricted to the event table: an unknown event or a wrong payload is a compile error. */
+export function publishEvent<S extends EventSubject>(nc: NatsConnection, subject: S, payload: DurableIn<S>, opts: PublishDurableOptions = {}): Promise<PubAck> {
+  return publishDurable<S>(nc, subject, payload as DurablePayload<S>, opts);
+}

@@ -1,0 +1,276 @@
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+
+/**
+ * Small key-value cache: lockout counters, rate limits, MFA challenges, access cache. Valkey/Redis when
+ * SVC_VALKEY_URL is set (shared by every gateway/actor instance); otherwise an in-process map that is only correct
+ * for a single instance. Every operation that must be atomic across instances is one Redis command or one Lua script.
+ */
+export interface KvStore {
+  readonly kind: 'valkey' | 'memory';
+  get(key: string): Promise<string | null>;
+  /** Returns false only when `nx` is set and the key already exists. */
+  set(key: string, value: string, opts?: KvSetOptions): Promise<boolean>;
+  /** Number of keys that existed. */
+  del(...keys: string[]): Promise<number>;
+  /** Atomically reads and deletes: of concurrent callers exactly one gets the value (single-use tokens). */
+  getDel(key: string): Promise<string | null>;
+  /** Atomic increment; `ttlMs` is applied when the counter is created (or has no expiry), never extended. */
+  incr(key: string, ttlMs?: number): Promise<number>;
+  /** Remaining time to live in ms; -2 when the key does not exist, -1 when it has no expiry. */
+  ttlMs(key: string): Promise<number>;
+  /** Fixed-window counter: counts this hit in the current window; resetMs = ms until the window ends. */
+  hitWindow(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>;
+  /** Throws when the backend is unreachable. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface KvSetOptions {
+  ttlMs?: number;
+  nx?: boolean;
+}
+
+export interface KvOptions {
+  /** Prepended to every key, so several systems (or test runs) can share one server. Default `svc:`. */
+  keyPrefix?: string;
+}
+
+export const DEFAULT_KEY_PREFIX = 'svc:';
+
+export async function openKv(config: Pick<Config, 'SVC_VALKEY_URL'>, log: Logger, opts: KvOptions = {}): Promise<KvStore> {
+  const prefix = opts.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  if (config.SVC_VALKEY_URL) return openValkeyKv(config.SVC_VALKEY_URL, log, prefix);
+  log.warn('SVC_VALKEY_URL is not set: lockouts, rate limits and MFA challenges are kept in-process (correct for a single instance only)');
+  return new MemoryKv(prefix);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Valkey / Redis
+
+// INCR then set the expiry only if the key has none: the first hit creates the window, later hits never extend it,
+// and a counter that somehow lost its expiry is repaired instead of locking someone out forever.
+const INCR_LUA = `
+local n = redis.call('INCR', KEYS[1])
+local ttl = tonumber(ARGV[1])
+if ttl > 0 and redis.call('PTTL', KEYS[1]) == -1 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return n`;
+
+const HIT_WINDOW_LUA = `
+local n = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {n, ttl}`;
+
+class Script {
+  readonly sha: string;
+  constructor(readonly source: string) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+}
+const INCR = new Script(INCR_LUA);
+const HIT_WINDOW = new Script(HIT_WINDOW_LUA);
+
+export async function openValkeyKv(url: string, log: Logger, keyPrefix = DEFAULT_KEY_PREFIX): Promise<KvStore> {
+  const redis = new Redis(url, {
+    // Fail a command after a few reconnect attempts instead of holding a request for the default 20.
+    maxRetriesPerRequest: 3,
+    connectTimeout: 5_000,
+    retryStrategy: (times) => Math.min(times * 200, 2_000),
+    lazyConnect: false,
+  });
+  // Without a listener ioredis prints every connection error; route them into the log instead.
+  redis.on('error', (err: Error) => log.warn({ err: err.message }, 'valkey connection error'));
+  return new ValkeyKv(redis, keyPrefix);
+}
+
+class ValkeyKv implements KvStore {
+  readonly kind = 'valkey' as const;
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private k(key: string): string {
+    return this.prefix + key;
+  }
+
+  async get(key: string): Promise<string | null> {
+    return this.redis.get(this.k(key));
+  }
+
+  async set(key: string, value: string, opts: KvSetOptions = {}): Promise<boolean> {
+    const k = this.k(key);
+    const ttl = opts.ttlMs !== undefined ? positiveMs(opts.ttlMs) : undefined;
+    let res: string | null;
+    if (ttl !== undefined && opts.nx) res = await this.redis.set(k, value, 'PX', ttl, 'NX');
+    else if (ttl !== undefined) res = await this.redis.set(k, value, 'PX', ttl);
+    else if (opts.nx) res = await this.redis.set(k, value, 'NX');
+    else res = await this.redis.set(k, value);
+    return res === 'OK';
+  }
+
+  async del(...keys: string[]): Promise<number> {
+    if (keys.length === 0) return 0;
+    return this.redis.del(...keys.map((key) => this.k(key)));
+  }
+
+  async getDel(key: string): Promise<string | null> {
+    return this.redis.getdel(this.k(key));
+  }
+
+  async incr(key: string, ttlMs?: number): Promise<number> {
+    const ttl = ttlMs === undefined ? 0 : positiveMs(ttlMs);
+    return Number(await this.eval(INCR, this.k(key), String(ttl)));
+  }
+
+  async ttlMs(key: string): Promise<number> {
+    return this.redis.pttl(this.k(key));
+  }
+
+  async hitWindow(key: string, windowMs: number): Promise<{ count: number; resetMs: number }> {
+    const res = await this.eval(HIT_WINDOW, this.k(key), String(positiveMs(windowMs)));
+    if (!Array.isArray(res) || res.length !== 2) throw new Error('unexpected reply from hit-window script');
+    return { count: Number(res[0]), resetMs: Number(res[1]) };
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
+  async close(): Promise<void> {
+    if (this.redis.status === 'end') return;
+    try {
+      await this.redis.quit();
+    } catch {
+      this.redis.disconnect();
+    }
+  }
+
+  /** EVALSHA with a one-time EVAL fallback when the server has not cached the script yet (restart, failover). */
+  private async eval(script: Script, key: string, ...args: string[]): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(script.sha, 1, key, ...args);
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return this.redis.eval(script.source, 1, key, ...args);
+      throw err;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// In-process
+
+interface Entry {
+  value: string;
+  /** epoch ms; undefined = no expiry */
+  expiresAt: number | undefined;
+}
+
+/** Single-instance fallback. Every method completes synchronously, so each is atomic on the event loop. */
+export class MemoryKv implements KvStore {
+  readonly kind = 'memory' as const;
+  private readonly map = new Map<string, Entry>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly prefix = DEFAULT_KEY_PREFIX) {
+    // Expired keys are dropped lazily on access; the sweep only bounds memory for keys never read again.
+    this.sweeper = setInterval(() => this.sweep(), 30_000);
+    this.sweeper.unref();
+  }
+
+  private live(key: string): Entry | undefined {
+    const k = this.prefix + key;
+    const e = this.map.get(k);
+    if (e && e.expiresAt !== undefined && e.expiresAt <= Date.now()) {
+      this.map.delete(k);
+      return undefined;
+    }
+    return e;
+  }
+
+  async get(key: string): Promise<string | null> {
+    return this.live(key)?.value ?? null;
+  }
+
+  async set(key: string, value: string, opts: KvSetOptions = {}): Promise<boolean> {
+    const ttl = opts.ttlMs !== undefined ? positiveMs(opts.ttlMs) : undefined;
+    if (opts.nx && this.live(key)) return false;
+    this.map.set(this.prefix + key, { value, expiresAt: ttl !== undefined ? Date.now() + ttl : undefined });
+    return true;
+  }
+
+  async del(...keys: string[]): Promise<number> {
+    let n = 0;
+    for (const key of keys) {
+      if (this.live(key)) {
+        this.map.delete(this.prefix + key);
+        n += 1;
+      }
+    }
+    return n;
+  }
+
+  async getDel(key: string): Promise<string | null> {
+    const e = this.live(key);
+    if (!e) return null;
+    this.map.delete(this.prefix + key);
+    return e.value;
+  }
+
+  async incr(key: string, ttlMs?: number): Promise<number> {
+    return this.incrSync(key, ttlMs === undefined ? undefined : positiveMs(ttlMs));
+  }
+
+  async ttlMs(key: string): Promise<number> {
+    return this.ttlSync(key);
+  }
+
+  private ttlSync(key: string): number {
+    const e = this.live(key);
+    if (!e) return -2;
+    if (e.expiresAt === undefined) return -1;
+    return Math.max(0, e.expiresAt - Date.now());
+  }
+
+  async hitWindow(key: string, windowMs: number): Promise<{ count: number; resetMs: number }> {
+    // No await between the increment and reading the expiry: the pair is one atomic step.
+    const count = this.incrSync(key, positiveMs(windowMs));
+    return { count, resetMs: this.ttlSync(key) };
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.map.clear();
+  }
+
+  private incrSync(key: string, ttl: number | undefined): number {
+    const e = this.live(key);
+    // Same refusal as Redis for a non-integer value, so callers see identical behaviour on both backends.
+    if (e && !/^-?\d+$/.test(e.value)) throw new Error('ERR value is not an integer or out of range');
+    const next = (e ? Number(e.value) : 0) + 1;
+    const expiresAt = e?.expiresAt ?? (ttl !== undefined ? Date.now() + ttl : undefined);
+    this.map.set(this.prefix + key, { value: String(next), expiresAt });
+    return next;
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [k, e] of this.map) if (e.expiresAt !== undefined && e.expiresAt <= now) this.map.delete(k);
+  }
+}
+
+/** Redis rejects PX 0 and fractional values; normalize once so both backends agree. */
+function positiveMs(ms: number): number {
+  if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`ttl must be a positive number of ms, got ${ms}`);
+  return Math.max(1, Math.ceil(ms));
+}

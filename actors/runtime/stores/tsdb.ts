@@ -1,0 +1,202 @@
+/**
+ * VictoriaMetrics over its HTTP API (host, process and container metrics; PromQL). Tenancy is enforced by the
+ * caller passing `extraFilters` (VictoriaMetrics' `extra_filters[]`, e.g. `{client_id="42"}`), which the server ANDs
+ * into every selector of the query, so a user-supplied PromQL expression cannot read other tenants' series.
+ */
+
+/** One series for /api/v1/import: values[i] was sampled at timestamps[i] (epoch milliseconds). */
+export interface ImportSeries {
+  /** `__name__` plus labels. */
+  metric: { __name__: string } & Record<string, string>;
+  values: number[];
+  timestamps: number[];
+}
+
+/** A time as epoch seconds (number, fractions allowed), a Date, or a string VictoriaMetrics accepts (RFC3339, `-1h`). */
+export type TsdbTime = number | Date | string;
+
+export interface RangeQuery {
+  query: string;
+  start: TsdbTime;
+  end: TsdbTime;
+  /** Seconds (number) or a duration string such as `60s`. */
+  step: number | string;
+  /** Series selectors ANDed into every selector of the query, e.g. `{client_id="42"}`. */
+  extraFilters?: readonly string[];
+  /** Per-query timeout the server applies (a duration, e.g. `10s`). */
+  timeout?: string;
+}
+
+export interface InstantQuery {
+  query: string;
+  time?: TsdbTime;
+  extraFilters?: readonly string[];
+  timeout?: string;
+}
+
+/** Time range and tenant filters for the metadata endpoints (series, label values, export). */
+export interface SeriesOptions {
+  start?: TsdbTime;
+  end?: TsdbTime;
+  extraFilters?: readonly string[];
+}
+
+/** Prometheus-style API envelope as VictoriaMetrics returns it. */
+export interface PromResponse<T> {
+  status: 'success' | 'error';
+  data: T;
+  errorType?: string;
+  error?: string;
+  warnings?: string[];
+}
+export type PromSample = [number, string];
+export interface PromMatrix {
+  resultType: 'matrix';
+  result: { metric: Record<string, string>; values: PromSample[] }[];
+}
+export interface PromVector {
+  resultType: 'vector';
+  result: { metric: Record<string, string>; value: PromSample }[];
+}
+export interface PromScalar {
+  resultType: 'scalar' | 'string';
+  result: PromSample;
+}
+export type PromQueryData = PromMatrix | PromVector | PromScalar;
+
+/** Raised for any non-2xx answer; `status` is the HTTP status, `body` the response text (VictoriaMetrics' reason). */
+export class TsdbError extends Error {
+  override name = 'TsdbError';
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly body: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface TsdbOptions {
+  /** Default request timeout; queries may pass a larger one. */
+  timeoutMs?: number;
+}
+
+export class Tsdb {
+  private readonly base: string;
+  private readonly timeoutMs: number;
+
+  constructor(baseUrl: string, opts: TsdbOptions = {}) {
+    this.base = baseUrl.replace(/\/+$/, '');
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+  }
+
+  /** Writes series through /api/v1/import (JSON lines). Data becomes searchable within ~1s, or at once after flush(). */
+  async importSeries(rows: readonly ImportSeries[]): Promise<void> {
+    if (rows.length === 0) return;
+    for (const r of rows) {
+      if (r.values.length !== r.timestamps.length) throw new RangeError(`series ${r.metric.__name__}: ${r.values.length} values for ${r.timestamps.length} timestamps`);
+    }
+    const body = rows.map((r) => JSON.stringify({ metric: r.metric, values: r.values, timestamps: r.timestamps })).join('\n') + '\n';
+    await this.send('/api/v1/import', { method: 'POST', body, headers: { 'content-type': 'application/stream+json' } });
+  }
+
+  /** PromQL over a range: `data.resultType` is `matrix`. */
+  async queryRange(q: RangeQuery): Promise<PromResponse<PromQueryData>> {
+    return (await this.queryRangeRaw(q)).json() as Promise<PromResponse<PromQueryData>>;
+  }
+
+  /** Same request as queryRange, but the untouched Response (status 2xx) so a gateway can stream `body` through. */
+  async queryRangeRaw(q: RangeQuery, signal?: AbortSignal): Promise<Response> {
+    const form = new URLSearchParams({ query: q.query, start: toTime(q.start), end: toTime(q.end), step: String(q.step) });
+    if (q.timeout) form.set('timeout', q.timeout);
+    appendFilters(form, q.extraFilters);
+    return this.send('/api/v1/query_range', { method: 'POST', body: form, signal });
+  }
+
+  /** Instant PromQL query: `data.resultType` is usually `vector`. */
+  async query(q: InstantQuery): Promise<PromResponse<PromQueryData>> {
+    return (await this.queryRaw(q)).json() as Promise<PromResponse<PromQueryData>>;
+  }
+
+  async queryRaw(q: InstantQuery, signal?: AbortSignal): Promise<Response> {
+    const form = new URLSearchParams({ query: q.query });
+    if (q.time !== undefined) form.set('time', toTime(q.time));
+    if (q.timeout) form.set('timeout', q.timeout);
+    appendFilters(form, q.extraFilters);
+    return this.send('/api/v1/query', { method: 'POST', body: form, signal });
+  }
+
+  /** Label sets of the series matching any of `match` in [start, end] (without a range the server looks at the last day). */
+  async series(match: readonly string[], start?: TsdbTime, end?: TsdbTime, extraFilters?: readonly string[]): Promise<Record<string, string>[]> {
+    const form = seriesForm(match, { start, end, extraFilters });
+    const res = await this.send('/api/v1/series', { method: 'POST', body: form });
+    return ((await res.json()) as PromResponse<Record<string, string>[]>).data;
+  }
+
+  /** Values of one label, optionally limited to series matching `match` (e.g. a metric name for a picker). */
+  async labelValues(label: string, match: readonly string[] = [], opts: SeriesOptions = {}): Promise<string[]> {
+    const form = seriesForm(match, opts);
+    // GET: older VictoriaMetrics releases (the Debian package is 1.79) answer this endpoint on GET only.
+    const res = await this.send(`/api/v1/label/${encodeURIComponent(label)}/values?${form.toString()}`, { method: 'GET' });
+    return ((await res.json()) as PromResponse<string[]>).data;
+  }
+
+  /** Raw samples of the matching series, parsed from /api/v1/export's JSON lines (same shape importSeries takes). */
+  async export(match: readonly string[], opts: SeriesOptions = {}): Promise<ImportSeries[]> {
+    const text = await (await this.exportRaw(match, opts)).text();
+    return text
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as ImportSeries);
+  }
+
+  /** /api/v1/export as an untouched Response (JSON lines), for streaming large exports. */
+  async exportRaw(match: readonly string[], opts: SeriesOptions = {}, signal?: AbortSignal): Promise<Response> {
+    return this.send('/api/v1/export', { method: 'POST', body: seriesForm(match, opts), signal });
+  }
+
+  /** Makes everything imported so far searchable now (tests; the server otherwise does it within about a second). */
+  async flush(): Promise<void> {
+    await this.send('/internal/force_flush', { method: 'GET' });
+  }
+
+  async ping(): Promise<void> {
+    await this.send('/health', { method: 'GET' }, 2_000);
+  }
+
+  /** Every call ends here: timeout, and a non-2xx answer becomes a TsdbError carrying the server's text. */
+  private async send(path: string, init: RequestInit & { signal?: AbortSignal }, timeoutMs = this.timeoutMs): Promise<Response> {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    let res: Response;
+    try {
+      res = await fetch(this.base + path, { ...init, signal });
+    } catch (err) {
+      const reason = timeout.aborted ? `timed out after ${timeoutMs}ms` : err instanceof Error ? err.message : String(err);
+      throw new TsdbError(`tsdb ${path.split('?')[0]}: ${reason}`, 0, '');
+    }
+    if (!res.ok) {
+      const body = await res.text().catch(() => '');
+      throw new TsdbError(`tsdb ${path.split('?')[0]}: HTTP ${res.status}: ${body.slice(0, 500)}`, res.status, body);
+    }
+    return res;
+  }
+}
+
+function seriesForm(match: readonly string[], opts: SeriesOptions): URLSearchParams {
+  const form = new URLSearchParams();
+  for (const m of match) form.append('match[]', m);
+  if (opts.start !== undefined) form.set('start', toTime(opts.start));
+  if (opts.end !== undefined) form.set('end', toTime(opts.end));
+  appendFilters(form, opts.extraFilters);
+  return form;
+}
+
+function appendFilters(form: URLSearchParams, filters: readonly string[] | undefined): void {
+  for (const f of filters ?? []) form.append('extra_filters[]', f);
+}
+
+function toTime(t: TsdbTime): string {
+  if (t instanceof Date) return (t.getTime() / 1000).toString();
+  return String(t);
+}

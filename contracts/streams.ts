@@ -1,0 +1,197 @@
+import { z } from 'zod';
+
+/**
+ * The durable side of the wire: the JetStream streams the system declares at boot, and the typed table of durable
+ * subjects (events and work) with their payload schemas. Request-reply subjects live in catalogue.ts; these are the
+ * fire-and-remember ones.
+ *
+ * Subject spaces: `svc.evt.>`, `svc.work.>`, `svc.dlq.>` and `svc.agent.*.*` are captured by streams, so no
+ * request-reply domain may be called `evt`, `work` or `dlq`, and no request subject may have the shape
+ * `svc.agent.<x>.<y>` (JetStream would store the request and answer it with a PubAck).
+ */
+
+const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
+
+/** A stream declaration, independent of the NATS client so contracts/ stays importable everywhere. */
+export const StreamSpec = z.object({
+  name: z.string().regex(/^[A-Z][A-Z0-9_]*$/, 'stream names are UPPER_SNAKE'),
+  description: z.string(),
+  subjects: z.array(z.string().min(1)).min(1),
+  retention: z.enum(['limits', 'workqueue', 'interest']),
+  storage: z.enum(['file', 'memory']).default('file'),
+  /** 0 keeps messages until another limit (or, for work queues, the ack) removes them. */
+  maxAgeMs: z.number().int().nonnegative().default(0),
+  /** How long a `Nats-Msg-Id` is remembered: a publish retried within it is stored once. */
+  duplicateWindowMs: z.number().int().positive().default(2 * MINUTE),
+  /** -1 = unlimited. */
+  maxBytes: z.number().int().default(-1),
+  maxMsgSize: z.number().int().default(-1),
+  /** 1 on a single server; 3 in a clustered deployment. */
+  replicas: z.number().int().min(1).max(5).default(1),
+});
+export type StreamSpec = z.output<typeof StreamSpec>;
+
+const stream = (spec: z.input<typeof StreamSpec>): StreamSpec => {
+  const parsed = StreamSpec.parse(spec);
+  // A duplicate window longer than the max age is rejected by the server; catch it at import time instead.
+  if (parsed.maxAgeMs > 0 && parsed.duplicateWindowMs > parsed.maxAgeMs) throw new Error(`${parsed.name}: duplicate window exceeds max age`);
+  return parsed;
+};
+
+export const streams = {
+  SVC_EVENTS: stream({
+    name: 'SVC_EVENTS',
+    description: 'Domain events (audit entries, cache invalidations, invoice finalized, agent status, deploys, alerts); durable consumers.',
+    subjects: ['svc.evt.>'],
+    retention: 'limits',
+    storage: 'file',
+    maxAgeMs: 30 * DAY,
+    duplicateWindowMs: 2 * MINUTE,
+  }),
+  SVC_WORK: stream({
+    name: 'SVC_WORK',
+    description: 'Jobs that must survive a crash: e-mail, PDF rendering, accounting sync, bulk generation. Removed once acked.',
+    subjects: ['svc.work.>'],
+    retention: 'workqueue',
+    storage: 'file',
+    duplicateWindowMs: 2 * MINUTE,
+  }),
+  SVC_DLQ: stream({
+    name: 'SVC_DLQ',
+    description: 'Dead letters: messages a durable consumer gave up on, on svc.dlq.<durable>, with the reason in headers.',
+    subjects: ['svc.dlq.>'],
+    retention: 'limits',
+    storage: 'file',
+    maxAgeMs: 30 * DAY,
+  }),
+  SVC_TELEMETRY: stream({
+    name: 'SVC_TELEMETRY',
+    description: 'Agent telemetry published on svc.agent.{agentID}.<kind>, ingested by durable consumers.',
+    subjects: ['svc.agent.*.*'],
+    retention: 'limits',
+    storage: 'file',
+    maxAgeMs: 7 * DAY,
+  }),
+} as const satisfies Record<string, StreamSpec>;
+
+export type StreamName = keyof typeof streams;
+export const allStreams: readonly StreamSpec[] = Object.values(streams);
+
+for (const [key, spec] of Object.entries(streams)) {
+  if (key !== spec.name) throw new Error(`stream table key ${key} differs from its name ${spec.name}`);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Durable subjects
+
+/** One durable subject: what its payload is. Consumers parse with `payload`; `publishDurable` parses before sending. */
+export interface DurableSpec<P extends z.ZodType = z.ZodType> {
+  readonly payload: P;
+  readonly summary: string;
+}
+
+type DurableTable<Prefix extends string, T> = { [K in keyof T]: K extends `${Prefix}${string}` ? DurableSpec : never };
+
+/**
+ * Helpers a domain uses in its own contract file (`contracts/domains/<domain>.ts`), then spreads into
+ * `eventSubjects` / `workSubjects` below. A key outside `svc.evt.` / `svc.work.` is a compile error.
+ */
+export const defineEvents = <const T extends DurableTable<'svc.evt.', T>>(table: T): T => table;
+export const defineWork = <const T extends DurableTable<'svc.work.', T>>(table: T): T => table;
+
+/** An audit-log entry, as stored by the audit actor. */
+export const AuditEntry = z.object({
+  id: z.uuid(),
+  actor_id: z.uuid().nullable(),
+  actor_email: z.string().nullable(),
+  actor_type: z.enum(['user', 'service_account', 'anonymous']),
+  action: z.string().min(1),
+  resource_type: z.string().min(1),
+  resource_id: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()),
+  ip: z.string().nullable(),
+  user_agent: z.string().nullable(),
+  request_id: z.string().nullable(),
+  created_at: z.iso.datetime({ offset: true }),
+});
+export type AuditEntry = z.infer<typeof AuditEntry>;
+
+/** Drop cached access maps: of some users, or of everyone (a role's permissions changed). */
+export const AccessInvalidated = z.union([z.object({ all: z.literal(true) }), z.object({ user_ids: z.array(z.uuid()) })]);
+export type AccessInvalidated = z.infer<typeof AccessInvalidated>;
+
+/** One e-mail to send. `kind` names the template/purpose (invite, password_reset, invoice, ...) for logs and metrics. */
+export const EmailSend = z.object({
+  to: z.string().min(3),
+  subject: z.string().min(1),
+  text: z.string(),
+  html: z.string().optional(),
+  kind: z.string().min(1),
+});
+export type EmailSend = z.infer<typeof EmailSend>;
+
+const coreEvents = defineEvents({
+  'svc.evt.audit.recorded': { payload: AuditEntry, summary: 'An audit entry was recorded; the audit actor stores it.' },
+  'svc.evt.access.invalidated': { payload: AccessInvalidated, summary: 'Cached access maps are stale; every gateway/actor cache drops them.' },
+});
+
+const coreWork = defineWork({
+  'svc.work.email.send': { payload: EmailSend, summary: 'Send one e-mail (SMTP, hosted provider, or stdout when none is configured).' },
+});
+
+/** Every typed event subject. Add a domain's table here: `...invoiceEvents`. */
+export const eventSubjects = { ...coreEvents } as const;
+/** Every typed work subject. Add a domain's table here: `...invoiceWork`. */
+export const workSubjects = { ...coreWork } as const;
+export const durableSubjects = { ...eventSubjects, ...workSubjects } as const;
+
+export type EventSubject = keyof typeof eventSubjects & string;
+export type WorkSubject = keyof typeof workSubjects & string;
+export type DurableSubject = keyof typeof durableSubjects & string;
+/** What a publisher passes (before defaults/transforms). */
+export type DurableIn<S extends DurableSubject> = z.input<(typeof durableSubjects)[S]['payload']>;
+/** What a consumer's handler receives. */
+export type DurableOut<S extends DurableSubject> = z.output<(typeof durableSubjects)[S]['payload']>;
+
+export const isDurableSubject = (subject: string): subject is DurableSubject => Object.hasOwn(durableSubjects, subject);
+
+/** The payload schema of a typed durable subject, for `runConsumer({ schema })`. */
+export const payloadSchema = <S extends DurableSubject>(subject: S): (typeof durableSubjects)[S]['payload'] => durableSubjects[subject].payload;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Subject builders
+
+const TOKEN = /^[^\s.*>]+$/;
+
+/** Where a durable consumer's dead letters go. Durable names are single subject tokens. */
+export function dlqSubjectFor(durable: string): `svc.dlq.${string}` {
+  if (!TOKEN.test(durable)) throw new Error(`durable name ${JSON.stringify(durable)} is not a single subject token`);
+  return `svc.dlq.${durable}`;
+}
+
+/** Agent telemetry subject; the agent id is a subject token, so it must not contain `.`, `*`, `>` or spaces. */
+export function telemetrySubject(agentId: string, kind: string): `svc.agent.${string}.${string}` {
+  if (!TOKEN.test(agentId) || !TOKEN.test(kind)) throw new Error(`invalid telemetry subject tokens ${agentId}/${kind}`);
+  return `svc.agent.${agentId}.${kind}`;
+}
+
+/** Headers a dead letter carries besides the original message's own (`Nats-*` ones excluded). */
+export const DlqHeaders = {
+  subject: 'Svc-Dlq-Subject',
+  error: 'Svc-Dlq-Error',
+  reason: 'Svc-Dlq-Reason',
+  deliveryCount: 'Svc-Dlq-Delivery-Count',
+  msgId: 'Svc-Dlq-Msg-Id',
+  stream: 'Svc-Dlq-Stream',
+  streamSeq: 'Svc-Dlq-Stream-Seq',
+  durable: 'Svc-Dlq-Durable',
+} as const;
+
+/**
+ * Why a message was dead-lettered: `malformed` (payload failed its schema; retrying can't help), `rejected` (the
+ * handler threw a permanent error), `failed` (the handler failed on its last allowed delivery), `exhausted`
+ * (delivered past the limit without a recorded failure: its last attempt timed out or its process died).
+ */
+export const DlqReason = z.enum(['malformed', 'rejected', 'failed', 'exhausted']);
+export type DlqReason = z.infer<typeof DlqReason>;

@@ -1,0 +1,49 @@
+import type { FastifyRequest } from 'fastify';
+import type { AccessTokens } from '../../actors/identity/crypto.ts';
+import type { Caller } from '../../actors/runtime/call.ts';
+import type { Cat } from '../../contracts/catalogue.ts';
+import { anonymousContext, type CallerContext } from '../../contracts/context.ts';
+import { DomainError } from '../../contracts/errors.ts';
+import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
+
+const BEARER = /^Bearer\s+(\S+)$/i;
+
+/**
+ * Bearer JWT (verified here, no hop) or X-API-Key (verified by the identity actors); then the caller's current
+ * status and per-client permissions come from the access resolver, so a disabled user or a changed role takes
+ * effect on the next request. Mandatory MFA is enforced here: until enrolled, only the enrolment routes answer.
+ */
+export class TokenAuthenticator implements Authenticator {
+  constructor(
+    private readonly tokens: AccessTokens,
+    private readonly caller: Caller<Cat>,
+    private readonly timeoutMs = 5000,
+  ) {}
+
+  async authenticate(req: FastifyRequest, mode: AuthMode): Promise<CallerContext> {
+    const base = anonymousContext(req.id, clientInfo(req));
+    const authz = req.headers.authorization;
+    const apiKey = req.headers['x-api-key'];
+    if (typeof authz === 'string' && authz.length > 0) {
+      const token = BEARER.exec(authz)?.[1];
+      if (!token) throw new DomainError('unauthorized', 'Authorization must be "Bearer <token>"');
+      const claims = await this.tokens.verify(token);
+      const user = await this.caller.call('svc.identity.access.resolve', { user_id: claims.sub }, base, { timeoutMs: this.timeoutMs }).catch((err: unknown) => {
+        throw err instanceof DomainError && err.code === 'bad_request' ? new DomainError('unauthorized', 'invalid token') : err;
+      });
+      if (user.status !== 'active') throw new DomainError('unauthorized', 'account is not active');
+      if (mode !== 'enrolment' && !user.mfa_enabled) throw new DomainError('mfa_enrollment_required', 'multi-factor authentication must be enrolled first');
+      return {
+        ...base,
+        principal: { kind: 'user', user_id: user.user_id, session_id: claims.sid, email: user.email, is_super_admin: user.is_super_admin, mfa_enabled: user.mfa_enabled },
+        access: user.access,
+      };
+    }
+    if (typeof apiKey === 'string' && apiKey.length > 0) {
+      if (mode === 'user' || mode === 'enrolment') throw new DomainError('forbidden', 'this route needs a signed-in user; API keys are not accepted');
+      const sa = await this.caller.call('svc.identity.access.resolve_key', { api_key: apiKey.slice(0, 256) }, base, { timeoutMs: this.timeoutMs });
+      return { ...base, principal: { kind: 'service_account', service_account_id: sa.service_account_id, name: sa.name }, access: sa.access };
+    }
+    throw new DomainError('unauthorized', 'missing credentials: send Authorization: Bearer <token> or X-API-Key');
+  }
+}

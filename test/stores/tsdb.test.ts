@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Tsdb, TsdbError, type PromMatrix, type PromVector } from '../../actors/runtime/stores/tsdb.ts';
+import { testConfig } from '../support/env.ts';
+
+const tsdb = new Tsdb(testConfig().SVC_TSDB_URL);
+// A metric name of its own per run: VictoriaMetrics caches query results, and other runs' data must not interfere.
+const metric = `svc_store_probe_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+// An hour back, on a minute boundary: VictoriaMetrics hides the newest ~30 s from queries, and aligns range steps.
+const t0 = Math.floor((Date.now() - 3_600_000) / 60_000) * 60_000;
+const ts = [t0, t0 + 60_000, t0 + 120_000];
+const range = { start: t0 / 1000, end: (t0 + 120_000) / 1000 };
+
+beforeAll(async () => {
+  await tsdb.ping();
+  await tsdb.importSeries([
+    { metric: { __name__: metric, client_id: 'a', host: 'h1' }, values: [1, 2, 3], timestamps: ts },
+    { metric: { __name__: metric, client_id: 'b', host: 'h2' }, values: [10, 20, 30.5], timestamps: ts },
+  ]);
+  await tsdb.flush();
+});
+
+const byClient = (r: { metric: Record<string, string> }[]) => [...r].sort((x, y) => (x.metric.client_id ?? '').localeCompare(y.metric.client_id ?? ''));
+
+describe('Tsdb (VictoriaMetrics)', () => {
+  it('returns imported points from query_range once flushed', async () => {
+    const res = await tsdb.queryRange({ query: metric, ...range, step: 60 });
+    expect(res.status).toBe('success');
+    const data = res.data as PromMatrix;
+    expect(data.resultType).toBe('matrix');
+    expect(byClient(data.result)).toEqual([
+      { metric: { __name__: metric, client_id: 'a', host: 'h1' }, values: ts.map((t, i) => [t / 1000, String(i + 1)]) },
+      { metric: { __name__: metric, client_id: 'b', host: 'h2' }, values: ts.map((t, i) => [t / 1000, ['10', '20', '30.5'][i]]) },
+    ]);
+  });
+
+  it('restricts every selector of a query to extra_filters (tenant isolation)', async () => {
+    // Even an aggregation over "everything" only sees client a's series.
+    const res = await tsdb.queryRange({ query: `sum(${metric})`, ...range, step: 60, extraFilters: ['{client_id="a"}'] });
+    const data = res.data as PromMatrix;
+    expect(data.result).toHaveLength(1);
+    expect(data.result[0]?.values.map((v) => v[1])).toEqual(['1', '2', '3']);
+
+    const none = await tsdb.queryRange({ query: metric, ...range, step: 60, extraFilters: ['{client_id="nobody"}'] });
+    expect((none.data as PromMatrix).result).toEqual([]);
+  });
+
+  it('answers instant queries', async () => {
+    const res = await tsdb.query({ query: metric, time: (t0 + 60_000) / 1000, extraFilters: ['{client_id="b"}'] });
+    const data = res.data as PromVector;
+    expect(data.resultType).toBe('vector');
+    expect(data.result.map((r) => [r.metric.client_id, r.value[1]])).toEqual([['b', '20']]);
+  });
+
+  it('streams the raw query_range response for proxying', async () => {
+    const res = await tsdb.queryRangeRaw({ query: metric, ...range, step: 60, extraFilters: ['{client_id="a"}'] });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/json/);
+    const body = JSON.parse(await res.text()) as { data: PromMatrix };
+    expect(body.data.result.map((r) => r.metric.client_id)).toEqual(['a']);
+  });
+
+  it('lists series, label values and exports samples, all honouring extra_filters', async () => {
+    const all = await tsdb.series([metric], range.start, range.end);
+    expect(byClient(all.map((metric) => ({ metric }))).map((s) => s.metric)).toEqual([
+      { __name__: metric, client_id: 'a', host: 'h1' },
+      { __name__: metric, client_id: 'b', host: 'h2' },
+    ]);
+    expect(await tsdb.series([metric], range.start, range.end, ['{client_id="b"}'])).toEqual([{ __name__: metric, client_id: 'b', host: 'h2' }]);
+
+    expect((await tsdb.labelValues('host', [metric], range)).sort()).toEqual(['h1', 'h2']);
+    expect(await tsdb.labelValues('host', [metric], { ...range, extraFilters: ['{client_id="a"}'] })).toEqual(['h1']);
+
+    const exported = await tsdb.export([metric], { extraFilters: ['{client_id="a"}'] });
+    expect(exported).toEqual([{ metric: { __name__: metric, client_id: 'a', host: 'h1' }, values: [1, 2, 3], timestamps: ts }]);
+  });
+
+  it('throws TsdbError with the status and the server reason', async () => {
+    const err: unknown = await tsdb.queryRange({ query: 'sum(', ...range, step: 60 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TsdbError);
+    expect((err as TsdbError).status).toBe(422);
+    expect((err as TsdbError).body).toMatch(/cannot parse|unexpected/i);
+    expect((err as TsdbError).message).toMatch(/HTTP 422/);
+  });
+
+  it('rejects malformed series before sending and reports an unreachable server', async () => {
+    await expect(tsdb.importSeries([{ metric: { __name__: metric }, values: [1, 2], timestamps: [t0] }])).rejects.toThrow(RangeError);
+    const down = new Tsdb('http://127.0.0.1:1', { timeoutMs: 1_000 });
+    const err: unknown = await down.ping().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TsdbError);
+    expect((err as TsdbError).status).toBe(0);
+  });
+});
