@@ -6,6 +6,9 @@ import { AccessTokens, SecretBox } from './crypto.ts';
 import type { IdentityDeps } from './deps.ts';
 import { PasswordHasher } from './passwords.ts';
 import { seedIdentity } from './seed.ts';
+import { startAdminActors } from './admin/index.ts';
+import { startSessionActors } from './session/index.ts';
+import { startSsoActor } from './sso/index.ts';
 
 /** Builds what every identity actor shares. */
 export async function identityDeps(dc: DomainContext): Promise<IdentityDeps> {
@@ -37,7 +40,12 @@ export const identityDomain: DomainModule = {
       'svc.identity.access.resolve': async ({ user_id }) => deps.access.resolveUser(user_id),
       'svc.identity.access.resolve_key': async ({ api_key }) => deps.access.resolveApiKey(api_key),
     });
-    const background = [await startAuditStore(dc.nc, deps.orm, deps.log)];
+    const background = [
+      await startAuditStore(dc.nc, deps.orm, deps.log),
+      await startSessionActors(deps, dc),
+      await startSsoActor(deps, dc),
+      await startAdminActors(deps, dc),
+    ];
     return {
       stop: async () => {
         await Promise.all(background.map((b) => b.stop()));

@@ -26,7 +26,7 @@ export async function buildConsoleGateway(opts: ConsoleGatewayOptions): Promise<
         const ready = db === 'ok' && broker;
         return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready' });
       });
-      await registerConsoleRoutes(app, opts.deps);
+      await registerConsoleRoutes(app, opts.deps, opts.config);
     },
   );
   return { app, close: () => pgProbe.close() };

@@ -1,5 +1,16 @@
+import type { Config } from '../../../actors/runtime/config.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import type { GatewayDeps } from '../../shared/bridge.ts';
+import { registerAdminRoutes } from './admin.ts';
+import { registerAuthRoutes } from './auth.ts';
+import { registerClientRoutes } from './clients.ts';
+import { registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
-export async function registerConsoleRoutes(_app: GatewayApp, _deps: GatewayDeps): Promise<void> {}
+export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, config: Config): Promise<void> {
+  registerAuthRoutes(app, deps);
+  // The SSO routes exist only when an SSO client id is configured.
+  if (config.SVC_SSO_CLIENT_ID) registerSsoRoutes(app, deps);
+  registerAdminRoutes(app, deps);
+  registerClientRoutes(app, deps);
+}

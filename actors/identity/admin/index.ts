@@ -1,0 +1,6 @@
+import type { DomainContext, DomainHandle } from '../../domain.ts';
+import type { IdentityDeps } from '../deps.ts';
+
+export async function startAdminActors(_deps: IdentityDeps, _dc: DomainContext): Promise<DomainHandle> {
+  return { stop: async () => undefined };
+}

@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto';
+import argon2 from 'argon2';
+import { generateSecret } from 'otplib';
+import { AccessTokens, SecretBox } from '../../actors/identity/crypto.ts';
+import { toPgArray } from '../../actors/identity/seed.ts';
+import type { TestSystem } from './system.ts';
+
+export interface TestUser {
+  id: string;
+  email: string;
+  password: string;
+  /** Base32 TOTP secret when MFA is enabled. */
+  totpSecret?: string;
+}
+
+export interface CreateUserOptions {
+  email?: string;
+  password?: string;
+  superAdmin?: boolean;
+  /** Enrol MFA (default true): without it every protected route answers 403 mfa_enrollment_required. */
+  mfa?: boolean;
+  status?: 'invited' | 'active' | 'disabled';
+  displayName?: string;
+}
+
+let hashCache: { password: string; hash: string } | undefined;
+
+/** Inserts a user straight into the database (test set-up only; the product creates users through the API). */
+export async function createUser(sys: TestSystem, opts: CreateUserOptions = {}): Promise<TestUser> {
+  const id = randomUUID();
+  const email = opts.email ?? `user-${sys.tag}-${id.slice(0, 8)}@example.com`;
+  const password = opts.password ?? 'correct horse battery staple';
+  if (hashCache?.password !== password) hashCache = { password, hash: await argon2.hash(password, { type: argon2.argon2id }) };
+  const mfa = opts.mfa ?? true;
+  const totpSecret = mfa ? generateSecret() : undefined;
+  const box = new SecretBox(sys.config.SVC_MFA_ENCRYPTION_KEY!);
+  const orm = await sys.stores.orm();
+  await orm.em
+    .fork()
+    .getConnection()
+    .execute(
+      `INSERT INTO users (id, email, display_name, status, is_super_admin, password_hash, mfa_enabled, mfa_secret_enc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      [id, email, opts.displayName ?? `User ${id.slice(0, 4)}`, opts.status ?? 'active', opts.superAdmin ?? false, hashCache.hash, mfa, totpSecret ? box.seal(totpSecret) : null],
+    );
+  return { id, email, password, ...(totpSecret ? { totpSecret } : {}) };
+}
+
+/** A session and a signed access token for `user`, bypassing the login flow (for tests of other routes). */
+export async function tokenFor(sys: TestSystem, user: TestUser): Promise<string> {
+  const sessionId = randomUUID();
+  const orm = await sys.stores.orm();
+  await orm.em
+    .fork()
+    .getConnection()
+    .execute(`INSERT INTO sessions (id, user_id, ip_address, user_agent, device_label, last_active_at, expires_at) VALUES (?, ?, '127.0.0.1', 'test', 'test', now(), now() + interval '1 day')`, [
+      sessionId,
+      user.id,
+    ]);
+  return new AccessTokens(sys.config.SVC_JWT_SECRET!, sys.config.SVC_JWT_ACCESS_TTL).sign({ sub: user.id, sid: sessionId, email: user.email });
+}
+
+export async function createClient(sys: TestSystem, name = `Client ${randomUUID().slice(0, 6)}`): Promise<{ id: string; name: string; slug: string }> {
+  const id = randomUUID();
+  const slug = `c-${sys.tag}-${id.slice(0, 8)}`;
+  const orm = await sys.stores.orm();
+  await orm.em.fork().getConnection().execute(`INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)`, [id, name, slug]);
+  return { id, name, slug };
+}
+
+/** Gives `user` a role on a client directly, then drops the user's cached access. */
+export async function assignRole(sys: TestSystem, userId: string, clientId: string, roleId: string): Promise<void> {
+  const orm = await sys.stores.orm();
+  await orm.em
+    .fork()
+    .getConnection()
+    .execute(`INSERT INTO user_client_roles (user_id, client_id, role_id) VALUES (?, ?, ?) ON CONFLICT (user_id, client_id) DO UPDATE SET role_id = EXCLUDED.role_id`, [
+      userId,
+      clientId,
+      roleId,
+    ]);
+  const kv = await sys.stores.kv();
+  await kv.del(`access:user:${userId}`);
+}
+
+export { toPgArray };
