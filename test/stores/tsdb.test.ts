@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Tsdb, TsdbError, type PromMatrix, type PromVector } from '../../actors/runtime/stores/tsdb.ts';
 import { testConfig } from '../support/env.ts';
 
@@ -18,6 +18,10 @@ beforeAll(async () => {
     { metric: { __name__: metric, client_id: 'b', host: 'h2' }, values: [10, 20, 30.5], timestamps: ts },
   ]);
   await tsdb.flush();
+});
+
+afterAll(async () => {
+  await tsdb.deleteSeries([`{__name__="${metric}"}`]);
 });
 
 const byClient = (r: { metric: Record<string, string> }[]) => [...r].sort((x, y) => (x.metric.client_id ?? '').localeCompare(y.metric.client_id ?? ''));
@@ -73,6 +77,15 @@ describe('Tsdb (VictoriaMetrics)', () => {
 
     const exported = await tsdb.export([metric], { extraFilters: ['{client_id="a"}'] });
     expect(exported).toEqual([{ metric: { __name__: metric, client_id: 'a', host: 'h1' }, values: [1, 2, 3], timestamps: ts }]);
+  });
+
+  it('deletes series', async () => {
+    const other = `${metric}_del`;
+    await tsdb.importSeries([{ metric: { __name__: other, client_id: 'a' }, values: [1], timestamps: [t0] }]);
+    await tsdb.flush();
+    expect(await tsdb.series([other], range.start, range.end)).toHaveLength(1);
+    await tsdb.deleteSeries([other]);
+    expect(await tsdb.series([other], range.start, range.end)).toEqual([]);
   });
 
   it('throws TsdbError with the status and the server reason', async () => {

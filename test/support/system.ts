@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { ManualClock } from '../../actors/runtime/clock.ts';
+import type { Config } from '../../actors/runtime/config.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { runMigrations } from '../../migrations/run.ts';
 import { startSystem, type RunningSystem } from '../../main.ts';
 import { testConfig } from './env.ts';
 
 export interface TestSystem extends RunningSystem {
+  config: Config;
   clock: ManualClock;
   /** Unique per system, for data that must not collide with other runs (e-mails, names, slugs). */
   tag: string;
@@ -41,6 +43,7 @@ export async function startTestSystem(overrides: Record<string, string> = {}): P
   };
   return {
     ...system,
+    config,
     clock,
     tag,
     http: (opts) => {

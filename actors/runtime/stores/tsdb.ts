@@ -155,6 +155,12 @@ export class Tsdb {
     return this.send('/api/v1/export', { method: 'POST', body: seriesForm(match, opts), signal });
   }
 
+  /** Deletes every sample of the matching series (tenant removal, test clean-up). Irreversible. */
+  async deleteSeries(match: readonly string[]): Promise<void> {
+    if (match.length === 0) throw new RangeError('deleteSeries needs at least one selector');
+    await this.send('/api/v1/admin/tsdb/delete_series', { method: 'POST', body: seriesForm(match, {}) });
+  }
+
   /** Makes everything imported so far searchable now (tests; the server otherwise does it within about a second). */
   async flush(): Promise<void> {
     await this.send('/internal/force_flush', { method: 'GET' });
