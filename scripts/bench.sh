@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
 npm run migrate
-exec npx tsx bench/run.ts "$@"
+exec node --import tsx bench/run.ts "$@"

@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
 npm run migrate
-exec npx tsx main.ts
+# One node process with tsx's loader, so SIGTERM/SIGINT reach the app itself (an `npx tsx` in between
+# dies on SIGTERM and leaves the server running).
+exec node --import tsx main.ts

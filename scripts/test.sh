@@ -7,4 +7,4 @@ source scripts/setup.sh
 # The analytics store the tests use (test/support/env.ts), so its DDL is applied there too.
 export SVC_ANALYTICS_PATH="${SVC_ANALYTICS_PATH:-./data/analytics-test}"
 npm run migrate
-exec npx vitest run "$@"
+exec node_modules/.bin/vitest run "$@"
