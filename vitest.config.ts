@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -9,6 +10,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
-    env: { SVC_LOG_LEVEL: process.env.SVC_LOG_LEVEL ?? 'silent' },
+    // A namespace per run keeps concurrent runs on one NATS server (two developers, CI beside a session) apart.
+    env: { SVC_LOG_LEVEL: process.env.SVC_LOG_LEVEL ?? 'silent', SVC_NAMESPACE: process.env.SVC_NAMESPACE ?? `t${randomBytes(4).toString('hex')}` },
   },
 });

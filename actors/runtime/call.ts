@@ -3,6 +3,7 @@ import type { CallerContext } from '../../contracts/context.ts';
 import { ReplyEnvelope, Headers } from '../../contracts/envelope.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
+import { wireRequestSubject } from './namespace.ts';
 
 export interface CallOptions {
   /** Absolute deadline (epoch ms); the request is abandoned with `timeout` when it passes. */
@@ -35,7 +36,7 @@ export class Caller<C extends Catalogue> {
     if (opts.traceparent) h.set(Headers.traceparent, opts.traceparent);
     let raw: Uint8Array;
     try {
-      const msg = await nc.request(subject, encoder.encode(JSON.stringify({ ctx, input })), { timeout, headers: h });
+      const msg = await nc.request(wireRequestSubject(subject), encoder.encode(JSON.stringify({ ctx, input })), { timeout, headers: h });
       raw = msg.data;
     } catch (err) {
       throw translateNatsError(err, subject);

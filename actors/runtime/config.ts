@@ -13,6 +13,7 @@ const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), url.optional
 export const ConfigSchema = z.object({
   SVC_DB_URL: z.string({ error: 'is required (a PostgreSQL URL such as postgresql://postgres@127.0.0.1:5432/test)' }).regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
   SVC_NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  SVC_NAMESPACE: z.string().regex(/^([a-z0-9_-]{1,32})?$/i, 'must be 1-32 letters, digits, _ or -').default(''),
   SVC_VALKEY_URL: optionalUrl,
   SVC_CLICKHOUSE_URL: optionalUrl,
   SVC_ANALYTICS_PATH: z.string().default('./data/analytics'),

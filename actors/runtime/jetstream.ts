@@ -34,6 +34,7 @@ import {
   type StreamSpec,
 } from '../../contracts/streams.ts';
 import type { Logger } from './logger.ts';
+import { wireDurableName, wireDurableSubject } from './namespace.ts';
 
 // JetStream API error codes we branch on (server/errors.json).
 const STREAM_NAME_IN_USE = 10058;
@@ -225,7 +226,8 @@ export const DEFAULT_BACKOFF_MS: readonly number[] = [1_000, 5_000, 30_000, 120_
  * idempotent: delivery is at-least-once.
  */
 export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<ConsumerHandle> {
-  const { nc, stream, durable, schema, handler } = opts;
+  const { nc, stream, schema, handler } = opts;
+  const durable = wireDurableName(opts.durable);
   const maxDeliver = opts.maxDeliver ?? 5;
   const backoff = opts.backoffMs && opts.backoffMs.length > 0 ? opts.backoffMs : DEFAULT_BACKOFF_MS;
   const ackWaitMs = opts.ackWaitMs ?? 30_000;
@@ -238,7 +240,7 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     durable,
     maxDeliver: maxDeliver + SPARE_DELIVERIES,
     ackWaitMs,
-    filterSubjects: opts.filterSubjects,
+    filterSubjects: opts.filterSubjects?.map(wireDurableSubject),
   };
   // Boot fails loudly on a bad config; later problems are logged and retried by the loop.
   await ensureConsumer(nc, stream, consumerConfig);
@@ -465,7 +467,7 @@ export async function publishDurable<S extends string>(nc: NatsConnection, subje
   }
   const h = natsHeaders();
   for (const [k, v] of Object.entries(opts.headers ?? {})) h.set(k, headerValue(v));
-  return js(nc).publish(subject, encoder.encode(JSON.stringify(body)), {
+  return js(nc).publish(wireDurableSubject(subject), encoder.encode(JSON.stringify(body)), {
     headers: h,
     ...(opts.msgId ? { msgID: opts.msgId } : {}),
     ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),

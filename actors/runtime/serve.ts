@@ -7,6 +7,7 @@ import { DomainError, describeZodError } from '../../contracts/errors.ts';
 import { domainOf, type Catalogue, type DomainSubjects, type ReplyIn, type ReplyOut, type RequestIn, type RequestOut, type SubjectName } from '../../contracts/subject.ts';
 import { Caller, type CallOptions } from './call.ts';
 import type { Logger } from './logger.ts';
+import { wireRequestSubject } from './namespace.ts';
 
 /** What a handler gets besides its parsed input. `call` propagates the request id and the deadline. */
 export interface RequestScope<C extends Catalogue> {
@@ -57,7 +58,7 @@ export class ActorHost<C extends Catalogue> {
       const spec = this.catalogue[subject];
       if (!spec) throw new Error(`${subject} is not in the catalogue`);
       svc.addEndpoint(subject.replaceAll('.', '_'), {
-        subject,
+        subject: wireRequestSubject(subject),
         queue: domain,
         metadata: { summary: spec.summary },
         handler: (err, msg) => {

@@ -7,6 +7,7 @@ import { Caller } from '../../actors/runtime/call.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { ActorHost } from '../../actors/runtime/serve.ts';
+import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
@@ -98,7 +99,7 @@ describe('actor runtime', () => {
     expect(pings.length).toBeGreaterThanOrEqual(1);
     const stats = [];
     for await (const s of await client.stats('rtest-a')) stats.push(s);
-    const echo = stats[0]?.endpoints?.find((e) => e.subject === 'svc.rtest.echo');
+    const echo = stats[0]?.endpoints?.find((e) => e.subject === wireRequestSubject('svc.rtest.echo'));
     expect(echo?.queue_group).toBe('rtest');
     expect(echo?.num_requests).toBeGreaterThan(0);
   });

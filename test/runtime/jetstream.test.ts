@@ -21,6 +21,10 @@ import {
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { allStreams, DlqHeaders, dlqSubjectFor, streams, StreamSpec, telemetrySubject } from '../../contracts/streams.ts';
+import { setNamespace } from '../../actors/runtime/namespace.ts';
+
+// These tests address raw stream subjects and consumers (already unique per run), so no namespace is applied.
+setNamespace('');
 
 const log = createLogger(process.env.SVC_LOG_LEVEL ?? 'silent');
 const NATS = process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4222';
