@@ -59,6 +59,7 @@ export function bridge<
       ...(route.query ? { querystring: route.query } : {}),
       ...(route.body ? { body: route.body } : {}),
       summary: route.summary ?? spec.summary,
+      ...(route.send ? {} : { response: { [route.status ?? 200]: route.status === 204 ? z.null().describe('No content') : z.object({ data: spec.reply }) } }),
       ...(route.tags ? { tags: route.tags } : {}),
       ...(route.auth === 'public' ? {} : { security: route.auth === 'authenticated' ? [{ bearer: [] }, { apiKey: [] }] : [{ bearer: [] }] }),
     },

@@ -175,6 +175,8 @@ describe('gateway plumbing', () => {
       expect(doc.statusCode).toBe(200);
       const openapi = doc.json();
       expect(openapi.paths['/api/v1/echo'].post.requestBody.content['application/json'].schema.properties.name.type).toBe('string');
+      // Reply schemas come from the subject catalogue.
+      expect(openapi.paths['/api/v1/echo'].post.responses['200'].content['application/json'].schema.properties.data.properties.greeting.type).toBe('string');
       const ui = await debugApp.inject({ method: 'GET', url: '/swagger/' });
       expect(ui.statusCode).toBe(200);
     } finally {
