@@ -25,15 +25,40 @@ export async function connectNats(url: string, name: string, log: Logger): Promi
 
 /**
  * A connection that is being established in the background. Gateways start serving probes at once and answer 503
- * while NATS is unreachable instead of refusing to start.
+ * while NATS is unreachable instead of refusing to start; `close()` also stops a connect loop still trying.
  */
 export class LazyNats {
   private nc: NatsConnection | undefined;
+  private closed = false;
   readonly ready: Promise<NatsConnection>;
-  constructor(url: string, name: string, log: Logger) {
-    this.ready = connectNats(url, name, log).then((nc) => (this.nc = nc));
-    this.ready.catch((err: unknown) => log.error({ err }, 'nats connect failed'));
+  constructor(
+    private readonly url: string,
+    private readonly name: string,
+    private readonly log: Logger,
+  ) {
+    this.ready = this.loop();
+    this.ready.catch(() => undefined);
   }
+
+  private async loop(): Promise<NatsConnection> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.closed) throw new Error('closed before connecting');
+      try {
+        const nc = await connect({ servers: this.url.split(','), name: this.name, maxReconnectAttempts: -1, reconnectTimeWait: 1000, reconnectJitter: 500, timeout: 2000 });
+        if (this.closed) {
+          await nc.close();
+          throw new Error('closed before connecting');
+        }
+        this.nc = nc;
+        return nc;
+      } catch (err) {
+        if (this.closed) throw err;
+        if (attempt % 10 === 0) this.log.warn({ err, url: this.url }, 'nats not reachable yet; retrying');
+        await new Promise((r) => setTimeout(r, 1000 + Math.random() * 500));
+      }
+    }
+  }
+
   get current(): NatsConnection | undefined {
     return this.nc && !this.nc.isClosed() ? this.nc : undefined;
   }
@@ -49,6 +74,7 @@ export class LazyNats {
     }
   }
   async close(): Promise<void> {
+    this.closed = true;
     if (this.nc && !this.nc.isClosed()) await this.nc.drain();
   }
 }

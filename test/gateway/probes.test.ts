@@ -80,6 +80,7 @@ describe('probes when a dependency is down', () => {
     } finally {
       await gw.app.close();
       await gw.close();
+      await nats.close();
     }
   });
 
@@ -98,6 +99,7 @@ describe('probes when a dependency is down', () => {
     } finally {
       await gw.app.close();
       await gw.close();
+      await nats.close();
     }
   });
 });
