@@ -57,7 +57,8 @@ export const UserDetail = UserSummary.extend({
 export type UserDetail = z.infer<typeof UserDetail>;
 
 export const CreateUserBody = z.object({
-  email: z.email().max(254).transform((e) => e.toLowerCase()),
+  /** Stored lower-case (e-mail lookups are case-insensitive). */
+  email: z.email().max(254),
   display_name: DisplayName,
 });
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import argon2 from 'argon2';
-import { generateSecret } from 'otplib';
+import { generateSecret, generateSync } from 'otplib';
 import { AccessTokens, SecretBox } from '../../actors/identity/crypto.ts';
 import { toPgArray } from '../../actors/identity/seed.ts';
 import type { TestSystem } from './system.ts';
@@ -83,3 +83,47 @@ export async function assignRole(sys: TestSystem, userId: string, clientId: stri
 }
 
 export { toPgArray };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Real sign-in (session actor engineer)
+
+/** The TOTP code an authenticator app shows for `secret` at the test clock's time (or at `atMs`). */
+export function totpCode(secret: string, clock: { now(): number }, atMs?: number): string {
+  return generateSync({ secret, epoch: Math.floor((atMs ?? clock.now()) / 1000) });
+}
+
+export interface TokenPair {
+  access_token: string;
+  refresh_token: string;
+  session_id: string;
+  token_type: 'Bearer';
+  expires_in: number;
+}
+
+/**
+ * The real sign-in over HTTP: POST /auth/login, then POST /auth/mfa/verify with a TOTP code when MFA is enabled.
+ * A TOTP step works once, so for a user who already signed in during this period the code of the next step (still
+ * inside the accepted skew) is used, and the clock is moved on only when that is used up too.
+ */
+export async function login(sys: TestSystem, user: TestUser, opts: { userAgent?: string; remoteAddress?: string } = {}): Promise<TokenPair> {
+  const headers = opts.userAgent ? { 'user-agent': opts.userAgent } : {};
+  const extra = opts.remoteAddress ? { remoteAddress: opts.remoteAddress } : {};
+  const res = await sys.http({ method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password }, headers, ...extra });
+  if (res.statusCode === 200) return (res.json() as { data: TokenPair }).data;
+  if (res.statusCode !== 202) throw new Error(`login failed: ${res.statusCode} ${res.body}`);
+  if (!user.totpSecret) throw new Error('login: MFA is required but the test user has no TOTP secret');
+  const mfaToken = (res.json() as { data: { mfa_token: string } }).data.mfa_token;
+  const orm = await sys.stores.orm();
+  const rows = await orm.em.fork().getConnection().execute<{ step: string | null }[]>(`SELECT mfa_last_used_step AS step FROM users WHERE id = ?`, [user.id]);
+  const last = rows[0]?.step === null || rows[0]?.step === undefined ? -1 : Number(rows[0].step);
+  let current = Math.floor(sys.clock.now() / 30_000);
+  if (last + 1 > current + 1) {
+    sys.clock.advance((last - current) * 30_000);
+    current = Math.floor(sys.clock.now() / 30_000);
+  }
+  const step = Math.max(current, last + 1);
+  const code = totpCode(user.totpSecret, sys.clock, step * 30_000 + 1_000);
+  const verify = await sys.http({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: mfaToken, code }, headers, ...extra });
+  if (verify.statusCode !== 200) throw new Error(`mfa verify failed: ${verify.statusCode} ${verify.body}`);
+  return (verify.json() as { data: TokenPair }).data;
+}

@@ -1,6 +1,24 @@
 import type { DomainContext, DomainHandle } from '../../domain.ts';
 import type { IdentityDeps } from '../deps.ts';
+import { accessAuditHandlers } from './access-audit.ts';
+import { auditLogHandlers } from './audit-log.ts';
+import { roleHandlers } from './roles.ts';
+import { serviceAccountHandlers } from './service-accounts.ts';
+import { teamHandlers } from './teams.ts';
+import { userHandlers } from './users.ts';
 
-export async function startAdminActors(_deps: IdentityDeps, _dc: DomainContext): Promise<DomainHandle> {
+/**
+ * The admin actor: users and their direct client assignments, teams, roles and the permission registry, the access
+ * audit, service accounts and the audit log. Every handler authorizes with the caller context itself.
+ */
+export async function startAdminActors(deps: IdentityDeps, dc: DomainContext): Promise<DomainHandle> {
+  await dc.host.serve('identity', 'identity-admin', {
+    ...userHandlers(deps),
+    ...teamHandlers(deps),
+    ...roleHandlers(deps),
+    ...accessAuditHandlers(deps),
+    ...serviceAccountHandlers(deps),
+    ...auditLogHandlers(deps),
+  });
   return { stop: async () => undefined };
 }

@@ -1,6 +1,27 @@
 import type { DomainContext, DomainHandle } from '../../domain.ts';
 import type { IdentityDeps } from '../deps.ts';
+import { SsoFlow } from './flow.ts';
+import { OidcProvider } from './provider.ts';
 
-export async function startSsoActor(_deps: IdentityDeps, _dc: DomainContext): Promise<DomainHandle> {
+/**
+ * The single sign-on actor. `svc.identity.sso.config` is always served (the login page asks whether SSO is on);
+ * start, callback and exchange only when an SSO client id is configured, like the gateway routes in front of them.
+ */
+export async function startSsoActor(deps: IdentityDeps, dc: DomainContext): Promise<DomainHandle> {
+  const enabled = deps.config.SVC_SSO_CLIENT_ID !== '';
+  const log = deps.log.child({ actor: 'identity-sso' });
+  if (!enabled) {
+    await dc.host.serve('identity', 'identity-sso', {
+      'svc.identity.sso.config': async () => ({ sso_enabled: false }),
+    });
+    return { stop: async () => undefined };
+  }
+  const flow = new SsoFlow({ ...deps, log }, new OidcProvider(deps.config, log));
+  await dc.host.serve('identity', 'identity-sso', {
+    'svc.identity.sso.config': async () => ({ sso_enabled: true }),
+    'svc.identity.sso.start': async () => flow.start(),
+    'svc.identity.sso.callback': async (input, { ctx }) => flow.callback(input, ctx),
+    'svc.identity.sso.exchange': async ({ code }) => flow.exchange(code),
+  });
   return { stop: async () => undefined };
 }

@@ -4,11 +4,12 @@ import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';
 import { registerAuthRoutes } from './auth.ts';
 import { registerClientRoutes } from './clients.ts';
-import { registerSsoRoutes } from './sso.ts';
+import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
 export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, config: Config): Promise<void> {
   registerAuthRoutes(app, deps);
+  registerSsoConfigRoute(app, deps);
   // The SSO routes exist only when an SSO client id is configured.
   if (config.SVC_SSO_CLIENT_ID) registerSsoRoutes(app, deps);
   registerAdminRoutes(app, deps);

@@ -1,0 +1,117 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { Cat } from '../../../contracts/catalogue.ts';
+import type { CallerContext } from '../../../contracts/context.ts';
+import { DomainError } from '../../../contracts/errors.ts';
+import type { Handlers } from '../../runtime/serve.ts';
+
+/** The handler table type of the identity domain's admin actor. */
+export type IdentityHandlers = Handlers<Cat, 'identity'>;
+
+/**
+ * Timestamps from raw SQL arrive as Postgres text (`2026-01-02 03:04:05.123456+00`); entities give Dates. Both leave as
+ * ISO 8601 UTC (`...Z`), the wire format of every response.
+ */
+export function iso(value: Date | string): string {
+  if (value instanceof Date) return value.toISOString();
+  const normalized = value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00');
+  const ms = Date.parse(normalized);
+  if (Number.isNaN(ms)) throw new Error(`unparseable timestamp ${value}`);
+  return new Date(ms).toISOString();
+}
+export const isoOrNull = (value: Date | string | null | undefined): string | null => (value === null || value === undefined ? null : iso(value));
+
+export const isUniqueViolation = (err: unknown): boolean =>
+  err instanceof UniqueConstraintViolationException || (typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505');
+
+/** Runs `fn`; a unique-index violation becomes a 409 with `message` (a concurrent duplicate loses cleanly). */
+export async function conflictOnDuplicate<T>(message: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new DomainError('conflict', message);
+    throw err;
+  }
+}
+
+/** Raw SQL through the fork (inside `em.transactional`, through the transaction). */
+export const sql = <T>(em: EntityManager, query: string, params: unknown[] = []): Promise<T[]> => em.execute<T[]>(query, params);
+
+export const offsetOf = (page: number, perPage: number): number => (page - 1) * perPage;
+
+/** Passes when the caller holds any of `permissions` (on any client, or on `clientId` when given). */
+export function requireAny(ctx: CallerContext, permissions: readonly string[], clientId?: string): void {
+  const access = ctx.access;
+  const ok =
+    access !== undefined &&
+    (access.super_admin ||
+      permissions.some((p) => access.all_clients.includes(p) || (clientId !== undefined ? (access.clients[clientId]?.includes(p) ?? false) : Object.values(access.clients).some((ps) => ps.includes(p)))));
+  if (!ok) throw new DomainError('forbidden', `missing permission ${permissions.join(' or ')}${clientId ? ' on this client' : ''}`);
+}
+
+/**
+ * Which clients' details the caller may see in an admin answer: those on which it holds one of `permissions`.
+ * `'all'` for super admins and all-client grants. Keeps a user of client A from learning about client B through
+ * global admin views (user detail, team detail, role usage, access audit).
+ */
+export function visibleClients(ctx: CallerContext, permissions: readonly string[]): 'all' | Set<string> {
+  const access = ctx.access;
+  if (!access) return new Set();
+  if (access.super_admin || permissions.some((p) => access.all_clients.includes(p))) return 'all';
+  return new Set(
+    Object.entries(access.clients)
+      .filter(([, perms]) => permissions.some((p) => perms.includes(p)))
+      .map(([id]) => id),
+  );
+}
+export const canSee = (visible: 'all' | Set<string>, clientId: string): boolean => visible === 'all' || visible.has(clientId);
+
+/**
+ * Privilege-escalation guard: a caller may only hand out permissions it holds itself, on every client the grant
+ * reaches (`'all'` = every client, present and future: only super admins and callers holding them on all clients).
+ * Super admins pass.
+ */
+export function assertCanGrant(ctx: CallerContext, permissions: readonly string[], clients: 'all' | readonly string[]): void {
+  const access = ctx.access;
+  if (!access) throw new DomainError('forbidden', 'no access');
+  if (access.super_admin) return;
+  const all = new Set(access.all_clients);
+  if (clients === 'all') {
+    const missing = permissions.filter((p) => !all.has(p));
+    if (missing.length > 0) throw new DomainError('forbidden', `cannot grant on all clients permissions you do not hold on all clients: ${missing.slice(0, 10).join(', ')}`);
+    return;
+  }
+  for (const clientId of clients) {
+    const held = new Set([...all, ...(access.clients[clientId] ?? [])]);
+    const missing = permissions.filter((p) => !held.has(p));
+    if (missing.length > 0) throw new DomainError('forbidden', `cannot grant permissions you do not hold on client ${clientId}: ${missing.slice(0, 10).join(', ')}`);
+  }
+}
+
+export interface RoleRow {
+  id: string;
+  name: string;
+  permissions: string[];
+  is_system: boolean;
+}
+
+export async function findRole(em: EntityManager, roleId: string): Promise<RoleRow> {
+  const [role] = await sql<RoleRow>(em, `SELECT id, name, permissions, is_system FROM roles WHERE id = ?`, [roleId]);
+  if (!role) throw new DomainError('not_found', 'role not found');
+  return role;
+}
+
+export interface ClientRow {
+  id: string;
+  name: string;
+  slug: string;
+}
+
+export async function findClient(em: EntityManager, clientId: string): Promise<ClientRow> {
+  const [client] = await sql<ClientRow>(em, `SELECT id, name, slug FROM clients WHERE id = ?`, [clientId]);
+  if (!client) throw new DomainError('not_found', 'client not found');
+  return client;
+}
+
+/** The user id of a signed-in caller, or undefined for service accounts. */
+export const callerUserId = (ctx: CallerContext): string | undefined => (ctx.principal.kind === 'user' ? ctx.principal.user_id : undefined);

@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { CallerContext } from '../../../contracts/context.ts';
+import type { MfaChallenge, TokenResponse } from '../../../contracts/domains/identity-auth.ts';
+import { DomainError } from '../../../contracts/errors.ts';
+import { issueSession } from '../sessions.ts';
+import { consumeSecondFactor } from './mfa.ts';
+import { auditQuietly, invalidCredentials, normalizeEmail, type SessionServices } from './services.ts';
+
+/** MFA challenge token: uuid, single use, valid 5 minutes; at most this many wrong codes per challenge. */
+const CHALLENGE_MS = 5 * 60 * 1000;
+const CHALLENGE_TRIES = 5;
+
+const Challenge = z.object({ user_id: z.uuid(), expires_at: z.number() });
+const challengeKey = (token: string): string => `mfa:challenge:${token}`;
+
+interface LoginUser {
+  id: string;
+  email: string;
+  status: 'invited' | 'active' | 'disabled';
+  password_hash: string | null;
+  mfa_enabled: boolean;
+}
+
+/**
+ * Login, in the order of console-identity.md: lockout, user by e-mail, status, password, MFA challenge, tokens,
+ * session, audit. An unknown e-mail costs the same hash as a wrong password (`verifyDummy`) and gets the same 401;
+ * so do invited and disabled accounts, whose password is checked all the same so the timing says nothing.
+ */
+export async function login(s: SessionServices, input: { email: string; password: string }, ctx: CallerContext): Promise<TokenResponse | MfaChallenge> {
+  const { deps } = s;
+  const email = normalizeEmail(input.email);
+  const attempt = await s.loginLockout.begin(email);
+  try {
+    const em = deps.orm.em.fork();
+    const rows = await em.execute<LoginUser[]>(`SELECT id, email, status, password_hash, mfa_enabled FROM users WHERE lower(email) = ?`, [email]);
+    const user = rows[0];
+    const passwordOk = user?.password_hash ? await deps.hasher.verify(user.password_hash, input.password) : await deps.hasher.verifyDummy(input.password);
+    if (!user || !passwordOk || user.status !== 'active') {
+      await attempt.fail();
+      await auditQuietly(deps, () =>
+        deps.audit.record(ctx, {
+          action: 'user.login_failed',
+          resource_type: 'user',
+          resource_id: user?.id ?? null,
+          details: { email },
+          ...(user ? { actor: { id: user.id, email: user.email } } : {}),
+        }),
+      );
+      throw invalidCredentials();
+    }
+    // The password is right: that is a successful login as far as the password lockout goes.
+    await attempt.succeed();
+
+    if (user.mfa_enabled) {
+      const token = randomUUID();
+      await deps.kv.set(challengeKey(token), JSON.stringify({ user_id: user.id, expires_at: deps.clock.now() + CHALLENGE_MS }), { ttlMs: CHALLENGE_MS });
+      return { mfa_required: true, mfa_token: token };
+    }
+    const tokens = await issueSession(deps, em, user, ctx);
+    await deps.audit.record(ctx, { action: 'user.login', resource_type: 'user', resource_id: user.id, actor: { id: user.id, email: user.email }, details: { method: 'password', session_id: tokens.session_id } });
+    return tokens;
+  } finally {
+    await attempt.settle();
+  }
+}
+
+/**
+ * Second step of a login with MFA: the challenge names the user; failures count on the user's own MFA lockout (same
+ * tiers as the password's), and a challenge dies after CHALLENGE_TRIES wrong codes. A good code consumes the factor
+ * (TOTP step or recovery code) and then the challenge (getDel: of concurrent winners only one gets a session).
+ */
+export async function mfaVerify(s: SessionServices, input: { mfa_token: string; code: string }, ctx: CallerContext): Promise<TokenResponse> {
+  const { deps } = s;
+  const key = challengeKey(input.mfa_token);
+  const raw = await deps.kv.get(key);
+  const parsed = raw ? Challenge.safeParse(JSON.parse(raw)) : undefined;
+  const challenge = parsed?.success ? parsed.data : undefined;
+  if (!challenge || challenge.expires_at <= deps.clock.now()) {
+    if (raw) await deps.kv.del(key);
+    throw new DomainError('unauthorized', 'invalid or expired MFA token; sign in again');
+  }
+  const attempt = await s.mfaLockout.begin(challenge.user_id);
+  try {
+    const em = deps.orm.em.fork();
+    const rows = await em.execute<{ id: string; email: string; status: string; mfa_enabled: boolean; mfa_secret_enc: string | null; mfa_last_used_step: string | null }[]>(
+      `SELECT id, email, status, mfa_enabled, mfa_secret_enc, mfa_last_used_step FROM users WHERE id = ?`,
+      [challenge.user_id],
+    );
+    const user = rows[0];
+    if (!user || user.status !== 'active' || !user.mfa_enabled) {
+      await deps.kv.del(key);
+      throw new DomainError('unauthorized', 'invalid or expired MFA token; sign in again');
+    }
+    const factor = await consumeSecondFactor(deps, em, user, input.code);
+    if (!factor) {
+      await attempt.fail();
+      const tries = await deps.kv.incr(`${key}:tries`, CHALLENGE_MS);
+      if (tries >= CHALLENGE_TRIES) await deps.kv.del(key);
+      await auditQuietly(deps, () =>
+        deps.audit.record(ctx, { action: 'user.mfa_failed', resource_type: 'user', resource_id: user.id, actor: { id: user.id, email: user.email } }),
+      );
+      throw new DomainError('unauthorized', 'invalid authentication code');
+    }
+    if (!(await deps.kv.getDel(key))) throw new DomainError('unauthorized', 'invalid or expired MFA token; sign in again');
+    await attempt.succeed();
+    const tokens = await issueSession(deps, em, user, ctx);
+    await deps.audit.record(ctx, {
+      action: 'user.login',
+      resource_type: 'user',
+      resource_id: user.id,
+      actor: { id: user.id, email: user.email },
+      details: { method: 'password', second_factor: factor, session_id: tokens.session_id },
+    });
+    return tokens;
+  } finally {
+    await attempt.settle();
+  }
+}

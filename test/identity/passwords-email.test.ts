@@ -1,0 +1,351 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { LightMyRequestResponse } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSender, emailTransportKind, sendInvitation } from '../../actors/identity/email.ts';
+import { createOneTimeToken } from '../../actors/identity/one-time-tokens.ts';
+import { createLogger } from '../../actors/runtime/logger.ts';
+import { createUser, login } from '../support/identity.ts';
+import { startTestSystem, type TestSystem } from '../support/system.ts';
+
+const FRONTEND = 'http://console.test/app';
+const FROM = 'security@console.test';
+const FROM_NAME = 'Console Test';
+const NEW_PASSWORD = 'a brand new passphrase 42';
+
+interface Mail {
+  to: string[];
+  from: string;
+  raw: string;
+}
+
+let sys: TestSystem;
+let smtp: SMTPServer;
+const mails: Mail[] = [];
+/** Recipients whose first delivery attempt the server refuses with a temporary error. */
+const flaky = new Map<string, number>();
+
+beforeAll(async () => {
+  smtp = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onData(stream, session, callback) {
+      let raw = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => (raw += chunk));
+      stream.on('end', () => {
+        const to = session.envelope.rcptTo.map((r) => r.address);
+        const left = flaky.get(to[0] ?? '') ?? 0;
+        if (left > 0) {
+          flaky.set(to[0]!, left - 1);
+          const err = Object.assign(new Error('try again later'), { responseCode: 451 });
+          callback(err);
+          return;
+        }
+        mails.push({ to, from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', raw });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+  const port = (smtp.server.address() as AddressInfo).port;
+  sys = await startTestSystem({
+    SVC_SMTP_HOST: '127.0.0.1',
+    SVC_SMTP_PORT: String(port),
+    SVC_FRONTEND_URL: FRONTEND,
+    SVC_EMAIL_FROM: FROM,
+    SVC_EMAIL_FROM_NAME: FROM_NAME,
+  });
+});
+
+afterAll(async () => {
+  await sys?.stop();
+  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+});
+
+async function sql<T>(query: string, params: unknown[] = []): Promise<T[]> {
+  const orm = await sys.stores.orm();
+  return orm.em.fork().getConnection().execute<T[]>(query, params);
+}
+
+const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> => sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
+const errorOf = (res: LightMyRequestResponse): { code: string; message: string } => (res.json() as { error: { code: string; message: string } }).error;
+
+/** The decoded message: quoted-printable soft breaks and escapes undone (enough to read links and headers). */
+const decode = (raw: string): string => raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+
+async function waitForMail(to: string, kind: 'reset-password' | 'accept-invite', timeoutMs = 15_000): Promise<{ mail: Mail; text: string; token: string }> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const mail of mails) {
+      if (!mail.to.includes(to)) continue;
+      const text = decode(mail.raw);
+      const m = new RegExp(`${FRONTEND.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}/${kind}\\?token=([A-Za-z0-9_-]+)`).exec(text);
+      if (m) {
+        mails.splice(mails.indexOf(mail), 1);
+        return { mail, text, token: m[1]! };
+      }
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no ${kind} mail to ${to} within ${timeoutMs} ms`);
+}
+
+async function em(): Promise<EntityManager> {
+  return (await sys.stores.orm()).em.fork() as EntityManager;
+}
+/** What createOneTimeToken needs from the deps: the clock. */
+const tokenDeps = (): { clock: TestSystem['clock'] } => ({ clock: sys.clock });
+const resetToken = async (userId: string): Promise<string> => createOneTimeToken(await em(), tokenDeps(), userId, 'reset');
+
+const reset = (token: string, new_password: string): Promise<LightMyRequestResponse> => post('/api/v1/auth/reset-password', { token, new_password });
+const refreshStatus = async (refresh_token: string): Promise<number> => (await post('/api/v1/auth/refresh', { refresh_token })).statusCode;
+
+describe('forgot and reset password', () => {
+  it('answers identically whether or not the account exists, and mails a working reset link only to a real one', async () => {
+    const user = await createUser(sys);
+    const session = await login(sys, user);
+    const ghost = `ghost-${sys.tag}@example.com`;
+    const a = await post('/api/v1/auth/forgot-password', { email: ghost });
+    const b = await post('/api/v1/auth/forgot-password', { email: user.email.toUpperCase() });
+    expect(a.statusCode).toBe(200);
+    expect(b.statusCode).toBe(200);
+    expect(a.json()).toEqual({ data: { message: 'If an account exists for that e-mail, a reset link has been sent.' } });
+    expect(b.body).toBe(a.body);
+
+    const { mail, text, token } = await waitForMail(user.email, 'reset-password');
+    expect(mail.from).toBe(FROM);
+    // nodemailer drops the quotes around a display name that does not need them.
+    expect(text).toMatch(new RegExp(`^From: "?${FROM_NAME}"? <${FROM}>`, 'm'));
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(mails.some((m) => m.to.includes(ghost))).toBe(false);
+    // Only the hash is stored.
+    expect(await sql(`SELECT id FROM one_time_tokens WHERE token_hash = ?`, [token])).toHaveLength(0);
+
+    const res = await reset(token, NEW_PASSWORD);
+    expect(res.statusCode, res.body).toBe(200);
+    // Every session revoked; the old password is gone, the new one works.
+    expect(await refreshStatus(session.refresh_token)).toBe(401);
+    expect((await post('/api/v1/auth/login', { email: user.email, password: user.password })).statusCode).toBe(401);
+    await login(sys, { ...user, password: NEW_PASSWORD });
+    // Single use.
+    const again = await reset(token, 'another new passphrase 43');
+    expect(again.statusCode).toBe(400);
+    expect(errorOf(again).code).toBe('bad_request');
+  });
+
+  it('sends nothing for invited or disabled accounts', async () => {
+    const invited = await createUser(sys, { status: 'invited' });
+    const disabled = await createUser(sys, { status: 'disabled' });
+    const active = await createUser(sys);
+    for (const u of [invited, disabled, active]) expect((await post('/api/v1/auth/forgot-password', { email: u.email })).statusCode).toBe(200);
+    // Jobs are handled in order: once the active user's mail is there, the others were handled too.
+    await waitForMail(active.email, 'reset-password');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(mails.some((m) => m.to.includes(invited.email) || m.to.includes(disabled.email))).toBe(false);
+  });
+
+  it('retries a mail the server refuses for now, so it is not lost', async () => {
+    const user = await createUser(sys);
+    flaky.set(user.email, 1);
+    expect((await post('/api/v1/auth/forgot-password', { email: user.email })).statusCode).toBe(200);
+    const { token } = await waitForMail(user.email, 'reset-password', 20_000);
+    expect(flaky.get(user.email)).toBe(0);
+    expect((await reset(token, NEW_PASSWORD)).statusCode).toBe(200);
+  });
+
+  it('applies the password policy before redeeming the token', async () => {
+    const user = await createUser(sys);
+    const token = await resetToken(user.id);
+    const short = await reset(token, 'short pass');
+    expect(short.statusCode).toBe(400);
+    expect(errorOf(short).message).toMatch(/new_password.*at least 12 characters/);
+    for (const common of ['qwerty123456', 'QwErTy123456', '1qaz2wsx3edc']) {
+      const res = await reset(token, common);
+      expect(res.statusCode, common).toBe(400);
+      expect(errorOf(res).message).toMatch(/most common passwords/);
+    }
+    const same = await reset(token, user.password);
+    expect(same.statusCode).toBe(400);
+    expect(errorOf(same).message).toMatch(/last 5 passwords/);
+    // Still usable after the refusals.
+    expect((await reset(token, NEW_PASSWORD)).statusCode).toBe(200);
+  });
+
+  it('expires reset tokens after 1 hour; a newer token voids the older', async () => {
+    const user = await createUser(sys);
+    const old = await resetToken(user.id);
+    sys.clock.advance(61 * 60_000);
+    expect((await reset(old, NEW_PASSWORD)).statusCode).toBe(400);
+    const first = await resetToken(user.id);
+    const second = await resetToken(user.id);
+    expect((await reset(first, NEW_PASSWORD)).statusCode).toBe(400);
+    expect((await reset(second, NEW_PASSWORD)).statusCode).toBe(200);
+  });
+
+  it('lets exactly one of two racing resets with the same token through', async () => {
+    const user = await createUser(sys);
+    const token = await resetToken(user.id);
+    const results = await Promise.all([reset(token, 'racing passphrase one'), reset(token, 'racing passphrase two'), reset(token, 'racing passphrase three')]);
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 400, 400]);
+    const history = await sql<{ n: string }>(`SELECT count(*) AS n FROM password_history WHERE user_id = ?`, [user.id]);
+    expect(Number(history[0]!.n)).toBe(1);
+  });
+
+  it('clears the login lockout of the account on reset', async () => {
+    const user = await createUser(sys);
+    for (let i = 0; i < 5; i += 1) await post('/api/v1/auth/login', { email: user.email, password: `wrong ${i} wrong wrong` });
+    expect((await post('/api/v1/auth/login', { email: user.email, password: user.password })).statusCode).toBe(429);
+    expect((await reset(await resetToken(user.id), NEW_PASSWORD)).statusCode).toBe(200);
+    expect((await post('/api/v1/auth/login', { email: user.email, password: NEW_PASSWORD })).statusCode).toBe(202);
+  });
+});
+
+describe('change password', () => {
+  const change = (token: string, current_password: string, new_password: string): Promise<LightMyRequestResponse> =>
+    sys.http({ method: 'PUT', url: '/api/v1/auth/password', payload: { current_password, new_password }, token });
+
+  it('checks the current password, the policy and the last 5 passwords', async () => {
+    const user = await createUser(sys);
+    const { access_token: token } = await login(sys, user);
+    const wrong = await change(token, 'not the current one', NEW_PASSWORD);
+    expect(wrong.statusCode).toBe(400);
+    expect(errorOf(wrong).message).toMatch(/current_password/);
+    const short = await change(token, user.password, 'tiny');
+    expect(short.statusCode).toBe(400);
+    expect(errorOf(short).message).toMatch(/at least 12/);
+    expect((await change(token, user.password, 'Sonyericsson')).statusCode).toBe(400);
+
+    const passwords = [user.password, 'history pass one 01', 'history pass two 02', 'history pass three 03', 'history pass four 04', 'history pass five 05'];
+    for (let i = 1; i < passwords.length; i += 1) {
+      const res = await change(token, passwords[i - 1]!, passwords[i]!);
+      expect(res.statusCode, res.body).toBe(200);
+    }
+    // The last five: passwords[1..5]; passwords[1] is refused, the original (6th back) is allowed again.
+    const reuse = await change(token, passwords[5]!, passwords[1]!);
+    expect(reuse.statusCode).toBe(400);
+    expect(errorOf(reuse).message).toMatch(/last 5 passwords/);
+    expect((await change(token, passwords[5]!, passwords[5]!)).statusCode).toBe(400);
+    expect((await change(token, passwords[5]!, passwords[0]!)).statusCode).toBe(200);
+    // Sessions are kept on a change.
+    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token })).statusCode).toBe(200);
+  });
+
+  it('cancels outstanding reset links', async () => {
+    const user = await createUser(sys);
+    const { access_token: token } = await login(sys, user);
+    const pending = await resetToken(user.id);
+    expect((await change(token, user.password, NEW_PASSWORD)).statusCode).toBe(200);
+    expect((await reset(pending, 'yet another passphrase 7')).statusCode).toBe(400);
+  });
+
+  it('locks the current-password check after repeated failures', async () => {
+    const user = await createUser(sys);
+    const { access_token: token } = await login(sys, user);
+    for (let i = 0; i < 5; i += 1) expect((await change(token, `wrong current ${i}`, NEW_PASSWORD)).statusCode).toBe(400);
+    const locked = await change(token, user.password, NEW_PASSWORD);
+    expect(locked.statusCode).toBe(429);
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+    sys.clock.advance(61_000);
+    expect((await change(token, user.password, NEW_PASSWORD)).statusCode).toBe(200);
+  });
+});
+
+describe('invitations', () => {
+  async function invitedUser(): Promise<{ id: string; email: string }> {
+    const id = randomUUID();
+    const email = `invitee-${sys.tag}-${id.slice(0, 8)}@example.com`;
+    await sql(`INSERT INTO users (id, email, display_name, status) VALUES (?, ?, 'New Colleague', 'invited')`, [id, email]);
+    return { id, email };
+  }
+
+  it('mails an invitation whose token activates the account, sets the password and signs in', async () => {
+    const user = await invitedUser();
+    const raw = await createOneTimeToken(await em(), tokenDeps(), user.id, 'invite');
+    await sendInvitation({ config: sys.config, nc: sys.nc }, { email: user.email, display_name: 'New Colleague' }, raw);
+    const { token, text } = await waitForMail(user.email, 'accept-invite');
+    expect(token).toBe(raw);
+    expect(text).toContain('New Colleague');
+
+    const weak = await post('/api/v1/auth/accept-invite', { token, password: 'qazwsxedcrfv' });
+    expect(weak.statusCode).toBe(400);
+    const res = await post('/api/v1/auth/accept-invite', { token, password: NEW_PASSWORD });
+    expect(res.statusCode, res.body).toBe(200);
+    const tokens = (res.json() as { data: { access_token: string; refresh_token: string; session_id: string; token_type: string; expires_in: number } }).data;
+    expect(tokens.token_type).toBe('Bearer');
+    expect(tokens.expires_in).toBe(900);
+    const [row] = await sql<{ status: string; password_hash: string | null }>(`SELECT status, password_hash FROM users WHERE id = ?`, [user.id]);
+    expect(row!.status).toBe('active');
+    expect(row!.password_hash).toMatch(/^\$argon2id\$/);
+    expect(await sql(`SELECT id FROM password_history WHERE user_id = ?`, [user.id])).toHaveLength(1);
+
+    // Signed in, but MFA enrolment comes first.
+    const me = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token: tokens.access_token });
+    expect(me.statusCode).toBe(200);
+    expect((me.json() as { data: { user: { status: string; mfa_enabled: boolean } } }).data.user).toMatchObject({ status: 'active', mfa_enabled: false });
+    const gate = await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token: tokens.access_token });
+    expect(gate.statusCode).toBe(403);
+    expect(errorOf(gate).code).toBe('mfa_enrollment_required');
+    expect(await refreshStatus(tokens.refresh_token)).toBe(200);
+
+    // Used once.
+    expect((await post('/api/v1/auth/accept-invite', { token, password: 'another passphrase 99' })).statusCode).toBe(400);
+    // And the password works at login.
+    expect((await post('/api/v1/auth/login', { email: user.email, password: NEW_PASSWORD })).statusCode).toBe(200);
+  });
+
+  it('expires invitations after 24 hours and refuses reset tokens as invitations', async () => {
+    const user = await invitedUser();
+    const raw = await createOneTimeToken(await em(), tokenDeps(), user.id, 'invite');
+    sys.clock.advance(24 * 60 * 60_000 + 1_000);
+    expect((await post('/api/v1/auth/accept-invite', { token: raw, password: NEW_PASSWORD })).statusCode).toBe(400);
+    const resetRaw = await createOneTimeToken(await em(), tokenDeps(), user.id, 'reset');
+    expect((await post('/api/v1/auth/accept-invite', { token: resetRaw, password: NEW_PASSWORD })).statusCode).toBe(400);
+    const fresh = await createOneTimeToken(await em(), tokenDeps(), user.id, 'invite');
+    expect((await post('/api/v1/auth/accept-invite', { token: fresh, password: NEW_PASSWORD })).statusCode).toBe(200);
+  });
+});
+
+describe('e-mail senders', () => {
+  const log = createLogger('silent');
+
+  it('posts to the hosted provider with the API key, and treats a 4xx as final', async () => {
+    const seen: { auth: string | undefined; body: Record<string, unknown> }[] = [];
+    let status = 200;
+    const server: Server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        if (req.url === '/emails' && req.method === 'POST') seen.push({ auth: req.headers.authorization, body: JSON.parse(body) as Record<string, unknown> });
+        res.writeHead(status, { 'content-type': 'application/json' }).end('{"id":"x"}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const config = { ...sys.config, SVC_EMAIL_PROVIDER: 'resend' as const, SVC_RESEND_API_KEY: 're_test_key', SVC_RESEND_URL: url };
+      expect(emailTransportKind(config)).toBe('resend');
+      const send = buildSender(config);
+      await send({ to: 'x@example.com', subject: 'Hi', text: 'plain', html: '<p>hi</p>', kind: 'test' }, log);
+      expect(seen).toEqual([
+        { auth: 'Bearer re_test_key', body: { from: `"${FROM_NAME}" <${FROM}>`, to: ['x@example.com'], subject: 'Hi', text: 'plain', html: '<p>hi</p>' } },
+      ]);
+      status = 422;
+      await expect(send({ to: 'bad', subject: 'Hi', text: 'plain', kind: 'test' }, log)).rejects.toMatchObject({ name: 'NonRetryableError' });
+      status = 503;
+      await expect(send({ to: 'x@example.com', subject: 'Hi', text: 'plain', kind: 'test' }, log)).rejects.toMatchObject({ name: 'Error' });
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('logs instead of sending when no sender is configured', async () => {
+    const config = { ...sys.config, SVC_SMTP_HOST: undefined, SVC_RESEND_API_KEY: undefined };
+    expect(emailTransportKind(config)).toBe('log');
+    await buildSender(config)({ to: 'x@example.com', subject: 'Hi', text: 'plain', kind: 'test' }, log);
+  });
+});
