@@ -1,4 +1,5 @@
 import argon2 from 'argon2';
+import { DomainError } from '../../contracts/errors.ts';
 
 /**
  * argon2id hashing with a cap on concurrent hashes: each costs 64 MiB, so a login storm must queue instead of
@@ -20,7 +21,7 @@ export class PasswordHasher {
 
   private async slot<T>(fn: () => Promise<T>): Promise<T> {
     if (this.active >= this.maxConcurrent) {
-      if (this.waiting.length >= this.maxQueue) throw new Error('password hasher saturated');
+      if (this.waiting.length >= this.maxQueue) throw new DomainError('unavailable', 'too many sign-ins at once; retry shortly', { retry_after_seconds: 1 });
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     } else {
       this.active++;

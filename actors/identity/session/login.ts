@@ -1,18 +1,13 @@
-import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { MfaChallenge, TokenResponse } from '../../../contracts/domains/identity-auth.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { issueSession } from '../sessions.ts';
+import { CHALLENGE_MS, Challenge, challengeKey, createMfaChallenge } from '../mfa-challenge.ts';
 import { consumeSecondFactor } from './mfa.ts';
 import { auditQuietly, invalidCredentials, normalizeEmail, type SessionServices } from './services.ts';
 
-/** MFA challenge token: uuid, single use, valid 5 minutes; at most this many wrong codes per challenge. */
-const CHALLENGE_MS = 5 * 60 * 1000;
+/** At most this many wrong codes per MFA challenge. */
 const CHALLENGE_TRIES = 5;
-
-const Challenge = z.object({ user_id: z.uuid(), expires_at: z.number() });
-const challengeKey = (token: string): string => `mfa:challenge:${token}`;
 
 interface LoginUser {
   id: string;
@@ -53,9 +48,7 @@ export async function login(s: SessionServices, input: { email: string; password
     await attempt.succeed();
 
     if (user.mfa_enabled) {
-      const token = randomUUID();
-      await deps.kv.set(challengeKey(token), JSON.stringify({ user_id: user.id, expires_at: deps.clock.now() + CHALLENGE_MS }), { ttlMs: CHALLENGE_MS });
-      return { mfa_required: true, mfa_token: token };
+      return { mfa_required: true, mfa_token: await createMfaChallenge(deps, user.id, 'password') };
     }
     const tokens = await issueSession(deps, em, user, ctx);
     await deps.audit.record(ctx, { action: 'user.login', resource_type: 'user', resource_id: user.id, actor: { id: user.id, email: user.email }, details: { method: 'password', session_id: tokens.session_id } });
@@ -110,7 +103,7 @@ export async function mfaVerify(s: SessionServices, input: { mfa_token: string; 
       resource_type: 'user',
       resource_id: user.id,
       actor: { id: user.id, email: user.email },
-      details: { method: 'password', second_factor: factor, session_id: tokens.session_id },
+      details: { method: challenge.method, second_factor: factor, session_id: tokens.session_id },
     });
     return tokens;
   } finally {

@@ -9,7 +9,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { randomToken, safeEqual, sha256 } from '../crypto.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { issueSession } from '../sessions.ts';
-import { createSsoMfaChallenge } from './mfa.ts';
+import { createMfaChallenge } from '../mfa-challenge.ts';
 import { errMessage, OidcProvider, trimSlash } from './provider.ts';
 
 /** SSO state and one-time code: 5 minutes, single use (console-identity.md, Limits). */
@@ -146,7 +146,7 @@ export class SsoFlow {
     try {
       const outcome = await this.complete(input, ctx);
       if (outcome.kind === 'mfa') {
-        const mfaToken = await createSsoMfaChallenge(this.deps, outcome.user.id);
+        const mfaToken = await createMfaChallenge(this.deps, outcome.user.id, 'sso');
         return reply(`${this.frontend}?mfa_required=true&mfa_token=${encodeURIComponent(mfaToken)}`);
       }
       const code = randomToken();
