@@ -32,7 +32,6 @@ app.get('/api/v1/clients', async (req, reply) => {
   };
 });
 await app.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_DIRECT_PORT ?? 18090) });
-process.stdout.write('ready\n');
 process.on('SIGTERM', () => {
   void app.close().then(() => stores.close()).then(() => process.exit(0));
 });

@@ -10,12 +10,20 @@ export interface LoadResult {
 }
 
 /** Runs autocannon against one URL and returns throughput and latency percentiles (ms). */
-export async function load(name: string, url: string, opts: { headers?: Record<string, string>; method?: 'GET' | 'POST'; body?: string; connections?: number; seconds?: number }): Promise<LoadResult> {
+export async function load(
+  name: string,
+  url: string,
+  opts: { headers?: Record<string, string>; method?: 'GET' | 'POST'; body?: string; bodies?: string[]; connections?: number; seconds?: number },
+): Promise<LoadResult> {
+  let next = 0;
+  const bodies = opts.bodies;
   const result = await autocannon({
     url,
     method: opts.method ?? 'GET',
     headers: opts.headers,
     body: opts.body,
+    // Rotate request bodies (e.g. several accounts) when given.
+    ...(bodies ? { requests: [{ setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }) }] } : {}),
     connections: opts.connections ?? 32,
     duration: opts.seconds ?? 10,
   });

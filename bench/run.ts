@@ -25,27 +25,22 @@ const log = createLogger('warn');
 const stores = new Stores(config, log);
 const children: ChildProcess[] = [];
 
-function startChild(args: string[], env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts `node --import tsx <args>` and resolves once `readyUrl` answers. */
+async function startChild(args: string[], env: Record<string, string>, readyUrl: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
   children.push(child);
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      if (/ready|system started/.test(d.toString())) resolve(child);
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
-  });
-}
-
-async function waitHttp(url: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  for (let i = 0; i < 300; i++) {
+    if (exited !== undefined) throw new Error(`${args.join(' ')} exited with ${exited}`);
     try {
-      if ((await fetch(url)).ok) return;
+      if ((await fetch(readyUrl)).status < 500) return child;
     } catch {
       /* not up yet */
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${url} did not come up`);
+  throw new Error(`${args.join(' ')} did not answer on ${readyUrl}`);
 }
 
 /** A super admin with MFA enrolled, 60 clients to list, and a token for it. */
@@ -96,11 +91,16 @@ async function foundation(token: string): Promise<Record<string, unknown>> {
 async function identity(user: { userId: string; email: string; password: string; token: string }): Promise<Record<string, unknown>> {
   const orm = await stores.orm();
   const conn = orm.em.fork().getConnection();
-  // A user without MFA logs in with one step (200 + tokens): the login path is then only the hash plus bookkeeping.
-  const loginEmail = `bench-login-${randomUUID().slice(0, 8)}@example.com`;
+  // Users without MFA log in with one step (200 + tokens): the login path is then only the hash plus bookkeeping.
+  // Eight accounts, because the lockout refuses more than a few attempts in flight for one account at a time.
   const password = 'bench login password 0123';
   const hash = await argon2.hash(password, { type: argon2.argon2id });
-  await conn.execute(`INSERT INTO users (id, email, display_name, status, password_hash) VALUES (?, ?, 'Login', 'active', ?)`, [randomUUID(), loginEmail, hash]);
+  const loginEmails: string[] = [];
+  for (let i = 0; i < 8; i++) {
+    const email = `bench-login-${randomUUID().slice(0, 8)}@example.com`;
+    loginEmails.push(email);
+    await conn.execute(`INSERT INTO users (id, email, display_name, status, password_hash) VALUES (?, ?, 'Login', 'active', ?)`, [randomUUID(), email, hash]);
+  }
 
   // Raw argon2id verifications per second at the same parallelism the service allows (4 at once).
   const rawEnd = Date.now() + SECONDS * 1000;
@@ -117,7 +117,7 @@ async function identity(user: { userId: string; email: string; password: string;
   const login = await load('POST /auth/login', `http://127.0.0.1:${GATEWAY_PORT}/api/v1/auth/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: loginEmail, password }),
+    bodies: loginEmails.map((email) => JSON.stringify({ email, password })),
     seconds: SECONDS,
     connections: 8,
   });
@@ -165,9 +165,8 @@ async function main(): Promise<void> {
     SVC_AUTH_RATE_LIMIT: '1000000000',
     BENCH_DIRECT_PORT: String(DIRECT_PORT),
   };
-  await startChild(['main.ts'], env);
-  await startChild(['bench/direct-server.ts'], env);
-  await waitHttp(`http://127.0.0.1:${GATEWAY_PORT}/healthz`);
+  await startChild(['main.ts'], env, `http://127.0.0.1:${GATEWAY_PORT}/readyz`);
+  await startChild(['bench/direct-server.ts'], env, `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients`);
   const results = { at: new Date().toISOString(), foundation: await foundation(user.token), identity: await identity(user) };
   mkdirSync('data/bench', { recursive: true });
   writeFileSync('data/bench/latest.json', JSON.stringify(results, null, 2));
