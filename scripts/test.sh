@@ -7,4 +7,12 @@ source scripts/setup.sh
 # The analytics store the tests use (test/support/env.ts), so its DDL is applied there too.
 export SVC_ANALYTICS_PATH="${SVC_ANALYTICS_PATH:-./data/analytics-test}"
 npm run migrate
-exec node_modules/.bin/vitest run "$@"
+mkdir -p data
+code=0
+node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile.json=data/test-results.json "$@" || code=$?
+# One plain closing line that any reader of the log can count.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync("data/test-results.json", "utf8"));
+  console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
+' 2>/dev/null || true
+exit "$code"
