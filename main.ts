@@ -72,7 +72,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     const deps: GatewayDeps = {
       caller,
       requestTimeoutMs: config.SVC_REQUEST_TIMEOUT_MS,
-      auth: new TokenAuthenticator(new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL), caller),
+      // Verified on the same clock the identity actors sign with, so expiry is one notion of time everywhere.
+      auth: new TokenAuthenticator(new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL, () => clock.now()), caller),
       guard: rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT }, (err) => log.warn({ err }, 'rate limiter unavailable')),
     };
     if (gateways.includes('console')) {

@@ -7,7 +7,7 @@ import type { Client } from '../../contracts/domains/fleet.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { AccessResolver } from '../identity/access.ts';
 import type { AuditRecorder } from '../identity/audit.ts';
-import { conflictOnDuplicate, iso, sql } from '../identity/admin/common.ts';
+import { conflictOnDuplicate, iso, pageOf, sql } from '../identity/admin/common.ts';
 import type { Handlers } from '../runtime/serve.ts';
 
 export interface FleetDeps {
@@ -54,17 +54,13 @@ export function clientHandlers(deps: FleetDeps): Handlers<Cat, 'fleet'> {
       // Super admins and all-client grants see every client; everyone else the clients they hold clients:read on.
       const scope = clientsWith(ctx, 'clients:read');
       if (scope !== 'all' && scope.length === 0) return { items: [], total: 0, page, per_page };
-      const filter = scope === 'all' ? '' : 'WHERE id IN (?)';
-      const params: unknown[] = scope === 'all' ? [] : [scope];
-      const em = fork();
-      const [count] = await sql<{ n: number }>(em, `SELECT count(*)::int AS n FROM clients ${filter}`, params);
       const dir = order === 'desc' ? 'DESC' : 'ASC';
-      const rows = await sql<ClientRow>(em, `SELECT ${COLUMNS} FROM clients ${filter} ORDER BY ${SORT[sort]} ${dir}, id ${dir} LIMIT ? OFFSET ?`, [
-        ...params,
-        per_page,
-        (page - 1) * per_page,
-      ]);
-      return { items: rows.map(out), total: count?.n ?? 0, page, per_page };
+      return pageOf(
+        fork(),
+        { columns: COLUMNS, from: scope === 'all' ? 'clients' : 'clients WHERE id IN (?)', params: scope === 'all' ? [] : [scope], order: `${SORT[sort]} ${dir}, id ${dir}` },
+        { page, per_page },
+        (rows: ClientRow[]) => rows.map(out),
+      );
     },
 
     'svc.fleet.clients.get': async ({ id }, { ctx }) => {

@@ -82,6 +82,9 @@ export class AccessResolver {
         : { super_admin: false, all_clients: [], clients: Object.fromEntries(sa.client_scope.map((c) => [c, perms])) };
       entry = { resolved: { service_account_id: sa.id, name: sa.name, access }, expires_at: sa.expires_at ? sa.expires_at.getTime() : null };
       await this.kv.set(keyKey(hash), JSON.stringify(entry), { ttlMs: ACCESS_CACHE_MS });
+      // last_used_at is kept on each resolution from the database, so to within the cache lifetime (15 minutes),
+      // without a write on every request.
+      if (!entry.expires_at || entry.expires_at > this.clock.now()) await em.nativeUpdate(ServiceAccountEntity, { id: sa.id }, { last_used_at: new Date(this.clock.now()) });
     }
     if (entry.expires_at !== null && entry.expires_at <= this.clock.now()) throw new DomainError('unauthorized', 'API key expired');
     return entry.resolved;

@@ -20,6 +20,14 @@ export async function buildConsoleGateway(opts: ConsoleGatewayOptions): Promise<
   const app = await createGatewayApp(
     { style: 'console', title: 'Infrastructure console API', version: opts.version, config: opts.config, log: opts.log },
     async (app) => {
+      // A request for a route that does not exist is still a request: under /api it counts against the general limit,
+      // so probing for routes is throttled like anything else. The probes below stay unlimited.
+      const guard = opts.deps.guard;
+      if (guard) {
+        app.addHook('onRequest', async (req) => {
+          if (req.is404 && req.url.startsWith('/api/')) await guard(req, 'api');
+        });
+      }
       app.get('/healthz', { schema: { hide: true, response: { 200: z.object({ status: z.literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
       app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
         const [db, broker] = await Promise.all([withTimeout(pgProbe.check(), 2000, 'timeout'), withTimeout(opts.nats.healthy(1500), 2000, false)]);

@@ -31,6 +31,28 @@ export interface GatewayAppOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** Query and path parameters whose values are credentials (SSO code and state, one-time tokens, keys): never logged. */
+const SECRET_PARAM = /^(code|state|token|mfa_token|refresh_token|access_token|api_key|password|binding)$/i;
+
+/**
+ * The URL as it goes into the access log: values of secret query parameters, and path segments the route names as a
+ * secret parameter (`/hooks/:token`), replaced by `REDACTED`.
+ */
+export function redactUrl(url: string, routePattern?: string): string {
+  const q = url.indexOf('?');
+  let path = q < 0 ? url : url.slice(0, q);
+  if (routePattern?.includes(':')) {
+    const names = routePattern.split('/');
+    const parts = path.split('/');
+    const secret = (name: string | undefined): boolean => name !== undefined && name.startsWith(':') && SECRET_PARAM.test(name.slice(1));
+    if (names.length === parts.length) path = parts.map((part, i) => (secret(names[i]) ? 'REDACTED' : part)).join('/');
+  }
+  if (q < 0) return path;
+  const query = new URLSearchParams(url.slice(q + 1));
+  for (const name of [...new Set(query.keys())]) if (SECRET_PARAM.test(name)) query.set(name, 'REDACTED');
+  return `${path}?${query.toString()}`;
+}
+
 /**
  * A Fastify app with the shared plugins of both gateways: request id, error envelope, 1 MB body limit, CORS,
  * zod validation, and (only when debug endpoints are enabled) the OpenAPI explorer and Prometheus metrics.
@@ -60,7 +82,7 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
     void reply.header('x-request-id', req.id);
   });
   app.addHook('onResponse', async (req, reply) => {
-    req.log.info({ request_id: req.id, method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    req.log.info({ request_id: req.id, method: req.method, url: redactUrl(req.url, req.routeOptions.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
 
   app.setErrorHandler((err, req, reply) => {

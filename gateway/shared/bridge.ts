@@ -78,6 +78,22 @@ export function bridge<
   });
 }
 
+/** A route of a group: as for `bridge`, with the group's auth mode and tags unless the route names its own. */
+export type GroupRoute<C extends Catalogue, S extends SubjectName<C>, P extends Schema | undefined, Q extends Schema | undefined, B extends Schema | undefined> = Omit<
+  BridgeRoute<C, S, P, Q, B>,
+  'auth'
+> & { auth?: AuthMode };
+
+/**
+ * The routes of one resource file share how they are entered and their OpenAPI tags:
+ * `const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['users'] }); route({ method, url, subject, ... })`.
+ */
+export function routeGroup<C extends Catalogue>(app: GatewayApp, deps: GatewayDeps<C>, defaults: { auth: AuthMode; tags: string[] }) {
+  return <S extends SubjectName<C>, P extends Schema | undefined = undefined, Q extends Schema | undefined = undefined, B extends Schema | undefined = undefined>(
+    route: GroupRoute<C, S, P, Q, B>,
+  ): void => bridge<C, S, P, Q, B>(app, deps, { ...route, auth: route.auth ?? defaults.auth, tags: route.tags ?? defaults.tags });
+}
+
 const headerOf = (req: FastifyRequest, name: string): string | undefined => {
   const v = req.headers[name];
   return typeof v === 'string' ? v : undefined;

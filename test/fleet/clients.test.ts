@@ -1,20 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { api, expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
+import type { TestSystem } from '../support/system.ts';
+import { api, expectStatus, startAdminSystem, userWith, waitForAudit } from '../identity/admin-support.ts';
 
 let sys: TestSystem;
 let root: string;
 
-beforeAll(async () => {
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet' });
-  root = (await userWith(sys)).token;
-});
-
-afterAll(async () => {
-  await sys?.stop();
-});
+beforeAll(async () => ({ sys, root } = await startAdminSystem()));
+afterAll(() => sys?.stop());
 
 interface ClientOut {
   id: string;

@@ -1,4 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Caller } from '../../actors/runtime/call.ts';
@@ -158,6 +159,27 @@ describe('gateway plumbing', () => {
     expect(ok.headers['access-control-allow-origin']).toBe('https://app.example.com');
     const other = await consoleApp.inject({ method: 'OPTIONS', url: '/api/v1/echo', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('keeps credentials in query strings and paths out of the access log', async () => {
+    const lines: string[] = [];
+    const capture = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    const app = await createGatewayApp({ style: 'console', title: 't', version: '1', config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false }, log: capture }, (a) => {
+      a.get('/api/v1/callback', async () => ({ ok: true }));
+      a.get('/api/v1/hooks/:token', async () => ({ ok: true }));
+    });
+    try {
+      await app.inject({ method: 'GET', url: '/api/v1/callback?code=SECRET-CODE&state=SECRET-STATE&page=2' });
+      await app.inject({ method: 'GET', url: '/api/v1/hooks/SECRET-PATH-TOKEN' });
+      await app.inject({ method: 'GET', url: '/api/v1/hooks/h' });
+      const written = lines.join('\n');
+      expect(written).toContain('"url":"/api/v1/callback?code=REDACTED&state=REDACTED&page=2"');
+      expect(written).toContain('"url":"/api/v1/hooks/REDACTED"');
+      expect(written).not.toContain('/api/v1/hooks/h"');
+      expect(written).not.toContain('SECRET');
+    } finally {
+      await app.close();
+    }
   });
 
   it('hides /metrics and /swagger unless debug endpoints are enabled', async () => {

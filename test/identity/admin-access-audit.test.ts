@@ -1,20 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleIdByName, SYSTEM_ROLES } from '../../actors/identity/permissions.ts';
 import { assignRole, createClient, createUser } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { api, expectStatus, userWith } from './admin-support.ts';
+import type { TestSystem } from '../support/system.ts';
+import { api, expectStatus, startAdminSystem, userWith } from './admin-support.ts';
 
 let sys: TestSystem;
 let root: string;
 
-beforeAll(async () => {
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet' });
-  root = (await userWith(sys)).token;
-});
-
-afterAll(async () => {
-  await sys?.stop();
-});
+beforeAll(async () => ({ sys, root } = await startAdminSystem()));
+afterAll(() => sys?.stop());
 
 const perms = (name: string): string[] => [...(SYSTEM_ROLES.find((r) => r.name === name)?.permissions ?? [])];
 

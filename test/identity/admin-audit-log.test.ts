@@ -1,23 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { createClient } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { api, expectStatus, userWith, waitForAudit, type AuditRow } from './admin-support.ts';
+import type { TestSystem } from '../support/system.ts';
+import { api, expectStatus, startAdminSystem, userWith, waitForAudit, type AuditRow } from './admin-support.ts';
 
 let sys: TestSystem;
 let root: string;
 let rootId: string;
 
-beforeAll(async () => {
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet' });
-  const admin = await userWith(sys);
-  root = admin.token;
-  rootId = admin.user.id;
-});
-
-afterAll(async () => {
-  await sys?.stop();
-});
+beforeAll(async () => ({ sys, root, rootId } = await startAdminSystem()));
+afterAll(() => sys?.stop());
 
 const log = async (query: Record<string, string>, token = root) => {
   const res = await sys.http({ method: 'GET', url: `/api/v1/audit-log?${new URLSearchParams(query).toString()}`, token, headers: { 'user-agent': 'audit-test' } });

@@ -1,20 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_PERMISSIONS, roleIdByName, SYSTEM_ROLES } from '../../actors/identity/permissions.ts';
 import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { api, expectStatus, userWith, waitForAudit } from './admin-support.ts';
+import type { TestSystem } from '../support/system.ts';
+import { api, expectStatus, startAdminSystem, userWith, waitForAudit } from './admin-support.ts';
 
 let sys: TestSystem;
 let root: string;
 
-beforeAll(async () => {
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet' });
-  root = (await userWith(sys)).token;
-});
-
-afterAll(async () => {
-  await sys?.stop();
-});
+beforeAll(async () => ({ sys, root } = await startAdminSystem()));
+afterAll(() => sys?.stop());
 
 interface RoleOut {
   id: string;
@@ -159,6 +153,14 @@ describe('roles', () => {
     expectStatus(await api(sys, { token })('PUT', `/api/v1/roles/${roleAdmin.id}`, { description: 'edited by holder' }), 200);
     // A role nobody holds yet can be given anything (it grants nothing until assigned).
     expectStatus(await api(sys, { token })('POST', '/api/v1/roles', { name: `Fresh ${sys.tag}`, description: '', permissions: ['users:delete'] }), 201);
+    // A role in use on a client where the caller holds no roles:write cannot be changed at all, not even narrowed.
+    const elsewhere = await createClient(sys);
+    const used = await createRole(`Used elsewhere ${sys.tag}`, ['hosts:read', 'metrics:read']);
+    await assignRole(sys, (await createUser(sys)).id, elsewhere.id, used.id);
+    expectStatus(await api(sys, { token })('PUT', `/api/v1/roles/${used.id}`, { permissions: ['hosts:read'] }), 403);
+    expectStatus(await api(sys, { token })('PUT', `/api/v1/roles/${used.id}`, { description: 'edited from afar' }), 403);
+    const kept = (await api(sys, { token: root })('GET', `/api/v1/roles/${used.id}`)).json().data as RoleOut;
+    expect(kept.permissions).toEqual(['hosts:read', 'metrics:read']);
   });
 });
 

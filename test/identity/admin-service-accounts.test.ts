@@ -2,20 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../actors/identity/crypto.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { createClient, createUser } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { api, expectStatus, userWith, waitForAudit } from './admin-support.ts';
+import type { TestSystem } from '../support/system.ts';
+import { api, expectStatus, startAdminSystem, userWith, waitForAudit } from './admin-support.ts';
 
 let sys: TestSystem;
 let root: string;
 
-beforeAll(async () => {
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet' });
-  root = (await userWith(sys)).token;
-});
-
-afterAll(async () => {
-  await sys?.stop();
-});
+beforeAll(async () => ({ sys, root } = await startAdminSystem()));
+afterAll(() => sys?.stop());
 
 interface Created {
   id: string;
@@ -58,6 +52,12 @@ describe('service accounts', () => {
     expect(got.body).not.toContain('"api_key"');
     expectStatus(await api(sys, { token: root })('GET', `/api/v1/service-accounts/${crypto.randomUUID()}`), 404);
     await waitForAudit(sys, root, { action: 'service_account.created', resource_id: sa.id });
+
+    // Never used yet; using the key records when.
+    expect(got.json().data.last_used_at).toBeNull();
+    expectStatus(await api(sys, { apiKey: sa.api_key })('GET', `/api/v1/clients/${client.id}`), 200);
+    const used = (await api(sys, { token: root })('GET', `/api/v1/service-accounts/${sa.id}`)).json().data;
+    expect(used.last_used_at).toBe(new Date(sys.clock.now()).toISOString());
   });
 
   it('validates the body: scope, role, clients and expiry', async () => {
@@ -146,6 +146,30 @@ describe('service accounts', () => {
     expectStatus(await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${scoped.id}`, { client_scope: [b.id] }), 200);
     expectStatus(await asScoped('GET', `/api/v1/clients/${a.id}`), 404);
     expectStatus(await asScoped('GET', `/api/v1/clients/${b.id}`), 200);
+  });
+
+  it('keys outside the caller’s reach cannot be switched off, changed or deleted', async () => {
+    const a = await createClient(sys);
+    const b = await createClient(sys);
+    const onB = await createSa({ name: `on-b-${sys.tag}`, role_id: roleIdByName('Executive'), client_scope: [b.id] });
+    const everywhere = await createSa({ name: `star-keep-${sys.tag}`, role_id: roleIdByName('Executive'), client_scope: ['*'] });
+    const admin = await userWith(sys, 'Admin', a.id);
+    const adminKey = await createSa({ name: `a-admin-${sys.tag}`, role_id: roleIdByName('Admin'), client_scope: [a.id] });
+    for (const caller of [{ token: admin.token }, { apiKey: adminKey.api_key }]) {
+      const call = api(sys, caller);
+      for (const target of [onB, everywhere]) {
+        expectStatus(await call('PUT', `/api/v1/service-accounts/${target.id}`, { is_active: false }), 403);
+        expectStatus(await call('PUT', `/api/v1/service-accounts/${target.id}`, { name: `hijacked-${sys.tag}` }), 403);
+        expectStatus(await call('DELETE', `/api/v1/service-accounts/${target.id}`), 403);
+      }
+    }
+    // Both keys still work.
+    expectStatus(await api(sys, { apiKey: onB.api_key })('GET', `/api/v1/clients/${b.id}`), 200);
+    expectStatus(await api(sys, { apiKey: everywhere.api_key })('GET', `/api/v1/clients/${a.id}`), 200);
+    // A key scoped to A is the Admin's to manage.
+    const ours = await createSa({ name: `on-a-${sys.tag}`, role_id: roleIdByName('Viewer'), client_scope: [a.id] }, admin.token);
+    expectStatus(await api(sys, { token: admin.token })('PUT', `/api/v1/service-accounts/${ours.id}`, { is_active: false }), 200);
+    expectStatus(await api(sys, { token: admin.token })('DELETE', `/api/v1/service-accounts/${ours.id}`), 204);
   });
 
   it('no privilege escalation: the role must fit within the creator’s own permissions on every client in scope', async () => {

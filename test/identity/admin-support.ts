@@ -1,10 +1,27 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import type { z } from 'zod';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
+import type { AuditLogEntry } from '../../contracts/domains/identity-admin.ts';
 import { assignRole, createUser, tokenFor, type TestUser } from '../support/identity.ts';
-import type { TestSystem } from '../support/system.ts';
+import { startTestSystem, type TestSystem } from '../support/system.ts';
 
 /** Shared helpers of the administration tests (test/identity/admin-*.test.ts, permission-matrix, fleet clients). */
+
+/** What every administration test file starts with: identity and fleet actors, and a signed-in super admin. */
+export interface AdminSystem {
+  sys: TestSystem;
+  /** Access token of the super admin. */
+  root: string;
+  rootId: string;
+}
+
+/** Starts the system for an administration test file (call once, in `beforeAll`; stop `sys` in `afterAll`). */
+export async function startAdminSystem(overrides: Record<string, string> = {}): Promise<AdminSystem> {
+  const sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet', ...overrides });
+  const admin = await userWith(sys);
+  return { sys, root: admin.token, rootId: admin.user.id };
+}
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -29,19 +46,8 @@ export function expectStatus(res: LightMyRequestResponse, status: number): void 
   if (res.statusCode !== status) expect.fail(`expected ${status}, got ${res.statusCode}: ${res.body}`);
 }
 
-export interface AuditRow {
-  id: string;
-  actor_id: string | null;
-  actor_email: string | null;
-  actor_type: string;
-  action: string;
-  resource_type: string;
-  resource_id: string | null;
-  details: Record<string, unknown>;
-  ip_address: string | null;
-  user_agent: string | null;
-  created_at: string;
-}
+/** One entry of GET /api/v1/audit-log, as the contract describes it. */
+export type AuditRow = z.output<typeof AuditLogEntry>;
 
 /** Audit entries are stored asynchronously from the event stream: poll the audit log until `match` finds one. */
 export async function waitForAudit(sys: TestSystem, token: string, query: Record<string, string>, match: (e: AuditRow) => boolean = () => true, timeoutMs = 10_000): Promise<AuditRow> {

@@ -1,21 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { api, expectStatus, userWith, waitForAudit } from './admin-support.ts';
+import type { TestSystem } from '../support/system.ts';
+import { api, expectStatus, startAdminSystem, userWith, waitForAudit } from './admin-support.ts';
 
 let sys: TestSystem;
 let root: string;
 
-beforeAll(async () => {
-  // Default e-mail settings: no SMTP host and no hosted-provider key.
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet' });
-  root = (await userWith(sys)).token;
-});
-
-afterAll(async () => {
-  await sys?.stop();
-});
+// Default e-mail settings: no SMTP host and no hosted-provider key.
+beforeAll(async () => ({ sys, root } = await startAdminSystem()));
+afterAll(() => sys?.stop());
 
 const newTeam = async (name: string, description = ''): Promise<{ id: string; name: string }> => {
   const res = await api(sys, { token: root })('POST', '/api/v1/teams', { name, description });
@@ -153,6 +147,33 @@ describe('teams', () => {
     const v = await createUser(sys);
     expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: v.id, role_id: roleIdByName('Viewer') }), 403);
     expectStatus(await call('DELETE', `/api/v1/teams/${team.id}/clients/${b.id}`), 403);
+  });
+});
+
+describe('teams of another client', () => {
+  it('an Admin of client A cannot rename a team linked to client B or change its members', async () => {
+    const a = await createClient(sys);
+    const b = await createClient(sys);
+    const admin = await userWith(sys, 'Admin', a.id);
+    const call = api(sys, { token: admin.token });
+    const member = await createUser(sys);
+    const theirs = await newTeam(`B team ${sys.tag}`);
+    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${theirs.id}/clients`, { client_id: b.id }), 201);
+    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${theirs.id}/members`, { user_id: member.id, role_id: roleIdByName('Viewer') }), 201);
+
+    expectStatus(await call('PUT', `/api/v1/teams/${theirs.id}`, { name: `Hijacked ${sys.tag}` }), 403);
+    expectStatus(await call('PUT', `/api/v1/teams/${theirs.id}/members/${member.id}`, { role_id: roleIdByName('Viewer') }), 403);
+    expectStatus(await call('DELETE', `/api/v1/teams/${theirs.id}/members/${member.id}`), 403);
+    const after = (await api(sys, { token: root })('GET', `/api/v1/teams/${theirs.id}`)).json().data;
+    expect(after.name).toBe(theirs.name);
+    expect(after.members.map((m: { user_id: string }) => m.user_id)).toEqual([member.id]);
+
+    // A team on A only is the Admin's to change.
+    const ours = await newTeam(`A team ${sys.tag}`);
+    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${ours.id}/clients`, { client_id: a.id }), 201);
+    expectStatus(await call('POST', `/api/v1/teams/${ours.id}/members`, { user_id: member.id, role_id: roleIdByName('Viewer') }), 201);
+    expectStatus(await call('PUT', `/api/v1/teams/${ours.id}`, { description: 'ours' }), 200);
+    expectStatus(await call('DELETE', `/api/v1/teams/${ours.id}/members/${member.id}`), 204);
   });
 });
 

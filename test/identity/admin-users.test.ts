@@ -2,9 +2,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
-import { createClient, createUser, tokenFor } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { api, expectStatus, userWith, waitForAudit } from './admin-support.ts';
+import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
+import type { TestSystem } from '../support/system.ts';
+import { api, expectStatus, startAdminSystem, userWith, waitForAudit } from './admin-support.ts';
 
 let sys: TestSystem;
 let sink: Server;
@@ -12,10 +12,7 @@ let root: string;
 let rootId: string;
 
 /** Rows straight from the database, for effects the API does not show (tokens, sessions). */
-async function rows<T>(query: string, params: unknown[]): Promise<T[]> {
-  const orm = await sys.stores.orm();
-  return orm.em.fork().execute<T[]>(query, params);
-}
+const rows = <T>(query: string, params: unknown[]): Promise<T[]> => sys.sql<T>(query, params);
 
 beforeAll(async () => {
   // A configured hosted e-mail provider pointing at a local sink: admin password resets need a sender.
@@ -28,10 +25,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
   const port = (sink.address() as AddressInfo).port;
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet', SVC_EMAIL_PROVIDER: 'resend', SVC_RESEND_API_KEY: 'test-key', SVC_RESEND_URL: `http://127.0.0.1:${port}` });
-  const admin = await userWith(sys);
-  root = admin.token;
-  rootId = admin.user.id;
+  ({ sys, root, rootId } = await startAdminSystem({ SVC_EMAIL_PROVIDER: 'resend', SVC_RESEND_API_KEY: 'test-key', SVC_RESEND_URL: `http://127.0.0.1:${port}` }));
 });
 
 afterAll(async () => {
@@ -182,6 +176,100 @@ describe('users', () => {
     const invited = await createUser(sys, { status: 'invited' });
     expectStatus(await api(sys, { token: root })('POST', `/api/v1/users/${invited.id}/reset-password`), 409);
     await waitForAudit(sys, root, { action: 'user.password_reset_requested', resource_id: u.id });
+  });
+});
+
+describe('reach of a scoped administrator', () => {
+  it('an Admin of client A cannot rename, disable, reset or re-invite accounts that reach client B', async () => {
+    const a = await createClient(sys);
+    const b = await createClient(sys);
+    const admin = await userWith(sys, 'Admin', a.id);
+    const call = api(sys, { token: admin.token });
+    const theirs = await createUser(sys);
+    await assignRole(sys, theirs.id, b.id, roleIdByName('Viewer'));
+    // Reaching A and B: still out of reach, B is not the Admin's.
+    const both = await createUser(sys);
+    await assignRole(sys, both.id, a.id, roleIdByName('Viewer'));
+    await assignRole(sys, both.id, b.id, roleIdByName('Viewer'));
+    // Reaching B through a team only.
+    const member = await createUser(sys);
+    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Reach team ${sys.tag}`, description: '' })).json().data;
+    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/clients`, { client_id: b.id }), 201);
+    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, { user_id: member.id, role_id: roleIdByName('Viewer') }), 201);
+    const invitedOnB = await createUser(sys, { status: 'invited' });
+    await assignRole(sys, invitedOnB.id, b.id, roleIdByName('Viewer'));
+    const boss = await createUser(sys, { superAdmin: true });
+
+    for (const target of [theirs, both, member, boss]) {
+      expectStatus(await call('PUT', `/api/v1/users/${target.id}`, { display_name: 'Hijacked' }), 403);
+      expectStatus(await call('PUT', `/api/v1/users/${target.id}`, { status: 'disabled' }), 403);
+      expectStatus(await call('DELETE', `/api/v1/users/${target.id}`), 403);
+      expectStatus(await call('POST', `/api/v1/users/${target.id}/reset-password`), 403);
+      const detail = (await api(sys, { token: root })('GET', `/api/v1/users/${target.id}`)).json().data;
+      expect(detail).toMatchObject({ status: 'active' });
+      expect(detail.display_name).not.toBe('Hijacked');
+    }
+    expectStatus(await call('POST', `/api/v1/users/${invitedOnB.id}/resend-invite`), 403);
+    // No reset link was made for them.
+    expect(await rows(`SELECT id FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset'`, [theirs.id])).toHaveLength(0);
+
+    // Accounts within the Admin's reach (on A only, or on no client yet) remain manageable.
+    const ours = await createUser(sys);
+    await assignRole(sys, ours.id, a.id, roleIdByName('Viewer'));
+    expectStatus(await call('PUT', `/api/v1/users/${ours.id}`, { display_name: 'Renamed by A' }), 200);
+    expectStatus(await call('POST', `/api/v1/users/${ours.id}/reset-password`), 200);
+    expectStatus(await call('DELETE', `/api/v1/users/${ours.id}`), 204);
+    const fresh = await createUser(sys);
+    expectStatus(await call('DELETE', `/api/v1/users/${fresh.id}`), 204);
+  });
+});
+
+describe('secrets', () => {
+  const SECRET_FIELDS = ['password_hash', 'api_key_hash', 'mfa_secret_enc', 'token_hash', 'code_hash', 'has_password', '$argon2'];
+
+  it('no response carries a password hash, key hash, MFA secret or token hash', async () => {
+    const client = await createClient(sys);
+    const u = await createUser(sys);
+    await assignRole(sys, u.id, client.id, roleIdByName('Viewer'));
+    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Secrets team ${sys.tag}`, description: '' })).json().data;
+    await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Viewer') });
+    await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/clients`, { client_id: client.id });
+    await api(sys, { token: root })('POST', `/api/v1/users/${u.id}/reset-password`);
+    const created = await api(sys, { token: root })('POST', '/api/v1/service-accounts', { name: `secret-sa-${sys.tag}`, description: '', role_id: roleIdByName('Viewer'), client_scope: [client.id] });
+    expectStatus(created, 201);
+    const sa = created.json().data as { id: string; api_key: string };
+    const userToken = await tokenFor(sys, u);
+    const [stored] = await rows<{ password_hash: string; mfa_secret_enc: string }>(`SELECT password_hash, mfa_secret_enc FROM users WHERE id = ?`, [u.id]);
+    const [keyRow] = await rows<{ api_key_hash: string }>(`SELECT api_key_hash FROM service_accounts WHERE id = ?`, [sa.id]);
+    const tokenHashes = (await rows<{ token_hash: string }>(`SELECT token_hash FROM one_time_tokens WHERE user_id = ?`, [u.id])).map((r) => r.token_hash);
+    const secretValues = [stored!.password_hash, stored!.mfa_secret_enc, keyRow!.api_key_hash, ...tokenHashes];
+
+    await waitForAudit(sys, root, { action: 'service_account.created', resource_id: sa.id });
+    const reads: [string, string][] = [
+      [root, '/api/v1/users?per_page=100'],
+      [root, `/api/v1/users/${u.id}`],
+      [root, `/api/v1/users/${u.id}/clients`],
+      [root, '/api/v1/teams?per_page=100'],
+      [root, `/api/v1/teams/${team.id}`],
+      [root, `/api/v1/roles/${roleIdByName('Viewer')}/usage`],
+      [root, '/api/v1/service-accounts?per_page=100'],
+      [root, `/api/v1/service-accounts/${sa.id}`],
+      [root, `/api/v1/admin/access-audit/by-user/${u.id}`],
+      [root, `/api/v1/admin/access-audit/by-client/${client.id}`],
+      [root, '/api/v1/audit-log?per_page=100'],
+      [userToken, '/api/v1/auth/me'],
+      [userToken, '/api/v1/auth/sessions'],
+    ];
+    for (const [token, url] of reads) {
+      const res = await api(sys, { token })('GET', url);
+      expectStatus(res, 200);
+      for (const field of SECRET_FIELDS) expect(res.body, `${url} shows ${field}`).not.toContain(field);
+      for (const value of secretValues) expect(res.body, `${url} shows a stored secret`).not.toContain(value);
+      expect(res.body, `${url} shows the API key`).not.toContain(sa.api_key);
+    }
+    // The key itself is in the creation response only, never its hash.
+    for (const field of SECRET_FIELDS) expect(created.body).not.toContain(field);
+    expect(created.body).not.toContain(keyRow!.api_key_hash);
   });
 });
 

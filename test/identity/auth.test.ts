@@ -1,7 +1,8 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser, login, tokenFor, totpCode, type TestUser, type TokenPair } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { createUser, login, tokenFor, totpCode, waitForAuditRow, type TestUser, type TokenPair } from '../support/identity.ts';
+import { errorOf, startTestSystem, type TestSystem } from '../support/system.ts';
 
 const CHROME_MAC = 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
 const FIREFOX_LINUX = 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0';
@@ -16,30 +17,11 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-async function sql<T>(query: string, params: unknown[] = []): Promise<T[]> {
-  const orm = await sys.stores.orm();
-  return orm.em.fork().getConnection().execute<T[]>(query, params);
-}
-
-/** Audit entries are stored by a stream consumer: wait for the one we expect. */
-async function waitForAudit(resourceId: string, action: string): Promise<{ details: Record<string, unknown>; actor_id: string | null; ip_address: string | null }> {
-  for (let i = 0; i < 100; i += 1) {
-    const rows = await sql<{ details: Record<string, unknown>; actor_id: string | null; ip_address: string | null }>(
-      `SELECT details, actor_id, ip_address FROM audit_log WHERE resource_id = ? AND action = ? ORDER BY created_at DESC LIMIT 1`,
-      [resourceId, action],
-    );
-    if (rows[0]) return rows[0];
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no audit entry ${action} for ${resourceId}`);
-}
-
 const post = (url: string, payload: object, extra: { token?: string; headers?: Record<string, string>; remoteAddress?: string } = {}): Promise<LightMyRequestResponse> =>
   sys.http({ method: 'POST', url, payload, ...extra });
 const loginReq = (email: string, password: string, extra: { headers?: Record<string, string>; remoteAddress?: string } = {}): Promise<LightMyRequestResponse> =>
   post('/api/v1/auth/login', { email, password }, extra);
 const refreshReq = (refresh_token: string): Promise<LightMyRequestResponse> => post('/api/v1/auth/refresh', { refresh_token });
-const errorOf = (res: LightMyRequestResponse): { code: string; message: string } => (res.json() as { error: { code: string; message: string } }).error;
 
 function expectTokenResponse(res: LightMyRequestResponse): TokenPair {
   expect(res.statusCode, res.body).toBe(200);
@@ -57,18 +39,18 @@ describe('login', () => {
     const user = await createUser(sys, { mfa: false });
     const res = await loginReq(user.email.toUpperCase(), user.password, { headers: { 'user-agent': CHROME_MAC }, remoteAddress: '10.1.2.3' });
     const tokens = expectTokenResponse(res);
-    const [session] = await sql<{ user_id: string; ip_address: string; user_agent: string; device_label: string; is_revoked: boolean; expires_at: Date; created_at: Date }>(
+    const [session] = await sys.sql<{ user_id: string; ip_address: string; user_agent: string; device_label: string; is_revoked: boolean; expires_at: Date; created_at: Date }>(
       `SELECT user_id, ip_address, user_agent, device_label, is_revoked, expires_at, created_at FROM sessions WHERE id = ?`,
       [tokens.session_id],
     );
     expect(session).toMatchObject({ user_id: user.id, ip_address: '10.1.2.3', user_agent: CHROME_MAC, device_label: 'Chrome on macOS', is_revoked: false });
     expect(new Date(session!.expires_at).getTime() - new Date(session!.created_at).getTime()).toBe(604_800_000);
-    const [row] = await sql<{ last_login_at: Date | null }>(`SELECT last_login_at FROM users WHERE id = ?`, [user.id]);
+    const [row] = await sys.sql<{ last_login_at: Date | null }>(`SELECT last_login_at FROM users WHERE id = ?`, [user.id]);
     expect(new Date(row!.last_login_at!).getTime()).toBe(sys.clock.now());
-    const refreshRows = await sql<{ token_hash: string }>(`SELECT token_hash FROM refresh_tokens WHERE session_id = ?`, [tokens.session_id]);
+    const refreshRows = await sys.sql<{ token_hash: string }>(`SELECT token_hash FROM refresh_tokens WHERE session_id = ?`, [tokens.session_id]);
     expect(refreshRows).toHaveLength(1);
     expect(refreshRows[0]!.token_hash).not.toBe(tokens.refresh_token);
-    const audit = await waitForAudit(user.id, 'user.login');
+    const audit = await waitForAuditRow(sys, user.id, 'user.login');
     expect(audit.actor_id).toBe(user.id);
     expect(audit.ip_address).toBe('10.1.2.3');
   });
@@ -241,7 +223,7 @@ describe('refresh tokens', () => {
     const second = expectTokenResponse(await refreshReq(first.refresh_token));
     expect(second.session_id).toBe(first.session_id);
     expect(second.refresh_token).not.toBe(first.refresh_token);
-    const [row] = await sql<{ last_active_at: Date; expires_at: Date }>(`SELECT last_active_at, expires_at FROM sessions WHERE id = ?`, [first.session_id]);
+    const [row] = await sys.sql<{ last_active_at: Date; expires_at: Date }>(`SELECT last_active_at, expires_at FROM sessions WHERE id = ?`, [first.session_id]);
     expect(new Date(row!.last_active_at).getTime()).toBe(sys.clock.now());
     expect(new Date(row!.expires_at).getTime()).toBe(sys.clock.now() + 604_800_000);
     const me = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token: second.access_token });
@@ -252,10 +234,10 @@ describe('refresh tokens', () => {
     const replay = await refreshReq(first.refresh_token);
     expect(replay.statusCode).toBe(401);
     expect(errorOf(replay).code).toBe('unauthorized');
-    const [session] = await sql<{ is_revoked: boolean; revoked_reason: string }>(`SELECT is_revoked, revoked_reason FROM sessions WHERE id = ?`, [first.session_id]);
+    const [session] = await sys.sql<{ is_revoked: boolean; revoked_reason: string }>(`SELECT is_revoked, revoked_reason FROM sessions WHERE id = ?`, [first.session_id]);
     expect(session).toEqual({ is_revoked: true, revoked_reason: 'refresh_token_reuse' });
     expect((await refreshReq(third.refresh_token)).statusCode).toBe(401);
-    await waitForAudit(first.session_id, 'session.revoked');
+    await waitForAuditRow(sys, first.session_id, 'session.revoked');
   });
 
   it('refuses unknown tokens, expired sessions and disabled users', async () => {
@@ -269,7 +251,7 @@ describe('refresh tokens', () => {
 
     const other = await createUser(sys);
     const t2 = await login(sys, other);
-    await sql(`UPDATE users SET status = 'disabled' WHERE id = ?`, [other.id]);
+    await sys.sql(`UPDATE users SET status = 'disabled' WHERE id = ?`, [other.id]);
     expect((await refreshReq(t2.refresh_token)).statusCode).toBe(401);
   });
 
@@ -329,7 +311,7 @@ describe('sessions', () => {
     const tokens = await login(sys, user);
     const before = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token })).json() as { data: { id: string }[] };
     expect(before.data.map((s) => s.id)).toContain(tokens.session_id);
-    await sql(`UPDATE sessions SET expires_at = ? WHERE id = ?`, [new Date(sys.clock.now() - 1000), tokens.session_id]);
+    await sys.sql(`UPDATE sessions SET expires_at = ? WHERE id = ?`, [new Date(sys.clock.now() - 1000), tokens.session_id]);
     const after = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token })).json() as { data: { id: string }[] };
     expect(after.data.map((s) => s.id)).not.toContain(tokens.session_id);
   });
@@ -346,7 +328,7 @@ describe('sessions', () => {
     const res = await post('/api/v1/auth/logout', { refresh_token: mine.refresh_token }, { token: mine.access_token });
     expect(res.statusCode).toBe(200);
     expect((await refreshReq(mine.refresh_token)).statusCode).toBe(401);
-    const [row] = await sql<{ is_revoked: boolean; revoked_reason: string }>(`SELECT is_revoked, revoked_reason FROM sessions WHERE id = ?`, [mine.session_id]);
+    const [row] = await sys.sql<{ is_revoked: boolean; revoked_reason: string }>(`SELECT is_revoked, revoked_reason FROM sessions WHERE id = ?`, [mine.session_id]);
     expect(row).toEqual({ is_revoked: true, revoked_reason: 'logout' });
     expect((await post('/api/v1/auth/logout', { refresh_token: mine.refresh_token })).statusCode).toBe(401);
   });
@@ -365,5 +347,36 @@ describe('me and mandatory MFA', () => {
     expect(sessions.statusCode).toBe(403);
     expect(errorOf(sessions).code).toBe('mfa_enrollment_required');
     expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me' })).statusCode).toBe(401);
+  });
+});
+
+describe('access tokens', () => {
+  const me = (token: string): Promise<LightMyRequestResponse> => sys.http({ method: 'GET', url: '/api/v1/auth/me', token });
+
+  it('expire after SVC_JWT_ACCESS_TTL (900 s by default): 401 from then on, and refresh gives a working one', async () => {
+    const user = await createUser(sys);
+    const tokens = await login(sys, user);
+    sys.clock.advance(899_000);
+    expect((await me(tokens.access_token)).statusCode).toBe(200);
+    sys.clock.advance(2_000);
+    const expired = await me(tokens.access_token);
+    expect(expired.statusCode).toBe(401);
+    expect(errorOf(expired)).toMatchObject({ code: 'unauthorized', message: 'token expired' });
+    const fresh = expectTokenResponse(await refreshReq(tokens.refresh_token));
+    expect((await me(fresh.access_token)).statusCode).toBe(200);
+  });
+
+  it('refuses a token that is not an HS256 access token signed with the secret', async () => {
+    const user = await createUser(sys);
+    const token = await tokenFor(sys, user);
+    const [header, payload] = token.split('.') as [string, string, string];
+    const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${payload}.`;
+    const tampered = `${header}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), sub: randomUUID() })).toString('base64url')}.${token.split('.')[2]}`;
+    for (const bad of [unsigned, tampered, 'not-a-jwt']) {
+      const res = await me(bad);
+      expect(res.statusCode, bad).toBe(401);
+      expect(errorOf(res).code).toBe('unauthorized');
+    }
+    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Basic ${token}` } })).statusCode).toBe(401);
   });
 });

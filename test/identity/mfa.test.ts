@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser, login, totpCode, type TestUser, type TokenPair } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { errorOf, startTestSystem, type TestSystem } from '../support/system.ts';
 
 let sys: TestSystem;
 
@@ -13,14 +13,8 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-async function sql<T>(query: string, params: unknown[] = []): Promise<T[]> {
-  const orm = await sys.stores.orm();
-  return orm.em.fork().getConnection().execute<T[]>(query, params);
-}
-
 const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> => sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
 const get = (url: string, token: string): Promise<LightMyRequestResponse> => sys.http({ method: 'GET', url, token });
-const errorOf = (res: LightMyRequestResponse): { code: string; message: string } => (res.json() as { error: { code: string; message: string } }).error;
 
 /** Password step only: the MFA challenge token. */
 async function challenge(user: TestUser): Promise<string> {
@@ -76,7 +70,7 @@ describe('MFA enrolment', () => {
     for (const c of setup.recovery_codes) expect(c).toMatch(/^[0-9a-f]{4}-[0-9a-f]{4}$/);
     expect(new Set(setup.recovery_codes).size).toBe(8);
     // Nothing is stored on the user until confirmed.
-    const [pendingRow] = await sql<{ mfa_enabled: boolean; mfa_secret_enc: string | null }>(`SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`, [user.id]);
+    const [pendingRow] = await sys.sql<{ mfa_enabled: boolean; mfa_secret_enc: string | null }>(`SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`, [user.id]);
     expect(pendingRow).toEqual({ mfa_enabled: false, mfa_secret_enc: null });
 
     const wrongCode = totpCode(setup.secret, sys.clock) === '000000' ? '111111' : '000000';
@@ -94,10 +88,10 @@ describe('MFA enrolment', () => {
     expect(me.data.user.mfa_enabled).toBe(true);
 
     // Stored encrypted and hashed.
-    const [row] = await sql<{ mfa_enabled: boolean; mfa_secret_enc: string }>(`SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`, [user.id]);
+    const [row] = await sys.sql<{ mfa_enabled: boolean; mfa_secret_enc: string }>(`SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`, [user.id]);
     expect(row!.mfa_enabled).toBe(true);
     expect(row!.mfa_secret_enc).not.toContain(setup.secret);
-    const codes = await sql<{ code_hash: string }>(`SELECT code_hash FROM mfa_recovery_codes WHERE user_id = ?`, [user.id]);
+    const codes = await sys.sql<{ code_hash: string }>(`SELECT code_hash FROM mfa_recovery_codes WHERE user_id = ?`, [user.id]);
     expect(codes).toHaveLength(8);
     for (const c of codes) expect(setup.recovery_codes.map((r) => r.replace('-', ''))).not.toContain(c.code_hash);
 
@@ -140,9 +134,9 @@ describe('MFA enrolment', () => {
     const res = await sys.http({ method: 'DELETE', url: '/api/v1/auth/mfa', payload: { password: user.password }, token: tokens.access_token });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ data: { mfa_enabled: false } });
-    const [row] = await sql<{ mfa_enabled: boolean; mfa_secret_enc: string | null }>(`SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`, [user.id]);
+    const [row] = await sys.sql<{ mfa_enabled: boolean; mfa_secret_enc: string | null }>(`SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`, [user.id]);
     expect(row).toEqual({ mfa_enabled: false, mfa_secret_enc: null });
-    expect(await sql(`SELECT id FROM mfa_recovery_codes WHERE user_id = ?`, [user.id])).toHaveLength(0);
+    expect(await sys.sql(`SELECT id FROM mfa_recovery_codes WHERE user_id = ?`, [user.id])).toHaveLength(0);
     const gate = await get('/api/v1/auth/sessions', tokens.access_token);
     expect(gate.statusCode).toBe(403);
     expect(errorOf(gate).code).toBe('mfa_enrollment_required');
@@ -192,7 +186,7 @@ describe('MFA verification', () => {
     expect(viaA.statusCode, viaA.body).toBe(200);
     expect((await verify(await challenge(user), a)).statusCode).toBe(401);
     expect((await verify(await challenge(user), b)).statusCode).toBe(200);
-    const used = await sql<{ n: string }>(`SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ? AND used_at IS NOT NULL`, [user.id]);
+    const used = await sys.sql<{ n: string }>(`SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ? AND used_at IS NOT NULL`, [user.id]);
     expect(Number(used[0]!.n)).toBe(2);
   });
 

@@ -9,7 +9,7 @@ import { buildSender, emailTransportKind, sendInvitation } from '../../actors/id
 import { createOneTimeToken } from '../../actors/identity/one-time-tokens.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { createUser, login } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { errorOf, startTestSystem, type TestSystem } from '../support/system.ts';
 
 const FRONTEND = 'http://console.test/app';
 const FROM = 'security@console.test';
@@ -67,13 +67,7 @@ afterAll(async () => {
   await new Promise<void>((resolve) => smtp.close(() => resolve()));
 });
 
-async function sql<T>(query: string, params: unknown[] = []): Promise<T[]> {
-  const orm = await sys.stores.orm();
-  return orm.em.fork().getConnection().execute<T[]>(query, params);
-}
-
 const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> => sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
-const errorOf = (res: LightMyRequestResponse): { code: string; message: string } => (res.json() as { error: { code: string; message: string } }).error;
 
 /** The decoded message: quoted-printable soft breaks and escapes undone (enough to read links and headers). */
 const decode = (raw: string): string => raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
@@ -124,7 +118,7 @@ describe('forgot and reset password', () => {
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(mails.some((m) => m.to.includes(ghost))).toBe(false);
     // Only the hash is stored.
-    expect(await sql(`SELECT id FROM one_time_tokens WHERE token_hash = ?`, [token])).toHaveLength(0);
+    expect(await sys.sql(`SELECT id FROM one_time_tokens WHERE token_hash = ?`, [token])).toHaveLength(0);
 
     const res = await reset(token, NEW_PASSWORD);
     expect(res.statusCode, res.body).toBe(200);
@@ -192,7 +186,7 @@ describe('forgot and reset password', () => {
     const token = await resetToken(user.id);
     const results = await Promise.all([reset(token, 'racing passphrase one'), reset(token, 'racing passphrase two'), reset(token, 'racing passphrase three')]);
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 400, 400]);
-    const history = await sql<{ n: string }>(`SELECT count(*) AS n FROM password_history WHERE user_id = ?`, [user.id]);
+    const history = await sys.sql<{ n: string }>(`SELECT count(*) AS n FROM password_history WHERE user_id = ?`, [user.id]);
     expect(Number(history[0]!.n)).toBe(1);
   });
 
@@ -259,7 +253,7 @@ describe('invitations', () => {
   async function invitedUser(): Promise<{ id: string; email: string }> {
     const id = randomUUID();
     const email = `invitee-${sys.tag}-${id.slice(0, 8)}@example.com`;
-    await sql(`INSERT INTO users (id, email, display_name, status) VALUES (?, ?, 'New Colleague', 'invited')`, [id, email]);
+    await sys.sql(`INSERT INTO users (id, email, display_name, status) VALUES (?, ?, 'New Colleague', 'invited')`, [id, email]);
     return { id, email };
   }
 
@@ -278,10 +272,10 @@ describe('invitations', () => {
     const tokens = (res.json() as { data: { access_token: string; refresh_token: string; session_id: string; token_type: string; expires_in: number } }).data;
     expect(tokens.token_type).toBe('Bearer');
     expect(tokens.expires_in).toBe(900);
-    const [row] = await sql<{ status: string; password_hash: string | null }>(`SELECT status, password_hash FROM users WHERE id = ?`, [user.id]);
+    const [row] = await sys.sql<{ status: string; password_hash: string | null }>(`SELECT status, password_hash FROM users WHERE id = ?`, [user.id]);
     expect(row!.status).toBe('active');
     expect(row!.password_hash).toMatch(/^\$argon2id\$/);
-    expect(await sql(`SELECT id FROM password_history WHERE user_id = ?`, [user.id])).toHaveLength(1);
+    expect(await sys.sql(`SELECT id FROM password_history WHERE user_id = ?`, [user.id])).toHaveLength(1);
 
     // Signed in, but MFA enrolment comes first.
     const me = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token: tokens.access_token });
@@ -296,6 +290,17 @@ describe('invitations', () => {
     expect((await post('/api/v1/auth/accept-invite', { token, password: 'another passphrase 99' })).statusCode).toBe(400);
     // And the password works at login.
     expect((await post('/api/v1/auth/login', { email: user.email, password: NEW_PASSWORD })).statusCode).toBe(200);
+  });
+
+  it('lets exactly one of racing accept-invite requests with the same token through', async () => {
+    const user = await invitedUser();
+    const raw = await createOneTimeToken(await em(), tokenDeps(), user.id, 'invite');
+    const passwords = ['racing invitee pass one', 'racing invitee pass two', 'racing invitee pass three'];
+    const results = await Promise.all(passwords.map((password) => post('/api/v1/auth/accept-invite', { token: raw, password })));
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 400, 400]);
+    // One password, one session: the losers changed nothing.
+    expect(await sys.sql(`SELECT id FROM password_history WHERE user_id = ?`, [user.id])).toHaveLength(1);
+    expect(await sys.sql(`SELECT id FROM sessions WHERE user_id = ?`, [user.id])).toHaveLength(1);
   });
 
   it('expires invitations after 24 hours and refuses reset tokens as invitations', async () => {

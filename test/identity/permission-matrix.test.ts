@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { assignRole, createClient, createUser, tokenFor, type TestUser } from '../support/identity.ts';
-import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { api, expectStatus, userWith, type Method } from './admin-support.ts';
+import type { TestSystem } from '../support/system.ts';
+import { api, expectStatus, startAdminSystem, type Method } from './admin-support.ts';
 
 /**
  * Every system role, granted on one client (A), against representative routes. The expected statuses are written
@@ -16,15 +16,11 @@ let clientA: { id: string; name: string; slug: string };
 let clientB: { id: string; name: string; slug: string };
 
 beforeAll(async () => {
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet' });
-  root = (await userWith(sys)).token;
+  ({ sys, root } = await startAdminSystem());
   clientA = await createClient(sys);
   clientB = await createClient(sys);
 });
-
-afterAll(async () => {
-  await sys?.stop();
-});
+afterAll(() => sys?.stop());
 
 type RoleName = 'Super Admin' | 'Admin' | 'Team Lead' | 'Engineer' | 'Executive' | 'Viewer' | 'Client' | 'Client Engineer';
 const ROLES: RoleName[] = ['Super Admin', 'Admin', 'Team Lead', 'Engineer', 'Executive', 'Viewer', 'Client', 'Client Engineer'];

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { generateSync } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser, type TestUser } from '../support/identity.ts';
+import { createUser, waitForAuditRow, type TestUser } from '../support/identity.ts';
 import { startOidcProvider, walkProvider, type TestAccount, type TestOidcProvider } from '../support/oidc-provider.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 
@@ -24,29 +24,10 @@ interface UserRow {
   auth_provider_id: string | null;
 }
 
-async function sql<T>(sys: TestSystem, query: string, params: unknown[] = []): Promise<T[]> {
-  const orm = await sys.stores.orm();
-  return orm.em.fork().getConnection().execute<T[]>(query, params);
-}
-
 const userByEmail = async (sys: TestSystem, email: string): Promise<UserRow | undefined> =>
-  (await sql<UserRow>(sys, `SELECT id, email, status, password_hash, mfa_enabled, auth_provider, auth_provider_id FROM users WHERE lower(email) = lower(?)`, [email]))[0];
+  (await sys.sql<UserRow>(`SELECT id, email, status, password_hash, mfa_enabled, auth_provider, auth_provider_id FROM users WHERE lower(email) = lower(?)`, [email]))[0];
 const userById = async (sys: TestSystem, id: string): Promise<UserRow | undefined> =>
-  (await sql<UserRow>(sys, `SELECT id, email, status, password_hash, mfa_enabled, auth_provider, auth_provider_id FROM users WHERE id = ?`, [id]))[0];
-
-/** Audit entries are stored by a stream consumer: wait for the one we expect. */
-async function waitForAudit(sys: TestSystem, userId: string, action: string): Promise<{ details: Record<string, unknown>; actor_id: string | null }> {
-  for (let i = 0; i < 100; i += 1) {
-    const rows = await sql<{ details: Record<string, unknown>; actor_id: string | null }>(
-      sys,
-      `SELECT details, actor_id FROM audit_log WHERE resource_type = 'user' AND resource_id = ? AND action = ? ORDER BY created_at DESC LIMIT 1`,
-      [userId, action],
-    );
-    if (rows[0]) return rows[0];
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no audit entry ${action} for ${userId}`);
-}
+  (await sys.sql<UserRow>(`SELECT id, email, status, password_hash, mfa_enabled, auth_provider, auth_provider_id FROM users WHERE id = ?`, [id]))[0];
 
 function cookieOf(res: LightMyRequestResponse, name: string): { value: string; attributes: string } | undefined {
   const raw = res.headers['set-cookie'];
@@ -261,7 +242,7 @@ describe('SSO with an allowed domain', () => {
 
     const user = (await userByEmail(sys, acct.email))!;
     expect(user).toMatchObject({ status: 'active', password_hash: null, mfa_enabled: false, auth_provider: provider.issuer, auth_provider_id: acct.sub });
-    const session = await sql<{ user_id: string; is_revoked: boolean }>(sys, `SELECT user_id, is_revoked FROM sessions WHERE id = ?`, [tokens.session_id]);
+    const session = await sys.sql<{ user_id: string; is_revoked: boolean }>(`SELECT user_id, is_revoked FROM sessions WHERE id = ?`, [tokens.session_id]);
     expect(session).toEqual([{ user_id: user.id, is_revoked: false }]);
 
     // /auth/me is an enrolment route: it works without MFA; other user routes demand enrolment first.
@@ -275,15 +256,15 @@ describe('SSO with an allowed domain', () => {
     expect(again.statusCode).toBe(401);
     expect((again.json() as { error: { code: string } }).error.code).toBe('unauthorized');
 
-    expect((await waitForAudit(sys, user.id, 'user.created')).details).toMatchObject({ method: 'sso' });
-    const login = await waitForAudit(sys, user.id, 'user.login');
+    expect((await waitForAuditRow(sys, user.id, 'user.created')).details).toMatchObject({ method: 'sso' });
+    const login = await waitForAuditRow(sys, user.id, 'user.login');
     expect(login.details).toMatchObject({ method: 'sso', session_id: tokens.session_id });
     expect(login.actor_id).toBe(user.id);
 
     // The same identity signs in again without a second user.
     const second = await signInForTokens(sys, provider, acct);
     expect(second.session_id).not.toBe(tokens.session_id);
-    expect(await sql(sys, `SELECT id FROM users WHERE auth_provider = ? AND auth_provider_id = ?`, [provider.issuer, acct.sub])).toHaveLength(1);
+    expect(await sys.sql(`SELECT id FROM users WHERE auth_provider = ? AND auth_provider_id = ?`, [provider.issuer, acct.sub])).toHaveLength(1);
   });
 
   it('refuses unknown, expired and malformed one-time codes', async () => {
@@ -313,7 +294,7 @@ describe('SSO with an allowed domain', () => {
     const linked = (await userById(sys, existing.id))!;
     expect(linked).toMatchObject({ email, auth_provider: provider.issuer, auth_provider_id: acct.sub });
     expect(linked.password_hash).not.toBeNull(); // linking leaves the password alone
-    expect((await waitForAudit(sys, existing.id, 'user.sso_linked')).details).toMatchObject({ method: 'sso', auth_provider_id: acct.sub });
+    expect((await waitForAuditRow(sys, existing.id, 'user.sso_linked')).details).toMatchObject({ method: 'sso', auth_provider_id: acct.sub });
 
     // The provider now reports another address for the same subject: the link decides, the local e-mail stays.
     const renamed = await signInForTokens(sys, provider, { ...acct, email: `renamed-${run}@${domain}` });
@@ -396,7 +377,7 @@ describe('SSO with an allowed domain', () => {
     // Linked, then disabled: the link no longer signs in.
     const acct = account();
     await signInForTokens(sys, provider, acct);
-    await sql(sys, `UPDATE users SET status = 'disabled' WHERE auth_provider_id = ?`, [acct.sub]);
+    await sys.sql(`UPDATE users SET status = 'disabled' WHERE auth_provider_id = ?`, [acct.sub]);
     expect((await signIn(sys, provider, acct)).searchParams.get('error')).toBe('account_disabled');
   });
 
@@ -412,7 +393,7 @@ describe('SSO with an allowed domain', () => {
     const mfaToken = to.searchParams.get('mfa_token')!;
     expect(mfaToken).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     // No session yet.
-    expect(await sql(sys, `SELECT id FROM sessions WHERE user_id = ?`, [user.id])).toHaveLength(0);
+    expect(await sys.sql(`SELECT id FROM sessions WHERE user_id = ?`, [user.id])).toHaveLength(0);
 
     const code = generateSync({ secret: user.totpSecret!, epoch: Math.floor(sys.clock.now() / 1000) });
     const verify = await sys.http({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: mfaToken, code } });
@@ -470,9 +451,9 @@ describe('SSO without an allowed domain', () => {
   it('signs in a user already linked by provider id', async () => {
     const user = await createUser(sys, { email: `linked-${run}@anywhere.test`, mfa: false });
     const sub = `sub-${run}-linked`;
-    await sql(sys, `UPDATE users SET auth_provider = ?, auth_provider_id = ? WHERE id = ?`, [provider.issuer, sub, user.id]);
+    await sys.sql(`UPDATE users SET auth_provider = ?, auth_provider_id = ? WHERE id = ?`, [provider.issuer, sub, user.id]);
     const tokens = await signInForTokens(sys, provider, { sub, email: `whatever-${run}@elsewhere.test`, email_verified: true });
     expect((await me(sys, tokens.access_token)).id).toBe(user.id);
-    expect((await waitForAudit(sys, user.id, 'user.login')).details).toMatchObject({ method: 'sso' });
+    expect((await waitForAuditRow(sys, user.id, 'user.login')).details).toMatchObject({ method: 'sso' });
   });
 });

@@ -56,7 +56,7 @@ export async function tokenFor(sys: TestSystem, user: TestUser): Promise<string>
       sessionId,
       user.id,
     ]);
-  return new AccessTokens(sys.config.SVC_JWT_SECRET!, sys.config.SVC_JWT_ACCESS_TTL).sign({ sub: user.id, sid: sessionId, email: user.email });
+  return new AccessTokens(sys.config.SVC_JWT_SECRET!, sys.config.SVC_JWT_ACCESS_TTL, () => sys.clock.now()).sign({ sub: user.id, sid: sessionId, email: user.email });
 }
 
 export async function createClient(sys: TestSystem, name = `Client ${randomUUID().slice(0, 6)}`): Promise<{ id: string; name: string; slug: string }> {
@@ -126,4 +126,23 @@ export async function login(sys: TestSystem, user: TestUser, opts: { userAgent?:
   const verify = await sys.http({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: mfaToken, code }, headers, ...extra });
   if (verify.statusCode !== 200) throw new Error(`mfa verify failed: ${verify.statusCode} ${verify.body}`);
   return (verify.json() as { data: TokenPair }).data;
+}
+
+export interface StoredAuditEntry {
+  details: Record<string, unknown>;
+  actor_id: string | null;
+  ip_address: string | null;
+}
+
+/** Audit entries are stored by a stream consumer: waits for the newest one with this resource id and action. */
+export async function waitForAuditRow(sys: TestSystem, resourceId: string, action: string): Promise<StoredAuditEntry> {
+  for (let i = 0; i < 100; i += 1) {
+    const rows = await sys.sql<StoredAuditEntry>(
+      `SELECT details, actor_id, ip_address FROM audit_log WHERE resource_id = ? AND action = ? ORDER BY created_at DESC LIMIT 1`,
+      [resourceId, action],
+    );
+    if (rows[0]) return rows[0];
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no audit entry ${action} for ${resourceId}`);
 }

@@ -16,6 +16,8 @@ export interface TestSystem extends RunningSystem {
   http(opts: InjectOptions & { token?: string; apiKey?: string }): Promise<LightMyRequestResponse>;
   /** HTTP against the invoicing gateway. */
   invoicingHttp(opts: InjectOptions & { token?: string }): Promise<LightMyRequestResponse>;
+  /** Rows straight from PostgreSQL (`?` placeholders): test set-up, and effects the API does not show. */
+  sql<T>(query: string, params?: unknown[]): Promise<T[]>;
 }
 
 let migrated = false;
@@ -54,5 +56,10 @@ export async function startTestSystem(overrides: Record<string, string> = {}): P
       if (!system.invoicing) throw new Error('invoicing gateway not running');
       return system.invoicing.inject(withAuth(opts));
     },
+    sql: async <T>(query: string, params: unknown[] = []): Promise<T[]> => (await system.stores.orm()).em.fork().getConnection().execute<T[]>(query, params),
   };
 }
+
+/** The error member of an error envelope. */
+export const errorOf = (res: LightMyRequestResponse): { code: string; message: string; request_id: string } =>
+  (res.json() as { error: { code: string; message: string; request_id: string } }).error;

@@ -1,6 +1,6 @@
 import { requirePermission } from '../../../contracts/access.ts';
 import type { IdentityDeps } from '../deps.ts';
-import { iso, offsetOf, sql, type IdentityHandlers } from './common.ts';
+import { iso, pageOf, type IdentityHandlers } from './common.ts';
 
 interface AuditRow {
   id: string;
@@ -16,6 +16,8 @@ interface AuditRow {
   request_id: string | null;
   created_at: string;
 }
+
+const COLUMNS = 'id, actor_id, actor_email, actor_type, action, resource_type, resource_id, details, ip_address, user_agent, request_id, created_at';
 
 /** The audit log, newest first. Entries are written by the audit actor from the event stream. */
 export function auditLogHandlers(deps: IdentityDeps): IdentityHandlers {
@@ -35,21 +37,18 @@ export function auditLogHandlers(deps: IdentityDeps): IdentityHandlers {
       // Both bounds inclusive; RFC 3339 with any offset.
       if (q.from !== undefined) add('created_at >= ?', new Date(q.from));
       if (q.to !== undefined) add('created_at <= ?', new Date(q.to));
-      const filter = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
-      const em = deps.orm.em.fork();
-      const [count] = await sql<{ n: number }>(em, `SELECT count(*)::int AS n FROM audit_log ${filter}`, params);
-      const rows = await sql<AuditRow>(
-        em,
-        `SELECT id, actor_id, actor_email, actor_type, action, resource_type, resource_id, details, ip_address, user_agent, request_id, created_at
-           FROM audit_log ${filter} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
-        [...params, q.per_page, offsetOf(q.page, q.per_page)],
+      const filter = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
+      return pageOf(
+        deps.orm.em.fork(),
+        { columns: COLUMNS, from: `audit_log${filter}`, params, order: 'created_at DESC, id DESC' },
+        q,
+        (rows: AuditRow[]) =>
+          rows.map((r) => ({
+            ...r,
+            details: typeof r.details === 'string' ? (JSON.parse(r.details) as Record<string, unknown>) : (r.details ?? {}),
+            created_at: iso(r.created_at),
+          })),
       );
-      const items = rows.map((r) => ({
-        ...r,
-        details: typeof r.details === 'string' ? (JSON.parse(r.details) as Record<string, unknown>) : (r.details ?? {}),
-        created_at: iso(r.created_at),
-      }));
-      return { items, total: count?.n ?? 0, page: q.page, per_page: q.per_page };
     },
   };
 }

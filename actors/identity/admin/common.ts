@@ -39,6 +39,29 @@ export const sql = <T>(em: EntityManager, query: string, params: unknown[] = [])
 
 export const offsetOf = (page: number, perPage: number): number => (page - 1) * perPage;
 
+export interface Page<T> {
+  items: T[];
+  total: number;
+  page: number;
+  per_page: number;
+}
+
+/**
+ * One page of a list, as every list subject answers it: `from` is the shared `FROM ... [WHERE ...]` with its `params`;
+ * the total counts all of it, the rows are `SELECT columns from ORDER BY order LIMIT per_page OFFSET ...`.
+ */
+export async function pageOf<R, T>(
+  em: EntityManager,
+  q: { columns: string; from: string; params?: unknown[]; order: string },
+  paging: { page: number; per_page: number },
+  map: (rows: R[]) => T[] | Promise<T[]>,
+): Promise<Page<T>> {
+  const params = q.params ?? [];
+  const [count] = await sql<{ n: number }>(em, `SELECT count(*)::int AS n FROM ${q.from}`, params);
+  const rows = await sql<R>(em, `SELECT ${q.columns} FROM ${q.from} ORDER BY ${q.order} LIMIT ? OFFSET ?`, [...params, paging.per_page, offsetOf(paging.page, paging.per_page)]);
+  return { items: await map(rows), total: count?.n ?? 0, page: paging.page, per_page: paging.per_page };
+}
+
 /** Passes when the caller holds any of `permissions` (on any client, or on `clientId` when given). */
 export function requireAny(ctx: CallerContext, permissions: readonly string[], clientId?: string): void {
   const access = ctx.access;
@@ -86,6 +109,35 @@ export function assertCanGrant(ctx: CallerContext, permissions: readonly string[
     const missing = permissions.filter((p) => !held.has(p));
     if (missing.length > 0) throw new DomainError('forbidden', `cannot grant permissions you do not hold on client ${clientId}: ${missing.slice(0, 10).join(', ')}`);
   }
+}
+
+/**
+ * Target scoping: changing or removing something that reaches clients (a user through assignments and teams, a team
+ * through its client links, a service account through its scope, a role through its holders) needs `permission` on
+ * every one of those clients, so an administrator of client A cannot disable, rename, strip or delete what belongs
+ * to client B. `'all'` (super admins, service accounts scoped `["*"]`) needs super admin or the permission on all
+ * clients. Reaching no client at all leaves only the plain permission check the caller already passed.
+ */
+export function requireOnEvery(ctx: CallerContext, permission: string, clients: 'all' | readonly string[], what: string): void {
+  const access = ctx.access;
+  if (!access) throw new DomainError('forbidden', 'no access');
+  if (access.super_admin || access.all_clients.includes(permission)) return;
+  if (clients === 'all') throw new DomainError('forbidden', `${what} reaches every client: only a super admin or a holder of ${permission} on all clients may change it`);
+  if (clients.some((c) => !(access.clients[c]?.includes(permission) ?? false)))
+    throw new DomainError('forbidden', `missing permission ${permission} on a client ${what} reaches`);
+}
+
+/** Clients a user reaches now: direct assignments and the clients of its teams; `'all'` for a super admin. */
+export async function clientsOfUser(em: EntityManager, userId: string): Promise<'all' | string[]> {
+  const [user] = await sql<{ is_super_admin: boolean }>(em, `SELECT is_super_admin FROM users WHERE id = ?`, [userId]);
+  if (user?.is_super_admin) return 'all';
+  const rows = await sql<{ client_id: string }>(
+    em,
+    `SELECT client_id FROM user_client_roles WHERE user_id = ?
+     UNION SELECT tc.client_id FROM team_members tm JOIN team_clients tc ON tc.team_id = tm.team_id WHERE tm.user_id = ?`,
+    [userId, userId],
+  );
+  return rows.map((r) => r.client_id);
 }
 
 export interface RoleRow {

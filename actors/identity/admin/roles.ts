@@ -6,7 +6,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { ALL_PERMISSIONS, isKnownPermission } from '../permissions.ts';
 import { toPgArray } from '../seed.ts';
-import { assertCanGrant, canSee, conflictOnDuplicate, iso, sql, visibleClients, type IdentityHandlers } from './common.ts';
+import { assertCanGrant, canSee, conflictOnDuplicate, iso, requireOnEvery, sql, visibleClients, type IdentityHandlers } from './common.ts';
 
 interface RoleRow {
   id: string;
@@ -90,6 +90,9 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
       const { before, changes } = await fork().transactional(async (tx) => {
         const before = await findRoleRow(tx, input.id, true);
         refuseSystem(before, 'modified');
+        // Every holder feels the change: the caller needs roles:write wherever the role is in use.
+        const reach = await clientsReachedBy(tx, input.id);
+        requireOnEvery(ctx, 'roles:write', reach, 'this role');
         const changes: Record<string, unknown> = {};
         if (input.name !== undefined && input.name !== before.name) changes.name = { from: before.name, to: input.name };
         if (input.description !== undefined && input.description !== before.description) changes.description = { from: before.description, to: input.description };
@@ -98,7 +101,7 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
           const removed = before.permissions.filter((p) => !perms.includes(p));
           if (added.length > 0 || removed.length > 0) {
             // Adding permissions grants them to every holder: the caller must hold them wherever the role reaches.
-            if (added.length > 0) assertCanGrant(ctx, added, await clientsReachedBy(tx, input.id));
+            if (added.length > 0) assertCanGrant(ctx, added, reach);
             changes.permissions = { before: before.permissions, after: perms, added, removed };
           }
         }

@@ -6,7 +6,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { sha256 } from '../crypto.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { toPgArray } from '../seed.ts';
-import { assertCanGrant, callerUserId, findRole, iso, isoOrNull, offsetOf, sql, type IdentityHandlers } from './common.ts';
+import { assertCanGrant, callerUserId, findRole, iso, isoOrNull, pageOf, requireOnEvery, sql, type IdentityHandlers } from './common.ts';
 
 interface SaRow {
   id: string;
@@ -25,8 +25,9 @@ interface SaRow {
   updated_at: string;
 }
 
-const SELECT = `SELECT sa.id, sa.name, sa.description, sa.role_id, r.name AS role_name, sa.client_scope, sa.expires_at, sa.is_active, sa.api_key_hash,
-  sa.api_key_prefix, sa.created_by, sa.last_used_at, sa.created_at, sa.updated_at FROM service_accounts sa JOIN roles r ON r.id = sa.role_id`;
+const COLUMNS = `sa.id, sa.name, sa.description, sa.role_id, r.name AS role_name, sa.client_scope, sa.expires_at, sa.is_active, sa.api_key_hash,
+  sa.api_key_prefix, sa.created_by, sa.last_used_at, sa.created_at, sa.updated_at`;
+const FROM = 'service_accounts sa JOIN roles r ON r.id = sa.role_id';
 
 /** The public view: the key hash never leaves the actor. */
 const out = (s: SaRow): ServiceAccount => ({
@@ -46,7 +47,7 @@ const out = (s: SaRow): ServiceAccount => ({
 });
 
 async function findSa(em: EntityManager, id: string, lock = false): Promise<SaRow> {
-  const [sa] = await sql<SaRow>(em, `${SELECT} WHERE sa.id = ?${lock ? ' FOR UPDATE OF sa' : ''}`, [id]);
+  const [sa] = await sql<SaRow>(em, `SELECT ${COLUMNS} FROM ${FROM} WHERE sa.id = ?${lock ? ' FOR UPDATE OF sa' : ''}`, [id]);
   if (!sa) throw new DomainError('not_found', 'service account not found');
   return sa;
 }
@@ -62,6 +63,7 @@ async function resolveScope(em: EntityManager, scope: readonly string[]): Promis
 }
 
 const scopeArray = (scope: 'all' | string[]): string[] => (scope === 'all' ? ['*'] : scope);
+const scopeOf = (stored: readonly string[]): 'all' | string[] => (stored.includes('*') ? 'all' : [...stored]);
 
 function futureOrThrow(deps: IdentityDeps, expiresAt: string | null | undefined): Date | null {
   if (expiresAt === undefined || expiresAt === null) return null;
@@ -82,10 +84,7 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
   return {
     'svc.identity.service_accounts.list': async ({ page, per_page }, { ctx }) => {
       requirePermission(ctx, 'users:read');
-      const em = fork();
-      const [count] = await sql<{ n: number }>(em, `SELECT count(*)::int AS n FROM service_accounts`);
-      const rows = await sql<SaRow>(em, `${SELECT} ORDER BY sa.created_at DESC, sa.id LIMIT ? OFFSET ?`, [per_page, offsetOf(page, per_page)]);
-      return { items: rows.map(out), total: count?.n ?? 0, page, per_page };
+      return pageOf(fork(), { columns: COLUMNS, from: FROM, order: 'sa.created_at DESC, sa.id' }, { page, per_page }, (rows: SaRow[]) => rows.map(out));
     },
 
     'svc.identity.service_accounts.get': async ({ id }, { ctx }) => {
@@ -125,11 +124,14 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
       const expiresAt = input.expires_at === undefined ? undefined : futureOrThrow(deps, input.expires_at);
       const { hash, changes } = await fork().transactional(async (tx) => {
         const sa = await findSa(tx, input.id, true);
+        // The key as it stands must be within the caller's reach: an administrator of client A cannot switch off,
+        // rename or re-scope a key of client B (or an all-clients key).
+        requireOnEvery(ctx, 'users:write', scopeOf(sa.client_scope), 'this service account');
         const changes: Record<string, { from: unknown; to: unknown }> = {};
         if (input.name !== undefined && input.name !== sa.name) changes.name = { from: sa.name, to: input.name };
         if (input.description !== undefined && input.description !== sa.description) changes.description = { from: sa.description, to: input.description };
         if (input.role_id !== undefined && input.role_id !== sa.role_id) changes.role_id = { from: sa.role_id, to: input.role_id };
-        let scope: 'all' | string[] = sa.client_scope.includes('*') ? 'all' : sa.client_scope;
+        let scope = scopeOf(sa.client_scope);
         if (input.client_scope !== undefined) {
           scope = await resolveScope(tx, input.client_scope);
           const next = scopeArray(scope);
@@ -169,12 +171,12 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
 
     'svc.identity.service_accounts.delete': async ({ id }, { ctx }) => {
       requirePermission(ctx, 'users:delete');
-      const [removed] = await sql<{ name: string; api_key_hash: string; api_key_prefix: string }>(
-        fork(),
-        `DELETE FROM service_accounts WHERE id = ? RETURNING name, api_key_hash, api_key_prefix`,
-        [id],
-      );
-      if (!removed) throw new DomainError('not_found', 'service account not found');
+      const removed = await fork().transactional(async (tx) => {
+        const sa = await findSa(tx, id, true);
+        requireOnEvery(ctx, 'users:delete', scopeOf(sa.client_scope), 'this service account');
+        await sql(tx, `DELETE FROM service_accounts WHERE id = ?`, [id]);
+        return sa;
+      });
       await deps.access.invalidateApiKeys([removed.api_key_hash]);
       await deps.audit.record(ctx, { action: 'service_account.deleted', resource_type: 'service_account', resource_id: id, details: { name: removed.name, api_key_prefix: removed.api_key_prefix } });
       return {};

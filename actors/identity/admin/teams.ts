@@ -5,7 +5,7 @@ import type { CallerContext } from '../../../contracts/context.ts';
 import type { Team } from '../../../contracts/domains/identity-admin.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { IdentityDeps } from '../deps.ts';
-import { assertCanGrant, canSee, conflictOnDuplicate, findClient, findRole, iso, offsetOf, sql, visibleClients, type IdentityHandlers } from './common.ts';
+import { assertCanGrant, canSee, conflictOnDuplicate, findClient, findRole, iso, pageOf, requireOnEvery, sql, visibleClients, type IdentityHandlers } from './common.ts';
 
 interface TeamRow {
   id: string;
@@ -14,6 +14,8 @@ interface TeamRow {
   created_at: string;
   updated_at: string;
 }
+
+const TEAM_COLUMNS = 'id, name, description, created_at, updated_at';
 
 interface MemberRow {
   team_id: string;
@@ -61,7 +63,7 @@ async function withMembers(em: EntityManager, ctx: CallerContext, teams: TeamRow
 }
 
 async function findTeam(em: EntityManager, id: string, lock = false): Promise<TeamRow> {
-  const [team] = await sql<TeamRow>(em, `SELECT id, name, description, created_at, updated_at FROM teams WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
+  const [team] = await sql<TeamRow>(em, `SELECT ${TEAM_COLUMNS} FROM teams WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
   if (!team) throw new DomainError('not_found', 'team not found');
   return team;
 }
@@ -75,6 +77,13 @@ async function teamDetail(em: EntityManager, ctx: CallerContext, id: string): Pr
 const teamClientIds = async (em: EntityManager, teamId: string): Promise<string[]> =>
   (await sql<{ client_id: string }>(em, `SELECT client_id FROM team_clients WHERE team_id = ?`, [teamId])).map((r) => r.client_id);
 
+/** Changing a team changes access on every client it is linked to: the caller needs `permission` on each of them. */
+async function guardTeam(em: EntityManager, ctx: CallerContext, teamId: string, permission: string): Promise<string[]> {
+  const clients = await teamClientIds(em, teamId);
+  requireOnEvery(ctx, permission, clients, 'this team');
+  return clients;
+}
+
 const DUPLICATE_NAME = 'a team with this name already exists';
 
 export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
@@ -84,12 +93,7 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
     'svc.identity.teams.list': async ({ page, per_page }, { ctx }) => {
       requirePermission(ctx, 'teams:read');
       const em = fork();
-      const [count] = await sql<{ n: number }>(em, `SELECT count(*)::int AS n FROM teams`);
-      const rows = await sql<TeamRow>(em, `SELECT id, name, description, created_at, updated_at FROM teams ORDER BY lower(name), id LIMIT ? OFFSET ?`, [
-        per_page,
-        offsetOf(page, per_page),
-      ]);
-      return { items: await withMembers(em, ctx, rows), total: count?.n ?? 0, page, per_page };
+      return pageOf(em, { columns: TEAM_COLUMNS, from: 'teams', order: 'lower(name), id' }, { page, per_page }, (rows: TeamRow[]) => withMembers(em, ctx, rows));
     },
 
     'svc.identity.teams.get': async ({ id }, { ctx }) => {
@@ -110,6 +114,7 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       requirePermission(ctx, 'teams:write');
       const changes = await fork().transactional(async (tx) => {
         const team = await findTeam(tx, input.id, true);
+        await guardTeam(tx, ctx, team.id, 'teams:write');
         const changes: Record<string, { from: string; to: string }> = {};
         if (input.name !== undefined && input.name !== team.name) changes.name = { from: team.name, to: input.name };
         if (input.description !== undefined && input.description !== team.description) changes.description = { from: team.description, to: input.description };
@@ -131,8 +136,8 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       requirePermission(ctx, 'teams:delete');
       const { team, members, clients } = await fork().transactional(async (tx) => {
         const team = await findTeam(tx, id, true);
+        const clients = await guardTeam(tx, ctx, id, 'teams:delete');
         const members = (await sql<{ user_id: string }>(tx, `SELECT user_id FROM team_members WHERE team_id = ?`, [id])).map((m) => m.user_id);
-        const clients = await teamClientIds(tx, id);
         // Memberships and client links go with the team (ON DELETE CASCADE).
         await sql(tx, `DELETE FROM teams WHERE id = ?`, [id]);
         return { team, members, clients };
@@ -146,11 +151,12 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       requirePermission(ctx, 'teams:write');
       const role = await fork().transactional(async (tx) => {
         await findTeam(tx, team_id, true);
+        const clients = await guardTeam(tx, ctx, team_id, 'teams:write');
         const [user] = await sql<{ id: string }>(tx, `SELECT id FROM users WHERE id = ?`, [user_id]);
         if (!user) throw new DomainError('not_found', 'user not found');
         const role = await findRole(tx, role_id);
         // A membership grants the role on every client of the team.
-        assertCanGrant(ctx, role.permissions, await teamClientIds(tx, team_id));
+        assertCanGrant(ctx, role.permissions, clients);
         await conflictOnDuplicate('the user is already a member of this team; change the role with PUT', () =>
           sql(tx, `INSERT INTO team_members (team_id, user_id, role_id) VALUES (?, ?, ?)`, [team_id, user_id, role_id]),
         );
@@ -165,10 +171,11 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       requirePermission(ctx, 'teams:write');
       const { role, previous } = await fork().transactional(async (tx) => {
         await findTeam(tx, team_id, true);
+        const clients = await guardTeam(tx, ctx, team_id, 'teams:write');
         const [member] = await sql<{ role_id: string }>(tx, `SELECT role_id FROM team_members WHERE team_id = ? AND user_id = ?`, [team_id, user_id]);
         if (!member) throw new DomainError('not_found', 'the user is not a member of this team');
         const role = await findRole(tx, role_id);
-        assertCanGrant(ctx, role.permissions, await teamClientIds(tx, team_id));
+        assertCanGrant(ctx, role.permissions, clients);
         await sql(tx, `UPDATE team_members SET role_id = ? WHERE team_id = ? AND user_id = ?`, [role_id, team_id, user_id]);
         return { role, previous: member.role_id };
       });
@@ -186,6 +193,7 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       requirePermission(ctx, 'teams:write');
       const em = fork();
       await findTeam(em, team_id);
+      await guardTeam(em, ctx, team_id, 'teams:write');
       const removed = await sql<{ role_id: string }>(em, `DELETE FROM team_members WHERE team_id = ? AND user_id = ? RETURNING role_id`, [team_id, user_id]);
       if (removed.length === 0) throw new DomainError('not_found', 'the user is not a member of this team');
       await deps.access.invalidateUsers([user_id]);

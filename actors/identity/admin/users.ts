@@ -9,12 +9,14 @@ import {
   assertCanGrant,
   callerUserId,
   canSee,
+  clientsOfUser,
   conflictOnDuplicate,
   findClient,
   findRole,
   iso,
   isoOrNull,
-  offsetOf,
+  pageOf,
+  requireOnEvery,
   sql,
   visibleClients,
   type IdentityHandlers,
@@ -97,9 +99,13 @@ async function detail(em: EntityManager, ctx: CallerContext, id: string): Promis
   return { ...summary(user), auth_provider: user.auth_provider, auth_provider_id: user.auth_provider_id, updated_at: iso(user.updated_at), teams, clients };
 }
 
-/** Only super admins may act on a super admin's account status: nobody else can lock them out. */
-function guardTarget(ctx: CallerContext, target: UserRow): void {
-  if (target.is_super_admin && ctx.access?.super_admin !== true) throw new DomainError('forbidden', "only a super admin may change a super admin's status");
+/**
+ * Acting on a user's account (rename, status, invitation, password reset) needs `permission` on every client the user
+ * reaches, and a super admin's account is reachable by super admins only: an administrator of client A cannot
+ * disable or take over the accounts of client B.
+ */
+async function guardTarget(em: EntityManager, ctx: CallerContext, userId: string, permission: string): Promise<void> {
+  requireOnEvery(ctx, permission, await clientsOfUser(em, userId), 'this user');
 }
 
 async function revokeAllSessions(em: EntityManager, deps: IdentityDeps, userId: string, reason: string): Promise<number> {
@@ -117,13 +123,26 @@ async function revokeAllSessions(em: EntityManager, deps: IdentityDeps, userId: 
 export function userHandlers(deps: IdentityDeps): IdentityHandlers {
   const fork = (): EntityManager => deps.orm.em.fork();
 
+  /**
+   * A new invitation (invited users) or reset link (active users) for a user within the caller's reach, replacing
+   * older ones of the same kind, then the mail with it.
+   */
+  const mailToken = async (ctx: CallerContext, id: string, purpose: 'invite' | 'reset'): Promise<UserRow> => {
+    const { user, token } = await fork().transactional(async (tx) => {
+      const user = await findUser(tx, id, true);
+      await guardTarget(tx, ctx, id, 'users:write');
+      if (purpose === 'invite' && user.status !== 'invited') throw new DomainError('conflict', `only invited users can be re-invited; this user is ${user.status}`);
+      if (purpose === 'reset' && user.status !== 'active') throw new DomainError('conflict', `only active users can reset a password; this user is ${user.status}`);
+      return { user, token: await createOneTimeToken(tx, deps, id, purpose) };
+    });
+    await (purpose === 'invite' ? sendInvitation : sendPasswordReset)(deps, user, token);
+    return user;
+  };
+
   return {
     'svc.identity.users.list': async ({ page, per_page }, { ctx }) => {
       requirePermission(ctx, 'users:read');
-      const em = fork();
-      const [count] = await sql<{ n: number }>(em, `SELECT count(*)::int AS n FROM users`);
-      const rows = await sql<UserRow>(em, `SELECT ${USER_COLUMNS} FROM users ORDER BY created_at DESC, id LIMIT ? OFFSET ?`, [per_page, offsetOf(page, per_page)]);
-      return { items: rows.map(summary), total: count?.n ?? 0, page, per_page };
+      return pageOf(fork(), { columns: USER_COLUMNS, from: 'users', order: 'created_at DESC, id' }, { page, per_page }, (rows: UserRow[]) => rows.map(summary));
     },
 
     'svc.identity.users.get': async ({ id }, { ctx }) => {
@@ -155,6 +174,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
       let revoked = 0;
       await fork().transactional(async (tx) => {
         const user = await findUser(tx, input.id, true);
+        await guardTarget(tx, ctx, user.id, 'users:write');
         if (input.display_name !== undefined && input.display_name !== user.display_name) changes.display_name = { from: user.display_name, to: input.display_name };
         if (input.is_super_admin !== undefined && input.is_super_admin !== user.is_super_admin) {
           if (ctx.access?.super_admin !== true) throw new DomainError('forbidden', 'only a super admin may grant or revoke super admin');
@@ -162,7 +182,6 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
           changes.is_super_admin = { from: user.is_super_admin, to: input.is_super_admin };
         }
         if (input.status !== undefined && input.status !== user.status) {
-          guardTarget(ctx, user);
           if (input.status === 'disabled' && user.id === self) throw new DomainError('conflict', 'you cannot disable your own account');
           if (input.status === 'active' && user.status === 'invited') throw new DomainError('conflict', 'an invited user becomes active by accepting the invitation');
           if (input.status === 'active' && !user.has_password && !user.auth_provider_id)
@@ -190,7 +209,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
       if (id === callerUserId(ctx)) throw new DomainError('conflict', 'you cannot disable your own account');
       const result = await fork().transactional(async (tx) => {
         const user = await findUser(tx, id, true);
-        guardTarget(ctx, user);
+        await guardTarget(tx, ctx, id, 'users:delete');
         if (user.status !== 'disabled') await sql(tx, `UPDATE users SET status = 'disabled', updated_at = now() WHERE id = ?`, [id]);
         // Idempotent: sessions are revoked even when the account was already disabled.
         return { from: user.status, revoked: await revokeAllSessions(tx, deps, id, 'user_disabled') };
@@ -203,12 +222,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
 
     'svc.identity.users.resend_invite': async ({ id }, { ctx }) => {
       requirePermission(ctx, 'users:write');
-      const { user, token } = await fork().transactional(async (tx) => {
-        const user = await findUser(tx, id, true);
-        if (user.status !== 'invited') throw new DomainError('conflict', `only invited users can be re-invited; this user is ${user.status}`);
-        return { user, token: await createOneTimeToken(tx, deps, id, 'invite') };
-      });
-      await sendInvitation(deps, user, token);
+      const user = await mailToken(ctx, id, 'invite');
       await deps.audit.record(ctx, { action: 'user.invite_resent', resource_type: 'user', resource_id: id, details: { email: user.email } });
       return { message: 'invitation sent' };
     },
@@ -217,12 +231,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
       requirePermission(ctx, 'users:write');
       if (!emailSenderConfigured(deps.config))
         throw new DomainError('conflict', 'no e-mail sender is configured (set SVC_SMTP_HOST, or SVC_EMAIL_PROVIDER=resend with SVC_RESEND_API_KEY)');
-      const { user, token } = await fork().transactional(async (tx) => {
-        const user = await findUser(tx, id, true);
-        if (user.status !== 'active') throw new DomainError('conflict', `only active users can reset a password; this user is ${user.status}`);
-        return { user, token: await createOneTimeToken(tx, deps, id, 'reset') };
-      });
-      await sendPasswordReset(deps, user, token);
+      const user = await mailToken(ctx, id, 'reset');
       await deps.audit.record(ctx, { action: 'user.password_reset_requested', resource_type: 'user', resource_id: id, details: { email: user.email } });
       return { message: 'password reset e-mail sent' };
     },

@@ -18,9 +18,11 @@ interface LoginUser {
 }
 
 /**
- * Login, in the order of console-identity.md: lockout, user by e-mail, status, password, MFA challenge, tokens,
- * session, audit. An unknown e-mail costs the same hash as a wrong password (`verifyDummy`) and gets the same 401;
- * so do invited and disabled accounts, whose password is checked all the same so the timing says nothing.
+ * Login, in the order of console-identity.md: (1) lockout, (2) user by e-mail, (3) status, (4) password, (5) MFA
+ * challenge, (6-7) tokens and session, (8) audit. Every refusal is the same 401 after the same work: an unknown
+ * e-mail, an account that is not active or has no password (single sign-on only) cost one verification against the
+ * dummy hash (`verifyDummy`), exactly what a wrong password costs, so neither the answer nor its timing tells them
+ * apart. The attempt is counted (1) before any hash runs, so parallel guesses cannot outrun the lockout.
  */
 export async function login(s: SessionServices, input: { email: string; password: string }, ctx: CallerContext): Promise<TokenResponse | MfaChallenge> {
   const { deps } = s;
@@ -29,17 +31,18 @@ export async function login(s: SessionServices, input: { email: string; password
   try {
     const em = deps.orm.em.fork();
     const rows = await em.execute<LoginUser[]>(`SELECT id, email, status, password_hash, mfa_enabled FROM users WHERE lower(email) = ?`, [email]);
-    const user = rows[0];
+    const found = rows[0];
+    const user = found?.status === 'active' && found.password_hash ? found : undefined;
     const passwordOk = user?.password_hash ? await deps.hasher.verify(user.password_hash, input.password) : await deps.hasher.verifyDummy(input.password);
-    if (!user || !passwordOk || user.status !== 'active') {
+    if (!user || !passwordOk) {
       await attempt.fail();
       await auditQuietly(deps, () =>
         deps.audit.record(ctx, {
           action: 'user.login_failed',
           resource_type: 'user',
-          resource_id: user?.id ?? null,
+          resource_id: found?.id ?? null,
           details: { email },
-          ...(user ? { actor: { id: user.id, email: user.email } } : {}),
+          ...(found ? { actor: { id: found.id, email: found.email } } : {}),
         }),
       );
       throw invalidCredentials();

@@ -1,0 +1,125 @@
+import type { FastifyRequest } from 'fastify';
+import type { LightMyRequestResponse } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../actors/runtime/logger.ts';
+import { openValkeyKv } from '../../actors/runtime/stores/kv.ts';
+import { DomainError } from '../../contracts/errors.ts';
+import { rateLimitGuard } from '../../gateway/shared/rate-limit.ts';
+import { createUser, tokenFor } from '../support/identity.ts';
+import { startTestSystem, type TestSystem } from '../support/system.ts';
+
+/**
+ * console-identity.md, Limits: public auth routes SVC_AUTH_RATE_LIMIT (5) per minute per IP, every other route
+ * SVC_API_RATE_LIMIT per minute per IP; 429 with the envelope and Retry-After; counters shared through Valkey.
+ */
+
+const API_LIMIT = 4;
+let sys: TestSystem;
+
+beforeAll(async () => {
+  sys = await startTestSystem({ SVC_AUTH_RATE_LIMIT: '5', SVC_API_RATE_LIMIT: String(API_LIMIT) });
+});
+
+afterAll(async () => {
+  await sys?.stop();
+});
+
+/** A fresh address each time (the key prefix is per run), so each test starts with empty windows. */
+let lastIp = 0;
+const newIp = (): string => `198.51.100.${++lastIp}`;
+
+function expectRateLimited(res: LightMyRequestResponse): void {
+  expect(res.statusCode, res.body).toBe(429);
+  expect(res.json()).toEqual({ error: { code: 'too_many_requests', message: expect.stringMatching(/rate limit/), request_id: expect.any(String) } });
+  expect(res.json().error.request_id).toBe(res.headers['x-request-id']);
+  const retryAfter = Number(res.headers['retry-after']);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+}
+
+describe('public auth rate limit (SVC_AUTH_RATE_LIMIT)', () => {
+  it('answers the 6th public auth request from one IP within a minute with 429; another IP is unaffected', async () => {
+    const ip = newIp();
+    const other = newIp();
+    const from = (remoteAddress: string) => (url: string, payload: object) => sys.http({ method: 'POST', url, payload, remoteAddress });
+    const post = from(ip);
+    // One request on each public auth route: they share one budget. Different e-mails, so no lockout is involved.
+    const answers = [
+      await post('/api/v1/auth/login', { email: `rl-1-${sys.tag}@example.com`, password: 'not the password 1' }),
+      await post('/api/v1/auth/refresh', { refresh_token: 'A'.repeat(43) }),
+      await post('/api/v1/auth/forgot-password', { email: `rl-2-${sys.tag}@example.com` }),
+      await post('/api/v1/auth/reset-password', { token: 'B'.repeat(43), new_password: 'a long new passphrase 1' }),
+      await post('/api/v1/auth/accept-invite', { token: 'C'.repeat(43), password: 'a long new passphrase 2' }),
+    ];
+    expect(answers.map((r) => r.statusCode)).toEqual([401, 401, 200, 400, 400]);
+
+    const sixth = await post('/api/v1/auth/login', { email: `rl-3-${sys.tag}@example.com`, password: 'not the password 3' });
+    expectRateLimited(sixth);
+    // Refused before anything else: even a malformed body gets the 429, not a 400.
+    expectRateLimited(await post('/api/v1/auth/mfa/verify', {}));
+
+    // Another address has its own window.
+    const elsewhere = await from(other)('/api/v1/auth/login', { email: `rl-4-${sys.tag}@example.com`, password: 'not the password 4' });
+    expect(elsewhere.statusCode).toBe(401);
+    // The general class is a separate budget: the limited address still reaches other routes.
+    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/config', remoteAddress: ip })).statusCode).toBe(200);
+  });
+
+  it('keeps the counters in Valkey, where every gateway instance sees them', async () => {
+    const ip = newIp();
+    for (let i = 0; i < 2; i += 1) await sys.http({ method: 'POST', url: '/api/v1/auth/forgot-password', payload: { email: `rl-kv-${sys.tag}@example.com` }, remoteAddress: ip });
+    const kv = await sys.stores.kv();
+    expect(kv.kind).toBe('valkey');
+    expect(await kv.get(`rl:auth:${ip}`)).toBe('2');
+  });
+});
+
+describe('general rate limit (SVC_API_RATE_LIMIT)', () => {
+  it('applies to authenticated routes, refused requests and unknown routes alike', async () => {
+    const user = await createUser(sys);
+    const token = await tokenFor(sys, user);
+    const ip = newIp();
+    const get = (url: string, withToken = true) => sys.http({ method: 'GET', url, remoteAddress: ip, ...(withToken ? { token } : {}) });
+    expect((await get('/api/v1/permissions')).statusCode).toBe(200);
+    expect((await get('/api/v1/auth/me')).statusCode).toBe(200);
+    // Counted even when refused or unknown.
+    expect((await get('/api/v1/permissions', false)).statusCode).toBe(401);
+    expect((await get('/api/v1/no-such-route')).statusCode).toBe(404);
+    expectRateLimited(await get('/api/v1/permissions'));
+    expectRateLimited(await get('/api/v1/no-such-route'));
+
+    // The public auth budget of that address is untouched.
+    const login = await sys.http({ method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: 'wrong wrong wrong' }, remoteAddress: ip });
+    expect(login.statusCode).toBe(401);
+    // Another address is unaffected; probes are never limited.
+    expect((await sys.http({ method: 'GET', url: '/api/v1/permissions', token, remoteAddress: newIp() })).statusCode).toBe(200);
+    for (let i = 0; i < API_LIMIT + 1; i += 1) expect((await sys.http({ method: 'GET', url: '/healthz', remoteAddress: ip })).statusCode).toBe(200);
+  });
+});
+
+describe('rate limit guard', () => {
+  it('shares one window between gateway instances with separate Valkey connections', async () => {
+    const log = createLogger('silent');
+    const url = sys.config.SVC_VALKEY_URL!;
+    const prefix = `svc-test:rl-${randomUUID().slice(0, 8)}:`;
+    const [kvA, kvB] = [await openValkeyKv(url, log, prefix), await openValkeyKv(url, log, prefix)];
+    try {
+      const limits = { auth: 5, api: 1000 };
+      const [a, b] = [rateLimitGuard(kvA, limits), rateLimitGuard(kvB, limits)];
+      const req = { ip: '192.0.2.10' } as FastifyRequest;
+      for (let i = 0; i < 3; i += 1) await a(req, 'auth');
+      for (let i = 0; i < 2; i += 1) await b(req, 'auth');
+      const refused = await b(req, 'auth').then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).toBeInstanceOf(DomainError);
+      expect(refused).toMatchObject({ code: 'too_many_requests', details: { retry_after_seconds: expect.any(Number) } });
+      await expect(a({ ip: '192.0.2.11' } as FastifyRequest, 'auth')).resolves.toBeUndefined();
+    } finally {
+      await kvA.close();
+      await kvB.close();
+    }
+  });
+});
