@@ -37,8 +37,30 @@ export interface BridgeRoute<C extends Catalogue, S extends SubjectName<C>, P ex
   input: (r: { params: Out<P>; query: Out<Q>; body: Out<B>; ctx: CallerContext; req: FastifyRequest }) => RequestIn<C, S>;
   /** Success status (default 200); 204 sends no body. */
   status?: number;
-  /** Custom reply (HTML, PDF, redirects, envelopes with meta). Default: `{ data }`. */
+  /**
+   * The subject answers a page (`{ items, total, page, per_page }`): the route replies with the list envelope
+   * `{ data, meta: { total, page, per_page } }` and documents it.
+   */
+  paged?: ReplyOut<C, S> extends Page ? true : never;
+  /** Custom reply (HTML, PDF, redirects). Default: `{ data }`. */
   send?: (data: ReplyOut<C, S>, reply: FastifyReply, req: FastifyRequest) => unknown;
+}
+
+/** What a paginated subject answers. */
+export interface Page {
+  items: unknown[];
+  total: number;
+  page: number;
+  per_page: number;
+}
+
+const Meta = z.object({ total: z.number().int(), page: z.number().int(), per_page: z.number().int() });
+
+/** The documented success body of a route: `{ data }`, the list envelope, or nothing for 204. */
+function responseSchema(reply: z.ZodType, paged: boolean, status: number): z.ZodType {
+  if (status === 204) return z.null().describe('No content');
+  if (paged && reply instanceof z.ZodObject && reply.shape.items) return z.object({ data: reply.shape.items as z.ZodType, meta: Meta });
+  return z.object({ data: reply });
 }
 
 /** Registers a REST route that authenticates, validates, and turns the request into a call on its subject. */
@@ -59,7 +81,7 @@ export function bridge<
       ...(route.query ? { querystring: route.query } : {}),
       ...(route.body ? { body: route.body } : {}),
       summary: route.summary ?? spec.summary,
-      ...(route.send ? {} : { response: { [route.status ?? 200]: route.status === 204 ? z.null().describe('No content') : z.object({ data: spec.reply }) } }),
+      ...(route.send ? {} : { response: { [route.status ?? 200]: responseSchema(spec.reply, route.paged === true, route.status ?? 200) } }),
       ...(route.tags ? { tags: route.tags } : {}),
       ...(route.auth === 'public' ? {} : { security: route.auth === 'authenticated' ? [{ bearer: [] }, { apiKey: [] }] : [{ bearer: [] }] }),
     },
@@ -73,6 +95,10 @@ export function bridge<
       const data = await deps.caller.call(route.subject, input, ctx, { timeoutMs: deps.requestTimeoutMs, traceparent: headerOf(req, 'traceparent') });
       if (route.send) return route.send(data, reply, req);
       if (route.status === 204) return reply.status(204).send();
+      if (route.paged) {
+        const page = data as Page;
+        return reply.status(route.status ?? 200).send({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } });
+      }
       return reply.status(route.status ?? 200).send({ data });
     },
   });

@@ -8,7 +8,7 @@ import { connectNats } from '../../actors/runtime/nats.ts';
 import { ActorHost } from '../../actors/runtime/serve.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
-import { bridge, type GatewayDeps } from '../../gateway/shared/bridge.ts';
+import { bridge, PageQuery, type GatewayDeps } from '../../gateway/shared/bridge.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
 
 const log = createLogger('silent');
@@ -38,6 +38,7 @@ async function buildApp(style: 'console' | 'invoicing', debug = false, timeoutMs
     // No gateway-side schema: proves the actor's own validation reaches the client as a 400.
     bridge(app, deps, { method: 'POST', url: '/api/v1/raw-echo', subject: 'svc.rtest.echo', auth: 'public', input: ({ req }) => req.body as never });
     bridge(app, deps, { method: 'GET', url: '/api/v1/sleep/:ms', subject: 'svc.rtest.sleep', auth: 'authenticated', params: z.object({ ms: z.coerce.number().int() }), input: ({ params }) => params });
+    bridge(app, deps, { method: 'GET', url: '/api/v1/numbers', subject: 'svc.rtest.page', auth: 'public', query: PageQuery, input: ({ query }) => query, paged: true });
     bridge(app, deps, { method: 'GET', url: '/api/v1/unserved', subject: 'svc.rtest.unserved', auth: 'public', input: () => ({}) });
     bridge(app, deps, { method: 'GET', url: '/api/v1/conflict', subject: 'svc.rtest.fail', auth: 'public', input: () => ({ code: 'conflict' as const }) });
   });
@@ -58,6 +59,12 @@ beforeAll(async () => {
     'svc.rtest.fail': async ({ code }) => {
       throw new DomainError(code, 'state does not allow it');
     },
+    'svc.rtest.page': async ({ page, per_page }) => ({
+      items: Array.from({ length: per_page }, (_, i) => ({ n: (page - 1) * per_page + i })),
+      total: 1000,
+      page,
+      per_page,
+    }),
   });
   consoleApp = await buildApp('console');
   invoicingApp = await buildApp('invoicing');
@@ -91,6 +98,16 @@ describe('gateway plumbing', () => {
     const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/raw-echo', payload: { name: 'x', times: 7 } });
     expect(res.statusCode).toBe(400);
     expect(res.json().error.message).toMatch(/times/);
+  });
+
+  it('answers a paged subject with the list envelope and validates paging', async () => {
+    const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/numbers?page=3&per_page=2' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ data: [{ n: 4 }, { n: 5 }], meta: { total: 1000, page: 3, per_page: 2 } });
+    expect((await consoleApp.inject({ method: 'GET', url: '/api/v1/numbers' })).json().meta).toEqual({ total: 1000, page: 1, per_page: 20 });
+    const tooMany = await consoleApp.inject({ method: 'GET', url: '/api/v1/numbers?per_page=101' });
+    expect(tooMany.statusCode).toBe(400);
+    expect(tooMany.json().error.message).toMatch(/querystring\.per_page/);
   });
 
   it('uses upper-case codes on the invoicing gateway', async () => {
@@ -197,6 +214,10 @@ describe('gateway plumbing', () => {
       expect(doc.statusCode).toBe(200);
       const openapi = doc.json();
       expect(openapi.paths['/api/v1/echo'].post.requestBody.content['application/json'].schema.properties.name.type).toBe('string');
+      // A paged route documents the list envelope.
+      const list = openapi.paths['/api/v1/numbers'].get.responses['200'].content['application/json'].schema;
+      expect(list.properties.data.type).toBe('array');
+      expect(list.properties.meta.properties.per_page.type).toBe('integer');
       // Reply schemas come from the subject catalogue.
       expect(openapi.paths['/api/v1/echo'].post.responses['200'].content['application/json'].schema.properties.data.properties.greeting.type).toBe('string');
       const ui = await debugApp.inject({ method: 'GET', url: '/swagger/' });

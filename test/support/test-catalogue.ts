@@ -14,6 +14,12 @@ export const testCatalogue = subjects({
   'svc.rtest.fail': { summary: 'fail', request: z.object({ code: ErrorCode }), reply: z.object({}), errors: ErrorCode.options },
   'svc.rtest.crash': { summary: 'crash', request: z.object({}), reply: z.object({}), errors: ['internal_error'] },
   'svc.rtest.badreply': { summary: 'bad reply', request: z.object({}), reply: z.object({ must: z.string() }), errors: ['internal_error'] },
+  'svc.rtest.page': {
+    summary: 'a page of numbers',
+    request: z.object({ page: z.number().int(), per_page: z.number().int() }),
+    reply: z.object({ items: z.array(z.object({ n: z.number() })), total: z.number().int(), page: z.number().int(), per_page: z.number().int() }),
+    errors: [],
+  },
   'svc.rtest.unserved': { summary: 'nobody serves this', request: z.object({}), reply: z.object({}), errors: ['unavailable'] },
 });
 export type TestCat = typeof testCatalogue;

@@ -1,10 +1,9 @@
 import { AuditLogQuery } from '../../../contracts/domains/identity-admin.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
-import { sendPage } from './paging.ts';
 
 /** The audit log with its filters (console-identity.md, Administration). */
 export function registerAuditLogRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['audit'] });
-  route({ method: 'GET', url: '/api/v1/audit-log', subject: 'svc.identity.audit.list', query: AuditLogQuery, input: ({ query }) => query, send: sendPage });
+  route({ method: 'GET', url: '/api/v1/audit-log', subject: 'svc.identity.audit.list', query: AuditLogQuery, input: ({ query }) => query, paged: true });
 }

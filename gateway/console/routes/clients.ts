@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { ClientListQuery, CreateClientBody, UpdateClientBody } from '../../../contracts/domains/fleet.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
-import { sendPage } from './paging.ts';
 
 const ClientParams = z.object({ id: z.uuid() });
 /** The slug is fixed at creation: a PUT naming one is refused rather than silently ignored. */
@@ -11,7 +10,7 @@ const UpdateBody = UpdateClientBody.extend({ slug: z.unknown().optional() }).ref
 /** Clients (console-operations.md, "Clients and environments"); permissions checked by the fleet actors. */
 export function registerClientRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['clients'] });
-  route({ method: 'GET', url: '/api/v1/clients', subject: 'svc.fleet.clients.list', query: ClientListQuery, input: ({ query }) => query, send: sendPage });
+  route({ method: 'GET', url: '/api/v1/clients', subject: 'svc.fleet.clients.list', query: ClientListQuery, input: ({ query }) => query, paged: true });
   route({ method: 'POST', url: '/api/v1/clients', subject: 'svc.fleet.clients.create', body: CreateClientBody, input: ({ body }) => body, status: 201 });
   route({ method: 'GET', url: '/api/v1/clients/:id', subject: 'svc.fleet.clients.get', params: ClientParams, input: ({ params }) => params });
   route({ method: 'PUT', url: '/api/v1/clients/:id', subject: 'svc.fleet.clients.update', params: ClientParams, body: UpdateBody, input: ({ params, body }) => ({ id: params.id, name: body.name }) });

@@ -2,14 +2,13 @@ import { z } from 'zod';
 import { CreateServiceAccountBody, UpdateServiceAccountBody } from '../../../contracts/domains/identity-admin.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { PageQuery, routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
-import { sendPage } from './paging.ts';
 
 const SaParams = z.object({ id: z.uuid() });
 
 /** Service accounts, governed by the users permissions (console-identity.md, Administration). */
 export function registerServiceAccountRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['service-accounts'] });
-  route({ method: 'GET', url: '/api/v1/service-accounts', subject: 'svc.identity.service_accounts.list', query: PageQuery, input: ({ query }) => query, send: sendPage });
+  route({ method: 'GET', url: '/api/v1/service-accounts', subject: 'svc.identity.service_accounts.list', query: PageQuery, input: ({ query }) => query, paged: true });
   route({ method: 'POST', url: '/api/v1/service-accounts', subject: 'svc.identity.service_accounts.create', body: CreateServiceAccountBody, input: ({ body }) => body, status: 201 });
   route({ method: 'GET', url: '/api/v1/service-accounts/:id', subject: 'svc.identity.service_accounts.get', params: SaParams, input: ({ params }) => params });
   route({

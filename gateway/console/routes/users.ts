@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { AssignmentBody, AssignmentRoleBody, CreateUserBody, UpdateUserBody } from '../../../contracts/domains/identity-admin.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { PageQuery, routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
-import { sendPage } from './paging.ts';
 
 const UserParams = z.object({ id: z.uuid() });
 const AssignmentParams = z.object({ id: z.uuid(), clientId: z.uuid() });
@@ -10,7 +9,7 @@ const AssignmentParams = z.object({ id: z.uuid(), clientId: z.uuid() });
 /** Users and their direct client assignments (console-identity.md, Administration). */
 export function registerUserRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['users'] });
-  route({ method: 'GET', url: '/api/v1/users', subject: 'svc.identity.users.list', query: PageQuery, input: ({ query }) => query, send: sendPage });
+  route({ method: 'GET', url: '/api/v1/users', subject: 'svc.identity.users.list', query: PageQuery, input: ({ query }) => query, paged: true });
   route({ method: 'POST', url: '/api/v1/users', subject: 'svc.identity.users.create', body: CreateUserBody, input: ({ body }) => body, status: 201 });
   route({ method: 'GET', url: '/api/v1/users/:id', subject: 'svc.identity.users.get', params: UserParams, input: ({ params }) => params });
   route({ method: 'PUT', url: '/api/v1/users/:id', subject: 'svc.identity.users.update', params: UserParams, body: UpdateUserBody, input: ({ params, body }) => ({ ...body, id: params.id }) });
