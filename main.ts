@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { selectDomains } from './actors/index.ts';
 import type { DomainHandle } from './actors/domain.ts';
+import { AccessCache } from './actors/identity/access.ts';
 import { AccessTokens } from './actors/identity/crypto.ts';
 import { Caller } from './actors/runtime/call.ts';
 import { systemClock, type Clock } from './actors/runtime/clock.ts';
@@ -73,7 +74,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       caller,
       requestTimeoutMs: config.SVC_REQUEST_TIMEOUT_MS,
       // Verified on the same clock the identity actors sign with, so expiry is one notion of time everywhere.
-      auth: new TokenAuthenticator(new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL, () => clock.now()), caller),
+      auth: new TokenAuthenticator(new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL, () => clock.now()), caller, new AccessCache(kv), () => clock.now()),
       guard: rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT }, (err) => log.warn({ err }, 'rate limiter unavailable')),
     };
     if (gateways.includes('console')) {

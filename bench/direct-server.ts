@@ -1,35 +1,44 @@
 // The comparison path of the foundation benchmark: the same authenticated GET /api/v1/clients answered by a bare
-// Fastify route that verifies the token, resolves access through the same cache and queries PostgreSQL itself —
-// everything the actor path does except the NATS hops, envelopes and zod parsing.
+// Fastify route that verifies the token, resolves access through the same cache and runs the fleet actor's own list
+// handler in-process — everything the actor path does except the NATS hops, envelopes and zod parsing.
+import type { NatsConnection } from '@nats-io/transport-node';
 import Fastify from 'fastify';
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { clientHandlers } from '../actors/fleet/clients.ts';
 import { AccessResolver } from '../actors/identity/access.ts';
+import { AuditRecorder } from '../actors/identity/audit.ts';
 import { AccessTokens } from '../actors/identity/crypto.ts';
-import { ClientEntity } from '../actors/fleet/entities.ts';
+import type { Cat } from '../contracts/catalogue.ts';
 import { systemClock } from '../actors/runtime/clock.ts';
 import { loadConfig } from '../actors/runtime/config.ts';
-import { createLogger } from '../actors/runtime/logger.ts';
+import type { RequestScope } from '../actors/runtime/serve.ts';
 import { Stores } from '../actors/runtime/stores/index.ts';
 
 const config = loadConfig();
-const log = createLogger('warn');
+const log = pino({ level: 'warn' });
 const stores = new Stores(config, log);
 const orm = await stores.orm();
 const kv = await stores.kv();
 const resolver = new AccessResolver(() => orm.em.fork(), kv, systemClock);
 const tokens = new AccessTokens(config.SVC_JWT_SECRET!, config.SVC_JWT_ACCESS_TTL);
+// The list handler reads and never audits; it gets no broker.
+const list = clientHandlers({ orm, access: resolver, audit: new AuditRecorder(undefined as unknown as NatsConnection, systemClock) })['svc.fleet.clients.list']!;
+
 const app = Fastify();
 app.get('/api/v1/clients', async (req, reply) => {
   const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
   if (!token) return reply.status(401).send({ error: { code: 'unauthorized' } });
   const claims = await tokens.verify(token);
   const user = await resolver.resolveUser(claims.sub);
-  if (!user.access.super_admin) return reply.status(403).send({ error: { code: 'forbidden' } });
-  const em = orm.em.fork();
-  const [rows, total] = await em.findAndCount(ClientEntity, {}, { orderBy: { name: 'asc', id: 'asc' }, limit: 20, offset: 0 });
-  return {
-    data: rows.map((c) => ({ id: c.id, name: c.name, slug: c.slug, created_at: c.created_at.toISOString(), updated_at: c.updated_at.toISOString() })),
-    meta: { total, page: 1, per_page: 20 },
+  const ctx = {
+    request_id: randomUUID(),
+    principal: { kind: 'user' as const, user_id: user.user_id, session_id: claims.sid, email: user.email, is_super_admin: user.is_super_admin, mfa_enabled: user.mfa_enabled },
+    access: user.access,
   };
+  const scope = { ctx, log, signal: new AbortController().signal, deadline: Date.now() + 10_000, subject: 'svc.fleet.clients.list' } as unknown as RequestScope<Cat>;
+  const page = await list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope);
+  return { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } };
 });
 await app.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_DIRECT_PORT ?? 18090) });
 process.on('SIGTERM', () => {

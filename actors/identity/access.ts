@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { z } from 'zod';
 import type { Access } from '../../contracts/context.ts';
 import { ResolvedServiceAccount, ResolvedUser } from '../../contracts/domains/access.ts';
 import { DomainError } from '../../contracts/errors.ts';
@@ -12,6 +13,44 @@ export const ACCESS_CACHE_MS = 15 * 60 * 1000;
 
 const userKey = (userId: string): string => `access:user:${userId}`;
 const keyKey = (apiKeyHash: string): string => `access:key:${apiKeyHash}`;
+
+const CachedKey = z.object({ resolved: ResolvedServiceAccount, expires_at: z.number().nullable() });
+type CachedKey = z.infer<typeof CachedKey>;
+
+/**
+ * Read side of the access cache. The resolver fills and invalidates it; gateways read it too, so a cached caller
+ * costs one Valkey GET instead of a round trip to the resolver (a miss still goes to the resolver, which fills it).
+ * An entry that does not parse counts as a miss.
+ */
+export class AccessCache {
+  constructor(private readonly kv: KvStore) {}
+
+  async user(userId: string): Promise<ResolvedUser | null> {
+    const raw = await this.kv.get(userKey(userId));
+    return raw ? parseJson(raw, ResolvedUser) : null;
+  }
+
+  /** The cached service account of a key and when the key expires (null: never). */
+  async apiKey(apiKey: string): Promise<CachedKey | null> {
+    const raw = await this.kv.get(keyKey(sha256(apiKey)));
+    return raw ? parseJson(raw, CachedKey) : null;
+  }
+}
+
+function parseJson<T>(raw: string, schema: z.ZodType<T>): T | null {
+  try {
+    const parsed = schema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A cached key that has expired answers like an unknown one. */
+export function liveKey(entry: CachedKey, now: number): ResolvedServiceAccount {
+  if (entry.expires_at !== null && entry.expires_at <= now) throw new DomainError('unauthorized', 'API key expired');
+  return entry.resolved;
+}
 
 /** Union of team roles over each team's clients and direct client assignments, merged per client. */
 export async function computeClientAccess(em: EntityManager, userId: string): Promise<Record<string, string[]>> {
@@ -39,18 +78,18 @@ export async function computeClientAccess(em: EntityManager, userId: string): Pr
 
 /** Resolution and cache of callers' permissions. The cache lives in Valkey so every instance sees invalidations. */
 export class AccessResolver {
+  private readonly cache: AccessCache;
   constructor(
     private readonly em: () => EntityManager,
     private readonly kv: KvStore,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.cache = new AccessCache(kv);
+  }
 
   async resolveUser(userId: string): Promise<ResolvedUser> {
-    const cached = await this.kv.get(userKey(userId));
-    if (cached) {
-      const parsed = ResolvedUser.safeParse(JSON.parse(cached));
-      if (parsed.success) return parsed.data;
-    }
+    const cached = await this.cache.user(userId);
+    if (cached) return cached;
     const em = this.em();
     const user = await em.findOne(UserEntity, { id: userId });
     if (!user) throw new DomainError('unauthorized', 'missing or invalid credentials');
@@ -68,9 +107,7 @@ export class AccessResolver {
 
   async resolveApiKey(apiKey: string): Promise<ResolvedServiceAccount> {
     const hash = sha256(apiKey);
-    const cached = await this.kv.get(keyKey(hash));
-    let entry: { resolved: ResolvedServiceAccount; expires_at: number | null } | undefined;
-    if (cached) entry = JSON.parse(cached) as typeof entry;
+    let entry = await this.cache.apiKey(apiKey);
     if (!entry) {
       const em = this.em();
       const sa = await em.findOne(ServiceAccountEntity, { api_key_hash: hash });
@@ -86,8 +123,7 @@ export class AccessResolver {
       // without a write on every request.
       if (!entry.expires_at || entry.expires_at > this.clock.now()) await em.nativeUpdate(ServiceAccountEntity, { id: sa.id }, { last_used_at: new Date(this.clock.now()) });
     }
-    if (entry.expires_at !== null && entry.expires_at <= this.clock.now()) throw new DomainError('unauthorized', 'API key expired');
-    return entry.resolved;
+    return liveKey(entry, this.clock.now());
   }
 
   /** Drops cached access of these users (membership, assignment, role, status changes). */

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { liveKey, type AccessCache } from '../../actors/identity/access.ts';
 import type { AccessTokens } from '../../actors/identity/crypto.ts';
 import type { Caller } from '../../actors/runtime/call.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
@@ -10,15 +11,27 @@ const BEARER = /^Bearer\s+(\S+)$/i;
 
 /**
  * Bearer JWT (verified here, no hop) or X-API-Key (verified by the identity actors); then the caller's current
- * status and per-client permissions come from the access resolver, so a disabled user or a changed role takes
- * effect on the next request. Mandatory MFA is enforced here: until enrolled, only the enrolment routes answer.
+ * status and per-client permissions come from the access cache, or on a miss from the access resolver (which fills
+ * it), so a disabled user or a changed role takes effect on the next request. Mandatory MFA is enforced here: until
+ * enrolled, only the enrolment routes answer.
  */
 export class TokenAuthenticator implements Authenticator {
   constructor(
     private readonly tokens: AccessTokens,
     private readonly caller: Caller<Cat>,
+    private readonly cache?: AccessCache,
+    private readonly now: () => number = Date.now,
     private readonly timeoutMs = 5000,
   ) {}
+
+  /** A cache that cannot be read is a miss: the resolver answers instead. */
+  private async cached<T>(read: () => Promise<T | null>): Promise<T | null> {
+    try {
+      return await read();
+    } catch {
+      return null;
+    }
+  }
 
   async authenticate(req: FastifyRequest, mode: AuthMode): Promise<CallerContext> {
     const base = anonymousContext(req.id, clientInfo(req));
@@ -28,9 +41,11 @@ export class TokenAuthenticator implements Authenticator {
       const token = BEARER.exec(authz)?.[1];
       if (!token) throw new DomainError('unauthorized', 'Authorization must be "Bearer <token>"');
       const claims = await this.tokens.verify(token);
-      const user = await this.caller.call('svc.identity.access.resolve', { user_id: claims.sub }, base, { timeoutMs: this.timeoutMs }).catch((err: unknown) => {
-        throw err instanceof DomainError && err.code === 'bad_request' ? new DomainError('unauthorized', 'invalid token') : err;
-      });
+      const user =
+        (this.cache && (await this.cached(() => this.cache!.user(claims.sub)))) ||
+        (await this.caller.call('svc.identity.access.resolve', { user_id: claims.sub }, base, { timeoutMs: this.timeoutMs }).catch((err: unknown) => {
+          throw err instanceof DomainError && err.code === 'bad_request' ? new DomainError('unauthorized', 'invalid token') : err;
+        }));
       if (user.status !== 'active') throw new DomainError('unauthorized', 'account is not active');
       if (mode !== 'enrolment' && !user.mfa_enabled) throw new DomainError('mfa_enrollment_required', 'multi-factor authentication must be enrolled first');
       return {
@@ -41,7 +56,9 @@ export class TokenAuthenticator implements Authenticator {
     }
     if (typeof apiKey === 'string' && apiKey.length > 0) {
       if (mode === 'user' || mode === 'enrolment') throw new DomainError('forbidden', 'this route needs a signed-in user; API keys are not accepted');
-      const sa = await this.caller.call('svc.identity.access.resolve_key', { api_key: apiKey.slice(0, 256) }, base, { timeoutMs: this.timeoutMs });
+      const key = apiKey.slice(0, 256);
+      const entry = this.cache ? await this.cached(() => this.cache!.apiKey(key)) : null;
+      const sa = entry ? liveKey(entry, this.now()) : await this.caller.call('svc.identity.access.resolve_key', { api_key: key }, base, { timeoutMs: this.timeoutMs });
       return { ...base, principal: { kind: 'service_account', service_account_id: sa.service_account_id, name: sa.name }, access: sa.access };
     }
     throw new DomainError('unauthorized', 'missing credentials: send Authorization: Bearer <token> or X-API-Key');

@@ -1,0 +1,43 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { roleIdByName } from '../../actors/identity/permissions.ts';
+import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
+import { startTestSystem, type TestSystem } from '../support/system.ts';
+
+let sys: TestSystem;
+beforeAll(async () => {
+  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet' });
+});
+afterAll(async () => {
+  await sys.stop();
+});
+
+describe('access cache read by the gateway', () => {
+  it('fills on first use, serves from the cache, and treats an unreadable entry as a miss', async () => {
+    const user = await createUser(sys);
+    const client = await createClient(sys);
+    await assignRole(sys, user.id, client.id, roleIdByName('Viewer'));
+    const token = await tokenFor(sys, user);
+    const kv = await sys.stores.kv();
+    const key = `access:user:${user.id}`;
+
+    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access).toEqual({ [client.id]: ['healthcheck:read', 'hosts:read', 'metrics:read'] });
+    expect(await kv.get(key)).toContain(client.id);
+
+    // Garbage in the cache must neither fail the request nor be trusted: the resolver recomputes and refills.
+    await kv.set(key, '{"not":"an access entry"', { ttlMs: 60_000 });
+    const me = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token });
+    expect(me.statusCode).toBe(200);
+    expect(me.json().data.client_access[client.id]).toContain('hosts:read');
+    expect(JSON.parse((await kv.get(key))!)).toMatchObject({ user_id: user.id });
+  });
+
+  it('sees a disabled account at once although its entry was cached', async () => {
+    const user = await createUser(sys);
+    const token = await tokenFor(sys, user);
+    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).statusCode).toBe(200);
+    const admin = await createUser(sys, { superAdmin: true });
+    const adminToken = await tokenFor(sys, admin);
+    expect((await sys.http({ method: 'DELETE', url: `/api/v1/users/${user.id}`, token: adminToken })).statusCode).toBe(204);
+    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).statusCode).toBe(401);
+  });
+});
