@@ -10,6 +10,8 @@ import { RoleEntity, ServiceAccountEntity, UserEntity } from './entities.ts';
 
 /** Access maps are cached this long; every change that affects one deletes it at once. */
 export const ACCESS_CACHE_MS = 15 * 60 * 1000;
+/** Longer than any resolution takes (a few database reads), short enough that a stale entry barely lives. */
+const INVALIDATE_AGAIN_MS = 1500;
 
 const userKey = (userId: string): string => `access:user:${userId}`;
 const keyKey = (apiKeyHash: string): string => `access:key:${apiKeyHash}`;
@@ -128,13 +130,21 @@ export class AccessResolver {
 
   /** Drops cached access of these users (membership, assignment, role, status changes). */
   async invalidateUsers(userIds: Iterable<string>): Promise<void> {
-    const keys = [...new Set(userIds)].map(userKey);
-    if (keys.length > 0) await this.kv.del(...keys);
+    await this.drop([...new Set(userIds)].map(userKey));
   }
 
   async invalidateApiKeys(apiKeyHashes: Iterable<string>): Promise<void> {
-    const keys = [...new Set(apiKeyHashes)].map(keyKey);
-    if (keys.length > 0) await this.kv.del(...keys);
+    await this.drop([...new Set(apiKeyHashes)].map(keyKey));
+  }
+
+  /**
+   * Deletes now, and once more a moment later: a resolution that read the database just before the change
+   * committed may write its stale entry after the first delete; the second one removes it (delayed double delete).
+   */
+  private async drop(keys: string[]): Promise<void> {
+    if (keys.length === 0) return;
+    await this.kv.del(...keys);
+    setTimeout(() => void this.kv.del(...keys).catch(() => undefined), INVALIDATE_AGAIN_MS).unref();
   }
 
   /** Everyone whose access depends on a role: team members and direct assignees holding it, and its service accounts. */

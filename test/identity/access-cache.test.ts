@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccessResolver } from '../../actors/identity/access.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
@@ -29,6 +30,25 @@ describe('access cache read by the gateway', () => {
     expect(me.statusCode).toBe(200);
     expect(me.json().data.client_access[client.id]).toContain('hosts:read');
     expect(JSON.parse((await kv.get(key))!)).toMatchObject({ user_id: user.id });
+  });
+
+  it('removes a stale entry written just after an invalidation (delayed double delete)', async () => {
+    const user = await createUser(sys);
+    const client = await createClient(sys);
+    const token = await tokenFor(sys, user);
+    const kv = await sys.stores.kv();
+    const key = `access:user:${user.id}`;
+    const before = (await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access;
+    expect(before).toEqual({});
+    const stale = await kv.get(key);
+    // A role is granted; meanwhile a slow resolution that read the database earlier writes its old result back.
+    await assignRole(sys, user.id, client.id, roleIdByName('Engineer'));
+    const orm = await sys.stores.orm();
+    await new AccessResolver(() => orm.em.fork(), kv, sys.clock).invalidateUsers([user.id]);
+    await kv.set(key, stale!, { ttlMs: 60_000 });
+    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access).toEqual({});
+    await new Promise((r) => setTimeout(r, 1700));
+    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access[client.id]).toContain('hosts:write');
   });
 
   it('sees a disabled account at once although its entry was cached', async () => {
