@@ -2,15 +2,16 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { selectDomains } from './actors/index.ts';
-import type { DomainHandle } from './actors/domain.ts';
+import type { DomainHandle, DomainModule } from './actors/domain.ts';
 import { AccessCache } from './actors/identity/access.ts';
 import { AccessTokens } from './actors/identity/crypto.ts';
 import { Caller } from './actors/runtime/call.ts';
 import { systemClock, type Clock } from './actors/runtime/clock.ts';
-import { loadConfig, requireSecrets, type Config } from './actors/runtime/config.ts';
+import { ConfigError, loadConfig, requireSecrets, unknownVariables, type Config } from './actors/runtime/config.ts';
 import { ensureStreams } from './actors/runtime/jetstream.ts';
 import { onShutdown } from './actors/runtime/lifecycle.ts';
 import { createLogger, type Logger } from './actors/runtime/logger.ts';
+import { setNamespace } from './actors/runtime/namespace.ts';
 import { LazyNats } from './actors/runtime/nats.ts';
 import { ActorHost } from './actors/runtime/serve.ts';
 import { Stores } from './actors/runtime/stores/index.ts';
@@ -45,78 +46,137 @@ export interface RunningSystem {
   stop(): Promise<void>;
 }
 
-/** Starts the selected actors and gateways in this process (everything by default). */
+/** Names of the gateways SVC_GATEWAYS may select. */
+const GATEWAYS = ['console', 'invoicing'] as const;
+
+/**
+ * Checks SVC_ACTORS, SVC_GATEWAYS and the secrets that selection needs before anything starts: a wrong name or a
+ * missing secret is a configuration error naming the variable.
+ */
+export function selectProcess(config: Config): { domains: DomainModule[]; gateways: string[] } {
+  let domains: DomainModule[];
+  try {
+    domains = selectDomains(config.SVC_ACTORS);
+  } catch (err) {
+    throw new ConfigError(`invalid configuration:\n  ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const gateways = config.SVC_GATEWAYS.filter((g) => g !== 'none');
+  const unknown = gateways.filter((g) => !(GATEWAYS as readonly string[]).includes(g));
+  if (unknown.length > 0) throw new ConfigError(`invalid configuration:\n  SVC_GATEWAYS: unknown gateway(s) ${unknown.join(', ')}; known: ${GATEWAYS.join(', ')}, none`);
+  // Secrets this selection needs, checked before anything connects (identity checks its own again when it starts).
+  if (domains.some((d) => d.name === 'identity')) requireSecrets(config, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY']);
+  else if (gateways.length > 0) requireSecrets(config, ['SVC_JWT_SECRET']);
+  return { domains, gateways };
+}
+
+/**
+ * Starts the selected actors and gateways in this process (everything by default). On failure whatever was already
+ * started is stopped again before the error is rethrown, so a caller (a test, a supervisor loop) is left clean.
+ */
 export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   const { config, log } = opts;
   const clock = opts.clock ?? systemClock;
-  const domains = selectDomains(config.SVC_ACTORS);
-  const gateways = config.SVC_GATEWAYS.filter((g) => g !== 'none');
-  for (const g of gateways) if (g !== 'console' && g !== 'invoicing') throw new Error(`SVC_GATEWAYS: unknown gateway ${g}; known: console, invoicing`);
+  const { domains, gateways } = selectProcess(config);
 
   const nats = new LazyNats(config.SVC_NATS_URL, `svc-${process.pid}`, log);
-  const nc = await nats.ready;
-  await ensureStreams(nc, allStreams);
   const stores = new Stores(config, log, opts.kvPrefix ? { keyPrefix: opts.kvPrefix } : {});
-  const host = new ActorHost(nc, catalogue, log, config.SVC_REQUEST_TIMEOUT_MS);
   const handles: DomainHandle[] = [];
-  for (const d of domains) {
-    handles.push(await d.start({ config, log: log.child({ domain: d.name }), nc, host, stores, clock }));
-    log.info({ domain: d.name }, 'domain started');
-  }
-
-  const running: RunningSystem = { nc, stores, host, caller: host.caller, stop: async () => undefined };
   const closers: (() => Promise<void>)[] = [];
-  if (gateways.length > 0) {
-    const { SVC_JWT_SECRET } = requireSecrets(config, ['SVC_JWT_SECRET']);
-    const caller = new Caller(() => nats.current, catalogue, config.SVC_REQUEST_TIMEOUT_MS);
-    const kv = await stores.kv();
-    const deps: GatewayDeps = {
-      caller,
-      requestTimeoutMs: config.SVC_REQUEST_TIMEOUT_MS,
-      // Verified on the same clock the identity actors sign with, so expiry is one notion of time everywhere.
-      auth: new TokenAuthenticator(new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL, () => clock.now()), caller, new AccessCache(kv), () => clock.now()),
-      guard: rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT }, (err) => log.warn({ err }, 'rate limiter unavailable')),
-    };
-    if (gateways.includes('console')) {
-      const gw = await buildConsoleGateway({ config, log: log.child({ gateway: 'console' }), nats, deps, version: VERSION });
-      running.console = gw.app;
-      closers.push(async () => {
-        await gw.app.close();
-        await gw.close();
-      });
-      if (opts.listen !== false) await gw.app.listen({ host: config.SVC_SERVER_BIND, port: config.SVC_SERVER_PORT });
-    }
-    if (gateways.includes('invoicing')) {
-      const gw = await buildInvoicingGateway({ config, log: log.child({ gateway: 'invoicing' }), deps, version: VERSION });
-      running.invoicing = gw.app;
-      closers.push(async () => {
-        await gw.app.close();
-        await gw.close();
-      });
-      if (opts.listen !== false) await gw.app.listen({ host: config.SVC_SERVER_BIND, port: config.SVC_INVOICING_PORT });
-    }
-  }
+  let host: ActorHost<typeof catalogue> | undefined;
 
-  running.stop = async () => {
-    // Gateways first (stop accepting, finish in-flight HTTP), then actors (finish in-flight requests), then stores.
-    await Promise.all(closers.map((c) => c()));
-    await host.drain();
-    await Promise.all(handles.map((h) => h.stop()));
-    await nats.close();
-    await stores.close();
+  const step = async (what: string, fn: () => Promise<unknown>): Promise<void> => {
+    try {
+      await fn();
+    } catch (err) {
+      log.error({ err }, `shutdown: ${what} failed`);
+    }
   };
-  return running;
+  // Each phase finishes before the next, and a failing step does not stop the ones after it.
+  const shutdown = async (): Promise<void> => {
+    // 1. Gateways stop accepting and finish in-flight HTTP requests (whose calls still reach the actors below).
+    await Promise.all(closers.map((c) => step('gateway close', c)));
+    // 2. Actors stop taking requests and finish those in flight; then each domain ends its consumers and timers.
+    if (host) await step('actor drain', () => host!.drain());
+    await Promise.all(handles.map((h) => step('domain stop', () => h.stop())));
+    // 3. The broker connection drains (pending publishes and acks go out), then the stores close.
+    await step('nats close', () => nats.close());
+    await step('stores close', () => stores.close());
+  };
+
+  try {
+    const nc = await nats.ready;
+    await ensureStreams(nc, allStreams);
+    const actorHost = new ActorHost(nc, catalogue, log, config.SVC_REQUEST_TIMEOUT_MS);
+    host = actorHost;
+    for (const d of domains) {
+      handles.push(await d.start({ config, log: log.child({ domain: d.name }), nc, host: actorHost, stores, clock }));
+      log.info({ domain: d.name }, 'domain started');
+    }
+
+    const running: RunningSystem = { nc, stores, host: actorHost, caller: actorHost.caller, stop: async () => undefined };
+    if (gateways.length > 0) {
+      const { SVC_JWT_SECRET } = requireSecrets(config, ['SVC_JWT_SECRET']);
+      const caller = new Caller(() => nats.current, catalogue, config.SVC_REQUEST_TIMEOUT_MS);
+      const kv = await stores.kv();
+      const deps: GatewayDeps = {
+        caller,
+        requestTimeoutMs: config.SVC_REQUEST_TIMEOUT_MS,
+        // Verified on the same clock the identity actors sign with, so expiry is one notion of time everywhere.
+        auth: new TokenAuthenticator(new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL, () => clock.now()), caller, new AccessCache(kv), () => clock.now()),
+        guard: rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT }, onceEvery(10_000, (err) => log.warn({ err }, 'rate limiter unavailable; requests pass unlimited'))),
+      };
+      if (gateways.includes('console')) {
+        const gw = await buildConsoleGateway({ config, log: log.child({ gateway: 'console' }), nats, deps, version: VERSION });
+        running.console = gw.app;
+        closers.push(async () => {
+          await gw.app.close();
+          await gw.close();
+        });
+        if (opts.listen !== false) await gw.app.listen({ host: config.SVC_SERVER_BIND, port: config.SVC_SERVER_PORT });
+      }
+      if (gateways.includes('invoicing')) {
+        const gw = await buildInvoicingGateway({ config, log: log.child({ gateway: 'invoicing' }), deps, version: VERSION });
+        running.invoicing = gw.app;
+        closers.push(async () => {
+          await gw.app.close();
+          await gw.close();
+        });
+        if (opts.listen !== false) await gw.app.listen({ host: config.SVC_SERVER_BIND, port: config.SVC_INVOICING_PORT });
+      }
+    }
+    let stopping: Promise<void> | undefined;
+    running.stop = () => (stopping ??= shutdown());
+    return running;
+  } catch (err) {
+    await shutdown();
+    throw err;
+  }
+}
+
+/** Calls `fn` at most once per `ms`: one log line per outage period, not one per request. */
+function onceEvery<A extends unknown[]>(ms: number, fn: (...args: A) => void): (...args: A) => void {
+  let last = 0;
+  return (...args) => {
+    const now = Date.now();
+    if (now - last < ms) return;
+    last = now;
+    fn(...args);
+  };
 }
 
 async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig();
+    selectProcess(config);
   } catch (err) {
     process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(2);
   }
+  setNamespace(config.SVC_NAMESPACE);
   const log = createLogger(config.SVC_LOG_LEVEL);
+  const unknown = unknownVariables();
+  if (unknown.length > 0) log.warn({ variables: unknown }, `ignoring unknown variable(s) ${unknown.join(', ')}: nothing reads them (a typo?)`);
   try {
     const system = await startSystem({ config, log });
     onShutdown(log, () => system.stop());
@@ -125,7 +185,10 @@ async function main(): Promise<void> {
       'system started',
     );
   } catch (err) {
-    log.fatal({ err }, 'start-up failed');
+    const message = err instanceof Error ? err.message : String(err);
+    log.fatal({ err }, `start-up failed: ${message}`);
+    // Also on stderr without the JSON around it, for whoever reads a crash loop's output.
+    process.stderr.write(`start-up failed: ${message}\n`);
     process.exit(1);
   }
 }

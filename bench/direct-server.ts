@@ -1,7 +1,6 @@
 // The comparison path of the foundation benchmark: the same authenticated GET /api/v1/clients answered by a bare
 // Fastify route that verifies the token, resolves access through the same cache and runs the fleet actor's own list
 // handler in-process — everything the actor path does except the NATS hops, envelopes and zod parsing.
-import type { NatsConnection } from '@nats-io/transport-node';
 import Fastify from 'fastify';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
@@ -12,7 +11,10 @@ import { AccessTokens } from '../actors/identity/crypto.ts';
 import type { Cat } from '../contracts/catalogue.ts';
 import { systemClock } from '../actors/runtime/clock.ts';
 import { loadConfig } from '../actors/runtime/config.ts';
+import { connectNats } from '../actors/runtime/nats.ts';
 import type { RequestScope } from '../actors/runtime/serve.ts';
+import { formatTraceparent, newTrace } from '../actors/runtime/trace.ts';
+import { DomainError } from '../contracts/errors.ts';
 import { Stores } from '../actors/runtime/stores/index.ts';
 
 const config = loadConfig();
@@ -22,8 +24,9 @@ const orm = await stores.orm();
 const kv = await stores.kv();
 const resolver = new AccessResolver(() => orm.em.fork(), kv, systemClock);
 const tokens = new AccessTokens(config.SVC_JWT_SECRET!, config.SVC_JWT_ACCESS_TTL);
-// The list handler reads and never audits; it gets no broker.
-const list = clientHandlers({ orm, access: resolver, audit: new AuditRecorder(undefined as unknown as NatsConnection, systemClock) })['svc.fleet.clients.list']!;
+// The list handler reads and never audits; the recorder gets a real connection all the same (nothing is typed away).
+const nc = await connectNats(config.SVC_NATS_URL, 'bench-direct', log);
+const list = clientHandlers({ orm, access: resolver, audit: new AuditRecorder(nc, systemClock) })['svc.fleet.clients.list']!;
 
 const app = Fastify();
 app.get('/api/v1/clients', async (req, reply) => {
@@ -36,11 +39,23 @@ app.get('/api/v1/clients', async (req, reply) => {
     principal: { kind: 'user' as const, user_id: user.user_id, session_id: claims.sid, email: user.email, is_super_admin: user.is_super_admin, mfa_enabled: user.mfa_enabled },
     access: user.access,
   };
-  const scope = { ctx, log, signal: new AbortController().signal, deadline: Date.now() + 10_000, subject: 'svc.fleet.clients.list' } as unknown as RequestScope<Cat>;
+  const scope: RequestScope<Cat> = {
+    ctx,
+    log,
+    signal: new AbortController().signal,
+    deadline: Date.now() + 10_000,
+    subject: 'svc.fleet.clients.list',
+    traceparent: formatTraceparent(newTrace()),
+    call: () => Promise.reject(new DomainError('internal_error', 'the direct path makes no calls')),
+  };
   const page = await list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope);
   return { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } };
 });
 await app.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_DIRECT_PORT ?? 18090) });
 process.on('SIGTERM', () => {
-  void app.close().then(() => stores.close()).then(() => process.exit(0));
+  void app
+    .close()
+    .then(() => nc.drain())
+    .then(() => stores.close())
+    .then(() => process.exit(0));
 });

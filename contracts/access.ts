@@ -30,8 +30,6 @@ export function clientsWith(ctx: CallerContext, permission: string): 'all' | str
     .map(([id]) => id);
 }
 
-export const isSuperAdmin = (ctx: CallerContext): boolean => ctx.access?.super_admin === true;
-
 export function requireUser(ctx: CallerContext): Extract<CallerContext['principal'], { kind: 'user' }> {
   if (ctx.principal.kind !== 'user') throw new DomainError(ctx.principal.kind === 'anonymous' ? 'unauthorized' : 'forbidden', 'this action needs a signed-in user');
   return ctx.principal;

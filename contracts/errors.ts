@@ -38,8 +38,6 @@ export class DomainError extends Error {
   }
 }
 
-export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;
-
 /** "body.email: Invalid email address; body.password: Too small" — names each failing field and why. */
 export function describeZodError(error: z.ZodError, root?: string): string {
   return error.issues
@@ -49,10 +47,4 @@ export function describeZodError(error: z.ZodError, root?: string): string {
       return path ? `${path}: ${issue.message}` : issue.message;
     })
     .join('; ');
-}
-
-export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, root?: string): z.output<T> {
-  const result = schema.safeParse(value);
-  if (!result.success) throw new DomainError('bad_request', describeZodError(result.error, root));
-  return result.data;
 }

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
-# The analytics store the tests use (test/support/env.ts), so its DDL is applied there too.
+# PostgreSQL is migrated here once. The analytics DDL goes to a scratch chDB directory: each vitest run uses a
+# private one (vitest.config.ts) that the test system migrates itself, and the app's ./data/analytics stays untouched.
 export SVC_ANALYTICS_PATH="${SVC_ANALYTICS_PATH:-./data/analytics-test}"
 npm run migrate
 mkdir -p data

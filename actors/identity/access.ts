@@ -28,13 +28,13 @@ export class AccessCache {
   constructor(private readonly kv: KvStore) {}
 
   async user(userId: string): Promise<ResolvedUser | null> {
-    const raw = await this.kv.get(userKey(userId));
+    const raw = await this.kv.get(userKey(userId)).catch(() => null);
     return raw ? parseJson(raw, ResolvedUser) : null;
   }
 
   /** The cached service account of a key and when the key expires (null: never). */
   async apiKey(apiKey: string): Promise<CachedKey | null> {
-    const raw = await this.kv.get(keyKey(sha256(apiKey)));
+    const raw = await this.kv.get(keyKey(sha256(apiKey))).catch(() => null);
     return raw ? parseJson(raw, CachedKey) : null;
   }
 }
@@ -103,7 +103,7 @@ export class AccessResolver {
       mfa_enabled: user.mfa_enabled,
       access: { super_admin: user.is_super_admin, all_clients: [], clients: user.is_super_admin ? {} : await computeClientAccess(em, userId) },
     };
-    await this.kv.set(userKey(userId), JSON.stringify(resolved), { ttlMs: ACCESS_CACHE_MS });
+    await this.remember(userKey(userId), resolved);
     return resolved;
   }
 
@@ -120,12 +120,17 @@ export class AccessResolver {
         ? { super_admin: false, all_clients: perms, clients: {} }
         : { super_admin: false, all_clients: [], clients: Object.fromEntries(sa.client_scope.map((c) => [c, perms])) };
       entry = { resolved: { service_account_id: sa.id, name: sa.name, access }, expires_at: sa.expires_at ? sa.expires_at.getTime() : null };
-      await this.kv.set(keyKey(hash), JSON.stringify(entry), { ttlMs: ACCESS_CACHE_MS });
+      await this.remember(keyKey(hash), entry);
       // last_used_at is kept on each resolution from the database, so to within the cache lifetime (15 minutes),
       // without a write on every request.
       if (!entry.expires_at || entry.expires_at > this.clock.now()) await em.nativeUpdate(ServiceAccountEntity, { id: sa.id }, { last_used_at: new Date(this.clock.now()) });
     }
     return liveKey(entry, this.clock.now());
+  }
+
+  /** An unreachable cache is a miss, not an outage: resolution then costs the database reads (logged by the store). */
+  private async remember(key: string, value: unknown): Promise<void> {
+    await this.kv.set(key, JSON.stringify(value), { ttlMs: ACCESS_CACHE_MS }).catch(() => undefined);
   }
 
   /** Drops cached access of these users (membership, assignment, role, status changes). */

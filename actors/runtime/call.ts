@@ -4,11 +4,13 @@ import { ReplyEnvelope, Headers } from '../../contracts/envelope.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
 import { wireRequestSubject } from './namespace.ts';
+import { formatTraceparent, newTrace, parseTraceparent } from './trace.ts';
 
 export interface CallOptions {
   /** Absolute deadline (epoch ms); the request is abandoned with `timeout` when it passes. */
   deadline?: number;
   timeoutMs?: number;
+  /** W3C `traceparent` of the calling span; absent or malformed, the call starts a new trace. */
   traceparent?: string;
 }
 
@@ -24,7 +26,7 @@ export class Caller<C extends Catalogue> {
   ) {}
 
   async call<S extends SubjectName<C>>(subject: S, input: RequestIn<C, S>, ctx: CallerContext, opts: CallOptions = {}): Promise<ReplyOut<C, S>> {
-    if (!(subject in this.catalogue)) throw new DomainError('internal_error', `unknown subject ${subject}`);
+    if (!Object.hasOwn(this.catalogue, subject)) throw new DomainError('internal_error', `unknown subject ${subject}`);
     const nc = this.getConnection();
     if (!nc) throw new DomainError('unavailable', 'message broker unavailable');
     const deadline = opts.deadline ?? Date.now() + (opts.timeoutMs ?? this.defaultTimeoutMs);
@@ -33,7 +35,7 @@ export class Caller<C extends Catalogue> {
     const h = natsHeaders();
     h.set(Headers.requestId, ctx.request_id);
     h.set(Headers.deadline, String(deadline));
-    if (opts.traceparent) h.set(Headers.traceparent, opts.traceparent);
+    h.set(Headers.traceparent, formatTraceparent(parseTraceparent(opts.traceparent) ?? newTrace()));
     let raw: Uint8Array;
     try {
       const msg = await nc.request(wireRequestSubject(subject), encoder.encode(JSON.stringify({ ctx, input })), { timeout, headers: h });
@@ -41,7 +43,13 @@ export class Caller<C extends Catalogue> {
     } catch (err) {
       throw translateNatsError(err, subject);
     }
-    const envelope = ReplyEnvelope.safeParse(JSON.parse(decoder.decode(raw)));
+    let body: unknown;
+    try {
+      body = JSON.parse(decoder.decode(raw));
+    } catch {
+      throw new DomainError('internal_error', `reply on ${subject} is not JSON`);
+    }
+    const envelope = ReplyEnvelope.safeParse(body);
     if (!envelope.success) throw new DomainError('internal_error', `malformed reply on ${subject}`);
     if (!envelope.data.ok) {
       const { code, message, details } = envelope.data.error;

@@ -77,6 +77,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return result.data;
 }
 
+/** SVC_* names read by the scripts rather than the services (scripts/setup.sh). */
+const SCRIPT_VARIABLES = new Set(['SVC_SETUP_QUIET', 'SVC_SETUP_WAIT']);
+
+/** SVC_* variables set in `env` that nothing reads: most likely a typo (SVC_ENABLE_DEBUG_ENDPOINT), worth a warning. */
+export function unknownVariables(env: NodeJS.ProcessEnv = process.env): string[] {
+  return Object.keys(env)
+    .filter((k) => k.startsWith('SVC_') && !Object.hasOwn(ConfigSchema.shape, k) && !SCRIPT_VARIABLES.has(k))
+    .sort();
+}
+
 /** Secrets the identity domain cannot run without; checked only by processes that need them. */
 export function requireSecrets<K extends 'SVC_JWT_SECRET' | 'SVC_MFA_ENCRYPTION_KEY'>(config: Config, keys: readonly K[]): { [P in K]: string } {
   const missing = keys.filter((k) => !config[k]);

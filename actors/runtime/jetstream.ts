@@ -35,6 +35,7 @@ import {
 } from '../../contracts/streams.ts';
 import type { Logger } from './logger.ts';
 import { wireDurableName, wireDurableSubject } from './namespace.ts';
+import { parseTraceparent } from './trace.ts';
 
 // JetStream API error codes we branch on (server/errors.json).
 const STREAM_NAME_IN_USE = 10058;
@@ -293,7 +294,8 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     const deliveryCount = m.info.deliveryCount;
     const msgId = m.headers?.get('Nats-Msg-Id') || undefined;
     const requestId = m.headers?.get(Headers.requestId) || undefined;
-    const mlog = log.child({ subject: m.subject, seq: m.seq, delivery: deliveryCount, ...(requestId ? { request_id: requestId } : {}) });
+    const traceId = parseTraceparent(m.headers?.get(Headers.traceparent))?.traceId;
+    const mlog = log.child({ subject: m.subject, seq: m.seq, delivery: deliveryCount, ...(requestId ? { request_id: requestId } : {}), ...(traceId ? { trace_id: traceId } : {}) });
 
     let payload: T;
     try {
@@ -352,7 +354,7 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
         const messages = await openMessages(nc, stream, consumerConfig, concurrency, log);
         current = messages;
         if (stopping.signal.aborted) {
-          await messages.close();
+          await messages.close().catch(() => undefined);
           return;
         }
         watchStatus(messages, log);
@@ -447,6 +449,7 @@ function headerValue(s: string): string {
 export interface PublishDurableOptions {
   /** Sets `Nats-Msg-Id`: a publish retried with the same id inside the stream's duplicate window is stored once. */
   msgId?: string;
+  /** Extra headers, e.g. `{ [Headers.requestId]: ctx.request_id, traceparent: scope.traceparent }` so the consumer's logs join the request's. */
   headers?: Record<string, string>;
   timeoutMs?: number;
 }

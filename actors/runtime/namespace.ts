@@ -6,8 +6,10 @@
  */
 const NS = /^[a-z0-9_-]{1,32}$/i;
 
-let current = process.env.SVC_NAMESPACE ?? '';
-if (current && !NS.test(current)) throw new Error('SVC_NAMESPACE must be 1-32 letters, digits, _ or -');
+// Read at import so every module agrees from the start; a malformed value is left to the config check
+// (loadConfig names SVC_NAMESPACE), and main.ts sets the validated value with setNamespace before anything connects.
+const fromEnv = process.env.SVC_NAMESPACE ?? '';
+let current = NS.test(fromEnv) ? fromEnv : '';
 
 export const namespace = (): string => current;
 

@@ -1,35 +1,75 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from './logger.ts';
 
 /**
- * Connects and keeps reconnecting forever, with jitter so a fleet of processes does not reconnect in lock-step.
- * `waitOnFirstConnect` lets a process start while NATS is still down: the promise settles once a server answers.
+ * Reconnect forever, with jitter so a fleet of processes does not reconnect in lock-step; ping every 20 s so a
+ * connection whose peer vanished without a FIN is noticed within a minute instead of the client's default four.
+ */
+const RECONNECT: Partial<ConnectionOptions> = {
+  maxReconnectAttempts: -1,
+  reconnectTimeWait: 1000,
+  reconnectJitter: 500,
+  pingInterval: 20_000,
+  maxPingOut: 2,
+};
+
+/** How long `close()` lets a drain run (it cannot finish while the server is unreachable) before closing outright. */
+const DRAIN_TIMEOUT_MS = 5_000;
+
+/**
+ * Connects and keeps reconnecting forever. `waitOnFirstConnect` lets a process start while NATS is still down: the
+ * promise settles once a server answers.
  */
 export async function connectNats(url: string, name: string, log: Logger): Promise<NatsConnection> {
-  const nc = await connect({
-    servers: url.split(','),
-    name,
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 1000,
-    reconnectJitter: 500,
-    waitOnFirstConnect: true,
-    pingInterval: 20_000,
-  });
+  const nc = await connect({ servers: url.split(','), name, ...RECONNECT, waitOnFirstConnect: true });
+  watchStatus(nc, log, () => undefined);
+  return nc;
+}
+
+function watchStatus(nc: NatsConnection, log: Logger, connected: (up: boolean) => void): void {
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'error') log.warn({ nats: s.type }, 'nats connection status');
+      if (s.type === 'disconnect') {
+        connected(false);
+        log.warn({ nats: s.type, server: s.server }, 'nats disconnected; reconnecting');
+      } else if (s.type === 'reconnect') {
+        connected(true);
+        log.info({ nats: s.type, server: s.server }, 'nats reconnected');
+      } else if (s.type === 'error' || s.type === 'staleConnection' || s.type === 'slowConsumer') {
+        log.warn({ nats: s.type }, 'nats connection status');
+      } else if (s.type === 'close') {
+        connected(false);
+      }
     }
-  })();
-  return nc;
+  })().catch((err: unknown) => log.warn({ err }, 'nats status watcher ended'));
+}
+
+/** Drains `nc` (flushes what is pending, ends subscriptions), bounded: a connection that cannot drain is closed. */
+export async function closeNats(nc: NatsConnection, log: Logger, timeoutMs = DRAIN_TIMEOUT_MS): Promise<void> {
+  if (nc.isClosed()) return;
+  let timer: NodeJS.Timeout | undefined;
+  const drained = nc.drain().then(
+    () => true,
+    () => false,
+  );
+  const ok = await Promise.race([drained, new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
+  clearTimeout(timer);
+  if (!ok) {
+    log.warn('nats drain did not finish; closing the connection');
+    await nc.close().catch(() => undefined);
+  }
 }
 
 /**
  * A connection that is being established in the background. Gateways start serving probes at once and answer 503
  * while NATS is unreachable instead of refusing to start; `close()` also stops a connect loop still trying.
+ * Once connected, the client reconnects by itself forever; while it is disconnected `current` is undefined, so
+ * callers answer `unavailable` at once instead of waiting for their deadline.
  */
 export class LazyNats {
   private nc: NatsConnection | undefined;
   private closed = false;
+  private connected = false;
   readonly ready: Promise<NatsConnection>;
   constructor(
     private readonly url: string,
@@ -44,12 +84,15 @@ export class LazyNats {
     for (let attempt = 0; ; attempt++) {
       if (this.closed) throw new Error('closed before connecting');
       try {
-        const nc = await connect({ servers: this.url.split(','), name: this.name, maxReconnectAttempts: -1, reconnectTimeWait: 1000, reconnectJitter: 500, timeout: 2000 });
+        const nc = await connect({ servers: this.url.split(','), name: this.name, ...RECONNECT, timeout: 2000 });
         if (this.closed) {
           await nc.close();
           throw new Error('closed before connecting');
         }
         this.nc = nc;
+        this.connected = true;
+        watchStatus(nc, this.log, (up) => (this.connected = up));
+        if (attempt > 0) this.log.info({ url: this.url, attempts: attempt + 1 }, 'nats connected');
         return nc;
       } catch (err) {
         if (this.closed) throw err;
@@ -59,22 +102,28 @@ export class LazyNats {
     }
   }
 
+  /** The connection while it is up; undefined before the first connect, while reconnecting, and after close. */
   get current(): NatsConnection | undefined {
-    return this.nc && !this.nc.isClosed() ? this.nc : undefined;
+    return this.nc && this.connected && !this.nc.isClosed() ? this.nc : undefined;
   }
+
   /** Round-trip to the server, bounded; false when disconnected. */
   async healthy(timeoutMs = 1000): Promise<boolean> {
     const nc = this.current;
     if (!nc) return false;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([nc.flush(), new Promise((_, rej) => setTimeout(() => rej(new Error('timeout')), timeoutMs))]);
+      await Promise.race([nc.flush(), new Promise((_, rej) => (timer = setTimeout(() => rej(new Error('timeout')), timeoutMs)))]);
       return true;
     } catch {
       return false;
+    } finally {
+      clearTimeout(timer);
     }
   }
+
   async close(): Promise<void> {
     this.closed = true;
-    if (this.nc && !this.nc.isClosed()) await this.nc.drain();
+    if (this.nc) await closeNats(this.nc, this.log);
   }
 }

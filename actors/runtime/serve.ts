@@ -8,15 +8,19 @@ import { domainOf, type Catalogue, type DomainSubjects, type ReplyIn, type Reply
 import { Caller, type CallOptions } from './call.ts';
 import type { Logger } from './logger.ts';
 import { wireRequestSubject } from './namespace.ts';
+import { continueTrace, formatTraceparent } from './trace.ts';
 
-/** What a handler gets besides its parsed input. `call` propagates the request id and the deadline. */
+/** What a handler gets besides its parsed input. `call` propagates the request id, the deadline and the trace. */
 export interface RequestScope<C extends Catalogue> {
   ctx: CallerContext;
+  /** Child logger with request_id, subject and trace_id. */
   log: Logger;
   /** Aborted when the caller's deadline passes: long work should stop. */
   signal: AbortSignal;
   deadline: number;
   subject: string;
+  /** This request's span (W3C traceparent): pass it on (e.g. in durable-publish headers) to keep one trace. */
+  traceparent: string;
   call: <S extends SubjectName<C>>(subject: S, input: RequestIn<C, S>, opts?: CallOptions) => Promise<ReplyOut<C, S>>;
 }
 
@@ -26,6 +30,9 @@ export type Handlers<C extends Catalogue, D extends string> = Partial<{ [S in Do
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** No request may hold an actor longer than this, whatever deadline its header claims (agents speak NATS directly). */
+export const MAX_REQUEST_MS = 300_000;
+
 /**
  * Hosts actors in one process. Each actor is a NATS micro-service whose endpoints listen in the domain's queue
  * group, so `$SRV.PING|INFO|STATS` answer and instances of the same domain share the load.
@@ -33,30 +40,31 @@ const decoder = new TextDecoder();
 export class ActorHost<C extends Catalogue> {
   private readonly services: Service[] = [];
   private readonly inflight = new Set<Promise<void>>();
-  private stopping = false;
+  private draining: Promise<void> | undefined;
   readonly caller: Caller<C>;
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly catalogue: C,
     private readonly log: Logger,
-    defaultTimeoutMs = 10_000,
+    private readonly defaultTimeoutMs = 10_000,
   ) {
     this.caller = new Caller(() => (nc.isClosed() ? undefined : nc), catalogue, defaultTimeoutMs);
   }
 
-  get inflightCount(): number {
-    return this.inflight.size;
-  }
-
   /** Serves `handlers` as the actor `name` of `domain`; every subject must belong to that domain. */
   async serve<D extends string>(domain: D, name: string, handlers: Handlers<C, D>, version = '1.0.0'): Promise<void> {
+    if (this.draining) throw new Error(`cannot serve ${name}: the actor host is draining`);
+    const entries = Object.entries(handlers) as [SubjectName<C>, Handler<C, SubjectName<C>>][];
+    // Checked before anything is subscribed, so a wrong table fails start-up without leaving a half-served actor.
+    for (const [subject] of entries) {
+      if (domainOf(subject) !== domain) throw new Error(`${subject} does not belong to domain ${domain}`);
+      if (!Object.hasOwn(this.catalogue, subject)) throw new Error(`${subject} is not in the catalogue`);
+    }
     const svc = await new Svcm(this.nc).add({ name, version, queue: domain, description: `${domain} actor ${name}` });
     this.services.push(svc);
-    for (const [subject, handler] of Object.entries(handlers) as [SubjectName<C>, Handler<C, SubjectName<C>>][]) {
-      if (domainOf(subject) !== domain) throw new Error(`${subject} does not belong to domain ${domain}`);
-      const spec = this.catalogue[subject];
-      if (!spec) throw new Error(`${subject} is not in the catalogue`);
+    for (const [subject, handler] of entries) {
+      const spec = this.catalogue[subject]!;
       svc.addEndpoint(subject.replaceAll('.', '_'), {
         subject: wireRequestSubject(subject),
         queue: domain,
@@ -66,30 +74,33 @@ export class ActorHost<C extends Catalogue> {
             this.log.error({ err, subject }, 'endpoint failed');
             return;
           }
-          if (this.stopping) {
-            // Not ours to take any more: say so quickly instead of letting the caller time out.
-            msg.respond(encoder.encode(JSON.stringify(errorEnvelope(new DomainError('unavailable', 'actor is shutting down')))));
-            return;
-          }
-          const p = this.handle(subject, handler, msg).finally(() => this.inflight.delete(p));
+          // Messages still arriving while a drain unsubscribes were already routed here: they are handled, not refused.
+          const p = this.handle(subject, handler, msg)
+            .catch((e: unknown) => this.log.error({ err: e, subject }, 'request handling failed'))
+            .finally(() => this.inflight.delete(p));
           this.inflight.add(p);
         },
       });
     }
-    this.log.info({ domain, actor: name, subjects: Object.keys(handlers).length }, 'actor serving');
+    this.log.info({ domain, actor: name, subjects: entries.length }, 'actor serving');
   }
 
   private async handle(subject: SubjectName<C>, handler: Handler<C, SubjectName<C>>, msg: ServiceMsg): Promise<void> {
     const spec = this.catalogue[subject]!;
-    const deadline = Number(msg.headers?.get(Headers.deadline)) || Date.now() + 10_000;
+    const now = Date.now();
+    const claimed = Number(msg.headers?.get(Headers.deadline));
+    const deadline = Number.isFinite(claimed) && claimed > 0 ? Math.min(claimed, now + MAX_REQUEST_MS) : now + this.defaultTimeoutMs;
     const requestId = msg.headers?.get(Headers.requestId) || randomUUID();
-    const log = this.log.child({ request_id: requestId, subject });
+    const trace = continueTrace(msg.headers?.get(Headers.traceparent));
+    const traceparent = formatTraceparent(trace);
+    const log = this.log.child({ request_id: requestId, subject, trace_id: trace.traceId });
     const started = performance.now();
     let reply: ReplyEnvelope;
     const ac = new AbortController();
-    const remaining = deadline - Date.now();
+    const remaining = deadline - now;
     if (remaining <= 0) {
-      log.warn('request arrived after its deadline; dropped');
+      // The caller has given up already: an answer would go nowhere. (Clocks of caller and actor must agree: NTP.)
+      log.warn({ late_ms: -remaining }, 'request arrived after its deadline; dropped');
       return;
     }
     const timer = setTimeout(() => ac.abort(new DomainError('timeout', 'deadline passed')), remaining);
@@ -111,7 +122,14 @@ export class ActorHost<C extends Catalogue> {
         signal: ac.signal,
         deadline,
         subject,
-        call: (s, input, opts) => this.caller.call(s, input, ctx, { deadline, traceparent: msg.headers?.get(Headers.traceparent), ...opts }),
+        traceparent,
+        // A nested call may ask for less time than is left, never for more.
+        call: (s, input, opts = {}) =>
+          this.caller.call(s, input, ctx, {
+            traceparent,
+            ...opts,
+            deadline: Math.min(deadline, opts.deadline ?? deadline, opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : deadline),
+          }),
       };
       const out = await handler(parsed.data as RequestOut<C, SubjectName<C>>, scope);
       const checked = spec.reply.safeParse(out);
@@ -121,33 +139,81 @@ export class ActorHost<C extends Catalogue> {
       }
       reply = { ok: true, data: checked.data };
     } catch (err) {
-      if (err instanceof DomainError) {
-        reply = errorEnvelope(err);
-      } else {
-        log.error({ err }, 'handler failed');
-        reply = errorEnvelope(new DomainError('internal_error', 'internal error'));
-      }
+      const domainError = toReplyError(err);
+      if (!(err instanceof DomainError)) log.error({ err, code: domainError.code }, 'handler failed');
+      reply = errorEnvelope(domainError);
     } finally {
       clearTimeout(timer);
     }
     if (Date.now() > deadline) {
       log.warn({ ms: Math.round(performance.now() - started) }, 'finished after the deadline');
     }
-    if (!reply.ok && reply.error.code === 'internal_error') msg.respondError(500, reply.error.message, encoder.encode(JSON.stringify(reply)));
-    else msg.respond(encoder.encode(JSON.stringify(reply)));
+    let payload: Uint8Array;
+    try {
+      payload = encoder.encode(JSON.stringify(reply));
+    } catch (err) {
+      // A reply zod accepted but JSON cannot carry (a bigint, a cycle): a bug, answered as one.
+      log.error({ err }, 'reply is not serializable');
+      reply = errorEnvelope(new DomainError('internal_error', 'internal error'));
+      payload = encoder.encode(JSON.stringify(reply));
+    }
+    try {
+      if (!reply.ok && reply.error.code === 'internal_error') msg.respondError(500, reply.error.message, payload);
+      else msg.respond(payload);
+    } catch (err) {
+      // The connection closed under us: the caller times out, nothing else to do here.
+      log.warn({ err }, 'could not send the reply');
+      return;
+    }
     log.debug({ ms: Math.round(performance.now() - started), ok: reply.ok }, 'handled');
   }
 
-  /** Stop taking work, let in-flight requests finish (bounded), then stop the services. */
-  async drain(graceMs = 15_000): Promise<void> {
-    this.stopping = true;
-    // Unsubscribing first means queue-group peers get the new messages.
-    await Promise.all(this.services.map((s) => s.stop().catch(() => undefined)));
-    const all = Promise.allSettled([...this.inflight]);
-    await Promise.race([all, new Promise((r) => setTimeout(r, graceMs))]);
+  /**
+   * Stops taking work (each endpoint's subscription is drained, so queue-group peers get new requests and what was
+   * already routed here is still handled), lets in-flight requests finish (bounded by `graceMs`), and resolves.
+   * Idempotent. The connection itself is the caller's to close afterwards.
+   */
+  drain(graceMs = 15_000): Promise<void> {
+    this.draining ??= (async () => {
+      await Promise.all(this.services.map((s) => s.stop().catch((err: unknown) => this.log.warn({ err }, 'service stop failed'))));
+      const all = Promise.allSettled([...this.inflight]);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+      clearTimeout(timer);
+      if (timedOut) this.log.warn({ inflight: this.inflight.size, grace_ms: graceMs }, 'drain grace period over; requests still in flight are abandoned');
+    })();
+    return this.draining;
   }
 }
 
 function errorEnvelope(err: DomainError): ReplyEnvelope {
   return { ok: false, error: err.toBody() };
+}
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+// PostgreSQL SQLSTATEs of an unreachable or refusing server: class 08 (connection exception), 57P01-03 (shutdown,
+// crash, starting up), 53300 (too many connections).
+const PG_UNAVAILABLE = /^(08\w{3}|57P0[123]|53300)$/;
+const UNAVAILABLE_MESSAGES = /Connection is closed|Command timed out|Stream isn't writeable|timeout exceeded when trying to connect|Connection terminated/i;
+
+/** True when `err` (or one of its causes) says a backing store or peer cannot be reached right now. */
+export function isUnavailableError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as Error & { code?: unknown }).code;
+    if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_UNAVAILABLE.test(code))) return true;
+    if (e.name === 'MaxRetriesPerRequestError' || e.name === 'ConnectionException') return true;
+    if (UNAVAILABLE_MESSAGES.test(e.message)) return true;
+    if (e.name === 'TsdbError' && (e as Error & { status?: unknown }).status === 0) return true;
+  }
+  return false;
+}
+
+/**
+ * What the caller is told about a thrown error: a DomainError as it is; a store or peer that cannot be reached as
+ * `unavailable` (503: try again); anything else as `internal_error`. Neither carries the original message or stack.
+ */
+export function toReplyError(err: unknown): DomainError {
+  if (err instanceof DomainError) return err;
+  if (isUnavailableError(err)) return new DomainError('unavailable', 'a backing service is temporarily unavailable');
+  return new DomainError('internal_error', 'internal error');
 }

@@ -6,6 +6,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { createGatewayApp, type GatewayApp } from '../shared/app.ts';
 import type { GatewayDeps } from '../shared/bridge.ts';
 import { PostgresProbe, withTimeout } from '../shared/probes.ts';
+import { traceparentOf } from '../shared/request-context.ts';
 import { registerInvoicingRoutes } from './routes/index.ts';
 
 export interface InvoicingGatewayOptions {
@@ -22,6 +23,13 @@ export async function buildInvoicingGateway(opts: InvoicingGatewayOptions): Prom
   const app = await createGatewayApp(
     { style: 'invoicing', title: 'Invoicing API', version: opts.version, config: opts.config, log: opts.log },
     async (app) => {
+      // As on the console: an unknown /api/ route still counts against the general limit; the probes never do.
+      const guard = opts.deps.guard;
+      if (guard) {
+        app.addHook('onRequest', async (req) => {
+          if (req.is404 && req.url.startsWith('/api/')) await guard(req, 'api');
+        });
+      }
       // Liveness touches no store.
       app.get(
         '/healthz',
@@ -30,7 +38,7 @@ export async function buildInvoicingGateway(opts: InvoicingGatewayOptions): Prom
       );
       app.get('/readyz', { schema: { hide: true } }, async (req, reply) => {
         const analytics = opts.deps.caller
-          .call('svc.invoice.health', {}, anonymousContext(req.id), { timeoutMs: 2000 })
+          .call('svc.invoice.health', {}, anonymousContext(req.id), { timeoutMs: 2000, traceparent: traceparentOf(req) })
           .then((r) => r.analytics_store)
           .catch((err: unknown) => `unreachable: ${err instanceof DomainError ? err.message : 'unknown error'}`);
         const [relational, analyticsStatus] = await Promise.all([withTimeout(pgProbe.check(), 2500, 'timeout'), withTimeout(analytics, 2500, 'timeout')]);

@@ -9,6 +9,7 @@ import type { Config } from '../../actors/runtime/config.ts';
 import type { Logger } from '../../actors/runtime/logger.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { sendError, toDomainError, type ServiceStyle } from './errors.ts';
+import { traceOf } from './request-context.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -71,6 +72,9 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
     // One access line per request is written by the onResponse hook below, with the request id.
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: true },
+    // While closing, a request that still arrives (on a kept-alive connection) gets the service's own 503 envelope
+    // from the hook below instead of Fastify's body; Fastify still marks the connection to close.
+    return503OnClosing: false,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -78,24 +82,36 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
   // the catalogue, so the gateway serializes plain JSON instead of parsing every reply a second time.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (req, reply) => {
     void reply.header('x-request-id', req.id);
+    // In-flight requests finish; new ones are told to go elsewhere.
+    if (closing) return sendError(opts.style, req, reply, new DomainError('unavailable', 'the server is shutting down; retry'));
   });
   app.addHook('onResponse', async (req, reply) => {
-    req.log.info({ request_id: req.id, method: req.method, url: redactUrl(req.url, req.routeOptions.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    req.log.info(
+      { request_id: req.id, trace_id: traceOf(req).traceId, method: req.method, url: redactUrl(req.url, req.routeOptions.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
   });
 
   app.setErrorHandler((err, req, reply) => {
     const domain = toDomainError(err);
-    if (domain.code === 'internal_error' && !(err instanceof DomainError)) req.log.error({ err, request_id: req.id }, 'unhandled error');
+    if (domain.code === 'internal_error') req.log.error({ err, request_id: req.id, trace_id: traceOf(req).traceId }, 'unhandled error');
     return sendError(opts.style, req, reply, domain);
   });
   app.setNotFoundHandler((req, reply) => sendError(opts.style, req, reply, new DomainError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
 
   const origins = opts.config.SVC_CORS_ORIGINS;
+  const anyOrigin = origins.includes('*');
   await app.register(cors, {
-    origin: origins.includes('*') ? true : origins.length > 0 ? origins : false,
-    credentials: true,
+    // `*` answers a literal `*` and never allows credentials: reflecting any origin with credentials would let every
+    // site make credentialed requests. A list of origins is echoed back, with credentials.
+    origin: anyOrigin ? '*' : origins.length > 0 ? origins : false,
+    credentials: !anyOrigin,
     exposedHeaders: ['x-request-id', 'retry-after', 'content-disposition'],
   });
 

@@ -6,6 +6,7 @@ import type { Cat } from '../../contracts/catalogue.ts';
 import { anonymousContext, type CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
+import { deadlineOf, traceparentOf } from './request-context.ts';
 
 const BEARER = /^Bearer\s+(\S+)$/i;
 
@@ -35,6 +36,11 @@ export class TokenAuthenticator implements Authenticator {
 
   async authenticate(req: FastifyRequest, mode: AuthMode): Promise<CallerContext> {
     const base = anonymousContext(req.id, clientInfo(req));
+    // A resolver call gets at most `timeoutMs`, and never more than what is left of the request's deadline.
+    const callOpts = (): { deadline: number; traceparent: string } => ({
+      deadline: Math.min(deadlineOf(req, this.timeoutMs), Date.now() + this.timeoutMs),
+      traceparent: traceparentOf(req),
+    });
     const authz = req.headers.authorization;
     const apiKey = req.headers['x-api-key'];
     if (typeof authz === 'string' && authz.length > 0) {
@@ -43,7 +49,7 @@ export class TokenAuthenticator implements Authenticator {
       const claims = await this.tokens.verify(token);
       const user =
         (this.cache && (await this.cached(() => this.cache!.user(claims.sub)))) ||
-        (await this.caller.call('svc.identity.access.resolve', { user_id: claims.sub }, base, { timeoutMs: this.timeoutMs }).catch((err: unknown) => {
+        (await this.caller.call('svc.identity.access.resolve', { user_id: claims.sub }, base, callOpts()).catch((err: unknown) => {
           throw err instanceof DomainError && err.code === 'bad_request' ? new DomainError('unauthorized', 'invalid token') : err;
         }));
       if (user.status !== 'active') throw new DomainError('unauthorized', 'account is not active');
@@ -58,7 +64,7 @@ export class TokenAuthenticator implements Authenticator {
       if (mode === 'user' || mode === 'enrolment') throw new DomainError('forbidden', 'this route needs a signed-in user; API keys are not accepted');
       const key = apiKey.slice(0, 256);
       const entry = this.cache ? await this.cached(() => this.cache!.apiKey(key)) : null;
-      const sa = entry ? liveKey(entry, this.now()) : await this.caller.call('svc.identity.access.resolve_key', { api_key: key }, base, { timeoutMs: this.timeoutMs });
+      const sa = entry ? liveKey(entry, this.now()) : await this.caller.call('svc.identity.access.resolve_key', { api_key: key }, base, callOpts());
       return { ...base, principal: { kind: 'service_account', service_account_id: sa.service_account_id, name: sa.name }, access: sa.access };
     }
     throw new DomainError('unauthorized', 'missing credentials: send Authorization: Bearer <token> or X-API-Key');

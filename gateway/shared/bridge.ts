@@ -6,6 +6,7 @@ import { anonymousContext, type CallerContext } from '../../contracts/context.ts
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
 import type { GatewayApp } from './app.ts';
 import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
+import { deadlineOf, setDeadline, traceparentOf } from './request-context.ts';
 
 /** What every route of a gateway needs to reach the actors. */
 export interface GatewayDeps<C extends Catalogue = Cat> {
@@ -85,14 +86,16 @@ export function bridge<
       ...(route.tags ? { tags: route.tags } : {}),
       ...(route.auth === 'public' ? {} : { security: route.auth === 'authenticated' ? [{ bearer: [] }, { apiKey: [] }] : [{ bearer: [] }] }),
     },
-    // Rate limits and authentication run before body validation so an anonymous flood costs little.
+    // Rate limits run before body validation so an anonymous flood costs little. The request's deadline starts
+    // here: the limiter, authentication (which may ask the access resolver) and the call all fit inside it.
     onRequest: async (req) => {
+      setDeadline(req, Date.now() + deps.requestTimeoutMs);
       if (deps.guard && rate !== 'none') await deps.guard(req, rate);
     },
     handler: async (req, reply) => {
       const ctx = route.auth === 'public' ? anonymousContext(req.id, clientInfo(req)) : await deps.auth.authenticate(req, route.auth);
       const input = route.input({ params: req.params as Out<P>, query: req.query as Out<Q>, body: req.body as Out<B>, ctx, req });
-      const data = await deps.caller.call(route.subject, input, ctx, { timeoutMs: deps.requestTimeoutMs, traceparent: headerOf(req, 'traceparent') });
+      const data = await deps.caller.call(route.subject, input, ctx, { deadline: deadlineOf(req, deps.requestTimeoutMs), traceparent: traceparentOf(req) });
       if (route.send) return route.send(data, reply, req);
       if (route.status === 204) return reply.status(204).send();
       if (route.paged) {
@@ -119,11 +122,6 @@ export function routeGroup<C extends Catalogue>(app: GatewayApp, deps: GatewayDe
     route: GroupRoute<C, S, P, Q, B>,
   ): void => bridge<C, S, P, Q, B>(app, deps, { ...route, auth: route.auth ?? defaults.auth, tags: route.tags ?? defaults.tags });
 }
-
-const headerOf = (req: FastifyRequest, name: string): string | undefined => {
-  const v = req.headers[name];
-  return typeof v === 'string' ? v : undefined;
-};
 
 /** Pagination query of both services: page ≥ 1 (default 1), per_page 1..100 (default 20). */
 export const PageQuery = z.object({

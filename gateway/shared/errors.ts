@@ -53,7 +53,9 @@ export const wireCode = (style: ServiceStyle, code: ErrorCode): string => (style
 export function sendError(style: ServiceStyle, req: FastifyRequest, reply: FastifyReply, err: DomainError): FastifyReply {
   const retryAfter = err.details?.retry_after_seconds;
   if (typeof retryAfter === 'number') void reply.header('retry-after', String(Math.max(1, Math.ceil(retryAfter))));
-  return reply.status(statusOf[err.code]).send({ error: { code: wireCode(style, err.code), message: err.message, request_id: req.id } });
+  // Whatever an internal error said stays in the logs: the client learns only that it happened.
+  const message = err.code === 'internal_error' ? 'internal error' : err.message;
+  return reply.status(statusOf[err.code]).send({ error: { code: wireCode(style, err.code), message, request_id: req.id } });
 }
 
 /** Turns anything thrown in a route into the service's error envelope: never a bare 500 for bad input. */

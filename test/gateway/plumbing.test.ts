@@ -1,4 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+import { once } from 'node:events';
+import { connect, type AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -6,6 +8,7 @@ import { Caller } from '../../actors/runtime/call.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { ActorHost } from '../../actors/runtime/serve.ts';
+import { parseTraceparent } from '../../actors/runtime/trace.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
 import { bridge, PageQuery, type GatewayDeps } from '../../gateway/shared/bridge.ts';
@@ -15,10 +18,11 @@ const log = createLogger('silent');
 let nc: NatsConnection;
 let host: ActorHost<TestCat>;
 
-async function buildApp(style: 'console' | 'invoicing', debug = false, timeoutMs = 400): Promise<GatewayApp> {
+async function buildApp(style: 'console' | 'invoicing', debug = false, timeoutMs = 400, guard?: GatewayDeps['guard']): Promise<GatewayApp> {
   const deps: GatewayDeps<TestCat> = {
     caller: new Caller(() => nc, testCatalogue),
     requestTimeoutMs: timeoutMs,
+    ...(guard ? { guard } : {}),
     auth: {
       authenticate: async (req) => {
         if (req.headers.authorization !== 'Bearer good') throw new DomainError('unauthorized', 'missing or invalid credentials');
@@ -36,11 +40,13 @@ async function buildApp(style: 'console' | 'invoicing', debug = false, timeoutMs
       input: ({ body }) => body,
     });
     // No gateway-side schema: proves the actor's own validation reaches the client as a 400.
-    bridge(app, deps, { method: 'POST', url: '/api/v1/raw-echo', subject: 'svc.rtest.echo', auth: 'public', input: ({ req }) => req.body as never });
+    bridge(app, deps, { method: 'POST', url: '/api/v1/raw-echo', subject: 'svc.rtest.echo', auth: 'public', input: ({ req }) => req.body as { name: string; times: number } });
     bridge(app, deps, { method: 'GET', url: '/api/v1/sleep/:ms', subject: 'svc.rtest.sleep', auth: 'authenticated', params: z.object({ ms: z.coerce.number().int() }), input: ({ params }) => params });
     bridge(app, deps, { method: 'GET', url: '/api/v1/numbers', subject: 'svc.rtest.page', auth: 'public', query: PageQuery, input: ({ query }) => query, paged: true });
     bridge(app, deps, { method: 'GET', url: '/api/v1/unserved', subject: 'svc.rtest.unserved', auth: 'public', input: () => ({}) });
     bridge(app, deps, { method: 'GET', url: '/api/v1/conflict', subject: 'svc.rtest.fail', auth: 'public', input: () => ({ code: 'conflict' as const }) });
+    bridge(app, deps, { method: 'GET', url: '/api/v1/internal', subject: 'svc.rtest.fail', auth: 'public', input: () => ({ code: 'internal_error' as const }) });
+    bridge(app, deps, { method: 'GET', url: '/api/v1/scope', subject: 'svc.rtest.scope', auth: 'public', input: () => ({}) });
   });
 }
 
@@ -57,8 +63,9 @@ beforeAll(async () => {
       return { slept: ms };
     },
     'svc.rtest.fail': async ({ code }) => {
-      throw new DomainError(code, 'state does not allow it');
+      throw new DomainError(code, code === 'internal_error' ? 'pool exhausted at db-7.internal:5432' : 'state does not allow it');
     },
+    'svc.rtest.scope': async (_input, scope) => ({ traceparent: scope.traceparent, deadline: scope.deadline, request_id: scope.ctx.request_id }),
     'svc.rtest.page': async ({ page, per_page }) => ({
       items: Array.from({ length: per_page }, (_, i) => ({ n: (page - 1) * per_page + i })),
       total: 1000,
@@ -159,6 +166,71 @@ describe('gateway plumbing', () => {
     expect(Date.now() - t0).toBeLessThan(1200);
   });
 
+  it('counts the rate limiter and authentication against the same deadline as the call', async () => {
+    // A limiter that takes 300 ms of a 400 ms budget leaves 100 ms for an actor that needs 200 ms: 504, not a 200
+    // after 500 ms.
+    const slowGuard = async (): Promise<void> => {
+      await new Promise((r) => setTimeout(r, 300));
+    };
+    const app = await buildApp('console', false, 400, slowGuard);
+    try {
+      const t0 = Date.now();
+      const res = await app.inject({ method: 'GET', url: '/api/v1/sleep/200', headers: { authorization: 'Bearer good' } });
+      expect(res.statusCode).toBe(504);
+      expect(res.json().error.code).toBe('gateway_timeout');
+      expect(Date.now() - t0).toBeLessThan(480);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('never shows an internal error message to the client', async () => {
+    const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/internal' });
+    expect(res.statusCode).toBe(500);
+    expect(res.json().error).toEqual({ code: 'internal_error', message: 'internal error', request_id: res.headers['x-request-id'] });
+  });
+
+  it('continues the client trace, or starts one, and carries the request id to the actor', async () => {
+    const given = await consoleApp.inject({
+      method: 'GET',
+      url: '/api/v1/scope',
+      headers: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'x-request-id': 'trace-req-1' },
+    });
+    const seen = parseTraceparent(given.json().data.traceparent);
+    expect(seen?.traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(seen?.spanId).not.toBe('00f067aa0ba902b7');
+    expect(given.json().data.request_id).toBe('trace-req-1');
+    for (const headers of [{}, { traceparent: 'not a trace' }]) {
+      const fresh = await consoleApp.inject({ method: 'GET', url: '/api/v1/scope', headers });
+      expect(parseTraceparent(fresh.json().data.traceparent)?.traceId).toMatch(/^[0-9a-f]{32}$/);
+    }
+  });
+
+  it('finishes in-flight requests on close and answers new ones with the 503 envelope', async () => {
+    const app = await buildApp('console', false, 2000);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    // One kept-alive connection: a slow request is in flight when close begins, a second one arrives on it after.
+    const socket = connect(port, '127.0.0.1');
+    await once(socket, 'connect');
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString()));
+    const ended = once(socket, 'close');
+    const req = (path: string, id: string): string => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nX-Request-Id: ${id}\r\n\r\n`;
+    socket.write(req('/api/v1/sleep/300', 'first'));
+    await new Promise((r) => setTimeout(r, 80));
+    const closed = app.close();
+    await new Promise((r) => setTimeout(r, 20));
+    socket.write(req('/api/v1/sleep/1', 'late'));
+    await closed;
+    await ended;
+    const responses = received.split(/(?=HTTP\/1\.1 )/);
+    expect(responses.map((r) => r.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 503']);
+    expect(responses[0]).toContain('{"data":{"slept":300}}');
+    const body = JSON.parse(responses[1]!.slice(responses[1]!.indexOf('\r\n\r\n') + 4)) as unknown;
+    expect(body).toEqual({ error: { code: 'service_unavailable', message: expect.stringMatching(/shutting down/), request_id: 'late' } });
+  });
+
   it('authenticates before calling', async () => {
     const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/sleep/1' });
     expect(res.statusCode).toBe(401);
@@ -176,6 +248,19 @@ describe('gateway plumbing', () => {
     expect(ok.headers['access-control-allow-origin']).toBe('https://app.example.com');
     const other = await consoleApp.inject({ method: 'OPTIONS', url: '/api/v1/echo', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('answers a literal * without credentials when any origin is allowed', async () => {
+    const app = await createGatewayApp({ style: 'console', title: 't', version: '1', config: { SVC_CORS_ORIGINS: ['*'], SVC_ENABLE_DEBUG_ENDPOINTS: false }, log }, (a) => {
+      a.get('/api/v1/x', async () => ({ ok: true }));
+    });
+    try {
+      const res = await app.inject({ method: 'OPTIONS', url: '/api/v1/x', headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' } });
+      expect(res.headers['access-control-allow-origin']).toBe('*');
+      expect(res.headers['access-control-allow-credentials']).toBeUndefined();
+    } finally {
+      await app.close();
+    }
   });
 
   it('keeps credentials in query strings and paths out of the access log', async () => {

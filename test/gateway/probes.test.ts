@@ -1,8 +1,14 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Caller } from '../../actors/runtime/call.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { LazyNats } from '../../actors/runtime/nats.ts';
 import { catalogue } from '../../contracts/catalogue.ts';
+import { anonymousContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { buildConsoleGateway } from '../../gateway/console/app.ts';
 import { buildInvoicingGateway } from '../../gateway/invoicing/app.ts';
@@ -31,7 +37,7 @@ describe('probes of the running system', () => {
     sys = await startTestSystem();
   });
   afterAll(async () => {
-    await sys.stop();
+    await sys?.stop();
   });
 
   it('console: /healthz and /readyz answer ok', async () => {
@@ -84,6 +90,20 @@ describe('probes when a dependency is down', () => {
     }
   });
 
+  it('invoicing /readyz is 503 naming the analytics store when only NATS is down', async () => {
+    const nats = new LazyNats('nats://127.0.0.1:1', 'probe-test-closed-3', log);
+    const gw = await buildInvoicingGateway({ config: testConfig(), log, deps: depsFor(nats), version: 't' });
+    try {
+      const res = await gw.app.inject({ method: 'GET', url: '/readyz' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toEqual({ status: 'not_ready', checks: { relational_store: 'ok', analytics_store: expect.stringMatching(/^unreachable: /) } });
+    } finally {
+      await gw.app.close();
+      await gw.close();
+      await nats.close();
+    }
+  });
+
   it('invoicing /readyz names the failing store', async () => {
     const nats = new LazyNats('nats://127.0.0.1:1', 'probe-test-closed-2', log);
     const gw = await buildInvoicingGateway({ config: testConfig({ SVC_DB_URL: CLOSED_PORT }), log, deps: depsFor(nats), version: 't' });
@@ -103,3 +123,76 @@ describe('probes when a dependency is down', () => {
     }
   });
 });
+
+describe('probes across a NATS outage (private server)', () => {
+  let port: number;
+  let storeDir: string;
+  let server: ChildProcess | undefined;
+  beforeAll(async () => {
+    port = await freePort();
+    storeDir = await mkdtemp(join(tmpdir(), 'probe-nats-'));
+  });
+  afterAll(async () => {
+    await stopServer(server);
+    await rm(storeDir, { recursive: true, force: true });
+  });
+
+  const readyz = async (app: { inject: (o: { method: 'GET'; url: string }) => Promise<{ statusCode: number }> }): Promise<number> =>
+    (await app.inject({ method: 'GET', url: '/readyz' })).statusCode;
+
+  it('console /readyz follows NATS: 503 before it starts, 200 once up, 503 while it restarts, 200 again', async () => {
+    // The gateway starts before the broker: it must serve probes (503) and connect when NATS appears.
+    const nats = new LazyNats(`nats://127.0.0.1:${port}`, 'probe-outage', log);
+    const gw = await buildConsoleGateway({ config: testConfig(), log, nats, deps: depsFor(nats), version: 't' });
+    const caller = new Caller(() => nats.current, catalogue);
+    try {
+      expect(await readyz(gw.app)).toBe(503);
+      server = startServer(port, storeDir);
+      await waitFor(async () => (await readyz(gw.app)) === 200, 15_000, 'ready after NATS started');
+
+      await stopServer(server);
+      await waitFor(async () => (await readyz(gw.app)) === 503, 10_000, 'not ready while NATS is down');
+      // While the broker is away a call fails at once with unavailable (503), not after its whole deadline (504).
+      const t0 = Date.now();
+      await expect(caller.call('svc.identity.sso.config', {}, anonymousContext('outage'), { timeoutMs: 5000 })).rejects.toMatchObject({ code: 'unavailable' });
+      expect(Date.now() - t0).toBeLessThan(500);
+
+      server = startServer(port, storeDir);
+      await waitFor(async () => (await readyz(gw.app)) === 200, 15_000, 'ready again after NATS restarted');
+    } finally {
+      await gw.app.close();
+      await gw.close();
+      await nats.close();
+    }
+  });
+});
+
+async function waitFor(cond: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function startServer(port: number, storeDir: string): ChildProcess {
+  return spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: 'ignore' });
+}
+
+async function stopServer(server: ChildProcess | undefined): Promise<void> {
+  if (!server || server.exitCode !== null || server.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+  server.kill('SIGTERM');
+  await exited;
+}

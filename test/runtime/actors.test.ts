@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Svcm } from '@nats-io/services';
+import { headers as natsHeaders } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +9,8 @@ import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { ActorHost } from '../../actors/runtime/serve.ts';
 import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
+import { parseTraceparent } from '../../actors/runtime/trace.ts';
+import { Headers } from '../../contracts/envelope.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
@@ -29,12 +32,24 @@ async function serveEcho(host: ActorHost<TestCat>, instance: string): Promise<vo
     'svc.rtest.crash': async () => {
       throw new Error('boom');
     },
-    // Deliberately wrong: the runtime must refuse to send a reply that breaks its schema.
-    'svc.rtest.badreply': async () => ({ must: 42 }) as unknown as { must: string },
+    // Deliberately wrong (the compiler says so too): the runtime must refuse to send a reply that breaks its schema.
+    // @ts-expect-error `must` is a string in the catalogue
+    'svc.rtest.badreply': async () => ({ must: 42 }),
     'svc.rtest.sleep': async ({ ms }, { signal }) => {
       await new Promise((r) => setTimeout(r, ms));
       return { slept: signal.aborted ? -1 : ms };
     },
+    'svc.rtest.scope': async (_input, scope) => ({ traceparent: scope.traceparent, deadline: scope.deadline, request_id: scope.ctx.request_id }),
+    'svc.rtest.nested': async (_input, scope) => ({
+      outer: { traceparent: scope.traceparent, deadline: scope.deadline, request_id: scope.ctx.request_id },
+      // Asks for a minute: a nested call never gets more than what is left of its parent's deadline.
+      inner: await scope.call('svc.rtest.scope', {}, { deadline: Date.now() + 60_000 }),
+    }),
+    'svc.rtest.storedown': async () => {
+      // What pg / ioredis / fetch throw when the server refuses the connection, wrapped as libraries do.
+      throw new Error('query failed', { cause: Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:5432 (password=hunter2)'), { code: 'ECONNREFUSED' }) });
+    },
+    'svc.rtest.bigint': async () => ({ n: 1n }),
   });
 }
 
@@ -66,8 +81,8 @@ describe('actor runtime', () => {
   });
 
   it('rejects input that fails the subject schema with bad_request naming the field', async () => {
-    // The cast simulates a caller that bypassed the compile-time check (another language, a stale client).
-    const err = await caller.call('svc.rtest.echo', { name: '', times: 9 } as never, ctx()).catch((e: unknown) => e);
+    // Well-typed, but outside the schema's refinements (min length, max value): only the actor's zod parse catches it.
+    const err = await caller.call('svc.rtest.echo', { name: '', times: 9 }, ctx()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DomainError);
     expect((err as DomainError).code).toBe('bad_request');
     expect((err as DomainError).message).toMatch(/name: /);
@@ -90,6 +105,52 @@ describe('actor runtime', () => {
     const t0 = Date.now();
     await expect(caller.call('svc.rtest.sleep', { ms: 800 }, ctx(), { timeoutMs: 200 })).rejects.toMatchObject({ code: 'timeout' });
     expect(Date.now() - t0).toBeLessThan(700);
+  });
+
+  it('carries the trace through nested calls: one trace id, a span per hop, the same deadline and request id', async () => {
+    const parent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const c = ctx();
+    const { outer, inner } = await caller.call('svc.rtest.nested', {}, c, { traceparent: parent, timeoutMs: 3000 });
+    const o = parseTraceparent(outer.traceparent);
+    const i = parseTraceparent(inner.traceparent);
+    expect(o?.traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(i?.traceId).toBe(o?.traceId);
+    expect(new Set([o?.spanId, i?.spanId, 'b7ad6b7169203331']).size).toBe(3);
+    expect(inner.deadline).toBe(outer.deadline);
+    expect(outer.deadline - Date.now()).toBeLessThanOrEqual(3000);
+    expect([outer.request_id, inner.request_id]).toEqual([c.request_id, c.request_id]);
+  });
+
+  it('starts a new trace when the caller sends none, or a malformed one', async () => {
+    const seen = new Set<string>();
+    for (const traceparent of [undefined, 'garbage', '00-00000000000000000000000000000000-b7ad6b7169203331-01']) {
+      const r = await caller.call('svc.rtest.scope', {}, ctx(), traceparent === undefined ? {} : { traceparent });
+      const t = parseTraceparent(r.traceparent);
+      expect(t, String(traceparent)).toBeDefined();
+      seen.add(t!.traceId);
+    }
+    expect(seen.size).toBe(3);
+  });
+
+  it('caps a deadline header claiming the far future instead of overflowing its timer', async () => {
+    const h = natsHeaders();
+    h.set(Headers.deadline, '99999999999999');
+    h.set(Headers.requestId, 'far-future');
+    const body = JSON.stringify({ ctx: ctx(), input: { ms: 50 } });
+    const msg = await nc.request(wireRequestSubject('svc.rtest.sleep'), body, { timeout: 2000, headers: h });
+    // An overflowing setTimeout fires at once: the handler would have seen an aborted signal (slept -1).
+    expect(JSON.parse(msg.string())).toEqual({ ok: true, data: { slept: 50 } });
+  });
+
+  it('answers unavailable (not internal_error) when a backing store refuses connections, without its message', async () => {
+    const err = await caller.call('svc.rtest.storedown', {}, ctx()).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'unavailable' });
+    expect((err as Error).message).not.toMatch(/10\.0\.0\.7|hunter2|ECONNREFUSED/);
+  });
+
+  it('answers internal_error for a reply JSON cannot carry, and keeps serving', async () => {
+    await expect(caller.call('svc.rtest.bigint', {}, ctx())).rejects.toMatchObject({ code: 'internal_error', message: 'internal error' });
+    await expect(caller.call('svc.rtest.echo', { name: 'still', times: 1 }, ctx())).resolves.toMatchObject({ greeting: 'hello still' });
   });
 
   it('answers $SRV.PING and STATS for each actor', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { selectDomains } from '../../actors/index.ts';
-import { ConfigError, loadConfig, requireSecrets } from '../../actors/runtime/config.ts';
+import { ConfigError, loadConfig, requireSecrets, unknownVariables } from '../../actors/runtime/config.ts';
 
 describe('configuration', () => {
   it('requires SVC_DB_URL and names it', () => {
@@ -37,6 +37,10 @@ describe('configuration', () => {
       'https://a.example',
       'https://b.example',
     ]);
+  });
+
+  it('names SVC_* variables nothing reads (typos), but not the set-up script knobs', () => {
+    expect(unknownVariables({ SVC_DB_URL: 'x', SVC_ENABLE_DEBUG_ENDPOINT: 'true', SVC_SETUP_QUIET: '1', PATH: '/bin' })).toEqual(['SVC_ENABLE_DEBUG_ENDPOINT']);
   });
 
   it('refuses to run identity without its secrets, naming them', () => {

@@ -396,6 +396,51 @@ describe('runConsumer', () => {
 });
 
 describe('runConsumer resilience', () => {
+  it('redelivers the message of a worker that died mid-handler, and dead-letters it when the bound is reached', async () => {
+    const name = 'crash';
+    const durable = durableOf(name);
+    // The "process" that dies: its own connection, closed from inside the handler, which never settles.
+    const doomed = await connectNats(NATS, 'jetstream-crash-test', log);
+    let crashed = false;
+    let unblock: () => void = () => undefined;
+    await runConsumer<Job>({
+      nc: doomed,
+      stream: WORK,
+      durable,
+      filterSubjects: [subj(name)],
+      schema: Job,
+      maxDeliver: 2,
+      ackWaitMs: 500,
+      log,
+      handler: async () => {
+        crashed = true;
+        void doomed.close();
+        await new Promise<void>((r) => (unblock = r));
+      },
+    });
+    await publishDurable(nc, subj(name), { n: 9 }, { msgId: `${RAND}-crash` });
+    await waitFor(() => crashed, 5_000, 'first delivery');
+
+    // A surviving instance gets the message again once ack_wait passes; its handler fails too, on the last delivery.
+    const deliveries: number[] = [];
+    await start(name, {
+      maxDeliver: 2,
+      ackWaitMs: 500,
+      handler: async (_job, meta) => {
+        deliveries.push(meta.deliveryCount);
+        throw new Error('still failing');
+      },
+    });
+    await waitFor(async () => (await dlqOf(durable)) !== null, 5_000, 'dead letter');
+    expect(deliveries).toEqual([2]);
+    const dead = (await dlqOf(durable))!;
+    expect(dead.header.get(DlqHeaders.reason)).toBe('failed');
+    expect(dead.header.get(DlqHeaders.deliveryCount)).toBe('2');
+    expect(JSON.parse(dead.string())).toEqual({ n: 9 });
+    expect(await workCount(subj(name))).toBe(0);
+    unblock();
+  });
+
   it('recreates its durable when it is deleted under it, and keeps consuming', async () => {
     const seen: number[] = [];
     const durable = durableOf('recreate');

@@ -118,6 +118,8 @@ contract('chdb', () => openAnalytics({ SVC_CLICKHOUSE_URL: undefined, SVC_ANALYT
 // exercises the server adapter's query/insert/command/ping, settings and parameter handling in every run.
 // chdb types its Connection against the separate @clickhouse/client-common package, which @clickhouse/client 1.23
 // embeds its own copy of; the runtime contract is the same, the declarations merely differ in a settings type.
+// chdb/connection is typed against its own copy of @clickhouse/client-common, which differs in details from the copy
+// inside @clickhouse/client (ClickHouseSettings): structurally the same Connection at run time, so the cast is sound.
 const chdbConnection = () => createChdbConnection({ path: dir }) as unknown as ClickHouseAnalyticsOptions['connection'];
 contract('clickhouse client over chdb/connection', () => openClickHouseAnalytics({ connection: chdbConnection() }), 'clickhouse');
 

@@ -8,6 +8,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     SVC_VALKEY_URL: process.env.SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379',
     SVC_TSDB_URL: process.env.SVC_TSDB_URL ?? 'http://127.0.0.1:8428',
     SVC_ANALYTICS_PATH: process.env.SVC_ANALYTICS_PATH ?? './data/analytics-test',
+    SVC_NAMESPACE: process.env.SVC_NAMESPACE ?? '',
     SVC_JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789',
     SVC_MFA_ENCRYPTION_KEY: '0'.repeat(63) + '1',
     SVC_LOG_LEVEL: process.env.SVC_LOG_LEVEL ?? 'silent',

@@ -21,5 +21,22 @@ export const testCatalogue = subjects({
     errors: [],
   },
   'svc.rtest.unserved': { summary: 'nobody serves this', request: z.object({}), reply: z.object({}), errors: ['unavailable'] },
+  'svc.rtest.scope': {
+    summary: 'what the actor saw: its trace, deadline and request id',
+    request: z.object({}),
+    reply: z.object({ traceparent: z.string(), deadline: z.number(), request_id: z.string() }),
+    errors: [],
+  },
+  'svc.rtest.nested': {
+    summary: 'calls svc.rtest.scope and answers both scopes',
+    request: z.object({}),
+    reply: z.object({
+      outer: z.object({ traceparent: z.string(), deadline: z.number(), request_id: z.string() }),
+      inner: z.object({ traceparent: z.string(), deadline: z.number(), request_id: z.string() }),
+    }),
+    errors: [],
+  },
+  'svc.rtest.storedown': { summary: 'a backing store refuses connections', request: z.object({}), reply: z.object({}), errors: ['unavailable'] },
+  'svc.rtest.bigint': { summary: 'a reply zod accepts and JSON cannot carry', request: z.object({}), reply: z.object({ n: z.bigint() }), errors: ['internal_error'] },
 });
 export type TestCat = typeof testCatalogue;

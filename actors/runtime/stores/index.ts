@@ -3,9 +3,14 @@ import { allEntities } from '../../entities.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { openAnalytics, type AnalyticsStore } from './analytics.ts';
-import { openKv, type KvOptions, type KvStore } from './kv.ts';
+import { openKv, redactCredentials, type KvOptions, type KvStore } from './kv.ts';
 import { openOrm } from './postgres.ts';
 import { Tsdb } from './tsdb.ts';
+
+/** A store the process cannot work without is unreachable; the message names the variable that points at it. */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+}
 
 /** The stores of one process, each opened on first use and closed once at shutdown. */
 export class Stores {
@@ -20,8 +25,25 @@ export class Stores {
     private readonly kvOptions: KvOptions = {},
   ) {}
 
+  /**
+   * The ORM, opened on first use and checked with a round trip: a server that cannot be reached fails here with a
+   * message naming SVC_DB_URL (start-up then stops, and the supervisor restarts the process), not at the first
+   * query of some actor. A failed open is forgotten, so the next call tries again.
+   */
   orm(): Promise<MikroORM> {
-    this.ormP ??= openOrm({ url: this.config.SVC_DB_URL, entities: allEntities, log: this.log.child({ store: 'postgres' }), applicationName: 'svc' });
+    this.ormP ??= (async () => {
+      const orm = await openOrm({ url: this.config.SVC_DB_URL, entities: allEntities, log: this.log.child({ store: 'postgres' }), applicationName: 'svc' });
+      try {
+        // MikroORM 7 connects lazily (its checkConnection() reports "not established" until a first query): ask.
+        await orm.em.fork().getConnection().execute('select 1');
+      } catch (err) {
+        await orm.close(true).catch(() => undefined);
+        const reason = err instanceof Error ? err.message || err.name : String(err);
+        throw new StoreUnavailableError(`PostgreSQL is not reachable at ${redactCredentials(this.config.SVC_DB_URL)} (SVC_DB_URL): ${reason}`, { cause: err });
+      }
+      return orm;
+    })();
+    this.ormP.catch(() => (this.ormP = undefined));
     return this.ormP;
   }
   kv(): Promise<KvStore> {

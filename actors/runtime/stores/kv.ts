@@ -78,17 +78,73 @@ class Script {
 const INCR = new Script(INCR_LUA);
 const HIT_WINDOW = new Script(HIT_WINDOW_LUA);
 
-export async function openValkeyKv(url: string, log: Logger, keyPrefix = DEFAULT_KEY_PREFIX): Promise<KvStore> {
+export interface ValkeyOptions {
+  /** How long opening waits for the first connection before going on without it. Default 3 s. */
+  readyTimeoutMs?: number;
+  /** A command the server accepted but did not answer fails after this long. Default 2 s. */
+  commandTimeoutMs?: number;
+}
+
+/**
+ * Opens the shared store. A cache must never hold a request up: while the connection is down, commands fail at
+ * once instead of queueing until a reconnect (callers treat that as a miss, or let the request through), and a
+ * server that accepts but does not answer fails a command after `commandTimeoutMs`. Opening waits (bounded) for the
+ * first connection, so a healthy start never sees a "not connected" failure; a server that is down at start-up is
+ * logged, and used as soon as it answers.
+ */
+export async function openValkeyKv(url: string, log: Logger, keyPrefix = DEFAULT_KEY_PREFIX, opts: ValkeyOptions = {}): Promise<KvStore> {
   const redis = new Redis(url, {
-    // Fail a command after a few reconnect attempts instead of holding a request for the default 20.
-    maxRetriesPerRequest: 3,
+    enableOfflineQueue: false,
+    commandTimeout: opts.commandTimeoutMs ?? 2_000,
+    // A command written just before the connection dropped is retried once on the new connection, no more.
+    maxRetriesPerRequest: 1,
     connectTimeout: 5_000,
     retryStrategy: (times) => Math.min(times * 200, 2_000),
     lazyConnect: false,
   });
-  // Without a listener ioredis prints every connection error; route them into the log instead.
-  redis.on('error', (err: Error) => log.warn({ err: err.message }, 'valkey connection error'));
+  const where = redactCredentials(url);
+  // Without a listener ioredis prints every connection error; route them into the log, once per outage.
+  let failing: string | undefined;
+  redis.on('error', (err: Error) => {
+    if (failing === err.message) return;
+    failing = err.message;
+    log.warn({ err: err.message, url: where }, 'valkey connection error');
+  });
+  redis.on('ready', () => {
+    if (failing !== undefined) log.info({ url: where }, 'valkey connected');
+    failing = undefined;
+  });
+  const up = await new Promise<boolean>((resolve) => {
+    const done = (ok: boolean): void => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+      resolve(ok);
+    };
+    const onReady = (): void => done(true);
+    const onError = (): void => done(false);
+    const timer = setTimeout(() => done(false), opts.readyTimeoutMs ?? 3_000);
+    redis.once('ready', onReady);
+    redis.once('error', onError);
+  });
+  if (!up) {
+    log.warn(
+      { url: where },
+      'valkey is not reachable; going on without it until it answers (rate limits let requests through, access is resolved without the cache, lockout and MFA challenges fail)',
+    );
+  }
   return new ValkeyKv(redis, keyPrefix);
+}
+
+/** The URL with any password replaced, for logs and error messages. */
+export function redactCredentials(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
 }
 
 class ValkeyKv implements KvStore {
