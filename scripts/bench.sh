@@ -2,6 +2,8 @@
 # `npm run bench [-- args]`: set up the machine (scripts/setup.sh), migrate, run bench/run.ts.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# A database of its own, so the figures do not drift as test runs fill the default one (setup.sh creates it).
+export SVC_DB_URL="${SVC_BENCH_DB_URL:-postgresql://postgres@127.0.0.1:5432/svc_bench}"
 source scripts/setup.sh
 npm run migrate
 exec node --import tsx bench/run.ts "$@"
