@@ -1,6 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +14,7 @@ import { buildInvoicingGateway } from '../../gateway/invoicing/app.ts';
 import type { GatewayDeps } from '../../gateway/shared/bridge.ts';
 import { testConfig } from '../support/env.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { waitFor, freePort, startNatsServer, stopProcess } from '../support/processes.ts';
 
 const log = createLogger('silent');
 const CLOSED_PORT = 'postgresql://postgres@127.0.0.1:1/test';
@@ -133,7 +133,7 @@ describe('probes across a NATS outage (private server)', () => {
     storeDir = await mkdtemp(join(tmpdir(), 'probe-nats-'));
   });
   afterAll(async () => {
-    await stopServer(server);
+    await stopProcess(server);
     await rm(storeDir, { recursive: true, force: true });
   });
 
@@ -147,18 +147,18 @@ describe('probes across a NATS outage (private server)', () => {
     const caller = new Caller(() => nats.current, catalogue);
     try {
       expect(await readyz(gw.app)).toBe(503);
-      server = startServer(port, storeDir);
-      await waitFor(async () => (await readyz(gw.app)) === 200, 15_000, 'ready after NATS started');
+      server = startNatsServer(port, storeDir);
+      await waitFor(async () => (await readyz(gw.app)) === 200, 15_000, 'ready after NATS started', 100);
 
-      await stopServer(server);
-      await waitFor(async () => (await readyz(gw.app)) === 503, 10_000, 'not ready while NATS is down');
+      await stopProcess(server);
+      await waitFor(async () => (await readyz(gw.app)) === 503, 10_000, 'not ready while NATS is down', 100);
       // While the broker is away a call fails at once with unavailable (503), not after its whole deadline (504).
       const t0 = Date.now();
       await expect(caller.call('svc.identity.sso.config', {}, anonymousContext('outage'), { timeoutMs: 5000 })).rejects.toMatchObject({ code: 'unavailable' });
       expect(Date.now() - t0).toBeLessThan(500);
 
-      server = startServer(port, storeDir);
-      await waitFor(async () => (await readyz(gw.app)) === 200, 15_000, 'ready again after NATS restarted');
+      server = startNatsServer(port, storeDir);
+      await waitFor(async () => (await readyz(gw.app)) === 200, 15_000, 'ready again after NATS restarted', 100);
     } finally {
       await gw.app.close();
       await gw.close();
@@ -167,32 +167,3 @@ describe('probes across a NATS outage (private server)', () => {
   });
 });
 
-async function waitFor(cond: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function startServer(port: number, storeDir: string): ChildProcess {
-  return spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: 'ignore' });
-}
-
-async function stopServer(server: ChildProcess | undefined): Promise<void> {
-  if (!server || server.exitCode !== null || server.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
-  server.kill('SIGTERM');
-  await exited;
-}

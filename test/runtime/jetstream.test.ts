@@ -1,9 +1,7 @@
 import { jetstream, jetstreamManager, type JetStreamManager, type JsMsg, type StoredMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +20,7 @@ import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { allStreams, DlqHeaders, dlqSubjectFor, streams, StreamSpec, telemetrySubject } from '../../contracts/streams.ts';
 import { setNamespace } from '../../actors/runtime/namespace.ts';
+import { sleep, waitFor, freePort, startNatsServer, stopProcess } from '../support/processes.ts';
 
 // These tests address raw stream subjects and consumers (already unique per run), so no namespace is applied.
 setNamespace('');
@@ -63,37 +62,7 @@ async function start(name: string, opts: Partial<RunConsumerOptions<Job>> & Pick
   return h;
 }
 
-async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function startServer(port: number, storeDir: string): ChildProcess {
-  return spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: 'ignore' });
-}
-
-async function stopServer(server: ChildProcess): Promise<void> {
-  if (server.exitCode !== null || server.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
-  server.kill('SIGTERM');
-  await exited;
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const dlqOf = (durable: string): Promise<StoredMsg | null> => jsm.streams.getMessage('SVC_DLQ', { last_by_subj: dlqSubjectFor(durable) });
 
@@ -461,7 +430,7 @@ describe('runConsumer resilience', () => {
   it('keeps consuming across a NATS server restart (private server, same store)', async () => {
     const port = await freePort();
     const storeDir = await mkdtemp(join(tmpdir(), 'js-test-'));
-    let server = startServer(port, storeDir);
+    let server = startNatsServer(port, storeDir);
     const pnc = await connectNats(`nats://127.0.0.1:${port}`, 'jetstream-restart-test', log);
     let handle: ConsumerHandle | undefined;
     try {
@@ -482,8 +451,8 @@ describe('runConsumer resilience', () => {
       await publishDurable(pnc, 'svc.work.test.restart', { n: 1 });
       await waitFor(() => seen.length === 1, 5_000, 'job before restart');
 
-      await stopServer(server);
-      server = startServer(port, storeDir);
+      await stopProcess(server);
+      server = startNatsServer(port, storeDir);
       await waitFor(() => !pnc.isClosed() && pnc.info !== undefined, 10_000, 'reconnect');
       // The publish may race the reconnect; a retry with the same msgId cannot store it twice.
       await waitFor(() => publishDurable(pnc, 'svc.work.test.restart', { n: 2 }, { msgId: 'after-restart', timeoutMs: 1_000 }).then(() => true, () => false), 15_000, 'publish after restart');
@@ -492,7 +461,7 @@ describe('runConsumer resilience', () => {
     } finally {
       await handle?.stop();
       await pnc.close();
-      await stopServer(server);
+      await stopProcess(server);
       await rm(storeDir, { recursive: true, force: true });
     }
   });

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
@@ -9,6 +8,7 @@ import { ActorHost } from '../../actors/runtime/serve.ts';
 import { catalogue } from '../../contracts/catalogue.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { testConfig } from '../support/env.ts';
+import { freePort } from '../support/processes.ts';
 
 /**
  * The real entry point, `node --import tsx main.ts`, as `npm start` and the Dockerfile run it: start-up refuses bad
@@ -40,16 +40,6 @@ function runMain(env: Record<string, string | undefined>): Child {
 const within = <T,>(p: Promise<T>, ms: number, what: string): Promise<T> =>
   Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))]);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A GET over a real socket (not inject): what a client of the running process sees. */
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
