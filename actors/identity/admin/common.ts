@@ -37,6 +37,13 @@ export async function conflictOnDuplicate<T>(message: string, fn: () => Promise<
 /** Raw SQL through the fork (inside `em.transactional`, through the transaction). */
 export const sql = <T>(em: EntityManager, query: string, params: unknown[] = []): Promise<T[]> => em.execute<T[]>(query, params);
 
+/** One row by id, or 404 naming `what`; `lock` takes a row lock for the rest of the transaction. */
+export async function findById<T>(em: EntityManager, table: string, columns: string, id: string, what: string, lock = false): Promise<T> {
+  const [row] = await sql<T>(em, `SELECT ${columns} FROM ${table} WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
+  if (!row) throw new DomainError('not_found', `${what} not found`);
+  return row;
+}
+
 export const offsetOf = (page: number, perPage: number): number => (page - 1) * perPage;
 
 export interface Page<T> {

@@ -6,7 +6,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { ALL_PERMISSIONS, isKnownPermission } from '../permissions.ts';
 import { toPgArray } from '../seed.ts';
-import { assertCanGrant, canSee, conflictOnDuplicate, iso, requireOnEvery, sql, visibleClients, type IdentityHandlers } from './common.ts';
+import { assertCanGrant, canSee, conflictOnDuplicate, iso, requireOnEvery, sql, visibleClients, type IdentityHandlers, findById } from './common.ts';
 
 interface RoleRow {
   id: string;
@@ -21,11 +21,7 @@ interface RoleRow {
 const COLUMNS = `id, name, description, permissions, is_system, created_at, updated_at`;
 const out = (r: RoleRow): Role => ({ ...r, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
 
-async function findRoleRow(em: EntityManager, id: string, lock = false): Promise<RoleRow> {
-  const [role] = await sql<RoleRow>(em, `SELECT ${COLUMNS} FROM roles WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
-  if (!role) throw new DomainError('not_found', 'role not found');
-  return role;
-}
+const findRoleRow = (em: EntityManager, id: string, lock = false): Promise<RoleRow> => findById<RoleRow>(em, 'roles', COLUMNS, id, 'role', lock);
 
 /** Deduplicated, registry-checked, in registry order; an unknown permission is a 400 naming it. */
 function checkPermissions(permissions: readonly string[]): string[] {

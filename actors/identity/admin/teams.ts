@@ -5,7 +5,7 @@ import type { CallerContext } from '../../../contracts/context.ts';
 import type { Team } from '../../../contracts/domains/identity-admin.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { IdentityDeps } from '../deps.ts';
-import { assertCanGrant, canSee, conflictOnDuplicate, findClient, findRole, iso, pageOf, requireOnEvery, sql, visibleClients, type IdentityHandlers } from './common.ts';
+import { assertCanGrant, canSee, conflictOnDuplicate, findClient, findRole, iso, pageOf, requireOnEvery, sql, visibleClients, type IdentityHandlers, findById } from './common.ts';
 
 interface TeamRow {
   id: string;
@@ -62,11 +62,7 @@ async function withMembers(em: EntityManager, ctx: CallerContext, teams: TeamRow
   }));
 }
 
-async function findTeam(em: EntityManager, id: string, lock = false): Promise<TeamRow> {
-  const [team] = await sql<TeamRow>(em, `SELECT ${TEAM_COLUMNS} FROM teams WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
-  if (!team) throw new DomainError('not_found', 'team not found');
-  return team;
-}
+const findTeam = (em: EntityManager, id: string, lock = false): Promise<TeamRow> => findById<TeamRow>(em, 'teams', TEAM_COLUMNS, id, 'team', lock);
 
 async function teamDetail(em: EntityManager, ctx: CallerContext, id: string): Promise<Team> {
   const [team] = await withMembers(em, ctx, [await findTeam(em, id)]);

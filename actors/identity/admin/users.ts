@@ -20,6 +20,7 @@ import {
   sql,
   visibleClients,
   type IdentityHandlers,
+  findById,
 } from './common.ts';
 import { emailSenderConfigured, sendInvitation, sendPasswordReset } from '../email.ts';
 import { cancelOneTimeTokens, createOneTimeToken } from '../one-time-tokens.ts';
@@ -55,11 +56,7 @@ const summary = (u: UserRow): UserSummary => ({
   created_at: iso(u.created_at),
 });
 
-async function findUser(em: EntityManager, id: string, lock = false): Promise<UserRow> {
-  const [user] = await sql<UserRow>(em, `SELECT ${USER_COLUMNS} FROM users WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
-  if (!user) throw new DomainError('not_found', 'user not found');
-  return user;
-}
+const findUser = (em: EntityManager, id: string, lock = false): Promise<UserRow> => findById<UserRow>(em, 'users', USER_COLUMNS, id, 'user', lock);
 
 interface AssignmentRow {
   client_id: string;
