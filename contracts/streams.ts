@@ -136,8 +136,13 @@ const coreEvents = defineEvents({
   'svc.evt.access.invalidated': { payload: AccessInvalidated, summary: 'Cached access maps are stale; every gateway/actor cache drops them.' },
 });
 
+/** A forgot-password request: handled off the request path so every e-mail gets the same answer in the same time. */
+export const PasswordResetRequested = z.object({ email: z.string().min(1).max(320), request_id: z.string(), ip: z.string().optional() });
+export type PasswordResetRequested = z.infer<typeof PasswordResetRequested>;
+
 const coreWork = defineWork({
   'svc.work.email.send': { payload: EmailSend, summary: 'Send one e-mail (SMTP, hosted provider, or stdout when none is configured).' },
+  'svc.work.identity.password_reset': { payload: PasswordResetRequested, summary: 'Issue a reset token and mail it, when the e-mail belongs to an active account.' },
 });
 
 /** Every typed event subject. Add a domain's table here: `...invoiceEvents`. */

@@ -1,8 +1,8 @@
-import { z } from 'zod';
 import { requireUser } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import { FORGOT_PASSWORD_MESSAGE, type TokenResponse } from '../../../contracts/domains/identity-auth.ts';
 import { Headers } from '../../../contracts/envelope.ts';
+import { PasswordResetRequested } from '../../../contracts/streams.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { publishDurable, runConsumer, type ConsumerHandle } from '../../runtime/jetstream.ts';
 import { sendPasswordReset } from '../email.ts';
@@ -13,13 +13,11 @@ import { verifyCurrentPassword } from './reauth.ts';
 import { normalizeEmail, type SessionServices } from './services.ts';
 
 /** Forgot-password requests are queued as work, so the answer costs the same whether the account exists or not. */
-export const PASSWORD_RESET_WORK = 'svc.work.identity.password_reset';
-const PasswordResetWork = z.object({ email: z.string().min(1).max(320), request_id: z.string(), ip: z.string().optional() });
 
 /** Always the same answer and the same work (one durable publish): nothing here depends on the account existing. */
 export async function forgotPassword(s: SessionServices, input: { email: string }, ctx: CallerContext): Promise<{ message: string }> {
-  const payload: z.infer<typeof PasswordResetWork> = { email: normalizeEmail(input.email), request_id: ctx.request_id, ...(ctx.ip ? { ip: ctx.ip } : {}) };
-  await publishDurable(s.deps.nc, PASSWORD_RESET_WORK, payload, { headers: { [Headers.requestId]: ctx.request_id } });
+  const payload: PasswordResetRequested = { email: normalizeEmail(input.email), request_id: ctx.request_id, ...(ctx.ip ? { ip: ctx.ip } : {}) };
+  await publishDurable(s.deps.nc, 'svc.work.identity.password_reset', payload, { headers: { [Headers.requestId]: ctx.request_id } });
   return { message: FORGOT_PASSWORD_MESSAGE };
 }
 
@@ -30,8 +28,8 @@ export function startPasswordResetWorker(s: SessionServices): Promise<ConsumerHa
     nc: deps.nc,
     stream: 'SVC_WORK',
     durable: 'identity-password-reset',
-    filterSubjects: [PASSWORD_RESET_WORK],
-    schema: PasswordResetWork,
+    filterSubjects: ['svc.work.identity.password_reset'],
+    schema: PasswordResetRequested,
     maxDeliver: 5,
     log: deps.log.child({ actor: 'identity-password-reset' }),
     handler: async (job, meta) => {
