@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { readFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { selectDomains } from './actors/index.ts';
 import type { DomainHandle, DomainModule } from './actors/domain.ts';
@@ -14,6 +14,7 @@ import { createLogger, type Logger } from './actors/runtime/logger.ts';
 import { setNamespace } from './actors/runtime/namespace.ts';
 import { LazyNats } from './actors/runtime/nats.ts';
 import { ActorHost } from './actors/runtime/serve.ts';
+import { contextSigner } from './actors/runtime/signing.ts';
 import { Stores } from './actors/runtime/stores/index.ts';
 import { catalogue } from './contracts/catalogue.ts';
 import { allStreams } from './contracts/streams.ts';
@@ -66,8 +67,20 @@ export function selectProcess(config: Config): { domains: DomainModule[]; gatewa
   // Secrets this selection needs, checked before anything connects (identity checks its own again when it starts).
   if (domains.some((d) => d.name === 'identity')) requireSecrets(config, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY']);
   else if (gateways.length > 0) requireSecrets(config, ['SVC_JWT_SECRET']);
+  // Every request between services is signed: whoever runs an actor or a gateway holds the context key.
+  requireSecrets(config, ['SVC_CONTEXT_KEY']);
+  for (const name of ['SVC_NATS_CREDS', 'SVC_NATS_ISSUER_KEY', 'SVC_NATS_OPERATOR_KEY', 'SVC_NATS_SYSTEM_CREDS'] as const) {
+    const path = config[name];
+    if (path === undefined) continue;
+    try {
+      accessSync(path, fsConstants.R_OK);
+    } catch {
+      throw new ConfigError(`invalid configuration:\n  ${name}: cannot read ${path}`);
+    }
+  }
   return { domains, gateways };
 }
+
 
 /**
  * Starts the selected actors and gateways in this process (everything by default). On failure whatever was already
@@ -78,7 +91,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   const clock = opts.clock ?? systemClock;
   const { domains, gateways } = selectProcess(config);
 
-  const nats = new LazyNats(config.SVC_NATS_URL, `svc-${process.pid}`, log);
+  const signer = contextSigner(config);
+  const nats = new LazyNats(config.SVC_NATS_URL, `svc-${process.pid}`, log, config.SVC_NATS_CREDS);
   const stores = new Stores(config, log, opts.kvPrefix ? { keyPrefix: opts.kvPrefix } : {});
   const handles: DomainHandle[] = [];
   const closers: (() => Promise<void>)[] = [];
@@ -106,7 +120,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   try {
     const nc = await nats.ready;
     await ensureStreams(nc, allStreams);
-    const actorHost = new ActorHost(nc, catalogue, log, config.SVC_REQUEST_TIMEOUT_MS);
+    const actorHost = new ActorHost(nc, catalogue, signer, log, config.SVC_REQUEST_TIMEOUT_MS);
     host = actorHost;
     for (const d of domains) {
       handles.push(await d.start({ config, log: log.child({ domain: d.name }), nc, host: actorHost, stores, clock }));
@@ -116,7 +130,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
     const running: RunningSystem = { nc, stores, host: actorHost, caller: actorHost.caller, stop: async () => undefined };
     if (gateways.length > 0) {
       const { SVC_JWT_SECRET } = requireSecrets(config, ['SVC_JWT_SECRET']);
-      const caller = new Caller(() => nats.current, catalogue, config.SVC_REQUEST_TIMEOUT_MS);
+      const caller = new Caller(() => nats.current, catalogue, signer, config.SVC_REQUEST_TIMEOUT_MS);
       const kv = await stores.kv();
       const deps: GatewayDeps = {
         caller,

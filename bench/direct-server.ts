@@ -25,7 +25,7 @@ const kv = await stores.kv();
 const resolver = new AccessResolver(() => orm.em.fork(), kv, systemClock);
 const tokens = new AccessTokens(config.SVC_JWT_SECRET!, config.SVC_JWT_ACCESS_TTL);
 // The list handler reads and never audits; the recorder gets a real connection all the same (nothing is typed away).
-const nc = await connectNats(config.SVC_NATS_URL, 'bench-direct', log);
+const nc = await connectNats(config.SVC_NATS_URL, 'bench-direct', log, config.SVC_NATS_CREDS);
 const list = clientHandlers({ orm, access: resolver, audit: new AuditRecorder(nc, systemClock) })['svc.fleet.clients.list']!;
 
 const app = Fastify();

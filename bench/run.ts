@@ -9,6 +9,7 @@ import { loadConfig } from '../actors/runtime/config.ts';
 import { createLogger } from '../actors/runtime/logger.ts';
 import { connectNats } from '../actors/runtime/nats.ts';
 import { Caller } from '../actors/runtime/call.ts';
+import { contextSigner } from '../actors/runtime/signing.ts';
 import { Stores } from '../actors/runtime/stores/index.ts';
 import { catalogue } from '../contracts/catalogue.ts';
 import { anonymousContext } from '../contracts/context.ts';
@@ -130,8 +131,8 @@ async function identity(user: { userId: string; email: string; password: string;
   });
 
   // Permission resolution straight on its subject: cold (cache entry dropped before each call) and warm.
-  const nc = await connectNats(config.SVC_NATS_URL, 'bench', log);
-  const caller = new Caller(() => nc, catalogue);
+  const nc = await connectNats(config.SVC_NATS_URL, 'bench', log, config.SVC_NATS_CREDS);
+  const caller = new Caller(() => nc, catalogue, contextSigner(config));
   const kv = await stores.kv();
   const times = async (n: number, before?: () => Promise<unknown>): Promise<number[]> => {
     const out: number[] = [];

@@ -5,10 +5,11 @@
 # when everything is already in place.
 #
 #   1. npm ci           when node_modules is missing or package-lock.json changed since the last install
-#   2. apt packages     victoria-metrics and chromium, when missing (apt-get update once, then install)
-#   3. local services   PostgreSQL :5432, Redis :6379, NATS+JetStream :4222, VictoriaMetrics :8428;
-#                       each started with the machine's own command when its port is closed, then waited
-#                       for; a service whose SVC_*_URL points somewhere else is left alone
+#   2. apt packages     nats-server, victoria-metrics and chromium, when missing (apt-get update once, then install)
+#   3. local services   PostgreSQL :5432, Redis :6379, VictoriaMetrics :8428, each started with the machine's own
+#                       command when its port is closed, then waited for; NATS :4223 in operator mode with this
+#                       project's configuration and keys (scripts/local-nats.ts, data/nats); a service whose
+#                       SVC_*_URL points somewhere else is left alone
 #   4. databases        the database named in SVC_DB_URL (default: test) is created when missing
 #   5. environment      local defaults for the variables production must set, exported only when unset;
 #                       generated secrets are kept in data/secrets.env (mode 600) and reused
@@ -69,7 +70,7 @@ _svc_installed() { [[ $(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)
 
 _svc_apt() {
   local pkg missing=()
-  for pkg in victoria-metrics chromium; do _svc_installed "$pkg" || missing+=("$pkg"); done
+  for pkg in nats-server victoria-metrics chromium; do _svc_installed "$pkg" || missing+=("$pkg"); done
   (( ${#missing[@]} )) || return 0
   _svc_log "installing Debian packages: ${missing[*]} (once; this takes a few minutes)"
   local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600)
@@ -131,15 +132,17 @@ _svc_redis() {
 }
 
 _svc_nats() {
-  _svc_is_local "$SVC_NATS_URL" 4222 || { _svc_log "SVC_NATS_URL is not the local server; not starting NATS"; return 0; }
-  if ! _svc_port_open 127.0.0.1 4222; then
-    _svc_log "starting NATS (JetStream)"
-    _svc_root mkdir -p /var/lib/nats-server
-    _svc_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
-      -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log \
-      || _svc_err "nats-server failed to start (see /var/log/nats-server.log)" || return 1
-  fi
-  _svc_wait_port NATS 127.0.0.1 4222 /var/log/nats-server.log && _svc_ready+=("NATS:4222")
+  # Our own nats-server in operator mode (scripts/local-nats.ts): trust chain and data under data/nats. The machine's
+  # unauthenticated server on 4222, if any, is left alone and unused.
+  _svc_is_local "$SVC_NATS_URL" 4223 || { _svc_log "SVC_NATS_URL is not the local server; not starting NATS (set SVC_NATS_CREDS and the keys)"; return 0; }
+  local dir=$_svc_dir/data/nats
+  _svc_default SVC_NATS_CREDS "$dir/service.creds"
+  _svc_default SVC_NATS_ISSUER_KEY "$dir/account-signing.nk"
+  _svc_default SVC_NATS_OPERATOR_KEY "$dir/operator-signing.nk"
+  _svc_default SVC_NATS_SYSTEM_CREDS "$dir/system.creds"
+  (cd "$_svc_dir" && node --import tsx scripts/local-nats.ts --dir "$dir" --url "$SVC_NATS_URL") \
+    || _svc_err "the local NATS server could not be started (see $dir/nats-server.log)" || return 1
+  _svc_ready+=("NATS:$_svc_port(operator mode)")
 }
 
 _svc_tsdb() {
@@ -189,6 +192,10 @@ _svc_secrets() {
     saved[SVC_MFA_ENCRYPTION_KEY]=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
     generated+=(SVC_MFA_ENCRYPTION_KEY)
   }
+  [[ -n ${saved[SVC_CONTEXT_KEY]:-} ]] || {
+    saved[SVC_CONTEXT_KEY]=$(head -c 48 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')
+    generated+=(SVC_CONTEXT_KEY)
+  }
   [[ -n ${saved[SVC_ADMIN_PASSWORD]:-} ]] || {
     saved[SVC_ADMIN_PASSWORD]=$(head -c 18 /dev/urandom | base64 -w0 | tr '+/' 'Xy')
     generated+=(SVC_ADMIN_PASSWORD)
@@ -207,7 +214,7 @@ _svc_secrets() {
     _svc_log "generated ${generated[*]} into data/secrets.env"
   fi
   chmod 600 "$file" 2>/dev/null
-  for key in SVC_JWT_SECRET SVC_MFA_ENCRYPTION_KEY SVC_ADMIN_PASSWORD; do
+  for key in SVC_JWT_SECRET SVC_MFA_ENCRYPTION_KEY SVC_CONTEXT_KEY SVC_ADMIN_PASSWORD; do
     if [[ -z ${!key+x} ]]; then
       export "$key=${saved[$key]}"
       _svc_from_secrets+=("$key")
@@ -228,7 +235,7 @@ _svc_setup_main() {
     _svc_npm
   ) || return 1
   _svc_default SVC_DB_URL postgresql://postgres@127.0.0.1:5432/test
-  _svc_default SVC_NATS_URL nats://127.0.0.1:4222
+  _svc_default SVC_NATS_URL nats://127.0.0.1:4223
   _svc_default SVC_VALKEY_URL redis://127.0.0.1:6379
   _svc_default SVC_TSDB_URL http://127.0.0.1:8428
   _svc_default SVC_ADMIN_EMAIL admin@localhost.localdomain

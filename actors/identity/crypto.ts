@@ -44,7 +44,12 @@ export class AccessTokens {
 
   async verify(token: string): Promise<AccessClaims> {
     try {
-      const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'], currentDate: new Date(this.now()) });
+      const { payload } = await jwtVerify(token, this.key, {
+        algorithms: ['HS256'],
+        currentDate: new Date(this.now()),
+        // A token without an expiry would be valid forever: refused even when correctly signed.
+        requiredClaims: ['exp', 'iat', 'sub'],
+      });
       if (payload.typ !== 'access' || typeof payload.sub !== 'string' || typeof payload.sid !== 'string' || typeof payload.email !== 'string')
         throw new DomainError('unauthorized', 'invalid token');
       return { sub: payload.sub, sid: payload.sid, email: payload.email };

@@ -4,6 +4,7 @@ import { ReplyEnvelope, Headers } from '../../contracts/envelope.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
 import { wireRequestSubject } from './namespace.ts';
+import { SignatureHeaders, type ContextSigner } from './signing.ts';
 import { formatTraceparent, newTrace, parseTraceparent } from './trace.ts';
 
 export interface CallOptions {
@@ -17,11 +18,15 @@ export interface CallOptions {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Typed request-reply over the subject catalogue: a wrong payload for a subject is a compile error. */
+/**
+ * Typed request-reply over the subject catalogue: a wrong payload for a subject is a compile error. Every request is
+ * signed (signing.ts): the caller vouches for the context it sends.
+ */
 export class Caller<C extends Catalogue> {
   constructor(
     private readonly getConnection: () => NatsConnection | undefined,
     readonly catalogue: C,
+    private readonly signer: ContextSigner,
     private readonly defaultTimeoutMs = 10_000,
   ) {}
 
@@ -32,13 +37,18 @@ export class Caller<C extends Catalogue> {
     const deadline = opts.deadline ?? Date.now() + (opts.timeoutMs ?? this.defaultTimeoutMs);
     const timeout = deadline - Date.now();
     if (timeout <= 0) throw new DomainError('timeout', `deadline passed before ${subject} was called`);
+    const wire = wireRequestSubject(subject);
+    const payload = encoder.encode(JSON.stringify({ ctx, input }));
+    const signed = this.signer.sign(wire, ctx.request_id, deadline, payload);
     const h = natsHeaders();
     h.set(Headers.requestId, ctx.request_id);
     h.set(Headers.deadline, String(deadline));
     h.set(Headers.traceparent, formatTraceparent(parseTraceparent(opts.traceparent) ?? newTrace()));
+    h.set(SignatureHeaders.signedAt, signed.signedAt);
+    h.set(SignatureHeaders.signature, signed.signature);
     let raw: Uint8Array;
     try {
-      const msg = await nc.request(wireRequestSubject(subject), encoder.encode(JSON.stringify({ ctx, input })), { timeout, headers: h });
+      const msg = await nc.request(wire, payload, { timeout, headers: h });
       raw = msg.data;
     } catch (err) {
       throw translateNatsError(err, subject);

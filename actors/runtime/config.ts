@@ -12,7 +12,16 @@ const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), url.optional
 /** Every SVC_* variable the system reads; names and defaults are the specs' where they give them. README lists them all. */
 export const ConfigSchema = z.object({
   SVC_DB_URL: z.string({ error: 'is required (a PostgreSQL URL such as postgresql://postgres@127.0.0.1:5432/test)' }).regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
-  SVC_NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  SVC_NATS_URL: z.string().default('nats://127.0.0.1:4223'),
+  // broker security (README → Security model): this process's NATS user, the keys that issue and revoke users, and
+  // the key that signs caller contexts between services
+  SVC_NATS_CREDS: z.string().optional(),
+  SVC_NATS_ISSUER_KEY: z.string().optional(),
+  SVC_NATS_OPERATOR_KEY: z.string().optional(),
+  SVC_NATS_SYSTEM_CREDS: z.string().optional(),
+  SVC_CONTEXT_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  SVC_CONTEXT_KEY_PREVIOUS: list.default([]),
+  SVC_CONTEXT_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
   SVC_NAMESPACE: z.string().regex(/^([a-z0-9_-]{1,32})?$/i, 'must be 1-32 letters, digits, _ or -').default(''),
   SVC_VALKEY_URL: optionalUrl,
   SVC_CLICKHOUSE_URL: optionalUrl,
@@ -88,7 +97,7 @@ export function unknownVariables(env: NodeJS.ProcessEnv = process.env): string[]
 }
 
 /** Secrets the identity domain cannot run without; checked only by processes that need them. */
-export function requireSecrets<K extends 'SVC_JWT_SECRET' | 'SVC_MFA_ENCRYPTION_KEY'>(config: Config, keys: readonly K[]): { [P in K]: string } {
+export function requireSecrets<K extends 'SVC_JWT_SECRET' | 'SVC_MFA_ENCRYPTION_KEY' | 'SVC_CONTEXT_KEY'>(config: Config, keys: readonly K[]): { [P in K]: string } {
   const missing = keys.filter((k) => !config[k]);
   if (missing.length > 0) throw new ConfigError(`invalid configuration:\n  ${missing.map((k) => `${k}: is required`).join('\n  ')}`);
   return Object.fromEntries(keys.map((k) => [k, config[k] as string])) as { [P in K]: string };

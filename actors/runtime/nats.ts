@@ -1,4 +1,5 @@
-import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
+import { readFileSync } from 'node:fs';
 import type { Logger } from './logger.ts';
 
 /**
@@ -13,6 +14,15 @@ const RECONNECT: Partial<ConnectionOptions> = {
   maxPingOut: 2,
 };
 
+/**
+ * Authentication with a standard NATS creds file (user JWT + nkey seed). The file is read again on every
+ * (re)connect, so replacing it rotates the credentials without a restart. No file: no authentication (a server that
+ * needs it refuses the connection).
+ */
+export function brokerAuth(credsPath: string | undefined): Partial<ConnectionOptions> {
+  return credsPath ? { authenticator: credsAuthenticator(() => readFileSync(credsPath)) } : {};
+}
+
 /** How long `close()` lets a drain run (it cannot finish while the server is unreachable) before closing outright. */
 const DRAIN_TIMEOUT_MS = 5_000;
 
@@ -20,8 +30,8 @@ const DRAIN_TIMEOUT_MS = 5_000;
  * Connects and keeps reconnecting forever. `waitOnFirstConnect` lets a process start while NATS is still down: the
  * promise settles once a server answers.
  */
-export async function connectNats(url: string, name: string, log: Logger): Promise<NatsConnection> {
-  const nc = await connect({ servers: url.split(','), name, ...RECONNECT, waitOnFirstConnect: true });
+export async function connectNats(url: string, name: string, log: Logger, credsPath?: string): Promise<NatsConnection> {
+  const nc = await connect({ servers: url.split(','), name, ...RECONNECT, ...brokerAuth(credsPath), waitOnFirstConnect: true });
   watchStatus(nc, log, () => undefined);
   return nc;
 }
@@ -75,6 +85,7 @@ export class LazyNats {
     private readonly url: string,
     private readonly name: string,
     private readonly log: Logger,
+    private readonly credsPath?: string,
   ) {
     this.ready = this.loop();
     this.ready.catch(() => undefined);
@@ -84,7 +95,7 @@ export class LazyNats {
     for (let attempt = 0; ; attempt++) {
       if (this.closed) throw new Error('closed before connecting');
       try {
-        const nc = await connect({ servers: this.url.split(','), name: this.name, ...RECONNECT, timeout: 2000 });
+        const nc = await connect({ servers: this.url.split(','), name: this.name, ...RECONNECT, ...brokerAuth(this.credsPath), timeout: 2000 });
         if (this.closed) {
           await nc.close();
           throw new Error('closed before connecting');

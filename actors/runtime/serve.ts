@@ -8,6 +8,7 @@ import { domainOf, type Catalogue, type DomainSubjects, type ReplyIn, type Reply
 import { Caller, type CallOptions } from './call.ts';
 import type { Logger } from './logger.ts';
 import { wireRequestSubject } from './namespace.ts';
+import { SignatureHeaders, type ContextSigner } from './signing.ts';
 import { continueTrace, formatTraceparent } from './trace.ts';
 
 /** What a handler gets besides its parsed input. `call` propagates the request id, the deadline and the trace. */
@@ -46,10 +47,11 @@ export class ActorHost<C extends Catalogue> {
   constructor(
     private readonly nc: NatsConnection,
     private readonly catalogue: C,
+    private readonly signer: ContextSigner,
     private readonly log: Logger,
     private readonly defaultTimeoutMs = 10_000,
   ) {
-    this.caller = new Caller(() => (nc.isClosed() ? undefined : nc), catalogue, defaultTimeoutMs);
+    this.caller = new Caller(() => (nc.isClosed() ? undefined : nc), catalogue, signer, defaultTimeoutMs);
   }
 
   /** Serves `handlers` as the actor `name` of `domain`; every subject must belong to that domain. */
@@ -88,7 +90,8 @@ export class ActorHost<C extends Catalogue> {
   private async handle(subject: SubjectName<C>, handler: Handler<C, SubjectName<C>>, msg: ServiceMsg): Promise<void> {
     const spec = this.catalogue[subject]!;
     const now = Date.now();
-    const claimed = Number(msg.headers?.get(Headers.deadline));
+    const deadlineHeader = msg.headers?.get(Headers.deadline) ?? '';
+    const claimed = Number(deadlineHeader);
     const deadline = Number.isFinite(claimed) && claimed > 0 ? Math.min(claimed, now + MAX_REQUEST_MS) : now + this.defaultTimeoutMs;
     const requestId = msg.headers?.get(Headers.requestId) || randomUUID();
     const trace = continueTrace(msg.headers?.get(Headers.traceparent));
@@ -105,6 +108,12 @@ export class ActorHost<C extends Catalogue> {
     }
     const timer = setTimeout(() => ac.abort(new DomainError('timeout', 'deadline passed')), remaining);
     try {
+      // Before anything is parsed: only a context a service vouched for is believed (a NATS connection is not a caller).
+      const verdict = this.signer.verify(msg.subject, msg.headers?.get(Headers.requestId) ?? '', deadlineHeader, msg.headers?.get(SignatureHeaders.signedAt), msg.headers?.get(SignatureHeaders.signature), msg.data);
+      if (!verdict.ok) {
+        log.warn({ reason: verdict.reason }, 'request refused: caller context not signed by a service');
+        throw new DomainError('unauthorized', 'request is not signed by a service');
+      }
       let body: unknown;
       try {
         body = JSON.parse(decoder.decode(msg.data));

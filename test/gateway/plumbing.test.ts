@@ -13,6 +13,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
 import { bridge, PageQuery, type GatewayDeps } from '../../gateway/shared/bridge.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
+import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 
 const log = createLogger('silent');
 let nc: NatsConnection;
@@ -20,7 +21,7 @@ let host: ActorHost<TestCat>;
 
 async function buildApp(style: 'console' | 'invoicing', debug = false, timeoutMs = 400, guard?: GatewayDeps['guard']): Promise<GatewayApp> {
   const deps: GatewayDeps<TestCat> = {
-    caller: new Caller(() => nc, testCatalogue),
+    caller: new Caller(() => nc, testCatalogue, testSigner()),
     requestTimeoutMs: timeoutMs,
     ...(guard ? { guard } : {}),
     auth: {
@@ -54,8 +55,8 @@ let consoleApp: GatewayApp;
 let invoicingApp: GatewayApp;
 
 beforeAll(async () => {
-  nc = await connectNats(process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4222', 'gw-test', log);
-  host = new ActorHost(nc, testCatalogue, log);
+  nc = await connectNats(NATS_URL, 'gw-test', log, NATS_CREDS);
+  host = new ActorHost(nc, testCatalogue, testSigner(), log);
   await host.serve('rtest', 'rtest-gw', {
     'svc.rtest.echo': async ({ name }) => ({ greeting: `hi ${name}`, instance: 'gw' }),
     'svc.rtest.sleep': async ({ ms }) => {

@@ -14,9 +14,11 @@ import { Headers } from '../../contracts/envelope.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
+import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
+import { SignatureHeaders } from '../../actors/runtime/signing.ts';
 
 const log = createLogger('silent');
-const NATS = process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4222';
+const NATS = NATS_URL;
 let nc: NatsConnection;
 let hostA: ActorHost<TestCat>;
 let hostB: ActorHost<TestCat>;
@@ -54,12 +56,12 @@ async function serveEcho(host: ActorHost<TestCat>, instance: string): Promise<vo
 }
 
 beforeAll(async () => {
-  nc = await connectNats(NATS, 'actors-test', log);
-  hostA = new ActorHost(nc, testCatalogue, log);
-  hostB = new ActorHost(nc, testCatalogue, log);
+  nc = await connectNats(NATS, 'actors-test', log, NATS_CREDS);
+  hostA = new ActorHost(nc, testCatalogue, testSigner(), log);
+  hostB = new ActorHost(nc, testCatalogue, testSigner(), log);
   await serveEcho(hostA, 'a');
   await serveEcho(hostB, 'b');
-  caller = new Caller(() => nc, testCatalogue, 2000);
+  caller = new Caller(() => nc, testCatalogue, testSigner(), 2000);
 });
 
 afterAll(async () => {
@@ -136,7 +138,10 @@ describe('actor runtime', () => {
     const h = natsHeaders();
     h.set(Headers.deadline, '99999999999999');
     h.set(Headers.requestId, 'far-future');
-    const body = JSON.stringify({ ctx: ctx(), input: { ms: 50 } });
+    const body = new TextEncoder().encode(JSON.stringify({ ctx: ctx(), input: { ms: 50 } }));
+    const signed = testSigner().sign(wireRequestSubject('svc.rtest.sleep'), 'far-future', 99999999999999, body);
+    h.set(SignatureHeaders.signedAt, signed.signedAt);
+    h.set(SignatureHeaders.signature, signed.signature);
     const msg = await nc.request(wireRequestSubject('svc.rtest.sleep'), body, { timeout: 2000, headers: h });
     // An overflowing setTimeout fires at once: the handler would have seen an aborted signal (slept -1).
     expect(JSON.parse(msg.string())).toEqual({ ok: true, data: { slept: 50 } });

@@ -21,12 +21,13 @@ import { connectNats } from '../../actors/runtime/nats.ts';
 import { allStreams, DlqHeaders, dlqSubjectFor, streams, StreamSpec, telemetrySubject } from '../../contracts/streams.ts';
 import { setNamespace } from '../../actors/runtime/namespace.ts';
 import { sleep, waitFor, freePort, startNatsServer, stopProcess } from '../support/processes.ts';
+import { NATS_CREDS, NATS_URL } from '../support/env.ts';
 
 // These tests address raw stream subjects and consumers (already unique per run), so no namespace is applied.
 setNamespace('');
 
 const log = createLogger(process.env.SVC_LOG_LEVEL ?? 'silent');
-const NATS = process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4222';
+const NATS = NATS_URL;
 // Everything this run creates carries this suffix, so runs (and other engineers' suites) never see each other's data.
 const RAND = randomBytes(4).toString('hex');
 const WORK = 'SVC_WORK';
@@ -93,7 +94,7 @@ async function consumerState(durable: string): Promise<{ pending: number; ackPen
 }
 
 beforeAll(async () => {
-  nc = await connectNats(NATS, 'jetstream-test', log);
+  nc = await connectNats(NATS, 'jetstream-test', log, NATS_CREDS);
   await ensureStreams(nc, allStreams);
   jsm = await jetstreamManager(nc);
 });
@@ -143,10 +144,10 @@ describe('ensureStreams', () => {
 
   it('updates an existing stream to the declared limits without losing data, and refuses a retention change', async () => {
     const name = `TEST_${RAND.toUpperCase()}`;
-    const spec = StreamSpec.parse({ name, description: 'test', subjects: [`test.${RAND}.>`], retention: 'limits', maxAgeMs: 60_000, duplicateWindowMs: 1_000 });
+    const spec = StreamSpec.parse({ name, description: 'test', subjects: [`svc.streamtest.${RAND}.>`], retention: 'limits', maxAgeMs: 60_000, duplicateWindowMs: 1_000 });
     try {
       await ensureStreams(nc, [spec]);
-      await jetstream(nc).publish(`test.${RAND}.a`, 'kept');
+      await jetstream(nc).publish(`svc.streamtest.${RAND}.a`, 'kept');
       const [updated] = await ensureStreams(nc, [{ ...spec, maxAgeMs: 120_000 }]);
       expect(updated?.config.max_age).toBe(120_000_000_000);
       expect(updated?.state.messages).toBe(1);
@@ -369,7 +370,7 @@ describe('runConsumer resilience', () => {
     const name = 'crash';
     const durable = durableOf(name);
     // The "process" that dies: its own connection, closed from inside the handler, which never settles.
-    const doomed = await connectNats(NATS, 'jetstream-crash-test', log);
+    const doomed = await connectNats(NATS, 'jetstream-crash-test', log, NATS_CREDS);
     let crashed = false;
     let unblock: () => void = () => undefined;
     await runConsumer<Job>({
@@ -431,7 +432,7 @@ describe('runConsumer resilience', () => {
     const port = await freePort();
     const storeDir = await mkdtemp(join(tmpdir(), 'js-test-'));
     let server = startNatsServer(port, storeDir);
-    const pnc = await connectNats(`nats://127.0.0.1:${port}`, 'jetstream-restart-test', log);
+    const pnc = await connectNats(`nats://127.0.0.1:${port}`, 'jetstream-restart-test', log, NATS_CREDS);
     let handle: ConsumerHandle | undefined;
     try {
       await ensureStreams(pnc, [streams.SVC_WORK, streams.SVC_DLQ]);

@@ -7,7 +7,7 @@ import { connectNats } from '../../actors/runtime/nats.ts';
 import { ActorHost } from '../../actors/runtime/serve.ts';
 import { catalogue } from '../../contracts/catalogue.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { testConfig } from '../support/env.ts';
+import { TEST_CONTEXT_KEY, testConfig, testSigner } from '../support/env.ts';
 import { freePort } from '../support/processes.ts';
 
 /**
@@ -26,7 +26,9 @@ interface Child {
 }
 
 function runMain(env: Record<string, string | undefined>): Child {
-  const merged: NodeJS.ProcessEnv = { ...process.env, SVC_LOG_LEVEL: 'info', ...env };
+  // The broker and the signing key of the test systems, so the child and this file's actors trust each other.
+  const broker = { SVC_NATS_URL: base.SVC_NATS_URL, SVC_NATS_CREDS: base.SVC_NATS_CREDS, SVC_CONTEXT_KEY: TEST_CONTEXT_KEY };
+  const merged: NodeJS.ProcessEnv = { ...process.env, ...broker, SVC_LOG_LEVEL: 'info', ...env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete merged[k];
   const proc = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -105,8 +107,8 @@ describe('SIGTERM to the whole process', () => {
   beforeAll(async () => {
     // The actor behind GET /api/v1/auth/config, served from this test: it holds the request until released, so the
     // request is surely in flight when the signal arrives.
-    nc = await connectNats(base.SVC_NATS_URL, 'process-test', log);
-    slow = new ActorHost(nc, catalogue, log);
+    nc = await connectNats(base.SVC_NATS_URL, 'process-test', log, base.SVC_NATS_CREDS);
+    slow = new ActorHost(nc, catalogue, testSigner(), log);
     await slow.serve('identity', `identity-slow-${randomUUID().slice(0, 6)}`, {
       'svc.identity.sso.config': async () => {
         entered();

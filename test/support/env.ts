@@ -1,10 +1,32 @@
+import { join, resolve } from 'node:path';
 import { loadConfig, type Config } from '../../actors/runtime/config.ts';
+import { ContextSigner } from '../../actors/runtime/signing.ts';
+
+/** The local broker's files (scripts/local-nats.ts, run by `npm test`'s set-up). */
+export const NATS_DIR = resolve('data/nats');
+export const NATS_FILES = {
+  serviceCreds: join(NATS_DIR, 'service.creds'),
+  issuerKey: join(NATS_DIR, 'account-signing.nk'),
+  operatorKey: join(NATS_DIR, 'operator-signing.nk'),
+  systemCreds: join(NATS_DIR, 'system.creds'),
+  serverConfig: join(NATS_DIR, 'nats-server.conf'),
+};
+export const NATS_URL = process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223';
+export const NATS_CREDS = process.env.SVC_NATS_CREDS ?? NATS_FILES.serviceCreds;
+/** Signs the requests tests send and verifies them in the test systems (never the one in data/secrets.env). */
+export const TEST_CONTEXT_KEY = 'test-context-key-test-context-key-0123456789';
+export const testSigner = (): ContextSigner => new ContextSigner(TEST_CONTEXT_KEY);
 
 /** Config for tests: the machine's local services, overridable per test. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({
     SVC_DB_URL: process.env.SVC_DB_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
-    SVC_NATS_URL: process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4222',
+    SVC_NATS_URL: NATS_URL,
+    SVC_NATS_CREDS: NATS_CREDS,
+    SVC_NATS_ISSUER_KEY: process.env.SVC_NATS_ISSUER_KEY ?? NATS_FILES.issuerKey,
+    SVC_NATS_OPERATOR_KEY: process.env.SVC_NATS_OPERATOR_KEY ?? NATS_FILES.operatorKey,
+    SVC_NATS_SYSTEM_CREDS: process.env.SVC_NATS_SYSTEM_CREDS ?? NATS_FILES.systemCreds,
+    SVC_CONTEXT_KEY: TEST_CONTEXT_KEY,
     SVC_VALKEY_URL: process.env.SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379',
     SVC_TSDB_URL: process.env.SVC_TSDB_URL ?? 'http://127.0.0.1:8428',
     SVC_ANALYTICS_PATH: process.env.SVC_ANALYTICS_PATH ?? './data/analytics-test',

@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { NATS_FILES } from './env.ts';
 
 /** Helpers for tests that run their own servers (a private nats-server, the whole system as a child process). */
 
@@ -26,9 +29,15 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** A private nats-server with JetStream on loopback, so a test may stop and restart it. */
+/**
+ * A private nats-server on loopback with the project's broker configuration (operator mode, the same trust chain as
+ * the local server, so the service credentials work), its JetStream and account data in `storeDir`, so a test may
+ * stop and restart it.
+ */
 export function startNatsServer(port: number, storeDir: string): ChildProcess {
-  return spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: 'ignore' });
+  mkdirSync(storeDir, { recursive: true });
+  copyFileSync(NATS_FILES.serverConfig, join(storeDir, 'nats-server.conf'));
+  return spawn('nats-server', ['-c', 'nats-server.conf', '-a', '127.0.0.1', '-p', String(port)], { cwd: storeDir, stdio: 'ignore' });
 }
 
 /** SIGTERM, then wait for the exit (no-op when it already exited). */

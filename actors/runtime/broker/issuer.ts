@@ -1,0 +1,123 @@
+import { decode, encodeAccount, encodeUser, fmtCreds, fromPublic, fromSeed, parseCreds, createUser, type Account, type KeyPair } from '@nats-io/jwt';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { readFileSync } from 'node:fs';
+import { agentInboxPrefix, agentPermissions, servicePermissions, toolInboxPrefix, toolPermissions } from './permissions.ts';
+
+/** A seed read from a file (`SU…`, `SA…`, `SO…`), trimmed. */
+export function seedFromFile(path: string): KeyPair {
+  const text = readFileSync(path, 'utf8').trim();
+  try {
+    return fromSeed(new TextEncoder().encode(text));
+  } catch {
+    throw new Error(`${path} does not hold an nkey seed`);
+  }
+}
+
+/** The account a creds file's user belongs to (the signing key's account, or the direct issuer). */
+export async function accountOfCreds(path: string): Promise<string> {
+  const { uc } = await parseCreds(readFileSync(path));
+  return uc.nats.issuer_account ?? uc.iss;
+}
+
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+/**
+ * Issues NATS users of the application account, signed by the account's signing key: agents (from the public nkey
+ * they generated themselves, so their seed never leaves the host), tools and extra service processes (a new key
+ * pair, handed over as a standard creds file).
+ */
+export class BrokerIssuer {
+  constructor(
+    readonly account: string,
+    private readonly signing: KeyPair,
+  ) {
+    if (!account.startsWith('A')) throw new Error('account must be an account public key (A…)');
+  }
+
+  static async fromFiles(serviceCredsPath: string, signingSeedPath: string): Promise<BrokerIssuer> {
+    return new BrokerIssuer(await accountOfCreds(serviceCredsPath), seedFromFile(signingSeedPath));
+  }
+
+  /** An agent's user JWT for the public nkey it presented (`U…`), expiring after `ttlSeconds`. */
+  async agent(agentId: string, publicKey: string, ttlSeconds: number): Promise<{ jwt: string; inboxPrefix: string; expiresAt: number }> {
+    let user: KeyPair;
+    try {
+      user = fromPublic(publicKey);
+    } catch {
+      throw new Error('public key is not an nkey');
+    }
+    if (!publicKey.startsWith('U')) throw new Error('public key must be a user nkey (U…)');
+    const expiresAt = nowSeconds() + ttlSeconds;
+    const jwt = await encodeUser(`agent-${agentId}`, user, this.account, agentPermissions(agentId), { signer: this.signing, exp: expiresAt });
+    return { jwt, inboxPrefix: agentInboxPrefix(agentId), expiresAt };
+  }
+
+  /** A read-only observer's creds (events and discovery); `ttlSeconds` 0 means no expiry. */
+  async tool(name: string, ttlSeconds: number): Promise<{ creds: Uint8Array; publicKey: string; inboxPrefix: string; expiresAt?: number }> {
+    const issued = await this.newUser(`tool-${name}`, toolPermissions(name), ttlSeconds);
+    return { ...issued, inboxPrefix: toolInboxPrefix(name) };
+  }
+
+  /** Creds for another gateway or actor process. */
+  service(name: string, ttlSeconds = 0): Promise<{ creds: Uint8Array; publicKey: string; expiresAt?: number }> {
+    return this.newUser(`service-${name}`, servicePermissions(), ttlSeconds);
+  }
+
+  private async newUser(name: string, perms: ReturnType<typeof servicePermissions>, ttlSeconds: number): Promise<{ creds: Uint8Array; publicKey: string; expiresAt?: number }> {
+    const user = createUser();
+    const expiresAt = ttlSeconds > 0 ? nowSeconds() + ttlSeconds : undefined;
+    const jwt = await encodeUser(name, user, this.account, perms, { signer: this.signing, ...(expiresAt ? { exp: expiresAt } : {}) });
+    return { creds: fmtCreds(jwt, user), publicKey: user.getPublicKey(), ...(expiresAt ? { expiresAt } : {}) };
+  }
+}
+
+interface ClaimsReply {
+  data?: { code?: number; message?: string };
+  error?: { code?: number; description?: string };
+}
+
+/**
+ * Revokes users of the application account: the account JWT (signed by an operator signing key) gets the user's
+ * public key in its revocation list and is pushed to the server through the system account, which disconnects the
+ * user at once and refuses it from then on (the full resolver keeps the update across restarts). The current JWT is
+ * read back from the server first and the result checked afterwards, so concurrent revokers do not drop each other's
+ * entries: an update that lost a race is redone.
+ */
+export class BrokerRevoker {
+  constructor(
+    private readonly system: NatsConnection,
+    private readonly account: string,
+    private readonly operatorSigning: KeyPair,
+    private readonly timeoutMs = 5_000,
+  ) {}
+
+  private async current(): Promise<{ name: string; claims: Partial<Account> }> {
+    const msg = await this.system.request(`$SYS.REQ.ACCOUNT.${this.account}.CLAIMS.LOOKUP`, '', { timeout: this.timeoutMs });
+    const jwt = msg.string();
+    const claims = decode<Account>(jwt);
+    if (claims.sub !== this.account) throw new Error('account lookup answered another account');
+    return { name: claims.name, claims: claims.nats };
+  }
+
+  async revoked(publicKey: string): Promise<number | undefined> {
+    return (await this.current()).claims.revocations?.[publicKey];
+  }
+
+  /** Revokes every JWT of these users issued up to now; resolves once the server has applied it. */
+  async revoke(publicKeys: string[], attempts = 5): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const { name, claims } = await this.current();
+      // JWT times are whole seconds and `iat` decides which JWT is newer: wait for the next second when needed.
+      const at = nowSeconds();
+      const revocations = { ...(claims.revocations ?? {}) };
+      for (const key of publicKeys) revocations[key] = Math.max(revocations[key] ?? 0, at);
+      await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+      const jwt = await encodeAccount(name, this.account, { ...claims, revocations }, { signer: this.operatorSigning });
+      const reply = JSON.parse((await this.system.request(`$SYS.REQ.ACCOUNT.${this.account}.CLAIMS.UPDATE`, jwt, { timeout: this.timeoutMs })).string()) as ClaimsReply;
+      if (reply.error) throw new Error(`account update refused: ${reply.error.description ?? 'unknown error'}`);
+      const after = (await this.current()).claims.revocations ?? {};
+      if (publicKeys.every((k) => (after[k] ?? 0) >= at)) return;
+      if (attempt >= attempts) throw new Error('account update was overwritten by a concurrent update; giving up');
+    }
+  }
+}

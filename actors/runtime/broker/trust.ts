@@ -1,0 +1,134 @@
+import { createAccount, createOperator, createUser, encodeAccount, encodeOperator, encodeUser, fmtCreds, fromSeed, type Account, type KeyPair } from '@nats-io/jwt';
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { servicePermissions, systemPermissions } from './permissions.ts';
+
+/**
+ * The broker's trust chain in nats-server's decentralized JWT model, for a local or single-site installation:
+ * an operator (with a separate signing key, which signs the account JWTs and later their updates), the system
+ * account (server events, account updates) and one application account `SVC` (JetStream on) whose users are signed
+ * by an account signing key. Generated once into a directory (mode 700, files 600) and reused: regenerating would
+ * lock out every issued credential, and re-signing the account JWT would drop its revocations.
+ */
+export const TRUST_FILES = {
+  operatorSeed: 'operator.nk',
+  operatorSigningSeed: 'operator-signing.nk',
+  operatorJwt: 'operator.jwt',
+  systemAccountSeed: 'system-account.nk',
+  systemAccountJwt: 'system-account.jwt',
+  accountSeed: 'account.nk',
+  accountSigningSeed: 'account-signing.nk',
+  accountJwt: 'account.jwt',
+  serviceCreds: 'service.creds',
+  systemCreds: 'system.creds',
+  serverConfig: 'nats-server.conf',
+} as const;
+
+/** Every NATS limit open: the system's own account, bounded by the server's resources rather than by quotas. */
+const OPEN_LIMITS = { subs: -1, data: -1, payload: -1, imports: -1, exports: -1, wildcards: true, conn: -1, leaf: -1 } as const;
+const JETSTREAM_ON = { mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1 } as const;
+
+export interface TrustSummary {
+  operator: string;
+  systemAccount: string;
+  account: string;
+  created: boolean;
+}
+
+const seedOf = (kp: KeyPair): string => new TextDecoder().decode(kp.getSeed());
+
+async function writeSecret(path: string, content: string | Uint8Array): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}`;
+  await writeFile(tmp, content, { mode: 0o600 });
+  await rename(tmp, path);
+}
+
+async function readSeed(dir: string, file: string): Promise<KeyPair> {
+  return fromSeed(new TextEncoder().encode((await readFile(join(dir, file), 'utf8')).trim()));
+}
+
+/** A standard NATS creds file for a new user of `account`, signed by the account's signing key. */
+export async function newUserCreds(name: string, account: string, signing: KeyPair, perms: Parameters<typeof encodeUser>[3], expiresAt?: number): Promise<{ creds: Uint8Array; publicKey: string }> {
+  const user = createUser();
+  const jwt = await encodeUser(name, user, account, perms, { signer: signing, ...(expiresAt ? { exp: expiresAt } : {}) });
+  return { creds: fmtCreds(jwt, user), publicKey: user.getPublicKey() };
+}
+
+/**
+ * Creates the trust chain in `dir` when it is missing (or completes what is missing of it, never replacing a key),
+ * then writes the server configuration from the stored JWTs.
+ */
+export async function ensureTrust(dir: string): Promise<TrustSummary> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700);
+  const has = (f: string): boolean => existsSync(join(dir, f));
+  const created = !has(TRUST_FILES.operatorJwt) || !has(TRUST_FILES.accountJwt) || !has(TRUST_FILES.systemAccountJwt);
+  if (created) {
+    // A partial directory (an interrupted first run) is started over: nothing has been issued from it yet.
+    const operator = createOperator();
+    const operatorSigning = createOperator();
+    const system = createAccount();
+    const account = createAccount();
+    const accountSigning = createAccount();
+    const systemUser = createUser();
+    const systemJwt = await encodeAccount('SYS', system, { limits: OPEN_LIMITS }, { signer: operatorSigning });
+    const accountClaims: Partial<Account> = { limits: { ...OPEN_LIMITS, ...JETSTREAM_ON }, signing_keys: [accountSigning.getPublicKey()] };
+    const accountJwt = await encodeAccount('SVC', account, accountClaims, { signer: operatorSigning });
+    const operatorJwt = await encodeOperator('svc-operator', operator, { system_account: system.getPublicKey(), signing_keys: [operatorSigning.getPublicKey()] });
+    const sysUserJwt = await encodeUser('system', systemUser, system, systemPermissions());
+    const service = await newUserCreds('service', account.getPublicKey(), accountSigning, servicePermissions());
+    await writeSecret(join(dir, TRUST_FILES.operatorSeed), seedOf(operator));
+    await writeSecret(join(dir, TRUST_FILES.operatorSigningSeed), seedOf(operatorSigning));
+    await writeSecret(join(dir, TRUST_FILES.systemAccountSeed), seedOf(system));
+    await writeSecret(join(dir, TRUST_FILES.accountSeed), seedOf(account));
+    await writeSecret(join(dir, TRUST_FILES.accountSigningSeed), seedOf(accountSigning));
+    await writeSecret(join(dir, TRUST_FILES.systemCreds), fmtCreds(sysUserJwt, systemUser));
+    await writeSecret(join(dir, TRUST_FILES.serviceCreds), service.creds);
+    // JWTs last: their presence marks a complete chain.
+    await writeSecret(join(dir, TRUST_FILES.systemAccountJwt), systemJwt);
+    await writeSecret(join(dir, TRUST_FILES.accountJwt), accountJwt);
+    await writeSecret(join(dir, TRUST_FILES.operatorJwt), operatorJwt);
+  }
+  const operatorJwt = (await readFile(join(dir, TRUST_FILES.operatorJwt), 'utf8')).trim();
+  const systemJwt = (await readFile(join(dir, TRUST_FILES.systemAccountJwt), 'utf8')).trim();
+  const accountJwt = (await readFile(join(dir, TRUST_FILES.accountJwt), 'utf8')).trim();
+  const operator = await readSeed(dir, TRUST_FILES.operatorSeed).catch(() => undefined);
+  const systemAccount = subjectOf(systemJwt);
+  const account = subjectOf(accountJwt);
+  await writeSecret(join(dir, TRUST_FILES.serverConfig), serverConfig({ operatorJwt, systemAccount, preload: { [systemAccount]: systemJwt, [account]: accountJwt } }));
+  return { operator: operator?.getPublicKey() ?? subjectOf(operatorJwt), systemAccount, account, created };
+}
+
+/** The `sub` claim of a NATS JWT (no verification: these are our own files). */
+export function subjectOf(jwt: string): string {
+  const payload = jwt.split('.')[1];
+  if (!payload) throw new Error('not a JWT');
+  const { sub } = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { sub?: unknown };
+  if (typeof sub !== 'string') throw new Error('JWT without sub');
+  return sub;
+}
+
+/**
+ * nats-server configuration: operator mode with the full account resolver (account JWTs and their updates kept on
+ * disk, so a revocation survives a restart; the preloads only seed an empty directory, a newer stored JWT wins).
+ * Paths are relative: the server runs with this directory as its working directory (locally and in docker-compose),
+ * and the listen address comes from the command line.
+ */
+export function serverConfig(opts: { operatorJwt: string; systemAccount: string; preload: Record<string, string> }): string {
+  const preload = Object.entries(opts.preload)
+    .map(([k, v]) => `  ${k}: ${v}`)
+    .join('\n');
+  return [
+    '# Generated by scripts/local-nats.ts from the JWTs beside it; regenerated on every start. Never commit it.',
+    `operator: ${opts.operatorJwt}`,
+    `system_account: ${opts.systemAccount}`,
+    'jetstream { store_dir: "jetstream" }',
+    'resolver { type: full, dir: "accounts", allow_delete: false, interval: "2m" }',
+    `resolver_preload {\n${preload}\n}`,
+    // Clients that stop answering pings are dropped within a minute, like the services' own ping setting.
+    'ping_interval: "20s"',
+    'ping_max: 3',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,75 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { requireSecrets, type Config } from './config.ts';
+
+/** NATS headers of a signed request. */
+export const SignatureHeaders = {
+  signedAt: 'Svc-Signed-At',
+  signature: 'Svc-Signature',
+} as const;
+
+export type VerifyResult = { ok: true } | { ok: false; reason: 'unsigned' | 'malformed' | 'unknown key' | 'bad signature' | 'stale' | 'from the future' };
+
+interface Key {
+  id: string;
+  secret: Buffer;
+}
+
+const keyOf = (secret: string): Key => ({ id: createHash('sha256').update(secret).digest('hex').slice(0, 8), secret: Buffer.from(secret, 'utf8') });
+
+const SIGNATURE = /^v1=([0-9a-f]{8}):([A-Za-z0-9_-]{43})$/;
+
+/**
+ * Signs and verifies request envelopes between services. Whoever builds a caller context (a gateway after
+ * authentication, an actor making a nested call) signs the wire subject, the request id, the deadline, the time of
+ * signing and the whole payload (context and input) with HMAC-SHA256 under a key only the services hold; an actor
+ * verifies before it parses anything. A NATS connection alone therefore never makes a caller, and a captured message
+ * cannot be replayed after `maxAgeMs` nor moved to another subject. Several keys may verify (rotation: sign with the
+ * new one, keep the previous one verifying until every process has the new key).
+ */
+export class ContextSigner {
+  private readonly current: Key;
+  private readonly verifiers: Map<string, Key>;
+
+  constructor(
+    secret: string,
+    previous: readonly string[] = [],
+    readonly maxAgeMs = 30_000,
+    private readonly now: () => number = Date.now,
+  ) {
+    if (secret.length < 32) throw new Error('the context signing key must be at least 32 characters');
+    this.current = keyOf(secret);
+    this.verifiers = new Map([this.current, ...previous.filter(Boolean).map(keyOf)].map((k) => [k.id, k]));
+  }
+
+  private mac(key: Key, subject: string, requestId: string, deadline: string, signedAt: string, payload: Uint8Array): Buffer {
+    return createHmac('sha256', key.secret).update(`${subject}\n${requestId}\n${deadline}\n${signedAt}\n`).update(payload).digest();
+  }
+
+  /** The two header values to send with `payload` on `subject`. */
+  sign(subject: string, requestId: string, deadline: number, payload: Uint8Array): { signedAt: string; signature: string } {
+    const signedAt = String(this.now());
+    const mac = this.mac(this.current, subject, requestId, String(deadline), signedAt, payload);
+    return { signedAt, signature: `v1=${this.current.id}:${mac.toString('base64url')}` };
+  }
+
+  verify(subject: string, requestId: string, deadline: string, signedAt: string | undefined, signature: string | undefined, payload: Uint8Array): VerifyResult {
+    if (!signature || !signedAt) return { ok: false, reason: 'unsigned' };
+    const m = SIGNATURE.exec(signature);
+    const at = Number(signedAt);
+    if (!m || !/^\d{1,16}$/.test(signedAt) || !Number.isSafeInteger(at)) return { ok: false, reason: 'malformed' };
+    const key = this.verifiers.get(m[1]!);
+    if (!key) return { ok: false, reason: 'unknown key' };
+    const expected = this.mac(key, subject, requestId, deadline, signedAt, payload);
+    const given = Buffer.from(m[2]!, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad signature' };
+    // Checked after the MAC, so a forger learns nothing about the window; a little skew ahead is allowed for clocks.
+    const age = this.now() - at;
+    if (age > this.maxAgeMs) return { ok: false, reason: 'stale' };
+    if (age < -5_000) return { ok: false, reason: 'from the future' };
+    return { ok: true };
+  }
+}
+
+/** The signer of a process's requests and verifier of those it serves, from SVC_CONTEXT_KEY (and its predecessors). */
+export const contextSigner = (config: Config): ContextSigner =>
+  new ContextSigner(requireSecrets(config, ['SVC_CONTEXT_KEY']).SVC_CONTEXT_KEY, config.SVC_CONTEXT_KEY_PREVIOUS, config.SVC_CONTEXT_MAX_AGE_SECONDS * 1000);

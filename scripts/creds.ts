@@ -1,0 +1,76 @@
+/**
+ * `npm run creds -- <command>`: issues and revokes NATS credentials of the application account (README → Security
+ * model). Reads the same variables as the services (SVC_NATS_URL, SVC_NATS_CREDS, SVC_NATS_ISSUER_KEY, and for
+ * revocation SVC_NATS_OPERATOR_KEY and SVC_NATS_SYSTEM_CREDS); `npm run creds` fills them with the local defaults.
+ *
+ *   tool    --name <name> --out <file> [--expires-in <duration, e.g. 90d, 12h, 0 = never>]   read-only observer
+ *   service --name <name> --out <file> [--expires-in <duration>]                            another gateway/actor process
+ *   revoke  <user public key U…> [...]                                                      disconnects and refuses them
+ */
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { BrokerIssuer, BrokerRevoker, seedFromFile, accountOfCreds } from '../actors/runtime/broker/issuer.ts';
+import { TOOL_NAME } from '../actors/runtime/broker/permissions.ts';
+import { connectNats, closeNats } from '../actors/runtime/nats.ts';
+import { createLogger } from '../actors/runtime/logger.ts';
+
+const USAGE = `usage: npm run creds -- tool|service --name <name> --out <file> [--expires-in 90d]
+       npm run creds -- revoke <user public key> [...]`;
+
+class UsageError extends Error {}
+
+function need(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new UsageError(`${name} is not set (npm run creds sets the local defaults; elsewhere point it at the file)`);
+  return v;
+}
+
+/** `90d`, `12h`, `30m`, `3600` (seconds) or `0` (never) → seconds. */
+function parseDuration(text: string): number {
+  const m = /^(\d+)([smhd]?)$/.exec(text.trim());
+  if (!m) throw new UsageError(`--expires-in: "${text}" is not a duration such as 90d, 12h, 30m or 3600`);
+  return Number(m[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, out: { type: 'string' }, 'expires-in': { type: 'string', default: '90d' } },
+  });
+  if (command === 'tool' || command === 'service') {
+    if (!values.name || !TOOL_NAME.test(values.name)) throw new UsageError('--name is required: 1-64 letters, digits, _ or -');
+    if (!values.out) throw new UsageError('--out <file> is required');
+    const issuer = await BrokerIssuer.fromFiles(need('SVC_NATS_CREDS'), need('SVC_NATS_ISSUER_KEY'));
+    const ttl = parseDuration(values['expires-in']);
+    const issued = command === 'tool' ? await issuer.tool(values.name, ttl) : await issuer.service(values.name, ttl);
+    writeFileSync(values.out, issued.creds, { mode: 0o600 });
+    const expires = issued.expiresAt ? new Date(issued.expiresAt * 1000).toISOString() : 'never';
+    process.stdout.write(`wrote ${values.out}: ${command} "${values.name}", user ${issued.publicKey}, expires ${expires}\n`);
+    if ('inboxPrefix' in issued) process.stdout.write(`connect with inbox prefix ${issued.inboxPrefix} (nats CLI: --inbox-prefix ${issued.inboxPrefix})\n`);
+    return;
+  }
+  if (command === 'revoke') {
+    if (positionals.length === 0 || positionals.some((k) => !/^U[A-Z2-7]{55}$/.test(k))) throw new UsageError('revoke takes one or more user public keys (U…, 56 characters)');
+    const account = await accountOfCreds(need('SVC_NATS_CREDS'));
+    const log = createLogger('warn');
+    const nc = await connectNats(process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223', 'creds-revoke', log, need('SVC_NATS_SYSTEM_CREDS'));
+    try {
+      await new BrokerRevoker(nc, account, seedFromFile(need('SVC_NATS_OPERATOR_KEY'))).revoke(positionals);
+    } finally {
+      await closeNats(nc, log);
+    }
+    process.stdout.write(`revoked ${positionals.join(', ')}: disconnected and refused from now on\n`);
+    return;
+  }
+  throw new UsageError(USAGE);
+}
+
+main(process.argv.slice(2)).then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(err instanceof UsageError ? 2 : 1);
+  },
+);

@@ -1,0 +1,122 @@
+/**
+ * The local NATS server of `npm start` / `npm test` (scripts/setup.sh runs this): creates the broker's trust chain
+ * under data/nats once (actors/runtime/broker/trust.ts), writes the server configuration, and makes sure a
+ * nats-server with that configuration listens on the address of SVC_NATS_URL (default 127.0.0.1:4223), started
+ * detached with its data under data/nats. A server already there is kept when it accepts our service credentials;
+ * one started from another checkout's data/nats (other keys) is stopped and replaced; anything else is an error.
+ *
+ *   node --import tsx scripts/local-nats.ts [--dir data/nats] [--url nats://127.0.0.1:4223]
+ *   node --import tsx scripts/local-nats.ts --init-only --dir /nats     keys and configuration only (docker-compose)
+ */
+import { connect } from '@nats-io/transport-node';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { brokerAuth } from '../actors/runtime/nats.ts';
+import { ensureTrust, TRUST_FILES } from '../actors/runtime/broker/trust.ts';
+
+const { values } = parseArgs({
+  options: { dir: { type: 'string', default: 'data/nats' }, url: { type: 'string', default: 'nats://127.0.0.1:4223' }, 'init-only': { type: 'boolean', default: false } },
+});
+const dir = resolve(values.dir);
+const url = new URL(values.url);
+const host = url.hostname || '127.0.0.1';
+const port = Number(url.port || 4222);
+const creds = join(dir, TRUST_FILES.serviceCreds);
+const say = (msg: string): void => void process.stderr.write(`[local-nats] ${msg}\n`);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+type Probe = 'ok' | 'refused' | 'closed';
+
+function portOpen(): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = createConnection({ host, port });
+    socket.once('connect', () => (socket.destroy(), done(true)));
+    socket.once('error', () => done(false));
+  });
+}
+
+async function connects(withCreds: boolean): Promise<boolean> {
+  try {
+    const nc = await connect({ servers: `${host}:${port}`, ...(withCreds ? brokerAuth(creds) : {}), reconnect: false, timeout: 2000 });
+    await nc.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * ok: a server that accepts our service credentials and refuses anonymous clients; refused: something else listens
+ * there (other keys, or a server without authentication); closed: nothing listens.
+ */
+async function probe(): Promise<Probe> {
+  if (!(await portOpen())) return 'closed';
+  return (await connects(true)) && !(await connects(false)) ? 'ok' : 'refused';
+}
+
+/** nats-server processes started from a `data/nats` directory (this project's, of any checkout) on our port. */
+function staleServers(): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (!args[0]?.endsWith('nats-server') || args[args.indexOf('-p') + 1] !== String(port)) continue;
+      if (readlinkSync(`/proc/${entry}/cwd`).endsWith('/data/nats')) found.push(Number(entry));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
+}
+
+async function stop(pid: number): Promise<void> {
+  process.kill(pid, 'SIGTERM');
+  for (let i = 0; i < 50; i++) {
+    await sleep(100);
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+  }
+  process.kill(pid, 'SIGKILL');
+}
+
+async function main(): Promise<void> {
+  const trust = await ensureTrust(dir);
+  if (trust.created) say(`created the broker's operator, accounts and service credentials in ${dir}`);
+  if (values['init-only']) return;
+  let state = await probe();
+  if (state === 'refused') {
+    const stale = staleServers();
+    if (stale.length === 0) throw new Error(`${host}:${port} is taken by a server that refuses this checkout's credentials (${creds}); stop it or set SVC_NATS_URL`);
+    say(`stopping a nats-server of another checkout on ${host}:${port} (pid ${stale.join(', ')})`);
+    for (const pid of stale) await stop(pid);
+    state = 'closed';
+  }
+  if (state === 'closed') {
+    const bin = existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
+    say(`starting nats-server on ${host}:${port} (operator mode, JetStream, data and log in ${dir})`);
+    // Detached in its own session: it outlives this script and a Ctrl-C of `npm start`, like the other local services.
+    const child = spawn(bin, ['-c', TRUST_FILES.serverConfig, '-a', host, '-p', String(port), '-P', 'nats-server.pid', '-l', 'nats-server.log'], {
+      cwd: dir,
+      detached: true,
+      stdio: 'ignore',
+    });
+    child.unref();
+    for (let i = 0; i < 150 && (state = await probe()) !== 'ok'; i++) await sleep(200);
+    if (state !== 'ok') throw new Error(`nats-server did not accept our credentials on ${host}:${port} within 30 s (see ${join(dir, 'nats-server.log')})`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    say(`ERROR: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);
