@@ -11,6 +11,7 @@ import { AccessTokens } from '../actors/identity/crypto.ts';
 import type { Cat } from '../contracts/catalogue.ts';
 import { systemClock } from '../actors/runtime/clock.ts';
 import { loadConfig } from '../actors/runtime/config.ts';
+import { setNamespace } from '../actors/runtime/namespace.ts';
 import { connectNats } from '../actors/runtime/nats.ts';
 import type { RequestScope } from '../actors/runtime/serve.ts';
 import { formatTraceparent, newTrace } from '../actors/runtime/trace.ts';
@@ -18,6 +19,8 @@ import { DomainError } from '../contracts/errors.ts';
 import { Stores } from '../actors/runtime/stores/index.ts';
 
 const config = loadConfig();
+// Started by bench/run.ts, whose SVC_NAMESPACE (the bench's own) it inherits.
+setNamespace(config.SVC_NAMESPACE);
 const log = pino({ level: 'warn' });
 const stores = new Stores(config, log);
 const orm = await stores.orm();

@@ -14,6 +14,7 @@ import { Stores } from '../actors/runtime/stores/index.ts';
 import { catalogue } from '../contracts/catalogue.ts';
 import { anonymousContext } from '../contracts/context.ts';
 import { load, mean, table, type LoadResult } from './load.ts';
+import { useBenchNamespace } from './namespace.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -21,6 +22,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const GATEWAY_PORT = 18080;
 const DIRECT_PORT = 18090;
 
+// Before the config is read and any child starts: they all inherit the bench's namespace.
+const namespace = useBenchNamespace();
 const config = loadConfig();
 const log = createLogger('warn');
 const stores = new Stores(config, log);
@@ -157,6 +160,7 @@ async function identity(user: { userId: string; email: string; password: string;
 }
 
 async function main(): Promise<void> {
+  console.log(`bench: NATS namespace ${namespace} (request subjects ${namespace}.svc.…)`);
   const user = await seed();
   const env = {
     SVC_SERVER_PORT: String(GATEWAY_PORT),

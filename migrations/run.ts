@@ -4,6 +4,7 @@ import { loadConfig, type Config } from '../actors/runtime/config.ts';
 import { createLogger, type Logger } from '../actors/runtime/logger.ts';
 import { openOrm, type MikroORM } from '../actors/runtime/stores/postgres.ts';
 import { openAnalytics } from '../actors/runtime/stores/analytics.ts';
+import { usesEmbeddedAnalytics } from '../actors/runtime/stores/analytics-owner.ts';
 import { migrateAnalytics } from './analytics/runner.ts';
 
 export { migrateAnalytics };
@@ -32,7 +33,11 @@ export async function migratePostgres(orm: MikroORM, log?: Logger, opts: { schem
   return applied.map((m) => m.name);
 }
 
-/** Both stores, PostgreSQL first. In-process callers (tests, start-up) use this; `npm run migrate` wraps it. */
+/**
+ * Both stores, PostgreSQL first. In-process callers (tests) use this; `npm run migrate` wraps it. The analytics DDL is
+ * applied here only on a ClickHouse server: chDB is held by the process running the invoice domain, which applies it
+ * at start-up (opening it here would fail with the directory's lock while the system runs).
+ */
 export async function runMigrations(config: Pick<Config, 'SVC_DB_URL' | 'SVC_CLICKHOUSE_URL' | 'SVC_ANALYTICS_PATH'>, log: Logger): Promise<MigrationReport> {
   const orm = await openOrm({ url: config.SVC_DB_URL, entities: [], log, poolMax: 2, applicationName: 'svc-migrate' });
   let postgres: string[];
@@ -40,6 +45,10 @@ export async function runMigrations(config: Pick<Config, 'SVC_DB_URL' | 'SVC_CLI
     postgres = await migratePostgres(orm, log);
   } finally {
     await orm.close();
+  }
+  if (usesEmbeddedAnalytics(config)) {
+    log.info('analytics DDL: applied by the invoice domain when it starts (chDB, no SVC_CLICKHOUSE_URL)');
+    return { postgres, analytics: [] };
   }
   const store = await openAnalytics(config);
   let analytics: string[];

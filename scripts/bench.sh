@@ -6,4 +6,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export SVC_DB_URL="${SVC_BENCH_DB_URL:-postgresql://postgres@127.0.0.1:5432/svc_bench}"
 source scripts/setup.sh
 npm run migrate
+# bench/run.ts gives its processes a NATS namespace of their own (`bench`, or SVC_BENCH_NAMESPACE), so a system
+# already running on this broker never answers the bench's requests.
 exec node --import tsx bench/run.ts "$@"

@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
-# PostgreSQL is migrated here once. The analytics DDL goes to a scratch chDB directory: each vitest run uses a
-# private one (vitest.config.ts) that the test system migrates itself, and the app's ./data/analytics stays untouched.
+# PostgreSQL is migrated here once. With chDB the analytics DDL is applied by the process running the invoice domain
+# (`npm run migrate` skips it): each vitest run uses a private directory (vitest.config.ts), and the app's
+# ./data/analytics stays untouched.
 export SVC_ANALYTICS_PATH="${SVC_ANALYTICS_PATH:-./data/analytics-test}"
 npm run migrate
 mkdir -p data

@@ -1,11 +1,20 @@
+import { migrateAnalytics } from '../../migrations/analytics/runner.ts';
 import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
+import { refuseSecondEmbeddedInstance, usesEmbeddedAnalytics } from '../runtime/stores/analytics-owner.ts';
+
+/** The actor answering svc.invoice.health; also what start-up asks for to find other invoice instances. */
+const HEALTH_ACTOR = 'invoice-health';
 
 /** Invoicing: preparation, editing, review, rendering, accounting sync. */
 export const invoiceDomain: DomainModule = {
   name: 'invoice',
   async start(dc: DomainContext): Promise<DomainHandle> {
+    // chDB lives in one process: a second invoice instance would split or lock the data, so it is refused before opening.
+    if (usesEmbeddedAnalytics(dc.config)) await refuseSecondEmbeddedInstance(dc.nc, HEALTH_ACTOR, 'svc.invoice.health');
     const analytics = await dc.stores.analytics();
-    await dc.host.serve('invoice', 'invoice-health', {
+    // Only this process can open chDB while the system runs, so its DDL is applied here (`npm run migrate` skips it).
+    if (analytics.kind === 'chdb') await migrateAnalytics(analytics, dc.log);
+    await dc.host.serve('invoice', HEALTH_ACTOR, {
       'svc.invoice.health': async () => {
         try {
           await analytics.ping();

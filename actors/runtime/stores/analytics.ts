@@ -173,7 +173,11 @@ async function acquireSession(path: string): Promise<Session> {
         await drainPending();
         await mkdir(path, { recursive: true });
         const args = Object.entries(ENGINE_SETTINGS).map(([k, v]) => `--${k}=${v}`);
-        return new Session(path, { connectionArgs: args });
+        try {
+          return new Session(path, { connectionArgs: args });
+        } catch (err) {
+          throw fromChdb(err);
+        }
       })(),
     };
     created.ready.catch(() => {
@@ -277,7 +281,11 @@ function fromChdb(err: unknown): Error {
   const native = (err as Error & { clickhouseCode?: unknown }).clickhouseCode;
   const code = typeof native === 'number' ? native : Number(/Code: (\d+)\./.exec(err.message)?.[1] ?? Number.NaN);
   const type = /\(([A-Z][A-Z0-9_]+)\)\s*$/.exec(err.message)?.[1];
-  return new AnalyticsError(err.message, Number.isFinite(code) ? code : undefined, type, { cause: err });
+  // Another process holds the directory: say who may hold it, not only that the lock failed.
+  const hint = /Cannot lock file/.test(err.message)
+    ? ' (another process has this chDB directory open: only the process running the invoice domain opens it; several invoice instances need a ClickHouse server, SVC_CLICKHOUSE_URL)'
+    : '';
+  return new AnalyticsError(err.message + hint, Number.isFinite(code) ? code : undefined, type, { cause: err });
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ import { allEntities } from '../../entities.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { openAnalytics, type AnalyticsStore } from './analytics.ts';
+import { AnalyticsOwnershipError, NOT_OWNER_MESSAGE, runsInvoiceDomain, usesEmbeddedAnalytics } from './analytics-owner.ts';
 import { openKv, redactCredentials, type KvOptions, type KvStore } from './kv.ts';
 import { openOrm } from './postgres.ts';
 import { Tsdb } from './tsdb.ts';
@@ -50,7 +51,12 @@ export class Stores {
     this.kvP ??= openKv(this.config, this.log.child({ store: 'kv' }), this.kvOptions);
     return this.kvP;
   }
+  /**
+   * The analytics store. chDB lives in one process only (it locks its directory): a process that does not run the
+   * invoice domain is refused here, so a gateway or another domain never takes the lock by accident.
+   */
   analytics(): Promise<AnalyticsStore> {
+    if (usesEmbeddedAnalytics(this.config) && !runsInvoiceDomain(this.config)) return Promise.reject(new AnalyticsOwnershipError(NOT_OWNER_MESSAGE));
     this.analyticsP ??= openAnalytics(this.config);
     return this.analyticsP;
   }

@@ -1,0 +1,43 @@
+import { spawn } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { namespace, setNamespace, wireRequestSubject } from '../../actors/runtime/namespace.ts';
+import { useBenchNamespace } from '../../bench/namespace.ts';
+
+/**
+ * `npm run bench` beside a running `npm start` on one broker: the bench's system must live in a namespace of its own,
+ * whatever SVC_NAMESPACE the shell carries, or the two systems' actors answer each other's requests.
+ */
+describe('bench namespace', () => {
+  const before = namespace();
+  afterEach(() => setNamespace(before));
+
+  it('defaults to `bench`, ignoring the SVC_NAMESPACE of the system it runs beside, and hands it to its children', () => {
+    const env: NodeJS.ProcessEnv = { SVC_NAMESPACE: '' };
+    expect(useBenchNamespace(env)).toBe('bench');
+    expect(env.SVC_NAMESPACE).toBe('bench');
+    expect(wireRequestSubject('svc.fleet.clients.list')).toBe('bench.svc.fleet.clients.list');
+    const staging: NodeJS.ProcessEnv = { SVC_NAMESPACE: 'staging' };
+    expect(useBenchNamespace(staging)).toBe('bench');
+    expect(staging.SVC_NAMESPACE).toBe('bench');
+  });
+
+  it('takes SVC_BENCH_NAMESPACE when set, and does not pass that name on', () => {
+    const env: NodeJS.ProcessEnv = { SVC_BENCH_NAMESPACE: 'bench2' };
+    expect(useBenchNamespace(env)).toBe('bench2');
+    expect(env).toEqual({ SVC_NAMESPACE: 'bench2' });
+    expect(() => useBenchNamespace({ SVC_BENCH_NAMESPACE: 'no spaces' })).toThrow(/namespace/);
+  });
+
+  it('bench/run.ts runs in its own namespace even when started with the default (empty) one', async () => {
+    // PostgreSQL on a closed port: the bench stops at its first query, after choosing its namespace.
+    const env: NodeJS.ProcessEnv = { ...process.env, SVC_NAMESPACE: '', SVC_DB_URL: 'postgresql://postgres@127.0.0.1:1/none' };
+    delete env.SVC_BENCH_NAMESPACE;
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
+    expect(code, out).not.toBe(0);
+    expect(out).toMatch(/bench: NATS namespace bench \(request subjects bench\.svc\./);
+  });
+});
