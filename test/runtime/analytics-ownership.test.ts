@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { Stores } from '../../actors/runtime/stores/index.ts';
-import { testConfig } from '../support/env.ts';
+import { brokerEnv, testConfig } from '../support/env.ts';
 import { freePort, waitFor } from '../support/processes.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 
@@ -26,7 +26,7 @@ interface Child {
 
 /** `node --import tsx <script>` with this run's environment (same NATS namespace and chDB path) plus `env`. */
 function run(script: string, env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, SVC_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...brokerEnv(), SVC_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr.on('data', (d: Buffer) => (out += d.toString()));

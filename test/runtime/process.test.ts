@@ -7,7 +7,7 @@ import { connectNats } from '../../actors/runtime/nats.ts';
 import { ActorHost } from '../../actors/runtime/serve.ts';
 import { catalogue } from '../../contracts/catalogue.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { TEST_CONTEXT_KEY, testConfig, testSigner } from '../support/env.ts';
+import { brokerEnv, testConfig, testSigner } from '../support/env.ts';
 import { freePort } from '../support/processes.ts';
 
 /**
@@ -27,8 +27,7 @@ interface Child {
 
 function runMain(env: Record<string, string | undefined>): Child {
   // The broker and the signing key of the test systems, so the child and this file's actors trust each other.
-  const broker = { SVC_NATS_URL: base.SVC_NATS_URL, SVC_NATS_CREDS: base.SVC_NATS_CREDS, SVC_CONTEXT_KEY: TEST_CONTEXT_KEY };
-  const merged: NodeJS.ProcessEnv = { ...process.env, ...broker, SVC_LOG_LEVEL: 'info', ...env };
+  const merged: NodeJS.ProcessEnv = { ...process.env, ...brokerEnv(), SVC_LOG_LEVEL: 'info', ...env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete merged[k];
   const proc = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -156,7 +156,9 @@ describe('agent credentials: only their own subjects', () => {
     const a = await newAgent();
     const b = await newAgent();
     const seen: string[] = [];
-    const sub = service.subscribe(`svc.agent.${b.id}.>`, { callback: (_e, m) => seen.push(m.subject) });
+    const sub = service.subscribe(`svc.agent.${b.id}.>`, { callback: (_e, m) => {
+        seen.push(m.subject);
+      } });
     await service.flush();
     a.nc.publish(`svc.agent.${b.id}.heartbeat`, '{}');
     await expect(a.nc.request(`svc.system.agent.config.${b.id}`, '', { timeout: 1000 })).rejects.toThrow(/Permissions Violation/);
@@ -169,10 +171,14 @@ describe('agent credentials: only their own subjects', () => {
   it('publishes its own telemetry, receives its commands, and fetches its own config with replies on its own inbox', async () => {
     const a = await newAgent();
     const telemetry: string[] = [];
-    const tsub = service.subscribe(`svc.agent.${a.id}.>`, { callback: (_e, m) => telemetry.push(`${m.subject} ${m.string()}`) });
+    const tsub = service.subscribe(`svc.agent.${a.id}.>`, { callback: (_e, m) => {
+        telemetry.push(`${m.subject} ${m.string()}`);
+      } });
     // A config responder with service credentials (the fleet domain's role): identity from the subject's last token.
     const csub = service.subscribe('svc.system.agent.config.*', {
-      callback: (_e, m) => m.respond(JSON.stringify({ agent: m.subject.split('.').pop(), watch_files: { paths: ['/etc'] } })),
+      callback: (_e, m) => {
+        m.respond(JSON.stringify({ agent: m.subject.split('.').pop(), watch_files: { paths: ['/etc'] } }));
+      },
     });
     await service.flush();
     a.nc.publish(`svc.agent.${a.id}.heartbeat`, '{"ok":true}');
@@ -180,7 +186,9 @@ describe('agent credentials: only their own subjects', () => {
     expect(reply.json()).toEqual({ agent: a.id, watch_files: { paths: ['/etc'] } });
     expect(reply.subject.startsWith(`${a.inboxPrefix}.`)).toBe(true);
     const commands: string[] = [];
-    a.nc.subscribe(`svc.system.commands.${a.id}`, { callback: (_e, m) => commands.push(m.string()) });
+    a.nc.subscribe(`svc.system.commands.${a.id}`, { callback: (_e, m) => {
+        commands.push(m.string());
+      } });
     await a.nc.flush();
     service.publish(`svc.system.commands.${a.id}`, '{"type":"config_update"}');
     await waitFor(() => telemetry.length === 1 && commands.length === 1, 3000, 'telemetry and command');
@@ -246,7 +254,9 @@ describe('tool credentials: read-only observers', () => {
 
   it('subscribes to svc.evt.> and sees events', async () => {
     const seen: string[] = [];
-    const sub = tool.subscribe('svc.evt.>', { callback: (_e, m) => seen.push(m.subject) });
+    const sub = tool.subscribe('svc.evt.>', { callback: (_e, m) => {
+        seen.push(m.subject);
+      } });
     await tool.flush();
     const subject = `svc.evt.securitytest.${randomUUID().slice(0, 8)}`;
     service.publish(subject, '{}');
@@ -256,7 +266,7 @@ describe('tool credentials: read-only observers', () => {
 
   it('discovers the services through $SRV', async () => {
     const pings = [];
-    for await (const p of await new Svcm(tool).client({ maxWait: 1000 }).ping()) pings.push(p);
+    for await (const p of await new Svcm(tool).client({ maxWait: 1000, strategy: 'timer' }).ping()) pings.push(p);
     expect(pings.length).toBeGreaterThan(0);
   });
 

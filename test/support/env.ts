@@ -17,16 +17,21 @@ export const NATS_CREDS = process.env.SVC_NATS_CREDS ?? NATS_FILES.serviceCreds;
 export const TEST_CONTEXT_KEY = 'test-context-key-test-context-key-0123456789';
 export const testSigner = (): ContextSigner => new ContextSigner(TEST_CONTEXT_KEY);
 
+/** What a child process (main.ts, a script) needs to share this run's broker and trust the test systems' requests. */
+export const brokerEnv = (): Record<string, string> => ({
+  SVC_NATS_URL: NATS_URL,
+  SVC_NATS_CREDS: NATS_CREDS,
+  SVC_NATS_ISSUER_KEY: process.env.SVC_NATS_ISSUER_KEY ?? NATS_FILES.issuerKey,
+  SVC_NATS_OPERATOR_KEY: process.env.SVC_NATS_OPERATOR_KEY ?? NATS_FILES.operatorKey,
+  SVC_NATS_SYSTEM_CREDS: process.env.SVC_NATS_SYSTEM_CREDS ?? NATS_FILES.systemCreds,
+  SVC_CONTEXT_KEY: TEST_CONTEXT_KEY,
+});
+
 /** Config for tests: the machine's local services, overridable per test. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({
     SVC_DB_URL: process.env.SVC_DB_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
-    SVC_NATS_URL: NATS_URL,
-    SVC_NATS_CREDS: NATS_CREDS,
-    SVC_NATS_ISSUER_KEY: process.env.SVC_NATS_ISSUER_KEY ?? NATS_FILES.issuerKey,
-    SVC_NATS_OPERATOR_KEY: process.env.SVC_NATS_OPERATOR_KEY ?? NATS_FILES.operatorKey,
-    SVC_NATS_SYSTEM_CREDS: process.env.SVC_NATS_SYSTEM_CREDS ?? NATS_FILES.systemCreds,
-    SVC_CONTEXT_KEY: TEST_CONTEXT_KEY,
+    ...brokerEnv(),
     SVC_VALKEY_URL: process.env.SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379',
     SVC_TSDB_URL: process.env.SVC_TSDB_URL ?? 'http://127.0.0.1:8428',
     SVC_ANALYTICS_PATH: process.env.SVC_ANALYTICS_PATH ?? './data/analytics-test',
