@@ -223,7 +223,7 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
     // site make credentialed requests. A list of origins is echoed back, with credentials.
     origin: anyOrigin ? '*' : origins.length > 0 ? origins : false,
     credentials: !anyOrigin,
-    exposedHeaders: ['x-request-id', 'retry-after', 'content-disposition'],
+    exposedHeaders: ['x-request-id', 'retry-after', 'content-disposition', 'idempotent-replayed'],
   });
 
   const debug = opts.config.SVC_ENABLE_DEBUG_ENDPOINTS;
