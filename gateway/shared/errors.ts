@@ -106,6 +106,11 @@ export function errorBody(style: ServiceStyle, err: ApiError, requestId: string)
 /** Replies sent through `sendError`: anything else ≥ 400 is rewrapped by the safety net in app.ts. */
 const enveloped = new WeakSet<FastifyReply>();
 export const isEnveloped = (reply: FastifyReply): boolean => enveloped.has(reply);
+/** For the rare answer ≥ 400 whose body a document fixes otherwise (the readiness probes' 503): sent as is. */
+export const keepErrorBody = (reply: FastifyReply): FastifyReply => {
+  enveloped.add(reply);
+  return reply;
+};
 
 export function sendError(style: ServiceStyle, req: FastifyRequest, reply: FastifyReply, err: ApiError): FastifyReply {
   const retryAfter = err instanceof DomainError ? err.details?.retry_after_seconds : undefined;
