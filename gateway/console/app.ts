@@ -4,6 +4,7 @@ import type { Logger } from '../../actors/runtime/logger.ts';
 import type { LazyNats } from '../../actors/runtime/nats.ts';
 import { createGatewayApp, type GatewayApp } from '../shared/app.ts';
 import type { GatewayDeps } from '../shared/bridge.ts';
+import { keepErrorBody } from '../shared/errors.ts';
 import { PostgresProbe, withTimeout } from '../shared/probes.ts';
 import { registerConsoleRoutes } from './routes/index.ts';
 
@@ -32,7 +33,8 @@ export async function buildConsoleGateway(opts: ConsoleGatewayOptions): Promise<
       app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
         const [db, broker] = await Promise.all([withTimeout(pgProbe.check(), 2000, 'timeout'), withTimeout(opts.nats.healthy(1500), 2000, false)]);
         const ready = db === 'ok' && broker;
-        return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready' });
+        // The 503 body is the document's probe format, not the error envelope.
+        return keepErrorBody(reply).status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready' });
       });
       await registerConsoleRoutes(app, opts.deps, opts.config);
     },

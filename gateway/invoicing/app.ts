@@ -5,6 +5,7 @@ import { anonymousContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { createGatewayApp, type GatewayApp } from '../shared/app.ts';
 import type { GatewayDeps } from '../shared/bridge.ts';
+import { keepErrorBody } from '../shared/errors.ts';
 import { PostgresProbe, withTimeout } from '../shared/probes.ts';
 import { traceparentOf } from '../shared/request-context.ts';
 import { registerInvoicingRoutes } from './routes/index.ts';
@@ -43,7 +44,8 @@ export async function buildInvoicingGateway(opts: InvoicingGatewayOptions): Prom
           .catch((err: unknown) => `unreachable: ${err instanceof DomainError ? err.message : 'unknown error'}`);
         const [relational, analyticsStatus] = await Promise.all([withTimeout(pgProbe.check(), 2500, 'timeout'), withTimeout(analytics, 2500, 'timeout')]);
         const ready = relational === 'ok' && analyticsStatus === 'ok';
-        return reply
+        // The 503 body is the document's probe format, not the error envelope.
+        return keepErrorBody(reply)
           .status(ready ? 200 : 503)
           .send({ status: ready ? 'ready' : 'not_ready', checks: { relational_store: relational, analytics_store: analyticsStatus } });
       });

@@ -1,11 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Caller } from '../../actors/runtime/call.ts';
+import { MemoryKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
 import { anonymousContext, type CallerContext } from '../../contracts/context.ts';
+import { DomainError } from '../../contracts/errors.ts';
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
 import type { GatewayApp } from './app.ts';
 import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
+import { apiError, statusOf, toApiError } from './errors.ts';
+import { callerScope, fingerprint, idempotencyKeyOf, IdempotencyStore, isFinalError, REPLAYED_HEADER, type StoredAnswer } from './idempotency.ts';
 import { deadlineOf, setDeadline, traceparentOf } from './request-context.ts';
 
 /** What every route of a gateway needs to reach the actors. */
@@ -15,6 +19,8 @@ export interface GatewayDeps<C extends Catalogue = Cat> {
   requestTimeoutMs: number;
   /** Optional per-route guard run before authentication (rate limits). */
   guard?: (req: FastifyRequest, kind: RateClass) => Promise<void>;
+  /** Where answers to `Idempotency-Key` requests are kept (Valkey). Unset: in-process, correct for one instance only. */
+  idempotency?: KvStore;
 }
 
 /** Which rate-limit bucket a route counts against. */
@@ -45,6 +51,12 @@ export interface BridgeRoute<C extends Catalogue, S extends SubjectName<C>, P ex
   paged?: ReplyOut<C, S> extends Page ? true : never;
   /** Custom reply (HTML, PDF, redirects). Default: `{ data }`. */
   send?: (data: ReplyOut<C, S>, reply: FastifyReply, req: FastifyRequest) => unknown;
+  /**
+   * Takes an `Idempotency-Key` header (see idempotency.ts). Default: on for an authenticated POST answering 201 (a
+   * create); off elsewhere, where the header is ignored. Turn it off for a create whose answer is a secret shown once,
+   * so no copy of it is kept in the store.
+   */
+  idempotent?: boolean;
 }
 
 /** What a paginated subject answers. */
@@ -74,6 +86,19 @@ export function bridge<
 >(app: GatewayApp, deps: GatewayDeps<C>, route: BridgeRoute<C, S, P, Q, B>): void {
   const spec = deps.caller.catalogue[route.subject]!;
   const rate = route.rate ?? (route.auth === 'public' ? 'auth' : 'api');
+  const idempotent = route.idempotent ?? (route.method === 'POST' && route.status === 201 && route.auth !== 'public' && !route.send);
+  // Answers are kept per caller: an anonymous caller has no scope, and a custom reply is not a storable body.
+  if (idempotent && (route.auth === 'public' || route.send)) throw new Error(`${route.method} ${route.url}: idempotent needs an authenticated route with the default reply`);
+  const status = route.status ?? 200;
+  /** The default answer to a reply: `{ data }`, the list envelope, or nothing for 204. */
+  const render = (data: ReplyOut<C, S>): { status: number; body: unknown } => {
+    if (status === 204) return { status, body: undefined };
+    if (route.paged) {
+      const page = data as Page;
+      return { status, body: { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } } };
+    }
+    return { status, body: { data } };
+  };
   app.route({
     method: route.method,
     url: route.url,
@@ -94,17 +119,88 @@ export function bridge<
     },
     handler: async (req, reply) => {
       const ctx = route.auth === 'public' ? anonymousContext(req.id, clientInfo(req)) : await deps.auth.authenticate(req, route.auth);
+      const key = idempotent ? idempotencyKeyOf(req) : undefined;
       const input = route.input({ params: req.params as Out<P>, query: req.query as Out<Q>, body: req.body as Out<B>, ctx, req });
-      const data = await deps.caller.call(route.subject, input, ctx, { deadline: deadlineOf(req, deps.requestTimeoutMs), traceparent: traceparentOf(req) });
-      if (route.send) return route.send(data, reply, req);
-      if (route.status === 204) return reply.status(204).send();
-      if (route.paged) {
-        const page = data as Page;
-        return reply.status(route.status ?? 200).send({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } });
+      const deadline = deadlineOf(req, deps.requestTimeoutMs);
+      const scope = callerScope(ctx);
+      if (key !== undefined && scope !== undefined) {
+        const { answer, replayed } = await idempotentCall(req, deps, { scope, key, deadline }, (callDeadline) =>
+          deps.caller.call(route.subject, input, ctx, { deadline: callDeadline, traceparent: traceparentOf(req) }).then(render),
+        );
+        if (replayed) void reply.header(REPLAYED_HEADER, 'true');
+        // A stored error is sent again as an error, so its body carries this request's id like every other.
+        if ('error' in answer) throw apiError(answer.error.code, answer.error.message);
+        return reply.status(answer.status).send(answer.body);
       }
-      return reply.status(route.status ?? 200).send({ data });
+      const data = await deps.caller.call(route.subject, input, ctx, { deadline, traceparent: traceparentOf(req) });
+      if (route.send) return route.send(data, reply, req);
+      const answer = render(data);
+      return reply.status(answer.status).send(answer.body);
     },
   });
+}
+
+const stores = new WeakMap<GatewayDeps<Catalogue>, IdempotencyStore>();
+function storeOf<C extends Catalogue>(deps: GatewayDeps<C>): IdempotencyStore {
+  let store = stores.get(deps as GatewayDeps<Catalogue>);
+  if (!store) {
+    store = new IdempotencyStore(deps.idempotency ?? new MemoryKv());
+    stores.set(deps as GatewayDeps<Catalogue>, store);
+  }
+  return store;
+}
+
+/**
+ * Runs a keyed request once: claims the key (or answers what is stored, 409 while running, 422 for another request),
+ * calls, and keeps the complete answer before sending it. The call may outlive the request's deadline: the client
+ * gets its 504 on time, while the call goes on (up to one more request timeout) and its outcome is stored, so the
+ * retry the 504 invites gets the real answer instead of creating twice or a 409.
+ */
+async function idempotentCall<C extends Catalogue>(
+  req: FastifyRequest,
+  deps: GatewayDeps<C>,
+  k: { scope: string; key: string; deadline: number },
+  call: (deadline: number) => Promise<{ status: number; body: unknown }>,
+): Promise<{ answer: StoredAnswer; replayed: boolean }> {
+  const store = storeOf(deps);
+  const fp = fingerprint(req);
+  // A keyed call may run one more request timeout past its HTTP answer (a 504), so its real outcome is kept.
+  const callDeadline = k.deadline + deps.requestTimeoutMs;
+  // The running marker outlives the call (and the store write after it), and expires if this gateway dies meanwhile.
+  const claim = await store.claim(k.scope, k.key, fp, callDeadline - Date.now() + 5_000);
+  if (claim.kind === 'replay') return { answer: claim.answer, replayed: true };
+
+  // A store failing after the call ran is logged, not answered: the call's own answer is what the client needs. The
+  // running marker then expires on its own, and a repeat after that runs again.
+  const keep = async (op: () => Promise<void>): Promise<void> => {
+    try {
+      await op();
+    } catch (err) {
+      req.log.warn({ err, request_id: req.id }, 'idempotency store unavailable; answer not kept');
+    }
+  };
+  const finished = call(callDeadline).then(
+    async (answer): Promise<StoredAnswer> => {
+      await keep(() => store.save(k.scope, k.key, fp, answer));
+      return answer;
+    },
+    async (err: unknown): Promise<never> => {
+      const apiErr = toApiError(err);
+      if (isFinalError(apiErr)) await keep(() => store.save(k.scope, k.key, fp, { status: statusOf[apiErr.code], error: { code: apiErr.code, message: apiErr.message } }));
+      else await keep(() => store.release(k.scope, k.key));
+      throw err;
+    },
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, k.deadline - Date.now()))));
+  try {
+    // After 'late' the call settles in the background (race already handles its rejection); its outcome is kept there.
+    const first = await Promise.race([finished, late]);
+    if (first === 'late') throw new DomainError('timeout', 'the request did not finish before the deadline; repeat it with the same Idempotency-Key for its outcome');
+    return { answer: first, replayed: false };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A route of a group: as for `bridge`, with the group's auth mode and tags unless the route names its own. */

@@ -9,7 +9,16 @@ const SaParams = z.object({ id: z.uuid() });
 export function registerServiceAccountRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['service-accounts'] });
   route({ method: 'GET', url: '/api/v1/service-accounts', subject: 'svc.identity.service_accounts.list', query: PageQuery, input: ({ query }) => query, paged: true });
-  route({ method: 'POST', url: '/api/v1/service-accounts', subject: 'svc.identity.service_accounts.create', body: CreateServiceAccountBody, input: ({ body }) => body, status: 201 });
+  // The answer carries the API key, shown once: no copy of it is kept for Idempotency-Key replays.
+  route({
+    method: 'POST',
+    url: '/api/v1/service-accounts',
+    subject: 'svc.identity.service_accounts.create',
+    body: CreateServiceAccountBody,
+    input: ({ body }) => body,
+    status: 201,
+    idempotent: false,
+  });
   route({ method: 'GET', url: '/api/v1/service-accounts/:id', subject: 'svc.identity.service_accounts.get', params: SaParams, input: ({ params }) => params });
   route({
     method: 'PUT',
