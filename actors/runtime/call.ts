@@ -12,7 +12,19 @@ export interface CallOptions {
   timeoutMs?: number;
   /** W3C `traceparent` of the calling span; absent or malformed, the call starts a new trace. */
   traceparent?: string;
+  /**
+   * This call is safe to repeat although its subject is not marked `retry: 'safe'` (e.g. a write carrying an
+   * idempotency key): a slow attempt is repeated once, as for safe subjects.
+   */
+  repeatable?: boolean;
 }
+
+/**
+ * A safe call still unanswered after this long (or a third of its time, if less) is sent once more: NATS never tells a
+ * requester that the instance holding its request died, and the queue group routes the repeat to a live instance.
+ * The first attempt stays open too, so a merely slow answer still counts.
+ */
+export const REPEAT_AFTER_MS = 1_000;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -23,6 +35,7 @@ export class Caller<C extends Catalogue> {
     private readonly getConnection: () => NatsConnection | undefined,
     readonly catalogue: C,
     private readonly defaultTimeoutMs = 10_000,
+    private readonly repeatAfterMs = REPEAT_AFTER_MS,
   ) {}
 
   async call<S extends SubjectName<C>>(subject: S, input: RequestIn<C, S>, ctx: CallerContext, opts: CallOptions = {}): Promise<ReplyOut<C, S>> {
@@ -38,8 +51,10 @@ export class Caller<C extends Catalogue> {
     h.set(Headers.traceparent, formatTraceparent(parseTraceparent(opts.traceparent) ?? newTrace()));
     let raw: Uint8Array;
     try {
-      const msg = await nc.request(wireRequestSubject(subject), encoder.encode(JSON.stringify({ ctx, input })), { timeout, headers: h });
-      raw = msg.data;
+      const send = (ms: number): Promise<Uint8Array> =>
+        nc.request(wireRequestSubject(subject), encoder.encode(JSON.stringify({ ctx, input })), { timeout: ms, headers: h }).then((m) => m.data);
+      const repeatAfter = Math.min(this.repeatAfterMs, timeout / 3);
+      raw = (this.catalogue[subject]!.retry === 'safe' || opts.repeatable === true) && repeatAfter >= 50 ? await sendTwice(send, deadline, repeatAfter) : await send(timeout);
     } catch (err) {
       throw translateNatsError(err, subject);
     }
@@ -56,6 +71,37 @@ export class Caller<C extends Catalogue> {
       throw new DomainError(code, message, details);
     }
     return envelope.data.data as ReplyOut<C, S>;
+  }
+}
+
+/**
+ * One attempt, and a second one when the first has not answered after `repeatAfterMs` or failed early (no
+ * responders); the first answer of either wins. Both run to the deadline; the call fails only when both failed.
+ */
+async function sendTwice(send: (ms: number) => Promise<Uint8Array>, deadline: number, repeatAfterMs: number): Promise<Uint8Array> {
+  const first = send(deadline - Date.now());
+  const second = new Promise<Uint8Array>((resolve, reject) => {
+    let sent = false;
+    const fire = (): void => {
+      if (sent) return;
+      sent = true;
+      clearTimeout(timer);
+      const left = deadline - Date.now();
+      if (left <= 0) reject(new TimeoutError());
+      else send(left).then(resolve, reject);
+    };
+    const timer = setTimeout(fire, repeatAfterMs);
+    // An answer to the first cancels the repeat (this promise then never settles; `any` has its value already).
+    first.then(() => {
+      sent = true;
+      clearTimeout(timer);
+    }, fire);
+  });
+  try {
+    return await Promise.any([first, second]);
+  } catch (err) {
+    // Both failed: report the first attempt's reason.
+    throw err instanceof AggregateError ? err.errors[0] : err;
   }
 }
 
