@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EmailLookup } from './fields.ts';
 
 /**
  * The durable side of the wire: the JetStream streams the system declares at boot, and the typed table of durable
@@ -137,7 +138,7 @@ const coreEvents = defineEvents({
 });
 
 /** A forgot-password request: handled off the request path so every e-mail gets the same answer in the same time. */
-export const PasswordResetRequested = z.object({ email: z.string().min(1).max(320), request_id: z.string(), ip: z.string().optional() });
+export const PasswordResetRequested = z.object({ email: EmailLookup, request_id: z.string(), ip: z.string().optional() });
 export type PasswordResetRequested = z.infer<typeof PasswordResetRequested>;
 
 const coreWork = defineWork({

@@ -1,5 +1,13 @@
 import type { z } from 'zod';
 import type { ErrorCode } from './errors.ts';
+import type { DurableSubject } from './streams.ts';
+
+/**
+ * Durable payloads a subject's handler publishes from its input: for each durable subject, which request field
+ * (top-level key) feeds which payload field. test/contracts/agreement.test.ts checks that whatever the request
+ * schema accepts in such a field, the payload schema accepts too (a refusal there would be a 500 after the 200 check).
+ */
+export type Produces = Readonly<Partial<Record<DurableSubject, Readonly<Record<string, string>>>>>;
 
 /** One request-reply subject: what goes in, what comes back, which domain errors it may answer with. */
 export interface SubjectSpec<Req extends z.ZodType = z.ZodType, Res extends z.ZodType = z.ZodType> {
@@ -7,6 +15,12 @@ export interface SubjectSpec<Req extends z.ZodType = z.ZodType, Res extends z.Zo
   readonly reply: Res;
   readonly errors: readonly ErrorCode[];
   readonly summary: string;
+  /**
+   * `'safe'`: repeating the request changes nothing (a read), so a caller may send it again when an attempt is slow
+   * (e.g. its actor instance died with the request in flight). Absent: never repeated by the runtime.
+   */
+  readonly retry?: 'safe';
+  readonly produces?: Produces;
 }
 
 export type Catalogue = Readonly<Record<string, SubjectSpec>>;

@@ -13,7 +13,19 @@ export interface CallOptions {
   timeoutMs?: number;
   /** W3C `traceparent` of the calling span; absent or malformed, the call starts a new trace. */
   traceparent?: string;
+  /**
+   * This call is safe to repeat although its subject is not marked `retry: 'safe'` (e.g. a write carrying an
+   * idempotency key): a slow attempt is repeated once, as for safe subjects.
+   */
+  repeatable?: boolean;
 }
+
+/**
+ * A safe call still unanswered after this long (or a third of its time, if less) is sent once more: NATS never tells a
+ * requester that the instance holding its request died, and the queue group routes the repeat to a live instance.
+ * The first attempt stays open too, so a merely slow answer still counts.
+ */
+export const REPEAT_AFTER_MS = 1_000;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -28,6 +40,7 @@ export class Caller<C extends Catalogue> {
     readonly catalogue: C,
     private readonly signer: ContextSigner,
     private readonly defaultTimeoutMs = 10_000,
+    private readonly repeatAfterMs = REPEAT_AFTER_MS,
   ) {}
 
   async call<S extends SubjectName<C>>(subject: S, input: RequestIn<C, S>, ctx: CallerContext, opts: CallOptions = {}): Promise<ReplyOut<C, S>> {
@@ -48,8 +61,10 @@ export class Caller<C extends Catalogue> {
     h.set(SignatureHeaders.signature, signed.signature);
     let raw: Uint8Array;
     try {
-      const msg = await nc.request(wire, payload, { timeout, headers: h });
-      raw = msg.data;
+      // A repeat carries the same signed envelope: it is the same request, within the same replay window.
+      const send = (ms: number): Promise<Uint8Array> => nc.request(wire, payload, { timeout: ms, headers: h }).then((m) => m.data);
+      const repeatAfter = Math.min(this.repeatAfterMs, timeout / 3);
+      raw = (this.catalogue[subject]!.retry === 'safe' || opts.repeatable === true) && repeatAfter >= 50 ? await sendTwice(send, deadline, repeatAfter) : await send(timeout);
     } catch (err) {
       throw translateNatsError(err, subject);
     }
@@ -66,6 +81,37 @@ export class Caller<C extends Catalogue> {
       throw new DomainError(code, message, details);
     }
     return envelope.data.data as ReplyOut<C, S>;
+  }
+}
+
+/**
+ * One attempt, and a second one when the first has not answered after `repeatAfterMs` or failed early (no
+ * responders); the first answer of either wins. Both run to the deadline; the call fails only when both failed.
+ */
+async function sendTwice(send: (ms: number) => Promise<Uint8Array>, deadline: number, repeatAfterMs: number): Promise<Uint8Array> {
+  const first = send(deadline - Date.now());
+  const second = new Promise<Uint8Array>((resolve, reject) => {
+    let sent = false;
+    const fire = (): void => {
+      if (sent) return;
+      sent = true;
+      clearTimeout(timer);
+      const left = deadline - Date.now();
+      if (left <= 0) reject(new TimeoutError());
+      else send(left).then(resolve, reject);
+    };
+    const timer = setTimeout(fire, repeatAfterMs);
+    // An answer to the first cancels the repeat (this promise then never settles; `any` has its value already).
+    first.then(() => {
+      sent = true;
+      clearTimeout(timer);
+    }, fire);
+  });
+  try {
+    return await Promise.any([first, second]);
+  } catch (err) {
+    // Both failed: report the first attempt's reason.
+    throw err instanceof AggregateError ? err.errors[0] : err;
   }
 }
 

@@ -6,9 +6,12 @@ import { Headers, RequestEnvelope, type ReplyEnvelope } from '../../contracts/en
 import { DomainError, describeZodError } from '../../contracts/errors.ts';
 import { domainOf, type Catalogue, type DomainSubjects, type ReplyIn, type ReplyOut, type RequestIn, type RequestOut, type SubjectName } from '../../contracts/subject.ts';
 import { Caller, type CallOptions } from './call.ts';
+import { runWithDeadline } from './deadline.ts';
 import type { Logger } from './logger.ts';
 import { wireRequestSubject } from './namespace.ts';
 import { SignatureHeaders, type ContextSigner } from './signing.ts';
+import { OutageLog } from './outage.ts';
+import { sqlStateOf, storeErrorToDomain } from './store-errors.ts';
 import { continueTrace, formatTraceparent } from './trace.ts';
 
 /** What a handler gets besides its parsed input. `call` propagates the request id, the deadline and the trace. */
@@ -42,6 +45,7 @@ export class ActorHost<C extends Catalogue> {
   private readonly services: Service[] = [];
   private readonly inflight = new Set<Promise<void>>();
   private draining: Promise<void> | undefined;
+  private readonly outages = new OutageLog();
   readonly caller: Caller<C>;
 
   constructor(
@@ -140,16 +144,18 @@ export class ActorHost<C extends Catalogue> {
             deadline: Math.min(deadline, opts.deadline ?? deadline, opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : deadline),
           }),
       };
-      const out = await handler(parsed.data as RequestOut<C, SubjectName<C>>, scope);
+      // The deadline also reaches code without the scope (the PostgreSQL pool and transactions).
+      const out = await runWithDeadline({ deadline, signal: ac.signal }, () => handler(parsed.data as RequestOut<C, SubjectName<C>>, scope));
       const checked = spec.reply.safeParse(out);
       if (!checked.success) {
         log.error({ issues: checked.error.issues }, 'handler reply does not match its schema');
         throw new DomainError('internal_error', 'internal error');
       }
       reply = { ok: true, data: checked.data };
+      this.outages.succeeded(log, subject);
     } catch (err) {
       const domainError = toReplyError(err);
-      if (!(err instanceof DomainError)) log.error({ err, code: domainError.code }, 'handler failed');
+      if (!(err instanceof DomainError)) this.logFailure(log, subject, err, domainError);
       reply = errorEnvelope(domainError);
     } finally {
       clearTimeout(timer);
@@ -175,6 +181,16 @@ export class ActorHost<C extends Catalogue> {
       return;
     }
     log.debug({ ms: Math.round(performance.now() - started), ok: reply.ok }, 'handled');
+  }
+
+  /**
+   * A store that is down is an outage, logged once per transition (OutageLog); a store refusing the request (a
+   * constraint race, invalid input, the deadline) is the request's fate, logged at info; anything else is a fault.
+   */
+  private logFailure(log: Logger, subject: string, err: unknown, answered: DomainError): void {
+    if (answered.code === 'unavailable') this.outages.failed(log, subject, err);
+    else if (answered.code !== 'internal_error') log.info({ code: answered.code, sqlstate: sqlStateOf(err), reason: answered.message }, 'store refused the request');
+    else log.error({ err, code: answered.code }, 'handler failed');
   }
 
   /**
@@ -218,11 +234,15 @@ export function isUnavailableError(err: unknown): boolean {
 }
 
 /**
- * What the caller is told about a thrown error: a DomainError as it is; a store or peer that cannot be reached as
+ * What the caller is told about a thrown error: a DomainError as it is; a PostgreSQL refusal as what it means
+ * (store-errors.ts: invalid input 400, missing reference 404, duplicate 409, ...); a store or peer that cannot be reached as
  * `unavailable` (503: try again); anything else as `internal_error`. Neither carries the original message or stack.
  */
 export function toReplyError(err: unknown): DomainError {
   if (err instanceof DomainError) return err;
+  // PostgreSQL refusing the input or losing a race (classes 22, 23, 40; 57014) is not an outage.
+  const refused = storeErrorToDomain(err);
+  if (refused) return refused;
   if (isUnavailableError(err)) return new DomainError('unavailable', 'a backing service is temporarily unavailable');
   return new DomainError('internal_error', 'internal error');
 }

@@ -22,12 +22,14 @@ export type ResolvedServiceAccount = z.infer<typeof ResolvedServiceAccount>;
 
 export const accessSubjects = subjects({
   'svc.identity.access.resolve': {
+    retry: 'safe',
     summary: 'Resolves a user into status and per-client permissions (cached 15 minutes, invalidated on every change).',
     request: z.object({ user_id: z.uuid() }),
     reply: ResolvedUser,
     errors: ['unauthorized'],
   },
   'svc.identity.access.resolve_key': {
+    retry: 'safe',
     summary: 'Authenticates a service-account API key and resolves its permissions.',
     request: z.object({ api_key: z.string().min(1).max(256) }),
     reply: ResolvedServiceAccount,

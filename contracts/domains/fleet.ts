@@ -32,12 +32,13 @@ const ById = z.object({ id: z.uuid() });
 
 export const fleetSubjects = subjects({
   'svc.fleet.clients.list': {
+    retry: 'safe',
     summary: 'Clients the caller may read (clients:read), paginated and sorted.',
     request: ClientListQuery,
     reply: z.object({ items: z.array(Client), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) }),
     errors: ['forbidden'],
   },
-  'svc.fleet.clients.get': { summary: 'One client (clients:read on it; 404 when out of scope).', request: ById, reply: Client, errors: ['forbidden', 'not_found'] },
+  'svc.fleet.clients.get': { retry: 'safe', summary: 'One client (clients:read on it; 404 when out of scope).', request: ById, reply: Client, errors: ['forbidden', 'not_found'] },
   'svc.fleet.clients.create': { summary: 'Creates a client (clients:write).', request: CreateClientBody, reply: Client, errors: ['forbidden', 'conflict'] },
   'svc.fleet.clients.update': {
     summary: 'Renames a client; the slug never changes (clients:write on it).',

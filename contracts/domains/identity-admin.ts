@@ -246,13 +246,14 @@ const ByUser = z.object({ user_id: Id });
 
 export const identityAdminSubjects = subjects({
   // users
-  'svc.identity.users.list': { summary: 'Lists users (users:read).', request: PageInput, reply: Paged(UserSummary), errors: ['forbidden'] },
-  'svc.identity.users.get': { summary: 'One user with teams and direct client assignments (users:read).', request: ById, reply: UserDetail, errors: ['forbidden', 'not_found'] },
+  'svc.identity.users.list': { retry: 'safe', summary: 'Lists users (users:read).', request: PageInput, reply: Paged(UserSummary), errors: ['forbidden'] },
+  'svc.identity.users.get': { retry: 'safe', summary: 'One user with teams and direct client assignments (users:read).', request: ById, reply: UserDetail, errors: ['forbidden', 'not_found'] },
   'svc.identity.users.create': {
     summary: 'Creates an invited user and sends the invitation (users:write).',
     request: CreateUserBody,
     reply: UserDetail,
     errors: ['forbidden', 'conflict'],
+    produces: { 'svc.work.email.send': { email: 'to' } },
   },
   'svc.identity.users.update': {
     summary: 'Changes display name, super-admin flag (super admins only) or status (users:write).',
@@ -280,6 +281,7 @@ export const identityAdminSubjects = subjects({
   },
   // direct client assignments
   'svc.identity.users.clients.list': {
+    retry: 'safe',
     summary: "A user's direct client assignments (users:read; only clients the caller may read users on).",
     request: ByUser,
     reply: z.array(Assignment),
@@ -304,8 +306,8 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   // teams
-  'svc.identity.teams.list': { summary: 'Lists teams with members and clients (teams:read).', request: PageInput, reply: Paged(Team), errors: ['forbidden'] },
-  'svc.identity.teams.get': { summary: 'One team with members and clients (teams:read).', request: ById, reply: Team, errors: ['forbidden', 'not_found'] },
+  'svc.identity.teams.list': { retry: 'safe', summary: 'Lists teams with members and clients (teams:read).', request: PageInput, reply: Paged(Team), errors: ['forbidden'] },
+  'svc.identity.teams.get': { retry: 'safe', summary: 'One team with members and clients (teams:read).', request: ById, reply: Team, errors: ['forbidden', 'not_found'] },
   'svc.identity.teams.create': { summary: 'Creates a team (teams:write).', request: CreateTeamBody, reply: Team, errors: ['forbidden', 'conflict'] },
   'svc.identity.teams.update': {
     summary: 'Renames or re-describes a team (teams:write).',
@@ -350,8 +352,8 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   // roles
-  'svc.identity.roles.list': { summary: 'All roles: system roles first, then custom roles by name (roles:read).', request: z.object({}), reply: z.array(Role), errors: ['forbidden'] },
-  'svc.identity.roles.get': { summary: 'One role (roles:read).', request: ById, reply: Role, errors: ['forbidden', 'not_found'] },
+  'svc.identity.roles.list': { retry: 'safe', summary: 'All roles: system roles first, then custom roles by name (roles:read).', request: z.object({}), reply: z.array(Role), errors: ['forbidden'] },
+  'svc.identity.roles.get': { retry: 'safe', summary: 'One role (roles:read).', request: ById, reply: Role, errors: ['forbidden', 'not_found'] },
   'svc.identity.roles.create': {
     summary: 'Creates a custom role; permissions are checked against the registry (roles:write).',
     request: CreateRoleBody,
@@ -370,24 +372,26 @@ export const identityAdminSubjects = subjects({
     reply: NoContent,
     errors: ['forbidden', 'not_found', 'conflict'],
   },
-  'svc.identity.roles.usage': { summary: 'Users, teams and service accounts holding a role (roles:read).', request: ById, reply: RoleUsage, errors: ['forbidden', 'not_found'] },
-  'svc.identity.permissions.list': { summary: 'Every registered `resource:action` permission (any authenticated caller).', request: z.object({}), reply: z.array(z.string()), errors: ['unauthorized'] },
+  'svc.identity.roles.usage': { retry: 'safe', summary: 'Users, teams and service accounts holding a role (roles:read).', request: ById, reply: RoleUsage, errors: ['forbidden', 'not_found'] },
+  'svc.identity.permissions.list': { retry: 'safe', summary: 'Every registered `resource:action` permission (any authenticated caller).', request: z.object({}), reply: z.array(z.string()), errors: ['unauthorized'] },
   // access audit
   'svc.identity.access_audit.by_user': {
+    retry: 'safe',
     summary: "A user's client access with role, source and permissions (roles:read or users:read).",
     request: ByUser,
     reply: AccessByUser,
     errors: ['forbidden', 'not_found'],
   },
   'svc.identity.access_audit.by_client': {
+    retry: 'safe',
     summary: 'Everyone with access to a client, with role, source and permissions (roles:read or clients:read on that client).',
     request: z.object({ client_id: Id }),
     reply: AccessByClient,
     errors: ['forbidden', 'not_found'],
   },
   // service accounts
-  'svc.identity.service_accounts.list': { summary: 'Lists service accounts, never their key hash (users:read).', request: PageInput, reply: Paged(ServiceAccount), errors: ['forbidden'] },
-  'svc.identity.service_accounts.get': { summary: 'One service account (users:read).', request: ById, reply: ServiceAccount, errors: ['forbidden', 'not_found'] },
+  'svc.identity.service_accounts.list': { retry: 'safe', summary: 'Lists service accounts, never their key hash (users:read).', request: PageInput, reply: Paged(ServiceAccount), errors: ['forbidden'] },
+  'svc.identity.service_accounts.get': { retry: 'safe', summary: 'One service account (users:read).', request: ById, reply: ServiceAccount, errors: ['forbidden', 'not_found'] },
   'svc.identity.service_accounts.create': {
     summary: 'Creates a service account and returns its API key once (users:write).',
     request: CreateServiceAccountBody,
@@ -407,5 +411,5 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   // audit log
-  'svc.identity.audit.list': { summary: 'Audit-log entries, newest first, with filters (audit:read).', request: AuditLogQuery, reply: Paged(AuditLogEntry), errors: ['forbidden'] },
+  'svc.identity.audit.list': { retry: 'safe', summary: 'Audit-log entries, newest first, with filters (audit:read).', request: AuditLogQuery, reply: Paged(AuditLogEntry), errors: ['forbidden'] },
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ClientAccessMap } from '../context.ts';
+import { EmailLookup } from '../fields.ts';
 import { subjects } from '../subject.ts';
 
 /**
@@ -68,7 +69,7 @@ export const MfaVerifyRequest = z.object({
   code: z.string().min(1, 'must not be empty').max(32, 'is too long'),
 });
 export const RefreshRequest = z.object({ refresh_token: OpaqueToken });
-export const ForgotPasswordRequest = z.object({ email: z.string().min(1, 'must not be empty').max(320, 'is too long') });
+export const ForgotPasswordRequest = z.object({ email: EmailLookup });
 export const ResetPasswordRequest = z.object({ token: OpaqueToken, new_password: Password });
 export const AcceptInviteRequest = z.object({ token: OpaqueToken, password: Password });
 export const LogoutRequest = z.object({ refresh_token: OpaqueToken });
@@ -103,6 +104,7 @@ export const identityAuthSubjects = subjects({
     request: ForgotPasswordRequest,
     reply: Message,
     errors: [],
+    produces: { 'svc.work.identity.password_reset': { email: 'email' } },
   },
   'svc.identity.auth.reset_password': {
     summary: 'Sets a new password with a reset token and revokes every session of the user.',
@@ -123,6 +125,7 @@ export const identityAuthSubjects = subjects({
     errors: ['unauthorized'],
   },
   'svc.identity.auth.me': {
+    retry: 'safe',
     summary: 'The signed-in user and their client access map.',
     request: z.object({}),
     reply: MeView,
@@ -153,6 +156,7 @@ export const identityAuthSubjects = subjects({
     errors: ['bad_request', 'too_many_requests'],
   },
   'svc.identity.auth.sessions_list': {
+    retry: 'safe',
     summary: "The caller's sessions that are neither revoked nor expired, most recently active first.",
     request: z.object({}),
     reply: z.array(SessionView),

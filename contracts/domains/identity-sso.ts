@@ -20,6 +20,7 @@ export const SsoCallbackParams = z.object({
 
 export const identitySsoSubjects = subjects({
   'svc.identity.sso.config': {
+    retry: 'safe',
     summary: 'Public sign-in configuration: whether single sign-on is enabled (an SSO client id is configured).',
     request: z.object({}),
     reply: z.object({ sso_enabled: z.boolean() }),

@@ -12,6 +12,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
 import { bridge, type GatewayDeps } from '../../gateway/shared/bridge.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
+import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 
 /**
  * `Idempotency-Key` on creating POSTs: the first complete answer is kept (Valkey, 24 h) per caller and key; a repeat
@@ -30,7 +31,7 @@ const ran = (name: string): number => runs.get(name) ?? 0;
 
 async function buildApp(style: 'console' | 'invoicing', store: KvStore, timeoutMs = 2000): Promise<GatewayApp> {
   const deps: GatewayDeps<TestCat> = {
-    caller: new Caller(() => nc, testCatalogue),
+    caller: new Caller(() => nc, testCatalogue, testSigner()),
     requestTimeoutMs: timeoutMs,
     idempotency: store,
     auth: {
@@ -71,8 +72,8 @@ let app: GatewayApp;
 let invoicing: GatewayApp;
 
 beforeAll(async () => {
-  nc = await connectNats(process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4222', 'gw-idem-test', log);
-  host = new ActorHost(nc, testCatalogue, log);
+  nc = await connectNats(NATS_URL, 'gw-idem-test', log, NATS_CREDS);
+  host = new ActorHost(nc, testCatalogue, testSigner(), log);
   await host.serve('rtest', 'rtest-idem', {
     'svc.rtest.echo': async ({ name }) => {
       runs.set(name, ran(name) + 1);

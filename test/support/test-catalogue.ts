@@ -37,6 +37,13 @@ export const testCatalogue = subjects({
     errors: [],
   },
   'svc.rtest.storedown': { summary: 'a backing store refuses connections', request: z.object({}), reply: z.object({}), errors: ['unavailable'] },
+  'svc.rtest.read': {
+    summary: 'a read, safe to repeat: answers which instance served it after `ms`',
+    retry: 'safe',
+    request: z.object({ ms: z.number().int().min(0) }),
+    reply: z.object({ instance: z.string() }),
+    errors: [],
+  },
   'svc.rtest.bigint': { summary: 'a reply zod accepts and JSON cannot carry', request: z.object({}), reply: z.object({ n: z.bigint() }), errors: ['internal_error'] },
 });
 export type TestCat = typeof testCatalogue;
