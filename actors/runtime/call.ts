@@ -1,7 +1,7 @@
 import { headers as natsHeaders, RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import type { CallerContext } from '../../contracts/context.ts';
-import { ReplyEnvelope, Headers } from '../../contracts/envelope.ts';
-import { DomainError } from '../../contracts/errors.ts';
+import { Headers } from '../../contracts/envelope.ts';
+import { DomainError, ErrorBody } from '../../contracts/errors.ts';
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
 import { wireRequestSubject } from './namespace.ts';
 import { SignatureHeaders, type ContextSigner } from './signing.ts';
@@ -74,13 +74,12 @@ export class Caller<C extends Catalogue> {
     } catch {
       throw new DomainError('internal_error', `reply on ${subject} is not JSON`);
     }
-    const envelope = ReplyEnvelope.safeParse(body);
-    if (!envelope.success) throw new DomainError('internal_error', `malformed reply on ${subject}`);
-    if (!envelope.data.ok) {
-      const { code, message, details } = envelope.data.error;
-      throw new DomainError(code, message, details);
-    }
-    return envelope.data.data as ReplyOut<C, S>;
+    // Replies come from actors, which validated them against the subject's schema: only the envelope is checked.
+    const reply = body as { ok?: unknown; data?: unknown; error?: { code?: unknown; message?: unknown; details?: unknown } } | null;
+    if (reply?.ok === true) return reply.data as ReplyOut<C, S>;
+    const error = ErrorBody.safeParse(reply?.ok === false ? reply.error : undefined);
+    if (!error.success) throw new DomainError('internal_error', `malformed reply on ${subject}`);
+    throw new DomainError(error.data.code, error.data.message, error.data.details);
   }
 }
 

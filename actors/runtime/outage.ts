@@ -37,12 +37,12 @@ export class OutageLog {
   }
 
   /** A subject answered normally: every store it had found down is up again. */
-  succeeded(log: Logger, subject: string): void {
+  succeeded(log: () => Logger, subject: string): void {
     if (this.down.size === 0) return;
     for (const [store, subjects] of this.down) {
       if (!subjects.has(subject)) continue;
       this.down.delete(store);
-      log.warn({ store }, 'backing store available again');
+      log().warn({ store }, 'backing store available again');
     }
   }
 }

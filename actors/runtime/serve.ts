@@ -2,7 +2,7 @@ import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import type { CallerContext } from '../../contracts/context.ts';
-import { Headers, RequestEnvelope, type ReplyEnvelope } from '../../contracts/envelope.ts';
+import { Headers, type RequestEnvelope, type ReplyEnvelope } from '../../contracts/envelope.ts';
 import { DomainError, describeZodError } from '../../contracts/errors.ts';
 import { domainOf, type Catalogue, type DomainSubjects, type ReplyIn, type ReplyOut, type RequestIn, type RequestOut, type SubjectName } from '../../contracts/subject.ts';
 import { Caller, type CallOptions } from './call.ts';
@@ -100,14 +100,16 @@ export class ActorHost<C extends Catalogue> {
     const requestId = msg.headers?.get(Headers.requestId) || randomUUID();
     const trace = continueTrace(msg.headers?.get(Headers.traceparent));
     const traceparent = formatTraceparent(trace);
-    const log = this.log.child({ request_id: requestId, subject, trace_id: trace.traceId });
+    // Created on first use: most requests log nothing, and a child logger serializes its bindings when made.
+    let child: Logger | undefined;
+    const log = (): Logger => (child ??= this.log.child({ request_id: requestId, subject, trace_id: trace.traceId }));
     const started = performance.now();
     let reply: ReplyEnvelope;
     const ac = new AbortController();
     const remaining = deadline - now;
     if (remaining <= 0) {
       // The caller has given up already: an answer would go nowhere. (Clocks of caller and actor must agree: NTP.)
-      log.warn({ late_ms: -remaining }, 'request arrived after its deadline; dropped');
+      log().warn({ late_ms: -remaining }, 'request arrived after its deadline; dropped');
       return;
     }
     const timer = setTimeout(() => ac.abort(new DomainError('timeout', 'deadline passed')), remaining);
@@ -115,7 +117,7 @@ export class ActorHost<C extends Catalogue> {
       // Before anything is parsed: only a context a service vouched for is believed (a NATS connection is not a caller).
       const verdict = this.signer.verify(msg.subject, msg.headers?.get(Headers.requestId) ?? '', deadlineHeader, msg.headers?.get(SignatureHeaders.signedAt), msg.headers?.get(SignatureHeaders.signature), msg.data);
       if (!verdict.ok) {
-        log.warn({ reason: verdict.reason }, 'request refused: caller context not signed by a service');
+        log().warn({ reason: verdict.reason }, 'request refused: caller context not signed by a service');
         throw new DomainError('unauthorized', 'request is not signed by a service');
       }
       let body: unknown;
@@ -124,14 +126,17 @@ export class ActorHost<C extends Catalogue> {
       } catch {
         throw new DomainError('bad_request', 'message is not JSON');
       }
-      const envelope = RequestEnvelope.safeParse(body);
-      if (!envelope.success) throw new DomainError('bad_request', describeZodError(envelope.error));
-      const parsed = spec.request.safeParse(envelope.data.input);
+      // The signature vouches for the context: a service built it from what it authenticated (typed by
+      // contracts/context.ts), so it is not parsed again here, only the input, against the subject's schema.
+      if (!isEnvelope(body)) throw new DomainError('bad_request', 'message is not a request envelope {ctx, input}');
+      const parsed = spec.request.safeParse(body.input);
       if (!parsed.success) throw new DomainError('bad_request', describeZodError(parsed.error));
-      const ctx = envelope.data.ctx;
+      const ctx = body.ctx;
       const scope: RequestScope<C> = {
         ctx,
-        log,
+        get log() {
+          return log();
+        },
         signal: ac.signal,
         deadline,
         subject,
@@ -148,27 +153,27 @@ export class ActorHost<C extends Catalogue> {
       const out = await runWithDeadline({ deadline, signal: ac.signal }, () => handler(parsed.data as RequestOut<C, SubjectName<C>>, scope));
       const checked = spec.reply.safeParse(out);
       if (!checked.success) {
-        log.error({ issues: checked.error.issues }, 'handler reply does not match its schema');
+        log().error({ issues: checked.error.issues }, 'handler reply does not match its schema');
         throw new DomainError('internal_error', 'internal error');
       }
       reply = { ok: true, data: checked.data };
       this.outages.succeeded(log, subject);
     } catch (err) {
       const domainError = toReplyError(err);
-      if (!(err instanceof DomainError)) this.logFailure(log, subject, err, domainError);
+      if (!(err instanceof DomainError)) this.logFailure(log(), subject, err, domainError);
       reply = errorEnvelope(domainError);
     } finally {
       clearTimeout(timer);
     }
     if (Date.now() > deadline) {
-      log.warn({ ms: Math.round(performance.now() - started) }, 'finished after the deadline');
+      log().warn({ ms: Math.round(performance.now() - started) }, 'finished after the deadline');
     }
     let payload: Uint8Array;
     try {
       payload = encoder.encode(JSON.stringify(reply));
     } catch (err) {
       // A reply zod accepted but JSON cannot carry (a bigint, a cycle): a bug, answered as one.
-      log.error({ err }, 'reply is not serializable');
+      log().error({ err }, 'reply is not serializable');
       reply = errorEnvelope(new DomainError('internal_error', 'internal error'));
       payload = encoder.encode(JSON.stringify(reply));
     }
@@ -177,10 +182,10 @@ export class ActorHost<C extends Catalogue> {
       else msg.respond(payload);
     } catch (err) {
       // The connection closed under us: the caller times out, nothing else to do here.
-      log.warn({ err }, 'could not send the reply');
+      log().warn({ err }, 'could not send the reply');
       return;
     }
-    log.debug({ ms: Math.round(performance.now() - started), ok: reply.ok }, 'handled');
+    if (this.log.isLevelEnabled('debug')) log().debug({ ms: Math.round(performance.now() - started), ok: reply.ok }, 'handled');
   }
 
   /**
@@ -210,6 +215,9 @@ export class ActorHost<C extends Catalogue> {
     return this.draining;
   }
 }
+
+const isEnvelope = (body: unknown): body is RequestEnvelope =>
+  typeof body === 'object' && body !== null && 'input' in body && typeof (body as { ctx?: unknown }).ctx === 'object' && (body as { ctx?: unknown }).ctx !== null;
 
 function errorEnvelope(err: DomainError): ReplyEnvelope {
   return { ok: false, error: err.toBody() };

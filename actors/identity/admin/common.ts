@@ -12,8 +12,13 @@ export type IdentityHandlers = Handlers<Cat, 'identity'>;
  * Timestamps from raw SQL arrive as Postgres text (`2026-01-02 03:04:05.123456+00`); entities give Dates. Both leave as
  * ISO 8601 UTC (`...Z`), the wire format of every response.
  */
+const PG_UTC = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?\+00$/;
+
 export function iso(value: Date | string): string {
   if (value instanceof Date) return value.toISOString();
+  // The common case (a UTC session, as ours are) without a Date round trip: lists convert two per row.
+  const m = PG_UTC.exec(value);
+  if (m) return `${m[1]}T${m[2]}.${(m[3] ?? '').slice(0, 3).padEnd(3, '0')}Z`;
   const normalized = value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00');
   const ms = Date.parse(normalized);
   if (Number.isNaN(ms)) throw new Error(`unparseable timestamp ${value}`);

@@ -1,0 +1,90 @@
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { iso } from '../../actors/identity/admin/common.ts';
+import { Caller } from '../../actors/runtime/call.ts';
+import { createLogger } from '../../actors/runtime/logger.ts';
+import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
+import { connectNats } from '../../actors/runtime/nats.ts';
+import { ActorHost } from '../../actors/runtime/serve.ts';
+import { SignatureHeaders } from '../../actors/runtime/signing.ts';
+import { continueTrace, newTrace, parseTraceparent, formatTraceparent } from '../../actors/runtime/trace.ts';
+import { Headers } from '../../contracts/envelope.ts';
+import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
+import { testCatalogue } from '../support/test-catalogue.ts';
+
+/** The shortcuts taken on the per-request path (README → Benchmarks) keep their behaviour. */
+
+describe('timestamps from PostgreSQL text', () => {
+  const slow = (v: string): string => new Date(Date.parse(v.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'))).toISOString();
+  it.each(['2026-01-02 03:04:05+00', '2026-01-02 03:04:05.1+00', '2026-01-02 03:04:05.12+00', '2026-01-02 03:04:05.123+00', '2026-12-31 23:59:59.999999+00', '1999-02-28 00:00:00.000456+00'])(
+    'the fast path for %s equals the Date round trip',
+    (v) => expect(iso(v)).toBe(slow(v)),
+  );
+  it('still converts other offsets and Dates', () => {
+    expect(iso('2026-01-02 03:04:05.5+02')).toBe('2026-01-02T01:04:05.500Z');
+    expect(iso(new Date(Date.UTC(2026, 0, 2)))).toBe('2026-01-02T00:00:00.000Z');
+    expect(() => iso('yesterday')).toThrow(/unparseable/);
+  });
+});
+
+describe('trace ids from the pooled random source', () => {
+  it('are well-formed, non-zero and distinct across pool refills', () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 5000; i++) {
+      const t = newTrace();
+      expect(parseTraceparent(formatTraceparent(t))).toEqual(t);
+      seen.add(t.traceId);
+      seen.add(t.spanId);
+    }
+    expect(seen.size).toBe(10_000);
+    const child = continueTrace(formatTraceparent(newTrace()));
+    expect(child.spanId).toMatch(/^[0-9a-f]{16}$/);
+  });
+});
+
+describe('envelopes without zod on the hot path', () => {
+  const log = createLogger('silent');
+  let nc: NatsConnection;
+  let host: ActorHost<typeof testCatalogue>;
+  beforeAll(async () => {
+    nc = await connectNats(NATS_URL, 'hot-path-test', log, NATS_CREDS);
+    host = new ActorHost(nc, testCatalogue, testSigner(), log);
+    await host.serve('rtest', 'rtest-hot', { 'svc.rtest.echo': async ({ name, times }) => ({ greeting: `hello ${name}`.repeat(times) }) });
+  });
+  afterAll(async () => {
+    await host.drain(100);
+    await nc.drain();
+  });
+
+  it('answers bad_request to a signed message that is not an envelope', async () => {
+    for (const body of ['[]', 'null', '{"input":{}}', '{"ctx":null,"input":{}}', '{"ctx":{}}']) {
+      const payload = new TextEncoder().encode(body);
+      const deadline = Date.now() + 5000;
+      const signed = testSigner().sign(wireRequestSubject('svc.rtest.echo'), 'r1', deadline, payload);
+      const h = natsHeaders();
+      h.set(Headers.requestId, 'r1');
+      h.set(Headers.deadline, String(deadline));
+      h.set(SignatureHeaders.signedAt, signed.signedAt);
+      h.set(SignatureHeaders.signature, signed.signature);
+      const msg = await nc.request(wireRequestSubject('svc.rtest.echo'), payload, { timeout: 3000, headers: h });
+      expect(msg.json(), body).toMatchObject({ ok: false, error: { code: 'bad_request' } });
+    }
+  });
+
+  it('turns a malformed reply into internal_error and a well-formed error reply into its DomainError', async () => {
+    const replies = ['not json', '{"ok":"yes"}', '{"ok":false,"error":{"code":"nonsense","message":"x"}}', '{"ok":false,"error":{"code":"conflict","message":"taken","details":{"k":1}}}'];
+    let i = 0;
+    const sub = nc.subscribe(wireRequestSubject('svc.rtest.bigint'), { callback: (_e, m) => void m.respond(replies[i++]!) });
+    await nc.flush();
+    try {
+      const caller = new Caller(() => nc, testCatalogue, testSigner(), 2000);
+      const ctx = { request_id: 'x', principal: { kind: 'anonymous' as const } };
+      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({ code: 'internal_error', message: expect.stringMatching(/not JSON/) });
+      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({ code: 'internal_error', message: expect.stringMatching(/malformed reply/) });
+      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({ code: 'internal_error', message: expect.stringMatching(/malformed reply/) });
+      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({ code: 'conflict', message: 'taken', details: { k: 1 } });
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+});
