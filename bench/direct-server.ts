@@ -1,6 +1,7 @@
 // The comparison path of the foundation benchmark: the same authenticated GET /api/v1/clients answered by a bare
-// Fastify route that verifies the token, resolves access through the same cache and runs the fleet actor's own list
-// handler in-process — everything the actor path does except the NATS hops, envelopes and zod parsing.
+// Fastify route that counts the request on the same rate limiter, verifies the token, resolves access through the same
+// cache and runs the fleet actor's own list handler in-process — everything the actor path does except the NATS hops,
+// envelopes, signatures and zod parsing.
 import Fastify from 'fastify';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
@@ -17,6 +18,7 @@ import type { RequestScope } from '../actors/runtime/serve.ts';
 import { formatTraceparent, newTrace } from '../actors/runtime/trace.ts';
 import { DomainError } from '../contracts/errors.ts';
 import { Stores } from '../actors/runtime/stores/index.ts';
+import { rateLimitGuard } from '../gateway/shared/rate-limit.ts';
 
 const config = loadConfig();
 // Started by bench/run.ts, whose SVC_NAMESPACE (the bench's own) it inherits.
@@ -31,8 +33,11 @@ const tokens = new AccessTokens(config.SVC_JWT_SECRET!, config.SVC_JWT_ACCESS_TT
 const nc = await connectNats(config.SVC_NATS_URL, 'bench-direct', log, config.SVC_NATS_CREDS);
 const list = clientHandlers({ orm, access: resolver, audit: new AuditRecorder(nc, systemClock) })['svc.fleet.clients.list']!;
 
+// The gateway's per-IP rate limiter too (one Valkey round trip per request), so the two paths differ only by the hop.
+const guard = rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT });
 const app = Fastify();
 app.get('/api/v1/clients', async (req, reply) => {
+  await guard(req, 'api');
   const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
   if (!token) return reply.status(401).send({ error: { code: 'unauthorized' } });
   const claims = await tokens.verify(token);

@@ -49,7 +49,7 @@ describe('envelopes without zod on the hot path', () => {
   beforeAll(async () => {
     nc = await connectNats(NATS_URL, 'hot-path-test', log, NATS_CREDS);
     host = new ActorHost(nc, testCatalogue, testSigner(), log);
-    await host.serve('rtest', 'rtest-hot', { 'svc.rtest.echo': async ({ name, times }) => ({ greeting: `hello ${name}`.repeat(times) }) });
+    await host.serve('rtest', 'rtest-hot', { 'svc.rtest.echo': async ({ name, times }) => ({ greeting: `hello ${name}`.repeat(times), instance: 'hot' }) });
   });
   afterAll(async () => {
     await host.drain(100);
