@@ -13,6 +13,7 @@ import type { Cat } from '../contracts/catalogue.ts';
 import { systemClock } from '../actors/runtime/clock.ts';
 import { loadConfig } from '../actors/runtime/config.ts';
 import { setNamespace } from '../actors/runtime/namespace.ts';
+import { runWithDeadline } from '../actors/runtime/deadline.ts';
 import { connectNats } from '../actors/runtime/nats.ts';
 import type { RequestScope } from '../actors/runtime/serve.ts';
 import { formatTraceparent, newTrace } from '../actors/runtime/trace.ts';
@@ -56,7 +57,8 @@ app.get('/api/v1/clients', async (req, reply) => {
     traceparent: formatTraceparent(newTrace()),
     call: () => Promise.reject(new DomainError('internal_error', 'the direct path makes no calls')),
   };
-  const page = await list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope);
+  // Inside the same deadline scope as ActorHost runs handlers (it reaches the PostgreSQL pool): only the hop differs.
+  const page = await runWithDeadline({ deadline: scope.deadline, signal: scope.signal }, () => list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope));
   return { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } };
 });
 await app.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_DIRECT_PORT ?? 18090) });
