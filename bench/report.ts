@@ -1,0 +1,50 @@
+// `npm run bench:report`: the figures of data/bench/latest.json as the README's markdown table, so the README shows
+// exactly what the last run of each part measured (with its spread over the rounds and its date).
+import { readFileSync } from 'node:fs';
+import { fmt, type PathFigures, type Spread } from './stats.ts';
+
+interface Stamped {
+  at: string;
+  rounds: number;
+  seconds: number;
+}
+interface Latest {
+  hop?: Stamped & { single: PathFigures; split: PathFigures; direct: PathFigures; singleThroughputRatio: Spread; singleP99Ratio: Spread; splitThroughputRatio: Spread; splitP99Ratio: Spread };
+  login?: Stamped & { login: PathFigures; raw: Spread; ratio: Spread };
+  me?: Stamped & { me: PathFigures };
+  resolve?: Stamped & { cold: { p50: Spread; p99: Spread }; warm: { p50: Spread; p99: Spread } };
+  signing?: Stamped & { micros: Spread; payloadBytes: number; share?: number };
+}
+
+const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
+const rows: string[][] = [];
+const when = (s: Stamped): string => `${s.at.slice(0, 16).replace('T', ' ')} UTC, ${s.rounds}×${s.seconds}s`;
+const path = (p: PathFigures): string => `${fmt(p.rps)} req/s, p50 ${fmt(p.p50, 1)} ms, p99 ${fmt(p.p99, 1)} ms`;
+if (latest.hop) {
+  const h = latest.hop;
+  rows.push([`authenticated \`GET /api/v1/clients\`, single process (\`npm start\` shape): gateway → NATS → fleet actor → PostgreSQL`, path(h.single), '', when(h)]);
+  rows.push(['the same, split: gateway process → NATS → actor process', path(h.split), '', when(h)]);
+  rows.push(['the same work without the hop: rate limit, token, access cache and the fleet list handler in a bare Fastify route', path(h.direct), '', when(h)]);
+  rows.push(['throughput single process / bare (per interleaved round)', `**${fmt(h.singleThroughputRatio, 2)}**`, '≥ 0.80', when(h)]);
+  rows.push(['p99 single process / bare', `**${fmt(h.singleP99Ratio, 2)}**`, '≤ 1.50', when(h)]);
+  rows.push(['throughput split / bare, p99 split / bare', `${fmt(h.splitThroughputRatio, 2)}, ${fmt(h.splitP99Ratio, 2)}`, '', when(h)]);
+}
+if (latest.signing) {
+  const s = latest.signing;
+  rows.push([`request signature: HMAC-SHA256 sign + verify of the ${s.payloadBytes}-byte envelope`, `${fmt(s.micros, 1)} µs${s.share !== undefined ? `, **${(s.share * 100).toFixed(2)}%** of an actor-path request's CPU` : ''}`, '< 3%', when(s)]);
+}
+if (latest.login) {
+  const l = latest.login;
+  rows.push(['`POST /auth/login` (8 accounts without MFA, 8 connections)', path(l.login), '', when(l)]);
+  rows.push(['raw argon2id verifications, 4 in parallel (the hasher\'s cap), interleaved', `${fmt(l.raw, 1)} /s`, '', when(l)]);
+  rows.push(['login / raw', `**${fmt(l.ratio, 2)}**`, '≥ 0.90', when(l)]);
+}
+if (latest.me) rows.push(['`GET /auth/me`, warm access cache', path(latest.me.me), '', when(latest.me)]);
+if (latest.resolve) {
+  const r = latest.resolve;
+  rows.push(['permission resolution over NATS, cold (cache dropped before each call)', `p50 ${fmt(r.cold.p50, 2)} ms, p99 ${fmt(r.cold.p99, 2)} ms`, '', when(r)]);
+  rows.push(['permission resolution, warm', `p50 ${fmt(r.warm.p50, 2)} ms, **p99 ${fmt(r.warm.p99, 2)} ms**`, '≤ 2 ms', when(r)]);
+}
+console.log('| what | figure: mean (min–max of the rounds) | target | run |');
+console.log('|---|---|---|---|');
+for (const r of rows) console.log(`| ${r.join(' | ')} |`);
