@@ -1,6 +1,7 @@
 import { migrateAnalytics } from '../../migrations/analytics/runner.ts';
 import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { refuseSecondEmbeddedInstance, usesEmbeddedAnalytics } from '../runtime/stores/analytics-owner.ts';
+import { startIngestConsumer } from './analytics/ingest.ts';
 
 /** The actor answering svc.invoice.health; also what start-up asks for to find other invoice instances. */
 const HEALTH_ACTOR = 'invoice-health';
@@ -24,6 +25,8 @@ export const invoiceDomain: DomainModule = {
         }
       },
     });
-    return { stop: async () => undefined };
+    // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
+    const ingest = await startIngestConsumer(dc.nc, analytics, dc.log.child({ actor: 'invoice-ingest' }));
+    return { stop: () => ingest.stop() };
   },
 };
