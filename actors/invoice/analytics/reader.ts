@@ -93,17 +93,18 @@ export class AnalyticsReader {
   async worklogs(keys: readonly string[], period: Period): Promise<Map<string, WorklogRow[]>> {
     const out = new Map<string, WorklogRow[]>();
     if (keys.length === 0) return out;
-    const rows = await this.store.query<WorklogRow & { application_key: string }>(
-      `SELECT application_key, worklog_id, tracker_key, linked_issue_key, description, toString(worklog_date) AS worklog_date, time_seconds, billable_seconds, rate_tier
+    // The date leaves as text under another name: an alias equal to the column would shadow it in WHERE.
+    const rows = await this.store.query<Omit<WorklogRow, 'worklog_date'> & { application_key: string; day: string }>(
+      `SELECT application_key, worklog_id, tracker_key, linked_issue_key, description, toString(worklog_date) AS day, time_seconds, billable_seconds, rate_tier
        FROM worklogs FINAL
        WHERE application_key IN {keys:Array(String)} AND worklog_date BETWEEN {start:Date} AND {end:Date}
        ORDER BY application_key, worklog_date, worklog_id`,
       { keys: [...new Set(keys)], start: period.start, end: period.end },
     );
-    for (const { application_key, ...w } of rows) {
+    for (const { application_key, day, ...w } of rows) {
       let list = out.get(application_key);
       if (!list) out.set(application_key, (list = []));
-      list.push({ ...w, time_seconds: Number(w.time_seconds), billable_seconds: Number(w.billable_seconds) });
+      list.push({ ...w, worklog_date: day, time_seconds: Number(w.time_seconds), billable_seconds: Number(w.billable_seconds) });
     }
     return out;
   }
@@ -112,17 +113,17 @@ export class AnalyticsReader {
   async usage(keys: readonly string[], period: Period): Promise<Map<string, UsageRow[]>> {
     const out = new Map<string, UsageRow[]>();
     if (keys.length === 0) return out;
-    const rows = await this.store.query<UsageRow & { application_key: string }>(
-      `SELECT application_key, metric, unit, toString(unit_price) AS unit_price, toString(quantity) AS quantity, toString(usage_date) AS usage_date
+    const rows = await this.store.query<Omit<UsageRow, 'usage_date'> & { application_key: string; day: string }>(
+      `SELECT application_key, metric, unit, toString(unit_price) AS unit_price, toString(quantity) AS quantity, toString(usage_date) AS day
        FROM usage_records FINAL
        WHERE application_key IN {keys:Array(String)} AND usage_date BETWEEN {start:Date} AND {end:Date}
        ORDER BY application_key, usage_date, record_id`,
       { keys: [...new Set(keys)], start: period.start, end: period.end },
     );
-    for (const { application_key, ...u } of rows) {
+    for (const { application_key, day, ...u } of rows) {
       let list = out.get(application_key);
       if (!list) out.set(application_key, (list = []));
-      list.push(u);
+      list.push({ ...u, usage_date: day });
     }
     return out;
   }
