@@ -205,6 +205,73 @@ export const InvoiceListQuery = z.object({
 
 const ById = z.object({ id: z.uuid() });
 
+/** Optional optimistic check: when sent, the invoice must still be at this version (409 CONFLICT otherwise). */
+const ExpectedVersion = z.number().int().min(1).optional();
+
+/**
+ * PATCH invoice: the editable fields only (invoicing.md), draft only. The amount figures are sums over the lines, so
+ * editing one changes the lines (see actors/invoice/invoices/edits.ts): base_amount rewrites the base line,
+ * overtime_hours/overtime_amount the overtime line, total_amount adds an adjustment line for the difference.
+ */
+export const UpdateInvoiceBody = z
+  .object({
+    base_amount: Amount.optional(),
+    total_amount: Amount.optional(),
+    overtime_hours: Quantity.optional(),
+    overtime_amount: Amount.optional(),
+    is_overtime: z.boolean().optional(),
+    invoice_date: DateOnly.optional(),
+    show_task_list: z.boolean().optional(),
+    show_tracked_time: z.boolean().optional(),
+    show_task_pricing: z.boolean().optional(),
+    show_overtime: z.boolean().optional(),
+    legal_text: z.string().max(10_000, 'is too long').optional(),
+    /** null clears it. */
+    html_override: z.string().max(1_000_000, 'is too long').nullable().optional(),
+    version: ExpectedVersion,
+  })
+  .strict();
+export type UpdateInvoiceBody = z.output<typeof UpdateInvoiceBody>;
+
+/** A line update: the id plus the fields that change (only those change). The total follows quantity × unit price. */
+export const LineItemPatch = LineItemInput.omit({ source: true, is_auto_generated: true })
+  .extend({ time_seconds: LineItemInput.shape.time_seconds.unwrap(), billable_seconds: LineItemInput.shape.billable_seconds.unwrap(), rate_multiplier: Multiplier })
+  .partial()
+  .extend({ id: z.uuid() })
+  .strict();
+export type LineItemPatch = z.output<typeof LineItemPatch>;
+
+export const LineItemsBody = z
+  .object({
+    add: z.array(LineItemInput).max(1000).default([]),
+    update: z.array(LineItemPatch).max(1000).default([]),
+    remove: z.array(z.uuid()).max(1000).default([]),
+    version: ExpectedVersion,
+  })
+  .strict()
+  .refine((b) => new Set([...b.update.map((u) => u.id), ...b.remove]).size === b.update.length + b.remove.length, {
+    message: 'a line id may appear once across update and remove',
+    path: ['update'],
+  });
+export type LineItemsBody = z.output<typeof LineItemsBody>;
+
+export const EditHistoryEntry = z.object({
+  id: z.uuid(),
+  invoice_id: z.uuid(),
+  line_item_id: z.uuid().nullable(),
+  edit_type: z.string(),
+  field_name: z.string().nullable(),
+  old_value: z.string().nullable(),
+  new_value: z.string().nullable(),
+  edited_by: z.string(),
+  edited_at: z.iso.datetime(),
+});
+
+/** Review moves (ours, issue 13): approve/reject/decline from needs_review, send from approved. */
+export const REVIEW_ACTIONS = ['approve', 'reject', 'decline', 'send'] as const;
+export const ReviewAction = z.enum(REVIEW_ACTIONS);
+export const ReviewBody = z.object({ comment: z.string().trim().max(2000, 'is too long').optional() }).strict();
+
 export const invoiceSubjects = subjects({
   'svc.invoice.health': {
     retry: 'safe',
@@ -238,6 +305,31 @@ export const invoiceSubjects = subjects({
     request: InvoiceListQuery,
     reply: z.object({ items: z.array(InvoiceListItem), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) }),
     errors: ['forbidden'],
+  },
+  'svc.invoice.update': {
+    summary: 'Edits the editable fields of a draft (invoices:write); every change is in the edit history and bumps the version.',
+    request: UpdateInvoiceBody.extend({ id: z.uuid() }),
+    reply: Invoice,
+    errors: ['forbidden', 'not_found', 'conflict', 'bad_request'],
+  },
+  'svc.invoice.line_items.update': {
+    summary: 'Adds, updates and removes line items of a draft in one transaction; totals follow (invoices:write).',
+    request: LineItemsBody.safeExtend({ id: z.uuid() }),
+    reply: Invoice,
+    errors: ['forbidden', 'not_found', 'conflict', 'bad_request'],
+  },
+  'svc.invoice.edit_history': {
+    retry: 'safe',
+    summary: 'The edit history of an invoice, oldest first (invoices:read).',
+    request: ById,
+    reply: z.array(EditHistoryEntry),
+    errors: ['forbidden', 'not_found'],
+  },
+  'svc.invoice.review': {
+    summary: 'Moves an invoice through review: approve/reject/decline from needs_review, send from approved (invoices:review).',
+    request: ReviewBody.extend({ id: z.uuid(), action: ReviewAction }),
+    reply: Invoice,
+    errors: ['forbidden', 'not_found', 'conflict'],
   },
   'svc.invoice.get': {
     retry: 'safe',

@@ -1,84 +1,20 @@
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
-import { publishDurable } from '../../actors/runtime/jetstream.ts';
-import { waitForIngest } from '../../scripts/seed/seed-demo.ts';
 import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
-import { errorOf, startTestSystem, type TestSystem } from '../support/system.ts';
+import { errorOf, type TestSystem } from '../support/system.ts';
+import { caller, data, expectStatus, startInvoiceFixture, type InvoiceFixture, type Json } from './support.ts';
 
+let fx: InvoiceFixture;
 let sys: TestSystem;
 let root: string;
 let rootEmail: string;
 let tag: string;
-const keys = { ret: '', tm: '', fix: '', cust: '', std: '', wkd: '', urg: '' };
-
-type Json = Record<string, unknown>;
-const call = (method: 'GET' | 'POST' | 'PATCH' | 'PUT', url: string, payload?: unknown, token: string | null = root, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> =>
-  sys.invoicingHttp({ method, url, headers, ...(payload !== undefined ? { payload: payload as Json } : {}), ...(token !== null ? { token } : {}) });
-const expectStatus = (res: LightMyRequestResponse, status: number): void => {
-  if (res.statusCode !== status) expect.fail(`expected ${status}, got ${res.statusCode}: ${res.body}`);
-};
-const data = <T = Json>(res: LightMyRequestResponse): T => (res.json() as { data: T }).data;
+let keys: InvoiceFixture['keys'];
+const call = caller(() => fx);
 
 beforeAll(async () => {
-  sys = await startTestSystem();
-  // The default prefill period is the previous calendar month of the system clock: October 2026.
-  sys.clock.set(Date.parse('2026-11-15T12:00:00Z'));
-  tag = sys.tag;
-  Object.assign(keys, { ret: `RET-${tag}`, tm: `TM-${tag}`, fix: `FIX-${tag}`, cust: `CUST-${tag}`, std: `std-${tag}`, wkd: `wkd-${tag}`, urg: `urg-${tag}` });
-  const admin = await createUser(sys, { superAdmin: true });
-  rootEmail = admin.email;
-  root = await tokenFor(sys, admin);
-  const app = (key: string, deal: 'RET' | 'TM' | 'FIX', over: Json) => ({
-    application_key: key,
-    customer_key: keys.cust,
-    name: `App ${key}`,
-    is_active: true,
-    deal_type: deal,
-    currency: 'EUR',
-    base_amount: '0.00',
-    included_hours: '0',
-    hourly_rate: '95.00',
-    overtime_rate: '0',
-    ...over,
-  });
-  let n = 0;
-  const wl = (application_key: string, tracker_key: string, rate_tier: string, billable_seconds: number, worklog_date: string) => ({
-    worklog_id: `wl-${tag}-${++n}`,
-    application_key,
-    tracker_key,
-    description: `Work on ${tracker_key}`,
-    author: 'anna',
-    worklog_date,
-    time_seconds: billable_seconds,
-    billable_seconds,
-    rate_tier,
-  });
-  await publishDurable(sys.nc, INGEST_SUBJECT, {
-    batch_id: `fixture-${tag}`,
-    customers: [{ customer_key: keys.cust, name: 'Acme <Logistics> GmbH', email: 'billing@acme.example', address: 'Hafenstraße 12, Hamburg', country: 'DE', vat_id: 'DE123' }],
-    rate_tiers: [
-      { rate_tier: keys.std, name: 'Standard', multiplier: '1.0000' },
-      { rate_tier: keys.wkd, name: 'Weekend', multiplier: '1.5000' },
-      { rate_tier: keys.urg, name: 'Urgent', multiplier: '1.2500' },
-    ],
-    applications: [
-      app(keys.ret, 'RET', { base_amount: '2000.00', included_hours: '10.0000', overtime_rate: '120.00' }),
-      app(keys.tm, 'TM', {}),
-      app(keys.fix, 'FIX', { is_active: false, base_amount: '5000.00' }),
-    ],
-    worklogs: [
-      wl(keys.ret, 'X-1', keys.std, 7200, '2026-10-01'),
-      wl(keys.ret, 'X-1', keys.std, 21600, '2026-10-02'),
-      wl(keys.ret, 'X-2', keys.wkd, 10800, '2026-10-03'),
-      wl(keys.ret, 'X-2', keys.std, 3600, '2026-10-04'),
-      wl(keys.ret, 'X-9', keys.std, 63000, '2026-11-01'), // outside October: 17.5 h
-      wl(keys.tm, 'A-1', keys.std, 5400, '2026-10-10'),
-      wl(keys.tm, 'B-2', keys.urg, 1800, '2026-10-31'),
-    ],
-  });
-  await waitForIngest(sys.nc, 20_000);
+  fx = await startInvoiceFixture();
+  ({ sys, root, rootEmail, tag, keys } = fx);
 });
 afterAll(() => sys?.stop());
 

@@ -2,16 +2,17 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { requirePermission } from '../../../contracts/access.ts';
 import type { Cat } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
-import type { LineItemInput } from '../../../contracts/domains/invoice.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { Clock } from '../../runtime/clock.ts';
 import type { Handlers } from '../../runtime/serve.ts';
 import type { AnalyticsReader, Period } from '../analytics/reader.ts';
-import { dec, hours, multiplier, price } from '../amounts/policy.ts';
-import { lineTotal, sameDecimal, totalsOf } from '../amounts/totals.ts';
+import { sameDecimal, totalsOf } from '../amounts/totals.ts';
 import { generateBulk } from './bulk.ts';
 import { buildPreview, previousMonth } from './preview.ts';
-import { insertInvoice, listInvoices, loadInvoice, type NewLine } from './store.ts';
+import { toNewLine } from './lines-input.ts';
+import { review, updateInvoice, updateLineItems } from './edits.ts';
+import { readHistory } from './history.ts';
+import { insertInvoice, listInvoices, loadInvoice, sql } from './store.ts';
 
 export interface InvoiceDeps {
   orm: MikroORM;
@@ -26,6 +27,7 @@ export interface InvoiceDeps {
  */
 export const READ = 'invoices:read';
 export const WRITE = 'invoices:write';
+export const REVIEW = 'invoices:review';
 
 /** Who an edit or a draft is attributed to: the user's e-mail (or the service account's name). */
 export function editorOf(ctx: CallerContext): string {
@@ -36,35 +38,6 @@ export function editorOf(ctx: CallerContext): string {
 }
 
 export const today = (clock: Clock): string => new Date(clock.now()).toISOString().slice(0, 10);
-
-/** A request line with its total computed by the policy; a sent total or flag that disagrees is a 400 naming it. */
-export function toNewLine(l: LineItemInput, index: number, path: string): NewLine {
-  const total = lineTotal(l);
-  if (l.line_total !== undefined && !sameDecimal(l.line_total, total)) {
-    throw new DomainError('bad_request', `${path}.line_total: must be quantity × unit_price rounded half-up to cents (${total})`);
-  }
-  const auto = l.source === 'analytics';
-  if (l.is_auto_generated !== undefined && l.is_auto_generated !== auto) {
-    throw new DomainError('bad_request', `${path}.is_auto_generated: must be ${auto} for a line with source ${l.source}`);
-  }
-  return {
-    line_type: l.line_type,
-    description: l.description,
-    tracker_key: l.tracker_key ?? null,
-    time_seconds: l.time_seconds,
-    billable_seconds: l.billable_seconds,
-    unit_price: price(dec(l.unit_price)),
-    quantity: hours(dec(l.quantity)),
-    line_total: total,
-    rate_tier: l.rate_tier ?? null,
-    rate_multiplier: multiplier(dec(l.rate_multiplier)),
-    source: l.source,
-    is_auto_generated: auto,
-    sort_order: l.sort_order ?? index,
-    linked_issue_key: l.linked_issue_key ?? null,
-    worklog_date: l.worklog_date ?? null,
-  };
-}
 
 export function invoiceHandlers(deps: InvoiceDeps): Handlers<Cat, 'invoice'> {
   const fork = (): EntityManager => deps.orm.em.fork();
@@ -122,6 +95,29 @@ export function invoiceHandlers(deps: InvoiceDeps): Handlers<Cat, 'invoice'> {
       requirePermission(ctx, READ);
       const { items, total } = await listInvoices(fork(), input);
       return { items, total, page: input.page, per_page: input.per_page };
+    },
+
+    'svc.invoice.update': async ({ id, ...body }, { ctx }) => {
+      requirePermission(ctx, WRITE);
+      return fork().transactional((tx) => updateInvoice(tx, id, body, editorOf(ctx)));
+    },
+
+    'svc.invoice.line_items.update': async ({ id, ...body }, { ctx }) => {
+      requirePermission(ctx, WRITE);
+      return fork().transactional((tx) => updateLineItems(tx, id, body, editorOf(ctx)));
+    },
+
+    'svc.invoice.edit_history': async ({ id }, { ctx }) => {
+      requirePermission(ctx, READ);
+      const em = fork();
+      const [exists] = await sql<{ id: string }>(em, `SELECT id FROM invoices WHERE id = ?`, [id]);
+      if (!exists) throw new DomainError('not_found', 'invoice not found');
+      return readHistory(em, id);
+    },
+
+    'svc.invoice.review': async ({ id, action, comment }, { ctx }) => {
+      requirePermission(ctx, REVIEW);
+      return fork().transactional((tx) => review(tx, id, action, comment, editorOf(ctx)));
     },
 
     'svc.invoice.get': async ({ id }, { ctx }) => {

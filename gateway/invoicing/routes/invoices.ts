@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GenerateBody, GenerateBulkBody, InvoiceListQuery, PrefillBody } from '../../../contracts/domains/invoice.ts';
+import { GenerateBody, GenerateBulkBody, InvoiceListQuery, LineItemsBody, PrefillBody, REVIEW_ACTIONS, ReviewBody, UpdateInvoiceBody } from '../../../contracts/domains/invoice.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
@@ -17,4 +17,25 @@ export function registerInvoiceRoutes(app: GatewayApp, deps: GatewayDeps): void 
   route({ method: 'POST', url: '/api/v1/invoices/generate-bulk', subject: 'svc.invoice.generate_bulk', body: GenerateBulkBody, input: ({ body }) => body, idempotent: true });
   route({ method: 'GET', url: '/api/v1/invoices', subject: 'svc.invoice.list', query: InvoiceListQuery, input: ({ query }) => query, paged: true });
   route({ method: 'GET', url: '/api/v1/invoices/:id', subject: 'svc.invoice.get', params: InvoiceParams, input: ({ params }) => params });
+  route({ method: 'PATCH', url: '/api/v1/invoices/:id', subject: 'svc.invoice.update', params: InvoiceParams, body: UpdateInvoiceBody, input: ({ params, body }) => ({ ...body, id: params.id }) });
+  route({
+    method: 'PATCH',
+    url: '/api/v1/invoices/:id/line-items',
+    subject: 'svc.invoice.line_items.update',
+    params: InvoiceParams,
+    body: LineItemsBody,
+    input: ({ params, body }) => ({ ...body, id: params.id }),
+  });
+  route({ method: 'GET', url: '/api/v1/invoices/:id/edit-history', subject: 'svc.invoice.edit_history', params: InvoiceParams, input: ({ params }) => params });
+  // Review moves (issue 13): the body is optional; `{comment}` is kept in the edit history.
+  for (const action of REVIEW_ACTIONS) {
+    route({
+      method: 'POST',
+      url: `/api/v1/invoices/:id/${action}`,
+      subject: 'svc.invoice.review',
+      params: InvoiceParams,
+      body: ReviewBody.nullish(),
+      input: ({ params, body }) => ({ id: params.id, action, ...(body?.comment !== undefined ? { comment: body.comment } : {}) }),
+    });
+  }
 }
