@@ -222,6 +222,19 @@ describe('generate-bulk', () => {
     expect(await countFor()).toBe(before);
   }, 60_000);
 
+  it('creates one draft per application when two bulk runs race', async () => {
+    const period = { period_start: '2026-06-01', period_end: '2026-06-30' };
+    const runs = await Promise.all([call('POST', '/api/v1/invoices/generate-bulk', period), call('POST', '/api/v1/invoices/generate-bulk', period)]);
+    for (const r of runs) expectStatus(r, 200);
+    for (const key of [keys.ret, keys.tm]) {
+      const rows = await sys.sql<{ id: string }>(`SELECT id FROM invoices WHERE application_key = ? AND period_start = '2026-06-01' AND period_end = '2026-06-30'`, [key]);
+      expect(rows).toHaveLength(1);
+      const seen = runs.map((r) => data<Json[]>(r).find((e) => e.application_key === key)!);
+      expect(seen.map((e) => e.id)).toEqual([rows[0]!.id, rows[0]!.id]);
+      expect(seen.filter((e) => e.skipped === false)).toHaveLength(1);
+    }
+  }, 60_000);
+
   it('honours Idempotency-Key and validates the period', async () => {
     const key = `bulk-${tag}`;
     const body = { period_start: '2026-08-01', period_end: '2026-08-31' };

@@ -70,22 +70,49 @@ const LINE_COLUMNS = [
   'worklog_date',
 ] as const;
 
+/** A PostgreSQL array literal of texts (each element quoted), for `?::text[]` parameters. */
+export const textArray = (values: readonly string[]): string => `{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+
+const INVOICE_INSERT_COLUMNS = [
+  'id',
+  'number',
+  'display_number',
+  'application_key',
+  'customer_key',
+  'period_start',
+  'period_end',
+  'deal_type',
+  'currency',
+  'base_amount',
+  'overtime_hours',
+  'overtime_amount',
+  'total_amount',
+  'total_hours',
+  'is_overtime',
+  'status',
+  'version',
+  'invoice_date',
+  'customer_snapshot',
+  'application_snapshot',
+  'created_by',
+] as const;
+
 /**
- * Inserts a draft and its lines; must run inside a transaction. The counter row is incremented by the same statement
- * that inserts the invoice: concurrent generates queue on that row lock and each commit takes the next number, and
- * a transaction that rolls back gives its number back, so numbers are unique and gap-free.
+ * Inserts drafts and their lines; must run inside a transaction. The numbers are taken from the counter row by an
+ * UPDATE in the same transaction: concurrent generates queue on that row lock and each commit takes the next numbers,
+ * and a transaction that rolls back gives its numbers back, so numbers are unique and gap-free.
  */
-export async function insertInvoice(tx: EntityManager, inv: NewInvoice): Promise<string> {
-  const id = randomUUID();
-  await sql(
-    tx,
-    `WITH n AS (UPDATE invoice_counters SET value = value + 1 WHERE name = 'invoice' RETURNING value)
-     INSERT INTO invoices (id, number, display_number, application_key, customer_key, period_start, period_end, deal_type, currency,
-       base_amount, overtime_hours, overtime_amount, total_amount, total_hours, is_overtime, status, version, invoice_date,
-       customer_snapshot, application_snapshot, created_by)
-     SELECT ?, n.value, 'INV-' || n.value, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'draft', 1, ?, ?::jsonb, ?::jsonb, ? FROM n`,
-    [
-      id,
+export async function insertInvoices(tx: EntityManager, invs: readonly NewInvoice[]): Promise<{ id: string; display_number: string }[]> {
+  if (invs.length === 0) return [];
+  const [counter] = await sql<{ value: string | number }>(tx, `UPDATE invoice_counters SET value = value + ? WHERE name = 'invoice' RETURNING value`, [invs.length]);
+  const first = Number(counter!.value) - invs.length + 1;
+  const out = invs.map((_, i) => ({ id: randomUUID(), display_number: `INV-${first + i}` }));
+  const params: unknown[] = [];
+  invs.forEach((inv, i) => {
+    params.push(
+      out[i]!.id,
+      first + i,
+      out[i]!.display_number,
       inv.application_key,
       inv.customer_key,
       inv.period_start,
@@ -98,24 +125,44 @@ export async function insertInvoice(tx: EntityManager, inv: NewInvoice): Promise
       inv.total_amount,
       inv.total_hours,
       inv.is_overtime,
+      'draft',
+      1,
       inv.invoice_date,
       JSON.stringify(inv.customer_snapshot),
       JSON.stringify(inv.application_snapshot),
       inv.created_by,
-    ],
+    );
+  });
+  const row = `(${INVOICE_INSERT_COLUMNS.map((c) => (c.endsWith('_snapshot') ? '?::jsonb' : '?')).join(', ')})`;
+  await sql(tx, `INSERT INTO invoices (${INVOICE_INSERT_COLUMNS.join(', ')}) VALUES ${invs.map(() => row).join(', ')}`, params);
+  await insertLineRows(
+    tx,
+    invs.flatMap((inv, i) => inv.lines.map((line) => ({ invoiceId: out[i]!.id, line }))),
   );
-  await insertLines(tx, id, inv.lines);
-  return id;
+  return out;
 }
 
-/** Inserts lines with server-generated ids, in chunks that stay far below PostgreSQL's bind-parameter limit. */
-export async function insertLines(tx: EntityManager, invoiceId: string, lines: readonly NewLine[]): Promise<string[]> {
+/** One draft (see insertInvoices). */
+export async function insertInvoice(tx: EntityManager, inv: NewInvoice): Promise<string> {
+  const [created] = await insertInvoices(tx, [inv]);
+  return created!.id;
+}
+
+/** Inserts lines of one invoice with server-generated ids. */
+export const insertLines = (tx: EntityManager, invoiceId: string, lines: readonly NewLine[]): Promise<string[]> =>
+  insertLineRows(
+    tx,
+    lines.map((line) => ({ invoiceId, line })),
+  );
+
+/** Inserts lines in chunks that stay far below PostgreSQL's bind-parameter limit (65,535). */
+async function insertLineRows(tx: EntityManager, rows: readonly { invoiceId: string; line: NewLine }[]): Promise<string[]> {
   const ids: string[] = [];
   const CHUNK = 500;
-  for (let i = 0; i < lines.length; i += CHUNK) {
-    const chunk = lines.slice(i, i + CHUNK);
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    const chunk = rows.slice(i, i + CHUNK);
     const params: unknown[] = [];
-    for (const l of chunk) {
+    for (const { invoiceId, line: l } of chunk) {
       const id = randomUUID();
       ids.push(id);
       params.push(id, invoiceId, l.line_type, l.description, l.tracker_key, l.time_seconds, l.billable_seconds, l.unit_price, l.quantity, l.line_total, l.rate_tier, l.rate_multiplier, l.source, l.is_auto_generated, l.sort_order, l.linked_issue_key, l.worklog_date);
