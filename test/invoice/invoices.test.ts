@@ -13,7 +13,7 @@ let keys: InvoiceFixture['keys'];
 const call = caller(() => fx);
 
 beforeAll(async () => {
-  fx = await startInvoiceFixture();
+  fx = await startInvoiceFixture({ SVC_ENABLE_DEBUG_ENDPOINTS: 'true' });
   ({ sys, root, rootEmail, tag, keys } = fx);
 });
 afterAll(() => sys?.stop());
@@ -193,6 +193,30 @@ describe('generate, get and list', () => {
     const bad = await call('GET', '/api/v1/invoices/not-a-uuid');
     expectStatus(bad, 400);
     expect(errorOf(bad).code).toBe('VALIDATION_ERROR');
+  });
+});
+
+describe('OpenAPI', () => {
+  it('documents every invoice route with its schemas', async () => {
+    const doc = await sys.invoicingHttp({ method: 'GET', url: '/swagger/json' });
+    expectStatus(doc, 200);
+    const paths = (doc.json() as { paths: Record<string, Record<string, Json>> }).paths;
+    expect(Object.keys(paths).filter((p) => p.startsWith('/api/v1/invoices')).sort()).toEqual(
+      [
+        '/api/v1/invoices',
+        '/api/v1/invoices/generate',
+        '/api/v1/invoices/generate-bulk',
+        '/api/v1/invoices/prefill',
+        '/api/v1/invoices/{id}',
+        '/api/v1/invoices/{id}/approve',
+        '/api/v1/invoices/{id}/decline',
+        '/api/v1/invoices/{id}/edit-history',
+        '/api/v1/invoices/{id}/line-items',
+        '/api/v1/invoices/{id}/reject',
+        '/api/v1/invoices/{id}/send',
+      ].sort(),
+    );
+    expect(Object.keys(paths['/api/v1/invoices/{id}']!).sort()).toEqual(['get', 'patch']);
   });
 });
 

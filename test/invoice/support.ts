@@ -21,8 +21,8 @@ export interface InvoiceFixture {
   keys: { ret: string; tm: string; fix: string; cust: string; std: string; wkd: string; urg: string };
 }
 
-export async function startInvoiceFixture(): Promise<InvoiceFixture> {
-  const sys = await startTestSystem();
+export async function startInvoiceFixture(overrides: Record<string, string> = {}): Promise<InvoiceFixture> {
+  const sys = await startTestSystem(overrides);
   sys.clock.set(Date.parse('2026-11-15T12:00:00Z'));
   const tag = sys.tag;
   const keys = { ret: `RET-${tag}`, tm: `TM-${tag}`, fix: `FIX-${tag}`, cust: `CUST-${tag}`, std: `std-${tag}`, wkd: `wkd-${tag}`, urg: `urg-${tag}` };
