@@ -140,6 +140,8 @@ describe('generate, get and list', () => {
       [{ ...base, is_overtime: true, line_items: [] }, 400, 'body.is_overtime'],
       [{ application_key: keys.tm, line_items: [] }, 400, 'body.period_start'],
       [{ ...base }, 400, 'body.line_items'],
+      [{ ...base, line_items: [{ ...line, quantity: '999999999999.9999', unit_price: '9999999999999.999999' }] }, 400, 'body.line_items.0: quantity × unit_price'],
+      [{ ...base, line_items: [1, 2, 3].map(() => ({ ...line, quantity: '99999999999', unit_price: '99' })) }, 400, 'body.line_items: the invoice total'],
       [{ ...base, application_key: `NOPE-${tag}`, line_items: [] }, 404, 'application not found'],
     ];
     for (const [body, status, message] of cases) {

@@ -3,7 +3,7 @@ import type { Invoice, LineItem, LineItemsBody, UpdateInvoiceBody } from '../../
 import { DomainError } from '../../../contracts/errors.ts';
 import { Dec, dec, hours, lineTotalOf, money, multiplier, price } from '../amounts/policy.ts';
 import { lineTotal, sameDecimal, totalsOf, type InvoiceTotals } from '../amounts/totals.ts';
-import { toNewLine } from './lines-input.ts';
+import { fitsAmount, MAX_AMOUNT, toNewLine } from './lines-input.ts';
 import { asText, recordHistory, type HistoryEntry } from './history.ts';
 import { insertLines, loadInvoice, sql, type NewLine } from './store.ts';
 
@@ -29,6 +29,7 @@ async function settle(tx: EntityManager, before: Invoice, history: HistoryEntry[
     before.id,
   ]);
   const totals = totalsOf(lines);
+  if (!fitsAmount(totals.total_amount)) throw new DomainError('bad_request', `the invoice total (${totals.total_amount}) would exceed the largest amount, ${MAX_AMOUNT}`);
   const edited = new Set(history.filter((h) => h.edit_type === 'invoice_update').map((h) => h.field_name));
   for (const f of FIGURES) {
     if (!edited.has(f) && String(before[f]) !== String(totals[f])) history.push({ edit_type: 'recalculated', field_name: f, old_value: String(before[f]), new_value: String(totals[f]) });
@@ -197,6 +198,7 @@ export async function updateLineItems(tx: EntityManager, id: string, body: LineI
     if (patch.line_total !== undefined && !sameDecimal(patch.line_total, total)) {
       throw new DomainError('bad_request', `body.update.${i}.line_total: must be quantity × unit_price rounded half-up to cents (${total})`);
     }
+    if (!fitsAmount(total)) throw new DomainError('bad_request', `body.update.${i}: quantity × unit_price (${total}) exceeds the largest amount, ${MAX_AMOUNT}`);
     if (total !== line.line_total) next.line_total = total;
     await setLine(tx, line.id, next);
     for (const [k, v] of Object.entries(next)) history.push({ line_item_id: line.id, edit_type: 'line_update', field_name: k, old_value: asText(line[k as keyof LineItem]), new_value: asText(v) });

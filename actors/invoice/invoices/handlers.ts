@@ -9,7 +9,7 @@ import type { AnalyticsReader, Period } from '../analytics/reader.ts';
 import { sameDecimal, totalsOf } from '../amounts/totals.ts';
 import { generateBulk } from './bulk.ts';
 import { buildPreview, previousMonth } from './preview.ts';
-import { toNewLine } from './lines-input.ts';
+import { fitsAmount, MAX_AMOUNT, toNewLine } from './lines-input.ts';
 import { review, updateInvoice, updateLineItems } from './edits.ts';
 import { readHistory } from './history.ts';
 import { insertInvoice, listInvoices, loadInvoice, sql } from './store.ts';
@@ -59,6 +59,7 @@ export function invoiceHandlers(deps: InvoiceDeps): Handlers<Cat, 'invoice'> {
       if (input.currency !== undefined && input.currency !== application.currency) throw new DomainError('bad_request', `body.currency: the application's currency is ${application.currency}`);
       const lines = input.line_items.map((l, i) => toNewLine(l, i, `body.line_items.${i}`));
       const totals = totalsOf(lines);
+      if (!fitsAmount(totals.total_amount)) throw new DomainError('bad_request', `body.line_items: the invoice total (${totals.total_amount}) exceeds the largest amount, ${MAX_AMOUNT}`);
       // Sent figures must be the ones the lines give: a draft never disagrees with its own lines.
       for (const field of ['base_amount', 'total_amount', 'total_hours', 'overtime_hours', 'overtime_amount'] as const) {
         const sent = input[field];

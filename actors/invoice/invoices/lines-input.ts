@@ -4,9 +4,14 @@ import { dec, hours, multiplier, price } from '../amounts/policy.ts';
 import { lineTotal, sameDecimal } from '../amounts/totals.ts';
 import type { NewLine } from './store.ts';
 
+/** Amounts are stored as numeric(15, 2): 13 digits before the point. */
+export const MAX_AMOUNT = '9999999999999.99';
+export const fitsAmount = (amount: string): boolean => dec(amount).abs().lte(MAX_AMOUNT);
+
 /** A request line with its total computed by the policy; a sent total or flag that disagrees is a 400 naming it. */
 export function toNewLine(l: LineItemInput, index: number, path: string): NewLine {
   const total = lineTotal(l);
+  if (!fitsAmount(total)) throw new DomainError('bad_request', `${path}: quantity × unit_price (${total}) exceeds the largest amount, ${MAX_AMOUNT}`);
   if (l.line_total !== undefined && !sameDecimal(l.line_total, total)) {
     throw new DomainError('bad_request', `${path}.line_total: must be quantity × unit_price rounded half-up to cents (${total})`);
   }
