@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AnalyticsBatch } from './domains/invoice-ingest.ts';
 import { EmailLookup } from './fields.ts';
 
 /**
@@ -146,10 +147,18 @@ const coreWork = defineWork({
   'svc.work.identity.password_reset': { payload: PasswordResetRequested, summary: 'Issue a reset token and mail it, when the e-mail belongs to an active account.' },
 });
 
+/** The invoicing domain's durable work (its payload schemas live in contracts/domains/invoice-ingest.ts). */
+const invoiceWork = defineWork({
+  'svc.work.invoice.analytics_ingest': {
+    payload: AnalyticsBatch,
+    summary: 'A batch of analytics records (customers, applications, rate tiers, worklogs, usage) stored idempotently by the invoice domain.',
+  },
+});
+
 /** Every typed event subject. Add a domain's table here: `...invoiceEvents`. */
 export const eventSubjects = { ...coreEvents } as const;
 /** Every typed work subject. Add a domain's table here: `...invoiceWork`. */
-export const workSubjects = { ...coreWork } as const;
+export const workSubjects = { ...coreWork, ...invoiceWork } as const;
 export const durableSubjects = { ...eventSubjects, ...workSubjects } as const;
 
 export type EventSubject = keyof typeof eventSubjects & string;

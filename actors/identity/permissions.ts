@@ -38,6 +38,8 @@ const registry: Record<string, readonly string[]> = {
   terminal_sessions: ['read', 'write'],
   telegram_ops: ['write'],
   annotations: ['write'],
+  // Invoicing (invoicing.md): read, prepare and edit, and move invoices through review.
+  invoices: ['read', 'write', 'review'],
 };
 
 /** Every `resource:action` pair, in registry order. */

@@ -1,6 +1,9 @@
 import { migrateAnalytics } from '../../migrations/analytics/runner.ts';
 import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { refuseSecondEmbeddedInstance, usesEmbeddedAnalytics } from '../runtime/stores/analytics-owner.ts';
+import { startIngestConsumer } from './analytics/ingest.ts';
+import { AnalyticsReader } from './analytics/reader.ts';
+import { invoiceHandlers } from './invoices/index.ts';
 
 /** The actor answering svc.invoice.health; also what start-up asks for to find other invoice instances. */
 const HEALTH_ACTOR = 'invoice-health';
@@ -24,6 +27,10 @@ export const invoiceDomain: DomainModule = {
         }
       },
     });
-    return { stop: async () => undefined };
+    const orm = await dc.stores.orm();
+    await dc.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader: new AnalyticsReader(analytics), clock: dc.clock }));
+    // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
+    const ingest = await startIngestConsumer(dc.nc, analytics, dc.log.child({ actor: 'invoice-ingest' }));
+    return { stop: () => ingest.stop() };
   },
 };

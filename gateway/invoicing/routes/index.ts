@@ -1,5 +1,8 @@
 import type { GatewayApp } from '../../shared/app.ts';
 import type { GatewayDeps } from '../../shared/bridge.ts';
+import { registerInvoiceRoutes } from './invoices.ts';
 
 /** Every invoicing route module (gateway/invoicing/routes/<resource>.ts). */
-export async function registerInvoicingRoutes(_app: GatewayApp, _deps: GatewayDeps): Promise<void> {}
+export async function registerInvoicingRoutes(app: GatewayApp, deps: GatewayDeps): Promise<void> {
+  registerInvoiceRoutes(app, deps);
+}

@@ -1,0 +1,1 @@
+export { invoiceHandlers, type InvoiceDeps } from './handlers.ts';
