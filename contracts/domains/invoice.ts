@@ -130,18 +130,18 @@ export const Invoice = z.object({
 export type Invoice = z.infer<typeof Invoice>;
 
 /** List items carry exactly these fields (invoicing.md). */
-export const InvoiceListItem = z.object({
-  id: z.uuid(),
-  display_number: z.string(),
-  application_key: z.string(),
-  customer_key: z.string(),
-  period_start: z.string(),
-  period_end: z.string(),
-  deal_type: z.string(),
-  currency: z.string(),
-  total_amount: z.string(),
-  status: InvoiceStatus,
-  created_at: z.iso.datetime(),
+export const InvoiceListItem = Invoice.pick({
+  id: true,
+  display_number: true,
+  application_key: true,
+  customer_key: true,
+  period_start: true,
+  period_end: true,
+  deal_type: true,
+  currency: true,
+  total_amount: true,
+  status: true,
+  created_at: true,
 });
 export type InvoiceListItem = z.infer<typeof InvoiceListItem>;
 
