@@ -134,7 +134,12 @@ _svc_redis() {
 _svc_nats() {
   # Our own nats-server in operator mode (scripts/local-nats.ts): trust chain and data under data/nats. The machine's
   # unauthenticated server on 4222, if any, is left alone and unused.
-  _svc_is_local "$SVC_NATS_URL" 4223 || { _svc_log "SVC_NATS_URL is not the local server; not starting NATS (set SVC_NATS_CREDS and the keys)"; return 0; }
+  # Ours on any loopback port but the machine's own 4222 (default 4223; another port keeps two checkouts apart).
+  _svc_hostport "$SVC_NATS_URL" 4222 || return 1
+  if [[ ! $_svc_host =~ ^(127\.0\.0\.1|localhost|::1)$ || $_svc_port == 4222 ]]; then
+    _svc_log "SVC_NATS_URL is not a local server of this project; not starting NATS (set SVC_NATS_CREDS and the keys)"
+    return 0
+  fi
   local dir=$_svc_dir/data/nats
   _svc_default SVC_NATS_CREDS "$dir/service.creds"
   _svc_default SVC_NATS_ISSUER_KEY "$dir/account-signing.nk"
