@@ -170,7 +170,9 @@ describe('a frozen PostgreSQL', () => {
     expect(after.map((r) => r.code)).toEqual(Array(2 * POOL_MAX).fill('ok'));
     // Nothing left checked out or waiting: the connections stuck on the frozen server were cut and discarded.
     // Generous: on a loaded 2-core machine the cut sockets' close events can take a few seconds to arrive.
-    await waitFor(() => pool.waitingCount === 0 && pool.totalCount === pool.idleCount, 15_000, 'the pool to settle');
+    await waitFor(() => pool.waitingCount === 0 && pool.totalCount === pool.idleCount, 15_000, 'the pool to settle').catch((err: unknown) => {
+      throw new Error(`${String(err)}: total ${pool.totalCount} idle ${pool.idleCount} waiting ${pool.waitingCount}`);
+    });
     expect(pool.totalCount).toBeLessThanOrEqual(POOL_MAX);
 
     // Item 11: one warning when it went down, one when it came back; no error-level line, no stack.
