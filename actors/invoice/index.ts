@@ -3,6 +3,7 @@ import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { refuseSecondEmbeddedInstance, usesEmbeddedAnalytics } from '../runtime/stores/analytics-owner.ts';
 import { startIngestConsumer } from './analytics/ingest.ts';
 import { AnalyticsReader } from './analytics/reader.ts';
+import { documentHandlers, sellerOf } from './documents/handlers.ts';
 import { invoiceHandlers } from './invoices/index.ts';
 
 /** The actor answering svc.invoice.health; also what start-up asks for to find other invoice instances. */
@@ -28,9 +29,15 @@ export const invoiceDomain: DomainModule = {
       },
     });
     const orm = await dc.stores.orm();
-    await dc.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader: new AnalyticsReader(analytics), clock: dc.clock }));
+    const reader = new AnalyticsReader(analytics);
+    await dc.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader, clock: dc.clock }));
+    await dc.host.serve('invoice', 'invoice-documents', documentHandlers({ orm, seller: sellerOf(dc.config) }));
     // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
     const ingest = await startIngestConsumer(dc.nc, analytics, dc.log.child({ actor: 'invoice-ingest' }));
-    return { stop: () => ingest.stop() };
+    return {
+      stop: async () => {
+        await ingest.stop();
+      },
+    };
   },
 };

@@ -214,6 +214,7 @@ describe('OpenAPI', () => {
         '/api/v1/invoices/{id}/decline',
         '/api/v1/invoices/{id}/edit-history',
         '/api/v1/invoices/{id}/line-items',
+        '/api/v1/invoices/{id}/preview-html',
         '/api/v1/invoices/{id}/reject',
         '/api/v1/invoices/{id}/send',
       ].sort(),
