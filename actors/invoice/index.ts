@@ -5,6 +5,7 @@ import { startIngestConsumer } from './analytics/ingest.ts';
 import { AnalyticsReader } from './analytics/reader.ts';
 import { documentHandlers, sellerOf } from './documents/handlers.ts';
 import { invoiceHandlers } from './invoices/index.ts';
+import { PdfRenderer } from './pdf/browser.ts';
 
 /** The actor answering svc.invoice.health; also what start-up asks for to find other invoice instances. */
 const HEALTH_ACTOR = 'invoice-health';
@@ -31,12 +32,15 @@ export const invoiceDomain: DomainModule = {
     const orm = await dc.stores.orm();
     const reader = new AnalyticsReader(analytics);
     await dc.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader, clock: dc.clock }));
-    await dc.host.serve('invoice', 'invoice-documents', documentHandlers({ orm, seller: sellerOf(dc.config) }));
+    // One warm browser per process, started by the first finalize, closed when the domain stops.
+    const renderer = new PdfRenderer({ executablePath: dc.config.SVC_CHROMIUM_PATH, pages: dc.config.SVC_PDF_PAGES, log: dc.log.child({ actor: 'invoice-pdf' }) });
+    await dc.host.serve('invoice', 'invoice-documents', documentHandlers({ orm, seller: sellerOf(dc.config), renderer, log: dc.log }));
     // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
     const ingest = await startIngestConsumer(dc.nc, analytics, dc.log.child({ actor: 'invoice-ingest' }));
     return {
       stop: async () => {
         await ingest.stop();
+        await renderer.close();
       },
     };
   },

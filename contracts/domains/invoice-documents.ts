@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { subjects } from '../subject.ts';
+import { Invoice } from './invoice.ts';
 
 /** Invoice documents and their lifecycle (invoicing.md): HTML preview, finalize with its PDF, the PDF, regenerate. */
 
@@ -21,6 +22,19 @@ export const invoiceDocumentSubjects = subjects({
     summary: 'The invoice as HTML: its html_override as is when set, else the template (invoices:read).',
     request: ById,
     reply: z.object({ html: z.string() }),
+    errors: ['forbidden', 'not_found'],
+  },
+  'svc.invoice.finalize': {
+    summary: 'Renders and stores the PDF of a draft and moves it to needs_review (invoices:write).',
+    request: ById,
+    reply: Invoice,
+    errors: ['forbidden', 'not_found', 'conflict', 'internal_error'],
+  },
+  'svc.invoice.pdf': {
+    retry: 'safe',
+    summary: 'The stored PDF of a finalized invoice (invoices:read); not_found before finalize.',
+    request: ById,
+    reply: InvoicePdf,
     errors: ['forbidden', 'not_found'],
   },
 });

@@ -213,6 +213,8 @@ describe('OpenAPI', () => {
         '/api/v1/invoices/{id}/approve',
         '/api/v1/invoices/{id}/decline',
         '/api/v1/invoices/{id}/edit-history',
+        '/api/v1/invoices/{id}/finalize',
+        '/api/v1/invoices/{id}/pdf',
         '/api/v1/invoices/{id}/line-items',
         '/api/v1/invoices/{id}/preview-html',
         '/api/v1/invoices/{id}/reject',

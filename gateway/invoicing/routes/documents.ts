@@ -26,3 +26,22 @@ export function registerDocumentRoutes(app: GatewayApp, deps: GatewayDeps): void
   });
 }
 
+/** finalize and the PDF. The PDF crosses NATS as base64 in the reply; the route writes the bytes. */
+export function registerPdfRoutes(app: GatewayApp, deps: GatewayDeps): void {
+  const route = routeGroup(app, deps, { auth: 'user', tags: ['invoices'] });
+  route({ method: 'POST', url: '/api/v1/invoices/:id/finalize', subject: 'svc.invoice.finalize', params: InvoiceParams, input: ({ params }) => params });
+  route({
+    method: 'GET',
+    url: '/api/v1/invoices/:id/pdf',
+    subject: 'svc.invoice.pdf',
+    params: InvoiceParams,
+    input: ({ params }) => params,
+    send: (data, reply) =>
+      reply
+        .header('content-type', 'application/pdf')
+        .header('content-disposition', `inline; filename="${data.filename.replace(/[^A-Za-z0-9._-]/g, '_')}"`)
+        .header('etag', `"${data.sha256}"`)
+        .header('x-content-type-options', 'nosniff')
+        .send(Buffer.from(data.content_base64, 'base64')),
+  });
+}

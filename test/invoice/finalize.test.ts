@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorOf, type TestSystem } from '../support/system.ts';
+import { pdfText } from './pdf-text.ts';
+import { caller, data, expectStatus, startInvoiceFixture, type InvoiceFixture, type Json } from './support.ts';
+
+let fx: InvoiceFixture;
+let sys: TestSystem;
+const call = caller(() => fx);
+
+beforeAll(async () => {
+  fx = await startInvoiceFixture();
+  sys = fx.sys;
+});
+afterAll(() => sys?.stop());
+
+interface Inv extends Json {
+  id: string;
+  display_number: string;
+  status: string;
+  version: number;
+}
+interface History {
+  edit_type: string;
+  field_name: string | null;
+  old_value: string | null;
+  new_value: string | null;
+}
+
+async function draft(): Promise<Inv> {
+  const preview = data(await call('POST', '/api/v1/invoices/prefill', { application_key: fx.keys.ret }));
+  const res = await call('POST', '/api/v1/invoices/generate', preview);
+  expectStatus(res, 201);
+  return data<Inv>(res);
+}
+const squash = (s: string): string => s.replace(/\s+/g, '');
+
+describe('finalize and GET pdf', () => {
+  it('moves a draft to needs_review with a PDF holding the number, the customer and the total; GET pdf 404 before, the bytes after', async () => {
+    const inv = await draft();
+    const before = await call('GET', `/api/v1/invoices/${inv.id}/pdf`);
+    expectStatus(before, 404);
+    expect(errorOf(before).code).toBe('NOT_FOUND');
+
+    const res = await call('POST', `/api/v1/invoices/${inv.id}/finalize`);
+    expectStatus(res, 200);
+    expect(data<Inv>(res)).toMatchObject({ status: 'needs_review', version: 2 });
+
+    const pdf = await call('GET', `/api/v1/invoices/${inv.id}/pdf`);
+    expectStatus(pdf, 200);
+    expect(pdf.headers['content-type']).toBe('application/pdf');
+    expect(pdf.headers['content-disposition']).toBe(`inline; filename="${inv.display_number}.pdf"`);
+    const bytes = pdf.rawPayload;
+    expect(bytes.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    expect(bytes.subarray(-8).toString('latin1')).toContain('%%EOF');
+    const { text, pages } = pdfText(bytes);
+    expect(pages).toBe(1);
+    const flat = squash(text);
+    expect(flat).toContain(squash(inv.display_number));
+    expect(flat).toContain(squash('Acme <Logistics> GmbH'));
+    expect(flat).toContain('€2,300.00');
+    // Printed at the finalized state: no draft mark.
+    expect(flat).not.toContain('Draft');
+
+    const h = data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`));
+    expect(h.map((e) => [e.edit_type, e.field_name, e.old_value])).toEqual([
+      ['status_change', 'status', 'draft'],
+      ['pdf_rendered', 'pdf', null],
+    ]);
+    expect(h[1]!.new_value).toMatch(new RegExp(`^sha256:[0-9a-f]{64} bytes:${bytes.length}$`));
+  });
+
+  it('answers 409 on a second finalize and on any status but draft; the PDF stays as it was', async () => {
+    const inv = await draft();
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    const first = (await call('GET', `/api/v1/invoices/${inv.id}/pdf`)).rawPayload;
+    const again = await call('POST', `/api/v1/invoices/${inv.id}/finalize`);
+    expectStatus(again, 409);
+    expect(errorOf(again)).toMatchObject({ code: 'CONFLICT', message: 'only a draft can be finalized; this invoice is needs_review' });
+    for (const status of ['approved', 'rejected', 'declined', 'sent']) {
+      await sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, inv.id]);
+      expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 409);
+    }
+    expect((await call('GET', `/api/v1/invoices/${inv.id}/pdf`)).rawPayload.equals(first)).toBe(true);
+  });
+
+  it('two finalizes at once give one 200, one 409 and one PDF (the row lock)', async () => {
+    const inv = await draft();
+    const results = await Promise.all([call('POST', `/api/v1/invoices/${inv.id}/finalize`), call('POST', `/api/v1/invoices/${inv.id}/finalize`)]);
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409]);
+    const rows = await sys.sql<{ n: number; version: number }>(`SELECT count(*)::int AS n, max(invoice_version) AS version FROM invoice_pdfs WHERE invoice_id = ?`, [inv.id]);
+    expect(rows[0]).toMatchObject({ n: 1, version: 2 });
+    const h = data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`));
+    expect(h.filter((e) => e.edit_type === 'status_change')).toHaveLength(1);
+  });
+
+  it('prints the html_override when set (what the preview shows is what the PDF holds)', async () => {
+    const inv = await draft();
+    expectStatus(await call('PATCH', `/api/v1/invoices/${inv.id}`, { html_override: '<html><body><h1>Custom invoice OVR-77</h1><script>document.body.textContent = "ran"</script></body></html>' }), 200);
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    const flat = squash(pdfText((await call('GET', `/api/v1/invoices/${inv.id}/pdf`)).rawPayload).text);
+    expect(flat).toContain('CustominvoiceOVR-77');
+    // JavaScript is off while printing: the override's script did not run.
+    expect(flat).not.toContain('ran');
+  });
+
+  it('answers 404 for unknown ids and 400 for malformed ones', async () => {
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    expectStatus(await call('POST', `/api/v1/invoices/${unknown}/finalize`), 404);
+    const pdf = await call('GET', `/api/v1/invoices/${unknown}/pdf`);
+    expectStatus(pdf, 404);
+    expect(errorOf(pdf).message).toBe('invoice not found');
+    expectStatus(await call('POST', '/api/v1/invoices/x/finalize'), 400);
+    expectStatus(await call('GET', '/api/v1/invoices/x/pdf'), 400);
+  });
+});
