@@ -34,7 +34,7 @@ export const invoiceDomain: DomainModule = {
     await dc.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader, clock: dc.clock }));
     // One warm browser per process, started by the first finalize, closed when the domain stops.
     const renderer = new PdfRenderer({ executablePath: dc.config.SVC_CHROMIUM_PATH, pages: dc.config.SVC_PDF_PAGES, log: dc.log.child({ actor: 'invoice-pdf' }) });
-    await dc.host.serve('invoice', 'invoice-documents', documentHandlers({ orm, seller: sellerOf(dc.config), renderer, log: dc.log }));
+    await dc.host.serve('invoice', 'invoice-documents', documentHandlers({ orm, seller: sellerOf(dc.config), renderer, reader, log: dc.log }));
     // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
     const ingest = await startIngestConsumer(dc.nc, analytics, dc.log.child({ actor: 'invoice-ingest' }));
     return {

@@ -37,4 +37,10 @@ export const invoiceDocumentSubjects = subjects({
     reply: InvoicePdf,
     errors: ['forbidden', 'not_found'],
   },
+  'svc.invoice.regenerate': {
+    summary: 'Rebuilds the automatic lines of a declined, rejected or approved invoice from fresh analytics data; back to draft (invoices:write).',
+    request: ById,
+    reply: Invoice,
+    errors: ['forbidden', 'not_found', 'conflict'],
+  },
 });

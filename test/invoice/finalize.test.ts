@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
+import { publishDurable } from '../../actors/runtime/jetstream.ts';
+import { waitForIngest } from '../../scripts/seed/seed-demo.ts';
 import { errorOf, type TestSystem } from '../support/system.ts';
 import { pdfText } from './pdf-text.ts';
 import { caller, data, expectStatus, startInvoiceFixture, type InvoiceFixture, type Json } from './support.ts';
@@ -111,5 +114,91 @@ describe('finalize and GET pdf', () => {
     expect(errorOf(pdf).message).toBe('invoice not found');
     expectStatus(await call('POST', '/api/v1/invoices/x/finalize'), 400);
     expectStatus(await call('GET', '/api/v1/invoices/x/pdf'), 400);
+  });
+});
+
+interface Line extends Json {
+  id: string;
+  line_type: string;
+  description: string;
+  source: string;
+  line_total: string;
+  sort_order: number;
+}
+
+describe('PUT regenerate', () => {
+  /** A finalized retainer draft with a manual line and an edited automatic task line, moved to `status`. */
+  async function reviewed(action: 'approve' | 'reject' | 'decline'): Promise<{ inv: Inv & { line_items: Line[] }; editedId: string }> {
+    const inv = await draft();
+    const task = (inv as Inv & { line_items: Line[] }).line_items.find((l) => l.line_type === 'task')!;
+    const edited = await call('PATCH', `/api/v1/invoices/${inv.id}/line-items`, {
+      add: [{ line_type: 'manual', description: 'Travel to the customer', quantity: '1', unit_price: '80.00' }],
+      update: [{ id: task.id, description: 'Renamed by hand' }],
+    });
+    expectStatus(edited, 200);
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/${action}`, { comment: 'looked at it' }), 200);
+    return { inv: data<Inv & { line_items: Line[] }>(await call('GET', `/api/v1/invoices/${inv.id}`)), editedId: task.id };
+  }
+
+  let n = 0;
+  /** New October work arrives in the analytics store: one more standard hour on the retainer → +1 h overtime, +120.00. */
+  async function newWork(): Promise<void> {
+    n++;
+    await publishDurable(sys.nc, INGEST_SUBJECT, {
+      batch_id: `regen-${fx.tag}-${n}`,
+      worklogs: [
+        { worklog_id: `wl-${fx.tag}-regen-${n}`, application_key: fx.keys.ret, tracker_key: 'X-3', description: 'Late October fix', author: 'ben', worklog_date: '2026-10-20', time_seconds: 3600, billable_seconds: 3600, rate_tier: fx.keys.std },
+      ],
+    });
+    await waitForIngest(sys.nc, 20_000);
+  }
+
+  for (const [action, status] of [['approve', 'approved'], ['reject', 'rejected'], ['decline', 'declined']] as const) {
+    it(`from ${status}: back to draft with fresh analytics data; manual lines survive, edited automatic lines are replaced; version, history, PDF gone`, async () => {
+      const { inv, editedId } = await reviewed(action);
+      // Each case adds one more hour: the draft starts from what earlier cases ingested.
+      const hours = 2 + n;
+      const overtime = 300 + 120 * n;
+      const money = (v: number): string => `${v}.00`;
+      expect(inv).toMatchObject({ status, total_amount: money(2080 + overtime) });
+      await newWork();
+      const res = await call('PUT', `/api/v1/invoices/${inv.id}/regenerate`);
+      expectStatus(res, 200);
+      const out = data<Inv & { line_items: Line[]; total_amount: string; overtime_amount: string }>(res);
+      // 2000 base + the overtime with one more standard hour (120.00) + 80 travel.
+      expect(out).toMatchObject({ status: 'draft', version: inv.version + 1, overtime_amount: money(overtime + 120), total_amount: money(2080 + overtime + 120) });
+      expect(out.line_items.filter((l) => l.source === 'manual').map((l) => [l.description, l.line_total])).toEqual([['Travel to the customer', '80.00']]);
+      expect(out.line_items.at(-1)!.description).toBe('Travel to the customer');
+      expect(out.line_items.some((l) => l.description === 'Renamed by hand')).toBe(false);
+      // One task line per (tracker key, tier): the new worklogs of X-3 are one line.
+      expect(out.line_items.filter((l) => l.tracker_key === 'X-3')).toHaveLength(1);
+      expect(out.line_items.map((l) => l.sort_order)).toEqual(out.line_items.map((_, i) => i));
+      expectStatus(await call('GET', `/api/v1/invoices/${inv.id}/pdf`), 404);
+      const h = data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`));
+      const tail = h.slice(h.findIndex((e) => e.edit_type === 'status_change' && e.new_value === 'draft'));
+      expect(tail[0]).toMatchObject({ edit_type: 'status_change', old_value: status, new_value: 'draft' });
+      expect(JSON.parse(tail[1]!.new_value!)).toMatchObject({ kept_manual: 1, replaced_edited_lines: [editedId] });
+      expect(tail.filter((e) => e.edit_type === 'recalculated').map((e) => [e.field_name, e.old_value, e.new_value])).toEqual([
+        ['overtime_hours', `${hours}.0000`, `${hours + 1}.0000`],
+        ['overtime_amount', money(overtime), money(overtime + 120)],
+        ['total_amount', money(2080 + overtime), money(2200 + overtime)],
+        ['total_hours', `${10 + hours}.0000`, `${11 + hours}.0000`],
+      ]);
+      // A regenerated draft is a draft again: it can be finalized anew.
+      expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    });
+  }
+
+  it('answers 409 from draft, needs_review and sent, 404 for an unknown id, 400 for a malformed one', async () => {
+    const inv = await draft();
+    for (const status of ['draft', 'needs_review', 'sent']) {
+      await sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, inv.id]);
+      const res = await call('PUT', `/api/v1/invoices/${inv.id}/regenerate`);
+      expectStatus(res, 409);
+      expect(errorOf(res).code).toBe('CONFLICT');
+    }
+    expectStatus(await call('PUT', '/api/v1/invoices/00000000-0000-4000-8000-000000000000/regenerate'), 404);
+    expectStatus(await call('PUT', '/api/v1/invoices/x/regenerate'), 400);
   });
 });

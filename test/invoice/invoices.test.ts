@@ -217,6 +217,7 @@ describe('OpenAPI', () => {
         '/api/v1/invoices/{id}/pdf',
         '/api/v1/invoices/{id}/line-items',
         '/api/v1/invoices/{id}/preview-html',
+        '/api/v1/invoices/{id}/regenerate',
         '/api/v1/invoices/{id}/reject',
         '/api/v1/invoices/{id}/send',
       ].sort(),

@@ -7,7 +7,9 @@ import type { Logger } from '../../runtime/logger.ts';
 import type { Handlers } from '../../runtime/serve.ts';
 import { editorOf, READ, WRITE } from '../invoices/handlers.ts';
 import { loadRenderable, sql } from '../invoices/store.ts';
+import type { AnalyticsReader } from '../analytics/reader.ts';
 import { finalize } from '../lifecycle/finalize.ts';
+import { regenerate } from '../lifecycle/regenerate.ts';
 import type { PdfRenderer } from '../pdf/browser.ts';
 import { readPdf } from '../pdf/store.ts';
 import { renderInvoiceHtml } from '../render/template.ts';
@@ -17,6 +19,7 @@ export interface DocumentDeps {
   orm: MikroORM;
   seller: Seller;
   renderer: PdfRenderer;
+  reader: AnalyticsReader;
   log: Logger;
 }
 
@@ -25,7 +28,7 @@ export const sellerOf = (c: Config): Seller => ({ name: c.SVC_INVOICE_SELLER_NAM
 /** A render never outlives the request that asked for it (nor 30 s). */
 const renderBudget = (deadline: number): number => Math.max(1_000, Math.min(30_000, deadline - Date.now() - 250));
 
-/** Invoice documents: the HTML preview, finalize with its PDF (printed from the same template), the stored PDF. */
+/** Invoice documents and their lifecycle: the HTML preview, finalize with its PDF (same template), the stored PDF, regenerate. */
 export function documentHandlers(deps: DocumentDeps): Handlers<Cat, 'invoice'> {
   return {
     'svc.invoice.preview_html': async ({ id }, { ctx }) => {
@@ -36,6 +39,11 @@ export function documentHandlers(deps: DocumentDeps): Handlers<Cat, 'invoice'> {
     'svc.invoice.finalize': async ({ id }, { ctx, deadline, log }) => {
       requirePermission(ctx, WRITE);
       return deps.orm.em.fork().transactional((tx) => finalize(tx, id, { renderer: deps.renderer, seller: deps.seller, log, editor: editorOf(ctx), timeoutMs: renderBudget(deadline) }));
+    },
+
+    'svc.invoice.regenerate': async ({ id }, { ctx }) => {
+      requirePermission(ctx, WRITE);
+      return deps.orm.em.fork().transactional((tx) => regenerate(tx, id, { reader: deps.reader, editor: editorOf(ctx) }));
     },
 
     'svc.invoice.pdf': async ({ id }, { ctx }) => {

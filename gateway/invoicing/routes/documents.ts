@@ -26,9 +26,10 @@ export function registerDocumentRoutes(app: GatewayApp, deps: GatewayDeps): void
   });
 }
 
-/** finalize and the PDF. The PDF crosses NATS as base64 in the reply; the route writes the bytes. */
+/** finalize, regenerate and the PDF. The PDF crosses NATS as base64 in the reply; the route writes the bytes. */
 export function registerPdfRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'user', tags: ['invoices'] });
+  route({ method: 'PUT', url: '/api/v1/invoices/:id/regenerate', subject: 'svc.invoice.regenerate', params: InvoiceParams, input: ({ params }) => params });
   route({ method: 'POST', url: '/api/v1/invoices/:id/finalize', subject: 'svc.invoice.finalize', params: InvoiceParams, input: ({ params }) => params });
   route({
     method: 'GET',
