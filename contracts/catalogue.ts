@@ -4,6 +4,7 @@ import { identityAdminSubjects } from './domains/identity-admin.ts';
 import { identityAuthSubjects } from './domains/identity-auth.ts';
 import { identitySsoSubjects } from './domains/identity-sso.ts';
 import { invoiceSubjects } from './domains/invoice.ts';
+import { invoiceDocumentSubjects } from './domains/invoice-documents.ts';
 
 /**
  * The one map of the system: every request-reply subject, its request and reply schemas and its errors.
@@ -16,6 +17,7 @@ export const catalogue = {
   ...identityAdminSubjects,
   ...fleetSubjects,
   ...invoiceSubjects,
+  ...invoiceDocumentSubjects,
 } as const;
 
 export type Cat = typeof catalogue;

@@ -3,7 +3,9 @@ import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { refuseSecondEmbeddedInstance, usesEmbeddedAnalytics } from '../runtime/stores/analytics-owner.ts';
 import { startIngestConsumer } from './analytics/ingest.ts';
 import { AnalyticsReader } from './analytics/reader.ts';
+import { documentHandlers, sellerOf } from './documents/handlers.ts';
 import { invoiceHandlers } from './invoices/index.ts';
+import { PdfRenderer } from './pdf/browser.ts';
 
 /** The actor answering svc.invoice.health; also what start-up asks for to find other invoice instances. */
 const HEALTH_ACTOR = 'invoice-health';
@@ -28,9 +30,18 @@ export const invoiceDomain: DomainModule = {
       },
     });
     const orm = await dc.stores.orm();
-    await dc.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader: new AnalyticsReader(analytics), clock: dc.clock }));
+    const reader = new AnalyticsReader(analytics);
+    await dc.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader, clock: dc.clock }));
+    // One warm browser per process, started by the first finalize, closed when the domain stops.
+    const renderer = new PdfRenderer({ executablePath: dc.config.SVC_CHROMIUM_PATH, pages: dc.config.SVC_PDF_PAGES, log: dc.log.child({ actor: 'invoice-pdf' }) });
+    await dc.host.serve('invoice', 'invoice-documents', documentHandlers({ orm, seller: sellerOf(dc.config), renderer, reader, log: dc.log }));
     // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
     const ingest = await startIngestConsumer(dc.nc, analytics, dc.log.child({ actor: 'invoice-ingest' }));
-    return { stop: () => ingest.stop() };
+    return {
+      stop: async () => {
+        await ingest.stop();
+        await renderer.close();
+      },
+    };
   },
 };

@@ -37,6 +37,12 @@ export const ConfigSchema = z.object({
   SVC_GATEWAYS: list.default(['console', 'invoicing']),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
+  // the seller block of every rendered invoice (address lines separated by `|` or new lines)
+  SVC_INVOICE_SELLER_NAME: z.string().max(200).default('Example Services Ltd'),
+  SVC_INVOICE_SELLER_ADDRESS: z.string().max(1000).default('1 Example Street | 10115 Berlin | Germany'),
+  SVC_INVOICE_SELLER_EMAIL: z.string().max(200).default('billing@example.com'),
+  SVC_INVOICE_SELLER_VAT_ID: z.string().max(100).default(''),
+  SVC_PDF_PAGES: z.coerce.number().int().min(1).max(16).default(2),
   // identity (console-identity.md)
   SVC_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   SVC_JWT_ACCESS_TTL: seconds.default(900),

@@ -4,6 +4,7 @@ import type { Invoice, InvoiceListItem, InvoiceStatus, LineItem } from '../../..
 import { DomainError } from '../../../contracts/errors.ts';
 import { dec, hours, money, multiplier, price } from '../amounts/policy.ts';
 import type { InvoiceTotals } from '../amounts/totals.ts';
+import type { CustomerSnapshot } from '../render/view.ts';
 
 /**
  * SQL of the invoice tables (migrations/postgres/Migration0003_invoicing.ts). Dates are read as text (node-pg would
@@ -326,4 +327,15 @@ export async function listInvoices(
       created_at: iso(r.created_at),
     })),
   };
+}
+
+/** An invoice with what the document shows beyond it: the customer and application as recorded at generation. */
+export async function loadRenderable(em: EntityManager, id: string, lock = false): Promise<{ invoice: Invoice; customer: CustomerSnapshot | null; application_name: string | null }> {
+  const invoice = await loadInvoice(em, id, lock);
+  const [snap] = await sql<{ customer_snapshot: CustomerSnapshot | null; application_name: string | null }>(
+    em,
+    `SELECT customer_snapshot, application_snapshot->>'name' AS application_name FROM invoices WHERE id = ?`,
+    [id],
+  );
+  return { invoice, customer: snap?.customer_snapshot ?? null, application_name: snap?.application_name ?? null };
 }

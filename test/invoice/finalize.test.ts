@@ -1,0 +1,204 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
+import { publishDurable } from '../../actors/runtime/jetstream.ts';
+import { waitForIngest } from '../../scripts/seed/seed-demo.ts';
+import { errorOf, type TestSystem } from '../support/system.ts';
+import { pdfText } from './pdf-text.ts';
+import { caller, data, expectStatus, startInvoiceFixture, type InvoiceFixture, type Json } from './support.ts';
+
+let fx: InvoiceFixture;
+let sys: TestSystem;
+const call = caller(() => fx);
+
+beforeAll(async () => {
+  fx = await startInvoiceFixture();
+  sys = fx.sys;
+});
+afterAll(() => sys?.stop());
+
+interface Inv extends Json {
+  id: string;
+  display_number: string;
+  status: string;
+  version: number;
+}
+interface History {
+  edit_type: string;
+  field_name: string | null;
+  old_value: string | null;
+  new_value: string | null;
+}
+
+async function draft(): Promise<Inv> {
+  const preview = data(await call('POST', '/api/v1/invoices/prefill', { application_key: fx.keys.ret }));
+  const res = await call('POST', '/api/v1/invoices/generate', preview);
+  expectStatus(res, 201);
+  return data<Inv>(res);
+}
+const squash = (s: string): string => s.replace(/\s+/g, '');
+
+describe('finalize and GET pdf', () => {
+  it('moves a draft to needs_review with a PDF holding the number, the customer and the total; GET pdf 404 before, the bytes after', async () => {
+    const inv = await draft();
+    const before = await call('GET', `/api/v1/invoices/${inv.id}/pdf`);
+    expectStatus(before, 404);
+    expect(errorOf(before).code).toBe('NOT_FOUND');
+
+    const res = await call('POST', `/api/v1/invoices/${inv.id}/finalize`);
+    expectStatus(res, 200);
+    expect(data<Inv>(res)).toMatchObject({ status: 'needs_review', version: 2 });
+
+    const pdf = await call('GET', `/api/v1/invoices/${inv.id}/pdf`);
+    expectStatus(pdf, 200);
+    expect(pdf.headers['content-type']).toBe('application/pdf');
+    expect(pdf.headers['content-disposition']).toBe(`inline; filename="${inv.display_number}.pdf"`);
+    const bytes = pdf.rawPayload;
+    expect(bytes.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    expect(bytes.subarray(-8).toString('latin1')).toContain('%%EOF');
+    const { text, pages } = pdfText(bytes);
+    expect(pages).toBe(1);
+    const flat = squash(text);
+    expect(flat).toContain(squash(inv.display_number));
+    expect(flat).toContain(squash('Acme <Logistics> GmbH'));
+    expect(flat).toContain('€2,300.00');
+    // Printed at the finalized state: no draft mark.
+    expect(flat).not.toContain('Draft');
+
+    const h = data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`));
+    expect(h.map((e) => [e.edit_type, e.field_name, e.old_value])).toEqual([
+      ['status_change', 'status', 'draft'],
+      ['pdf_rendered', 'pdf', null],
+    ]);
+    expect(h[1]!.new_value).toMatch(new RegExp(`^sha256:[0-9a-f]{64} bytes:${bytes.length}$`));
+  });
+
+  it('answers 409 on a second finalize and on any status but draft; the PDF stays as it was', async () => {
+    const inv = await draft();
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    const first = (await call('GET', `/api/v1/invoices/${inv.id}/pdf`)).rawPayload;
+    const again = await call('POST', `/api/v1/invoices/${inv.id}/finalize`);
+    expectStatus(again, 409);
+    expect(errorOf(again)).toMatchObject({ code: 'CONFLICT', message: 'only a draft can be finalized; this invoice is needs_review' });
+    for (const status of ['approved', 'rejected', 'declined', 'sent']) {
+      await sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, inv.id]);
+      expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 409);
+    }
+    expect((await call('GET', `/api/v1/invoices/${inv.id}/pdf`)).rawPayload.equals(first)).toBe(true);
+  });
+
+  it('two finalizes at once give one 200, one 409 and one PDF (the row lock)', async () => {
+    const inv = await draft();
+    const results = await Promise.all([call('POST', `/api/v1/invoices/${inv.id}/finalize`), call('POST', `/api/v1/invoices/${inv.id}/finalize`)]);
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409]);
+    const rows = await sys.sql<{ n: number; version: number }>(`SELECT count(*)::int AS n, max(invoice_version) AS version FROM invoice_pdfs WHERE invoice_id = ?`, [inv.id]);
+    expect(rows[0]).toMatchObject({ n: 1, version: 2 });
+    const h = data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`));
+    expect(h.filter((e) => e.edit_type === 'status_change')).toHaveLength(1);
+  });
+
+  it('prints the html_override when set (what the preview shows is what the PDF holds)', async () => {
+    const inv = await draft();
+    expectStatus(await call('PATCH', `/api/v1/invoices/${inv.id}`, { html_override: '<html><body><h1>Custom invoice OVR-77</h1><script>document.body.textContent = "ran"</script></body></html>' }), 200);
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    const flat = squash(pdfText((await call('GET', `/api/v1/invoices/${inv.id}/pdf`)).rawPayload).text);
+    expect(flat).toContain('CustominvoiceOVR-77');
+    // JavaScript is off while printing: the override's script did not run.
+    expect(flat).not.toContain('ran');
+  });
+
+  it('answers 404 for unknown ids and 400 for malformed ones', async () => {
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    expectStatus(await call('POST', `/api/v1/invoices/${unknown}/finalize`), 404);
+    const pdf = await call('GET', `/api/v1/invoices/${unknown}/pdf`);
+    expectStatus(pdf, 404);
+    expect(errorOf(pdf).message).toBe('invoice not found');
+    expectStatus(await call('POST', '/api/v1/invoices/x/finalize'), 400);
+    expectStatus(await call('GET', '/api/v1/invoices/x/pdf'), 400);
+  });
+});
+
+interface Line extends Json {
+  id: string;
+  line_type: string;
+  description: string;
+  source: string;
+  line_total: string;
+  sort_order: number;
+}
+
+describe('PUT regenerate', () => {
+  /** A finalized retainer draft with a manual line and an edited automatic task line, moved to `status`. */
+  async function reviewed(action: 'approve' | 'reject' | 'decline'): Promise<{ inv: Inv & { line_items: Line[] }; editedId: string }> {
+    const inv = await draft();
+    const task = (inv as Inv & { line_items: Line[] }).line_items.find((l) => l.line_type === 'task')!;
+    const edited = await call('PATCH', `/api/v1/invoices/${inv.id}/line-items`, {
+      add: [{ line_type: 'manual', description: 'Travel to the customer', quantity: '1', unit_price: '80.00' }],
+      update: [{ id: task.id, description: 'Renamed by hand' }],
+    });
+    expectStatus(edited, 200);
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/${action}`, { comment: 'looked at it' }), 200);
+    return { inv: data<Inv & { line_items: Line[] }>(await call('GET', `/api/v1/invoices/${inv.id}`)), editedId: task.id };
+  }
+
+  let n = 0;
+  /** New October work arrives in the analytics store: one more standard hour on the retainer → +1 h overtime, +120.00. */
+  async function newWork(): Promise<void> {
+    n++;
+    await publishDurable(sys.nc, INGEST_SUBJECT, {
+      batch_id: `regen-${fx.tag}-${n}`,
+      worklogs: [
+        { worklog_id: `wl-${fx.tag}-regen-${n}`, application_key: fx.keys.ret, tracker_key: 'X-3', description: 'Late October fix', author: 'ben', worklog_date: '2026-10-20', time_seconds: 3600, billable_seconds: 3600, rate_tier: fx.keys.std },
+      ],
+    });
+    await waitForIngest(sys.nc, 20_000);
+  }
+
+  for (const [action, status] of [['approve', 'approved'], ['reject', 'rejected'], ['decline', 'declined']] as const) {
+    it(`from ${status}: back to draft with fresh analytics data; manual lines survive, edited automatic lines are replaced; version, history, PDF gone`, async () => {
+      const { inv, editedId } = await reviewed(action);
+      // Each case adds one more hour: the draft starts from what earlier cases ingested.
+      const hours = 2 + n;
+      const overtime = 300 + 120 * n;
+      const money = (v: number): string => `${v}.00`;
+      expect(inv).toMatchObject({ status, total_amount: money(2080 + overtime) });
+      await newWork();
+      const res = await call('PUT', `/api/v1/invoices/${inv.id}/regenerate`);
+      expectStatus(res, 200);
+      const out = data<Inv & { line_items: Line[]; total_amount: string; overtime_amount: string }>(res);
+      // 2000 base + the overtime with one more standard hour (120.00) + 80 travel.
+      expect(out).toMatchObject({ status: 'draft', version: inv.version + 1, overtime_amount: money(overtime + 120), total_amount: money(2080 + overtime + 120) });
+      expect(out.line_items.filter((l) => l.source === 'manual').map((l) => [l.description, l.line_total])).toEqual([['Travel to the customer', '80.00']]);
+      expect(out.line_items.at(-1)!.description).toBe('Travel to the customer');
+      expect(out.line_items.some((l) => l.description === 'Renamed by hand')).toBe(false);
+      // One task line per (tracker key, tier): the new worklogs of X-3 are one line.
+      expect(out.line_items.filter((l) => l.tracker_key === 'X-3')).toHaveLength(1);
+      expect(out.line_items.map((l) => l.sort_order)).toEqual(out.line_items.map((_, i) => i));
+      expectStatus(await call('GET', `/api/v1/invoices/${inv.id}/pdf`), 404);
+      const h = data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`));
+      const tail = h.slice(h.findIndex((e) => e.edit_type === 'status_change' && e.new_value === 'draft'));
+      expect(tail[0]).toMatchObject({ edit_type: 'status_change', old_value: status, new_value: 'draft' });
+      expect(JSON.parse(tail[1]!.new_value!)).toMatchObject({ kept_manual: 1, replaced_edited_lines: [editedId] });
+      expect(tail.filter((e) => e.edit_type === 'recalculated').map((e) => [e.field_name, e.old_value, e.new_value])).toEqual([
+        ['overtime_hours', `${hours}.0000`, `${hours + 1}.0000`],
+        ['overtime_amount', money(overtime), money(overtime + 120)],
+        ['total_amount', money(2080 + overtime), money(2200 + overtime)],
+        ['total_hours', `${10 + hours}.0000`, `${11 + hours}.0000`],
+      ]);
+      // A regenerated draft is a draft again: it can be finalized anew.
+      expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    });
+  }
+
+  it('answers 409 from draft, needs_review and sent, 404 for an unknown id, 400 for a malformed one', async () => {
+    const inv = await draft();
+    for (const status of ['draft', 'needs_review', 'sent']) {
+      await sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, inv.id]);
+      const res = await call('PUT', `/api/v1/invoices/${inv.id}/regenerate`);
+      expectStatus(res, 409);
+      expect(errorOf(res).code).toBe('CONFLICT');
+    }
+    expectStatus(await call('PUT', '/api/v1/invoices/00000000-0000-4000-8000-000000000000/regenerate'), 404);
+    expectStatus(await call('PUT', '/api/v1/invoices/x/regenerate'), 400);
+  });
+});
