@@ -4,6 +4,7 @@ import { identityAdminSubjects } from './domains/identity-admin.ts';
 import { identityAuthSubjects } from './domains/identity-auth.ts';
 import { identitySsoSubjects } from './domains/identity-sso.ts';
 import { invoiceSubjects } from './domains/invoice.ts';
+import { invoiceAccountingSubjects } from './domains/invoice-accounting.ts';
 import { invoiceDocumentSubjects } from './domains/invoice-documents.ts';
 
 /**
@@ -18,6 +19,7 @@ export const catalogue = {
   ...fleetSubjects,
   ...invoiceSubjects,
   ...invoiceDocumentSubjects,
+  ...invoiceAccountingSubjects,
 } as const;
 
 export type Cat = typeof catalogue;

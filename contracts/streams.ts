@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AccountingSyncJob } from './domains/invoice-accounting.ts';
 import { AnalyticsBatch } from './domains/invoice-ingest.ts';
 import { EmailLookup } from './fields.ts';
 
@@ -152,6 +153,10 @@ const invoiceWork = defineWork({
   'svc.work.invoice.analytics_ingest': {
     payload: AnalyticsBatch,
     summary: 'A batch of analytics records (customers, applications, rate tiers, worklogs, usage) stored idempotently by the invoice domain.',
+  },
+  'svc.work.invoice.accounting_sync': {
+    payload: AccountingSyncJob,
+    summary: 'Push one invoice to the accounting system (SVC_ACCOUNTING_URL), retried with jittered backoff and Retry-After, dead-lettered when refused or exhausted.',
   },
 });
 

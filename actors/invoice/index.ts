@@ -1,6 +1,8 @@
 import { migrateAnalytics } from '../../migrations/analytics/runner.ts';
 import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { refuseSecondEmbeddedInstance, usesEmbeddedAnalytics } from '../runtime/stores/analytics-owner.ts';
+import { accountingHandlers } from './accounting/handlers.ts';
+import { startAccountingWorker } from './accounting/worker.ts';
 import { startIngestConsumer } from './analytics/ingest.ts';
 import { AnalyticsReader } from './analytics/reader.ts';
 import { documentHandlers, sellerOf } from './documents/handlers.ts';
@@ -37,8 +39,12 @@ export const invoiceDomain: DomainModule = {
     await dc.host.serve('invoice', 'invoice-documents', documentHandlers({ orm, seller: sellerOf(dc.config), renderer, reader, log: dc.log }));
     // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
     const ingest = await startIngestConsumer(dc.nc, analytics, dc.log.child({ actor: 'invoice-ingest' }));
+    // Accounting sync: the route queues a durable job; the worker pushes it with retries (actors/invoice/accounting/).
+    await dc.host.serve('invoice', 'invoice-accounting', accountingHandlers({ orm, nc: dc.nc, config: dc.config }));
+    const accounting = await startAccountingWorker({ nc: dc.nc, orm, config: dc.config, log: dc.log.child({ actor: 'invoice-accounting-sync' }) });
     return {
       stop: async () => {
+        await accounting.stop();
         await ingest.stop();
         await renderer.close();
       },

@@ -43,6 +43,16 @@ export const ConfigSchema = z.object({
   SVC_INVOICE_SELLER_EMAIL: z.string().max(200).default('billing@example.com'),
   SVC_INVOICE_SELLER_VAT_ID: z.string().max(100).default(''),
   SVC_PDF_PAGES: z.coerce.number().int().min(1).max(16).default(2),
+  // accounting sync (issue 13): both set = the integration is configured; sync-accounting answers 400 otherwise
+  SVC_ACCOUNTING_URL: optionalUrl,
+  SVC_ACCOUNTING_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  // its retry policy: attempts (deliveries) before the dead letter, the backoff schedule (ms, jittered, the last entry
+  // repeats) and the longest Retry-After honoured (a longer one is capped to it)
+  SVC_ACCOUNTING_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
+  SVC_ACCOUNTING_BACKOFF_MS: list
+    .pipe(z.array(z.string().regex(/^\d{1,7}$/, 'must be milliseconds (a whole number up to 7 digits)').transform(Number)).min(1, 'give at least one delay'))
+    .default([2_000, 10_000, 30_000, 60_000, 120_000, 300_000]),
+  SVC_ACCOUNTING_RETRY_AFTER_MAX_SECONDS: z.coerce.number().int().min(0).max(3600).default(300),
   // identity (console-identity.md)
   SVC_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   SVC_JWT_ACCESS_TTL: seconds.default(900),

@@ -180,6 +180,29 @@ export class NonRetryableError extends Error {
   }
 }
 
+/**
+ * Throw from a handler to be retried after `delayMs` instead of the consumer's backoff schedule (a peer's
+ * Retry-After, or the handler's own jittered backoff). The delivery limit still applies.
+ */
+export class RetryLaterError extends Error {
+  constructor(
+    message: string,
+    readonly delayMs: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'RetryLaterError';
+  }
+}
+
+/** What `onDeadLetter` learns: the parsed payload (undefined when it was malformed), why, and the error text. */
+export interface DeadLetterInfo<T> {
+  payload: T | undefined;
+  reason: DlqReason;
+  error: string;
+  log: Logger;
+}
+
 export interface DeliveryMeta {
   subject: string;
   /** 1 on the first delivery. */
@@ -209,6 +232,11 @@ export interface RunConsumerOptions<T> {
   ackWaitMs?: number;
   /** Handlers running at once in this process. Default 1. */
   concurrency?: number;
+  /**
+   * Called once a message is dead-lettered (after the DLQ publish), so a domain can record the outcome (e.g. a
+   * "failed" state). Its errors are logged, never retried: the message is already in the DLQ.
+   */
+  onDeadLetter?: (info: DeadLetterInfo<T>) => Promise<void>;
   log: Logger;
 }
 
@@ -261,7 +289,7 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     }
   };
 
-  const deadLetter = async (m: JsMsg, reason: DlqReason, error: string, mlog: Logger): Promise<boolean> => {
+  const deadLetter = async (m: JsMsg, reason: DlqReason, error: string, mlog: Logger, payload?: T): Promise<boolean> => {
     const h = natsHeaders();
     for (const [k, values] of m.headers ?? []) {
       // The original's Nats-* headers (msg id, expectations) must not act on the DLQ stream.
@@ -282,6 +310,9 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
       await js(nc).publish(dlqSubject, m.data, { headers: h, msgID: `${durable}:${m.info.stream}:${m.seq}` });
       mlog.warn({ reason, error, dlq: dlqSubject }, 'message dead-lettered');
       settle(m, 'term');
+      if (opts.onDeadLetter) {
+        await opts.onDeadLetter({ payload, reason, error, log: mlog }).catch((err: unknown) => mlog.error({ err, reason }, 'onDeadLetter failed'));
+      }
       return true;
     } catch (err) {
       mlog.error({ err, reason, error }, 'dead-letter publish failed; the message will be retried');
@@ -310,7 +341,7 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
       return;
     }
     if (deliveryCount > maxDeliver) {
-      await deadLetter(m, 'exhausted', `delivery ${deliveryCount} exceeds maxDeliver ${maxDeliver}: the last attempt did not settle (ack timeout, crash, or failed dead-letter)`, mlog);
+      await deadLetter(m, 'exhausted', `delivery ${deliveryCount} exceeds maxDeliver ${maxDeliver}: the last attempt did not settle (ack timeout, crash, or failed dead-letter)`, mlog, payload);
       return;
     }
 
@@ -330,11 +361,11 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (err instanceof NonRetryableError) {
-        await deadLetter(m, 'rejected', message, mlog);
+        await deadLetter(m, 'rejected', message, mlog, payload);
       } else if (deliveryCount >= maxDeliver) {
-        await deadLetter(m, 'failed', message, mlog);
+        await deadLetter(m, 'failed', message, mlog, payload);
       } else {
-        const delay = backoff[deliveryCount - 1] ?? backoff[backoff.length - 1];
+        const delay = err instanceof RetryLaterError ? Math.max(0, err.delayMs) : (backoff[deliveryCount - 1] ?? backoff[backoff.length - 1]);
         mlog.warn({ err, retry_in_ms: delay }, 'handler failed; will retry');
         settle(m, 'nak', delay);
       }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { subjects } from '../subject.ts';
+import { AccountingSyncState } from './invoice-accounting.ts';
 import { Amount, Currency, DateOnly, DealType, Key, Multiplier, Quantity, UnitPrice } from './invoice-fields.ts';
 
 /** Invoicing (invoicing.md). Amounts, hours, quantities and multipliers are decimal strings. */
@@ -125,6 +126,12 @@ export const Invoice = z.object({
   show_overtime: z.boolean(),
   legal_text: z.string(),
   html_override: z.string().nullable(),
+  /** Accounting sync (issue 13): null until sync-accounting is first asked for; see actors/invoice/accounting/. */
+  accounting_sync_state: AccountingSyncState.nullable(),
+  accounting_sync_at: z.iso.datetime().nullable(),
+  accounting_external_id: z.string().nullable(),
+  accounting_sync_error: z.string().nullable(),
+  accounting_synced_version: z.number().int().nullable(),
   line_items: z.array(LineItem),
 });
 export type Invoice = z.infer<typeof Invoice>;

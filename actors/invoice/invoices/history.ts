@@ -10,7 +10,8 @@ import { sql } from './store.ts';
  * - `line_add` / `line_remove`: a line was added or removed (the line as JSON in new_value / old_value);
  * - `line_update`: one field of a line changed;
  * - `recalculated`: an invoice figure changed because the lines did (totals follow the lines);
- * - `status_change`: a review move (field_name `status`); `review_comment`: the comment given with it.
+ * - `status_change`: a review move (field_name `status`); `review_comment`: the comment given with it;
+ * - `accounting_sync`: the accounting sync state moved (queued by the caller; synced or failed by the worker).
  * Entries are listed oldest first, in the order they were written (a per-table sequence breaks ties within one edit).
  */
 export interface HistoryEntry {

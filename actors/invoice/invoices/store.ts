@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
+import type { AccountingSyncState } from '../../../contracts/domains/invoice-accounting.ts';
 import type { Invoice, InvoiceListItem, InvoiceStatus, LineItem } from '../../../contracts/domains/invoice.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { dec, hours, money, multiplier, price } from '../amounts/policy.ts';
@@ -200,12 +201,18 @@ interface InvoiceRow {
   show_overtime: boolean;
   legal_text: string;
   html_override: string | null;
+  accounting_sync_state: AccountingSyncState | null;
+  accounting_sync_at: Date | string | null;
+  accounting_external_id: string | null;
+  accounting_sync_error: string | null;
+  accounting_synced_version: number | null;
 }
 
 const INVOICE_COLUMNS = `id, display_number, application_key, customer_key, period_start::text AS period_start, period_end::text AS period_end,
   deal_type, currency, base_amount::text AS base_amount, overtime_hours::text AS overtime_hours, overtime_amount::text AS overtime_amount,
   total_amount::text AS total_amount, total_hours::text AS total_hours, is_overtime, status, version, created_at, updated_at,
-  invoice_date::text AS invoice_date, show_task_list, show_tracked_time, show_task_pricing, show_overtime, legal_text, html_override`;
+  invoice_date::text AS invoice_date, show_task_list, show_tracked_time, show_task_pricing, show_overtime, legal_text, html_override,
+  accounting_sync_state, accounting_sync_at, accounting_external_id, accounting_sync_error, accounting_synced_version`;
 
 interface LineRow extends Omit<LineItem, 'time_seconds' | 'billable_seconds' | 'sort_order'> {
   time_seconds: number | string;
@@ -262,6 +269,11 @@ const invoiceOut = (r: InvoiceRow, lines: LineItem[]): Invoice => ({
   show_overtime: r.show_overtime,
   legal_text: r.legal_text,
   html_override: r.html_override,
+  accounting_sync_state: r.accounting_sync_state,
+  accounting_sync_at: r.accounting_sync_at === null ? null : iso(r.accounting_sync_at),
+  accounting_external_id: r.accounting_external_id,
+  accounting_sync_error: r.accounting_sync_error,
+  accounting_synced_version: r.accounting_synced_version === null ? null : Number(r.accounting_synced_version),
   line_items: lines,
 });
 

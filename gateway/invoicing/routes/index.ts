@@ -1,5 +1,6 @@
 import type { GatewayApp } from '../../shared/app.ts';
 import type { GatewayDeps } from '../../shared/bridge.ts';
+import { registerAccountingRoutes } from './accounting.ts';
 import { registerDocumentRoutes, registerPdfRoutes } from './documents.ts';
 import { registerInvoiceRoutes } from './invoices.ts';
 
@@ -8,4 +9,5 @@ export async function registerInvoicingRoutes(app: GatewayApp, deps: GatewayDeps
   registerInvoiceRoutes(app, deps);
   registerDocumentRoutes(app, deps);
   registerPdfRoutes(app, deps);
+  registerAccountingRoutes(app, deps);
 }
