@@ -220,6 +220,7 @@ describe('OpenAPI', () => {
         '/api/v1/invoices/{id}/regenerate',
         '/api/v1/invoices/{id}/reject',
         '/api/v1/invoices/{id}/send',
+        '/api/v1/invoices/{id}/sync-accounting',
       ].sort(),
     );
     expect(Object.keys(paths['/api/v1/invoices/{id}']!).sort()).toEqual(['get', 'patch']);

@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backoffDelay, nextDelay, parseRetryAfter } from '../../actors/invoice/accounting/retry.ts';
 import { SYNC_DURABLE } from '../../actors/invoice/accounting/worker.ts';
 import { wireDurableName } from '../../actors/runtime/namespace.ts';
 import { DlqHeaders, dlqSubjectFor } from '../../contracts/streams.ts';
@@ -254,5 +255,24 @@ describe('POST /api/v1/invoices/:id/sync-accounting', () => {
     }
     expect((await get(approved.id)).accounting_sync_state).toBeNull();
     expect(peer.seen.has(approved.id)).toBe(false);
+  });
+});
+
+describe('retry timing', () => {
+  it('reads Retry-After as seconds or an HTTP date, and ignores what it cannot read', () => {
+    const now = Date.parse('2026-11-15T12:00:00Z');
+    expect(parseRetryAfter('1', now)).toBe(1000);
+    expect(parseRetryAfter(' 120 ', now)).toBe(120_000);
+    expect(parseRetryAfter('Sun, 15 Nov 2026 12:00:30 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('Sun, 15 Nov 2026 11:00:00 GMT', now)).toBe(0);
+    for (const v of [undefined, null, '', '-5', '1.5', 'soon', 'in 5 minutes']) expect(parseRetryAfter(v, now)).toBeUndefined();
+  });
+
+  it('caps Retry-After and jitters the backoff within [d/2, d], repeating the last step', () => {
+    expect(nextDelay({ retryAfterMs: 3_600_000, scheduleMs: [100], attempt: 1, maxMs: 300_000 })).toBe(300_000);
+    expect(nextDelay({ retryAfterMs: 1000, scheduleMs: [100], attempt: 1, maxMs: 300_000 })).toBe(1000);
+    expect(backoffDelay([1000, 4000], 1, () => 0)).toBe(500);
+    expect(backoffDelay([1000, 4000], 1, () => 1)).toBe(1000);
+    expect(backoffDelay([1000, 4000], 7, () => 0.5)).toBe(3000);
   });
 });
