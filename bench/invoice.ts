@@ -110,7 +110,7 @@ function benchData(): { records: number; batches: AnalyticsBatchIn[] } {
     billable_seconds: seconds,
     rate_tier: tier,
   });
-  const worklogs = [];
+  const worklogs: ReturnType<typeof worklog>[] = [];
   for (let a = 0; a < BULK_APPS; a++) {
     const key = `${BULK_PREFIX}${pad(a + 1, 4)}`;
     for (let n = 0; n < WORKLOGS_PER_APP; n++) worklogs.push(worklog(key, n, `B${a}-${n % 8}`, TIERS[n % TIERS.length]!.rate_tier, n, 900 + ((a * 37 + n * 113) % 20_000)));
@@ -206,7 +206,7 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
   };
   /** n drafts with their HTML as finalize prints it (the needs_review state: no Draft mark), made before the timing. */
   const drafts = async (n: number): Promise<{ id: string; html: string }[]> => {
-    const out = [];
+    const out: { id: string; html: string }[] = [];
     for (let i = 0; i < n; i++) {
       const id = await generate(PDF_APP, 100);
       const doc = await loadRenderable(em.fork(), id);
@@ -280,7 +280,7 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
     const skipped = entries.filter((e) => e.skipped).length;
     return { ms, created: entries.length - skipped, skipped };
   };
-  const clearBulk = (): Promise<unknown> => em.fork().execute(`DELETE FROM invoices WHERE application_key LIKE '${BULK_PREFIX}%' AND period_start = ? AND period_end = ?`, [PERIOD.period_start, PERIOD.period_end]);
+  const clearBulk = (): Promise<unknown> => em.fork().execute(`DELETE FROM invoices WHERE application_key LIKE ? AND period_start = ? AND period_end = ?`, [`${BULK_PREFIX}%`, PERIOD.period_start, PERIOD.period_end]);
   const bulkMs: number[] = [];
   const repeatMs: number[] = [];
   // Warm-up (not counted), then per round: a fresh run (1,000 created) and the same call again (1,000 skipped).
