@@ -1,6 +1,7 @@
 // `npm run bench:report`: the figures of data/bench/latest.json as the README's markdown table, so the README shows
 // exactly what the last run of each part measured (with its spread over the rounds and its date).
 import { readFileSync } from 'node:fs';
+import type { InvoiceFigures } from './invoice.ts';
 import { fmt, type PathFigures, type Spread } from './stats.ts';
 
 interface Stamped {
@@ -14,6 +15,7 @@ interface Latest {
   me?: Stamped & { me: PathFigures };
   resolve?: Stamped & { cold: { p50: Spread; p99: Spread }; warm: { p50: Spread; p99: Spread } };
   signing?: Stamped & { micros: Spread; payloadBytes: number; share?: number };
+  invoice?: Stamped & InvoiceFigures;
 }
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
@@ -44,6 +46,22 @@ if (latest.resolve) {
   const r = latest.resolve;
   rows.push(['permission resolution over NATS, cold (cache dropped before each call)', `p50 ${fmt(r.cold.p50, 2)} ms, p99 ${fmt(r.cold.p99, 2)} ms`, '', when(r)]);
   rows.push(['permission resolution, warm', `p50 ${fmt(r.warm.p50, 2)} ms, **p99 ${fmt(r.warm.p99, 2)} ms**`, '≤ 2 ms', when(r)]);
+}
+if (latest.invoice) {
+  const i = latest.invoice;
+  const kb = (bytes: number): string => `${Math.round(bytes / 1024)} KB`;
+  rows.push([
+    `invoice finalize with its PDF, ${i.finalize.lines} lines, warm browser, over HTTP (invoicing gateway → NATS → invoice actor → PostgreSQL + Chromium), ${i.finalize.perRound} per round`,
+    `p50 ${fmt(i.finalize.p50, 1)} ms, **p95 ${fmt(i.finalize.p95, 1)} ms** (PDF ${kb(i.finalize.pdfBytes)})`,
+    'p95 ≤ 1000 ms',
+    when(i),
+  ]);
+  rows.push(['bare puppeteer render of the same HTML (`page.setContent` + `page.pdf`, warm page of its own browser), interleaved', `p50 ${fmt(i.bare.p50, 1)} ms, p95 ${fmt(i.bare.p95, 1)} ms`, '', when(i)]);
+  rows.push(['finalize / bare render, p50 (per round); p95', `**${fmt(i.p50Ratio, 2)}**; ${fmt(i.p95Ratio, 2)}`, 'p50 ≤ 1.50', when(i)]);
+  rows.push([`\`GET …/preview-html\`, ${i.preview.lines}-line invoice (${kb(i.preview.htmlBytes)}), ${i.preview.perRound} sequential calls per round`, `p50 ${fmt(i.preview.p50, 2)} ms, **p99 ${fmt(i.preview.p99, 2)} ms**`, '≤ 50 ms', when(i)]);
+  rows.push(['the same preview, 8 connections', path(i.preview.load), '', when(i)]);
+  rows.push([`\`POST …/generate-bulk\`, ${i.bulk.applications} active applications, ${i.bulk.worklogs} worklogs in the period (loaded through the ingest subject)`, `**${fmt(i.bulk.seconds, 2)} s**`, '≤ 10 s', when(i)]);
+  rows.push(['the same call again (all skipped)', `${fmt(i.bulk.repeatSeconds, 2)} s`, '', when(i)]);
 }
 console.log('| what | figure: mean (min–max of the rounds) | target | run |');
 console.log('|---|---|---|---|');

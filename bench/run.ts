@@ -1,5 +1,5 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
-// rounds. Parts: hop, login, me, resolve, signing (all by default). Not a test: nothing here fails a build.
+// rounds. Parts: hop, login, me, resolve, signing, invoice (all by default). Not a test: nothing here fails a build.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { contextSigner } from '../actors/runtime/signing.ts';
 import { Stores } from '../actors/runtime/stores/index.ts';
 import { catalogue } from '../contracts/catalogue.ts';
 import { anonymousContext } from '../contracts/context.ts';
+import { invoiceBench } from './invoice.ts';
 import { load, type LoadResult } from './load.ts';
 import { figures, fmt, pathTable, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
 import { useBenchNamespace } from './namespace.ts';
@@ -231,7 +232,17 @@ async function signing(): Promise<Record<string, unknown>> {
   return { micros, payloadBytes: payload.length, share };
 }
 
-const PARTS = { hop, login, me, resolve, signing } as const;
+/** Invoicing: finalize with its PDF vs a bare render, preview-html of 200 lines, generate-bulk of 1,000 (bench/invoice.ts). */
+async function invoice(token: string): Promise<Record<string, unknown>> {
+  const nc = await connectNats(config.SVC_NATS_URL, 'bench-invoice', log, config.SVC_NATS_CREDS);
+  try {
+    return { ...(await invoiceBench({ config, stores, nc, token, rounds: ROUNDS, seconds: SECONDS, start: startChild, env })) };
+  } finally {
+    await nc.drain();
+  }
+}
+
+const PARTS = { hop, login, me, resolve, signing, invoice } as const;
 type Part = keyof typeof PARTS;
 const results: Record<string, unknown> = {};
 let previous: Record<string, unknown> = {};
@@ -278,7 +289,7 @@ async function main(): Promise<void> {
   const user = await seed();
   benchToken = user.token;
   for (const part of parts) {
-    results[part] = await (part === 'hop' ? hop(user.token) : part === 'me' ? me(user.token) : part === 'resolve' ? resolve(user.userId) : PARTS[part as 'login' | 'signing']());
+    results[part] = await (part === 'hop' ? hop(user.token) : part === 'me' ? me(user.token) : part === 'invoice' ? invoice(user.token) : part === 'resolve' ? resolve(user.userId) : PARTS[part as 'login' | 'signing']());
   }
   mkdirSync('data/bench', { recursive: true });
   // Parts run now replace their figures; the others keep those of their last run (each part carries its date).
