@@ -10,7 +10,7 @@
  */
 import { connect } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -91,6 +91,19 @@ async function main(): Promise<void> {
   if (trust.created) say(`created the broker's operator, accounts and service credentials in ${dir}`);
   if (values['init-only']) return;
   let state = await probe();
+  // Our own server started from another configuration (a changed limit, or one started before this check existed)
+  // is restarted with the current one.
+  const conf = readFileSync(join(dir, TRUST_FILES.serverConfig), 'utf8');
+  const started = join(dir, 'nats-server.conf.started');
+  const pidFile = join(dir, 'nats-server.pid');
+  if (state === 'ok' && existsSync(pidFile) && (!existsSync(started) || readFileSync(started, 'utf8') !== conf)) {
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    if (Number.isInteger(pid) && pid > 0 && staleServers().includes(pid)) {
+      say(`restarting nats-server (pid ${pid}): its configuration changed`);
+      await stop(pid);
+      state = 'closed';
+    }
+  }
   if (state === 'refused') {
     const stale = staleServers();
     if (stale.length === 0) throw new Error(`${host}:${port} is taken by a server that refuses this checkout's credentials (${creds}); stop it or set SVC_NATS_URL`);
@@ -108,6 +121,7 @@ async function main(): Promise<void> {
       stdio: 'ignore',
     });
     child.unref();
+    writeFileSync(started, conf, { mode: 0o600 });
     for (let i = 0; i < 150 && (state = await probe()) !== 'ok'; i++) await sleep(200);
     if (state !== 'ok') throw new Error(`nats-server did not accept our credentials on ${host}:${port} within 30 s (see ${join(dir, 'nats-server.log')})`);
   }

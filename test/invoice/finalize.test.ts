@@ -72,6 +72,20 @@ describe('finalize and GET pdf', () => {
     expect(h[1]!.new_value).toMatch(new RegExp(`^sha256:[0-9a-f]{64} bytes:${bytes.length}$`));
   });
 
+  it('serves a PDF larger than the default 1 MB NATS message limit (a 700-line invoice)', async () => {
+    const preview = data<Json & { line_items: Json[] }>(await call('POST', '/api/v1/invoices/prefill', { application_key: fx.keys.ret }));
+    const extra = Array.from({ length: 700 }, (_, i) => ({ line_type: 'manual', description: `Consulting session ${i + 1}: review and follow-up`, quantity: '1.5000', unit_price: '120.00' }));
+    const res = await call('POST', '/api/v1/invoices/generate', { ...preview, line_items: [...preview.line_items, ...extra], total_amount: undefined, base_amount: undefined, total_hours: undefined, overtime_hours: undefined, overtime_amount: undefined, is_overtime: undefined });
+    expectStatus(res, 201);
+    const inv = data<Inv>(res);
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    const pdf = await call('GET', `/api/v1/invoices/${inv.id}/pdf`);
+    expectStatus(pdf, 200);
+    // Base64 in one NATS reply: over 1 MB on the wire, within the project's configured 8 MB.
+    expect(Math.ceil((pdf.rawPayload.length * 4) / 3)).toBeGreaterThan(1024 * 1024);
+    expect(pdf.rawPayload.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+  });
+
   it('answers 409 on a second finalize and on any status but draft; the PDF stays as it was', async () => {
     const inv = await draft();
     expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);

@@ -65,6 +65,11 @@ export class PdfRenderer {
         ignoreDefaultArgs: true,
         args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`, '--hide-scrollbars', '--mute-audio', 'about:blank'],
         timeout: 30_000,
+        // The process's own shutdown closes the browser after in-flight finalizes (DomainHandle.stop); puppeteer must
+        // not kill it first on the same signal.
+        handleSIGTERM: false,
+        handleSIGINT: false,
+        handleSIGHUP: false,
       });
       browser.on('disconnected', () => {
         // A crashed browser is forgotten with its pages; the next render starts a new one.

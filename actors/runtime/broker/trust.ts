@@ -126,6 +126,9 @@ export function serverConfig(opts: { operatorJwt: string; systemAccount: string;
     'jetstream { store_dir: "jetstream" }',
     'resolver { type: full, dir: "accounts", allow_delete: false, interval: "2m" }',
     `resolver_preload {\n${preload}\n}`,
+    // Invoice PDFs travel base64 in one reply: a 2,000-line invoice's PDF (about 5 MB) must fit. Above 8 MB NATS
+    // itself advises against single messages.
+    'max_payload: 8MB',
     // Clients that stop answering pings are dropped within a minute, like the services' own ping setting.
     'ping_interval: "20s"',
     'ping_max: 3',
