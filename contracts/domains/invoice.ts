@@ -90,7 +90,8 @@ export const Application = z.object({
   overtime_rate: z.string(),
 });
 
-export const Preview = z.object({
+/** What a preview and an invoice both say about the billing: application, customer, period, deal and figures. */
+const Head = {
   application_key: z.string(),
   customer_key: z.string(),
   period_start: z.string(),
@@ -98,6 +99,10 @@ export const Preview = z.object({
   deal_type: z.string(),
   currency: z.string(),
   ...Figures,
+};
+
+export const Preview = z.object({
+  ...Head,
   line_items: z.array(LineItem.omit({ id: true })),
   /** null when the analytics store has no record of the application's customer. */
   customer: Customer.nullable(),
@@ -108,13 +113,7 @@ export type Preview = z.infer<typeof Preview>;
 export const Invoice = z.object({
   id: z.uuid(),
   display_number: z.string(),
-  application_key: z.string(),
-  customer_key: z.string(),
-  period_start: z.string(),
-  period_end: z.string(),
-  deal_type: z.string(),
-  currency: z.string(),
-  ...Figures,
+  ...Head,
   status: InvoiceStatus,
   version: z.number().int(),
   created_at: z.iso.datetime(),

@@ -1,17 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
-import { errorOf, type TestSystem } from '../support/system.ts';
-import { caller, data, expectStatus, startInvoiceFixture, type InvoiceFixture, type Json } from './support.ts';
+import { errorOf } from '../support/system.ts';
+import { data, expectStatus, useInvoiceFixture, type Json } from './support.ts';
 
-let fx: InvoiceFixture;
-let sys: TestSystem;
-const call = caller(() => fx);
-
-beforeAll(async () => {
-  fx = await startInvoiceFixture();
-  sys = fx.sys;
-});
-afterAll(() => sys?.stop());
+const t = useInvoiceFixture();
+const call = t.call;
 
 interface Line extends Json {
   id: string;
@@ -40,14 +33,14 @@ interface History {
 
 /** A fresh retainer draft of October 2026 (2300.00, see invoices.test.ts) from its preview. */
 async function draft(): Promise<Inv> {
-  const preview = data(await call('POST', '/api/v1/invoices/prefill', { application_key: fx.keys.ret }));
+  const preview = data(await call('POST', '/api/v1/invoices/prefill', { application_key: t.fx.keys.ret }));
   const res = await call('POST', '/api/v1/invoices/generate', preview);
   expectStatus(res, 201);
   return data<Inv>(res);
 }
 const cents = (inv: Inv): string => (inv.line_items.reduce((s, l) => s + Math.round(Number(l.line_total) * 100), 0) / 100).toFixed(2);
 const history = async (id: string): Promise<History[]> => data<History[]>(await call('GET', `/api/v1/invoices/${id}/edit-history`));
-const setStatus = (id: string, status: string): Promise<unknown> => sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, id]);
+const setStatus = (id: string, status: string): Promise<unknown> => t.sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, id]);
 
 describe('PATCH invoice', () => {
   it('changes the editable fields of a draft, bumps the version once per change and records each field', async () => {
@@ -67,7 +60,7 @@ describe('PATCH invoice', () => {
       ['invoice_update', 'html_override', null, '<p>custom</p>'],
       ['invoice_update', 'html_override', '<p>custom</p>', null],
     ]);
-    expect(h.every((e) => e.edited_by === fx.rootEmail && e.invoice_id === inv.id && e.line_item_id === null)).toBe(true);
+    expect(h.every((e) => e.edited_by === t.fx.rootEmail && e.invoice_id === inv.id && e.line_item_id === null)).toBe(true);
   });
 
   it('edits amounts through the lines, so the lines still add up to the invoice to the cent', async () => {
@@ -247,11 +240,11 @@ describe('review states', () => {
     const inv = await draft();
     await setStatus(inv.id, 'needs_review');
     const roleId = crypto.randomUUID();
-    await sys.sql(`INSERT INTO roles (id, name, permissions) VALUES (?, ?, ?::text[])`, [roleId, `Invoice reader ${fx.tag}`, '{invoices:read}']);
-    const client = await createClient(sys);
-    const reader = await createUser(sys);
-    await assignRole(sys, reader.id, client.id, roleId);
-    const token = await tokenFor(sys, reader);
+    await t.sys.sql(`INSERT INTO roles (id, name, permissions) VALUES (?, ?, ?::text[])`, [roleId, `Invoice reader ${t.fx.tag}`, '{invoices:read}']);
+    const client = await createClient(t.sys);
+    const reader = await createUser(t.sys);
+    await assignRole(t.sys, reader.id, client.id, roleId);
+    const token = await tokenFor(t.sys, reader);
     expectStatus(await call('GET', `/api/v1/invoices/${inv.id}`, undefined, token), 200);
     expectStatus(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`, undefined, token), 200);
     const approve = await call('POST', `/api/v1/invoices/${inv.id}/approve`, undefined, token);

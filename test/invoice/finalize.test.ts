@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
 import { publishDurable } from '../../actors/runtime/jetstream.ts';
 import { waitForIngest } from '../../scripts/seed/seed-demo.ts';
-import { errorOf, type TestSystem } from '../support/system.ts';
+import { errorOf } from '../support/system.ts';
 import { pdfText } from './pdf-text.ts';
-import { caller, data, expectStatus, startInvoiceFixture, type InvoiceFixture, type Json } from './support.ts';
+import { data, expectStatus, useInvoiceFixture, type Json } from './support.ts';
 
-let fx: InvoiceFixture;
-let sys: TestSystem;
-const call = caller(() => fx);
-
-beforeAll(async () => {
-  fx = await startInvoiceFixture();
-  sys = fx.sys;
-});
-afterAll(() => sys?.stop());
+const t = useInvoiceFixture();
+const call = t.call;
 
 interface Inv extends Json {
   id: string;
@@ -30,7 +23,7 @@ interface History {
 }
 
 async function draft(): Promise<Inv> {
-  const preview = data(await call('POST', '/api/v1/invoices/prefill', { application_key: fx.keys.ret }));
+  const preview = data(await call('POST', '/api/v1/invoices/prefill', { application_key: t.fx.keys.ret }));
   const res = await call('POST', '/api/v1/invoices/generate', preview);
   expectStatus(res, 201);
   return data<Inv>(res);
@@ -73,7 +66,7 @@ describe('finalize and GET pdf', () => {
   });
 
   it('serves a PDF larger than the default 1 MB NATS message limit (a 700-line invoice)', async () => {
-    const preview = data<Json & { line_items: Json[] }>(await call('POST', '/api/v1/invoices/prefill', { application_key: fx.keys.ret }));
+    const preview = data<Json & { line_items: Json[] }>(await call('POST', '/api/v1/invoices/prefill', { application_key: t.fx.keys.ret }));
     const extra = Array.from({ length: 700 }, (_, i) => ({ line_type: 'manual', description: `Consulting session ${i + 1}: review and follow-up`, quantity: '1.5000', unit_price: '120.00' }));
     const res = await call('POST', '/api/v1/invoices/generate', { ...preview, line_items: [...preview.line_items, ...extra], total_amount: undefined, base_amount: undefined, total_hours: undefined, overtime_hours: undefined, overtime_amount: undefined, is_overtime: undefined });
     expectStatus(res, 201);
@@ -94,7 +87,7 @@ describe('finalize and GET pdf', () => {
     expectStatus(again, 409);
     expect(errorOf(again)).toMatchObject({ code: 'CONFLICT', message: 'only a draft can be finalized; this invoice is needs_review' });
     for (const status of ['approved', 'rejected', 'declined', 'sent']) {
-      await sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, inv.id]);
+      await t.sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, inv.id]);
       expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 409);
     }
     expect((await call('GET', `/api/v1/invoices/${inv.id}/pdf`)).rawPayload.equals(first)).toBe(true);
@@ -104,7 +97,7 @@ describe('finalize and GET pdf', () => {
     const inv = await draft();
     const results = await Promise.all([call('POST', `/api/v1/invoices/${inv.id}/finalize`), call('POST', `/api/v1/invoices/${inv.id}/finalize`)]);
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409]);
-    const rows = await sys.sql<{ n: number; version: number }>(`SELECT count(*)::int AS n, max(invoice_version) AS version FROM invoice_pdfs WHERE invoice_id = ?`, [inv.id]);
+    const rows = await t.sys.sql<{ n: number; version: number }>(`SELECT count(*)::int AS n, max(invoice_version) AS version FROM invoice_pdfs WHERE invoice_id = ?`, [inv.id]);
     expect(rows[0]).toMatchObject({ n: 1, version: 2 });
     const h = data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`));
     expect(h.filter((e) => e.edit_type === 'status_change')).toHaveLength(1);
@@ -159,13 +152,13 @@ describe('PUT regenerate', () => {
   /** New October work arrives in the analytics store: one more standard hour on the retainer → +1 h overtime, +120.00. */
   async function newWork(): Promise<void> {
     n++;
-    await publishDurable(sys.nc, INGEST_SUBJECT, {
-      batch_id: `regen-${fx.tag}-${n}`,
+    await publishDurable(t.sys.nc, INGEST_SUBJECT, {
+      batch_id: `regen-${t.fx.tag}-${n}`,
       worklogs: [
-        { worklog_id: `wl-${fx.tag}-regen-${n}`, application_key: fx.keys.ret, tracker_key: 'X-3', description: 'Late October fix', author: 'ben', worklog_date: '2026-10-20', time_seconds: 3600, billable_seconds: 3600, rate_tier: fx.keys.std },
+        { worklog_id: `wl-${t.fx.tag}-regen-${n}`, application_key: t.fx.keys.ret, tracker_key: 'X-3', description: 'Late October fix', author: 'ben', worklog_date: '2026-10-20', time_seconds: 3600, billable_seconds: 3600, rate_tier: t.fx.keys.std },
       ],
     });
-    await waitForIngest(sys.nc, 20_000);
+    await waitForIngest(t.sys.nc, 20_000);
   }
 
   for (const [action, status] of [['approve', 'approved'], ['reject', 'rejected'], ['decline', 'declined']] as const) {
@@ -207,7 +200,7 @@ describe('PUT regenerate', () => {
   it('answers 409 from draft, needs_review and sent, 404 for an unknown id, 400 for a malformed one', async () => {
     const inv = await draft();
     for (const status of ['draft', 'needs_review', 'sent']) {
-      await sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, inv.id]);
+      await t.sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, inv.id]);
       const res = await call('PUT', `/api/v1/invoices/${inv.id}/regenerate`);
       expectStatus(res, 409);
       expect(errorOf(res).code).toBe('CONFLICT');

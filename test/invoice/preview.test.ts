@@ -1,16 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorOf, type TestSystem } from '../support/system.ts';
-import { caller, data, expectStatus, startInvoiceFixture, type InvoiceFixture, type Json } from './support.ts';
+import { describe, expect, it } from 'vitest';
+import { errorOf } from '../support/system.ts';
+import { data, expectStatus, useInvoiceFixture, type Json } from './support.ts';
 
-let fx: InvoiceFixture;
-let sys: TestSystem;
-const call = caller(() => fx);
-
-beforeAll(async () => {
-  fx = await startInvoiceFixture();
-  sys = fx.sys;
-});
-afterAll(() => sys?.stop());
+const t = useInvoiceFixture();
+const call = t.call;
 
 interface Line extends Json {
   id: string;
@@ -24,7 +17,7 @@ interface Inv extends Json {
 
 /** A retainer draft of October 2026 (base 2000.00, tasks X-1 8 h and X-2 4 h, overtime 2 h → 2300.00). */
 async function draft(): Promise<Inv> {
-  const preview = data(await call('POST', '/api/v1/invoices/prefill', { application_key: fx.keys.ret }));
+  const preview = data(await call('POST', '/api/v1/invoices/prefill', { application_key: t.fx.keys.ret }));
   const res = await call('POST', '/api/v1/invoices/generate', preview);
   expectStatus(res, 201);
   return data<Inv>(res);
@@ -52,7 +45,7 @@ describe('GET preview-html', () => {
     expect(page).toContain('15 November 2026');
     expect(page).toContain('1 October 2026 – 31 October 2026');
     expect(page).toContain('€2,300.00');
-    expect(rows(page)[0]).toBe(`Retainer: App ${fx.keys.ret} 1.00 €2,000.00 €2,000.00`);
+    expect(rows(page)[0]).toBe(`Retainer: App ${t.fx.keys.ret} 1.00 €2,000.00 €2,000.00`);
     expect(rows(page).some((r) => r.startsWith('Work on X-1 X-1 8:00 8.00'))).toBe(true);
     expect(page).toMatch(/Overtime \(2\.00 h\)<\/td><td class="num">€300\.00/);
     expect(page).toContain('Draft');
@@ -64,7 +57,7 @@ describe('GET preview-html', () => {
       add: [{ line_type: 'manual', description: `<script>alert("x")</script> & 'quoted'`, quantity: '1', unit_price: '10.00' }],
     });
     expectStatus(res, 200);
-    await sys.sql(`UPDATE invoices SET customer_snapshot = jsonb_set(customer_snapshot, '{name}', to_jsonb(?::text)) WHERE id = ?`, [`Tom & Jerry <b>"Ltd"</b> 'x'`, inv.id]);
+    await t.sys.sql(`UPDATE invoices SET customer_snapshot = jsonb_set(customer_snapshot, '{name}', to_jsonb(?::text)) WHERE id = ?`, [`Tom & Jerry <b>"Ltd"</b> 'x'`, inv.id]);
     await patch(inv.id, { legal_text: '<img src=x onerror=alert(1)>' });
     const page = await html(inv.id);
     expect(page).not.toContain('<script>alert');

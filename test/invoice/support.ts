@@ -1,5 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
 import { publishDurable } from '../../actors/runtime/jetstream.ts';
 import { waitForIngest } from '../../scripts/seed/seed-demo.ts';
@@ -79,6 +79,31 @@ export async function startInvoiceFixture(overrides: Record<string, string> = {}
   });
   await waitForIngest(sys.nc, 20_000);
   return { sys, root, rootEmail: admin.email, tag, keys };
+}
+
+/**
+ * One invoice system per test file, started before its tests and stopped after them: `const t = useInvoiceFixture();`
+ * then `t.fx`, `t.sys` and `t.call(…)` inside the tests.
+ */
+export function useInvoiceFixture(overrides: Record<string, string> = {}): { readonly fx: InvoiceFixture; readonly sys: TestSystem; call: ReturnType<typeof caller> } {
+  let fx: InvoiceFixture | undefined;
+  const get = (): InvoiceFixture => {
+    if (!fx) throw new Error('the invoice fixture is used before beforeAll started it');
+    return fx;
+  };
+  beforeAll(async () => {
+    fx = await startInvoiceFixture(overrides);
+  });
+  afterAll(() => fx?.sys.stop());
+  return {
+    get fx() {
+      return get();
+    },
+    get sys() {
+      return get().sys;
+    },
+    call: caller(get),
+  };
 }
 
 /** HTTP against the invoicing gateway as `token` (the super admin by default; null sends none). */

@@ -2,9 +2,9 @@ import type { DealType } from '../../../contracts/domains/invoice-fields.ts';
 import type { ApplicationRow, UsageRow, WorklogRow } from '../analytics/reader.ts';
 import { Dec, dec, hours, hoursOf, lineTotalOf, money, multiplier, price, unitPriceOf } from './policy.ts';
 
-/** A line as the amounts module builds it (wire form: decimal strings). */
-export interface ComputedLine {
-  line_type: 'base' | 'task' | 'overtime' | 'usage';
+/** A stored line's fields, as the amounts module and the invoice store both handle them (decimal strings). */
+export interface LineFields {
+  line_type: string;
   description: string;
   tracker_key: string | null;
   time_seconds: number;
@@ -14,11 +14,18 @@ export interface ComputedLine {
   line_total: string;
   rate_tier: string | null;
   rate_multiplier: string;
-  source: 'analytics';
-  is_auto_generated: true;
+  source: 'analytics' | 'manual';
+  is_auto_generated: boolean;
   sort_order: number;
   linked_issue_key: string | null;
   worklog_date: string | null;
+}
+
+/** A line as the amounts module builds it from analytics data. */
+export interface ComputedLine extends LineFields {
+  line_type: 'base' | 'task' | 'overtime' | 'usage';
+  source: 'analytics';
+  is_auto_generated: true;
 }
 
 /**

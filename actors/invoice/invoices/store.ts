@@ -6,6 +6,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { dec, hours, money, multiplier, price } from '../amounts/policy.ts';
 import type { InvoiceTotals } from '../amounts/totals.ts';
 import type { CustomerSnapshot } from '../render/view.ts';
+import type { LineFields } from '../amounts/lines.ts';
 
 /**
  * SQL of the invoice tables (migrations/postgres/Migration0003_invoicing.ts). Dates are read as text (node-pg would
@@ -20,23 +21,7 @@ const iso = (value: Date | string): string => {
 };
 
 /** A line ready to be stored: every figure already computed by the policy. */
-export interface NewLine {
-  line_type: string;
-  description: string;
-  tracker_key: string | null;
-  time_seconds: number;
-  billable_seconds: number;
-  unit_price: string;
-  quantity: string;
-  line_total: string;
-  rate_tier: string | null;
-  rate_multiplier: string;
-  source: 'analytics' | 'manual';
-  is_auto_generated: boolean;
-  sort_order: number;
-  linked_issue_key: string | null;
-  worklog_date: string | null;
-}
+export type NewLine = LineFields;
 
 export interface NewInvoice extends InvoiceTotals {
   application_key: string;
@@ -285,19 +270,8 @@ export async function loadInvoice(em: EntityManager, id: string, lock = false): 
   return invoiceOut(row, lines.map(lineOut));
 }
 
-interface ListRow {
-  id: string;
-  display_number: string;
-  application_key: string;
-  customer_key: string;
-  period_start: string;
-  period_end: string;
-  deal_type: string;
-  currency: string;
-  total_amount: string;
-  status: InvoiceStatus;
-  created_at: Date | string;
-}
+/** A list row: the list item's fields of the invoice row. */
+type ListRow = Pick<InvoiceRow, 'id' | 'display_number' | 'application_key' | 'customer_key' | 'period_start' | 'period_end' | 'deal_type' | 'currency' | 'total_amount' | 'status' | 'created_at'>;
 
 /** A page of list items, newest display number first (numbers are unique: the order is total and stable). */
 export async function listInvoices(
