@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { clientHandlers } from '../actors/fleet/clients.ts';
 import { AccessResolver } from '../actors/identity/access.ts';
-import { AuditRecorder } from '../actors/identity/audit.ts';
+import { AuditRecorder } from '../actors/runtime/audit.ts';
 import { AccessTokens } from '../actors/identity/crypto.ts';
 import type { Cat } from '../contracts/catalogue.ts';
 import { systemClock } from '../actors/runtime/clock.ts';

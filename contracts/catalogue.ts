@@ -1,5 +1,7 @@
 import { accessSubjects } from './domains/access.ts';
 import { fleetSubjects } from './domains/fleet.ts';
+import { fleetAgentSubjects } from './domains/fleet-agents.ts';
+import { fleetInventorySubjects } from './domains/fleet-inventory.ts';
 import { identityAdminSubjects } from './domains/identity-admin.ts';
 import { identityAuthSubjects } from './domains/identity-auth.ts';
 import { identitySsoSubjects } from './domains/identity-sso.ts';
@@ -17,6 +19,8 @@ export const catalogue = {
   ...identitySsoSubjects,
   ...identityAdminSubjects,
   ...fleetSubjects,
+  ...fleetAgentSubjects,
+  ...fleetInventorySubjects,
   ...invoiceSubjects,
   ...invoiceDocumentSubjects,
   ...invoiceAccountingSubjects,

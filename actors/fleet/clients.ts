@@ -1,14 +1,15 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
-import { clientsWith, hasPermission, requirePermission } from '../../contracts/access.ts';
+import { clientsWith, requirePermission } from '../../contracts/access.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import type { Client } from '../../contracts/domains/fleet.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { AccessResolver } from '../identity/access.ts';
-import type { AuditRecorder } from '../identity/audit.ts';
-import { conflictOnDuplicate, iso, pageOf, sql } from '../identity/admin/common.ts';
+import type { AuditRecorder } from '../runtime/audit.ts';
+import { conflictOnDuplicate, iso, pageOf, sql } from '../runtime/stores/sql.ts';
 import type { Handlers } from '../runtime/serve.ts';
+import { requireOnClient } from './scope.ts';
 
 export interface FleetDeps {
   orm: MikroORM;
@@ -27,17 +28,9 @@ interface ClientRow {
 const out = (c: ClientRow): Client => ({ id: c.id, name: c.name, slug: c.slug, created_at: iso(c.created_at), updated_at: iso(c.updated_at) });
 const COLUMNS = 'id, name, slug, created_at, updated_at';
 
-/**
- * A client the caller may act on with `permission`. Out of the caller's reach → 404 (console-operations: "entity
- * absent or out of the caller's scope"); reachable but without that permission → 403.
- */
+/** A client the caller may act on with `permission`: 404 out of reach, 403 in reach without it. */
 async function reachable(em: EntityManager, ctx: CallerContext, id: string, permission: string): Promise<ClientRow> {
-  if (!hasPermission(ctx, permission, id)) {
-    const access = ctx.access;
-    const inScope = access !== undefined && (access.all_clients.length > 0 || access.clients[id] !== undefined);
-    if (inScope || !hasPermission(ctx, permission)) throw new DomainError('forbidden', `missing permission ${permission}${inScope ? ' on this client' : ''}`);
-    throw new DomainError('not_found', 'client not found');
-  }
+  requireOnClient(ctx, id, permission, 'client');
   const [row] = await sql<ClientRow>(em, `SELECT ${COLUMNS} FROM clients WHERE id = ?`, [id]);
   if (!row) throw new DomainError('not_found', 'client not found');
   return row;

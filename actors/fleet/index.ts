@@ -1,6 +1,6 @@
 import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { AccessResolver } from '../identity/access.ts';
-import { AuditRecorder } from '../identity/audit.ts';
+import { AuditRecorder } from '../runtime/audit.ts';
 import { clientHandlers } from './clients.ts';
 
 /** Fleet: clients, environments, hosts and their agents. */

@@ -125,6 +125,11 @@ export interface DurableConsumerConfig {
   filterSubjects?: readonly string[];
   maxAckPending?: number;
   description?: string;
+  /**
+   * Where a newly created durable starts: `all` (default) the whole stream; `new` only what arrives after its
+   * creation (high-volume telemetry: a fresh durable must not replay days of other deployments' messages).
+   */
+  startAt?: 'all' | 'new';
 }
 
 /** A durable pull consumer with explicit acks, created or brought to `config` (idempotent, race-safe). */
@@ -146,7 +151,7 @@ export async function ensureConsumer(nc: NatsConnection, stream: string, config:
         ...settable,
         durable_name: config.durable,
         ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
+        deliver_policy: config.startAt === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
         replay_policy: ReplayPolicy.Instant,
       });
     } catch (err) {
@@ -232,6 +237,10 @@ export interface RunConsumerOptions<T> {
   ackWaitMs?: number;
   /** Handlers running at once in this process. Default 1. */
   concurrency?: number;
+  /** See DurableConsumerConfig.startAt. */
+  startAt?: 'all' | 'new';
+  /** Unacknowledged messages the server lets this durable have out at once (all instances together). Default 1000. */
+  maxAckPending?: number;
   /**
    * Called once a message is dead-lettered (after the DLQ publish), so a domain can record the outcome (e.g. a
    * "failed" state). Its errors are logged, never retried: the message is already in the DLQ.
@@ -270,6 +279,8 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     maxDeliver: maxDeliver + SPARE_DELIVERIES,
     ackWaitMs,
     filterSubjects: opts.filterSubjects?.map(wireDurableSubject),
+    startAt: opts.startAt,
+    maxAckPending: opts.maxAckPending,
   };
   // Boot fails loudly on a bad config; later problems are logged and retried by the loop.
   await ensureConsumer(nc, stream, consumerConfig);

@@ -1,0 +1,3 @@
+import { subjects } from '../subject.ts';
+
+export const fleetAgentSubjects = subjects({});
