@@ -1,9 +1,14 @@
+import { ConfigFetchRequest } from '../../contracts/domains/agent-telemetry.ts';
 import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
-import { AccessResolver } from '../identity/access.ts';
 import { AuditRecorder } from '../runtime/audit.ts';
+import { AccessResolver } from '../identity/access.ts';
+import { agentIssuer, enrolmentHandlers } from './agents/enrolment.ts';
+import { startAgentEventIngest, startHeartbeatIngest, startStaleSweeper } from './agents/status.ts';
+import { configFetchHandler, watchConfigHandlers } from './agents/watch-config.ts';
 import { clientHandlers } from './clients.ts';
+import { AgentDirectory } from './telemetry/consume.ts';
 
-/** Fleet: clients, environments, hosts and their agents. */
+/** Fleet: clients, environments, hosts, their agents (enrolment, telemetry, status, config) and inventory. */
 export const fleetDomain: DomainModule = {
   name: 'fleet',
   async start(dc: DomainContext): Promise<DomainHandle> {
@@ -12,7 +17,23 @@ export const fleetDomain: DomainModule = {
     // The identity access cache lives in the shared key-value store: fleet drops entries a client deletion makes stale.
     const access = new AccessResolver(() => orm.em.fork(), kv, dc.clock);
     const audit = new AuditRecorder(dc.nc, dc.clock);
+    const issuer = await agentIssuer(dc.config);
+    const log = dc.log.child({ domain: 'fleet' });
     await dc.host.serve('fleet', 'fleet-clients', clientHandlers({ orm, access, audit }));
-    return { stop: async () => undefined };
+    await dc.host.serve('fleet', 'fleet-enrolment', enrolmentHandlers({ orm, audit, clock: dc.clock, config: dc.config }, issuer));
+    await dc.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: dc.nc, audit, log }));
+    const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
+    await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: 'svc.system.agent.config', request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
+
+    const directory = new AgentDirectory(orm);
+    const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS };
+    const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
+    const sweeper = startStaleSweeper(statusDeps);
+    return {
+      stop: async () => {
+        await sweeper.stop();
+        await Promise.all(consumers.map((c) => c.stop()));
+      },
+    };
   },
 };
