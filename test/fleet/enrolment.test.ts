@@ -205,6 +205,28 @@ describe('enrolment', () => {
   });
 });
 
+describe('credential renewal', () => {
+  it('hands out fresh credentials with the config once the current ones are past half their lifetime', async () => {
+    const { envId } = await newEnvironment();
+    const a = await enrol(await installToken(envId));
+    const nc = await agentConnection(a);
+    expect((await fetchConfig(nc, a.agent_id)).data?.credentials).toBeUndefined();
+    // Ten days left of thirty: renewed.
+    await sys.sql(`UPDATE agents SET credentials_expires_at = ? WHERE id = ?`, [new Date(sys.clock.now() + 10 * 86_400_000), a.agent_id]);
+    const renewed = (await fetchConfig(nc, a.agent_id)).data?.credentials;
+    expect(renewed).toBeDefined();
+    const claims = decode(renewed!.user_jwt);
+    expect(claims.sub).toBe(a.kp.getPublicKey());
+    expect(Math.abs((claims.exp ?? 0) * 1000 - new Date(renewed!.expires_at).getTime())).toBeLessThan(1000);
+    const [row] = await sys.sql<{ credentials_expires_at: Date }>(`SELECT credentials_expires_at FROM agents WHERE id = ?`, [a.agent_id]);
+    expect(new Date(row!.credentials_expires_at).toISOString()).toBe(renewed!.expires_at);
+    // The renewed JWT connects.
+    const fresh = await connect({ servers, authenticator: jwtAuthenticator(renewed!.user_jwt, a.kp.getSeed()), inboxPrefix: a.inbox_prefix, reconnect: false, timeout: 5000 });
+    opened.push(fresh);
+    expect((await fetchConfig(fresh, a.agent_id)).ok).toBe(true);
+  });
+});
+
 describe('an enrolled agent on the broker', () => {
   it('cannot publish on another agent subjects, fetch its config or read its commands', async () => {
     const { envId } = await newEnvironment();
