@@ -2,6 +2,8 @@ import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { AccessResolver } from '../identity/access.ts';
 import { AuditRecorder } from '../runtime/audit.ts';
 import { clientHandlers } from './clients.ts';
+import { startMetricsIngest } from './metrics/ingest.ts';
+import { AgentDirectory } from './telemetry/consume.ts';
 
 /** Fleet: clients, environments, hosts and their agents. */
 export const fleetDomain: DomainModule = {
@@ -12,7 +14,10 @@ export const fleetDomain: DomainModule = {
     // The identity access cache lives in the shared key-value store: fleet drops entries a client deletion makes stale.
     const access = new AccessResolver(() => orm.em.fork(), kv, dc.clock);
     const audit = new AuditRecorder(dc.nc, dc.clock);
+    // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
+    const directory = new AgentDirectory(orm);
     await dc.host.serve('fleet', 'fleet-clients', clientHandlers({ orm, access, audit }));
-    return { stop: async () => undefined };
+    const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log: dc.log });
+    return { stop: () => metrics.stop() };
   },
 };
