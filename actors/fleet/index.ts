@@ -6,6 +6,7 @@ import { agentIssuer, enrolmentHandlers } from './agents/enrolment.ts';
 import { startAgentEventIngest, startHeartbeatIngest, startStaleSweeper } from './agents/status.ts';
 import { configFetchHandler, watchConfigHandlers } from './agents/watch-config.ts';
 import { clientHandlers } from './clients.ts';
+import { startMetricsIngest } from './metrics/ingest.ts';
 import { AgentDirectory } from './telemetry/consume.ts';
 
 /** Fleet: clients, environments, hosts, their agents (enrolment, telemetry, status, config) and inventory. */
@@ -25,14 +26,16 @@ export const fleetDomain: DomainModule = {
     const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
     await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: 'svc.system.agent.config', request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
 
+    // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
     const directory = new AgentDirectory(orm);
     const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS };
     const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
+    const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
     const sweeper = startStaleSweeper(statusDeps);
     return {
       stop: async () => {
         await sweeper.stop();
-        await Promise.all(consumers.map((c) => c.stop()));
+        await Promise.all([...consumers.map((c) => c.stop()), metrics.stop()]);
       },
     };
   },
