@@ -186,6 +186,12 @@ describe('hosts', () => {
     // Nothing was half-written.
     expect((await engineer('GET', `/api/v1/hosts/${h.id}`)).json().data.tags).toEqual(tags);
 
+    // A key that names an object property is just a key; a prototype-poisoning body is refused before any parsing.
+    expect((await engineer('PUT', url, { tags: { constructor: 'c', toString: 't' } })).json().data.tags).toEqual({ constructor: 'c', toString: 't' });
+    const poisoned = await sys.http({ method: 'PUT', url, headers: { 'content-type': 'application/json' }, payload: '{"tags":{"__proto__":{"x":"y"},"a":"b"}}', token: root });
+    expectStatus(poisoned, 400);
+    expect(poisoned.json().error.code).toBe('bad_request');
+
     const hundred = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, `v${i}`]));
     expect((await engineer('PUT', url, { tags: hundred })).json().data.tags).toEqual(hundred);
     expect((await engineer('PUT', url, { tags: {} })).json().data.tags).toEqual({});
