@@ -167,7 +167,7 @@ async function docker(engine: Engine, withConfig: boolean): Promise<ProbeResult>
  * PostgreSQL (SQL), Redis/Valkey (RESP), NATS (INFO greeting) and Docker (engine API) are probed over their own
  * protocols; the others (MySQL/MariaDB, nginx, ClickHouse, VictoriaMetrics, RabbitMQ, Mosquitto) are reported from
  * the process table only — `ok` when they hold a listening TCP socket — because a bare connect-and-close would write
- * an aborted-connection line into their logs every heartbeat (and counts against MySQL's max_connect_errors).
+ * an aborted-connection line into their logs every heartbeat (and an interrupted handshake can count against MySQL's max_connect_errors).
  */
 export async function collectIntegrations(roots: Roots, withConfig: boolean, creds: IntegrationCredentials = {}, engines?: Engine[]): Promise<IntegrationIn[]> {
   const found = await detectServices(roots.proc);

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { InventorySnapshot } from '../../contracts/domains/agent-telemetry.ts';
 import { collectCertificates } from './certificates.ts';
 import { collectContainers, DEFAULT_ENGINES, findEngine, type Engine } from './containers.ts';
@@ -29,7 +28,7 @@ export interface LinuxCollectorOptions {
   agentVersion?: string;
   /** Container engine sockets to look for (default: Docker's, then Podman's). */
   engines?: Engine[];
-  /** Extra certificate directories besides /etc/ssl/certs, /etc/pki/tls/certs and /etc/letsencrypt/live. */
+  /** Certificate directories besides /etc/ssl/certs, /etc/pki/tls/certs and /etc/letsencrypt/live (default: /usr/local/share/ca-certificates). */
   certificateDirs?: string[];
   /** Credentials for probing services that need them. */
   credentials?: IntegrationCredentials;
@@ -71,7 +70,7 @@ export function createLinuxCollector(opts: LinuxCollectorOptions = {}): Collecto
           orElse(() => collectCronJobs(roots, systemd), []),
           orElse(() => collectGpus(roots), []),
           orElse(() => collectFirewall(), []),
-          orElse(() => collectCertificates(roots, opts.certificateDirs ?? [join('/usr', 'local', 'share', 'ca-certificates')]), []),
+          orElse(() => collectCertificates(roots, opts.certificateDirs), []),
           orElse(() => collectKernelModules(roots.proc), []),
           orElse(() => collectSecurityItems(roots, passwd), []),
           orElse(() => collectContainers(engine()), []),
