@@ -4,6 +4,8 @@ import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';
 import { registerAuthRoutes } from './auth.ts';
 import { registerClientRoutes } from './clients.ts';
+import { registerIntegrationRoutes } from './integrations.ts';
+import { registerInventoryRoutes } from './inventory.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
@@ -14,4 +16,6 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   if (config.SVC_SSO_CLIENT_ID) registerSsoRoutes(app, deps);
   registerAdminRoutes(app, deps);
   registerClientRoutes(app, deps);
+  registerInventoryRoutes(app, deps);
+  registerIntegrationRoutes(app, deps);
 }
