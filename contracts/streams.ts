@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AgentStatusChanged, FileChanged } from './domains/fleet-agents.ts';
 import { AccountingSyncJob } from './domains/invoice-accounting.ts';
 import { AnalyticsBatch } from './domains/invoice-ingest.ts';
 import { EmailLookup } from './fields.ts';
@@ -160,8 +161,14 @@ const invoiceWork = defineWork({
   },
 });
 
+/** The fleet domain's events (payload schemas in contracts/domains/fleet-agents.ts). */
+const fleetEvents = defineEvents({
+  'svc.evt.fleet.agent_status': { payload: AgentStatusChanged, summary: 'An agent went online or offline (the event timeline stores these).' },
+  'svc.evt.fleet.file_change': { payload: FileChanged, summary: 'A file under a watched path changed on a host (the event timeline stores these).' },
+});
+
 /** Every typed event subject. Add a domain's table here: `...invoiceEvents`. */
-export const eventSubjects = { ...coreEvents } as const;
+export const eventSubjects = { ...coreEvents, ...fleetEvents } as const;
 /** Every typed work subject. Add a domain's table here: `...invoiceWork`. */
 export const workSubjects = { ...coreWork, ...invoiceWork } as const;
 export const durableSubjects = { ...eventSubjects, ...workSubjects } as const;

@@ -8,8 +8,9 @@
 #   2. apt packages     nats-server, victoria-metrics and chromium, when missing (apt-get update once, then install)
 #   3. local services   PostgreSQL :5432, Redis :6379, VictoriaMetrics :8428, each started with the machine's own
 #                       command when its port is closed, then waited for; NATS :4223 in operator mode with this
-#                       project's configuration and keys (scripts/local-nats.ts, data/nats); a service whose
-#                       SVC_*_URL points somewhere else is left alone
+#                       project's configuration and keys (scripts/local-nats.ts, data/nats); a VictoriaMetrics of
+#                       this project running with other flags (before -dedup.minScrapeInterval) is restarted on its
+#                       data; a service whose SVC_*_URL points somewhere else is left alone
 #   4. databases        the database named in SVC_DB_URL (default: test) is created when missing
 #   5. environment      local defaults for the variables production must set, exported only when unset;
 #                       generated secrets are kept in data/secrets.env (mode 600) and reused
@@ -150,19 +151,55 @@ _svc_nats() {
   _svc_ready+=("NATS:$_svc_port(operator mode)")
 }
 
+# The local VictoriaMetrics' command line for a data directory. -dedup.minScrapeInterval=1ms collapses samples of
+# one series with the same timestamp, so a metric batch redelivered by JetStream is stored once.
+_svc_tsdb_cmd() {
+  _svc_tsdb_argv=(/usr/bin/victoria-metrics -httpListenAddr=127.0.0.1:8428 -storageDataPath="$1" -retentionPeriod=100y
+    -dedup.minScrapeInterval=1ms)
+}
+
+# A victoria-metrics of this project (any checkout: its data in .../data/tsdb) on 127.0.0.1:8428 that was started
+# with other flags (an older setup, before deduplication) is stopped; its data directory is kept in _svc_tsdb_data
+# so the restart below reopens the same history. Anything else on the port is left alone.
+_svc_tsdb_restart_stale() {
+  local proc args pid='' data='' i
+  for proc in /proc/[0-9]*; do
+    args=()
+    mapfile -d '' args 2>/dev/null <"$proc/cmdline" || continue
+    [[ ${args[0]:-} == */victoria-metrics && " ${args[*]} " == *" -httpListenAddr=127.0.0.1:8428 "* ]] || continue
+    for i in "${args[@]}"; do [[ $i == -storageDataPath=*/data/tsdb ]] && data=${i#-storageDataPath=}; done
+    [[ -n $data ]] || continue
+    _svc_tsdb_cmd "$data"
+    [[ "${args[*]}" == "${_svc_tsdb_argv[*]}" ]] && return 0
+    pid=${proc#/proc/}
+    break
+  done
+  [[ -n $pid ]] || return 0
+  _svc_log "restarting VictoriaMetrics (pid $pid, data in $data): its flags differ from this setup's"
+  _svc_root kill -TERM "$pid" || _svc_err "could not stop VictoriaMetrics (pid $pid)" || return 1
+  # It flushes its in-memory parts on SIGTERM; wait for that rather than kill it.
+  for (( i = 0; i < ${SVC_SETUP_WAIT:-60} * 5; i++ )); do
+    [[ -e /proc/$pid ]] || { _svc_tsdb_data=$data; return 0; }
+    sleep 0.2
+  done
+  _svc_err "VictoriaMetrics (pid $pid) did not stop within ${SVC_SETUP_WAIT:-60}s"
+}
+
 _svc_tsdb() {
   _svc_is_local "$SVC_TSDB_URL" 8428 || { _svc_log "SVC_TSDB_URL is not the local server; not starting VictoriaMetrics"; return 0; }
   local log=$_svc_dir/data/logs/victoria-metrics.log
+  _svc_tsdb_data=$_svc_dir/data/tsdb
+  if _svc_port_open 127.0.0.1 8428; then _svc_tsdb_restart_stale || return 1; fi
   if ! _svc_port_open 127.0.0.1 8428; then
     [[ -x /usr/bin/victoria-metrics ]] || _svc_err "/usr/bin/victoria-metrics is missing (Debian package victoria-metrics)" || return 1
-    _svc_log "starting VictoriaMetrics (data in data/tsdb, log in data/logs/victoria-metrics.log)"
-    mkdir -p "$_svc_dir/data/tsdb" "$_svc_dir/data/logs" || return 1
+    _svc_log "starting VictoriaMetrics (data in $_svc_tsdb_data, log in data/logs/victoria-metrics.log)"
+    mkdir -p "$_svc_tsdb_data" "$_svc_dir/data/logs" || return 1
+    _svc_tsdb_cmd "$_svc_tsdb_data"
     # Detached like the other services: its own session (a Ctrl-C of `npm start` leaves it running) and,
     # through the subshell, not a child of this shell (which becomes the app or vitest by exec).
     local detach=()
     command -v setsid >/dev/null 2>&1 && detach=(setsid)
-    ( "${detach[@]}" nohup /usr/bin/victoria-metrics -httpListenAddr=127.0.0.1:8428 \
-        -storageDataPath="$_svc_dir/data/tsdb" -retentionPeriod=100y </dev/null >>"$log" 2>&1 & )
+    ( "${detach[@]}" nohup "${_svc_tsdb_argv[@]}" </dev/null >>"$log" 2>&1 & )
   fi
   local i
   for (( i = 0; i < ${SVC_SETUP_WAIT:-60} * 5; i++ )); do
@@ -259,7 +296,7 @@ _svc_setup_main() {
     _svc_log "from $_svc_dir/data/secrets.env: ${_svc_from_secrets[*]} (admin: $SVC_ADMIN_EMAIL)"
   fi
   _svc_log "ready: ${_svc_ready[*]:-no local services managed}"
-  unset _svc_host _svc_port _svc_defaulted _svc_from_secrets _svc_ready
+  unset _svc_host _svc_port _svc_defaulted _svc_from_secrets _svc_ready _svc_tsdb_argv _svc_tsdb_data
   return 0
 }
 

@@ -1,13 +1,18 @@
+import { ConfigFetchRequest } from '../../contracts/domains/agent-telemetry.ts';
 import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
-import { AccessResolver } from '../identity/access.ts';
 import { AuditRecorder } from '../runtime/audit.ts';
+import { AccessResolver } from '../identity/access.ts';
+import { agentIssuer, enrolmentHandlers } from './agents/enrolment.ts';
+import { startAgentEventIngest, startHeartbeatIngest, startStaleSweeper } from './agents/status.ts';
+import { configFetchHandler, watchConfigHandlers } from './agents/watch-config.ts';
 import { clientHandlers } from './clients.ts';
 import { startInventoryIngest } from './inventory/ingest.ts';
 import { integrationHandlers } from './inventory/integration-reads.ts';
 import { inventoryHandlers } from './inventory/reads.ts';
+import { startMetricsIngest } from './metrics/ingest.ts';
 import { AgentDirectory } from './telemetry/consume.ts';
 
-/** Fleet: clients, environments, hosts and their agents. */
+/** Fleet: clients, environments, hosts, their agents (enrolment, telemetry, status, config) and inventory. */
 export const fleetDomain: DomainModule = {
   name: 'fleet',
   async start(dc: DomainContext): Promise<DomainHandle> {
@@ -16,12 +21,28 @@ export const fleetDomain: DomainModule = {
     // The identity access cache lives in the shared key-value store: fleet drops entries a client deletion makes stale.
     const access = new AccessResolver(() => orm.em.fork(), kv, dc.clock);
     const audit = new AuditRecorder(dc.nc, dc.clock);
-    // One directory for every telemetry consumer of this process: an agent is looked up once, whatever it sends.
-    const directory = new AgentDirectory(orm);
+    const issuer = await agentIssuer(dc.config);
+    const log = dc.log.child({ domain: 'fleet' });
     await dc.host.serve('fleet', 'fleet-clients', clientHandlers({ orm, access, audit }));
+    await dc.host.serve('fleet', 'fleet-enrolment', enrolmentHandlers({ orm, audit, clock: dc.clock, config: dc.config }, issuer));
+    await dc.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: dc.nc, audit, log }));
     await dc.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
     await dc.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
-    const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log: dc.log.child({ actor: 'fleet-inventory-ingest' }) });
-    return { stop: () => inventory.stop() };
+    const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
+    await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: 'svc.system.agent.config', request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
+
+    // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
+    const directory = new AgentDirectory(orm);
+    const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS };
+    const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
+    const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
+    const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });
+    const sweeper = startStaleSweeper(statusDeps);
+    return {
+      stop: async () => {
+        await sweeper.stop();
+        await Promise.all([...consumers.map((c) => c.stop()), metrics.stop(), inventory.stop()]);
+      },
+    };
   },
 };

@@ -79,6 +79,9 @@ export const ConfigSchema = z.object({
   SVC_ADMIN_PASSWORD: z.string().optional(),
   // operations (console-operations.md)
   SVC_AGENT_STALE_TIMEOUT_SECONDS: seconds.default(300),
+  // Broker URLs handed to enrolling agents (comma-separated; default: SVC_NATS_URL) and their credentials' lifetime.
+  SVC_AGENT_NATS_SERVERS: z.string().default(''),
+  SVC_AGENT_CREDENTIALS_TTL_SECONDS: seconds.default(30 * 86_400),
   SVC_SD_FIELD_CACHE_TTL: seconds.default(86400),
 });
 export type Config = z.infer<typeof ConfigSchema>;

@@ -1,5 +1,6 @@
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import type { CallerContext } from '../../contracts/context.ts';
 import { Headers, type RequestEnvelope, type ReplyEnvelope } from '../../contracts/envelope.ts';
@@ -89,6 +90,76 @@ export class ActorHost<C extends Catalogue> {
       });
     }
     this.log.info({ domain, actor: name, subjects: entries.length }, 'actor serving');
+  }
+
+  /**
+   * Serves an agent-facing subject family `<prefix>.<agentId>` (e.g. `svc.system.agent.config.{agentID}`, fixed by the
+   * spec, so never namespaced). Agents cannot sign a caller context: the broker is what authenticates them (an agent
+   * may publish only on its own subjects), so the agent is the subject's last token and the body never names it.
+   * Requests are plain JSON parsed with `request`; replies are `{ok: true, data}` or `{ok: false, error: {code, message}}`.
+   */
+  async serveAgents<Req, Res>(opts: {
+    domain: string;
+    name: string;
+    prefix: string;
+    request: z.ZodType<Req>;
+    handler: (agentId: string, input: Req, scope: { log: Logger; signal: AbortSignal }) => Promise<Res>;
+  }): Promise<void> {
+    if (this.draining) throw new Error(`cannot serve ${opts.name}: the actor host is draining`);
+    const svc = await new Svcm(this.nc).add({ name: opts.name, version: '1.0.0', queue: opts.domain, description: `${opts.domain} agent endpoint ${opts.name}` });
+    this.services.push(svc);
+    const depth = opts.prefix.split('.').length;
+    svc.addEndpoint(opts.name.replaceAll('-', '_'), {
+      subject: `${opts.prefix}.*`,
+      queue: opts.domain,
+      metadata: { summary: `agent requests on ${opts.prefix}.{agentID}` },
+      handler: (err, msg) => {
+        if (err) {
+          this.log.error({ err, endpoint: opts.name }, 'endpoint failed');
+          return;
+        }
+        const p = this.handleAgent(msg, depth, opts)
+          .catch((e: unknown) => this.log.error({ err: e, endpoint: opts.name }, 'agent request handling failed'))
+          .finally(() => this.inflight.delete(p));
+        this.inflight.add(p);
+      },
+    });
+    this.log.info({ domain: opts.domain, actor: opts.name, subject: `${opts.prefix}.*` }, 'agent endpoint serving');
+  }
+
+  private async handleAgent<Req, Res>(
+    msg: ServiceMsg,
+    depth: number,
+    opts: { request: z.ZodType<Req>; handler: (agentId: string, input: Req, scope: { log: Logger; signal: AbortSignal }) => Promise<Res> },
+  ): Promise<void> {
+    const agentId = msg.subject.split('.')[depth] ?? '';
+    const log = this.log.child({ agent_id: agentId, subject: msg.subject });
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(new DomainError('timeout', 'deadline passed')), this.defaultTimeoutMs);
+    let reply: { ok: true; data: Res } | { ok: false; error: { code: string; message: string } };
+    try {
+      let body: unknown;
+      try {
+        body = msg.data.length === 0 ? {} : JSON.parse(decoder.decode(msg.data));
+      } catch {
+        throw new DomainError('bad_request', 'message is not JSON');
+      }
+      const parsed = opts.request.safeParse(body);
+      if (!parsed.success) throw new DomainError('bad_request', describeZodError(parsed.error));
+      const data = await runWithDeadline({ deadline: Date.now() + this.defaultTimeoutMs, signal: ac.signal }, () => opts.handler(agentId, parsed.data, { log, signal: ac.signal }));
+      reply = { ok: true, data };
+    } catch (err) {
+      const e = toReplyError(err);
+      if (!(err instanceof DomainError)) log.error({ err }, 'agent request failed');
+      reply = { ok: false, error: { code: e.code, message: e.message } };
+    } finally {
+      clearTimeout(timer);
+    }
+    try {
+      msg.respond(encoder.encode(JSON.stringify(reply)));
+    } catch (err) {
+      log.warn({ err }, 'could not send the reply');
+    }
   }
 
   private async handle(subject: SubjectName<C>, handler: Handler<C, SubjectName<C>>, msg: ServiceMsg): Promise<void> {

@@ -65,6 +65,9 @@ export interface TelemetryConsumerOptions<T> {
   schema: z.ZodType<T>;
   handler: (agent: AgentRef, payload: T, meta: DeliveryMeta) => Promise<void>;
   concurrency?: number;
+  /** Deliveries before a failing message is dead-lettered (default 5), and the delays between them. */
+  maxDeliver?: number;
+  backoffMs?: readonly number[];
   log: Logger;
 }
 
@@ -83,8 +86,8 @@ export function runTelemetryConsumer<T>(opts: TelemetryConsumerOptions<T>): Prom
     startAt: 'new',
     concurrency: opts.concurrency ?? 8,
     maxAckPending: 10_000,
-    maxDeliver: 5,
-    backoffMs: [500, 2_000, 10_000, 30_000],
+    maxDeliver: opts.maxDeliver ?? 5,
+    backoffMs: opts.backoffMs ?? [500, 2_000, 10_000, 30_000],
     log: opts.log,
     handler: async (payload, meta) => {
       const agentId = agentOfSubject(meta.subject);

@@ -4,8 +4,10 @@ import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';
 import { registerAuthRoutes } from './auth.ts';
 import { registerClientRoutes } from './clients.ts';
+import { registerEnrolmentRoutes } from './enrolment.ts';
 import { registerIntegrationRoutes } from './integrations.ts';
 import { registerInventoryRoutes } from './inventory.ts';
+import { registerWatchConfigRoutes } from './watch-config.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
@@ -16,6 +18,8 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   if (config.SVC_SSO_CLIENT_ID) registerSsoRoutes(app, deps);
   registerAdminRoutes(app, deps);
   registerClientRoutes(app, deps);
+  registerEnrolmentRoutes(app, deps);
+  registerWatchConfigRoutes(app, deps);
   registerInventoryRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
 }

@@ -1,0 +1,197 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { AgentEventBatch, Heartbeat, type IntegrationReport } from '../../../contracts/domains/agent-telemetry.ts';
+import type { AgentStatusChanged } from '../../../contracts/domains/fleet-agents.ts';
+import type { Clock } from '../../runtime/clock.ts';
+import { publishEvent, type ConsumerHandle } from '../../runtime/jetstream.ts';
+import { Lease } from '../../runtime/lease.ts';
+import type { Logger } from '../../runtime/logger.ts';
+import { sql } from '../../runtime/stores/sql.ts';
+import { runTelemetryConsumer, type AgentDirectory, type AgentRef } from '../telemetry/consume.ts';
+
+/** Stores a host's integration reports (the inventory part owns the table); heartbeats never remove any. */
+export type IntegrationSink = (em: EntityManager, host: { id: string; client_id: string }, reports: IntegrationReport[], at: Date) => Promise<void>;
+
+export interface StatusDeps {
+  nc: NatsConnection;
+  orm: MikroORM;
+  directory: AgentDirectory;
+  clock: Clock;
+  log: Logger;
+  staleTimeoutSeconds: number;
+  integrations?: IntegrationSink;
+}
+
+interface StatusRow {
+  id: string;
+  agent_id: string | null;
+  environment_id: string;
+  client_id: string;
+  hostname: string;
+  agent_status: 'online' | 'offline';
+}
+
+function statusEvent(row: StatusRow, agentId: string, status: 'online' | 'offline', at: Date): AgentStatusChanged {
+  return {
+    host_id: row.id,
+    agent_id: agentId,
+    environment_id: row.environment_id,
+    client_id: row.client_id,
+    hostname: row.hostname,
+    status,
+    previous: row.agent_status,
+    at: at.toISOString(),
+  };
+}
+
+/**
+ * Heartbeats: `last_seen_at` (the server's clock, not the agent's), agent version, facts when sent, integration
+ * statuses; the host goes online. A change of status is published as a durable `agent_status` event inside the
+ * transaction that makes it, before the commit: a failed publish rolls the change back and the heartbeat is redelivered.
+ */
+export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> {
+  return runTelemetryConsumer({
+    nc: deps.nc,
+    directory: deps.directory,
+    kind: 'heartbeat',
+    durable: 'fleet-telemetry-heartbeat',
+    schema: Heartbeat,
+    concurrency: 32,
+    log: deps.log,
+    handler: async (agent, hb, meta) => {
+      const at = new Date(deps.clock.now());
+      const f = hb.facts;
+      const facts = f
+        ? `, hostname = ?, ip_address = ?, os = ?, os_version = ?, kernel_version = ?, arch = ?, cpu_cores = ?, memory_total_bytes = ?`
+        : '';
+      const factParams = f ? [f.hostname, f.ip_address, f.os, f.os_version, f.kernel_version, f.arch, f.cpu_cores, f.memory_total_bytes] : [];
+      const em = deps.orm.em.fork();
+      // The common case (already online) is one statement and no event.
+      const fast = await sql<{ id: string }>(
+        em,
+        `UPDATE hosts SET last_seen_at = greatest(last_seen_at, ?), agent_version = ?${facts} WHERE id = ? AND agent_id = ? AND agent_status = 'online' RETURNING id`,
+        [at, hb.agent_version, ...factParams, agent.host_id, agent.agent_id],
+      );
+      if (fast.length === 0) {
+        await em.transactional(async (tx) => {
+          const [row] = await sql<StatusRow>(tx, `SELECT id, agent_id, environment_id, client_id, hostname, agent_status FROM hosts WHERE id = ? AND agent_id = ? FOR UPDATE`, [
+            agent.host_id,
+            agent.agent_id,
+          ]);
+          if (!row) return; // deleted meanwhile
+          if (row.agent_status !== 'online') {
+            await publishEvent(deps.nc, 'svc.evt.fleet.agent_status', statusEvent(row, agent.agent_id, 'online', at), { msgId: `agent-status:${row.id}:online:${meta.streamSequence}` });
+          }
+          await sql(tx, `UPDATE hosts SET agent_status = 'online', last_seen_at = greatest(last_seen_at, ?), agent_version = ?${facts}, updated_at = ? WHERE id = ?`, [
+            at,
+            hb.agent_version,
+            ...factParams,
+            at,
+            row.id,
+          ]);
+        });
+      }
+      if (hb.integrations && hb.integrations.length > 0 && deps.integrations) {
+        await deps.integrations(deps.orm.em.fork(), { id: agent.host_id, client_id: agent.client_id }, hb.integrations, at);
+      }
+    },
+  });
+}
+
+/** File changes under watched paths, republished as durable fleet events with the host and tenant resolved. */
+export function startAgentEventIngest(deps: Pick<StatusDeps, 'nc' | 'directory' | 'log'> & { orm: MikroORM }): Promise<ConsumerHandle> {
+  const hostnames = new Map<string, string>();
+  const hostnameOf = async (agent: AgentRef): Promise<string> => {
+    const known = hostnames.get(agent.host_id);
+    if (known !== undefined) return known;
+    const [row] = await sql<{ hostname: string }>(deps.orm.em.fork(), `SELECT hostname FROM hosts WHERE id = ?`, [agent.host_id]);
+    const name = row?.hostname ?? '';
+    if (hostnames.size > 50_000) hostnames.clear();
+    hostnames.set(agent.host_id, name);
+    return name;
+  };
+  return runTelemetryConsumer({
+    nc: deps.nc,
+    directory: deps.directory,
+    kind: 'events',
+    durable: 'fleet-telemetry-events',
+    schema: AgentEventBatch,
+    concurrency: 8,
+    log: deps.log,
+    handler: async (agent, batch, meta) => {
+      const hostname = await hostnameOf(agent);
+      // Sequential with stable ids: a redelivered batch republishes the same ids, which the stream stores once.
+      for (const [i, e] of batch.events.entries()) {
+        await publishEvent(
+          deps.nc,
+          'svc.evt.fleet.file_change',
+          { ...e, host_id: agent.host_id, agent_id: agent.agent_id, environment_id: agent.environment_id, client_id: agent.client_id, hostname },
+          { msgId: `file-change:${agent.agent_id}:${meta.streamSequence}:${i}` },
+        );
+      }
+    },
+  });
+}
+
+/**
+ * Marks hosts offline after `staleTimeoutSeconds` without a heartbeat. Exactly one instance sweeps at a time (a lease in
+ * JetStream KV); each host changes in its own transaction with its event published before the commit, re-checked under
+ * the row lock so a heartbeat that arrived meanwhile wins.
+ */
+export function startStaleSweeper(deps: StatusDeps): { stop(): Promise<void>; sweep(): Promise<number> } {
+  const timeoutMs = deps.staleTimeoutSeconds * 1000;
+  const everyMs = Math.min(30_000, Math.max(500, Math.floor(timeoutMs / 4)));
+  const lease = new Lease(deps.nc, 'fleet-agent-status-sweeper', Math.max(3 * everyMs, 3_000), deps.log);
+  const log = deps.log.child({ worker: 'agent-status-sweeper' });
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+
+  const sweep = async (): Promise<number> => {
+    const cutoff = new Date(deps.clock.now() - timeoutMs);
+    const stale = await sql<{ id: string }>(deps.orm.em.fork(), `SELECT id FROM hosts WHERE agent_status = 'online' AND last_seen_at < ? ORDER BY last_seen_at LIMIT 1000`, [cutoff]);
+    let changed = 0;
+    for (const { id } of stale) {
+      if (stopped) break;
+      await deps.orm.em.fork().transactional(async (tx) => {
+        const [row] = await sql<StatusRow & { last_seen_at: Date }>(
+          tx,
+          `SELECT id, agent_id, environment_id, client_id, hostname, agent_status, last_seen_at FROM hosts WHERE id = ? AND agent_status = 'online' AND last_seen_at < ? FOR UPDATE`,
+          [id, cutoff],
+        );
+        if (!row) return;
+        const at = new Date(deps.clock.now());
+        if (row.agent_id) {
+          await publishEvent(deps.nc, 'svc.evt.fleet.agent_status', statusEvent(row, row.agent_id, 'offline', at), {
+            msgId: `agent-status:${row.id}:offline:${new Date(row.last_seen_at).getTime()}`,
+          });
+        }
+        await sql(tx, `UPDATE hosts SET agent_status = 'offline', updated_at = ? WHERE id = ?`, [at, row.id]);
+        changed++;
+      });
+    }
+    if (changed > 0) log.info({ changed }, 'hosts marked offline');
+    return changed;
+  };
+
+  const tick = (): void => {
+    running = (async () => {
+      if (await lease.hold()) await sweep();
+    })()
+      .catch((err: unknown) => log.warn({ err }, 'stale-agent sweep failed; next tick retries'))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, everyMs);
+      });
+  };
+  timer = setTimeout(tick, everyMs);
+
+  return {
+    sweep,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+      await lease.release();
+    },
+  };
+}

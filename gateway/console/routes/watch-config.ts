@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { PutWatchConfigBody } from '../../../contracts/domains/fleet-agents.ts';
+import type { GatewayApp } from '../../shared/app.ts';
+import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
+
+const HostParams = z.object({ hostID: z.uuid() });
+
+/** Watch config (console-operations.md, "Watch config"): a PUT also sends a config_update command to the host's agent. */
+export function registerWatchConfigRoutes(app: GatewayApp, deps: GatewayDeps): void {
+  const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['hosts'] });
+  route({ method: 'GET', url: '/api/v1/hosts/:hostID/watch-config', subject: 'svc.fleet.watch_config.get', params: HostParams, input: ({ params }) => ({ host_id: params.hostID }) });
+  route({
+    method: 'PUT',
+    url: '/api/v1/hosts/:hostID/watch-config',
+    subject: 'svc.fleet.watch_config.put',
+    params: HostParams,
+    body: PutWatchConfigBody,
+    input: ({ params, body }) => ({ ...body, host_id: params.hostID }),
+  });
+}

@@ -1,0 +1,43 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Lease } from '../../actors/runtime/lease.ts';
+import { createLogger } from '../../actors/runtime/logger.ts';
+import { connectNats } from '../../actors/runtime/nats.ts';
+import { NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { sleep } from '../support/processes.ts';
+
+const log = createLogger('silent');
+let a: NatsConnection;
+let b: NatsConnection;
+
+beforeAll(async () => {
+  a = await connectNats(NATS_URL, 'lease-a', log, NATS_CREDS);
+  b = await connectNats(NATS_URL, 'lease-b', log, NATS_CREDS);
+});
+afterAll(async () => {
+  await a?.drain();
+  await b?.drain();
+});
+
+describe('a lease in JetStream KV', () => {
+  it('has one holder at a time; a released lease passes on at once, an abandoned one after its TTL', async () => {
+    const name = `test-${randomUUID()}`;
+    const first = new Lease(a, name, 1500, log);
+    const second = new Lease(b, name, 1500, log);
+    const both = await Promise.all([first.hold(), second.hold()]);
+    expect(both.filter(Boolean)).toHaveLength(1);
+    const [holder, other] = both[0] ? [first, second] : [second, first];
+    // Renewing keeps it; the other keeps failing.
+    expect(await holder.hold()).toBe(true);
+    expect(await other.hold()).toBe(false);
+    await holder.release();
+    expect(await other.hold()).toBe(true);
+    expect(await holder.hold()).toBe(false);
+    // The new holder dies (stops renewing): the key expires and the first takes over.
+    await sleep(1_700);
+    expect(await holder.hold()).toBe(true);
+    // The old holder's renewal now fails: it lost the lease and knows it.
+    expect(await other.hold()).toBe(false);
+  });
+});
