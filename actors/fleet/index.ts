@@ -8,6 +8,7 @@ import { configFetchHandler, watchConfigHandlers } from './agents/watch-config.t
 import { clientHandlers } from './clients.ts';
 import { startInventoryIngest } from './inventory/ingest.ts';
 import { integrationHandlers } from './inventory/integration-reads.ts';
+import { upsertIntegrations } from './inventory/integrations-store.ts';
 import { inventoryHandlers } from './inventory/reads.ts';
 import { startMetricsIngest } from './metrics/ingest.ts';
 import { AgentDirectory } from './telemetry/consume.ts';
@@ -33,7 +34,7 @@ export const fleetDomain: DomainModule = {
 
     // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
     const directory = new AgentDirectory(orm);
-    const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS };
+    const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS, integrations: upsertIntegrations };
     const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
     const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
     const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });

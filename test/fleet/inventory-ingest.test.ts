@@ -92,13 +92,28 @@ describe('inventory ingest (svc.agent.*.inventory)', () => {
     expect(moved?.version).toBe('2.1.100');
     expect(await sys.sql(`SELECT 1 FROM host_packages WHERE host_id = ? AND name = 'pkg-1500'`, [h.host_id])).toEqual([]);
     const [proc] = await sys.sql<{ cpu_percent: number }>(`SELECT cpu_percent FROM host_processes WHERE host_id = ? AND pid = 101`, [h.host_id]);
-    expect(proc?.cpu_percent).toBeCloseTo(((37 + 11) % 1000) / 10);
+    expect(proc?.cpu_percent).toBeCloseTo(((37 + 11) % 200) / 10);
     expect((await factsOf(h)).ip_address).toBe('10.0.0.11');
     expect((await factsOf(h)).inventory_collected_at).toBe('2026-11-22T12:05:00Z');
     const [redis] = await sys.sql<{ status: string; status_message: string }>(`SELECT status, status_message FROM host_integrations WHERE host_id = ? AND integration_id = 'redis'`, [h.host_id]);
     expect(redis).toEqual({ status: 'warning', status_message: 'memory above 80%' });
     // Unchanged cron lines are the same rows (nothing rewritten), so their ids hold.
     expect(await sys.sql<{ id: string }>(`SELECT id FROM host_cron_jobs WHERE host_id = ? ORDER BY ord`, [h.host_id])).toEqual(cronIds);
+  });
+
+  it('leaves the tables whose part of the snapshot did not change untouched', async () => {
+    const h = await enrolledHost(sys);
+    expect((await store(sys, h, realisticSnapshot({ collectedAt: at(0) }))).kind).toBe('stored');
+    const ids = async (): Promise<unknown[]> => sys.sql(`SELECT id FROM host_certificates WHERE host_id = ? UNION ALL SELECT id FROM host_kernel_modules WHERE host_id = ? ORDER BY 1`, [h.host_id, h.host_id]);
+    const before = await ids();
+    // Five minutes on, only the processes differ (their start times are relative to the collection).
+    const outcome = await store(sys, h, realisticSnapshot({ collectedAt: at(5) }));
+    // Lock, host row, the processes' two statements, the integrations' three: nothing for the 2,000 unchanged packages.
+    expect(outcome).toMatchObject({ kind: 'stored', statements: 7 });
+    expect(await ids()).toEqual(before);
+    expect(await counts(sys, h.host_id)).toEqual(EXPECTED_FULL);
+    const [first] = await sys.sql<{ started_at: string }>(`SELECT to_char(started_at AT TIME ZONE 'UTC', 'HH24:MI') AS started_at FROM host_processes WHERE host_id = ? AND pid = 100`, [h.host_id]);
+    expect(first?.started_at).toBe('11:05');
   });
 
   it('writes nothing of a snapshot the store refuses half-way, and dead-letters it', async () => {

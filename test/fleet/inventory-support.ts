@@ -77,7 +77,7 @@ export function realisticSnapshot(shape: SnapshotShape): InventorySnapshotIn {
       state: 'S',
       ppid: i === 0 ? 0 : 100,
       threads: 1 + (i % 8),
-      cpu_percent: ((i * 37 + g * 11) % 1000) / 10,
+      cpu_percent: ((i * 37 + g * 11) % 200) / 10,
       memory_percent: (i % 50) / 10,
       memory_rss_bytes: 1_048_576 * (1 + (i % 200)),
       memory_vms_bytes: 4_294_967_296 + i,

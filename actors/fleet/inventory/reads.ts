@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Cat } from '../../../contracts/catalogue.ts';
+import type { CallerContext } from '../../../contracts/context.ts';
 import type {
   Certificate,
   FirewallRule,
@@ -27,6 +28,7 @@ type Big = string | number;
 const num = (v: Big): number => Number(v);
 const numOrNull = (v: Big | null): number | null => (v === null ? null : Number(v));
 
+/** A record as PostgreSQL hands it over: `Bigs` (bigint columns) and `Times` (timestamptz) not converted yet. */
 type Row<T, Bigs extends keyof T = never, Times extends keyof T = never> = Omit<T, Bigs | Times> & { [K in Bigs]: null extends T[K] ? Big | null : Big } & {
   [K in Times]: null extends T[K] ? string | Date | null : string | Date;
 };
@@ -66,7 +68,7 @@ export function inventoryHandlers(deps: { orm: MikroORM }): Handlers<Cat, 'fleet
   /** The host's check and the read share one fork: two statements, one connection at a time. */
   const ofHost =
     <R, T>(columns: string, table: string, order: string, map: (r: R) => T) =>
-    async ({ id }: { id: string }, { ctx }: { ctx: Parameters<typeof loadHost>[1] }): Promise<T[]> => {
+    async ({ id }: { id: string }, { ctx }: { ctx: CallerContext }): Promise<T[]> => {
       const em = fork();
       await loadHost(em, ctx, id, PERMISSION);
       return list(em, `SELECT ${columns} FROM ${table} WHERE host_id = ? ORDER BY ${order}`, id, map);

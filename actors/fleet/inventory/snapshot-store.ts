@@ -41,7 +41,9 @@ function rowsOf(t: InventoryTable, snapshot: InventorySnapshot): { rows: object[
 /**
  * Writes one snapshot in one transaction: the host's facts, every inventory table, the host's integrations. The host
  * row is locked first, so two instances handling two snapshots of one host run one after the other, and the newer
- * `collected_at` wins whatever order they arrive in. Per table at most two statements whatever the size of the
+ * `collected_at` wins whatever order they arrive in. The lock is FOR NO KEY UPDATE: it excludes other snapshots and
+ * heartbeats' host updates like FOR UPDATE, but not the key-share lock a heartbeat's insert of a new host integration
+ * takes on the host through the foreign key (which would otherwise deadlock with this transaction's upserts). Per table at most two statements whatever the size of the
  * snapshot, none when the member is what the last snapshot stored (`hosts.inventory_digests`). `receivedAt` (the
  * server's time) stamps the integrations' `last_seen_at`.
  */
@@ -62,7 +64,7 @@ export async function storeSnapshot(em: EntityManager, target: SnapshotTarget, s
     const [host] = await sql<{ id: string; client_id: string; stale: boolean; inventory_digests: Record<string, string> }>(
       tx,
       `SELECT id, client_id, inventory_digests, (inventory_collected_at IS NOT NULL AND inventory_collected_at >= ?::timestamptz) AS stale
-         FROM hosts WHERE id = ? AND agent_id = ? FOR UPDATE`,
+         FROM hosts WHERE id = ? AND agent_id = ? FOR NO KEY UPDATE`,
       [snapshot.collected_at, target.host_id, target.agent_id],
     );
     if (!host) return { kind: 'no_host' } as const;
