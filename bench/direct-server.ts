@@ -5,6 +5,7 @@
 import Fastify from 'fastify';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
+import { AgentRevoker } from '../actors/fleet/agents/revocation.ts';
 import { clientHandlers } from '../actors/fleet/clients.ts';
 import { AccessResolver } from '../actors/identity/access.ts';
 import { AuditRecorder } from '../actors/runtime/audit.ts';
@@ -32,7 +33,8 @@ const resolver = new AccessResolver(() => orm.em.fork(), kv, systemClock);
 const tokens = new AccessTokens(config.SVC_JWT_SECRET!, config.SVC_JWT_ACCESS_TTL);
 // The list handler reads and never audits; the recorder gets a real connection all the same (nothing is typed away).
 const nc = await connectNats(config.SVC_NATS_URL, 'bench-direct', log, config.SVC_NATS_CREDS);
-const list = clientHandlers({ orm, access: resolver, audit: new AuditRecorder(nc, systemClock) })['svc.fleet.clients.list']!;
+const revoker = await AgentRevoker.start(config, log);
+const list = clientHandlers({ orm, audit: new AuditRecorder(nc, systemClock), revoker })['svc.fleet.clients.list']!;
 
 // The gateway's per-IP rate limiter too (one Valkey round trip per request), so the two paths differ only by the hop.
 const guard = rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT });
@@ -66,6 +68,7 @@ process.on('SIGTERM', () => {
   void app
     .close()
     .then(() => nc.drain())
+    .then(() => revoker.close())
     .then(() => stores.close())
     .then(() => process.exit(0));
 });

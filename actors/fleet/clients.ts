@@ -1,21 +1,13 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import { clientsWith, requirePermission } from '../../contracts/access.ts';
-import type { Cat } from '../../contracts/catalogue.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import type { Client } from '../../contracts/domains/fleet.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import type { AccessResolver } from '../identity/access.ts';
-import type { AuditRecorder } from '../runtime/audit.ts';
 import { conflictOnDuplicate, iso, pageOf, sql } from '../runtime/stores/sql.ts';
-import type { Handlers } from '../runtime/serve.ts';
+import { revokeAgents } from './agents/revocation.ts';
+import type { FleetDeps, FleetHandlers } from './deps.ts';
 import { requireOnClient } from './scope.ts';
-
-export interface FleetDeps {
-  orm: MikroORM;
-  access: AccessResolver;
-  audit: AuditRecorder;
-}
 
 interface ClientRow {
   id: string;
@@ -29,16 +21,16 @@ const out = (c: ClientRow): Client => ({ id: c.id, name: c.name, slug: c.slug, c
 const COLUMNS = 'id, name, slug, created_at, updated_at';
 
 /** A client the caller may act on with `permission`: 404 out of reach, 403 in reach without it. */
-async function reachable(em: EntityManager, ctx: CallerContext, id: string, permission: string): Promise<ClientRow> {
+async function reachable(em: EntityManager, ctx: CallerContext, id: string, permission: string, lock = false): Promise<ClientRow> {
   requireOnClient(ctx, id, permission, 'client');
-  const [row] = await sql<ClientRow>(em, `SELECT ${COLUMNS} FROM clients WHERE id = ?`, [id]);
+  const [row] = await sql<ClientRow>(em, `SELECT ${COLUMNS} FROM clients WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
   if (!row) throw new DomainError('not_found', 'client not found');
   return row;
 }
 
 const SORT: Record<'name' | 'slug' | 'created_at' | 'updated_at', string> = { name: 'lower(name)', slug: 'slug', created_at: 'created_at', updated_at: 'updated_at' };
 
-export function clientHandlers(deps: FleetDeps): Handlers<Cat, 'fleet'> {
+export function clientHandlers(deps: FleetDeps): FleetHandlers {
   const fork = (): EntityManager => deps.orm.em.fork();
 
   return {
@@ -84,23 +76,25 @@ export function clientHandlers(deps: FleetDeps): Handlers<Cat, 'fleet'> {
       return out(row);
     },
 
-    'svc.fleet.clients.delete': async ({ id }, { ctx }) => {
+    'svc.fleet.clients.delete': async ({ id }, { ctx, call }) => {
       requirePermission(ctx, 'clients:delete');
-      const { client, users } = await fork().transactional(async (tx) => {
-        const client = await reachable(tx, ctx, id, 'clients:delete');
-        // Whose access goes through this client, read before the cascade removes the links.
-        const users = await sql<{ user_id: string }>(
-          tx,
-          `SELECT tm.user_id FROM team_members tm JOIN team_clients tc ON tc.team_id = tm.team_id WHERE tc.client_id = ?
-           UNION SELECT user_id FROM user_client_roles WHERE client_id = ?`,
-          [id, id],
-        );
+      await reachable(fork(), ctx, id, 'clients:delete');
+      // Identity drops the grants that go through this client and the affected users' cached access first (its
+      // tables are its own); the foreign-key cascade below stays as a backstop.
+      const { affected_users } = await call('svc.identity.access.client_removed', { client_id: id });
+      const { client, agents } = await fork().transactional(async (tx) => {
+        const client = await reachable(tx, ctx, id, 'clients:delete', true);
+        // The agents' rows go with the client: their broker credentials are revoked before it commits.
+        const agents = await revokeAgents(tx, deps.revoker, { sql: 'client_id = ?', params: [id] });
         await sql(tx, `DELETE FROM clients WHERE id = ?`, [id]);
-        return { client, users: users.map((u) => u.user_id) };
+        return { client, agents };
       });
-      // After the commit, so no request can re-cache the old access in between.
-      await deps.access.invalidateUsers(users);
-      await deps.audit.record(ctx, { action: 'client.deleted', resource_type: 'client', resource_id: id, details: { name: client.name, slug: client.slug, affected_users: users.length } });
+      await deps.audit.record(ctx, {
+        action: 'client.deleted',
+        resource_type: 'client',
+        resource_id: id,
+        details: { name: client.name, slug: client.slug, affected_users, revoked_agents: agents.filter((a) => a.previous === 'active').length },
+      });
       return {};
     },
   };

@@ -1,11 +1,15 @@
 import { ConfigFetchRequest } from '../../contracts/domains/agent-telemetry.ts';
 import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { AuditRecorder } from '../runtime/audit.ts';
-import { AccessResolver } from '../identity/access.ts';
+import { agentAdminHandlers } from './agents/admin.ts';
 import { agentIssuer, enrolmentHandlers } from './agents/enrolment.ts';
+import { AgentRevoker } from './agents/revocation.ts';
 import { startAgentEventIngest, startHeartbeatIngest, startStaleSweeper } from './agents/status.ts';
 import { configFetchHandler, watchConfigHandlers } from './agents/watch-config.ts';
 import { clientHandlers } from './clients.ts';
+import type { FleetDeps } from './deps.ts';
+import { environmentHandlers } from './environments.ts';
+import { hostHandlers } from './hosts.ts';
 import { startInventoryIngest } from './inventory/ingest.ts';
 import { integrationHandlers } from './inventory/integration-reads.ts';
 import { upsertIntegrations } from './inventory/integrations-store.ts';
@@ -18,32 +22,40 @@ export const fleetDomain: DomainModule = {
   name: 'fleet',
   async start(dc: DomainContext): Promise<DomainHandle> {
     const orm = await dc.stores.orm();
-    const kv = await dc.stores.kv();
-    // The identity access cache lives in the shared key-value store: fleet drops entries a client deletion makes stale.
-    const access = new AccessResolver(() => orm.em.fork(), kv, dc.clock);
     const audit = new AuditRecorder(dc.nc, dc.clock);
     const issuer = await agentIssuer(dc.config);
     const log = dc.log.child({ domain: 'fleet' });
-    await dc.host.serve('fleet', 'fleet-clients', clientHandlers({ orm, access, audit }));
-    await dc.host.serve('fleet', 'fleet-enrolment', enrolmentHandlers({ orm, audit, clock: dc.clock, config: dc.config }, issuer));
-    await dc.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: dc.nc, audit, log }));
-    await dc.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
-    await dc.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
-    const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
-    await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: 'svc.system.agent.config', request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
+    // Its own system-account connection, closed by stop (after the actor host has drained the requests using it).
+    const revoker = await AgentRevoker.start(dc.config, log);
+    const deps: FleetDeps = { orm, audit, revoker };
+    try {
+      await dc.host.serve('fleet', 'fleet-clients', { ...clientHandlers(deps), ...environmentHandlers(deps) });
+      await dc.host.serve('fleet', 'fleet-hosts', hostHandlers(deps));
+      await dc.host.serve('fleet', 'fleet-agents-admin', agentAdminHandlers(deps));
+      await dc.host.serve('fleet', 'fleet-enrolment', enrolmentHandlers({ orm, audit, clock: dc.clock, config: dc.config }, issuer));
+      await dc.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: dc.nc, audit, log }));
+      await dc.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
+      await dc.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
+      const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
+      await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: 'svc.system.agent.config', request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
 
-    // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
-    const directory = new AgentDirectory(orm);
-    const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS, integrations: upsertIntegrations };
-    const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
-    const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
-    const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });
-    const sweeper = startStaleSweeper(statusDeps);
-    return {
-      stop: async () => {
-        await sweeper.stop();
-        await Promise.all([...consumers.map((c) => c.stop()), metrics.stop(), inventory.stop()]);
-      },
-    };
+      // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
+      const directory = new AgentDirectory(orm);
+      const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS, integrations: upsertIntegrations };
+      const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
+      const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
+      const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });
+      const sweeper = startStaleSweeper(statusDeps);
+      return {
+        stop: async () => {
+          await sweeper.stop();
+          await Promise.all([...consumers.map((c) => c.stop()), metrics.stop(), inventory.stop()]);
+          await revoker.close();
+        },
+      };
+    } catch (err) {
+      await revoker.close();
+      throw err;
+    }
   },
 };

@@ -2,6 +2,7 @@ import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { requireSecrets } from '../runtime/config.ts';
 import { AccessResolver } from './access.ts';
 import { AuditRecorder, startAuditStore } from './audit.ts';
+import { clientRemovedHandler } from './client-removed.ts';
 import { AccessTokens, SecretBox } from './crypto.ts';
 import type { IdentityDeps } from './deps.ts';
 import { PasswordHasher } from './passwords.ts';
@@ -42,6 +43,7 @@ export const identityDomain: DomainModule = {
     await dc.host.serve('identity', 'identity-access', {
       'svc.identity.access.resolve': async ({ user_id }) => deps.access.resolveUser(user_id),
       'svc.identity.access.resolve_key': async ({ api_key }) => deps.access.resolveApiKey(api_key),
+      'svc.identity.access.client_removed': clientRemovedHandler(deps),
     });
     const background = [
       await startAuditStore(dc.nc, deps.orm, deps.log),

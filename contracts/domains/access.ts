@@ -35,4 +35,11 @@ export const accessSubjects = subjects({
     reply: ResolvedServiceAccount,
     errors: ['unauthorized'],
   },
+  'svc.identity.access.client_removed': {
+    summary:
+      "A client is being deleted (called by the fleet domain before it deletes the row): drops the client's team links and direct role assignments and the affected users' cached access (clients:delete on the client).",
+    request: z.object({ client_id: z.uuid() }),
+    reply: z.object({ affected_users: z.number().int().nonnegative() }),
+    errors: ['forbidden'],
+  },
 });

@@ -29,6 +29,113 @@ export const CreateClientBody = z.object({ name: ClientName, slug: Slug });
 export const UpdateClientBody = z.object({ name: ClientName });
 
 const ById = z.object({ id: z.uuid() });
+const Timestamp = z.iso.datetime();
+const Paging = {
+  page: z.coerce.number().int().min(1).default(1),
+  per_page: z.coerce.number().int().min(1).max(100).default(20),
+};
+const Paged = <T extends z.ZodType>(item: T) =>
+  z.object({ items: z.array(item), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) });
+const NoContent = z.object({});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Environments: the spec names only the list; the rest (fields, single-environment routes) is ours.
+
+export const Environment = z.object({
+  id: z.uuid(),
+  client_id: z.uuid(),
+  name: z.string(),
+  slug: z.string(),
+  /** Hosts in the environment now. */
+  host_count: z.number().int().nonnegative(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Environment = z.infer<typeof Environment>;
+
+const EnvironmentName = z.string().trim().min(1, 'must not be empty').max(200);
+export const EnvironmentListQuery = z.object(Paging);
+export const CreateEnvironmentBody = z.object({ name: EnvironmentName, slug: Slug });
+export const UpdateEnvironmentBody = z.object({ name: EnvironmentName });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hosts
+
+export const AgentStatus = z.enum(['online', 'offline']);
+
+/** User tags: keys of ASCII letters, digits, `_ - . /` (1 to 128), string values up to 1024 characters, at most 100. */
+export const TAG_KEY = /^[A-Za-z0-9_./-]{1,128}$/;
+export const MAX_TAGS = 100;
+export const MAX_TAG_VALUE = 1024;
+const clip = (s: string): string => (s.length > 40 ? `${s.slice(0, 40)}…` : s);
+export const Tags = z.record(z.string(), z.string({ error: 'tag values must be strings' }).max(MAX_TAG_VALUE, `tag values are at most ${MAX_TAG_VALUE} characters`)).superRefine((tags, ctx) => {
+  const keys = Object.keys(tags);
+  if (keys.length > MAX_TAGS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_TAGS} tags (got ${keys.length})` });
+  const bad = keys.find((k) => !TAG_KEY.test(k));
+  if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `tag key ${JSON.stringify(clip(bad))} must be 1-128 characters of letters, digits, _ - . or /` });
+});
+
+export const Host = z.object({
+  id: z.uuid(),
+  environment_id: z.uuid(),
+  client_id: z.uuid(),
+  agent_id: z.uuid().nullable(),
+  hostname: z.string(),
+  ip_address: z.string(),
+  os: z.string(),
+  os_version: z.string(),
+  kernel_version: z.string(),
+  arch: z.string(),
+  cpu_cores: z.number().int().nonnegative(),
+  memory_total_bytes: z.number().int().nonnegative(),
+  agent_status: AgentStatus,
+  agent_version: z.string(),
+  last_seen_at: Timestamp.nullable(),
+  /** User tags (PUT /hosts/:id/tags). */
+  tags: z.record(z.string(), z.string()),
+  /** Labels the agent reports. */
+  labels: z.record(z.string(), z.string()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type Host = z.infer<typeof Host>;
+
+export const HOST_SORTS = ['hostname', 'last_seen_at', 'created_at', 'agent_status', 'ip_address'] as const;
+export const HostListQuery = z.object({
+  ...Paging,
+  status: AgentStatus.optional(),
+  sort: z.enum(HOST_SORTS).default('hostname'),
+  order: z.enum(['asc', 'desc']).default('asc'),
+});
+export const PutTagsBody = z.object({ tags: Tags });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Agents (administration; enrolment lives in fleet-agents.ts)
+
+export const Agent = z.object({
+  id: z.uuid(),
+  client_id: z.uuid(),
+  environment_id: z.uuid(),
+  host_id: z.uuid().nullable(),
+  hostname: z.string(),
+  os: z.string(),
+  arch: z.string(),
+  agent_version: z.string(),
+  status: z.enum(['active', 'revoked']),
+  public_key: z.string(),
+  enrolled_at: Timestamp.nullable(),
+  revoked_at: Timestamp.nullable(),
+  credentials_expires_at: Timestamp.nullable(),
+  created_at: Timestamp,
+});
+export type Agent = z.infer<typeof Agent>;
+
+export const AgentListQuery = z.object({
+  ...Paging,
+  client_id: z.uuid().optional(),
+  environment_id: z.uuid().optional(),
+  status: z.enum(['active', 'revoked']).optional(),
+});
 
 export const fleetSubjects = subjects({
   'svc.fleet.clients.list': {
@@ -47,9 +154,71 @@ export const fleetSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   'svc.fleet.clients.delete': {
-    summary: 'Deletes a client with its grants; affected users lose that access at once (clients:delete on it).',
+    summary: "Deletes a client with its grants and environments; affected users lose that access at once and its agents' broker credentials are revoked (clients:delete on it).",
     request: ById,
-    reply: z.object({}),
+    reply: NoContent,
+    errors: ['forbidden', 'not_found', 'unavailable'],
+  },
+
+  'svc.fleet.environments.list': {
+    retry: 'safe',
+    summary: "A client's environments by name (environments:read on the client).",
+    request: EnvironmentListQuery.extend({ client_id: z.uuid() }),
+    reply: Paged(Environment),
     errors: ['forbidden', 'not_found'],
+  },
+  'svc.fleet.environments.get': { retry: 'safe', summary: 'One environment (environments:read).', request: ById, reply: Environment, errors: ['forbidden', 'not_found'] },
+  'svc.fleet.environments.create': {
+    summary: 'Creates an environment in a client; the slug is unique within the client (environments:write).',
+    request: CreateEnvironmentBody.extend({ client_id: z.uuid() }),
+    reply: Environment,
+    errors: ['forbidden', 'not_found', 'conflict'],
+  },
+  'svc.fleet.environments.update': {
+    summary: 'Renames an environment; the slug never changes (environments:write).',
+    request: ById.extend(UpdateEnvironmentBody.shape),
+    reply: Environment,
+    errors: ['forbidden', 'not_found'],
+  },
+  'svc.fleet.environments.delete': {
+    summary: 'Deletes an environment without hosts, with its install tokens and pending enrolments (environments:delete); 409 while it has hosts.',
+    request: ById,
+    reply: NoContent,
+    errors: ['forbidden', 'not_found', 'conflict', 'unavailable'],
+  },
+
+  'svc.fleet.hosts.list': {
+    retry: 'safe',
+    summary: "An environment's hosts, filtered by agent status, sorted and paginated (hosts:read).",
+    request: HostListQuery.extend({ environment_id: z.uuid() }),
+    reply: Paged(Host),
+    errors: ['forbidden', 'not_found'],
+  },
+  'svc.fleet.hosts.get': { retry: 'safe', summary: 'One host (hosts:read).', request: ById, reply: Host, errors: ['forbidden', 'not_found'] },
+  'svc.fleet.hosts.tags.replace': {
+    summary: "Replaces a host's user tags (tags:write).",
+    request: ById.extend(PutTagsBody.shape),
+    reply: Host,
+    errors: ['forbidden', 'not_found'],
+  },
+  'svc.fleet.hosts.delete': {
+    summary: 'Deletes a host with its inventory and revokes its agent at the broker (hosts:delete).',
+    request: ById,
+    reply: NoContent,
+    errors: ['forbidden', 'not_found', 'unavailable'],
+  },
+
+  'svc.fleet.agents.list': {
+    retry: 'safe',
+    summary: 'Enrolled agents (active or revoked; never pending) on the clients the caller holds agents:read on.',
+    request: AgentListQuery,
+    reply: Paged(Agent),
+    errors: ['forbidden', 'not_found'],
+  },
+  'svc.fleet.agents.revoke': {
+    summary: "Revokes an agent: its broker credentials at once, its host goes offline (agents:update); repeating it is a no-op.",
+    request: ById,
+    reply: NoContent,
+    errors: ['forbidden', 'not_found', 'unavailable'],
   },
 });

@@ -58,6 +58,13 @@ describe('public auth rate limit (SVC_AUTH_RATE_LIMIT)', () => {
     expectRateLimited(sixth);
     // Refused before anything else: even a malformed body gets the 429, not a 400.
     expectRateLimited(await post('/api/v1/auth/mfa/verify', {}));
+    // Agent enrolment is public too and counts on the same budget.
+    expectRateLimited(await post('/api/v1/agents/enroll', { install_token: 'x', public_key: 'y', hostname: 'z' }));
+    expectRateLimited(await post('/api/v1/agents/enroll/complete', {}));
+    // ...and spends it: five enrolment attempts leave no login for that address.
+    const enroller = from(newIp());
+    for (let i = 0; i < 5; i++) expect((await enroller('/api/v1/agents/enroll', { install_token: `t${i}`, public_key: 'not-a-key', hostname: 'h' })).statusCode).toBe(400);
+    expectRateLimited(await enroller('/api/v1/auth/login', { email: `rl-5-${sys.tag}@example.com`, password: 'not the password 5' }));
 
     // Another address has its own window.
     const elsewhere = await from(other)('/api/v1/auth/login', { email: `rl-4-${sys.tag}@example.com`, password: 'not the password 4' });

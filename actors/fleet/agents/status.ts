@@ -74,11 +74,17 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
       );
       if (fast.length === 0) {
         await em.transactional(async (tx) => {
-          const [row] = await sql<StatusRow>(tx, `SELECT id, agent_id, environment_id, client_id, hostname, agent_status FROM hosts WHERE id = ? AND agent_id = ? FOR UPDATE`, [
-            agent.host_id,
-            agent.agent_id,
-          ]);
-          if (!row) return; // deleted meanwhile
+          // A heartbeat queued before a revocation must not bring the host back online: the agent must still be active.
+          const [row] = await sql<StatusRow>(
+            tx,
+            `SELECT h.id, h.agent_id, h.environment_id, h.client_id, h.hostname, h.agent_status FROM hosts h
+               JOIN agents a ON a.id = h.agent_id AND a.status = 'active' WHERE h.id = ? AND h.agent_id = ? FOR UPDATE OF h`,
+            [
+              agent.host_id,
+              agent.agent_id,
+            ],
+          );
+          if (!row) return; // deleted or revoked meanwhile
           if (row.agent_status !== 'online') {
             await publishEvent(deps.nc, 'svc.evt.fleet.agent_status', statusEvent(row, agent.agent_id, 'online', at), { msgId: `agent-status:${row.id}:online:${meta.streamSequence}` });
           }

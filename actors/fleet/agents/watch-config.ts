@@ -119,10 +119,12 @@ export function configFetchHandler(deps: ConfigFetchDeps) {
     const halfLife = deps.config.SVC_AGENT_CREDENTIALS_TTL_SECONDS * 500;
     if (deps.issuer && expires !== undefined && expires - now < halfLife) {
       const fresh = await deps.issuer.agent(agent.id, agent.public_key, deps.config.SVC_AGENT_CREDENTIALS_TTL_SECONDS);
-      await sql(em, `UPDATE agents SET credentials_expires_at = ?, updated_at = now() WHERE id = ? AND status = 'active'`, [
+      const renewed = await sql<{ id: string }>(em, `UPDATE agents SET credentials_expires_at = ?, updated_at = now() WHERE id = ? AND status = 'active' RETURNING id`, [
         new Date(fresh.expiresAt * 1000),
         agent.id,
       ]);
+      // Revoked between the read and now: no credentials (the broker refuses this key anyway).
+      if (renewed.length === 0) throw new DomainError('not_found', 'agent is not enrolled');
       reply.credentials = { user_jwt: fresh.jwt, expires_at: new Date(fresh.expiresAt * 1000).toISOString() };
     }
     return reply;

@@ -2,12 +2,15 @@ import type { Config } from '../../../actors/runtime/config.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';
+import { registerAgentAdminRoutes } from './agents.ts';
 import { registerAuthRoutes } from './auth.ts';
 import { registerClientRoutes } from './clients.ts';
 import { registerEnrolmentRoutes } from './enrolment.ts';
+import { registerWatchConfigRoutes } from './watch-config.ts';
+import { registerEnvironmentRoutes } from './environments.ts';
+import { registerHostRoutes } from './hosts.ts';
 import { registerIntegrationRoutes } from './integrations.ts';
 import { registerInventoryRoutes } from './inventory.ts';
-import { registerWatchConfigRoutes } from './watch-config.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
@@ -20,6 +23,9 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerClientRoutes(app, deps);
   registerEnrolmentRoutes(app, deps);
   registerWatchConfigRoutes(app, deps);
+  registerEnvironmentRoutes(app, deps);
+  registerHostRoutes(app, deps);
+  registerAgentAdminRoutes(app, deps);
   registerInventoryRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
 }

@@ -1,0 +1,14 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Cat } from '../../contracts/catalogue.ts';
+import type { AuditRecorder } from '../runtime/audit.ts';
+import type { Handlers } from '../runtime/serve.ts';
+import type { AgentRevoker } from './agents/revocation.ts';
+
+/** What the fleet's request actors share. Built once per process by actors/fleet/index.ts. */
+export interface FleetDeps {
+  orm: MikroORM;
+  audit: AuditRecorder;
+  revoker: AgentRevoker;
+}
+
+export type FleetHandlers = Handlers<Cat, 'fleet'>;

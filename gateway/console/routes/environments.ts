@@ -1,0 +1,34 @@
+import { z } from 'zod';
+import { CreateEnvironmentBody, EnvironmentListQuery, UpdateEnvironmentBody } from '../../../contracts/domains/fleet.ts';
+import type { GatewayApp } from '../../shared/app.ts';
+import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
+
+const IdParams = z.object({ id: z.uuid() });
+/** The slug is fixed at creation, as a client's: a PUT naming one is refused rather than silently ignored. */
+const UpdateBody = UpdateEnvironmentBody.extend({ slug: z.unknown().optional() }).refine((b) => b.slug === undefined, { message: 'the slug cannot be changed', path: ['slug'] });
+
+/** Environments of a client (console-operations.md names the list; the single-environment routes are ours). */
+export function registerEnvironmentRoutes(app: GatewayApp, deps: GatewayDeps): void {
+  const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['environments'] });
+  route({
+    method: 'GET',
+    url: '/api/v1/clients/:id/environments',
+    subject: 'svc.fleet.environments.list',
+    params: IdParams,
+    query: EnvironmentListQuery,
+    input: ({ params, query }) => ({ client_id: params.id, ...query }),
+    paged: true,
+  });
+  route({
+    method: 'POST',
+    url: '/api/v1/clients/:id/environments',
+    subject: 'svc.fleet.environments.create',
+    params: IdParams,
+    body: CreateEnvironmentBody,
+    input: ({ params, body }) => ({ client_id: params.id, ...body }),
+    status: 201,
+  });
+  route({ method: 'GET', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.get', params: IdParams, input: ({ params }) => params });
+  route({ method: 'PUT', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.update', params: IdParams, body: UpdateBody, input: ({ params, body }) => ({ id: params.id, name: body.name }) });
+  route({ method: 'DELETE', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.delete', params: IdParams, input: ({ params }) => params, status: 204 });
+}
