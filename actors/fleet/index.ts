@@ -10,6 +10,10 @@ import { clientHandlers } from './clients.ts';
 import type { FleetDeps } from './deps.ts';
 import { environmentHandlers } from './environments.ts';
 import { hostHandlers } from './hosts.ts';
+import { startInventoryIngest } from './inventory/ingest.ts';
+import { integrationHandlers } from './inventory/integration-reads.ts';
+import { upsertIntegrations } from './inventory/integrations-store.ts';
+import { inventoryHandlers } from './inventory/reads.ts';
 import { startMetricsIngest } from './metrics/ingest.ts';
 import { AgentDirectory } from './telemetry/consume.ts';
 
@@ -30,19 +34,22 @@ export const fleetDomain: DomainModule = {
       await dc.host.serve('fleet', 'fleet-agents-admin', agentAdminHandlers(deps));
       await dc.host.serve('fleet', 'fleet-enrolment', enrolmentHandlers({ orm, audit, clock: dc.clock, config: dc.config }, issuer));
       await dc.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: dc.nc, audit, log }));
+      await dc.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
+      await dc.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
       const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
       await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: 'svc.system.agent.config', request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
 
       // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
       const directory = new AgentDirectory(orm);
-      const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS };
+      const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS, integrations: upsertIntegrations };
       const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
       const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
+      const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });
       const sweeper = startStaleSweeper(statusDeps);
       return {
         stop: async () => {
           await sweeper.stop();
-          await Promise.all([...consumers.map((c) => c.stop()), metrics.stop()]);
+          await Promise.all([...consumers.map((c) => c.stop()), metrics.stop(), inventory.stop()]);
           await revoker.close();
         },
       };

@@ -9,6 +9,8 @@ import { registerEnrolmentRoutes } from './enrolment.ts';
 import { registerWatchConfigRoutes } from './watch-config.ts';
 import { registerEnvironmentRoutes } from './environments.ts';
 import { registerHostRoutes } from './hosts.ts';
+import { registerIntegrationRoutes } from './integrations.ts';
+import { registerInventoryRoutes } from './inventory.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
@@ -24,4 +26,6 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerEnvironmentRoutes(app, deps);
   registerHostRoutes(app, deps);
   registerAgentAdminRoutes(app, deps);
+  registerInventoryRoutes(app, deps);
+  registerIntegrationRoutes(app, deps);
 }
