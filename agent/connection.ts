@@ -86,6 +86,7 @@ type Listener = () => void;
 export class AgentLink {
   private nc: NatsConnection | undefined;
   private up = false;
+  private ups = 0;
   private closed = false;
   private wake: (() => void) | undefined;
   private readonly onConnectFns: ((nc: NatsConnection) => void)[] = [];
@@ -116,7 +117,13 @@ export class AgentLink {
     return this.current !== undefined;
   }
 
+  /** How many times the broker became reachable (first connect, reconnects). */
+  get connects(): number {
+    return this.ups;
+  }
+
   private emitUp(): void {
+    this.ups++;
     for (const fn of this.onUpFns) {
       try {
         fn();
@@ -230,12 +237,15 @@ export class AgentLink {
       clearTimeout(timer);
       if (!ok) await nc.close().catch(() => undefined);
     }
-    await this.loopDone;
+    // A connect attempt under way ends by its own timeout and then closes what it got; no need to wait for it.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.loopDone, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
   }
 }
 
 export function errMessage(err: unknown): string | undefined {
   if (err === undefined || err === null) return undefined;
-  if (err instanceof Error) return err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message;
+  if (err instanceof Error) return err.cause instanceof Error && !err.message.includes(err.cause.message) ? `${err.message}: ${err.cause.message}` : err.message;
   return String(err);
 }

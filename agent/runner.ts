@@ -54,6 +54,8 @@ export interface StartAgentOptions {
 export interface AgentStats {
   agent_id: string;
   connected: boolean;
+  /** Times the broker became reachable (first connect and reconnects). */
+  broker_connects: number;
   config_version: number;
   config_fetches: number;
   ticks: number;
@@ -260,6 +262,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
     stats: () => ({
       agent_id: state.agent_id,
       connected: link.isUp,
+      broker_connects: link.connects,
       config_version: applier.version,
       config_fetches: configSync.fetches,
       ticks,
@@ -274,7 +277,8 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
       const until = Date.now() + timeoutMs;
       if (tickTimer) clearTimeout(tickTimer);
       configSync.stop();
-      await ticking;
+      // A collection round under way finishes first (its messages are worth sending), unless it hangs.
+      await Promise.race([ticking, new Promise((r) => setTimeout(r, Math.max(0, (until - Date.now()) / 2)).unref())]);
       flushEvents();
       await watcher.stop().catch((err: unknown) => log.warn({ err: errMessage(err) }, 'file watcher did not stop cleanly'));
       // Most of the budget goes to getting buffered telemetry stored; the rest to draining the connection.
