@@ -1,6 +1,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ import { api, expectStatus, startAdminSystem, userWith, type Method } from '../i
  */
 
 const decoder = new TextDecoder();
+const execFileAsync = promisify(execFile);
 let sys: TestSystem;
 let root: string;
 let call: (method: Method, url: string, payload?: unknown) => ReturnType<ReturnType<typeof api>>;
@@ -36,7 +38,14 @@ let agentId: string;
 let hostId: string;
 let agent: ChildProcess | undefined;
 
-const agentCli = (args: string[]): string => execFileSync(process.execPath, ['--import', 'tsx', 'agent/main.ts', ...args], { encoding: 'utf8', env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, timeout: 60_000 });
+/** Async: the console answering the agent runs on this process's event loop. Rejects with the CLI's stderr. */
+const agentCli = async (args: string[]): Promise<string> => {
+  try {
+    return (await execFileAsync(process.execPath, ['--import', 'tsx', 'agent/main.ts', ...args], { encoding: 'utf8', env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, timeout: 60_000 })).stdout;
+  } catch (err) {
+    throw new Error(String((err as { stderr?: string }).stderr ?? err));
+  }
+};
 
 function runAgent(): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts', 'run', '--state-dir', stateDir, '--interval', '1', '--inventory-interval', '3'], {
@@ -85,14 +94,14 @@ describe('the reference agent against the running system', () => {
     const tokenRes = await call('POST', `/api/v1/environments/${envId}/install-tokens`, {});
     expectStatus(tokenRes, 201);
     const token = (tokenRes.json() as { data: { token: string } }).data.token;
-    agentCli(['enroll', '--server', baseUrl, '--token', token, '--state-dir', stateDir]);
+    await agentCli(['enroll', '--server', baseUrl, '--token', token, '--state-dir', stateDir]);
     const state = JSON.parse(readFileSync(join(stateDir, 'agent.json'), 'utf8')) as { agent_id: string; host_id: string; nats_servers: string[]; inbox_prefix: string };
     expect(state.inbox_prefix).toBe(`_INBOX_${state.agent_id}`);
     expect(statSync(join(stateDir, 'agent.creds')).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(stateDir, 'agent.creds'), 'utf8')).toMatch(/-----BEGIN NATS USER JWT-----[\s\S]*-----BEGIN USER NKEY SEED-----/);
     ({ agent_id: agentId, host_id: hostId } = state);
     // The token is spent: a second enrolment with it fails with the server's message.
-    expect(() => agentCli(['enroll', '--server', baseUrl, '--token', token, '--state-dir', mkdtempSync(join(tmpdir(), 'agent-e2e-'))])).toThrow(/already used/);
+    await expect(agentCli(['enroll', '--server', baseUrl, '--token', token, '--state-dir', mkdtempSync(join(tmpdir(), 'agent-e2e-'))])).rejects.toThrow(/already used/);
   });
 
   it('runs: the host goes online and the machine real inventory shows through every inventory route', async () => {
