@@ -15,7 +15,7 @@ import type { Config } from '../actors/runtime/config.ts';
 import type { Logger } from '../actors/runtime/logger.ts';
 import { wireDurableName } from '../actors/runtime/namespace.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
-import { percentile, spread } from './stats.ts';
+import { percentile, spread, type Spread } from './stats.ts';
 
 export const FLEET_PORT = 18083;
 const STATE_DIR = 'data/bench/fleet-agents';
@@ -60,7 +60,20 @@ async function backlog(jsm: JetStreamManager): Promise<{ pending: number; acked:
   return { pending, acked };
 }
 
-export async function fleetBench(deps: FleetBenchDeps): Promise<Record<string, unknown>> {
+export interface FleetFigures {
+  agents: number;
+  measureSeconds: number;
+  messagesPerSecond: Record<string, number>;
+  backlogFirstHalf: number;
+  backlogSecondHalf: number;
+  backlogMax: number;
+  lagMs: { p50: number; p99: number; max: number; samples: number };
+  probeFailures: number;
+  rssMiB: Spread & { last: number | undefined };
+  enrolSeconds: number;
+}
+
+export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   const agents = Number(process.env.BENCH_FLEET_AGENTS ?? 1000);
   // Long enough to hold a second round of snapshots (every 5 minutes), so the steady state includes inventory.
   const measureSeconds = Number(process.env.BENCH_FLEET_SECONDS ?? 320);
@@ -164,7 +177,7 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<Record<string, u
   const sorted = [...lags].sort((a, b) => a - b);
   const half = Math.floor(pendingSeries.length / 2);
   const avg = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-  const result = {
+  const result: FleetFigures = {
     agents,
     measureSeconds: Math.round(seconds),
     messagesPerSecond: ingested,

@@ -1,6 +1,7 @@
 // `npm run bench:report`: the figures of data/bench/latest.json as the README's markdown table, so the README shows
 // exactly what the last run of each part measured (with its spread over the rounds and its date).
 import { readFileSync } from 'node:fs';
+import type { FleetFigures } from './fleet.ts';
 import type { InvoiceFigures } from './invoice.ts';
 import { fmt, type PathFigures, type Spread } from './stats.ts';
 
@@ -16,6 +17,7 @@ interface Latest {
   resolve?: Stamped & { cold: { p50: Spread; p99: Spread }; warm: { p50: Spread; p99: Spread } };
   signing?: Stamped & { micros: Spread; payloadBytes: number; share?: number };
   invoice?: Stamped & InvoiceFigures;
+  fleet?: Stamped & FleetFigures;
 }
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
@@ -62,6 +64,20 @@ if (latest.invoice) {
   rows.push(['the same preview, 8 connections', path(i.preview.load), '', when(i)]);
   rows.push([`\`POST …/generate-bulk\`, ${i.bulk.applications} active applications, ${i.bulk.worklogs} worklogs in the period (loaded through the ingest subject)`, `**${fmt(i.bulk.seconds, 2)} s**`, '≤ 10 s', when(i)]);
   rows.push(['the same call again (all skipped)', `${fmt(i.bulk.repeatSeconds, 2)} s`, '', when(i)]);
+}
+if (latest.fleet) {
+  const f = latest.fleet;
+  const run = `${f.at.slice(0, 16).replace('T', ' ')} UTC, one ${f.measureSeconds}s window`;
+  const rate = (k: string): string => (f.messagesPerSecond[k] ?? 0).toFixed(1);
+  rows.push([
+    `fleet ingest: ${f.agents} simulated agents (heartbeat and metric batch every 10 s, ~365 KB snapshot every 5 min) against one ingesting process`,
+    `heartbeats ${rate('heartbeat')}/s, metric batches ${rate('metrics')}/s, snapshots ${rate('inventory')}/s stored`,
+    '',
+    run,
+  ]);
+  rows.push(['backlog of the telemetry consumers (pending + unacknowledged): first half avg, second half avg, max', `${f.backlogFirstHalf}, **${f.backlogSecondHalf}**, ${f.backlogMax}`, 'no growth', run]);
+  rows.push([`lag from a heartbeat's publish to \`GET /api/v1/hosts/:id\` showing it (${f.lagMs.samples} probes)`, `p50 ${f.lagMs.p50.toFixed(0)} ms, **p99 ${f.lagMs.p99.toFixed(0)} ms**`, 'p99 ≤ 2000 ms', run]);
+  rows.push(['memory (RSS) of the ingesting process (identity + fleet + console gateway)', `${f.rssMiB.mean.toFixed(0)} MiB mean, ${f.rssMiB.max.toFixed(0)} MiB max`, '', run]);
 }
 console.log('| what | figure: mean (min–max of the rounds) | target | run |');
 console.log('|---|---|---|---|');

@@ -245,7 +245,7 @@ async function invoice(token: string): Promise<Record<string, unknown>> {
 
 /** Fleet ingest: 1,000 simulated agents against one ingesting process (bench/fleet.ts). */
 async function fleet(token: string): Promise<Record<string, unknown>> {
-  return fleetBench({ config, stores, token, log, start: startChild, env });
+  return { ...(await fleetBench({ config, stores, token, log, start: startChild, env })) };
 }
 
 const PARTS = { hop, login, me, resolve, signing, invoice, fleet } as const;
