@@ -12,7 +12,7 @@ import { environmentHandlers } from './environments.ts';
 import { hostHandlers } from './hosts.ts';
 import { startInventoryIngest } from './inventory/ingest.ts';
 import { integrationHandlers } from './inventory/integration-reads.ts';
-import { upsertIntegrations } from './inventory/integrations-store.ts';
+import { upsertIntegrationsOfHosts } from './inventory/integrations-store.ts';
 import { inventoryHandlers } from './inventory/reads.ts';
 import { startMetricsIngest } from './metrics/ingest.ts';
 import { AgentDirectory } from './telemetry/consume.ts';
@@ -41,7 +41,7 @@ export const fleetDomain: DomainModule = {
 
       // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
       const directory = new AgentDirectory(orm);
-      const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS, integrations: upsertIntegrations };
+      const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS, integrations: upsertIntegrationsOfHosts };
       const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
       const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
       const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });
