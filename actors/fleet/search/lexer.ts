@@ -76,6 +76,7 @@ export function tokenize(query: string): Token[] {
       i++;
       continue;
     }
+    if (c === "'") throw new PqlError(`unexpected character "'" at position ${pos}; strings are written in double quotes`);
     throw new PqlError(`unexpected character '${showChar(c)}' at position ${pos}`);
   }
   tokens.push({ kind: 'eof', pos: chars.length + 1, end: chars.length + 1 });
@@ -103,7 +104,10 @@ function readString(chars: string[], start: number): Extract<Token, { kind: 'str
       }
       if (e === 'u') {
         const hex = chars.slice(i + 2, i + 6).join('');
-        if (!HEX4.test(hex)) throw new PqlError(`invalid escape '\\u${showChar(hex)}' at position ${i + 1}`);
+        if (!HEX4.test(hex)) {
+          const digits = /^[0-9A-Fa-f]*/.exec(hex)![0];
+          throw new PqlError(`invalid escape '\\u${digits}' at position ${i + 1}; \\u takes four hex digits`);
+        }
         const ch = String.fromCharCode(parseInt(hex, 16));
         value += ch;
         literal += ch;
