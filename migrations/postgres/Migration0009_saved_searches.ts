@@ -12,9 +12,12 @@ import { Migration } from '@mikro-orm/migrations';
  *   number without leading zeros prefixed by its length; each part ends with a 0x02 (an empty run of non-digits, which
  *   sorts after `~` and before any character, as dpkg's end of string does). No key is a prefix of another, so keys
  *   compare with plain byte order (bytea) and can be indexed. IMMUTABLE: a constant argument is folded once per query.
- * - `host_packages.version_key`: the stored key of each package version, with an index on (name, version_key), so
- *   `package[name = "openssl" AND version < "3.0.13"]` reads one index range. A generated column: the inventory ingest
- *   writes packages as before; adding it rewrites host_packages once.
+ * - `host_packages.version_key`: the stored key of each package version (NULL when the version is empty), with a
+ *   covering index on (name, version_key) including host_id, so `package[name = "openssl" AND version < "3.0.13"]`
+ *   reads one index range and no table rows. A generated column: the inventory ingest writes packages as before; adding
+ *   it rewrites host_packages once.
+ * - search indexes: services by (name, host_id), covering `service.name = ...` and its negation; hosts in the order
+ *   of search pages (lower(hostname) in byte order), which also serves case-insensitive hostname globs and names.
  */
 export class Migration0009_saved_searches extends Migration {
   override up(): void {
@@ -78,14 +81,23 @@ export class Migration0009_saved_searches extends Migration {
       END
       $fn$;
 
-      ALTER TABLE host_packages ADD COLUMN version_key bytea GENERATED ALWAYS AS (pql_version_key(version)) STORED;
-      CREATE INDEX host_packages_version_key_idx ON host_packages (name, version_key);
+      -- NULL for an empty (unreported) version: it has no place in the order.
+      ALTER TABLE host_packages ADD COLUMN version_key bytea GENERATED ALWAYS AS (CASE WHEN version = '' THEN NULL ELSE pql_version_key(version) END) STORED;
+      -- Covering indexes: a package or service condition reads the index only (its host ids), never the wide rows.
+      CREATE INDEX host_packages_search_idx ON host_packages (name, version_key) INCLUDE (host_id);
+      CREATE INDEX host_services_search_idx ON host_services (name, host_id);
+      -- Search pages are in this order (hostname case-insensitively, byte order): the first page of a broad query walks
+      -- it and stops early; a hostname glob with a literal prefix (lower(hostname) LIKE 'web-%', C collation) or an
+      -- exact hostname reads a range of it.
+      CREATE INDEX hosts_search_idx ON hosts ((lower(hostname)) COLLATE "C", hostname COLLATE "C", id);
     `);
   }
 
   override down(): void {
     this.addSql(`
-      DROP INDEX IF EXISTS host_packages_version_key_idx;
+      DROP INDEX IF EXISTS hosts_search_idx;
+      DROP INDEX IF EXISTS host_services_search_idx;
+      DROP INDEX IF EXISTS host_packages_search_idx;
       ALTER TABLE host_packages DROP COLUMN IF EXISTS version_key;
       DROP FUNCTION IF EXISTS pql_version_key(text);
       DROP FUNCTION IF EXISTS pql_version_part(text);

@@ -29,7 +29,7 @@ function rng(seed: number): () => number {
 }
 
 const STRING_BITS = ['a', 'web-', '*', '\\*', '%', '_', '\\\\', '\\"', "'", ' ', 'é', '😀', '\\n', '\\u00e9', '${x}', ';--', 'DROP TABLE hosts', '1.2.3', '1:2.0-1~rc', '2026-01-10T10:00:00Z', '\\t', '[', ')'];
-const CHAOS = ['(', ')', '[', ']', ',', '"', '\\', '*', '=', '!', '~', '<', '>', '.', '-', ' ', 'AND', 'OR', 'NOT', 'IN', 'EXISTS', 'x', '9', "'", '%', '_', 'é', '😀', '\u0001', '\t', '\n', '$1', '?', ':', 'host.', 'tag.', 'package['];
+const CHAOS = ['(', ')', '[', ']', ',', '"', '\\', '*', '=', '!', '~', '<', '>', '.', '-', ' ', 'AND', 'OR', 'NOT', 'IN', 'EXISTS', 'x', '9', "'", '%', '_', 'é', '😀', '\u0000', '\u0001', '\t', '\n', '$1', '?', ':', 'host.', 'tag.', 'package['];
 
 function generator(random: () => number) {
   const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;

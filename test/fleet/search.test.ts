@@ -475,7 +475,9 @@ describe('execution', () => {
     };
     expect(await plan('tag.env = "prod"')).toContain('hosts_tags_gin');
     expect(await plan('label.region IN ("eu-west", "us-east")')).toContain('hosts_labels_gin');
-    expect(await plan('package[name = "openssl" AND version < "3.0.13"]')).toMatch(/host_packages_(version_key|name)_idx|host_packages_pkey/);
+    expect(await plan('host.hostname ~ "WEB-*"')).toContain('hosts_search_idx');
+    expect(await plan('host.hostname = "web-01"')).toContain('hosts_search_idx');
+    expect(await plan('package[name = "openssl" AND version < "3.0.13"]')).toContain('host_packages_search_idx');
   });
 
   it('stops a statement at the search timeout with a clear 504', async () => {

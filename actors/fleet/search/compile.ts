@@ -37,6 +37,19 @@ function columnPredicate(col: string, alias: string, def: FieldDef, op: Op, valu
 
 function rawColumnPredicate(col: string, alias: string, def: FieldDef, op: Op, values: Value[], p: Params): string {
   if (op === 'EXISTS') return def.nullable ? `${col} IS NOT NULL` : def.type === 'string' || def.type === 'version' ? `${col} <> ''` : 'TRUE';
+  if (def.lowerIndex) {
+    // The same matches as ILIKE and =, written on the index expression: a prefix glob or a name reads a range of it.
+    const lower = `lower(${col}) COLLATE "C"`;
+    if (op === '~') return `${lower} LIKE lower(${p.add(likePattern(glob(values[0]!)))})`;
+    if (op === '=') {
+      const v = p.add(text(values[0]!));
+      return `${lower} = lower(${v}) AND ${col} = ${v}`;
+    }
+    if (op === 'IN') {
+      const vs = values.map((v) => p.add(text(v)));
+      return `${lower} IN (${vs.map((v) => `lower(${v})`).join(', ')}) AND ${col} IN (${vs.join(', ')})`;
+    }
+  }
   if (op === '~') return `${col} ILIKE ${p.add(likePattern(glob(values[0]!)))}`;
   // The operand a value is compared with, and how a value is bound to compare with it.
   let operand = col;
@@ -60,8 +73,10 @@ function rawColumnPredicate(col: string, alias: string, def: FieldDef, op: Op, v
       break;
   }
   const pred = op === 'IN' || op === 'NOT IN' ? `${operand} ${op} (${values.map(bind).join(', ')})` : `${operand} ${CMP[op]} ${bind(values[0]!)}`;
-  // An empty version is an unreported one: it has no place in the version order and matches no comparison.
-  return def.type === 'version' ? `${col} <> '' AND ${pred}` : pred;
+  // An empty version is an unreported one: it has no place in the version order and matches no comparison (stored
+  // keys are NULL for it; the explicit test keeps the predicate two-valued under NOT and leaves the index usable).
+  if (def.type !== 'version') return pred;
+  return def.versionKey ? `${operand} IS NOT NULL AND ${pred}` : `${col} <> '' AND ${pred}`;
 }
 
 /** Labels and tags: a key holds one string value or is absent; every comparison but EXISTS needs the key present. */

@@ -35,6 +35,11 @@ export interface FieldDef {
   bytes?: boolean;
   /** A stored sort key of the version (see Migration0009); without it the key is computed per row. */
   versionKey?: string;
+  /**
+   * The column has the search index on (lower(column) COLLATE "C", ...) (Migration0009): globs and equality are written
+   * on that expression so a prefix glob or an exact name reads a range of it.
+   */
+  lowerIndex?: boolean;
   /** The value lives in another table, reached through a host column: the slug of the host's environment or client. */
   lookup?: { table: 'environments' | 'clients'; via: 'environment_id' | 'client_id' };
 }
@@ -50,7 +55,7 @@ const field = (prefix: Prefix, name: string, type: FieldType, extra: Partial<Fie
 
 /** Host fields: one value per host. */
 const HOST_FIELDS: readonly FieldDef[] = [
-  field('host', 'hostname', 'string'),
+  field('host', 'hostname', 'string', { lowerIndex: true }),
   field('host', 'ip_address', 'string'),
   field('host', 'os', 'string'),
   field('host', 'os_version', 'version'),
