@@ -485,6 +485,10 @@ describe('execution', () => {
     const err = await readOnlySearch(orm, 200, (query) => query('SELECT pg_sleep(2)', [])).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DomainError);
     expect(err).toMatchObject({ code: 'timeout', message: 'the search took longer than 0.2 s and was stopped; narrow the query' });
+    const [settings] = await readOnlySearch(orm, 1000, (query) =>
+      query<{ iso: string; ro: string; timeout: string }>(`SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro, current_setting('statement_timeout') AS timeout`, []),
+    );
+    expect(settings).toEqual({ iso: 'repeatable read', ro: 'on', timeout: '1s' });
     // Read-only: a search transaction cannot write.
     const write = await readOnlySearch(orm, 1000, (query) => query(`UPDATE hosts SET hostname = hostname WHERE false`, [])).catch((e: unknown) => e);
     expect((write as { code?: string }).code).toBe('25006');

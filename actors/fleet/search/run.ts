@@ -14,7 +14,7 @@ interface KyselyExecutor {
 const STATEMENT_MARGIN_MS = 150;
 
 /**
- * A search in a read-only transaction whose statements stop after `timeoutMs` (or earlier, at the request deadline):
+ * A search in a read-only, repeatable-read transaction whose statements stop after `timeoutMs` (or earlier, at the request deadline):
  * no query, however expensive, holds the database longer. A search stopped by that limit answers 504 with a message
  * that says so; stopped by the request deadline, the runtime's usual 504.
  */
@@ -24,7 +24,8 @@ export async function readOnlySearch<T>(orm: MikroORM, timeoutMs: number, work: 
   const limit = Math.max(1, Math.floor(Math.min(timeoutMs, left)));
   try {
     return await orm.em.fork().transactional(async (tx) => {
-      await tx.execute('SET TRANSACTION READ ONLY');
+      // One snapshot for every statement of the search, so a page's total and its rows agree.
+      await tx.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
       // SET takes no bind parameters; `limit` is an integer computed here. LOCAL: gone at commit.
       await tx.execute(`SET LOCAL statement_timeout = ${limit}`);
       const ctx = tx.getTransactionContext<KyselyExecutor>();
