@@ -38,7 +38,7 @@ export interface SearchBenchDeps {
   gatewayPort: number;
 }
 
-interface Figures {
+export interface QueryFigures {
   query: string;
   q: string;
   matches: number;
@@ -55,6 +55,8 @@ const REGION_SHORT = `(ARRAY['euw1','euc1','use1','usw2','apse1','sae1'])[1 + g 
 /** A version-4-shaped uuid from a seed text (the API's schemas accept RFC 4122 ids only). */
 const UUID_OF = (seed: string): string => `(SELECT (substr(m, 1, 12) || '4' || substr(m, 14, 3) || '8' || substr(m, 18))::uuid FROM md5(${seed}) m)`;
 const HOST_ID = UUID_OF(`'bsrch-host-' || g::text`);
+/** The names the seed gives: role-region-b<sequence number>. */
+const SEEDED_NAME = '^[a-z0-9]+-[a-z0-9]+-b[0-9]+$';
 const IS_WINDOWS = `(${HASH('os')} % 20 = 0)`;
 const TEAMS = `ARRAY['payments','checkout','search','identity','data','platform','mobile','ads','billing','growth','infra','security']`;
 
@@ -63,7 +65,7 @@ async function seed(deps: SearchBenchDeps): Promise<void> {
   const conn = orm.em.fork().getConnection();
   const exec = (sql: string, params: unknown[] = []): Promise<unknown> => conn.execute(sql, params);
   const [marker] = await conn.execute<{ hosts: string; packages: string }[]>(
-    `SELECT (SELECT count(*) FROM hosts WHERE hostname LIKE '%-b%') AS hosts, (SELECT value FROM bench_search_meta WHERE key = 'packages') AS packages`,
+    `SELECT (SELECT count(*) FROM hosts WHERE hostname ~ '${SEEDED_NAME}') AS hosts, (SELECT value FROM bench_search_meta WHERE key = 'packages') AS packages`,
   ).catch(() => [{ hosts: '0', packages: '' }]);
   if (Number(marker?.hosts) === HOSTS && marker?.packages === String(PACKAGES)) {
     console.log(`search: reusing the seeded fleet (${HOSTS} hosts, ${PACKAGES} packages each)`);
@@ -74,7 +76,7 @@ async function seed(deps: SearchBenchDeps): Promise<void> {
   await exec(`CREATE TABLE IF NOT EXISTS bench_search_meta (key text PRIMARY KEY, value text NOT NULL)`);
   await exec(`DELETE FROM bench_search_meta`);
   // A fleet of another size: start again (inventory goes with its hosts).
-  await exec(`DELETE FROM hosts h WHERE hostname LIKE '%-b%' AND id = ${UUID_OF(`'bsrch-host-' || split_part(h.hostname, '-b', 2)`)}`);
+  await exec(`DELETE FROM hosts h WHERE hostname ~ '${SEEDED_NAME}' AND id = ${UUID_OF(`'bsrch-host-' || substring(h.hostname FROM '-b([0-9]+)$')`)}`);
   await exec(
     `INSERT INTO environments (id, client_id, name, slug)
      SELECT ${UUID_OF(`'bsrch-env-' || c.id || '-' || k`)}, c.id, k, 'bsrch-' || k FROM clients c, unnest(ARRAY['prod', 'staging', 'dev']) k
@@ -198,8 +200,8 @@ async function timed(url: string, token: string): Promise<{ ms: number; body: un
   return { ms, body };
 }
 
-async function measure(base: string, token: string): Promise<Figures[]> {
-  const out: Figures[] = [];
+async function measure(base: string, token: string): Promise<QueryFigures[]> {
+  const out: QueryFigures[] = [];
   for (const { name, q } of BENCH_QUERIES) {
     const countUrl = `${base}/api/v1/search/count?q=${encodeURIComponent(q)}`;
     const pageUrl = `${base}/api/v1/search?q=${encodeURIComponent(q)}&per_page=20`;
@@ -221,7 +223,7 @@ async function measure(base: string, token: string): Promise<Figures[]> {
   return out;
 }
 
-function table(title: string, rows: Figures[]): string {
+function table(title: string, rows: QueryFigures[]): string {
   const head = ['query', 'matches', 'count p50', 'count p95', 'page p50', 'page p95'];
   const ok = (v: number, target: number): string => `${v.toFixed(1)}${v <= target ? '' : ' !'}`;
   const lines = rows.map((r) => [r.query, String(r.matches), r.count.p50.toFixed(1), ok(r.count.p95, TARGET.count), r.page.p50.toFixed(1), ok(r.page.p95, TARGET.page)]);
@@ -230,7 +232,15 @@ function table(title: string, rows: Figures[]): string {
   return [title, line(head), ...lines.map(line)].join('\n');
 }
 
-export async function searchBench(deps: SearchBenchDeps): Promise<Record<string, unknown>> {
+export interface SearchFigures {
+  hosts: number;
+  packagesPerHost: number;
+  samples: number;
+  superAdmin: QueryFigures[];
+  engineer: QueryFigures[];
+}
+
+export async function searchBench(deps: SearchBenchDeps): Promise<SearchFigures> {
   await seed(deps);
   await deps.ensureSystem();
   const base = `http://127.0.0.1:${deps.gatewayPort}`;

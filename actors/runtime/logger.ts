@@ -1,7 +1,9 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
-export function createLogger(level: string = process.env.SVC_LOG_LEVEL ?? 'info', name = 'svc'): Logger {
-  return pino({ name, level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
+/** JSON lines to stdout, or to `destination` (the agent logs to stderr: `pino.destination(2)`). */
+export function createLogger(level: string = process.env.SVC_LOG_LEVEL ?? 'info', name = 'svc', destination?: DestinationStream): Logger {
+  const options = { name, level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime };
+  return destination ? pino(options, destination) : pino(options);
 }

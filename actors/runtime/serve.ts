@@ -9,7 +9,7 @@ import { domainOf, type Catalogue, type DomainSubjects, type ReplyIn, type Reply
 import { Caller, type CallOptions } from './call.ts';
 import { runWithDeadline } from './deadline.ts';
 import type { Logger } from './logger.ts';
-import { wireRequestSubject } from './namespace.ts';
+import { namespace, wireRequestSubject } from './namespace.ts';
 import { SignatureHeaders, type ContextSigner } from './signing.ts';
 import { OutageLog } from './outage.ts';
 import { sqlStateOf, storeErrorToDomain } from './store-errors.ts';
@@ -103,15 +103,19 @@ export class ActorHost<C extends Catalogue> {
     name: string;
     prefix: string;
     request: z.ZodType<Req>;
-    handler: (agentId: string, input: Req, scope: { log: Logger; signal: AbortSignal }) => Promise<Res>;
+    /** Resolves `undefined` to send no reply at all (an agent of another system sharing this broker). */
+    handler: (agentId: string, input: Req, scope: { log: Logger; signal: AbortSignal }) => Promise<Res | undefined>;
   }): Promise<void> {
     if (this.draining) throw new Error(`cannot serve ${opts.name}: the actor host is draining`);
-    const svc = await new Svcm(this.nc).add({ name: opts.name, version: '1.0.0', queue: opts.domain, description: `${opts.domain} agent endpoint ${opts.name}` });
+    // The subject is never namespaced, so systems sharing a broker each need their own queue group to see every request
+    // (and stay silent for agents they do not know: see `handler`).
+    const queue = namespace() ? `${opts.domain}-${namespace()}` : opts.domain;
+    const svc = await new Svcm(this.nc).add({ name: opts.name, version: '1.0.0', queue, description: `${opts.domain} agent endpoint ${opts.name}` });
     this.services.push(svc);
     const depth = opts.prefix.split('.').length;
     svc.addEndpoint(opts.name.replaceAll('-', '_'), {
       subject: `${opts.prefix}.*`,
-      queue: opts.domain,
+      queue,
       metadata: { summary: `agent requests on ${opts.prefix}.{agentID}` },
       handler: (err, msg) => {
         if (err) {
@@ -130,7 +134,7 @@ export class ActorHost<C extends Catalogue> {
   private async handleAgent<Req, Res>(
     msg: ServiceMsg,
     depth: number,
-    opts: { request: z.ZodType<Req>; handler: (agentId: string, input: Req, scope: { log: Logger; signal: AbortSignal }) => Promise<Res> },
+    opts: { request: z.ZodType<Req>; handler: (agentId: string, input: Req, scope: { log: Logger; signal: AbortSignal }) => Promise<Res | undefined> },
   ): Promise<void> {
     const agentId = msg.subject.split('.')[depth] ?? '';
     const log = this.log.child({ agent_id: agentId, subject: msg.subject });
@@ -147,6 +151,7 @@ export class ActorHost<C extends Catalogue> {
       const parsed = opts.request.safeParse(body);
       if (!parsed.success) throw new DomainError('bad_request', describeZodError(parsed.error));
       const data = await runWithDeadline({ deadline: Date.now() + this.defaultTimeoutMs, signal: ac.signal }, () => opts.handler(agentId, parsed.data, { log, signal: ac.signal }));
+      if (data === undefined) return;
       reply = { ok: true, data };
     } catch (err) {
       const e = toReplyError(err);

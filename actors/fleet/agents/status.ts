@@ -9,6 +9,9 @@ import type { Logger } from '../../runtime/logger.ts';
 import { sql } from '../../runtime/stores/sql.ts';
 import { runTelemetryConsumer, type AgentDirectory, type AgentRef } from '../telemetry/consume.ts';
 
+export const HEARTBEAT_DURABLE = 'fleet-telemetry-heartbeat';
+export const EVENTS_DURABLE = 'fleet-telemetry-events';
+
 /** Stores a host's integration reports (the inventory part owns the table); heartbeats never remove any. */
 export type IntegrationSink = (em: EntityManager, host: { id: string; client_id: string }, reports: IntegrationReport[], at: Date) => Promise<void>;
 
@@ -54,7 +57,7 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
     nc: deps.nc,
     directory: deps.directory,
     kind: 'heartbeat',
-    durable: 'fleet-telemetry-heartbeat',
+    durable: HEARTBEAT_DURABLE,
     schema: Heartbeat,
     concurrency: 32,
     log: deps.log,
@@ -120,7 +123,7 @@ export function startAgentEventIngest(deps: Pick<StatusDeps, 'nc' | 'directory' 
     nc: deps.nc,
     directory: deps.directory,
     kind: 'events',
-    durable: 'fleet-telemetry-events',
+    durable: EVENTS_DURABLE,
     schema: AgentEventBatch,
     concurrency: 8,
     log: deps.log,

@@ -9,7 +9,7 @@ import { runTelemetryConsumer, type AgentDirectory } from '../telemetry/consume.
 import { storeSnapshot, type SnapshotOutcome } from './snapshot-store.ts';
 
 /** Durable name of the inventory ingest (`-<namespace>` is added under SVC_NAMESPACE); dead letters on `svc.dlq.<it>`. */
-export const INVENTORY_DURABLE = 'fleet-inventory';
+export const INVENTORY_DURABLE = 'fleet-telemetry-inventory';
 
 /**
  * Snapshots written at once by one process. Each holds one pooled connection for its transaction; the pool is shared

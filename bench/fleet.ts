@@ -1,0 +1,198 @@
+// The fleet part of `npm run bench` (`npm run bench -- fleet`): 1,000 simulated agents (heartbeat and metrics every
+// 10 s, an inventory snapshot every 5 minutes) against one ingesting process; sustained ingest rate, backlog, the lag
+// from publish to visible through the API, and the ingesting process's memory.
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync, rmSync } from 'node:fs';
+import { EVENTS_DURABLE, HEARTBEAT_DURABLE } from '../actors/fleet/agents/status.ts';
+import { INVENTORY_DURABLE } from '../actors/fleet/inventory/ingest.ts';
+import { METRICS_DURABLE } from '../actors/fleet/metrics/ingest.ts';
+import { enrollAgent, enrollSimulated, readAgentState, statePaths } from '../agent/index.ts';
+import type { Config } from '../actors/runtime/config.ts';
+import type { Logger } from '../actors/runtime/logger.ts';
+import { wireDurableName } from '../actors/runtime/namespace.ts';
+import type { Stores } from '../actors/runtime/stores/index.ts';
+import { percentile, spread, type Spread } from './stats.ts';
+
+export const FLEET_PORT = 18083;
+const STATE_DIR = 'data/bench/fleet-agents';
+const PROBES = 5;
+const DURABLES = [HEARTBEAT_DURABLE, INVENTORY_DURABLE, METRICS_DURABLE, EVENTS_DURABLE];
+
+export interface FleetBenchDeps {
+  config: Config;
+  stores: Stores;
+  token: string;
+  log: Logger;
+  start: (args: string[], env: Record<string, string>, readyUrl: string) => Promise<ChildProcess>;
+  env: Record<string, string>;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const encoder = new TextEncoder();
+
+function rssMiB(pid: number): number | undefined {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Pending work of the fleet's telemetry consumers (not yet delivered + delivered but unacknowledged). */
+async function backlog(jsm: JetStreamManager): Promise<{ pending: number; acked: Record<string, number> }> {
+  let pending = 0;
+  const acked: Record<string, number> = {};
+  for (const d of DURABLES) {
+    try {
+      const info = await jsm.consumers.info('SVC_TELEMETRY', wireDurableName(d));
+      pending += info.num_pending + info.num_ack_pending;
+      // Consumer sequence: counts this durable's own messages (the stream sequence counts every kind).
+      acked[d] = info.ack_floor.consumer_seq;
+    } catch {
+      acked[d] = 0;
+    }
+  }
+  return { pending, acked };
+}
+
+export interface FleetFigures {
+  agents: number;
+  measureSeconds: number;
+  messagesPerSecond: Record<string, number>;
+  backlogFirstHalf: number;
+  backlogSecondHalf: number;
+  backlogMax: number;
+  lagMs: { p50: number; p99: number; max: number; samples: number };
+  probeFailures: number;
+  rssMiB: Spread & { last: number | undefined };
+  enrolSeconds: number;
+}
+
+export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
+  const agents = Number(process.env.BENCH_FLEET_AGENTS ?? 1000);
+  // Long enough to hold a second round of snapshots (every 5 minutes), so the steady state includes inventory.
+  const measureSeconds = Number(process.env.BENCH_FLEET_SECONDS ?? 320);
+  const warmupSeconds = Number(process.env.BENCH_FLEET_WARMUP_SECONDS ?? 20);
+  const base = `http://127.0.0.1:${FLEET_PORT}`;
+  const system = await deps.start(['main.ts'], { ...deps.env, SVC_SERVER_PORT: String(FLEET_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,fleet' }, `${base}/readyz`);
+  const systemPid = system.pid!;
+
+  // A client of its own, emptied each run (its hosts, agents and inventory cascade away), and fresh agents.
+  const conn = (await deps.stores.orm()).em.fork().getConnection();
+  await conn.execute(`DELETE FROM clients WHERE slug = 'bench-fleet'`);
+  const clientId = randomUUID();
+  const envId = randomUUID();
+  await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, 'Bench fleet', 'bench-fleet')`, [clientId]);
+  await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Bench', 'bench')`, [envId, clientId]);
+  const tokens = Array.from({ length: agents + PROBES }, () => `svc_it_${randomBytes(32).toString('base64url')}`);
+  for (let i = 0; i < tokens.length; i += 500) {
+    const chunk = tokens.slice(i, i + 500);
+    await conn.execute(
+      `INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at)
+       SELECT gen_random_uuid(), ?, ?, decode(h, 'hex'), now() + interval '1 hour' FROM unnest(string_to_array(?, ',')) AS h`,
+      [envId, clientId, chunk.map((t) => createHash('sha256').update(t).digest('hex')).join(',')],
+    );
+  }
+  rmSync(STATE_DIR, { recursive: true, force: true });
+  const t0 = performance.now();
+  const enrolled = await enrollSimulated({ server: base, tokens: tokens.slice(0, agents), stateDir: STATE_DIR, count: agents, concurrency: 16, log: deps.log });
+  const enrolSeconds = (performance.now() - t0) / 1000;
+  if (enrolled.failed.length > 0) throw new Error(`${enrolled.failed.length} simulated agents failed to enrol: ${enrolled.failed[0]?.message}`);
+  console.log(`\n## fleet: ${agents} agents enrolled in ${enrolSeconds.toFixed(1)} s; starting them (heartbeat + metrics every 10 s, a ~365 KB snapshot every 5 min, phases spread over the 5 minutes)`);
+
+  const svc = await connect({ servers: deps.config.SVC_NATS_URL.split(','), authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)) });
+  const jsm = await jetstreamManager(svc);
+  // The fleet runs in its own process, as it would on its hosts: its CPU is not the bench loop's.
+  const fleet = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'agent/main.ts', 'run', '--simulate', String(agents), '--state-dir', STATE_DIR, '--interval', '10', '--inventory-interval', '300'],
+    { env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'inherit', 'inherit'] },
+  );
+
+  // Probe agents in this process: heartbeats with a unique version, polled through the API until they show.
+  const probes: { nc: NatsConnection; agentId: string; hostId: string }[] = [];
+  for (let i = 0; i < PROBES; i++) {
+    const dir = `${STATE_DIR}/probe-${i}`;
+    await enrollAgent({ server: base, token: tokens[agents + i]!, stateDir: dir, hostname: `probe-${i}`, os: 'linux', arch: 'x86_64' });
+    const state = await readAgentState(dir);
+    const nc = await connect({ servers: state.nats_servers, authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)), inboxPrefix: state.inbox_prefix });
+    probes.push({ nc, agentId: state.agent_id, hostId: state.host_id });
+  }
+  const headers = { authorization: `Bearer ${deps.token}` };
+
+  const lags: number[] = [];
+  let probeFailures = 0;
+  let measuring = false;
+  let stop = false;
+  const probeLoop = async (p: (typeof probes)[number], offset: number): Promise<void> => {
+    await sleep(offset);
+    for (let n = 0; !stop; n++) {
+      const version = `probe-${randomUUID().slice(0, 8)}`;
+      const sent = performance.now();
+      try {
+        await p.nc.request(`svc.agent.${p.agentId}.heartbeat`, encoder.encode(JSON.stringify({ sent_at: new Date().toISOString(), agent_version: version })), { timeout: 5000 });
+        for (;;) {
+          const res = await fetch(`${base}/api/v1/hosts/${p.hostId}`, { headers });
+          if (res.ok && ((await res.json()) as { data: { agent_version: string } }).data.agent_version === version) break;
+          if (performance.now() - sent > 30_000) throw new Error('not visible after 30 s');
+          await sleep(10);
+        }
+        if (measuring) lags.push(performance.now() - sent);
+      } catch {
+        probeFailures++;
+      }
+      await sleep(2_000);
+    }
+  };
+  const probing = probes.map((p, i) => probeLoop(p, i * 400));
+
+  await sleep(warmupSeconds * 1000);
+  const rss: number[] = [];
+  const pendingSeries: number[] = [];
+  const first = await backlog(jsm);
+  const startedAt = performance.now();
+  measuring = true;
+  while (performance.now() - startedAt < measureSeconds * 1000) {
+    await sleep(5_000);
+    const mem = rssMiB(systemPid);
+    if (mem !== undefined) rss.push(mem);
+    pendingSeries.push((await backlog(jsm)).pending);
+  }
+  measuring = false;
+  const last = await backlog(jsm);
+  const seconds = (performance.now() - startedAt) / 1000;
+  stop = true;
+  await Promise.all(probing);
+  fleet.kill('SIGTERM');
+  await new Promise((r) => fleet.once('exit', r));
+  for (const p of probes) await p.nc.close();
+  await svc.close();
+
+  const ingested = Object.fromEntries(DURABLES.map((d) => [d.replace('fleet-telemetry-', ''), ((last.acked[d] ?? 0) - (first.acked[d] ?? 0)) / seconds]));
+  const sorted = [...lags].sort((a, b) => a - b);
+  const half = Math.floor(pendingSeries.length / 2);
+  const avg = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+  const result: FleetFigures = {
+    agents,
+    measureSeconds: Math.round(seconds),
+    messagesPerSecond: ingested,
+    backlogFirstHalf: Math.round(avg(pendingSeries.slice(0, half))),
+    backlogSecondHalf: Math.round(avg(pendingSeries.slice(half))),
+    backlogMax: Math.max(0, ...pendingSeries),
+    lagMs: { p50: sorted.length ? percentile(sorted, 50) : Number.NaN, p99: sorted.length ? percentile(sorted, 99) : Number.NaN, max: Math.max(0, ...lags), samples: lags.length },
+    probeFailures,
+    rssMiB: { ...spread(rss), last: rss.at(-1) },
+    enrolSeconds,
+  };
+  console.log(`ingest, acknowledged messages/s by kind: ${Object.entries(ingested).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')} over ${result.measureSeconds} s`);
+  console.log(`backlog (pending + unacked, all four consumers): first half avg ${result.backlogFirstHalf}, second half avg ${result.backlogSecondHalf}, max ${result.backlogMax} (target: no growth)`);
+  console.log(`lag publish → visible in GET /api/v1/hosts/:id: p50 ${result.lagMs.p50.toFixed(0)} ms, p99 ${result.lagMs.p99.toFixed(0)} ms over ${lags.length} probes (target p99 ≤ 2000 ms); ${probeFailures} failed`);
+  console.log(`ingesting process RSS: ${result.rssMiB.mean.toFixed(0)} MiB mean, ${result.rssMiB.max.toFixed(0)} MiB max`);
+  system.kill('SIGTERM');
+  return result;
+}
