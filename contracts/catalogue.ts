@@ -2,6 +2,7 @@ import { accessSubjects } from './domains/access.ts';
 import { fleetSubjects } from './domains/fleet.ts';
 import { fleetAgentSubjects } from './domains/fleet-agents.ts';
 import { fleetInventorySubjects } from './domains/fleet-inventory.ts';
+import { fleetSearchSubjects } from './domains/fleet-search.ts';
 import { identityAdminSubjects } from './domains/identity-admin.ts';
 import { identityAuthSubjects } from './domains/identity-auth.ts';
 import { identitySsoSubjects } from './domains/identity-sso.ts';
@@ -21,6 +22,7 @@ export const catalogue = {
   ...fleetSubjects,
   ...fleetAgentSubjects,
   ...fleetInventorySubjects,
+  ...fleetSearchSubjects,
   ...invoiceSubjects,
   ...invoiceDocumentSubjects,
   ...invoiceAccountingSubjects,

@@ -11,6 +11,8 @@ import { registerEnvironmentRoutes } from './environments.ts';
 import { registerHostRoutes } from './hosts.ts';
 import { registerIntegrationRoutes } from './integrations.ts';
 import { registerInventoryRoutes } from './inventory.ts';
+import { registerSearchRoutes } from './search.ts';
+import { registerSavedSearchRoutes } from './saved-searches.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
@@ -28,4 +30,6 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerAgentAdminRoutes(app, deps);
   registerInventoryRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
+  registerSearchRoutes(app, deps);
+  registerSavedSearchRoutes(app, deps);
 }
