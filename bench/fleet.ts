@@ -43,6 +43,17 @@ function rssMiB(pid: number): number | undefined {
   }
 }
 
+/** CPU seconds (user + system) a process has used so far. */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime are fields 14 and 15 of stat (11 and 12 after the command), in clock ticks of 1/100 s.
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Pending work of the fleet's telemetry consumers (not yet delivered + delivered but unacknowledged). */
 async function backlog(jsm: JetStreamManager): Promise<{ pending: number; acked: Record<string, number> }> {
   let pending = 0;
@@ -70,6 +81,8 @@ export interface FleetFigures {
   lagMs: { p50: number; p99: number; max: number; samples: number };
   probeFailures: number;
   rssMiB: Spread & { last: number | undefined };
+  /** CPU of the ingesting process over the window, in cores (1 = one core busy all the time). */
+  cpuCores: number;
   enrolSeconds: number;
 }
 
@@ -155,6 +168,7 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   const rss: number[] = [];
   const pendingSeries: number[] = [];
   const first = await backlog(jsm);
+  const cpuBefore = cpuSeconds(systemPid);
   const startedAt = performance.now();
   measuring = true;
   while (performance.now() - startedAt < measureSeconds * 1000) {
@@ -166,6 +180,7 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   measuring = false;
   const last = await backlog(jsm);
   const seconds = (performance.now() - startedAt) / 1000;
+  const cpuShare = (cpuSeconds(systemPid) - cpuBefore) / seconds;
   stop = true;
   await Promise.all(probing);
   fleet.kill('SIGTERM');
@@ -187,12 +202,13 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
     lagMs: { p50: sorted.length ? percentile(sorted, 50) : Number.NaN, p99: sorted.length ? percentile(sorted, 99) : Number.NaN, max: Math.max(0, ...lags), samples: lags.length },
     probeFailures,
     rssMiB: { ...spread(rss), last: rss.at(-1) },
+    cpuCores: cpuShare,
     enrolSeconds,
   };
   console.log(`ingest, acknowledged messages/s by kind: ${Object.entries(ingested).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')} over ${result.measureSeconds} s`);
   console.log(`backlog (pending + unacked, all four consumers): first half avg ${result.backlogFirstHalf}, second half avg ${result.backlogSecondHalf}, max ${result.backlogMax} (target: no growth)`);
   console.log(`lag publish → visible in GET /api/v1/hosts/:id: p50 ${result.lagMs.p50.toFixed(0)} ms, p99 ${result.lagMs.p99.toFixed(0)} ms over ${lags.length} probes (target p99 ≤ 2000 ms); ${probeFailures} failed`);
-  console.log(`ingesting process RSS: ${result.rssMiB.mean.toFixed(0)} MiB mean, ${result.rssMiB.max.toFixed(0)} MiB max`);
+  console.log(`ingesting process: RSS ${result.rssMiB.mean.toFixed(0)} MiB mean, ${result.rssMiB.max.toFixed(0)} MiB max; CPU ${(cpuShare * 100).toFixed(0)}% of one core`);
   system.kill('SIGTERM');
   return result;
 }

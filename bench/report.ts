@@ -79,7 +79,7 @@ if (latest.fleet) {
   ]);
   rows.push(['backlog of the telemetry consumers (pending + unacknowledged): first half avg, second half avg, max', `${f.backlogFirstHalf}, **${f.backlogSecondHalf}**, ${f.backlogMax}`, 'no growth', run]);
   rows.push([`lag from a heartbeat's publish to \`GET /api/v1/hosts/:id\` showing it (${f.lagMs.samples} probes)`, `p50 ${f.lagMs.p50.toFixed(0)} ms, **p99 ${f.lagMs.p99.toFixed(0)} ms**`, 'p99 ≤ 2000 ms', run]);
-  rows.push(['memory (RSS) of the ingesting process (identity + fleet + console gateway)', `${f.rssMiB.mean.toFixed(0)} MiB mean, ${f.rssMiB.max.toFixed(0)} MiB max`, '', run]);
+  rows.push(['the ingesting process (identity + fleet + console gateway): memory (RSS), CPU', `${f.rssMiB.mean.toFixed(0)} MiB mean, ${f.rssMiB.max.toFixed(0)} MiB max; ${(f.cpuCores * 100).toFixed(0)}% of one core`, '', run]);
 }
 if (latest.search) {
   const s = latest.search;
