@@ -118,7 +118,7 @@ async function invoice(to: 'draft' | 'approved'): Promise<Inv> {
 
 const get = async (id: string): Promise<Inv> => data<Inv>(await call('GET', `/api/v1/invoices/${id}`));
 
-async function settled(id: string, timeoutMs = 15_000): Promise<Inv> {
+async function settled(id: string, timeoutMs = 30_000): Promise<Inv> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const inv = await get(id);
