@@ -11,6 +11,7 @@ import { registerEnvironmentRoutes } from './environments.ts';
 import { registerHostRoutes } from './hosts.ts';
 import { registerIntegrationRoutes } from './integrations.ts';
 import { registerInventoryRoutes } from './inventory.ts';
+import { registerMetricsRoutes } from './metrics.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
@@ -28,4 +29,5 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerAgentAdminRoutes(app, deps);
   registerInventoryRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
+  registerMetricsRoutes(app, deps, config.SVC_TSDB_URL);
 }
