@@ -269,3 +269,33 @@ describe('GET /hosts/metrics/latest', () => {
     expectStatus(await latest(`host_ids=${hosts(100)}&metrics=${metrics(50)}`), 200);
   });
 });
+
+describe('a host moved to another environment', () => {
+  it('keeps its history under the old labels; its charts and series lists show both, an environment query its own part', async () => {
+    const h = await fx.host({ clientId: a.client_id });
+    const T = H + 2 * HOUR;
+    await fx.feed(h.agent_id, [{ name: 'cpu_usage_percent', value: 10, time_ms: T, labels: {} }]);
+    const moved = await fx.move(h);
+    await fx.feed(moved.agent_id, [{ name: 'cpu_usage_percent', value: 30, time_ms: T + 20_000, labels: {} }]);
+
+    const stored = await fx.tsdb.export([`{host_id="${h.host_id}"}`], { start: 0 });
+    expect(stored.map((s) => [s.metric.environment_id, s.values]).sort()).toEqual(
+      [
+        [h.environment_id, [10]],
+        [moved.environment_id, [30]],
+      ].sort(),
+    );
+    const get = api(sys, { token: engineerA });
+    const chart = await get('GET', `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?start=${encodeURIComponent(iso(T))}&end=${encodeURIComponent(iso(T + MIN))}`);
+    expect(chart.json().data).toEqual([point(T, 20, 10, 30, 2)]);
+    expect((await get('GET', `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent/series`)).json().data).toEqual(['']);
+    for (const [environment_id, value] of [
+      [h.environment_id, '10'],
+      [moved.environment_id, '30'],
+    ] as const) {
+      const res = await get('POST', '/api/v1/metrics/query', { query: 'max_over_time(cpu_usage_percent[5m])', start: iso(T + MIN), end: iso(T + MIN), environment_id });
+      expectStatus(res, 200);
+      expect((res.json() as { data: { result: { values: [number, string][] }[] } }).data.result.map((r) => r.values[0]![1])).toEqual([value]);
+    }
+  });
+});

@@ -75,6 +75,27 @@ export class MetricsFixture {
   }
 
   /**
+   * Moves a host to a new environment of its client, as re-enrolment there leaves it: a new agent (so the ingest's
+   * agent directory knows nothing cached about it) in the new environment; the old agent revoked.
+   */
+  async move(ref: SeededHost): Promise<SeededHost> {
+    const moved = { ...ref, environment_id: randomUUID(), agent_id: randomUUID() };
+    await this.sys.sql('INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)', [moved.environment_id, ref.client_id, 'Staging', `stg-${moved.environment_id.slice(0, 8)}`]);
+    await this.sys.sql(`UPDATE agents SET status = 'revoked' WHERE id = ?`, [ref.agent_id]);
+    await this.sys.sql('INSERT INTO agents (id, client_id, environment_id, host_id, public_key, status, hostname) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      moved.agent_id,
+      ref.client_id,
+      moved.environment_id,
+      ref.host_id,
+      `key-${moved.agent_id}`,
+      'active',
+      'moved',
+    ]);
+    await this.sys.sql('UPDATE hosts SET environment_id = ?, agent_id = ? WHERE id = ?', [moved.environment_id, moved.agent_id, ref.host_id]);
+    return moved;
+  }
+
+  /**
    * Publishes the samples as the agent would (MetricBatch on svc.agent.<id>.metrics, in batches of at most 5,000) and
    * waits until the system's consumer has stored them and they are searchable.
    */
