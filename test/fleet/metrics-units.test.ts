@@ -104,6 +104,7 @@ describe('buckets', () => {
     expect(resolveRange({}, H)).toEqual({ startMs: H - 3_600_000, endMs: H });
     expect(resolveRange({ end: new Date(H).toISOString() }, 0)).toEqual({ startMs: H - 3_600_000, endMs: H });
     expect(() => resolveRange({ start: new Date(H + 1).toISOString(), end: new Date(H).toISOString() }, 0)).toThrow(/start must not be after end/);
+    expect(() => resolveRange({ start: '1969-12-31T23:59:59Z', end: '1970-01-01T00:10:00Z' }, 0)).toThrow(/1970/);
     expect(() => resolveRange({ start: new Date(H - 31 * 86_400_000 - 1).toISOString(), end: new Date(H).toISOString() }, 0)).toThrow(/31 days/);
     expect(resolveRange({ start: new Date(H - 31 * 86_400_000).toISOString(), end: new Date(H).toISOString() }, 0).startMs).toBe(H - 31 * 86_400_000);
   });

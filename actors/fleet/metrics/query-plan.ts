@@ -31,6 +31,7 @@ export function metricsQueryHandlers(deps: { orm: MikroORM; queryTimeoutMs: numb
       if (host_id === undefined && environment_id === undefined) throw new DomainError('bad_request', 'host_id or environment_id is required');
       const startMs = Date.parse(start);
       const endMs = Date.parse(end);
+      if (startMs < 0) throw new DomainError('bad_request', 'start must not be before 1970-01-01T00:00:00Z');
       if (startMs > endMs) throw new DomainError('bad_request', 'start must not be after end');
       if (endMs - startMs > MAX_RANGE_MS) throw new DomainError('bad_request', `the range from start to end may span at most ${QUERY_LIMITS.maxRangeDays} days`);
       // Without a step: the charts' bucket rule (1 minute up to 6 hours, hourly beyond).
