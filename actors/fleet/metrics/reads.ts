@@ -65,11 +65,15 @@ export function metricsReadHandlers(deps: MetricsReadDeps): Handlers<Cat, 'fleet
       // range and require them empty, so exactly the series of this labels_key remain. That index lookup runs beside
       // the host's authorization (one round trip less); its answer is used only once the host is authorized, and
       // only for series of the host's client.
-      const [h, found] = await Promise.all([
+      const [authorized, lookup] = await Promise.allSettled([
         host(ctx, id),
         storeCall(() => deps.tsdb.series([selector(base)], b.firstMs / 1000, (b.lastMs + b.sizeMs) / 1000, [selector([['host_id', '=', id]])], signal)),
       ]);
-      const series = found.filter((s) => s.client_id === h.client_id);
+      // The host's 404/403 first, whatever the store did meanwhile.
+      if (authorized.status === 'rejected') throw authorized.reason;
+      if (lookup.status === 'rejected') throw lookup.reason;
+      const h = authorized.value;
+      const series = lookup.value.filter((s) => s.client_id === h.client_id);
       const key = labelsKeyOf(wanted);
       if (!series.some((s) => labelsKeyOf(s) === key)) return [];
       const extra = new Set(series.flatMap((s) => Object.keys(ownLabels(s))).filter((l) => !Object.hasOwn(wanted, l)));
