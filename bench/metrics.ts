@@ -22,7 +22,8 @@ import type { MetricSample } from '../contracts/domains/agent-telemetry.ts';
 import { streams, telemetrySubject } from '../contracts/streams.ts';
 import { percentile, spread, type Spread } from './stats.ts';
 
-export const METRICS_PORT = 18084;
+// 18084 is taken by other parts (events, service desk); BENCH_METRICS_PORT overrides.
+export const METRICS_PORT = Number(process.env.BENCH_METRICS_PORT ?? 18086);
 const STATE_DIR = 'data/bench/metrics-agents';
 const encoder = new TextEncoder();
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -52,6 +53,7 @@ export interface MetricsFigures {
   ingest: { agents: number; samplesPerRound: number; pipeline: Spread; raw: Spread; ratio: Spread };
   chart6h: ChartFigures;
   chart24h: ChartFigures;
+  query: { calls: number; bytes: number; directBytes: number; gatewayP50: number; gatewayP99: number; directP50: number; directP99: number };
 }
 
 interface Agent {
@@ -286,7 +288,51 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     };
     const chart6h = await chart(6);
     const chart24h = await chart(24);
-    return { ingest, chart6h, chart24h };
+
+    // POST /metrics/query streamed through the gateway vs the same confined query_range straight to the store: 24 h
+    // of 10-second points of all 9 series (~78,000 points, a few MB).
+    const body = JSON.stringify({ query: 'cpu_usage_percent', start: new Date(from).toISOString(), end: new Date(now).toISOString(), step: '10s', host_id: chartHost });
+    const queryForm = new URLSearchParams({
+      query: '{__name__="cpu_usage_percent"}',
+      start: String(from / 1000),
+      end: String(now / 1000),
+      step: '10',
+      nocache: '1',
+      'extra_filters[]': selector([['client_id', '=', clientId], ['host_id', '=', chartHost]]),
+    });
+    let bytes = [0, 0];
+    const streamed = async (): Promise<number> => {
+      const t0 = performance.now();
+      const res = await fetch(`${base}/api/v1/metrics/query`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
+      const text = await res.text();
+      if (!res.ok || !text.startsWith('{"status":"success"')) throw new Error(`query through the gateway: HTTP ${res.status} ${text.slice(0, 200)}`);
+      bytes = [text.length, bytes[1]!];
+      return performance.now() - t0;
+    };
+    const straight = async (): Promise<number> => {
+      const t0 = performance.now();
+      const res = await fetch(`${deps.config.SVC_TSDB_URL}/api/v1/query_range`, { method: 'POST', body: queryForm });
+      const text = await res.text();
+      if (!res.ok) throw new Error(`query straight to VictoriaMetrics: HTTP ${res.status}`);
+      bytes = [bytes[0]!, text.length];
+      return performance.now() - t0;
+    };
+    const qs: number[] = [];
+    const ds: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await streamed();
+      await straight();
+    }
+    for (let i = 0; i < Math.max(10, Math.round(chartCalls / 5)); i++) {
+      qs.push(await streamed());
+      ds.push(await straight());
+    }
+    qs.sort((x, y) => x - y);
+    ds.sort((x, y) => x - y);
+    const query = { calls: qs.length, bytes: bytes[0]!, directBytes: bytes[1]!, gatewayP50: percentile(qs, 50), gatewayP99: percentile(qs, 99), directP50: percentile(ds, 50), directP99: percentile(ds, 99) };
+    console.log(`\n## POST /metrics/query, 24 h at 10 s of 9 series (${(query.bytes / 1e6).toFixed(1)} MB streamed; ${(query.directBytes / 1e6).toFixed(1)} MB straight), ${query.calls} sequential calls, ms`);
+    console.log(`through the gateway: p50 ${query.gatewayP50.toFixed(1)}  p99 ${query.gatewayP99.toFixed(1)}   straight: p50 ${query.directP50.toFixed(1)}  p99 ${query.directP99.toFixed(1)}`);
+    return { ingest, chart6h, chart24h, query };
   } finally {
     for (const a of connections) await a.nc.close().catch(() => undefined);
     await svc.close().catch(() => undefined);

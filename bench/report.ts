@@ -83,6 +83,15 @@ if (latest.metrics) {
   };
   chartRows('`GET /hosts/:id/metrics/:name`, 6-hour chart, 1-minute buckets', m.chart6h);
   chartRows('`GET /hosts/:id/metrics/:name`, 24-hour chart, hourly buckets', m.chart24h);
+  if (m.query) {
+    const q = m.query;
+    rows.push([
+      `\`POST /metrics/query\`, 24 h at 10 s of 9 series, streamed (${(q.bytes / 1e6).toFixed(1)} MB), ${q.calls} sequential calls; straight to VictoriaMetrics`,
+      `p50 ${q.gatewayP50.toFixed(1)} ms, p99 ${q.gatewayP99.toFixed(1)} ms; straight p50 ${q.directP50.toFixed(1)} ms, p99 ${q.directP99.toFixed(1)} ms`,
+      '',
+      when(m),
+    ]);
+  }
 }
 console.log('| what | figure: mean (min–max of the rounds) | target | run |');
 console.log('|---|---|---|---|');
