@@ -49,6 +49,11 @@ export interface StartAgentOptions {
   connection?: Partial<Pick<LinkOptions, 'reconnectTimeWaitMs' | 'reconnectJitterMs' | 'pingIntervalMs' | 'retryMinMs' | 'retryMaxMs' | 'connectTimeoutMs'>>;
   /** Delay before the first collection (the simulator spreads a fleet's schedules). Default 0. */
   firstTickDelayMs?: number;
+  /**
+   * Delay of the first inventory snapshot (default 0: at start). A simulated fleet that stands for agents already
+   * running spreads its snapshots over the interval, as a real fleet's would be, instead of sending them all at once.
+   */
+  firstInventoryDelayMs?: number;
 }
 
 export interface AgentStats {
@@ -175,7 +180,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
   let factsKey = '';
   let integrationsConfigAt = -Infinity;
   let integrationsWithConfig: z.input<typeof Heartbeat>['integrations'];
-  let inventoryDueAt = 0;
+  let inventoryDueAt = Date.now() + (opts.firstInventoryDelayMs ?? 0);
   let lastHeartbeat: { id: string; facts: z.input<typeof Heartbeat>['facts']; integrations: z.input<typeof Heartbeat>['integrations']; withConfig: boolean } | undefined;
 
   async function collect<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {

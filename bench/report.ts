@@ -1,8 +1,10 @@
 // `npm run bench:report`: the figures of data/bench/latest.json as the README's markdown table, so the README shows
 // exactly what the last run of each part measured (with its spread over the rounds and its date).
 import { readFileSync } from 'node:fs';
+import type { FleetFigures } from './fleet.ts';
 import type { InvoiceFigures } from './invoice.ts';
 import type { ChartFigures, MetricsFigures } from './metrics.ts';
+import type { SearchFigures } from './search.ts';
 import { fmt, type PathFigures, type Spread } from './stats.ts';
 
 interface Stamped {
@@ -18,6 +20,8 @@ interface Latest {
   signing?: Stamped & { micros: Spread; payloadBytes: number; share?: number };
   invoice?: Stamped & InvoiceFigures;
   metrics?: Stamped & MetricsFigures;
+  fleet?: Stamped & FleetFigures;
+  search?: Stamped & SearchFigures;
 }
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
@@ -91,6 +95,34 @@ if (latest.metrics) {
       '',
       when(m),
     ]);
+  }
+}
+if (latest.fleet) {
+  const f = latest.fleet;
+  const run = `${f.at.slice(0, 16).replace('T', ' ')} UTC, one ${f.measureSeconds}s window`;
+  const rate = (k: string): string => (f.messagesPerSecond[k] ?? 0).toFixed(1);
+  rows.push([
+    `fleet ingest: ${f.agents} simulated agents (heartbeat and metric batch every 10 s, ~365 KB snapshot every 5 min) against one ingesting process`,
+    `heartbeats ${rate('heartbeat')}/s, metric batches ${rate('metrics')}/s, snapshots ${rate('inventory')}/s stored`,
+    '',
+    run,
+  ]);
+  rows.push(['backlog of the telemetry consumers (pending + unacknowledged): first half avg, second half avg, max', `${f.backlogFirstHalf}, **${f.backlogSecondHalf}**, ${f.backlogMax}`, 'no growth', run]);
+  rows.push([`lag from a heartbeat's publish to \`GET /api/v1/hosts/:id\` showing it (${f.lagMs.samples} probes)`, `p50 ${f.lagMs.p50.toFixed(0)} ms, **p99 ${f.lagMs.p99.toFixed(0)} ms**`, 'p99 ≤ 2000 ms', run]);
+  rows.push(['the ingesting process (identity + fleet + console gateway): memory (RSS), CPU', `${f.rssMiB.mean.toFixed(0)} MiB mean, ${f.rssMiB.max.toFixed(0)} MiB max; ${(f.cpuCores * 100).toFixed(0)}% of one core`, '', run]);
+}
+if (latest.search) {
+  const s = latest.search;
+  const run = `${s.at.slice(0, 16).replace('T', ' ')} UTC, ${s.samples} sequential requests each`;
+  for (const [who, figures] of [['super admin', s.superAdmin], ['engineer on 10 of 60 clients', s.engineer]] as const) {
+    for (const f of figures) {
+      rows.push([
+        `PQL ${f.query} \`${f.q}\` over ${s.hosts} hosts (${s.packagesPerHost} packages each), ${who}: ${f.matches} matches; count, first page of 20`,
+        `count p50 ${f.count.p50.toFixed(1)} ms, **p95 ${f.count.p95.toFixed(1)} ms**; page p50 ${f.page.p50.toFixed(1)} ms, **p95 ${f.page.p95.toFixed(1)} ms**`,
+        'p95 ≤ 100 ms (count), ≤ 150 ms (page)',
+        run,
+      ]);
+    }
   }
 }
 console.log('| what | figure: mean (min–max of the rounds) | target | run |');

@@ -3,6 +3,7 @@ import { fleetSubjects } from './domains/fleet.ts';
 import { fleetAgentSubjects } from './domains/fleet-agents.ts';
 import { fleetInventorySubjects } from './domains/fleet-inventory.ts';
 import { fleetMetricsSubjects } from './domains/fleet-metrics.ts';
+import { fleetSearchSubjects } from './domains/fleet-search.ts';
 import { identityAdminSubjects } from './domains/identity-admin.ts';
 import { identityAuthSubjects } from './domains/identity-auth.ts';
 import { identitySsoSubjects } from './domains/identity-sso.ts';
@@ -23,6 +24,7 @@ export const catalogue = {
   ...fleetAgentSubjects,
   ...fleetInventorySubjects,
   ...fleetMetricsSubjects,
+  ...fleetSearchSubjects,
   ...invoiceSubjects,
   ...invoiceDocumentSubjects,
   ...invoiceAccountingSubjects,

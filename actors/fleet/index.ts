@@ -12,11 +12,13 @@ import { environmentHandlers } from './environments.ts';
 import { hostHandlers } from './hosts.ts';
 import { startInventoryIngest } from './inventory/ingest.ts';
 import { integrationHandlers } from './inventory/integration-reads.ts';
-import { upsertIntegrations } from './inventory/integrations-store.ts';
+import { upsertIntegrationsOfHosts } from './inventory/integrations-store.ts';
 import { inventoryHandlers } from './inventory/reads.ts';
 import { startMetricsIngest } from './metrics/ingest.ts';
 import { metricsQueryHandlers } from './metrics/query-plan.ts';
 import { metricsReadHandlers } from './metrics/reads.ts';
+import { searchHandlers } from './search/handlers.ts';
+import { savedSearchHandlers } from './search/saved.ts';
 import { AgentDirectory } from './telemetry/consume.ts';
 
 /** Fleet: clients, environments, hosts, their agents (enrolment, telemetry, status, config) and inventory. */
@@ -42,12 +44,13 @@ export const fleetDomain: DomainModule = {
         ...metricsReadHandlers({ orm, tsdb: dc.stores.tsdb(), clock: dc.clock }),
         ...metricsQueryHandlers({ orm, queryTimeoutMs: dc.config.SVC_METRICS_QUERY_TIMEOUT_MS }),
       });
+      await dc.host.serve('fleet', 'fleet-search', { ...searchHandlers({ orm, timeoutMs: dc.config.SVC_SEARCH_TIMEOUT_MS }), ...savedSearchHandlers({ orm, audit }) });
       const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
       await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: 'svc.system.agent.config', request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
 
       // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
       const directory = new AgentDirectory(orm);
-      const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS, integrations: upsertIntegrations };
+      const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS, integrations: upsertIntegrationsOfHosts };
       const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
       const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
       const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });

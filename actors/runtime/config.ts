@@ -85,6 +85,8 @@ export const ConfigSchema = z.object({
   SVC_AGENT_NATS_SERVERS: z.string().default(''),
   SVC_AGENT_CREDENTIALS_TTL_SECONDS: seconds.default(30 * 86_400),
   SVC_SD_FIELD_CACHE_TTL: seconds.default(86400),
+  // Host search: longest a PQL search statement may run before PostgreSQL stops it (also bounded by the request deadline).
+  SVC_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(5000),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 

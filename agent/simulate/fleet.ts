@@ -145,6 +145,8 @@ export async function runSimulated(opts: SimRunOptions): Promise<SimulatedFleet>
         stateDir: simDir(opts.stateDir, i),
         intervalMs,
         inventoryIntervalMs: opts.inventoryIntervalMs,
+        // A running fleet's snapshots are spread over the interval (agents started at different times), not synchronized.
+        firstInventoryDelayMs: Math.floor(((i - 1) / opts.count) * (opts.inventoryIntervalMs ?? 300_000)),
         collector,
         watcher: createSyntheticWatcher,
         // One agent's routine lines (connected, config applied) would be a thousand lines: the fleet logs summaries.

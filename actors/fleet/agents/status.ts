@@ -6,14 +6,16 @@ import type { Clock } from '../../runtime/clock.ts';
 import { publishEvent, type ConsumerHandle } from '../../runtime/jetstream.ts';
 import { Lease } from '../../runtime/lease.ts';
 import type { Logger } from '../../runtime/logger.ts';
+import { MicroBatcher } from '../../runtime/micro-batch.ts';
 import { sql } from '../../runtime/stores/sql.ts';
+import { pgJson } from '../inventory/pg-values.ts';
 import { runTelemetryConsumer, type AgentDirectory, type AgentRef } from '../telemetry/consume.ts';
 
 export const HEARTBEAT_DURABLE = 'fleet-telemetry-heartbeat';
 export const EVENTS_DURABLE = 'fleet-telemetry-events';
 
 /** Stores a host's integration reports (the inventory part owns the table); heartbeats never remove any. */
-export type IntegrationSink = (em: EntityManager, host: { id: string; client_id: string }, reports: IntegrationReport[], at: Date) => Promise<void>;
+export type IntegrationSink = (em: EntityManager, entries: { host: { id: string; client_id: string }; reports: IntegrationReport[]; at: Date }[]) => Promise<void>;
 
 export interface StatusDeps {
   nc: NatsConnection;
@@ -47,62 +49,99 @@ function statusEvent(row: StatusRow, agentId: string, status: 'online' | 'offlin
   };
 }
 
+interface HeartbeatItem {
+  agent: AgentRef;
+  hb: Heartbeat;
+  at: Date;
+}
+
+const FACTS = ['hostname', 'ip_address', 'os', 'os_version', 'kernel_version', 'arch', 'cpu_cores', 'memory_total_bytes'] as const;
+
 /**
  * Heartbeats: `last_seen_at` (the server's clock, not the agent's), agent version, facts when sent, integration
- * statuses; the host goes online. A change of status is published as a durable `agent_status` event inside the
- * transaction that makes it, before the commit: a failed publish rolls the change back and the heartbeat is redelivered.
+ * statuses; the host goes online. At fleet scale (a thousand agents every 10 s) one statement per heartbeat would be
+ * most of the ingest's database work, so heartbeats of hosts already online are written in batches: one UPDATE for
+ * the hosts and one upsert for their integrations, each message acknowledged once its batch is stored. A heartbeat
+ * that changes the status takes the slow path, one transaction of its own: the durable `agent_status` event is
+ * published inside it, before the commit, so a failed publish rolls the change back and the heartbeat is redelivered.
  */
 export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> {
+  const batcher = new MicroBatcher<HeartbeatItem, boolean>({
+    maxItems: 250,
+    maxDelayMs: 50,
+    write: async (items) => {
+      const em = deps.orm.em.fork();
+      const rows = items.map(({ agent, hb, at }) => ({
+        host_id: agent.host_id,
+        agent_id: agent.agent_id,
+        at: at.toISOString(),
+        agent_version: hb.agent_version,
+        ...(hb.facts ? Object.fromEntries(FACTS.map((f) => [f, hb.facts![f]])) : {}),
+      }));
+      const keep = FACTS.map((f) => `${f} = coalesce(v.${f}, h.${f})`).join(', ');
+      // A host twice in one batch (an agent flushing its outbox): its latest heartbeat counts.
+      const updated = await sql<{ id: string }>(
+        em,
+        `UPDATE hosts h SET last_seen_at = greatest(h.last_seen_at, v.at), agent_version = v.agent_version, ${keep}
+           FROM (SELECT DISTINCT ON (host_id) * FROM jsonb_to_recordset(?::jsonb)
+                   AS x(host_id uuid, agent_id uuid, at timestamptz, agent_version text, hostname text, ip_address text, os text, os_version text,
+                        kernel_version text, arch text, cpu_cores integer, memory_total_bytes bigint)
+                 ORDER BY host_id, at DESC) v
+          WHERE h.id = v.host_id AND h.agent_id = v.agent_id AND h.agent_status = 'online'
+          RETURNING h.id`,
+        [pgJson(rows)],
+      );
+      const done = new Set(updated.map((r) => r.id));
+      if (deps.integrations) {
+        const reports = items.filter((i) => done.has(i.agent.host_id) && i.hb.integrations && i.hb.integrations.length > 0);
+        if (reports.length > 0) await deps.integrations(em, reports.map((i) => ({ host: { id: i.agent.host_id, client_id: i.agent.client_id }, reports: i.hb.integrations!, at: i.at })));
+      }
+      return items.map((i) => done.has(i.agent.host_id));
+    },
+  });
+
+  const slowPath = async (agent: AgentRef, hb: Heartbeat, at: Date, streamSequence: number): Promise<void> => {
+    const f = hb.facts;
+    const facts = f ? `, ${FACTS.map((k) => `${k} = ?`).join(', ')}` : '';
+    const factParams = f ? FACTS.map((k) => f[k]) : [];
+    const em = deps.orm.em.fork();
+    await em.transactional(async (tx) => {
+      // A heartbeat queued before a revocation must not bring the host back online: the agent must still be active.
+      const [row] = await sql<StatusRow>(
+        tx,
+        `SELECT h.id, h.agent_id, h.environment_id, h.client_id, h.hostname, h.agent_status FROM hosts h
+           JOIN agents a ON a.id = h.agent_id AND a.status = 'active' WHERE h.id = ? AND h.agent_id = ? FOR UPDATE OF h`,
+        [agent.host_id, agent.agent_id],
+      );
+      if (!row) return; // deleted or revoked meanwhile
+      if (row.agent_status !== 'online') {
+        await publishEvent(deps.nc, 'svc.evt.fleet.agent_status', statusEvent(row, agent.agent_id, 'online', at), { msgId: `agent-status:${row.id}:online:${streamSequence}` });
+      }
+      await sql(tx, `UPDATE hosts SET agent_status = 'online', last_seen_at = greatest(last_seen_at, ?), agent_version = ?${facts}, updated_at = ? WHERE id = ?`, [
+        at,
+        hb.agent_version,
+        ...factParams,
+        at,
+        row.id,
+      ]);
+      if (hb.integrations && hb.integrations.length > 0 && deps.integrations) {
+        await deps.integrations(tx, [{ host: { id: row.id, client_id: row.client_id }, reports: hb.integrations, at }]);
+      }
+    });
+  };
+
   return runTelemetryConsumer({
     nc: deps.nc,
     directory: deps.directory,
     kind: 'heartbeat',
     durable: HEARTBEAT_DURABLE,
     schema: Heartbeat,
-    concurrency: 32,
+    // Enough messages in hand to fill a batch.
+    concurrency: 500,
     log: deps.log,
     handler: async (agent, hb, meta) => {
       const at = new Date(deps.clock.now());
-      const f = hb.facts;
-      const facts = f
-        ? `, hostname = ?, ip_address = ?, os = ?, os_version = ?, kernel_version = ?, arch = ?, cpu_cores = ?, memory_total_bytes = ?`
-        : '';
-      const factParams = f ? [f.hostname, f.ip_address, f.os, f.os_version, f.kernel_version, f.arch, f.cpu_cores, f.memory_total_bytes] : [];
-      const em = deps.orm.em.fork();
-      // The common case (already online) is one statement and no event.
-      const fast = await sql<{ id: string }>(
-        em,
-        `UPDATE hosts SET last_seen_at = greatest(last_seen_at, ?), agent_version = ?${facts} WHERE id = ? AND agent_id = ? AND agent_status = 'online' RETURNING id`,
-        [at, hb.agent_version, ...factParams, agent.host_id, agent.agent_id],
-      );
-      if (fast.length === 0) {
-        await em.transactional(async (tx) => {
-          // A heartbeat queued before a revocation must not bring the host back online: the agent must still be active.
-          const [row] = await sql<StatusRow>(
-            tx,
-            `SELECT h.id, h.agent_id, h.environment_id, h.client_id, h.hostname, h.agent_status FROM hosts h
-               JOIN agents a ON a.id = h.agent_id AND a.status = 'active' WHERE h.id = ? AND h.agent_id = ? FOR UPDATE OF h`,
-            [
-              agent.host_id,
-              agent.agent_id,
-            ],
-          );
-          if (!row) return; // deleted or revoked meanwhile
-          if (row.agent_status !== 'online') {
-            await publishEvent(deps.nc, 'svc.evt.fleet.agent_status', statusEvent(row, agent.agent_id, 'online', at), { msgId: `agent-status:${row.id}:online:${meta.streamSequence}` });
-          }
-          await sql(tx, `UPDATE hosts SET agent_status = 'online', last_seen_at = greatest(last_seen_at, ?), agent_version = ?${facts}, updated_at = ? WHERE id = ?`, [
-            at,
-            hb.agent_version,
-            ...factParams,
-            at,
-            row.id,
-          ]);
-        });
-      }
-      if (hb.integrations && hb.integrations.length > 0 && deps.integrations) {
-        await deps.integrations(deps.orm.em.fork(), { id: agent.host_id, client_id: agent.client_id }, hb.integrations, at);
-      }
+      if (!(await batcher.add({ agent, hb, at }))) await slowPath(agent, hb, at, meta.streamSequence);
     },
   });
 }

@@ -14,17 +14,32 @@ import { pgJson } from './pg-values.ts';
  * their locks in the same order.
  */
 export async function upsertIntegrations(em: EntityManager, host: { id: string; client_id: string }, reports: readonly IntegrationReport[], at: Date): Promise<void> {
-  // ON CONFLICT DO UPDATE cannot touch a row twice in one statement: a repeated integration keeps its first report.
-  const { kept } = firstByKey(reports, (r) => r.integration_id);
-  if (kept.length === 0) return;
-  // An integration the catalogue does not know is added, named by its id, visible only where a host reports it.
-  await sql(
-    em,
-    `INSERT INTO integrations (id, name, category, origin) SELECT id, id, 'other', 'agent' FROM jsonb_array_elements_text(?::jsonb) AS t(id)
-     ON CONFLICT (id) DO NOTHING`,
-    [pgJson(kept.map((r) => r.integration_id))],
-  );
-  const rows = kept.map((r) => ({
+  await upsertIntegrationsOfHosts(em, [{ host, reports, at }]);
+}
+
+/**
+ * The same for the reports of many hosts in two statements (heartbeats are written in batches). A host's repeated
+ * integration keeps its first report; across entries of one host, the latest `at` wins.
+ */
+export async function upsertIntegrationsOfHosts(
+  em: EntityManager,
+  entries: readonly { host: { id: string; client_id: string }; reports: readonly IntegrationReport[]; at: Date }[],
+): Promise<void> {
+  // ON CONFLICT DO UPDATE cannot touch a row twice in one statement: one row per (host, integration).
+  const byKey = new Map<string, { host_id: string; client_id: string; at: string; r: IntegrationReport }>();
+  for (const e of entries) {
+    const { kept } = firstByKey(e.reports, (r) => r.integration_id);
+    for (const r of kept) {
+      const key = `${e.host.id}/${r.integration_id}`;
+      const prev = byKey.get(key);
+      if (!prev || prev.at < e.at.toISOString()) byKey.set(key, { host_id: e.host.id, client_id: e.host.client_id, at: e.at.toISOString(), r });
+    }
+  }
+  if (byKey.size === 0) return;
+  const rows = [...byKey.values()].map(({ host_id, client_id, at, r }) => ({
+    host_id,
+    client_id,
+    at,
     integration_id: r.integration_id,
     collector_name: r.collector_name,
     status: r.status,
@@ -33,12 +48,19 @@ export async function upsertIntegrations(em: EntityManager, host: { id: string; 
     // Absent config stays absent (SQL NULL): the stored one is kept.
     ...(r.config !== undefined ? { config: r.config } : {}),
   }));
+  // An integration the catalogue does not know is added, named by its id, visible only where a host reports it.
+  await sql(
+    em,
+    `INSERT INTO integrations (id, name, category, origin) SELECT DISTINCT id, id, 'other', 'agent' FROM jsonb_array_elements_text(?::jsonb) AS t(id)
+     ON CONFLICT (id) DO NOTHING`,
+    [pgJson([...new Set(rows.map((r) => r.integration_id))])],
+  );
   await sql(
     em,
     `INSERT INTO host_integrations (id, host_id, client_id, integration_id, collector_name, status, status_message, enabled, config, config_updated_at, last_seen_at)
-     SELECT gen_random_uuid(), ?::uuid, ?::uuid, r.integration_id, r.collector_name, r.status, r.status_message, r.enabled,
-            COALESCE(r.config, '{}'::jsonb), CASE WHEN r.config IS NULL THEN NULL ELSE ?::timestamptz END, ?::timestamptz
-       FROM jsonb_to_recordset(?::jsonb) AS r(integration_id text, collector_name text, status text, status_message text, enabled boolean, config jsonb)
+     SELECT gen_random_uuid(), r.host_id, r.client_id, r.integration_id, r.collector_name, r.status, r.status_message, r.enabled,
+            COALESCE(r.config, '{}'::jsonb), CASE WHEN r.config IS NULL THEN NULL ELSE r.at END, r.at
+       FROM jsonb_to_recordset(?::jsonb) AS r(host_id uuid, client_id uuid, at timestamptz, integration_id text, collector_name text, status text, status_message text, enabled boolean, config jsonb)
      ON CONFLICT (host_id, integration_id) DO UPDATE SET
        client_id = excluded.client_id,
        collector_name = excluded.collector_name,
@@ -49,7 +71,7 @@ export async function upsertIntegrations(em: EntityManager, host: { id: string; 
        config_updated_at = COALESCE(excluded.config_updated_at, host_integrations.config_updated_at),
        last_seen_at = excluded.last_seen_at
      WHERE host_integrations.last_seen_at <= excluded.last_seen_at`,
-    [host.id, host.client_id, at, at, pgJson(rows)],
+    [pgJson(rows)],
   );
 }
 

@@ -12,6 +12,8 @@ import { registerHostRoutes } from './hosts.ts';
 import { registerIntegrationRoutes } from './integrations.ts';
 import { registerInventoryRoutes } from './inventory.ts';
 import { registerMetricsRoutes } from './metrics.ts';
+import { registerSearchRoutes } from './search.ts';
+import { registerSavedSearchRoutes } from './saved-searches.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
@@ -30,4 +32,6 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerInventoryRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
   registerMetricsRoutes(app, deps, config.SVC_TSDB_URL);
+  registerSearchRoutes(app, deps);
+  registerSavedSearchRoutes(app, deps);
 }
