@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import type { FleetFigures } from './fleet.ts';
 import type { InvoiceFigures } from './invoice.ts';
+import type { ChartFigures, MetricsFigures } from './metrics.ts';
 import type { SearchFigures } from './search.ts';
 import { fmt, type PathFigures, type Spread } from './stats.ts';
 
@@ -18,6 +19,7 @@ interface Latest {
   resolve?: Stamped & { cold: { p50: Spread; p99: Spread }; warm: { p50: Spread; p99: Spread } };
   signing?: Stamped & { micros: Spread; payloadBytes: number; share?: number };
   invoice?: Stamped & InvoiceFigures;
+  metrics?: Stamped & MetricsFigures;
   fleet?: Stamped & FleetFigures;
   search?: Stamped & SearchFigures;
 }
@@ -66,6 +68,34 @@ if (latest.invoice) {
   rows.push(['the same preview, 8 connections', path(i.preview.load), '', when(i)]);
   rows.push([`\`POST …/generate-bulk\`, ${i.bulk.applications} active applications, ${i.bulk.worklogs} worklogs in the period (loaded through the ingest subject)`, `**${fmt(i.bulk.seconds, 2)} s**`, '≤ 10 s', when(i)]);
   rows.push(['the same call again (all skipped)', `${fmt(i.bulk.repeatSeconds, 2)} s`, '', when(i)]);
+}
+if (latest.metrics) {
+  const m = latest.metrics;
+  rows.push([
+    `metric samples through agents (${m.ingest.agents}, their own NATS users) → JetStream → fleet consumer → VictoriaMetrics, ${m.ingest.samplesPerRound} per round`,
+    `${fmt(m.ingest.pipeline)} samples/s`,
+    '',
+    when(m),
+  ]);
+  rows.push(['the same samples straight into VictoriaMetrics (`/api/v1/import`, pre-serialized, 4 at a time)', `${fmt(m.ingest.raw)} samples/s`, '', when(m)]);
+  rows.push(['ingest pipeline / raw import', `**${fmt(m.ingest.ratio, 2)}**`, '≥ 0.50', when(m)]);
+  const chartRows = (label: string, c: ChartFigures): void => {
+    rows.push([`${label} (${c.points} points) through the gateway, ${c.calls} sequential calls per round`, `p50 ${fmt(c.gateway.p50, 2)} ms, p99 ${fmt(c.gateway.p99, 2)} ms`, '', when(m)]);
+    rows.push([`the same query_range straight to VictoriaMetrics, interleaved`, `p50 ${fmt(c.direct.p50, 2)} ms, p99 ${fmt(c.direct.p99, 2)} ms`, '', when(m)]);
+    rows.push(['for scale: `GET /hosts/:id` through the same gateway (no store), interleaved', `p50 ${fmt(c.hostRoute.p50, 2)} ms, p99 ${fmt(c.hostRoute.p99, 2)} ms`, '', when(m)]);
+    rows.push([`${label}: gateway / direct, p99 (p50)`, `**${fmt(c.p99Ratio, 2)}** (${fmt(c.p50Ratio, 2)})`, '≤ 1.50', when(m)]);
+  };
+  chartRows('`GET /hosts/:id/metrics/:name`, 6-hour chart, 1-minute buckets', m.chart6h);
+  chartRows('`GET /hosts/:id/metrics/:name`, 24-hour chart, hourly buckets', m.chart24h);
+  if (m.query) {
+    const q = m.query;
+    rows.push([
+      `\`POST /metrics/query\`, 24 h at 10 s of 9 series, streamed (${(q.bytes / 1e6).toFixed(1)} MB), ${q.calls} sequential calls; straight to VictoriaMetrics`,
+      `p50 ${q.gatewayP50.toFixed(1)} ms, p99 ${q.gatewayP99.toFixed(1)} ms; straight p50 ${q.directP50.toFixed(1)} ms, p99 ${q.directP99.toFixed(1)} ms`,
+      '',
+      when(m),
+    ]);
+  }
 }
 if (latest.fleet) {
   const f = latest.fleet;

@@ -1,5 +1,5 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
-// rounds. Parts: hop, login, me, resolve, signing, invoice, fleet, search (all by default). Not a test: nothing here fails a build.
+// rounds. Parts: hop, login, me, resolve, signing, invoice, fleet, search, metrics (all by default). Not a test: nothing here fails a build.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { catalogue } from '../contracts/catalogue.ts';
 import { anonymousContext } from '../contracts/context.ts';
 import { fleetBench } from './fleet.ts';
 import { invoiceBench } from './invoice.ts';
+import { metricsBench } from './metrics.ts';
 import { searchBench } from './search.ts';
 import { load, type LoadResult } from './load.ts';
 import { figures, fmt, pathTable, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
@@ -252,7 +253,12 @@ async function fleet(token: string): Promise<Record<string, unknown>> {
 /** Host search: PQL count and first page over 100,000 seeded hosts (bench/search.ts). */
 const search = async (token: string): Promise<Record<string, unknown>> => ({ ...(await searchBench({ config, stores, token, ensureSystem: single, gatewayPort: GATEWAY_PORT })) });
 
-const PARTS = { hop, login, me, resolve, signing, invoice, fleet, search } as const;
+/** Metrics: ingest through agents and JetStream vs a raw import, host charts via the gateway vs straight (bench/metrics.ts). */
+async function metrics(token: string): Promise<Record<string, unknown>> {
+  return { ...(await metricsBench({ config, stores, token, log, rounds: ROUNDS, start: startChild, env })) };
+}
+
+const PARTS = { hop, login, me, resolve, signing, invoice, fleet, search, metrics } as const;
 type Part = keyof typeof PARTS;
 const results: Record<string, unknown> = {};
 let previous: Record<string, unknown> = {};
@@ -299,7 +305,7 @@ async function main(): Promise<void> {
   const user = await seed();
   benchToken = user.token;
   for (const part of parts) {
-    results[part] = await (part === 'hop' ? hop(user.token) : part === 'me' ? me(user.token) : part === 'invoice' ? invoice(user.token) : part === 'fleet' ? fleet(user.token) : part === 'resolve' ? resolve(user.userId) : part === 'search' ? search(user.token) : PARTS[part as 'login' | 'signing']());
+    results[part] = await (part === 'hop' ? hop(user.token) : part === 'me' ? me(user.token) : part === 'invoice' ? invoice(user.token) : part === 'fleet' ? fleet(user.token) : part === 'metrics' ? metrics(user.token) : part === 'resolve' ? resolve(user.userId) : part === 'search' ? search(user.token) : PARTS[part as 'login' | 'signing']());
   }
   mkdirSync('data/bench', { recursive: true });
   // Parts run now replace their figures; the others keep those of their last run (each part carries its date).

@@ -2,6 +2,7 @@ import { accessSubjects } from './domains/access.ts';
 import { fleetSubjects } from './domains/fleet.ts';
 import { fleetAgentSubjects } from './domains/fleet-agents.ts';
 import { fleetInventorySubjects } from './domains/fleet-inventory.ts';
+import { fleetMetricsSubjects } from './domains/fleet-metrics.ts';
 import { fleetSearchSubjects } from './domains/fleet-search.ts';
 import { identityAdminSubjects } from './domains/identity-admin.ts';
 import { identityAuthSubjects } from './domains/identity-auth.ts';
@@ -22,6 +23,7 @@ export const catalogue = {
   ...fleetSubjects,
   ...fleetAgentSubjects,
   ...fleetInventorySubjects,
+  ...fleetMetricsSubjects,
   ...fleetSearchSubjects,
   ...invoiceSubjects,
   ...invoiceDocumentSubjects,

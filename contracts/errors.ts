@@ -13,6 +13,7 @@ export const ErrorCode = z.enum([
   'internal_error',
   'unavailable',
   'timeout',
+  'bad_gateway',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 

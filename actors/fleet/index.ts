@@ -15,6 +15,8 @@ import { integrationHandlers } from './inventory/integration-reads.ts';
 import { upsertIntegrationsOfHosts } from './inventory/integrations-store.ts';
 import { inventoryHandlers } from './inventory/reads.ts';
 import { startMetricsIngest } from './metrics/ingest.ts';
+import { metricsQueryHandlers } from './metrics/query-plan.ts';
+import { metricsReadHandlers } from './metrics/reads.ts';
 import { searchHandlers } from './search/handlers.ts';
 import { savedSearchHandlers } from './search/saved.ts';
 import { AgentDirectory } from './telemetry/consume.ts';
@@ -38,6 +40,10 @@ export const fleetDomain: DomainModule = {
       await dc.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: dc.nc, audit, log }));
       await dc.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
       await dc.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
+      await dc.host.serve('fleet', 'fleet-metrics', {
+        ...metricsReadHandlers({ orm, tsdb: dc.stores.tsdb(), clock: dc.clock }),
+        ...metricsQueryHandlers({ orm, queryTimeoutMs: dc.config.SVC_METRICS_QUERY_TIMEOUT_MS }),
+      });
       await dc.host.serve('fleet', 'fleet-search', { ...searchHandlers({ orm, timeoutMs: dc.config.SVC_SEARCH_TIMEOUT_MS }), ...savedSearchHandlers({ orm, audit }) });
       const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
       await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: 'svc.system.agent.config', request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });

@@ -27,6 +27,8 @@ export const ConfigSchema = z.object({
   SVC_CLICKHOUSE_URL: optionalUrl,
   SVC_ANALYTICS_PATH: z.string().default('./data/analytics'),
   SVC_TSDB_URL: url.default('http://127.0.0.1:8428'),
+  // POST /metrics/query: VictoriaMetrics' own timeout for a caller's PromQL (also capped by the request's deadline)
+  SVC_METRICS_QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(300_000).default(10_000),
   SVC_SERVER_BIND: z.string().default('127.0.0.1'),
   SVC_SERVER_PORT: port.default(8080),
   SVC_INVOICING_PORT: port.default(8081),

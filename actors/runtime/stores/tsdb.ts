@@ -25,6 +25,11 @@ export interface RangeQuery {
   extraFilters?: readonly string[];
   /** Per-query timeout the server applies (a duration, e.g. `10s`). */
   timeout?: string;
+  /**
+   * `nocache=1`: no response cache (late samples, e.g. a backlog replayed after an outage, are seen at once) and no
+   * rounding of start/end to the step (and no latency-offset shift of a query near now).
+   */
+  nocache?: boolean;
 }
 
 export interface InstantQuery {
@@ -32,6 +37,7 @@ export interface InstantQuery {
   time?: TsdbTime;
   extraFilters?: readonly string[];
   timeout?: string;
+  nocache?: boolean;
 }
 
 /** Time range and tenant filters for the metadata endpoints (series, label values, export). */
@@ -39,6 +45,8 @@ export interface SeriesOptions {
   start?: TsdbTime;
   end?: TsdbTime;
   extraFilters?: readonly string[];
+  /** Ends the request early (the caller's deadline). */
+  signal?: AbortSignal;
 }
 
 /** Prometheus-style API envelope as VictoriaMetrics returns it. */
@@ -101,35 +109,37 @@ export class Tsdb {
   }
 
   /** PromQL over a range: `data.resultType` is `matrix`. */
-  async queryRange(q: RangeQuery): Promise<PromResponse<PromQueryData>> {
-    return (await this.queryRangeRaw(q)).json() as Promise<PromResponse<PromQueryData>>;
+  async queryRange(q: RangeQuery, signal?: AbortSignal): Promise<PromResponse<PromQueryData>> {
+    return (await this.queryRangeRaw(q, signal)).json() as Promise<PromResponse<PromQueryData>>;
   }
 
   /** Same request as queryRange, but the untouched Response (status 2xx) so a gateway can stream `body` through. */
   async queryRangeRaw(q: RangeQuery, signal?: AbortSignal): Promise<Response> {
     const form = new URLSearchParams({ query: q.query, start: toTime(q.start), end: toTime(q.end), step: String(q.step) });
     if (q.timeout) form.set('timeout', q.timeout);
+    if (q.nocache) form.set('nocache', '1');
     appendFilters(form, q.extraFilters);
     return this.send('/api/v1/query_range', { method: 'POST', body: form, signal });
   }
 
   /** Instant PromQL query: `data.resultType` is usually `vector`. */
-  async query(q: InstantQuery): Promise<PromResponse<PromQueryData>> {
-    return (await this.queryRaw(q)).json() as Promise<PromResponse<PromQueryData>>;
+  async query(q: InstantQuery, signal?: AbortSignal): Promise<PromResponse<PromQueryData>> {
+    return (await this.queryRaw(q, signal)).json() as Promise<PromResponse<PromQueryData>>;
   }
 
   async queryRaw(q: InstantQuery, signal?: AbortSignal): Promise<Response> {
     const form = new URLSearchParams({ query: q.query });
     if (q.time !== undefined) form.set('time', toTime(q.time));
     if (q.timeout) form.set('timeout', q.timeout);
+    if (q.nocache) form.set('nocache', '1');
     appendFilters(form, q.extraFilters);
     return this.send('/api/v1/query', { method: 'POST', body: form, signal });
   }
 
   /** Label sets of the series matching any of `match` in [start, end] (without a range the server looks at the last day). */
-  async series(match: readonly string[], start?: TsdbTime, end?: TsdbTime, extraFilters?: readonly string[]): Promise<Record<string, string>[]> {
+  async series(match: readonly string[], start?: TsdbTime, end?: TsdbTime, extraFilters?: readonly string[], signal?: AbortSignal): Promise<Record<string, string>[]> {
     const form = seriesForm(match, { start, end, extraFilters });
-    const res = await this.send('/api/v1/series', { method: 'POST', body: form });
+    const res = await this.send('/api/v1/series', { method: 'POST', body: form, signal });
     return ((await res.json()) as PromResponse<Record<string, string>[]>).data;
   }
 
@@ -137,7 +147,7 @@ export class Tsdb {
   async labelValues(label: string, match: readonly string[] = [], opts: SeriesOptions = {}): Promise<string[]> {
     const form = seriesForm(match, opts);
     // GET: older VictoriaMetrics releases (the Debian package is 1.79) answer this endpoint on GET only.
-    const res = await this.send(`/api/v1/label/${encodeURIComponent(label)}/values?${form.toString()}`, { method: 'GET' });
+    const res = await this.send(`/api/v1/label/${encodeURIComponent(label)}/values?${form.toString()}`, { method: 'GET', signal: opts.signal });
     return ((await res.json()) as PromResponse<string[]>).data;
   }
 
@@ -152,7 +162,7 @@ export class Tsdb {
 
   /** /api/v1/export as an untouched Response (JSON lines), for streaming large exports. */
   async exportRaw(match: readonly string[], opts: SeriesOptions = {}, signal?: AbortSignal): Promise<Response> {
-    return this.send('/api/v1/export', { method: 'POST', body: seriesForm(match, opts), signal });
+    return this.send('/api/v1/export', { method: 'POST', body: seriesForm(match, opts), signal: signal ?? opts.signal });
   }
 
   /** Deletes every sample of the matching series (tenant removal, test clean-up). Irreversible. */

@@ -11,6 +11,7 @@ import { registerEnvironmentRoutes } from './environments.ts';
 import { registerHostRoutes } from './hosts.ts';
 import { registerIntegrationRoutes } from './integrations.ts';
 import { registerInventoryRoutes } from './inventory.ts';
+import { registerMetricsRoutes } from './metrics.ts';
 import { registerSearchRoutes } from './search.ts';
 import { registerSavedSearchRoutes } from './saved-searches.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
@@ -30,6 +31,7 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerAgentAdminRoutes(app, deps);
   registerInventoryRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
+  registerMetricsRoutes(app, deps, config.SVC_TSDB_URL);
   registerSearchRoutes(app, deps);
   registerSavedSearchRoutes(app, deps);
 }

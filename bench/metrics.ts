@@ -1,0 +1,343 @@
+// The metrics part of `npm run bench` (`npm run bench -- metrics`):
+// - ingest: samples per second from enrolled agents (their own NATS users) through JetStream, the fleet's metrics
+//   consumer and its batched imports into VictoriaMetrics, against VictoriaMetrics' own /api/v1/import of the same
+//   samples (pre-serialized, 4 imports at a time like the consumer), in interleaved rounds of the same run;
+// - charts: a 6-hour host chart (1-minute buckets) and a 24-hour one (hourly) through the console gateway, against the
+//   same query_range sent straight to VictoriaMetrics, sequential calls interleaved pair by pair.
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import type { ChildProcess } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync, rmSync } from 'node:fs';
+import { bucketsOf } from '../actors/fleet/metrics/buckets.ts';
+import { METRICS_DURABLE } from '../actors/fleet/metrics/ingest.ts';
+import { hostFilter, selector } from '../actors/fleet/metrics/store-reads.ts';
+import type { Config } from '../actors/runtime/config.ts';
+import type { Logger } from '../actors/runtime/logger.ts';
+import { wireDurableName } from '../actors/runtime/namespace.ts';
+import type { Stores } from '../actors/runtime/stores/index.ts';
+import { Tsdb, type ImportSeries } from '../actors/runtime/stores/tsdb.ts';
+import { enrollSimulated, readAgentState, simDir, statePaths } from '../agent/index.ts';
+import type { MetricSample } from '../contracts/domains/agent-telemetry.ts';
+import { streams, telemetrySubject } from '../contracts/streams.ts';
+import { percentile, spread, type Spread } from './stats.ts';
+
+// 18084 is taken by other parts (events, service desk); BENCH_METRICS_PORT overrides.
+export const METRICS_PORT = Number(process.env.BENCH_METRICS_PORT ?? 18086);
+const STATE_DIR = 'data/bench/metrics-agents';
+const encoder = new TextEncoder();
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export interface MetricsBenchDeps {
+  config: Config;
+  stores: Stores;
+  token: string;
+  log: Logger;
+  rounds: number;
+  start: (args: string[], env: Record<string, string>, readyUrl: string) => Promise<ChildProcess>;
+  env: Record<string, string>;
+}
+
+export interface ChartFigures {
+  gateway: { p50: Spread; p99: Spread };
+  direct: { p50: Spread; p99: Spread };
+  /** `GET /hosts/:id` on the same gateway (no store): what the hop alone costs. */
+  hostRoute: { p50: Spread; p99: Spread };
+  p99Ratio: Spread;
+  p50Ratio: Spread;
+  calls: number;
+  points: number;
+}
+
+export interface MetricsFigures {
+  ingest: { agents: number; samplesPerRound: number; pipeline: Spread; raw: Spread; ratio: Spread };
+  chart6h: ChartFigures;
+  chart24h: ChartFigures;
+  query: { calls: number; bytes: number; directBytes: number; gatewayP50: number; gatewayP99: number; directP50: number; directP99: number };
+}
+
+interface Agent {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  agentId: string;
+  hostId: string;
+}
+
+/** One batch per agent per step: `series` samples, all at one timestamp (an agent's collection). */
+function batchSamples(series: number, timeMs: number, seed: number): MetricSample[] {
+  const out: MetricSample[] = [];
+  for (let i = 0; i < series; i++) {
+    const labels: Record<string, string> = i < 20 ? {} : { pid: String(1000 + (i % 40)), process_name: `proc-${i % 40}` };
+    out.push({ name: i < 20 ? `bench_host_metric_${i}` : `bench_process_metric_${Math.floor(i / 40)}`, value: (seed * 31 + i) % 1000, time_ms: timeMs, labels });
+  }
+  return out;
+}
+
+async function durableIdle(jsm: JetStreamManager, atLeastSeq: number): Promise<void> {
+  const durable = wireDurableName(METRICS_DURABLE);
+  for (;;) {
+    const info = await jsm.consumers.info(streams.SVC_TELEMETRY.name, durable);
+    if (info.ack_floor.stream_seq >= atLeastSeq && info.num_ack_pending === 0) return;
+    await sleep(20);
+  }
+}
+
+export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigures> {
+  const agents = Number(process.env.BENCH_METRICS_AGENTS ?? 20);
+  const batchesPerAgent = Number(process.env.BENCH_METRICS_BATCHES ?? 25);
+  const seriesPerBatch = Number(process.env.BENCH_METRICS_SERIES ?? 300);
+  const chartCalls = Number(process.env.BENCH_METRICS_CHART_CALLS ?? 200);
+  const base = `http://127.0.0.1:${METRICS_PORT}`;
+  const system = await deps.start(['main.ts'], { ...deps.env, SVC_SERVER_PORT: String(METRICS_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,fleet' }, `${base}/readyz`);
+  const tsdb = new Tsdb(deps.config.SVC_TSDB_URL, { timeoutMs: 60_000 });
+  const conn = (await deps.stores.orm()).em.fork().getConnection();
+  const svc = await connect({ servers: deps.config.SVC_NATS_URL.split(','), authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)) });
+  const jsm = await jetstreamManager(svc);
+  const connections: Agent[] = [];
+  const benchHosts: string[] = [];
+  try {
+    // A client of its own, emptied each run, with fresh agents enrolled through the API.
+    await conn.execute(`DELETE FROM clients WHERE slug = 'bench-metrics'`);
+    const clientId = randomUUID();
+    const envId = randomUUID();
+    await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, 'Bench metrics', 'bench-metrics')`, [clientId]);
+    await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Bench', 'bench')`, [envId, clientId]);
+    const tokens = Array.from({ length: agents }, () => `svc_it_${randomBytes(32).toString('base64url')}`);
+    await conn.execute(
+      `INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at)
+       SELECT gen_random_uuid(), ?, ?, decode(h, 'hex'), now() + interval '1 hour' FROM unnest(string_to_array(?, ',')) AS h`,
+      [envId, clientId, tokens.map((t) => createHash('sha256').update(t).digest('hex')).join(',')],
+    );
+    rmSync(STATE_DIR, { recursive: true, force: true });
+    const enrolled = await enrollSimulated({ server: base, tokens, stateDir: STATE_DIR, count: agents, concurrency: 8, log: deps.log });
+    if (enrolled.failed.length > 0) throw new Error(`${enrolled.failed.length} bench agents failed to enrol: ${enrolled.failed[0]?.message}`);
+    for (let i = 1; i <= agents; i++) {
+      const dir = simDir(STATE_DIR, i);
+      const state = await readAgentState(dir);
+      const nc = await connect({ servers: state.nats_servers, authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)), inboxPrefix: state.inbox_prefix });
+      connections.push({ nc, js: jetstream(nc), agentId: state.agent_id, hostId: state.host_id });
+      benchHosts.push(state.host_id);
+    }
+
+    // ---- ingest ----------------------------------------------------------------------------------------------------
+    const rawHosts = Array.from({ length: agents }, () => randomUUID());
+    benchHosts.push(...rawHosts);
+    const samplesPerRound = agents * batchesPerAgent * seriesPerBatch;
+    let clock = Date.now() - 6 * 3_600_000;
+    const roundData = (): { t0: number } => {
+      const t0 = clock;
+      clock += batchesPerAgent * 10_000 + 60_000;
+      return { t0 };
+    };
+    const pipelineRound = async (): Promise<number> => {
+      const { t0 } = roundData();
+      const payloads = connections.map((_, a) => Array.from({ length: batchesPerAgent }, (__, b) => encoder.encode(JSON.stringify({ collected_at: new Date(t0 + b * 10_000).toISOString(), samples: batchSamples(seriesPerBatch, t0 + b * 10_000, a * 7 + b) }))));
+      const started = performance.now();
+      let maxSeq = 0;
+      await Promise.all(
+        connections.map(async (agent, a) => {
+          // Up to 16 publishes in flight per agent, as the agent's outbox allows 32.
+          const mine = payloads[a]!;
+          for (let i = 0; i < mine.length; i += 16) {
+            const acks = await Promise.all(mine.slice(i, i + 16).map((p) => agent.js.publish(telemetrySubject(agent.agentId, 'metrics'), p)));
+            for (const ack of acks) maxSeq = Math.max(maxSeq, ack.seq);
+          }
+        }),
+      );
+      await durableIdle(jsm, maxSeq);
+      return samplesPerRound / ((performance.now() - started) / 1000);
+    };
+    const rawRound = async (): Promise<number> => {
+      const { t0 } = roundData();
+      // The rows the consumer would write for these samples, serialized before the clock starts; ~20,000 samples per
+      // import and 4 at a time, as the consumer's batcher does.
+      const rows: ImportSeries[] = [];
+      rawHosts.forEach((hostId, a) => {
+        for (let b = 0; b < batchesPerAgent; b++) {
+          for (const s of batchSamples(seriesPerBatch, t0 + b * 10_000, a * 7 + b)) {
+            rows.push({ metric: { __name__: s.name, ...s.labels, host_id: hostId, environment_id: envId, client_id: clientId }, values: [s.value], timestamps: [s.time_ms!] });
+          }
+        }
+      });
+      const bodies: string[] = [];
+      for (let i = 0; i < rows.length; i += 20_000) bodies.push(rows.slice(i, i + 20_000).map((r) => JSON.stringify(r)).join('\n') + '\n');
+      const started = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          for (let i = next++; i < bodies.length; i = next++) {
+            const res = await fetch(`${deps.config.SVC_TSDB_URL}/api/v1/import`, { method: 'POST', body: bodies[i], headers: { 'content-type': 'application/stream+json' } });
+            if (!res.ok) throw new Error(`raw import: HTTP ${res.status}`);
+          }
+        }),
+      );
+      return samplesPerRound / ((performance.now() - started) / 1000);
+    };
+    console.log(`\n## metrics ingest: ${agents} agents × ${batchesPerAgent} batches × ${seriesPerBatch} samples = ${samplesPerRound} samples per round, warm-up + ${deps.rounds} interleaved rounds`);
+    await pipelineRound();
+    await rawRound();
+    const pipeline: number[] = [];
+    const raw: number[] = [];
+    for (let r = 0; r < deps.rounds; r++) {
+      pipeline.push(await pipelineRound());
+      raw.push(await rawRound());
+    }
+    const ingest = { agents, samplesPerRound, pipeline: spread(pipeline), raw: spread(raw), ratio: spread(pipeline.map((p, i) => p / raw[i]!)) };
+    console.log(`agents → JetStream → consumer → VictoriaMetrics: ${ingest.pipeline.mean.toFixed(0)} samples/s (${ingest.pipeline.min.toFixed(0)}–${ingest.pipeline.max.toFixed(0)})`);
+    console.log(`VictoriaMetrics /api/v1/import of the same samples: ${ingest.raw.mean.toFixed(0)} samples/s (${ingest.raw.min.toFixed(0)}–${ingest.raw.max.toFixed(0)})`);
+    console.log(`pipeline / raw: ${ingest.ratio.mean.toFixed(2)} (${ingest.ratio.min.toFixed(2)}–${ingest.ratio.max.toFixed(2)}) (target ≥ 0.50)`);
+
+    // ---- charts ----------------------------------------------------------------------------------------------------
+    // A host with 24 hours of 10-second samples: the host-level series and 8 per-CPU ones sharing its name.
+    const chartHost = randomUUID();
+    benchHosts.push(chartHost);
+    await conn.execute(`INSERT INTO hosts (id, environment_id, client_id, hostname) VALUES (?, ?, ?, 'bench-chart')`, [chartHost, envId, clientId]);
+    const now = Date.now();
+    const from = now - 24 * 3_600_000;
+    const timestamps = Array.from({ length: 8_640 }, (_, i) => from + i * 10_000);
+    const chartRows: ImportSeries[] = [undefined, ...Array.from({ length: 8 }, (_, i) => String(i))].map((cpu) => ({
+      metric: { __name__: 'cpu_usage_percent', ...(cpu !== undefined ? { cpu } : {}), host_id: chartHost, environment_id: envId, client_id: clientId },
+      values: timestamps.map((t, i) => Math.round((50 + 40 * Math.sin(i / 90) + (t % 7)) * 100) / 100),
+      timestamps,
+    }));
+    await tsdb.importSeries(chartRows);
+    await tsdb.flush();
+    const headers = { authorization: `Bearer ${deps.token}` };
+    const chart = async (hours: number): Promise<ChartFigures> => {
+      const end = now;
+      const start = end - hours * 3_600_000;
+      const gatewayUrl = `${base}/api/v1/hosts/${chartHost}/metrics/cpu_usage_percent?start=${new Date(start).toISOString()}&end=${new Date(end).toISOString()}`;
+      // The query_range the fleet actor sends for this chart (reads.ts, store-reads.ts gaugeBuckets).
+      const b = bucketsOf({ startMs: start, endMs: end });
+      const exact = selector([['__name__', '=', 'cpu_usage_percent'], ['host_id', '=', chartHost], ['cpu', '=', '']]);
+      const form = new URLSearchParams({
+        query: `aggr_over_time(("count_over_time","sum_over_time","min_over_time","max_over_time"), ${exact}[${b.sizeMs}ms] offset 1ms) keep_metric_names`,
+        start: String((b.firstMs + b.sizeMs) / 1000),
+        end: String((b.lastMs + b.sizeMs) / 1000),
+        step: String(b.sizeMs / 1000),
+        nocache: '1',
+        'extra_filters[]': hostFilter({ id: chartHost, client_id: clientId }),
+      });
+      let points = 0;
+      const viaGateway = async (): Promise<number> => {
+        const t0 = performance.now();
+        const res = await fetch(gatewayUrl, { headers });
+        const body = (await res.json()) as { data: unknown[] };
+        if (!res.ok) throw new Error(`chart through the gateway: HTTP ${res.status}`);
+        points = body.data.length;
+        return performance.now() - t0;
+      };
+      const hostOnly = async (): Promise<number> => {
+        const t0 = performance.now();
+        const res = await fetch(`${base}/api/v1/hosts/${chartHost}`, { headers });
+        await res.json();
+        if (!res.ok) throw new Error(`host through the gateway: HTTP ${res.status}`);
+        return performance.now() - t0;
+      };
+      const direct = async (): Promise<number> => {
+        const t0 = performance.now();
+        const res = await fetch(`${deps.config.SVC_TSDB_URL}/api/v1/query_range`, { method: 'POST', body: form });
+        await res.json();
+        if (!res.ok) throw new Error(`chart straight to VictoriaMetrics: HTTP ${res.status}`);
+        return performance.now() - t0;
+      };
+      for (let i = 0; i < 30; i++) {
+        await viaGateway();
+        await direct();
+      }
+      const g: number[][] = [];
+      const d: number[][] = [];
+      const hop: number[][] = [];
+      for (let r = 0; r < deps.rounds; r++) {
+        const gs: number[] = [];
+        const ds: number[] = [];
+        const hs: number[] = [];
+        for (let i = 0; i < chartCalls; i++) {
+          // For scale: the hop alone (authentication, NATS, the host's row) on a route without the store.
+          if (i % 4 === 0) hs.push(await hostOnly());
+          // Alternate which goes first, so neither always runs right after the other.
+          if (i % 2 === 0) {
+            gs.push(await viaGateway());
+            ds.push(await direct());
+          } else {
+            ds.push(await direct());
+            gs.push(await viaGateway());
+          }
+        }
+        g.push(gs.sort((x, y) => x - y));
+        d.push(ds.sort((x, y) => x - y));
+        hop.push(hs.sort((x, y) => x - y));
+      }
+      const at = (rounds: number[][], p: number): Spread => spread(rounds.map((xs) => percentile(xs, p)));
+      const fig: ChartFigures = {
+        gateway: { p50: at(g, 50), p99: at(g, 99) },
+        direct: { p50: at(d, 50), p99: at(d, 99) },
+        hostRoute: { p50: at(hop, 50), p99: at(hop, 99) },
+        p50Ratio: spread(g.map((xs, i) => percentile(xs, 50) / percentile(d[i]!, 50))),
+        p99Ratio: spread(g.map((xs, i) => percentile(xs, 99) / percentile(d[i]!, 99))),
+        calls: chartCalls,
+        points,
+      };
+      const f = (s: Spread): string => `${s.mean.toFixed(2)} (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
+      console.log(`\n## metrics chart, ${hours} h (${b.sizeMs === 60_000 ? '1-minute' : 'hourly'} buckets, ${points} points), ${chartCalls} sequential calls per path per round, ms`);
+      console.log(`through the gateway: p50 ${f(fig.gateway.p50)}  p99 ${f(fig.gateway.p99)}`);
+      console.log(`straight to VictoriaMetrics: p50 ${f(fig.direct.p50)}  p99 ${f(fig.direct.p99)}`);
+      console.log(`for scale, GET /hosts/:id through the gateway (no store): p50 ${f(fig.hostRoute.p50)}  p99 ${f(fig.hostRoute.p99)}`);
+      console.log(`gateway / direct: p50 ${f(fig.p50Ratio)}  p99 ${f(fig.p99Ratio)} (target p99 ≤ 1.50)`);
+      return fig;
+    };
+    const chart6h = await chart(6);
+    const chart24h = await chart(24);
+
+    // POST /metrics/query streamed through the gateway vs the same confined query_range straight to the store: 24 h
+    // of 10-second points of all 9 series (~78,000 points, a few MB).
+    const body = JSON.stringify({ query: 'cpu_usage_percent', start: new Date(from).toISOString(), end: new Date(now).toISOString(), step: '10s', host_id: chartHost });
+    const queryForm = new URLSearchParams({
+      query: '{__name__="cpu_usage_percent"}',
+      start: String(from / 1000),
+      end: String(now / 1000),
+      step: '10',
+      nocache: '1',
+      'extra_filters[]': selector([['client_id', '=', clientId], ['host_id', '=', chartHost]]),
+    });
+    let bytes = [0, 0];
+    const streamed = async (): Promise<number> => {
+      const t0 = performance.now();
+      const res = await fetch(`${base}/api/v1/metrics/query`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
+      const text = await res.text();
+      if (!res.ok || !text.startsWith('{"status":"success"')) throw new Error(`query through the gateway: HTTP ${res.status} ${text.slice(0, 200)}`);
+      bytes = [text.length, bytes[1]!];
+      return performance.now() - t0;
+    };
+    const straight = async (): Promise<number> => {
+      const t0 = performance.now();
+      const res = await fetch(`${deps.config.SVC_TSDB_URL}/api/v1/query_range`, { method: 'POST', body: queryForm });
+      const text = await res.text();
+      if (!res.ok) throw new Error(`query straight to VictoriaMetrics: HTTP ${res.status}`);
+      bytes = [bytes[0]!, text.length];
+      return performance.now() - t0;
+    };
+    const qs: number[] = [];
+    const ds: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await streamed();
+      await straight();
+    }
+    for (let i = 0; i < Math.max(10, Math.round(chartCalls / 5)); i++) {
+      qs.push(await streamed());
+      ds.push(await straight());
+    }
+    qs.sort((x, y) => x - y);
+    ds.sort((x, y) => x - y);
+    const query = { calls: qs.length, bytes: bytes[0]!, directBytes: bytes[1]!, gatewayP50: percentile(qs, 50), gatewayP99: percentile(qs, 99), directP50: percentile(ds, 50), directP99: percentile(ds, 99) };
+    console.log(`\n## POST /metrics/query, 24 h at 10 s of 9 series (${(query.bytes / 1e6).toFixed(1)} MB streamed; ${(query.directBytes / 1e6).toFixed(1)} MB straight), ${query.calls} sequential calls, ms`);
+    console.log(`through the gateway: p50 ${query.gatewayP50.toFixed(1)}  p99 ${query.gatewayP99.toFixed(1)}   straight: p50 ${query.directP50.toFixed(1)}  p99 ${query.directP99.toFixed(1)}`);
+    return { ingest, chart6h, chart24h, query };
+  } finally {
+    for (const a of connections) await a.nc.close().catch(() => undefined);
+    await svc.close().catch(() => undefined);
+    await tsdb.flush().catch(() => undefined);
+    for (let i = 0; i < benchHosts.length; i += 50) await tsdb.deleteSeries([`{host_id=~"${benchHosts.slice(i, i + 50).join('|')}"}`]).catch(() => undefined);
+    system.kill('SIGTERM');
+  }
+}
