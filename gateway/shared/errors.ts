@@ -48,6 +48,7 @@ export const statusOf: Record<ApiErrorCode, number> = {
   too_many_requests: 429,
   request_header_fields_too_large: 431,
   internal_error: 500,
+  bad_gateway: 502,
   unavailable: 503,
   timeout: 504,
 };
@@ -69,6 +70,7 @@ const consoleCodes: Record<ApiErrorCode, string> = {
   too_many_requests: 'too_many_requests',
   request_header_fields_too_large: 'request_header_fields_too_large',
   internal_error: 'internal_error',
+  bad_gateway: 'bad_gateway',
   unavailable: 'service_unavailable',
   timeout: 'gateway_timeout',
 };
@@ -90,6 +92,7 @@ const invoicingCodes: Record<ApiErrorCode, string> = {
   too_many_requests: 'RATE_LIMITED',
   request_header_fields_too_large: 'REQUEST_HEADER_FIELDS_TOO_LARGE',
   internal_error: 'INTERNAL_ERROR',
+  bad_gateway: 'BAD_GATEWAY',
   unavailable: 'SERVICE_UNAVAILABLE',
   timeout: 'GATEWAY_TIMEOUT',
 };
