@@ -22,7 +22,8 @@ const Paging = {
 const Paged = <T extends z.ZodType>(item: T) =>
   z.object({ items: z.array(item), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) });
 const NoContent = z.object({});
-const queryBool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+/** A query flag (`true`/`false`/`1`/`0`), or the boolean it became at the gateway. */
+const queryBool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')]);
 /** A date (`2026-01-31`, the whole day) or a date-time with zone. */
 const DateOrDateTime = z.union([z.iso.date(), z.iso.datetime({ offset: true })]);
 

@@ -1,4 +1,5 @@
 import type { Config } from '../../../actors/runtime/config.ts';
+import type { UploadStore } from '../../../actors/runtime/stores/uploads.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';
@@ -11,10 +12,12 @@ import { registerEnvironmentRoutes } from './environments.ts';
 import { registerHostRoutes } from './hosts.ts';
 import { registerIntegrationRoutes } from './integrations.ts';
 import { registerInventoryRoutes } from './inventory.ts';
+import { registerServiceDeskRoutes } from './service-desk.ts';
+import { registerServiceDeskProxyRoutes } from './service-desk-proxy.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
-export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, config: Config): Promise<void> {
+export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, config: Config, uploads: UploadStore): Promise<void> {
   registerAuthRoutes(app, deps);
   registerSsoConfigRoute(app, deps);
   // The SSO routes exist only when an SSO client id is configured.
@@ -28,4 +31,6 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerAgentAdminRoutes(app, deps);
   registerInventoryRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
+  registerServiceDeskRoutes(app, deps);
+  registerServiceDeskProxyRoutes(app, deps, uploads);
 }
