@@ -93,15 +93,39 @@ export interface PeerIssue {
   links: { outward?: string; inward?: string }[];
 }
 
-export const ORGS = [
-  { id: '1', name: 'Acme Corp' },
-  { id: '2', name: 'Globex' },
-  { id: '3', name: 'Unmapped Ltd' },
-];
-export const SERVICE_DESKS = [
-  { id: '1', projectKey: 'SUP', projectName: 'Support' },
-  { id: '2', projectKey: 'OPS', projectName: 'Operations desk' },
-];
+/**
+ * Names of one peer's data. Each test run gets its own project keys and organization ids, because the read store is
+ * shared by every run on the database: keys and organizations never collide with an earlier run's rows.
+ */
+export interface PeerNames {
+  tag: string;
+  sup: string;
+  ops: string;
+  eng: string;
+  orgs: { id: string; name: string }[];
+  desks: { id: string; projectKey: string; projectName: string }[];
+}
+
+export function peerNames(tag = Math.random().toString(36).slice(2, 6).toUpperCase().replace(/[^A-Z0-9]/g, 'X'), orgBase = 100_000 + Math.floor(Math.random() * 800_000_000)): PeerNames {
+  const sup = `SUP${tag}`;
+  const ops = `OPS${tag}`;
+  return {
+    tag,
+    sup,
+    ops,
+    eng: `ENG${tag}`,
+    orgs: [
+      { id: String(orgBase + 1), name: 'Acme Corp' },
+      { id: String(orgBase + 2), name: 'Globex' },
+      { id: String(orgBase + 3), name: 'Unmapped Ltd' },
+    ],
+    desks: [
+      { id: '1', projectKey: sup, projectName: 'Support' },
+      { id: '2', projectKey: ops, projectName: 'Operations desk' },
+    ],
+  };
+}
+
 export const REQUEST_TYPES = [
   { id: '10', name: 'Get IT help', serviceDeskId: '1' },
   { id: '11', name: 'Report an incident', serviceDeskId: '1' },
@@ -114,6 +138,9 @@ const AGENTS: PeerUser[] = [
   { accountId: 'agent-3', displayName: 'Carol Chen', emailAddress: 'carol@tracker.example' },
   { accountId: 'agent-4', displayName: 'dave Duarte', emailAddress: 'dave@tracker.example' },
 ];
+
+/** A summary; a formula-like one starts with its `=` (what a spreadsheet would run). */
+const summaryOf = (verb: string, what: string, n: number): string => (what.startsWith('=') ? `${what} #${n}` : `${verb} ${what} #${n}`);
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -130,22 +157,23 @@ const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
 /** The generated data set: a few hundred requests over two mapped organizations, one unmapped, engineering issues. */
-export function generateIssues(now: number, opts: { perOrg?: [number, number, number]; seed?: number } = {}): { issues: PeerIssue[]; customers: Map<string, PeerUser[]> } {
+export function generateIssues(now: number, names: PeerNames, opts: { perOrg?: [number, number, number]; seed?: number } = {}): { issues: PeerIssue[]; customers: Map<string, PeerUser[]> } {
   const rand = rng(opts.seed ?? 42);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
   const [n1, n2, n3] = opts.perOrg ?? [160, 140, 12];
   const customers = new Map<string, PeerUser[]>();
-  for (const org of ORGS) {
+  const [org1, org2, org3] = names.orgs.map((o) => o.id) as [string, string, string];
+  for (const org of names.orgs) {
     const slug = org.name.toLowerCase().replace(/[^a-z]+/g, '');
     customers.set(
       org.id,
-      Array.from({ length: 5 }, (_, i) => ({ accountId: `cust-${org.id}-${i}`, displayName: `${org.name} customer ${i}`, emailAddress: `customer${i}@${slug}.example` })),
+      Array.from({ length: 5 }, (_, i) => ({ accountId: `cust-${org.id}-${i}`, displayName: `${org.name} customer ${i}`, emailAddress: `customer${i}.${names.tag.toLowerCase()}@${slug}.example` })),
     );
   }
   const issues: PeerIssue[] = [];
-  const counters: Record<string, number> = { SUP: 0, OPS: 0, ENG: 0 };
+  const counters: Record<string, number> = { [names.sup]: 0, [names.ops]: 0, [names.eng]: 0 };
   let id = 10_000;
-  const make = (orgId: string | null, project: 'SUP' | 'OPS'): PeerIssue => {
+  const make = (orgId: string | null, project: string): PeerIssue => {
     counters[project] = (counters[project] ?? 0) + 1;
     const key = `${project}-${counters[project]}`;
     const created = now - Math.floor(rand() * 120 * DAY) - HOUR;
@@ -168,15 +196,15 @@ export function generateIssues(now: number, opts: { perOrg?: [number, number, nu
       if (categoryOf(path[i]!) !== 'done') resolved = null;
     }
     const status = histories.length > 0 ? histories[histories.length - 1]!.to : 'Open';
-    const customer = pick(customers.get(orgId ?? '3')!);
+    const customer = pick(customers.get(orgId ?? org3)!);
     const labels = ['vip', 'billing', 'network'].filter(() => rand() < 0.25);
-    const sd = project === 'SUP' ? '1' : '2';
+    const sd = project === names.sup ? '1' : '2';
     id += 1;
     return {
       id: String(id),
       key,
       project,
-      summary: `${pick(['Cannot', 'Please', 'Urgent:', 'Question about', 'Broken'])} ${pick(['VPN access', 'invoice PDF', 'printer on floor 3', 'password reset', 'disk quota', '=SUM(A1) export', 'mail relay'])} #${counters[project]}`,
+      summary: summaryOf(pick(['Cannot', 'Please', 'Urgent:', 'Question about', 'Broken']), pick(['VPN access', 'invoice PDF', 'printer on floor 3', 'password reset', 'disk quota', '=SUM(A1) export', 'mail relay']), counters[project] ?? 0),
       status,
       priority: pick(PRIORITIES),
       type: pick(TYPES),
@@ -197,29 +225,29 @@ export function generateIssues(now: number, opts: { perOrg?: [number, number, nu
       links: [],
     };
   };
-  for (let i = 0; i < n1; i++) issues.push(make('1', 'SUP'));
-  for (let i = 0; i < n2; i++) issues.push(make('2', i % 4 === 3 ? 'OPS' : 'SUP'));
-  for (let i = 0; i < n3; i++) issues.push(make('3', 'SUP'));
+  for (let i = 0; i < n1; i++) issues.push(make(org1, names.sup));
+  for (let i = 0; i < n2; i++) issues.push(make(org2, i % 4 === 3 ? names.ops : names.sup));
+  for (let i = 0; i < n3; i++) issues.push(make(org3, names.sup));
   // Engineering issues, each linked to a support request.
-  const supports = issues.filter((x) => x.project === 'SUP');
+  const supports = issues.filter((x) => x.project === names.sup);
   for (let i = 0; i < 30; i++) {
     const support = supports[Math.floor(rand() * supports.length)]!;
     if (support.links.length > 0) continue;
-    counters.ENG = (counters.ENG ?? 0) + 1;
-    const key = `ENG-${counters.ENG}`;
+    counters[names.eng] = (counters[names.eng] ?? 0) + 1;
+    const key = `${names.eng}-${counters[names.eng]}`;
     id += 1;
     support.links.push({ outward: key });
     issues.push({
-      ...make(null, 'SUP'),
+      ...make(null, names.sup),
       id: String(id),
       key,
-      project: 'ENG',
+      project: names.eng,
       orgIds: [],
       serviceDeskId: null,
       requestTypeId: null,
       links: [{ inward: support.key }],
     });
-    counters.SUP = (counters.SUP ?? 1) - 1;
+    counters[names.sup] = (counters[names.sup] ?? 1) - 1;
   }
   return { issues, customers };
 }
@@ -289,9 +317,11 @@ export class TrackerPeer {
   private server: Server | undefined;
   private nextId = 900_000;
   url = '';
+  readonly names: PeerNames;
 
-  constructor(opts: { perOrg?: [number, number, number]; seed?: number } = {}) {
-    const { issues, customers } = generateIssues(Date.now(), opts);
+  constructor(opts: { perOrg?: [number, number, number]; seed?: number; names?: PeerNames } = {}) {
+    this.names = opts.names ?? peerNames();
+    const { issues, customers } = generateIssues(Date.now(), this.names, opts);
     for (const i of issues) this.issues.set(i.key, i);
     this.customers = customers;
   }
@@ -381,7 +411,7 @@ export class TrackerPeer {
         duedate: issue.due,
         labels: issue.labels,
         project: { id: issue.project, key: issue.project, name: issue.project },
-        customfield_10002: issue.orgIds.map((o) => ({ id: Number(o), name: ORGS.find((x) => x.id === o)?.name ?? o, _links: {} })),
+        customfield_10002: issue.orgIds.map((o) => ({ id: Number(o), name: this.names.orgs.find((x) => x.id === o)?.name ?? o, _links: {} })),
         customfield_10010: rt ? { _links: {}, requestType: { id: rt.id, name: rt.name, serviceDeskId: rt.serviceDeskId }, currentStatus: { status: issue.status } } : null,
         customfield_10020: issue.serviceDeskId ? frt : null,
         customfield_10021: issue.serviceDeskId ? ttr : null,
@@ -409,7 +439,7 @@ export class TrackerPeer {
       reporter: userDto(issue.reporter),
       requestFieldValues: [
         { fieldId: 'summary', label: 'Summary', value: issue.summary },
-        { fieldId: 'customfield_10002', label: 'Organizations', value: issue.orgIds.map((o) => ({ id: Number(o), name: ORGS.find((x) => x.id === o)?.name })) },
+        { fieldId: 'customfield_10002', label: 'Organizations', value: issue.orgIds.map((o) => ({ id: Number(o), name: this.names.orgs.find((x) => x.id === o)?.name })) },
       ],
       currentStatus: { status: status.name, statusCategory: status.category.toUpperCase(), statusDate: dateDto(statusDate) },
       _links: { web: `${this.url}/servicedesk/customer/portal/${issue.serviceDeskId}/${issue.key}`, self: `${this.url}/rest/servicedeskapi/request/${issue.id}` },
@@ -499,16 +529,16 @@ export class TrackerPeer {
 
     // ---- service desk ------------------------------------------------------------------------------------
     if (method === 'GET' && (m = /^\/rest\/servicedeskapi\/organization\/(\d+)$/.exec(path))) {
-      const org = ORGS.find((o) => o.id === m![1]);
+      const org = this.names.orgs.find((o) => o.id === m![1]);
       return org ? this.json(res, 200, { id: org.id, name: org.name, _links: {} }) : this.json(res, 404, { errorMessage: 'Organization does not exist.' });
     }
-    if (method === 'GET' && path === '/rest/servicedeskapi/organization') return this.json(res, 200, this.paged(ORGS, int('start', 0), int('limit', 50)));
+    if (method === 'GET' && path === '/rest/servicedeskapi/organization') return this.json(res, 200, this.paged(this.names.orgs, int('start', 0), int('limit', 50)));
     if (method === 'GET' && (m = /^\/rest\/servicedeskapi\/servicedesk\/(\d+)$/.exec(path))) {
-      const sd = SERVICE_DESKS.find((s) => s.id === m![1]);
+      const sd = this.names.desks.find((s) => s.id === m![1]);
       return sd ? this.json(res, 200, { id: sd.id, projectId: `100${sd.id}`, projectName: sd.projectName, projectKey: sd.projectKey, _links: {} }) : this.json(res, 404, { errorMessage: 'Service desk does not exist.' });
     }
     if (method === 'POST' && (m = /^\/rest\/servicedeskapi\/servicedesk\/(\d+)\/attachTemporaryFile$/.exec(path))) {
-      if (!SERVICE_DESKS.some((s) => s.id === m![1])) return this.json(res, 404, { errorMessage: 'Service desk does not exist.' });
+      if (!this.names.desks.some((s) => s.id === m![1])) return this.json(res, 404, { errorMessage: 'Service desk does not exist.' });
       if (req.headers['x-atlassian-token'] !== 'no-check') return this.json(res, 403, { errorMessage: 'XSRF check failed' });
       const files = await new Promise<{ filename: string; size: number; mimeType: string }[]>((resolve, reject) => {
         const out: { filename: string; size: number; mimeType: string }[] = [];
@@ -554,7 +584,7 @@ export class TrackerPeer {
     if (method === 'POST' && path === '/rest/servicedeskapi/request') {
       const b = await this.body(req);
       this.lastCreate = b;
-      const sd = SERVICE_DESKS.find((s) => s.id === b.serviceDeskId);
+      const sd = this.names.desks.find((s) => s.id === b.serviceDeskId);
       const rt = REQUEST_TYPES.find((r) => r.id === b.requestTypeId && r.serviceDeskId === b.serviceDeskId);
       if (!sd || !rt) return this.json(res, 400, { errorMessage: 'The request type you are trying to use does not exist in this service desk.' });
       const values = (b.requestFieldValues ?? {}) as Record<string, unknown>;
