@@ -10,7 +10,6 @@ const encoder = new TextEncoder();
 /** A header parameter value with nothing that could end it early. */
 // eslint-disable-next-line no-control-regex
 const quoteSafe = (s: string): string => s.replace(/["\\\u0000-\u001f\u007f]/g, '_');
-// eslint-disable-next-line no-control-regex
 const asciiFallback = (s: string): string => quoteSafe(s).replace(/[^\u0020-\u007e]/g, '_');
 
 /**
