@@ -7,6 +7,7 @@ import type { Config } from '../runtime/config.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { Handlers } from '../runtime/serve.ts';
 import type { KvStore } from '../runtime/stores/kv.ts';
+import type { ReadMemo } from './reads/memo.ts';
 import type { SyncEngine } from './sync/engine.ts';
 import type { TrackerApi } from './tracker/api.ts';
 import type { UploadStore } from '../runtime/stores/uploads.ts';
@@ -23,6 +24,8 @@ export interface SdDeps {
   tracker: TrackerApi | undefined;
   sync: SyncEngine | undefined;
   uploads: UploadStore;
+  /** Aggregates memoized per store generation; bumped after every change to the store. */
+  memo: ReadMemo;
 }
 
 export type SdHandlers = Handlers<Cat, 'servicedesk'>;

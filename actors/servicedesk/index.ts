@@ -6,6 +6,7 @@ import { missingSettings, notConfigured, whenConfigured, type SdDeps, type SdHan
 import { mappingHandlers } from './mappings.ts';
 import { attachmentHandlers } from './proxy/attachments.ts';
 import { proxyHandlers } from './proxy/handlers.ts';
+import { ReadMemo } from './reads/memo.ts';
 import { metricsHandlers } from './reads/metrics.ts';
 import { ticketHandlers } from './reads/tickets.ts';
 import { SyncEngine } from './sync/engine.ts';
@@ -27,8 +28,15 @@ export const servicedeskDomain: DomainModule = {
     const bucket = new TokenBucket(kv, log);
     const tracker = baseUrl && email && apiToken ? new TrackerApi(new TrackerClient({ baseUrl, email, apiToken, timeoutMs: dc.config.SVC_SD_TIMEOUT_MS }, bucket, log)) : undefined;
     if (!tracker) log.warn({ missing: missingSettings(dc.config) }, `${notConfigured(dc.config).message}; every service-desk route answers 503 until then`);
-    const sync = tracker ? new SyncEngine(orm, tracker, dc.nc, log.child({ worker: 'servicedesk-sync' }), { intervalSeconds: dc.config.SVC_SD_SYNC_INTERVAL_SECONDS, overlapSeconds: dc.config.SVC_SD_SYNC_OVERLAP_SECONDS }) : undefined;
-    const deps: SdDeps = { orm, kv, audit: new AuditRecorder(dc.nc, dc.clock), config: dc.config, clock: dc.clock, log, tracker, sync, uploads: new UploadStore(() => dc.nc) };
+    const memo = new ReadMemo(kv);
+    const sync = tracker
+      ? new SyncEngine(orm, tracker, dc.nc, log.child({ worker: 'servicedesk-sync' }), {
+          intervalSeconds: dc.config.SVC_SD_SYNC_INTERVAL_SECONDS,
+          overlapSeconds: dc.config.SVC_SD_SYNC_OVERLAP_SECONDS,
+          changed: () => memo.bump(),
+        })
+      : undefined;
+    const deps: SdDeps = { orm, kv, audit: new AuditRecorder(dc.nc, dc.clock), config: dc.config, clock: dc.clock, log, tracker, sync, uploads: new UploadStore(() => dc.nc), memo };
     const syncHandlers: SdHandlers = {
       'svc.servicedesk.sync.run': async (_input, { ctx }) => {
         requirePermission(ctx, 'servicedeskconfig:write');

@@ -68,6 +68,17 @@ export class Migration0011_service_desk extends Migration {
       CREATE INDEX sd_requests_resolved ON sd_requests (resolved_at) WHERE resolved_at IS NOT NULL;
       CREATE INDEX sd_requests_linked ON sd_requests (linked_issue_key) WHERE linked_issue_key IS NOT NULL;
       CREATE INDEX sd_requests_reporter ON sd_requests (lower(reporter_email));
+      -- Sort orders of the tickets list (a page walks the index instead of sorting the organization's requests).
+      CREATE INDEX sd_requests_priority ON sd_requests (priority_rank, updated_at, issue_key);
+      CREATE INDEX sd_requests_status_sort ON sd_requests (lower(status), issue_key);
+      CREATE INDEX sd_requests_key_sort ON sd_requests (project_key, issue_number);
+      CREATE INDEX sd_requests_summary_sort ON sd_requests (lower(summary), issue_key);
+      CREATE INDEX sd_requests_assignee_sort ON sd_requests (lower(assignee), issue_key);
+      -- Counts and metrics read only this (index-only scans): the scope columns, the common filters and what the
+      -- metrics aggregate, without the wide rows.
+      CREATE INDEX sd_requests_scan ON sd_requests (project_key, status, priority)
+        INCLUDE (organization_ids, labels, status_category, issue_type, created_at, updated_at, resolved_at, acknowledged_at, started_at, due_date,
+                 first_response_ms, first_response_breached, resolution_breached, resolution_sla_status);
 
       CREATE TABLE sd_status_history (
         issue_key text NOT NULL REFERENCES sd_requests (issue_key) ON DELETE CASCADE,

@@ -41,14 +41,19 @@ describe('the token bucket shared through Valkey', () => {
     // (500 - burst 10) / 50 per second = 9.8 s at the least.
     expect(elapsed).toBeGreaterThanOrEqual(9_500);
     expect(elapsed).toBeLessThan(15_000);
-    // In any one-second window: at most the burst plus one second's refill (a little slack for timer jitter).
-    let worst = 0;
-    for (let i = 0, j = 0; i < times.length; i++) {
-      while (times[i]! - times[j]! >= 1_000) j++;
-      worst = Math.max(worst, i - j + 1);
-    }
-    expect(worst).toBeLessThanOrEqual(62);
-    expect(worst).toBeGreaterThanOrEqual(45);
+    // In any window: at most the burst plus the window's refill, with a little slack for arrival jitter (the calls
+    // leave on time; on a busy machine a few arrive together, so a window may hold up to ~12 more).
+    const worstIn = (ms: number): number => {
+      let worst = 0;
+      for (let i = 0, j = 0; i < times.length; i++) {
+        while (times[i]! - times[j]! >= ms) j++;
+        worst = Math.max(worst, i - j + 1);
+      }
+      return worst;
+    };
+    expect(worstIn(1_000)).toBeLessThanOrEqual(10 + 50 + 12);
+    expect(worstIn(1_000)).toBeGreaterThanOrEqual(45);
+    expect(worstIn(3_000)).toBeLessThanOrEqual(10 + 150 + 12);
   }, 30_000);
 
   it('refuses at once (429) a call whose wait would pass its deadline', async () => {

@@ -181,7 +181,8 @@ describe('tickets', () => {
     await check('status=In%20Progress', (i) => i.status === 'In Progress');
     await check('status=in%20progress', () => false);
     await check('priority=High', (i) => i.priority === 'High');
-    await check('issue_type=incident', (i) => i.type === 'Incident');
+    await check('issue_type=Incident', (i) => i.type === 'Incident');
+    await check('issue_type=incident', () => false);
     await check('assignee=Carol%20Chen', (i) => i.assignee?.displayName === 'Carol Chen');
     await check('assignee=BOB@tracker.example', (i) => i.assignee?.emailAddress === 'bob@tracker.example');
     await check('search=vpn', (i) => i.summary.toLowerCase().includes('vpn'));

@@ -76,6 +76,7 @@ export function proxyHandlers(deps: SdDeps): SdHandlers {
         category,
         at.toISOString(),
       ]);
+      await deps.memo.bump();
       await logAction(deps, ctx, t.issue_key, 'transition', { transition_id: id, transition: chosen.name, status, ...(comment ? { with_comment: true } : {}), ...(t.asked !== t.issue_key ? { via: t.asked } : {}) });
       return { issue_key: t.issue_key, transition_id: id, status, status_category: category };
     },
@@ -140,6 +141,7 @@ export function proxyHandlers(deps: SdDeps): SdHandlers {
           labels,
         }),
       ]);
+      await deps.memo.bump();
       await logAction(deps, ctx, created.issueKey, 'create', {
         service_desk_id: body.service_desk_id,
         request_type_id: body.request_type_id,

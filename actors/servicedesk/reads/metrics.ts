@@ -15,6 +15,10 @@ const int = (v: unknown): number => Number(v ?? 0);
 export function metricsHandlers(deps: SdDeps): SdHandlers {
   const fork = (): EntityManager => deps.orm.em.fork();
 
+  /** One row of aggregates, memoized per store generation. */
+  const aggregate = async (kind: string, query: string, params: unknown[]): Promise<Record<string, unknown> | undefined> =>
+    (await deps.memo.memo(kind, query, params, () => sql<Record<string, unknown>>(fork(), query, params)))[0];
+
   const scoped = async (em: EntityManager, ctx: Parameters<typeof requireOrganizationFilter>[0], q: { organization_id?: string | undefined; client_id?: string | undefined }) => {
     requireOrganizationFilter(ctx, q);
     const mappings = await mappingsFor(em, ctx, 'servicedesk:read', q);
@@ -36,8 +40,7 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
         where.push('v.created_at < ?');
         params.push(rangeEndExclusive(q.date_to));
       }
-      const [r] = await sql<Record<string, unknown>>(
-        em,
+      const r = await aggregate('sla',
         `SELECT count(*) AS total,
                 avg(v.first_response_ms) / 3600000.0 AS frt_hours,
                 avg(extract(epoch FROM v.resolved_at - v.created_at)) / 3600.0 AS res_hours,
@@ -73,8 +76,7 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
         where.push('v.resolved_at < ?');
         params.push(rangeEndExclusive(q.date_to));
       }
-      const [r] = await sql<Record<string, unknown>>(
-        em,
+      const r = await aggregate('delivery',
         `WITH d AS (
            SELECT extract(epoch FROM v.resolved_at - COALESCE(v.started_at, v.created_at)) / 86400.0 AS days,
                   CASE WHEN v.due_date IS NOT NULL THEN v.resolved_at < (v.due_date + 1)::timestamp AT TIME ZONE 'UTC'
@@ -111,8 +113,7 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
       const em = fork();
       const visible = await scoped(em, ctx, q);
       const since = new Date(deps.clock.now() - 30 * 86_400_000).toISOString();
-      const [r] = await sql<Record<string, unknown>>(
-        em,
+      const r = await aggregate('summary',
         `SELECT count(*) FILTER (WHERE v.status_category <> 'done') AS open_count,
                 count(*) FILTER (WHERE v.status_category = 'done') AS resolved_count,
                 avg(extract(epoch FROM v.acknowledged_at - v.created_at)) / 3600.0 AS mtta,
@@ -122,7 +123,7 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
                       / NULLIF(count(*) FILTER (WHERE v.first_response_breached IS NOT NULL OR v.resolution_breached IS NOT NULL), 0) AS compliance,
                 count(*) FILTER (WHERE v.resolved_at >= ?) AS throughput
          FROM sd_requests v WHERE ${visible.sql}`,
-        [since, ...visible.params],
+        [since.slice(0, 16), ...visible.params],
       );
       return {
         open_count: int(r?.open_count),

@@ -123,8 +123,9 @@ export function ticketWhere(mappings: readonly MappingRow[], f: Filters, ctx: Ca
     params.push(...p);
   };
   if (f.status) add('v.status = ?', f.status);
-  if (f.priority) add('lower(v.priority) = lower(?)', f.priority);
-  if (f.issue_type) add('lower(v.issue_type) = lower(?)', f.issue_type);
+  // Exact values, like status: the tracker's own names (the filters then use the scan index).
+  if (f.priority) add('v.priority = ?', f.priority);
+  if (f.issue_type) add('v.issue_type = ?', f.issue_type);
   if (f.assignee) add('(lower(v.assignee) = lower(?) OR lower(v.assignee_email) = lower(?))', f.assignee, f.assignee);
   if (f.search) {
     const like = `%${escapeLike(f.search)}%`;

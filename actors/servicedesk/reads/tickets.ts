@@ -3,7 +3,7 @@ import { stringify } from 'csv-stringify/sync';
 import type { z } from 'zod';
 import type { KanbanBoard, SlaCycle, TicketDetail } from '../../../contracts/domains/servicedesk.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { iso, isoOrNull, pageOf, sql } from '../../runtime/stores/sql.ts';
+import { iso, isoOrNull, offsetOf, pageOf, sql } from '../../runtime/stores/sql.ts';
 import type { SdDeps, SdHandlers } from '../deps.ts';
 import { mappingsFor, requireOrganizationFilter, requireOwnership } from '../scope.ts';
 import { PENDING_CREATES, ticketColumns, ticketOrder, ticketOut, ticketSource, ticketWhere, WITH_TRANSITIONS, type Filters, type TicketRow } from './query.ts';
@@ -110,12 +110,20 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
     return { from: `${source.from} WHERE ${where.sql}`, params: where.params, columns: ticketColumns(source.pending), order: ticketOrder(f) };
   };
 
+  /** How many requests match: memoized per store generation (the store changes only when synced or written through). */
+  const count = (p: { from: string; params: unknown[] }): Promise<number> =>
+    deps.memo.memo('count', p.from, p.params, async () => (await sql<{ n: number }>(fork(), `SELECT count(*)::int AS n FROM ${p.from}`, p.params))[0]?.n ?? 0);
+
   return {
     'svc.servicedesk.tickets.list': async (q, { ctx }) => {
       const em = fork();
       const p = await prepare(em, q, ctx);
       if (!p) return { items: [], total: 0, page: q.page, per_page: q.per_page };
-      return pageOf(em, { columns: p.columns, from: p.from, params: p.params, order: p.order }, q, (rows: TicketRow[]) => rows.map(ticketOut));
+      const [total, rows] = await Promise.all([
+        count(p),
+        sql<TicketRow>(fork(), `SELECT ${p.columns} FROM ${p.from} ORDER BY ${p.order} LIMIT ? OFFSET ?`, [...p.params, q.per_page, offsetOf(q.page, q.per_page)]),
+      ]);
+      return { items: rows.map(ticketOut), total, page: q.page, per_page: q.per_page };
     },
 
     'svc.servicedesk.tickets.get': async ({ issue_key }, { ctx }) => {
@@ -162,11 +170,7 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
         truncated: false,
       };
       if (!p) return empty;
-      const [rows, counted] = await Promise.all([
-        sql<TicketRow>(em, `SELECT ${p.columns} FROM ${p.from} ORDER BY ${p.order} LIMIT ${KANBAN_LIMIT}`, p.params),
-        sql<{ n: number }>(fork(), `SELECT count(*)::int AS n FROM ${p.from}`, p.params),
-      ]);
-      const total = counted[0]?.n ?? 0;
+      const [rows, total] = await Promise.all([sql<TicketRow>(em, `SELECT ${p.columns} FROM ${p.from} ORDER BY ${p.order} LIMIT ${KANBAN_LIMIT}`, p.params), count(p)]);
       const columns = CATEGORIES.map((c) => {
         const mine = rows.filter((r) => r.status_category === c.status_category);
         const names = [...new Set(mine.map((r) => r.status))].sort((a, b) => a.localeCompare(b));

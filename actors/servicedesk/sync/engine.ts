@@ -11,6 +11,8 @@ import { upsertRequests } from './store.ts';
 export interface SyncSettings {
   intervalSeconds: number;
   overlapSeconds: number;
+  /** Called after a committed change to the store (readers' memoized aggregates go stale). */
+  changed?: () => Promise<void>;
 }
 
 export interface SyncReport {
@@ -107,7 +109,8 @@ export class SyncEngine {
   private async runAll(): Promise<SyncReport> {
     const em = this.orm.em.fork();
     const orgs = await sql<{ organization_id: string }>(em, `SELECT DISTINCT organization_id FROM sd_mappings ORDER BY organization_id`);
-    await sql(em, `DELETE FROM sd_pending WHERE created_at < now() - interval '${PENDING_MAX_AGE}'`);
+    const expired = await sql<{ id: string }>(em, `DELETE FROM sd_pending WHERE created_at < now() - interval '${PENDING_MAX_AGE}' RETURNING id`);
+    if (expired.length > 0) await this.settings.changed?.();
     const report: SyncReport = { organizations: [] };
     if (orgs.length === 0) return report;
     const opts = { on429: 'wait' as const, signal: this.abort.signal };
@@ -169,6 +172,7 @@ export class SyncEngine {
         );
       });
       count += records.length;
+      if (records.length > 0) await this.settings.changed?.();
       if (page.isLast === true || !page.nextPageToken || page.issues.length === 0) break;
       token = page.nextPageToken;
       // Long loads keep the lease; losing it means another instance took over: stop here, it resumes from the watermark.
