@@ -58,7 +58,8 @@ async function seedStore(stores: Stores): Promise<{ organizationId: string; proj
      FROM generate_series(1, ?) g, LATERAL (SELECT now() - (g % 730) * interval '1 day' - (g % 1440) * interval '1 minute' AS c) t`,
     [projectKey, projectKey, `{${organizationId}}`, ROWS],
   );
-  await conn.execute(`ANALYZE sd_requests`);
+  // What autovacuum does after a bulk load: statistics and the visibility map (index-only scans).
+  await conn.execute(`VACUUM ANALYZE sd_requests`);
   return { organizationId, projectKey };
 }
 
@@ -97,19 +98,29 @@ export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<Reco
     { name: 'metrics/delivery (all time)', url: `${base}/metrics/delivery?${org}` },
     { name: 'metrics/summary', url: `${base}/metrics/summary?${org}` },
   ];
-  const out: Record<string, { p50: number; p95: number; max: number }> = {};
-  console.log(`\n## servicedesk: ${ROWS} requests in the read store (project ${projectKey}), ${SAMPLES} sequential requests per route`);
-  for (const p of paths) {
-    for (let i = 0; i < 10; i++) await timed(p.url, deps.token);
+  // Warm: the same question again (totals and metrics memoized for the store's generation). Cold: the store changed
+  // before every request (the generation bumped, as a sync page or a write does), so everything is counted afresh.
+  const kv = await deps.stores.kv();
+  const out: Record<string, { warm: { p50: number; p95: number; max: number }; cold: { p50: number; p95: number; max: number } }> = {};
+  console.log(`\n## servicedesk: ${ROWS} requests in the read store (project ${projectKey}), ${SAMPLES} sequential requests per route, warm and cold`);
+  const sample = async (url: string, n: number, cold: boolean): Promise<{ p50: number; p95: number; max: number }> => {
     const ms: number[] = [];
-    for (let i = 0; i < SAMPLES; i++) {
-      const r = await timed(p.url, deps.token);
-      if (r.status !== 200) throw new Error(`${p.name}: ${r.status}`);
+    for (let i = 0; i < n; i++) {
+      if (cold) await kv.incr('sd:generation');
+      const r = await timed(url, deps.token);
+      if (r.status !== 200) throw new Error(`${url}: ${r.status}`);
       ms.push(r.ms);
     }
     ms.sort((a, b) => a - b);
-    out[p.name] = { p50: percentile(ms, 50), p95: percentile(ms, 95), max: ms[ms.length - 1]! };
-    console.log(`${p.name.padEnd(55)} p50 ${out[p.name]!.p50.toFixed(1).padStart(6)} ms   p95 ${out[p.name]!.p95.toFixed(1).padStart(6)} ms   (target p95 ≤ 50 ms)`);
+    return { p50: percentile(ms, 50), p95: percentile(ms, 95), max: ms[ms.length - 1]! };
+  };
+  const show = (f: { p50: number; p95: number }): string => `p50 ${f.p50.toFixed(1).padStart(6)} ms  p95 ${f.p95.toFixed(1).padStart(6)} ms`;
+  for (const p of paths) {
+    for (let i = 0; i < 10; i++) await timed(p.url, deps.token);
+    const warm = await sample(p.url, SAMPLES, false);
+    const cold = await sample(p.url, Math.max(20, Math.floor(SAMPLES / 2)), true);
+    out[p.name] = { warm, cold };
+    console.log(`${p.name.padEnd(55)} warm ${show(warm)}   cold ${show(cold)}   (target p95 ≤ 50 ms)`);
   }
   const exports: number[] = [];
   let bytes = 0;
