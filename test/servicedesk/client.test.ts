@@ -70,7 +70,7 @@ describe('the token bucket shared through Valkey', () => {
 describe('without configuration', () => {
   let sys: TestSystem;
   beforeAll(async () => {
-    sys = await startTestSystem({ SVC_ACTORS: 'identity,servicedesk', SVC_SD_BASE_URL: '', SVC_SD_EMAIL: '', SVC_SD_API_TOKEN: '' });
+    sys = await startTestSystem({ SVC_ACTORS: 'identity,servicedesk', SVC_SD_BASE_URL: '', SVC_SD_EMAIL: '', SVC_SD_API_TOKEN: '', SVC_ENABLE_DEBUG_ENDPOINTS: 'true' });
   });
   afterAll(() => sys?.stop());
 
@@ -81,6 +81,15 @@ describe('without configuration', () => {
       const res = await sys.http({ method: 'GET', url, token: root });
       expectStatus(res, 503);
       expect(res.json().error.message).toMatch(/SVC_SD_BASE_URL.*SVC_SD_EMAIL.*SVC_SD_API_TOKEN/);
+    }
+  });
+
+  it('documents the service-desk routes in the OpenAPI document', async () => {
+    const doc = await sys.http({ method: 'GET', url: '/swagger/json' });
+    expectStatus(doc, 200);
+    const paths = Object.keys((doc.json() as { paths: Record<string, unknown> }).paths);
+    for (const p of ['/api/v1/service-desk/tickets', '/api/v1/service-desk/tickets/{issueKey}/attachments', '/api/v1/service-desk/admin/organizations/{id}', '/api/v1/service-desk/reports/export']) {
+      expect(paths).toContain(p);
     }
   });
 });
