@@ -235,6 +235,28 @@ describe('transitions and request creation', () => {
   });
 });
 
+describe('requests the store does not know yet', () => {
+  it('checks ownership through the tracker (the issue and its links) before forwarding', async () => {
+    const template = orgA()[4]!;
+    const key = `${s.peer.names.sup}-7000`;
+    const eng = `${s.peer.names.eng}-7000`;
+    s.peer.issues.set(key, { ...template, id: '7000', key, comments: [], links: [{ outward: eng }] });
+    s.peer.issues.set(eng, { ...template, id: '7001', key: eng, project: s.peer.names.eng, orgIds: [], serviceDeskId: null, requestTypeId: null, comments: [], links: [{ inward: key }] });
+    expect(await s.sys.sql(`SELECT 1 FROM sd_requests WHERE issue_key IN (?, ?)`, [key, eng])).toHaveLength(0);
+    expectStatus(await get(s, userA, `${SD}/tickets/${key}/comments`), 200);
+    const before = s.peer.log.length;
+    expectStatus(await get(s, userA, `${SD}/tickets/${eng}/transitions`), 200);
+    expect(s.peer.log.slice(before).map((l) => l.path)).toContain(`/rest/servicedeskapi/request/${key}/transition`);
+    const other = (await userWith(s.sys, 'Client', s.clientB.id)).token;
+    const beforeB = s.peer.log.length;
+    expectStatus(await get(s, other, `${SD}/tickets/${key}/comments`), 404);
+    expectStatus(await get(s, other, `${SD}/tickets/${eng}/comments`), 404);
+    // Only the scope look-ups reached the tracker, nothing of the request itself.
+    expect(s.peer.log.slice(beforeB).every((l) => l.path.startsWith('/rest/api/3/issue/'))).toBe(true);
+    expectStatus(await get(s, userA, `${SD}/tickets/${s.peer.names.sup}-9999/comments`), 404);
+  });
+});
+
 describe('the outgoing client', () => {
   it('passes the tracker’s 429 on with its Retry-After; other failures are 502 without the tracker’s body', async () => {
     const a = orgA()[3]!;

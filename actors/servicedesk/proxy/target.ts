@@ -4,7 +4,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { randomUUID } from 'node:crypto';
 import { sql } from '../../runtime/stores/sql.ts';
 import { trackerOf, type SdDeps } from '../deps.ts';
-import { locate } from '../reads/tickets.ts';
+import { locateOwned } from '../reads/tickets.ts';
 import { requireOwnership, type MappingRow, type Scoped } from '../scope.ts';
 import type { CallOpts, Issue } from '../tracker/api.ts';
 
@@ -35,29 +35,32 @@ const scopedOf = (issue: Issue): Scoped & { issue_key: string } => ({
  */
 export async function resolveTarget(deps: SdDeps, ctx: CallerContext, key: string, permission: string, opts: CallOpts): Promise<Target> {
   const em: EntityManager = deps.orm.em.fork();
-  const found = await locate(em, key);
-  let scoped: (Scoped & { issue_key: string }) | undefined = found;
-  if (!scoped) {
-    const api = trackerOf(deps);
-    const supportProjects = new Set((await sql<{ k: string }>(em, `SELECT DISTINCT unnest(project_keys) AS k FROM sd_mappings`)).map((r) => r.k));
-    let issue: Issue;
-    try {
-      issue = await api.issue(key, SCOPE_FIELDS, opts);
-    } catch (err) {
-      if (err instanceof DomainError && err.code === 'not_found') throw new DomainError('not_found', `request ${key} not found`);
-      throw err;
-    }
-    if (!supportProjects.has(issue.fields.project?.key ?? '')) {
-      // An engineering issue: the support request is the linked issue in a support project.
-      const linked = (issue.fields.issuelinks ?? []).map((l) => l.outwardIssue?.key ?? l.inwardIssue?.key).find((k) => k && supportProjects.has(k.split('-')[0] ?? ''));
-      if (!linked) throw new DomainError('not_found', `request ${key} not found`);
-      issue = await api.issue(linked, SCOPE_FIELDS, opts);
-    }
-    scoped = scopedOf(issue);
+  const owned = await locateOwned(em, ctx, key, permission);
+  if (owned) return { issue_key: owned.found.issue_key, asked: key, mapping: owned.mapping, service_desk_id: await serviceDeskOf(em, owned.found.issue_key) };
+  // Not in the store yet: the tracker says which project and organization the issue (or its support request) has.
+  const api = trackerOf(deps);
+  const supportProjects = new Set((await sql<{ k: string }>(em, `SELECT DISTINCT unnest(project_keys) AS k FROM sd_mappings`)).map((r) => r.k));
+  let issue: Issue;
+  try {
+    issue = await api.issue(key, SCOPE_FIELDS, opts);
+  } catch (err) {
+    if (err instanceof DomainError && err.code === 'not_found') throw new DomainError('not_found', `request ${key} not found`);
+    throw err;
   }
+  if (!supportProjects.has(issue.fields.project?.key ?? '')) {
+    // An engineering issue: the support request is the linked issue in a support project.
+    const linked = (issue.fields.issuelinks ?? []).map((l) => l.outwardIssue?.key ?? l.inwardIssue?.key).find((k) => k && supportProjects.has(k.split('-')[0] ?? ''));
+    if (!linked) throw new DomainError('not_found', `request ${key} not found`);
+    issue = await api.issue(linked, SCOPE_FIELDS, opts);
+  }
+  const scoped = scopedOf(issue);
   const mapping = await requireOwnership(em, ctx, scoped, permission);
-  const [row] = await sql<{ service_desk_id: string | null }>(em, `SELECT service_desk_id FROM sd_requests WHERE issue_key = ?`, [scoped.issue_key]);
-  return { issue_key: scoped.issue_key, asked: key, mapping, service_desk_id: row?.service_desk_id ?? null };
+  return { issue_key: scoped.issue_key, asked: key, mapping, service_desk_id: await serviceDeskOf(em, scoped.issue_key) };
+}
+
+async function serviceDeskOf(em: EntityManager, key: string): Promise<string | null> {
+  const [row] = await sql<{ service_desk_id: string | null }>(em, `SELECT service_desk_id FROM sd_requests WHERE issue_key = ?`, [key]);
+  return row?.service_desk_id ?? null;
 }
 
 /** Records a write made through this service: the request's action log and the audit trail. */

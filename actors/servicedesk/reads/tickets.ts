@@ -5,7 +5,8 @@ import type { KanbanBoard, SlaCycle, TicketDetail } from '../../../contracts/dom
 import { DomainError } from '../../../contracts/errors.ts';
 import { iso, isoOrNull, offsetOf, pageOf, sql } from '../../runtime/stores/sql.ts';
 import type { SdDeps, SdHandlers } from '../deps.ts';
-import { mappingsFor, requireOrganizationFilter, requireOwnership } from '../scope.ts';
+import type { CallerContext } from '../../../contracts/context.ts';
+import { mappingsFor, requireOrganizationFilter, requireOwnership, type MappingRow } from '../scope.ts';
 import { PENDING_CREATES, ticketColumns, ticketOrder, ticketOut, ticketSource, ticketWhere, WITH_TRANSITIONS, type Filters, type TicketRow } from './query.ts';
 
 export const KANBAN_LIMIT = 500;
@@ -37,19 +38,38 @@ interface Located {
  * Finds a request by key: a stored support request, the support request an engineering key is linked to, or a request
  * created through this service that the store has not caught up with.
  */
-export async function locate(em: EntityManager, key: string): Promise<Located | undefined> {
-  const [stored] = await sql<Located>(
+export async function locate(em: EntityManager, key: string): Promise<Located[]> {
+  return sql<Located>(
     em,
     `SELECT issue_key, project_key, organization_ids, labels, true AS stored FROM sd_requests WHERE issue_key = ?
      UNION ALL
-     (SELECT issue_key, project_key, organization_ids, labels, true AS stored FROM sd_requests WHERE linked_issue_key = ? ORDER BY updated_at DESC LIMIT 1)
+     (SELECT issue_key, project_key, organization_ids, labels, true AS stored FROM sd_requests WHERE linked_issue_key = ? ORDER BY updated_at DESC LIMIT 20)
      UNION ALL
      (SELECT issue_key, fields->>'project_key', ARRAY[organization_id], ARRAY(SELECT jsonb_array_elements_text(COALESCE(fields->'labels', '[]'::jsonb))), false
-      FROM sd_pending WHERE kind = 'create' AND issue_key = ? LIMIT 1)
-     LIMIT 1`,
+      FROM sd_pending WHERE kind = 'create' AND issue_key = ? LIMIT 1)`,
     [key, key, key],
   );
-  return stored;
+}
+
+/**
+ * The request a key names that the caller owns with `permission` (an engineering issue may be linked to several
+ * support requests, of different organizations): undefined when the store knows none; 403 when the caller only
+ * reaches them without the permission; 404 when it reaches none.
+ */
+export async function locateOwned(em: EntityManager, ctx: CallerContext, key: string, permission: string): Promise<{ found: Located; mapping: MappingRow } | undefined> {
+  const candidates = await locate(em, key);
+  if (candidates.length === 0) return undefined;
+  let forbidden: DomainError | undefined;
+  for (const found of candidates) {
+    try {
+      return { found, mapping: await requireOwnership(em, ctx, found, permission) };
+    } catch (err) {
+      if (!(err instanceof DomainError)) throw err;
+      if (err.code === 'forbidden') forbidden ??= err;
+      else if (err.code !== 'not_found') throw err;
+    }
+  }
+  throw forbidden ?? new DomainError('not_found', `request ${key} not found`);
 }
 
 interface DerivedRow {
@@ -127,9 +147,9 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
     },
 
     'svc.servicedesk.tickets.get': async ({ issue_key }, { ctx }) => {
-      const found = await locate(fork(), issue_key);
-      if (!found) throw new DomainError('not_found', `request ${issue_key} not found`);
-      await requireOwnership(fork(), ctx, found, 'servicedesk:read');
+      const owned = await locateOwned(fork(), ctx, issue_key, 'servicedesk:read');
+      if (!owned) throw new DomainError('not_found', `request ${issue_key} not found`);
+      const { found } = owned;
       const key = found.issue_key;
       const now = deps.clock.now();
       if (!found.stored) {
@@ -209,11 +229,10 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
 
     'svc.servicedesk.actions.list': async ({ issue_key, page, per_page }, { ctx }) => {
       const em = fork();
-      const found = await locate(em, issue_key);
       // The log is kept under the support key; an engineering key finds it through its link.
-      const key = found?.issue_key ?? issue_key;
-      if (!found) throw new DomainError('not_found', `request ${issue_key} not found`);
-      await requireOwnership(em, ctx, found, 'servicedesk:read');
+      const owned = await locateOwned(em, ctx, issue_key, 'servicedesk:read');
+      if (!owned) throw new DomainError('not_found', `request ${issue_key} not found`);
+      const key = owned.found.issue_key;
       return pageOf(
         em,
         { columns: 'id, issue_key, action, actor_id, actor_email, details, created_at', from: 'sd_actions WHERE issue_key = ?', params: [key], order: 'created_at DESC, id' },
