@@ -2,10 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { openValkeyKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
+import { SyncEngine } from '../../actors/servicedesk/sync/engine.ts';
+import { TrackerApi } from '../../actors/servicedesk/tracker/api.ts';
 import { TokenBucket } from '../../actors/servicedesk/tracker/bucket.ts';
 import { TrackerClient } from '../../actors/servicedesk/tracker/client.ts';
 import { expectStatus } from '../identity/admin-support.ts';
+import { createClient } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { cleanPeerData } from './support.ts';
 import { PEER_EMAIL, PEER_TOKEN, TrackerPeer } from '../support/tracker-peer.ts';
 
 const log = createLogger('silent');
@@ -90,6 +94,47 @@ describe('without configuration', () => {
     const paths = Object.keys((doc.json() as { paths: Record<string, unknown> }).paths);
     for (const p of ['/api/v1/service-desk/tickets', '/api/v1/service-desk/tickets/{issueKey}/attachments', '/api/v1/service-desk/admin/organizations/{id}', '/api/v1/service-desk/reports/export']) {
       expect(paths).toContain(p);
+    }
+  });
+
+  it('a sync that dies mid-way resumes from the last committed page', async () => {
+    const local = new TrackerPeer({ perOrg: [45, 1, 1] });
+    await local.start();
+    try {
+      const org = local.names.orgs[0]!.id;
+      const client = await createClient(sys);
+      await sys.sql(`INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Acme', '{1}', ?::text[])`, [
+        randomUUID(),
+        client.id,
+        org,
+        `{${local.names.sup}}`,
+      ]);
+      const kv = await openValkeyKv(process.env.SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379', log, `svc-test:${randomUUID().slice(0, 8)}:`);
+      stores.push(kv);
+      const api = new TrackerApi(new TrackerClient({ baseUrl: local.url, email: PEER_EMAIL, apiToken: PEER_TOKEN, timeoutMs: 5_000 }, new TokenBucket(kv, log), log));
+      const orm = await sys.stores.orm();
+      const engine = new SyncEngine(orm, api, sys.nc, log, { intervalSeconds: 0, overlapSeconds: 120, pageSize: 10 });
+      const stored = async (): Promise<number> => (await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_requests WHERE organization_ids @> ?::text[]`, [`{${org}}`]))[0]!.n;
+      try {
+        // The third search of this organization (its third page) fails with a 500, which is not retried.
+        let seen = 0;
+        local.faults.push({ match: (_m, p, body) => p === '/rest/api/3/search/jql' && String(body?.jql).startsWith(`cf[10002] = ${org} `) && ++seen === 3, status: 500 });
+        const first = await engine.run();
+        expect(first.organizations.find((o) => o.organization_id === org)?.error).toMatch(/502|answered 500/);
+        const mid = await stored();
+        expect(mid).toBe(20);
+        const [state] = await sys.sql<{ watermark: string | null; full_load_completed_at: string | null }>(`SELECT watermark, full_load_completed_at FROM sd_sync_state WHERE organization_id = ?`, [org]);
+        expect(state!.watermark).not.toBeNull();
+        expect(state!.full_load_completed_at).toBeNull();
+        const second = await engine.run();
+        expect(second.organizations.find((o) => o.organization_id === org)).toMatchObject({ error: null, full_load: true });
+        expect(await stored()).toBe(local.requestsOf(org).length);
+      } finally {
+        await engine.stop();
+      }
+    } finally {
+      await cleanPeerData(sys, local);
+      await local.stop();
     }
   });
 });

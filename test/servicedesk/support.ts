@@ -41,8 +41,27 @@ export async function startSdSystem(overrides: Record<string, string> = {}): Pro
 }
 
 export async function stopSdSystem(s: SdSystem | undefined): Promise<void> {
-  await s?.sys.stop();
-  await s?.peer.stop();
+  if (!s) return;
+  try {
+    await cleanPeerData(s.sys, s.peer);
+  } finally {
+    await s.sys.stop();
+    await s.peer.stop();
+  }
+}
+
+/**
+ * Removes what a run left in the shared database for its peer's organizations and projects: otherwise every later
+ * sync (of any run) would go on searching organizations whose peer is gone.
+ */
+export async function cleanPeerData(sys: TestSystem, peer: TrackerPeer): Promise<void> {
+  const orgs = peer.names.orgs.map((o) => o.id);
+  const projects = [peer.names.sup, peer.names.ops, peer.names.eng];
+  await sys.sql(`DELETE FROM sd_mappings WHERE organization_id IN (?)`, [orgs]);
+  await sys.sql(`DELETE FROM sd_sync_state WHERE organization_id IN (?)`, [orgs]);
+  await sys.sql(`DELETE FROM sd_pending WHERE organization_id IN (?)`, [orgs]);
+  await sys.sql(`DELETE FROM sd_requests WHERE project_key IN (?)`, [projects]);
+  await sys.sql(`DELETE FROM sd_actions WHERE split_part(issue_key, '-', 1) IN (?)`, [projects]);
 }
 
 export async function syncNow(s: SdSystem): Promise<{ organizations: { organization_id: string; requests: number; full_load: boolean; error: string | null }[] }> {

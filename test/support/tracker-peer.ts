@@ -295,7 +295,8 @@ function zonedToUtc(y: number, mo: number, d: number, h: number, mi: number, tim
 }
 
 interface Fault {
-  match: (method: string, path: string) => boolean;
+  /** `body`: the parsed JSON body of the call, when it has one. */
+  match: (method: string, path: string, body?: Record<string, unknown>) => boolean;
   status: number;
   headers?: Record<string, string>;
   body?: unknown;
@@ -369,7 +370,11 @@ export class TrackerPeer {
     res.end(text);
   }
 
+  private readonly read = new WeakMap<IncomingMessage, Record<string, unknown>>();
+
   private async body(req: IncomingMessage): Promise<Record<string, unknown>> {
+    const already = this.read.get(req);
+    if (already) return already;
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
@@ -474,7 +479,10 @@ export class TrackerPeer {
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
     const expected = `Basic ${Buffer.from(`${PEER_EMAIL}:${PEER_TOKEN}`).toString('base64')}`;
     if (req.headers.authorization !== expected) return this.json(res, 401, { errorMessages: ['You are not authenticated. Authentication required to perform this operation.'], errors: {} });
-    const fault = this.faults.findIndex((f) => f.match(method, path));
+    // A JSON body is read up front so faults can look at it (multipart uploads stay streams).
+    const json = method === 'POST' && String(req.headers['content-type'] ?? '').startsWith('application/json') ? await this.body(req) : undefined;
+    if (json) this.read.set(req, json);
+    const fault = this.faults.findIndex((f) => f.match(method, path, json));
     if (fault >= 0) {
       const f = this.faults.splice(fault, 1)[0]!;
       req.resume();

@@ -13,6 +13,8 @@ export interface SyncSettings {
   overlapSeconds: number;
   /** Called after a committed change to the store (readers' memoized aggregates go stale). */
   changed?: () => Promise<void>;
+  /** Issues per search page (default 100, the tracker's maximum). */
+  pageSize?: number;
 }
 
 export interface SyncReport {
@@ -159,7 +161,7 @@ export class SyncEngine {
     let count = 0;
     for (;;) {
       if (this.stopped) throw new DomainError('unavailable', 'shutting down');
-      const page = await this.api.search(jql, fields, token, PAGE_SIZE, opts);
+      const page = await this.api.search(jql, fields, token, this.settings.pageSize ?? PAGE_SIZE, opts);
       const records: RequestRecord[] = [];
       for (const issue of page.issues) records.push(await this.record(issue, site));
       const watermark = records.reduce<string | null>((max, r) => (max === null || r.updated_at > max ? r.updated_at : max), null);
