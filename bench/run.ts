@@ -1,5 +1,5 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
-// rounds. Parts: hop, login, me, resolve, signing, invoice, fleet, search, metrics (all by default). Not a test: nothing here fails a build.
+// rounds. Parts: hop, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk (all by default). Not a test: nothing here fails a build.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -18,6 +18,7 @@ import { fleetBench } from './fleet.ts';
 import { invoiceBench } from './invoice.ts';
 import { metricsBench } from './metrics.ts';
 import { searchBench } from './search.ts';
+import { servicedeskBench } from './servicedesk.ts';
 import { load, type LoadResult } from './load.ts';
 import { figures, fmt, pathTable, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
 import { useBenchNamespace } from './namespace.ts';
@@ -258,7 +259,12 @@ async function metrics(token: string): Promise<Record<string, unknown>> {
   return { ...(await metricsBench({ config, stores, token, log, rounds: ROUNDS, start: startChild, env })) };
 }
 
-const PARTS = { hop, login, me, resolve, signing, invoice, fleet, search, metrics } as const;
+/** Service desk: the read routes over 100,000 stored requests, and a 10,000-row CSV export (bench/servicedesk.ts). */
+async function servicedesk(token: string): Promise<Record<string, unknown>> {
+  return servicedeskBench({ config, stores, token, start: startChild, env });
+}
+
+const PARTS = { hop, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk } as const;
 type Part = keyof typeof PARTS;
 const results: Record<string, unknown> = {};
 let previous: Record<string, unknown> = {};
@@ -305,7 +311,7 @@ async function main(): Promise<void> {
   const user = await seed();
   benchToken = user.token;
   for (const part of parts) {
-    results[part] = await (part === 'hop' ? hop(user.token) : part === 'me' ? me(user.token) : part === 'invoice' ? invoice(user.token) : part === 'fleet' ? fleet(user.token) : part === 'metrics' ? metrics(user.token) : part === 'resolve' ? resolve(user.userId) : part === 'search' ? search(user.token) : PARTS[part as 'login' | 'signing']());
+    results[part] = await (part === 'hop' ? hop(user.token) : part === 'me' ? me(user.token) : part === 'invoice' ? invoice(user.token) : part === 'fleet' ? fleet(user.token) : part === 'metrics' ? metrics(user.token) : part === 'servicedesk' ? servicedesk(user.token) : part === 'resolve' ? resolve(user.userId) : part === 'search' ? search(user.token) : PARTS[part as 'login' | 'signing']());
   }
   mkdirSync('data/bench', { recursive: true });
   // Parts run now replace their figures; the others keep those of their last run (each part carries its date).

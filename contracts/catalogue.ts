@@ -10,6 +10,8 @@ import { identitySsoSubjects } from './domains/identity-sso.ts';
 import { invoiceSubjects } from './domains/invoice.ts';
 import { invoiceAccountingSubjects } from './domains/invoice-accounting.ts';
 import { invoiceDocumentSubjects } from './domains/invoice-documents.ts';
+import { servicedeskSubjects } from './domains/servicedesk.ts';
+import { servicedeskProxySubjects } from './domains/servicedesk-proxy.ts';
 
 /**
  * The one map of the system: every request-reply subject, its request and reply schemas and its errors.
@@ -28,6 +30,8 @@ export const catalogue = {
   ...invoiceSubjects,
   ...invoiceDocumentSubjects,
   ...invoiceAccountingSubjects,
+  ...servicedeskSubjects,
+  ...servicedeskProxySubjects,
 } as const;
 
 export type Cat = typeof catalogue;

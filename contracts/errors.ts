@@ -13,6 +13,7 @@ export const ErrorCode = z.enum([
   'internal_error',
   'unavailable',
   'timeout',
+  /** An upstream system (the issue tracker, the metrics store) failed or answered something unusable. */
   'bad_gateway',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;

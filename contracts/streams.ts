@@ -77,6 +77,16 @@ export const streams = {
     storage: 'file',
     maxAgeMs: 7 * DAY,
   }),
+  SVC_UPLOADS: stream({
+    name: 'SVC_UPLOADS',
+    description: 'Files on their way from a gateway to an actor (service-desk attachments), in chunks on svc.upload.<ns>.<id>; purged once used.',
+    subjects: ['svc.upload.>'],
+    retention: 'limits',
+    storage: 'file',
+    maxAgeMs: 60 * MINUTE,
+    duplicateWindowMs: 2 * MINUTE,
+    maxMsgSize: 1024 * 1024,
+  }),
 } as const satisfies Record<string, StreamSpec>;
 
 export type StreamName = keyof typeof streams;

@@ -6,7 +6,7 @@ import { NATS_CREDS, NATS_URL } from './support/env.ts';
 
 /**
  * When the run ends: removes this run's private analytics directory (see vitest.config.ts) and what the run left on
- * the shared NATS server under its namespace (durable consumers named `<durable>-<ns>`, lease buckets `…_<ns>`), so
+ * the shared NATS server under its namespace (durable consumers named `<durable>-<ns>`, lease and upload buckets `…_<ns>`), so
  * runs do not pile up consumers that would each keep a copy of every telemetry message pending.
  */
 export default function setup(): () => Promise<void> {
@@ -21,7 +21,7 @@ export default function setup(): () => Promise<void> {
       const jsm = await jetstreamManager(nc);
       for await (const stream of jsm.streams.list()) {
         const name = stream.config.name;
-        if (name.startsWith('KV_') && name.endsWith(`_${ns}`)) {
+        if ((name.startsWith('KV_') || name.startsWith('OBJ_')) && name.endsWith(`_${ns}`)) {
           await jsm.streams.delete(name).catch(() => undefined);
           continue;
         }

@@ -87,6 +87,17 @@ export const ConfigSchema = z.object({
   SVC_SD_FIELD_CACHE_TTL: seconds.default(86400),
   // Host search: longest a PQL search statement may run before PostgreSQL stops it (also bounded by the request deadline).
   SVC_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(5000),
+  // service desk (issue 12): the issue tracker's site and the account the service acts as (e-mail + API token, HTTP
+  // basic authentication); all three set = configured, otherwise every service-desk route answers 503 naming them
+  SVC_SD_BASE_URL: optionalUrl,
+  SVC_SD_EMAIL: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  SVC_SD_API_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  // read-store sync: how often (0 = only when asked through the admin route) and how far back each incremental run
+  // reaches before the last `updated` it stored (the tracker's JQL dates have minute precision)
+  SVC_SD_SYNC_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(60),
+  SVC_SD_SYNC_OVERLAP_SECONDS: z.coerce.number().int().min(60).max(86_400).default(120),
+  // one attempt of a call to the tracker gives up after this long (reads are retried, within the request's deadline)
+  SVC_SD_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Config } from '../../actors/runtime/config.ts';
 import type { Logger } from '../../actors/runtime/logger.ts';
 import type { LazyNats } from '../../actors/runtime/nats.ts';
+import { UploadStore } from '../../actors/runtime/stores/uploads.ts';
 import { createGatewayApp, type GatewayApp } from '../shared/app.ts';
 import type { GatewayDeps } from '../shared/bridge.ts';
 import { keepErrorBody } from '../shared/errors.ts';
@@ -36,7 +37,8 @@ export async function buildConsoleGateway(opts: ConsoleGatewayOptions): Promise<
         // The 503 body is the document's probe format, not the error envelope.
         return keepErrorBody(reply).status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready' });
       });
-      await registerConsoleRoutes(app, opts.deps, opts.config);
+      // Files on their way to an actor (service-desk attachments) go through the broker's object store.
+      await registerConsoleRoutes(app, opts.deps, opts.config, new UploadStore(() => opts.nats.ready));
     },
   );
   return { app, close: () => pgProbe.close() };

@@ -23,6 +23,12 @@ export interface KvStore {
   ttlMs(key: string): Promise<number>;
   /** Fixed-window counter: counts this hit in the current window; resetMs = ms until the window ends. */
   hitWindow(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>;
+  /**
+   * Token bucket (refilled at `ratePerSecond`, holding at most `burst`): reserves one token and tells how long the
+   * caller must wait before using it (0 = at once). Reservations queue up in order, so callers never race each other
+   * for a refill. When the wait would exceed `maxWaitMs` nothing is reserved and `granted` is false.
+   */
+  reserveToken(key: string, ratePerSecond: number, burst: number, maxWaitMs: number): Promise<{ granted: boolean; waitMs: number }>;
   /** Throws when the backend is unreachable. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -69,6 +75,34 @@ if ttl < 0 then
 end
 return {n, ttl}`;
 
+// The server's clock (TIME) is the only clock: every instance reserves against the same notion of now. Tokens may go
+// negative: that is the queue of reservations already handed out, each waiting its turn.
+const RESERVE_TOKEN_LUA = `
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local maxWait = tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local st = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(st[1])
+local ts = tonumber(st[2])
+if tokens == nil or ts == nil then
+  tokens = burst
+  ts = now
+end
+if now > ts then
+  tokens = math.min(burst, tokens + (now - ts) * rate / 1000)
+  ts = now
+end
+local after = tokens - 1
+local wait = 0
+if after < 0 then wait = math.ceil(-after * 1000 / rate) end
+if wait > maxWait then return {0, wait} end
+redis.call('HSET', KEYS[1], 'tokens', tostring(after), 'ts', tostring(ts))
+redis.call('PEXPIRE', KEYS[1], wait + math.ceil(burst * 1000 / rate) + 1000)
+return {1, wait}`;
+
 class Script {
   readonly sha: string;
   constructor(readonly source: string) {
@@ -77,6 +111,7 @@ class Script {
 }
 const INCR = new Script(INCR_LUA);
 const HIT_WINDOW = new Script(HIT_WINDOW_LUA);
+const RESERVE_TOKEN = new Script(RESERVE_TOKEN_LUA);
 
 export interface ValkeyOptions {
   /** How long opening waits for the first connection before going on without it. Default 3 s. */
@@ -197,6 +232,12 @@ class ValkeyKv implements KvStore {
     return { count: Number(res[0]), resetMs: Number(res[1]) };
   }
 
+  async reserveToken(key: string, ratePerSecond: number, burst: number, maxWaitMs: number): Promise<{ granted: boolean; waitMs: number }> {
+    const res = await this.eval(RESERVE_TOKEN, this.k(key), String(ratePerSecond), String(burst), String(Math.max(0, Math.floor(maxWaitMs))));
+    if (!Array.isArray(res) || res.length !== 2) throw new Error('unexpected reply from token-bucket script');
+    return { granted: Number(res[0]) === 1, waitMs: Number(res[1]) };
+  }
+
   async ping(): Promise<void> {
     await this.redis.ping();
   }
@@ -300,6 +341,25 @@ export class MemoryKv implements KvStore {
     // No await between the increment and reading the expiry: the pair is one atomic step.
     const count = this.incrSync(key, positiveMs(windowMs));
     return { count, resetMs: this.ttlSync(key) };
+  }
+
+  private readonly buckets = new Map<string, { tokens: number; ts: number }>();
+
+  async reserveToken(key: string, ratePerSecond: number, burst: number, maxWaitMs: number): Promise<{ granted: boolean; waitMs: number }> {
+    // Same arithmetic as the Valkey script, synchronously (atomic on the event loop).
+    const now = Date.now();
+    const k = this.prefix + key;
+    const b = this.buckets.get(k) ?? { tokens: burst, ts: now };
+    if (now > b.ts) {
+      b.tokens = Math.min(burst, b.tokens + ((now - b.ts) * ratePerSecond) / 1000);
+      b.ts = now;
+    }
+    const after = b.tokens - 1;
+    const waitMs = after < 0 ? Math.ceil((-after * 1000) / ratePerSecond) : 0;
+    if (waitMs > maxWaitMs) return { granted: false, waitMs };
+    b.tokens = after;
+    this.buckets.set(k, b);
+    return { granted: true, waitMs };
   }
 
   async ping(): Promise<void> {}

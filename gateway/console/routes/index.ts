@@ -1,4 +1,5 @@
 import type { Config } from '../../../actors/runtime/config.ts';
+import type { UploadStore } from '../../../actors/runtime/stores/uploads.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';
@@ -14,10 +15,12 @@ import { registerInventoryRoutes } from './inventory.ts';
 import { registerMetricsRoutes } from './metrics.ts';
 import { registerSearchRoutes } from './search.ts';
 import { registerSavedSearchRoutes } from './saved-searches.ts';
+import { registerServiceDeskRoutes } from './service-desk.ts';
+import { registerServiceDeskProxyRoutes } from './service-desk-proxy.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
-export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, config: Config): Promise<void> {
+export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, config: Config, uploads: UploadStore): Promise<void> {
   registerAuthRoutes(app, deps);
   registerSsoConfigRoute(app, deps);
   // The SSO routes exist only when an SSO client id is configured.
@@ -34,4 +37,6 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerMetricsRoutes(app, deps, config.SVC_TSDB_URL);
   registerSearchRoutes(app, deps);
   registerSavedSearchRoutes(app, deps);
+  registerServiceDeskRoutes(app, deps);
+  registerServiceDeskProxyRoutes(app, deps, uploads);
 }

@@ -1,0 +1,58 @@
+import { requirePermission } from '../../contracts/access.ts';
+import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
+import { AuditRecorder } from '../runtime/audit.ts';
+import { UploadStore } from '../runtime/stores/uploads.ts';
+import { missingSettings, notConfigured, whenConfigured, type SdDeps, type SdHandlers } from './deps.ts';
+import { mappingHandlers } from './mappings.ts';
+import { attachmentHandlers } from './proxy/attachments.ts';
+import { proxyHandlers } from './proxy/handlers.ts';
+import { ReadMemo } from './reads/memo.ts';
+import { metricsHandlers } from './reads/metrics.ts';
+import { ticketHandlers } from './reads/tickets.ts';
+import { SyncEngine } from './sync/engine.ts';
+import { TrackerApi } from './tracker/api.ts';
+import { TokenBucket } from './tracker/bucket.ts';
+import { TrackerClient } from './tracker/client.ts';
+
+/**
+ * Service desk over the external issue tracker: organization mappings, a read store kept in sync with the tracker
+ * (lists, board, metrics, export read only from it), and a proxy for comments, transitions, approvals, attachments
+ * and request creation behind ownership checks. Imports no other domain.
+ */
+export const servicedeskDomain: DomainModule = {
+  name: 'servicedesk',
+  async start(dc: DomainContext): Promise<DomainHandle> {
+    const log = dc.log.child({ domain: 'servicedesk' });
+    const [orm, kv] = await Promise.all([dc.stores.orm(), dc.stores.kv()]);
+    const { SVC_SD_BASE_URL: baseUrl, SVC_SD_EMAIL: email, SVC_SD_API_TOKEN: apiToken } = dc.config;
+    const bucket = new TokenBucket(kv, log);
+    const tracker = baseUrl && email && apiToken ? new TrackerApi(new TrackerClient({ baseUrl, email, apiToken, timeoutMs: dc.config.SVC_SD_TIMEOUT_MS }, bucket, log)) : undefined;
+    if (!tracker) log.warn({ missing: missingSettings(dc.config) }, `${notConfigured(dc.config).message}; every service-desk route answers 503 until then`);
+    const memo = new ReadMemo(kv);
+    const sync = tracker
+      ? new SyncEngine(orm, tracker, dc.nc, log.child({ worker: 'servicedesk-sync' }), {
+          intervalSeconds: dc.config.SVC_SD_SYNC_INTERVAL_SECONDS,
+          overlapSeconds: dc.config.SVC_SD_SYNC_OVERLAP_SECONDS,
+          changed: () => memo.bump(),
+        })
+      : undefined;
+    const deps: SdDeps = { orm, kv, audit: new AuditRecorder(dc.nc, dc.clock), config: dc.config, clock: dc.clock, log, tracker, sync, uploads: new UploadStore(() => dc.nc), memo };
+    const syncHandlers: SdHandlers = {
+      'svc.servicedesk.sync.run': async (_input, { ctx }) => {
+        requirePermission(ctx, 'servicedeskconfig:write');
+        if (!deps.sync) throw notConfigured(dc.config);
+        return deps.sync.run();
+      },
+    };
+    await dc.host.serve('servicedesk', 'servicedesk-config', whenConfigured(deps, { ...mappingHandlers(deps), ...syncHandlers }));
+    await dc.host.serve('servicedesk', 'servicedesk-reads', whenConfigured(deps, { ...ticketHandlers(deps), ...metricsHandlers(deps) }));
+    await dc.host.serve('servicedesk', 'servicedesk-proxy', whenConfigured(deps, { ...proxyHandlers(deps), ...attachmentHandlers(deps) }));
+    sync?.start();
+    return {
+      stop: async () => {
+        await sync?.stop();
+        await bucket.close();
+      },
+    };
+  },
+};

@@ -1,0 +1,138 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../../runtime/stores/sql.ts';
+import type { SdDeps, SdHandlers } from '../deps.ts';
+import { mappingsFor, requireOrganizationFilter, visibleWhere } from '../scope.ts';
+import { checkRange, rangeEndExclusive, rangeStart } from './query.ts';
+
+/**
+ * The metrics routes read the store only (no pending writes), over the requests the caller's mappings cover.
+ * Definitions (README): hours and days are wall-clock; percentages are 0-100 with two decimals, null without data.
+ */
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Math.round(Number(v) * 100) / 100);
+const int = (v: unknown): number => Number(v ?? 0);
+
+export function metricsHandlers(deps: SdDeps): SdHandlers {
+  const fork = (): EntityManager => deps.orm.em.fork();
+
+  /** One row of aggregates, memoized per store generation. */
+  const aggregate = async (kind: string, query: string, params: unknown[]): Promise<Record<string, unknown> | undefined> =>
+    (await deps.memo.memo(kind, query, params, () => sql<Record<string, unknown>>(fork(), query, params)))[0];
+
+  const scoped = async (em: EntityManager, ctx: Parameters<typeof requireOrganizationFilter>[0], q: { organization_id?: string | undefined; client_id?: string | undefined }) => {
+    requireOrganizationFilter(ctx, q);
+    const mappings = await mappingsFor(em, ctx, 'servicedesk:read', q);
+    return visibleWhere(mappings, 'v');
+  };
+
+  return {
+    'svc.servicedesk.metrics.sla': async (q, { ctx }) => {
+      const em = fork();
+      const visible = await scoped(em, ctx, q);
+      checkRange(q.date_from, q.date_to);
+      const where = [visible.sql];
+      const params = [...visible.params];
+      if (q.date_from) {
+        where.push('v.created_at >= ?');
+        params.push(rangeStart(q.date_from));
+      }
+      if (q.date_to) {
+        where.push('v.created_at < ?');
+        params.push(rangeEndExclusive(q.date_to));
+      }
+      const r = await aggregate('sla',
+        `SELECT count(*) AS total,
+                avg(v.first_response_ms) / 3600000.0 AS frt_hours,
+                avg(extract(epoch FROM v.resolved_at - v.created_at)) / 3600.0 AS res_hours,
+                100.0 * count(*) FILTER (WHERE v.first_response_ms IS NOT NULL AND NOT v.first_response_breached) / NULLIF(count(*) FILTER (WHERE v.first_response_ms IS NOT NULL), 0) AS frt_pct,
+                100.0 * count(*) FILTER (WHERE v.resolution_sla_status = 'met') / NULLIF(count(*) FILTER (WHERE v.resolution_sla_status IN ('met', 'breached') AND v.resolved_at IS NOT NULL), 0) AS res_pct,
+                count(*) FILTER (WHERE v.first_response_breached OR v.resolution_breached) AS breaches
+         FROM sd_requests v WHERE ${where.join(' AND ')}`,
+        params,
+      );
+      return {
+        date_from: q.date_from ? rangeStart(q.date_from) : null,
+        date_to: q.date_to ? rangeEndExclusive(q.date_to) : null,
+        total_requests: int(r?.total),
+        avg_first_response_hours: num(r?.frt_hours),
+        avg_resolution_hours: num(r?.res_hours),
+        first_response_sla_percent: num(r?.frt_pct),
+        resolution_sla_percent: num(r?.res_pct),
+        breach_count: int(r?.breaches),
+      };
+    },
+
+    'svc.servicedesk.metrics.delivery': async (q, { ctx }) => {
+      const em = fork();
+      const visible = await scoped(em, ctx, q);
+      checkRange(q.date_from, q.date_to);
+      const where = [visible.sql, 'v.resolved_at IS NOT NULL'];
+      const params = [...visible.params];
+      if (q.date_from) {
+        where.push('v.resolved_at >= ?');
+        params.push(rangeStart(q.date_from));
+      }
+      if (q.date_to) {
+        where.push('v.resolved_at < ?');
+        params.push(rangeEndExclusive(q.date_to));
+      }
+      const r = await aggregate('delivery',
+        `WITH d AS (
+           SELECT extract(epoch FROM v.resolved_at - COALESCE(v.started_at, v.created_at)) / 86400.0 AS days,
+                  CASE WHEN v.due_date IS NOT NULL THEN v.resolved_at < (v.due_date + 1)::timestamp AT TIME ZONE 'UTC'
+                       ELSE v.resolution_breached IS NOT TRUE END AS on_time,
+                  v.resolved_at
+           FROM sd_requests v WHERE ${where.join(' AND ')})
+         SELECT count(*) AS n, avg(greatest(days, 0)) AS avg_days,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(days, 0)) AS median_days,
+                percentile_cont(0.9) WITHIN GROUP (ORDER BY greatest(days, 0)) AS p90_days,
+                100.0 * count(*) FILTER (WHERE on_time) / NULLIF(count(*), 0) AS on_time_pct,
+                min(resolved_at) AS first_resolved
+         FROM d`,
+        params,
+      );
+      const n = int(r?.n);
+      // Throughput per week over the range asked for (open ends: the first resolution, and now).
+      const from = q.date_from ? Date.parse(rangeStart(q.date_from)) : r?.first_resolved ? new Date(String(r.first_resolved)).getTime() : null;
+      const to = q.date_to ? Date.parse(rangeEndExclusive(q.date_to)) : deps.clock.now();
+      const weeks = from !== null && to > from ? (to - from) / (7 * 86_400_000) : null;
+      return {
+        date_from: q.date_from ? rangeStart(q.date_from) : null,
+        date_to: q.date_to ? rangeEndExclusive(q.date_to) : null,
+        resolved_count: n,
+        avg_cycle_time_days: num(r?.avg_days),
+        median_cycle_time_days: num(r?.median_days),
+        p90_cycle_time_days: num(r?.p90_days),
+        throughput: n,
+        throughput_per_week: weeks && n > 0 ? num(n / Math.max(weeks, 1 / 7)) : n === 0 ? 0 : null,
+        on_time_percent: num(r?.on_time_pct),
+      };
+    },
+
+    'svc.servicedesk.metrics.summary': async (q, { ctx }) => {
+      const em = fork();
+      const visible = await scoped(em, ctx, q);
+      const since = new Date(deps.clock.now() - 30 * 86_400_000).toISOString();
+      const r = await aggregate('summary',
+        `SELECT count(*) FILTER (WHERE v.status_category <> 'done') AS open_count,
+                count(*) FILTER (WHERE v.status_category = 'done') AS resolved_count,
+                avg(extract(epoch FROM v.acknowledged_at - v.created_at)) / 3600.0 AS mtta,
+                avg(extract(epoch FROM v.resolved_at - v.created_at)) / 3600.0 AS mttr,
+                100.0 * count(*) FILTER (WHERE (v.first_response_breached IS NOT NULL OR v.resolution_breached IS NOT NULL)
+                                           AND v.first_response_breached IS NOT TRUE AND v.resolution_breached IS NOT TRUE)
+                      / NULLIF(count(*) FILTER (WHERE v.first_response_breached IS NOT NULL OR v.resolution_breached IS NOT NULL), 0) AS compliance,
+                count(*) FILTER (WHERE v.resolved_at >= ?) AS throughput
+         FROM sd_requests v WHERE ${visible.sql}`,
+        [since.slice(0, 16), ...visible.params],
+      );
+      return {
+        open_count: int(r?.open_count),
+        resolved_count: int(r?.resolved_count),
+        mtta_hours: num(r?.mtta),
+        mttr_hours: num(r?.mttr),
+        sla_compliance_percent: num(r?.compliance),
+        throughput_30d: int(r?.throughput),
+      };
+    },
+  };
+}

@@ -1,0 +1,163 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
+import type { CallerContext } from '../../../contracts/context.ts';
+import type { Ticket, TicketFilters } from '../../../contracts/domains/servicedesk.ts';
+import { DomainError } from '../../../contracts/errors.ts';
+import { iso, isoOrNull, sql } from '../../runtime/stores/sql.ts';
+import { visibleWhere, type MappingRow } from '../scope.ts';
+
+export type Filters = z.output<typeof TicketFilters>;
+
+/** Stored requests with the latest unconfirmed transition laid over their status. */
+export const WITH_TRANSITIONS = `
+  SELECT r.issue_key, r.issue_id, r.project_key, r.issue_number, r.service_desk_id, r.request_type_id, r.request_type, r.summary,
+         COALESCE(t.status, r.status) AS status, COALESCE(t.status_category, r.status_category) AS status_category,
+         r.priority, r.priority_rank, r.issue_type, r.assignee, r.assignee_email, r.reporter_name, r.reporter_email,
+         r.organization_ids, r.labels, r.linked_issue_key, r.created_at, r.updated_at, r.resolved_at, r.due_date,
+         (t.issue_key IS NOT NULL) AS pending
+  FROM sd_requests r
+  LEFT JOIN (SELECT DISTINCT ON (issue_key) issue_key, status, status_category, effective_at FROM sd_pending WHERE kind = 'transition' ORDER BY issue_key, effective_at DESC) t
+    ON t.issue_key = r.issue_key AND t.effective_at > r.updated_at`;
+
+/** Requests created through this service that the store does not hold yet, as rows of the same shape (status PENDING). */
+export const PENDING_CREATES = `
+  SELECT p.issue_key, p.fields->>'issue_id' AS issue_id, p.fields->>'project_key' AS project_key,
+         COALESCE((p.fields->>'issue_number')::int, 0) AS issue_number, p.fields->>'service_desk_id' AS service_desk_id,
+         p.fields->>'request_type_id' AS request_type_id, NULL::text AS request_type, COALESCE(p.fields->>'summary', '') AS summary,
+         p.status, p.status_category, NULL::text AS priority, 0::smallint AS priority_rank, NULL::text AS issue_type,
+         NULL::text AS assignee, NULL::text AS assignee_email, p.fields->>'reporter_name' AS reporter_name, p.fields->>'reporter_email' AS reporter_email,
+         ARRAY[p.organization_id] AS organization_ids, ARRAY(SELECT jsonb_array_elements_text(COALESCE(p.fields->'labels', '[]'::jsonb))) AS labels,
+         NULL::text AS linked_issue_key, p.effective_at AS created_at, p.effective_at AS updated_at, NULL::timestamptz AS resolved_at, NULL::date AS due_date,
+         true AS pending
+  FROM sd_pending p
+  WHERE p.kind = 'create' AND NOT EXISTS (SELECT 1 FROM sd_requests r WHERE r.issue_key = p.issue_key)`;
+
+/** What a ticket row selects from the source `v`. */
+export const ticketColumns = (pending: string): string =>
+  `v.issue_key, v.issue_id, v.project_key, v.service_desk_id, v.request_type_id, v.request_type, v.summary, v.status, v.status_category,
+   v.priority, v.issue_type, v.assignee, v.assignee_email, v.reporter_name, v.reporter_email, v.organization_ids, v.labels, v.linked_issue_key,
+   v.created_at, v.updated_at, v.resolved_at, v.due_date::text AS due_date, ${pending} AS pending`;
+
+export interface TicketRow {
+  issue_key: string;
+  issue_id: string | null;
+  project_key: string;
+  service_desk_id: string | null;
+  request_type_id: string | null;
+  request_type: string | null;
+  summary: string;
+  status: string;
+  status_category: 'new' | 'indeterminate' | 'done';
+  priority: string | null;
+  issue_type: string | null;
+  assignee: string | null;
+  assignee_email: string | null;
+  reporter_name: string | null;
+  reporter_email: string | null;
+  organization_ids: string[];
+  labels: string[];
+  linked_issue_key: string | null;
+  created_at: string;
+  updated_at: string;
+  resolved_at: string | null;
+  due_date: string | null;
+  pending: boolean;
+}
+
+export const ticketOut = (r: TicketRow): Ticket => ({
+  issue_key: r.issue_key,
+  issue_id: r.issue_id,
+  project_key: r.project_key,
+  service_desk_id: r.service_desk_id,
+  request_type_id: r.request_type_id,
+  request_type: r.request_type,
+  summary: r.summary,
+  status: r.status,
+  status_category: r.status_category,
+  priority: r.priority,
+  issue_type: r.issue_type,
+  assignee: r.assignee,
+  assignee_email: r.assignee_email,
+  reporter_name: r.reporter_name,
+  reporter_email: r.reporter_email,
+  organization_ids: r.organization_ids,
+  labels: r.labels,
+  linked_issue_key: r.linked_issue_key,
+  created: iso(r.created_at),
+  updated: iso(r.updated_at),
+  resolved: isoOrNull(r.resolved_at),
+  due_date: r.due_date,
+  pending: r.pending,
+});
+
+/**
+ * Where tickets are read from: the stored requests alone while nothing written through this service is waiting for
+ * the sync (the common case, and the one the indexes serve), otherwise the stored requests with pending writes merged.
+ */
+export async function ticketSource(em: EntityManager, mappings: readonly MappingRow[]): Promise<{ from: string; pending: string }> {
+  const orgs = [...new Set(mappings.map((m) => m.organization_id))];
+  const [row] = await sql<{ any: boolean }>(em, `SELECT EXISTS (SELECT 1 FROM sd_pending WHERE organization_id IN (?)) AS any`, [orgs.length > 0 ? orgs : ['']]);
+  if (!row?.any) return { from: 'sd_requests v', pending: 'false' };
+  return { from: `(${WITH_TRANSITIONS} UNION ALL ${PENDING_CREATES}) v`, pending: 'v.pending' };
+}
+
+const escapeLike = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+const DATE_ONLY = /^\d{4}-\d\d-\d\d$/;
+
+/** The start of a range bound: a date is its midnight UTC. */
+export const rangeStart = (v: string): string => (DATE_ONLY.test(v) ? `${v}T00:00:00.000Z` : new Date(v).toISOString());
+/** The end of a range bound, exclusive: a date covers its whole day. */
+export const rangeEndExclusive = (v: string): string => (DATE_ONLY.test(v) ? new Date(Date.parse(`${v}T00:00:00.000Z`) + 86_400_000).toISOString() : new Date(Date.parse(v) + 1).toISOString());
+
+export function checkRange(from: string | undefined, to: string | undefined): void {
+  if (from && to && rangeStart(from) >= rangeEndExclusive(to)) throw new DomainError('bad_request', 'date_from must not be after date_to');
+}
+
+/** The WHERE of the tickets, board and export: what the mappings cover, then every filter. */
+export function ticketWhere(mappings: readonly MappingRow[], f: Filters, ctx: CallerContext): { sql: string; params: unknown[] } {
+  const visible = visibleWhere(mappings, 'v');
+  const where = [visible.sql];
+  const params = [...visible.params];
+  const add = (clause: string, ...p: unknown[]): void => {
+    where.push(clause);
+    params.push(...p);
+  };
+  if (f.status) add('v.status = ?', f.status);
+  // Exact values, like status: the tracker's own names (the filters then use the scan index).
+  if (f.priority) add('v.priority = ?', f.priority);
+  if (f.issue_type) add('v.issue_type = ?', f.issue_type);
+  if (f.assignee) add('(lower(v.assignee) = lower(?) OR lower(v.assignee_email) = lower(?))', f.assignee, f.assignee);
+  if (f.search) {
+    const like = `%${escapeLike(f.search)}%`;
+    add(`(v.issue_key ILIKE ? OR v.summary ILIKE ?)`, like, like);
+  }
+  checkRange(f.date_from, f.date_to);
+  if (f.date_from) add('v.created_at >= ?', rangeStart(f.date_from));
+  if (f.date_to) add('v.created_at < ?', rangeEndExclusive(f.date_to));
+  if (f.my_requests) {
+    if (ctx.principal.kind !== 'user') throw new DomainError('bad_request', 'my_requests needs a signed-in user (an e-mail to match reporters against)');
+    add('lower(v.reporter_email) = lower(?)', ctx.principal.email);
+  }
+  return { sql: where.join(' AND '), params };
+}
+
+/** ORDER BY of a sort column; the issue key breaks ties in the same direction (so one index serves both). */
+export function ticketOrder(f: Pick<Filters, 'sort_by' | 'sort_dir'>): string {
+  const d = f.sort_dir;
+  switch (f.sort_by) {
+    case 'created':
+      return `v.created_at ${d}, v.issue_key ${d}`;
+    case 'updated':
+      return `v.updated_at ${d}, v.issue_key ${d}`;
+    case 'priority':
+      return `v.priority_rank ${d}, v.updated_at DESC, v.issue_key ${d}`;
+    case 'status':
+      return `lower(v.status) ${d}, v.issue_key ${d}`;
+    case 'issue_key':
+      return `v.project_key ${d}, v.issue_number ${d}`;
+    case 'summary':
+      return `lower(v.summary) ${d}, v.issue_key ${d}`;
+    case 'assignee':
+      return `lower(v.assignee) ${d} NULLS LAST, v.issue_key ${d}`;
+  }
+}

@@ -1,0 +1,367 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
+import { createUser, tokenFor, assignRole } from '../support/identity.ts';
+import { roleIdByName } from '../../actors/identity/permissions.ts';
+import { categoryOf, type PeerIssue } from '../support/tracker-peer.ts';
+import { avg, DAY, frtMs, FRT_GOAL, get, HOUR, onTime, percentile, priorityRank, resolutionBreached, round2, SD, startedAt, startSdSystem, stopSdSystem, syncNow, type SdSystem } from './support.ts';
+
+let s: SdSystem;
+let userA: string;
+let userB: string;
+let fullLoad: Awaited<ReturnType<typeof syncNow>>;
+
+beforeAll(async () => {
+  s = await startSdSystem();
+  fullLoad = await syncNow(s);
+  userA = (await userWith(s.sys, 'Client', s.clientA.id)).token;
+  userB = (await userWith(s.sys, 'Client', s.clientB.id)).token;
+});
+afterAll(() => stopSdSystem(s));
+
+interface T {
+  issue_key: string;
+  status: string;
+  status_category: string;
+  priority: string | null;
+  issue_type: string | null;
+  assignee: string | null;
+  summary: string;
+  created: string;
+  updated: string;
+  reporter_email: string | null;
+  linked_issue_key: string | null;
+  organization_ids: string[];
+  pending: boolean;
+}
+
+async function all(token: string, query: string): Promise<{ items: T[]; total: number }> {
+  const items: T[] = [];
+  let total = 0;
+  for (let page = 1; ; page++) {
+    const res = await get(s, token, `${SD}/tickets?per_page=100&page=${page}${query ? `&${query}` : ''}`);
+    expectStatus(res, 200);
+    const body = res.json() as { data: T[]; meta: { total: number; page: number; per_page: number } };
+    items.push(...body.data);
+    total = body.meta.total;
+    if (body.data.length < 100) break;
+  }
+  return { items, total };
+}
+
+const orgA = (): PeerIssue[] => s.peer.requestsOf(s.orgA);
+const keysOf = (xs: { key: string }[] | PeerIssue[]): string[] => xs.map((x) => x.key).sort();
+
+describe('sync', () => {
+  it('loads every request of the mapped organizations, and only those', async () => {
+    const counts = Object.fromEntries(fullLoad.organizations.map((o) => [o.organization_id, o.requests]));
+    // The mapping's creation may already have loaded the first organization in the background; together they hold it all.
+    const stored = await s.sys.sql<{ organization_id: string; n: number }>(
+      `SELECT o AS organization_id, count(*)::int AS n FROM sd_requests, unnest(organization_ids) o WHERE o IN (?, ?, ?) GROUP BY o`,
+      [s.orgA, s.orgB, s.orgUnmapped],
+    );
+    const byOrg = Object.fromEntries(stored.map((r) => [r.organization_id, r.n]));
+    expect(byOrg[s.orgA]).toBe(orgA().length);
+    expect(byOrg[s.orgB]).toBe(s.peer.requestsOf(s.orgB).length);
+    expect(byOrg[s.orgUnmapped]).toBeUndefined();
+    expect(counts[s.orgB]).toBe(s.peer.requestsOf(s.orgB).length);
+    const state = await s.sys.sql<{ full_load_completed_at: string | null; watermark: string | null }>(`SELECT full_load_completed_at, watermark FROM sd_sync_state WHERE organization_id IN (?, ?)`, [s.orgA, s.orgB]);
+    expect(state).toHaveLength(2);
+    for (const st of state) expect(st.full_load_completed_at).not.toBeNull();
+  });
+
+  it('an incremental run reads only what changed since the watermark (with overlap) and stores the change', async () => {
+    const target = orgA().find((i) => i.status === 'Open')!;
+    s.peer.move(target.key, 'In Progress');
+    const before = s.peer.log.length;
+    const report = await syncNow(s);
+    const a = report.organizations.find((o) => o.organization_id === s.orgA)!;
+    expect(a.full_load).toBe(false);
+    expect(a.requests).toBeGreaterThanOrEqual(1);
+    expect(a.requests).toBeLessThan(orgA().length);
+    // Searches carried an `updated >=` bound.
+    expect(s.peer.log.slice(before).filter((l) => l.path === '/rest/api/3/search/jql').length).toBeGreaterThan(0);
+    const detail = await get(s, userA, `${SD}/tickets/${target.key}`);
+    expectStatus(detail, 200);
+    expect(detail.json().data.ticket.status).toBe('In Progress');
+    expect(detail.json().data.status_history.at(-1)).toMatchObject({ from_status: 'Open', to_status: 'In Progress' });
+  });
+
+  it('only a caller with servicedeskconfig:write runs it', async () => {
+    expectStatus(await s.sys.http({ method: 'POST', url: `${SD}/admin/sync`, token: userA }), 403);
+  });
+});
+
+describe('organization mappings', () => {
+  it('are created against the tracker, scoped to the caller’s clients, updated and deleted, each audited', async () => {
+    const admin = await userWith(s.sys, 'Admin', s.clientA.id);
+    const post = (payload: Record<string, unknown>, token = admin.token) => s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token, payload });
+    // The main mapping of client A exists already: 409.
+    expectStatus(await post({ client_id: s.clientA.id, organization_id: s.orgA, service_desk_ids: ['1'] }), 409);
+    const bad = await post({ client_id: s.clientA.id, organization_id: '999999999999', service_desk_ids: ['1'] });
+    expectStatus(bad, 400);
+    expect(bad.json().error.message).toContain('does not exist in the issue tracker');
+    expectStatus(await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['77'] }), 400);
+    expectStatus(await post({ client_id: s.clientA.id, organization_id: 'abc', service_desk_ids: ['1'] }), 400);
+    expectStatus(await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: [] }), 400);
+    // Another client's mapping: out of reach.
+    expectStatus(await post({ client_id: s.clientB.id, organization_id: s.orgUnmapped, service_desk_ids: ['1'] }), 404);
+    // Client role: no servicedeskconfig.
+    expectStatus(await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['1'] }, userA), 403);
+
+    const created = await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['1', '2'], labels: ['vip'] });
+    expectStatus(created, 201);
+    const m = created.json().data;
+    expect(m).toMatchObject({ client_id: s.clientA.id, organization_id: s.orgUnmapped, organization_name: 'Unmapped Ltd', project_keys: [s.peer.names.sup, s.peer.names.ops], labels: ['vip'] });
+
+    const list = await get(s, admin.token, `${SD}/admin/organizations?client_id=${s.clientA.id}`);
+    expectStatus(list, 200);
+    expect(list.json().data.map((x: { organization_id: string }) => x.organization_id).sort()).toEqual([s.orgA, s.orgUnmapped].sort());
+    expectStatus(await get(s, admin.token, `${SD}/admin/organizations?client_id=${s.clientB.id}`), 404);
+    const mine = await get(s, userA, `${SD}/organizations`);
+    expectStatus(mine, 200);
+    expect(mine.json().meta.total).toBe(2);
+
+    const put = await s.sys.http({ method: 'PUT', url: `${SD}/admin/organizations/${m.id}`, token: admin.token, payload: { organization_id: s.orgUnmapped, service_desk_ids: ['1'], project_keys: [s.peer.names.sup], labels: [] } });
+    expectStatus(put, 200);
+    expect(put.json().data).toMatchObject({ service_desk_ids: ['1'], project_keys: [s.peer.names.sup], labels: [] });
+    expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${m.id}`, token: userA }), 403);
+    expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${m.id}`, token: admin.token }), 204);
+    expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${m.id}`, token: admin.token }), 404);
+    await waitForAudit(s.sys, s.root, { action: 'servicedesk.mapping_created', resource_id: m.id });
+    await waitForAudit(s.sys, s.root, { action: 'servicedesk.mapping_deleted', resource_id: m.id });
+  });
+});
+
+describe('tickets', () => {
+  it('lists exactly the caller’s organization, newest update first, with linked keys and reporter e-mails', async () => {
+    const { items, total } = await all(userA, '');
+    expect(total).toBe(orgA().length);
+    expect(items.map((t) => t.issue_key).sort()).toEqual(keysOf(orgA()));
+    const expected = [...orgA()].sort((a, b) => b.updated - a.updated || (a.key < b.key ? 1 : -1)).map((i) => i.key);
+    expect(items.map((t) => t.issue_key)).toEqual(expected);
+    for (const t of items) {
+      const p = s.peer.issues.get(t.issue_key)!;
+      expect(t).toMatchObject({ status: p.status, priority: p.priority, issue_type: p.type, reporter_email: p.reporter.emailAddress, linked_issue_key: p.links[0]?.outward ?? null });
+    }
+    const b = await all(userB, '');
+    expect(b.total).toBe(s.peer.requestsOf(s.orgB).length);
+    expect(b.items.some((t) => t.issue_key.startsWith(s.peer.names.ops))).toBe(true);
+  });
+
+  it('sorts by every column in both directions', async () => {
+    const value: Record<string, (t: T) => string | number> = {
+      created: (t) => Date.parse(t.created),
+      updated: (t) => Date.parse(t.updated),
+      priority: (t) => priorityRank(t.priority ?? ''),
+      status: (t) => t.status.toLowerCase(),
+      issue_key: (t) => Number(t.issue_key.split('-')[1]),
+      summary: (t) => t.summary.toLowerCase(),
+      assignee: (t) => t.assignee?.toLowerCase() ?? '\uffff',
+    };
+    for (const [col, of] of Object.entries(value)) {
+      for (const dir of ['ASC', 'DESC']) {
+        const { items } = await all(userA, `sort_by=${col}&sort_dir=${dir}`);
+        expect(items).toHaveLength(orgA().length);
+        const vals = items.map(of).filter((v) => !(col === 'assignee' && v === '\uffff'));
+        const sorted = [...vals].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+        if (dir === 'DESC') sorted.reverse();
+        expect(vals, `${col} ${dir}`).toEqual(sorted);
+        if (col === 'assignee') expect(items.slice(-orgA().filter((i) => !i.assignee).length).every((t) => t.assignee === null), 'unassigned last').toBe(true);
+      }
+    }
+  });
+
+  it('filters by status, priority, type, assignee, search, created range and my_requests', async () => {
+    const check = async (query: string, want: (i: PeerIssue) => boolean): Promise<void> => {
+      const { items, total } = await all(userA, query);
+      const expected = orgA().filter(want);
+      expect(total, query).toBe(expected.length);
+      expect(items.map((t) => t.issue_key).sort(), query).toEqual(keysOf(expected));
+    };
+    await check('status=In%20Progress', (i) => i.status === 'In Progress');
+    await check('status=in%20progress', () => false);
+    await check('priority=High', (i) => i.priority === 'High');
+    await check('issue_type=Incident', (i) => i.type === 'Incident');
+    await check('issue_type=incident', () => false);
+    await check('assignee=Carol%20Chen', (i) => i.assignee?.displayName === 'Carol Chen');
+    await check('assignee=BOB@tracker.example', (i) => i.assignee?.emailAddress === 'bob@tracker.example');
+    await check('search=vpn', (i) => i.summary.toLowerCase().includes('vpn'));
+    await check(`search=${s.peer.names.sup.toLowerCase()}-1`, (i) => i.key.toLowerCase().includes(`${s.peer.names.sup.toLowerCase()}-1`) || i.summary.toLowerCase().includes(`${s.peer.names.sup.toLowerCase()}-1`));
+    await check('search=%25', () => false);
+    await check('status=Open&priority=Medium', (i) => i.status === 'Open' && i.priority === 'Medium');
+    const from = new Date(Date.now() - 30 * DAY).toISOString();
+    await check(`date_from=${encodeURIComponent(from)}`, (i) => i.created >= Date.parse(from));
+    const day = new Date(Date.now() - 40 * DAY).toISOString().slice(0, 10);
+    await check(`date_to=${day}`, (i) => i.created < Date.parse(`${day}T00:00:00Z`) + DAY);
+    await check(`date_from=${day}&date_to=${day}`, (i) => i.created >= Date.parse(`${day}T00:00:00Z`) && i.created < Date.parse(`${day}T00:00:00Z`) + DAY);
+
+    // my_requests: a user whose e-mail is one of the organization's customers.
+    const email = orgA()[0]!.reporter.emailAddress;
+    const customer = await createUser(s.sys, { email });
+    await assignRole(s.sys, customer.id, s.clientA.id, roleIdByName('Client'));
+    const token = await tokenFor(s.sys, customer);
+    const mine = await get(s, token, `${SD}/tickets?my_requests=true&per_page=100`);
+    expectStatus(mine, 200);
+    const want = orgA().filter((i) => i.reporter.emailAddress === email);
+    expect(mine.json().meta.total).toBe(want.length);
+    expect(mine.json().data.map((t: T) => t.issue_key).sort()).toEqual(keysOf(want));
+    expect((await get(s, token, `${SD}/tickets?my_requests=false&per_page=1`)).json().meta.total).toBe(orgA().length);
+  });
+
+  it('paginates', async () => {
+    const whole = (await all(userA, 'sort_by=issue_key&sort_dir=ASC')).items.map((t) => t.issue_key);
+    const res = await get(s, userA, `${SD}/tickets?sort_by=issue_key&sort_dir=ASC&page=3&per_page=7`);
+    expectStatus(res, 200);
+    expect(res.json().meta).toEqual({ total: orgA().length, page: 3, per_page: 7 });
+    expect(res.json().data.map((t: T) => t.issue_key)).toEqual(whole.slice(14, 21));
+  });
+
+  it('refuses bad queries with 400 and asks super admins for an organization', async () => {
+    for (const q of ['sort_by=reporter', 'sort_dir=up', 'per_page=101', 'page=0', 'date_from=yesterday', 'my_requests=maybe', 'date_from=2026-02-01&date_to=2026-01-01', 'organization_id=abc']) {
+      expectStatus(await get(s, userA, `${SD}/tickets?${q}`), 400);
+    }
+    const noOrg = await get(s, s.root, `${SD}/tickets`);
+    expectStatus(noOrg, 400);
+    expect(noOrg.json().error.message).toMatch(/super admins must filter by organization/);
+    for (const path of ['kanban', 'metrics/sla', 'metrics/delivery', 'metrics/summary', 'reports/export']) expectStatus(await get(s, s.root, `${SD}/${path}`), 400);
+    const withOrg = await get(s, s.root, `${SD}/tickets?organization_id=${s.orgB}&per_page=1`);
+    expectStatus(withOrg, 200);
+    expect(withOrg.json().meta.total).toBe(s.peer.requestsOf(s.orgB).length);
+    // An organization out of the caller's mappings.
+    expectStatus(await get(s, userA, `${SD}/tickets?organization_id=${s.orgB}`), 404);
+    expectStatus(await get(s, s.root, `${SD}/tickets?organization_id=${s.orgUnmapped}`), 404);
+  });
+
+  it('shows one request with its history, SLA and delivery figures; an engineering key finds its support request', async () => {
+    const now = Date.now();
+    const withHistory = orgA().filter((i) => i.histories.length >= 2);
+    expect(withHistory.length).toBeGreaterThan(0);
+    for (const p of withHistory.slice(0, 15)) {
+      const res = await get(s, userA, `${SD}/tickets/${p.key}`);
+      expectStatus(res, 200);
+      const d = res.json().data;
+      expect(d.ticket.issue_key).toBe(p.key);
+      expect(d.status_history).toEqual(p.histories.map((h) => ({ from_status: h.from, to_status: h.to, changed_at: new Date(h.created).toISOString() })));
+      const frt = frtMs(p);
+      expect(d.sla.first_response_sla_met).toBe(frt !== null && frt <= FRT_GOAL ? 1 : 0);
+      expect(d.sla.resolution_sla_status).toBe(p.resolved ? (resolutionBreached(p, now) ? 'breached' : 'met') : resolutionBreached(p, now) ? 'breached' : 'in_progress');
+      const end = p.resolved ?? now;
+      expect(Math.abs(d.delivery.cycle_time_days - round2((end - startedAt(p)) / DAY))).toBeLessThanOrEqual(0.02);
+      if (p.resolved) expect(d.delivery.is_on_time).toBe(onTime(p, now) ? 1 : 0);
+      expect([0, 1]).toContain(d.delivery.is_on_time);
+    }
+    const linked = orgA().find((i) => i.links.length > 0);
+    if (linked) {
+      const eng = await get(s, userA, `${SD}/tickets/${linked.links[0]!.outward}`);
+      expectStatus(eng, 200);
+      expect(eng.json().data.ticket.issue_key).toBe(linked.key);
+    }
+    expectStatus(await get(s, userA, `${SD}/tickets/${s.peer.requestsOf(s.orgB)[0]!.key}`), 404);
+    expectStatus(await get(s, userA, `${SD}/tickets/${s.peer.requestsOf(s.orgUnmapped)[0]!.key}`), 404);
+    expectStatus(await get(s, userA, `${SD}/tickets/not-a-key`), 400);
+    expectStatus(await get(s, userA, `${SD}/tickets/SUP1`), 400);
+  });
+});
+
+describe('kanban', () => {
+  it('groups by status category and status, at most 500', async () => {
+    const res = await get(s, userA, `${SD}/kanban`);
+    expectStatus(res, 200);
+    const board = res.json().data as { columns: { category: string; status_category: string; count: number; statuses: { status: string; count: number; tickets: T[] }[] }[]; total: number; shown: number; truncated: boolean; limit: number };
+    expect(board.columns.map((c) => c.category)).toEqual(['To Do', 'In Progress', 'Done']);
+    expect(board).toMatchObject({ total: orgA().length, shown: orgA().length, truncated: false, limit: 500 });
+    for (const col of board.columns) {
+      const want = orgA().filter((i) => categoryOf(i.status) === col.status_category);
+      expect(col.count).toBe(want.length);
+      for (const g of col.statuses) {
+        expect(g.count).toBe(want.filter((i) => i.status === g.status).length);
+        expect(g.tickets.every((t) => t.status === g.status)).toBe(true);
+      }
+      expect(col.statuses.map((g) => g.status).sort()).toEqual([...new Set(want.map((i) => i.status))].sort());
+    }
+    const filtered = await get(s, userA, `${SD}/kanban?priority=Highest`);
+    expect(filtered.json().data.total).toBe(orgA().filter((i) => i.priority === 'Highest').length);
+  });
+});
+
+describe('metrics', () => {
+  const now = (): number => Date.now();
+
+  it('sla: counts, averages, percentages and breaches computed by hand', async () => {
+    const from = new Date(now() - 60 * DAY).toISOString().slice(0, 10);
+    const res = await get(s, userA, `${SD}/metrics/sla?date_from=${from}`);
+    expectStatus(res, 200);
+    const m = res.json().data;
+    const set = orgA().filter((i) => i.created >= Date.parse(`${from}T00:00:00Z`));
+    const frts = set.map(frtMs).filter((x): x is number => x !== null);
+    const resolved = set.filter((i) => i.resolved !== null);
+    expect(m.total_requests).toBe(set.length);
+    expect(m.avg_first_response_hours).toBeCloseTo(round2(avg(frts)! / HOUR), 1);
+    expect(m.avg_resolution_hours).toBeCloseTo(round2(avg(resolved.map((i) => i.resolved! - i.created))! / HOUR), 1);
+    expect(m.first_response_sla_percent).toBeCloseTo(round2((100 * frts.filter((x) => x <= FRT_GOAL).length) / frts.length), 1);
+    expect(m.resolution_sla_percent).toBeCloseTo(round2((100 * resolved.filter((i) => !resolutionBreached(i, now())).length) / resolved.length), 1);
+    const breaches = set.filter((i) => {
+      const f = frtMs(i);
+      return (f !== null ? f > FRT_GOAL : now() - i.created > FRT_GOAL) || resolutionBreached(i, now());
+    }).length;
+    expect(m.breach_count).toBe(breaches);
+  });
+
+  it('delivery: average, median and p90 cycle time, throughput and on-time share computed by hand', async () => {
+    const res = await get(s, userA, `${SD}/metrics/delivery`);
+    expectStatus(res, 200);
+    const m = res.json().data;
+    const resolved = orgA().filter((i) => i.resolved !== null);
+    const days = resolved.map((i) => Math.max(0, (i.resolved! - startedAt(i)) / DAY)).sort((a, b) => a - b);
+    expect(m.resolved_count).toBe(resolved.length);
+    expect(m.throughput).toBe(resolved.length);
+    expect(m.avg_cycle_time_days).toBeCloseTo(round2(avg(days)!), 1);
+    expect(m.median_cycle_time_days).toBeCloseTo(round2(percentile(days, 0.5)), 1);
+    expect(m.p90_cycle_time_days).toBeCloseTo(round2(percentile(days, 0.9)), 1);
+    expect(m.on_time_percent).toBeCloseTo(round2((100 * resolved.filter((i) => onTime(i, now())).length) / resolved.length), 1);
+    expect(m.throughput_per_week).toBeGreaterThan(0);
+    const empty = await get(s, userA, `${SD}/metrics/delivery?date_from=2000-01-01&date_to=2000-01-31`);
+    expect(empty.json().data).toMatchObject({ resolved_count: 0, avg_cycle_time_days: null, on_time_percent: null, throughput: 0 });
+  });
+
+  it('summary: open and resolved counts, MTTA, MTTR, SLA compliance and throughput', async () => {
+    const res = await get(s, userA, `${SD}/metrics/summary`);
+    expectStatus(res, 200);
+    const m = res.json().data;
+    const set = orgA();
+    const resolved = set.filter((i) => i.resolved !== null);
+    expect(m.open_count).toBe(set.filter((i) => categoryOf(i.status) !== 'done').length);
+    expect(m.resolved_count).toBe(set.filter((i) => categoryOf(i.status) === 'done').length);
+    expect(m.mtta_hours).toBeCloseTo(round2(avg(set.map(frtMs).filter((x): x is number => x !== null))! / HOUR), 1);
+    expect(m.mttr_hours).toBeCloseTo(round2(avg(resolved.map((i) => i.resolved! - i.created))! / HOUR), 1);
+    const compliant = set.filter((i) => {
+      const f = frtMs(i);
+      const frtBreach = f !== null ? f > FRT_GOAL : now() - i.created > FRT_GOAL;
+      return !frtBreach && !resolutionBreached(i, now());
+    }).length;
+    expect(m.sla_compliance_percent).toBeCloseTo(round2((100 * compliant) / set.length), 1);
+    expect(m.throughput_30d).toBe(resolved.filter((i) => i.resolved! >= now() - 30 * DAY).length);
+  });
+});
+
+describe('export', () => {
+  it('answers a CSV attachment with the filtered requests, formula-like cells neutralized', async () => {
+    const res = await get(s, userA, `${SD}/reports/export?sort_by=issue_key&sort_dir=ASC`);
+    expectStatus(res, 200);
+    expect(res.headers['content-type']).toMatch(/^text\/csv/);
+    expect(res.headers['content-disposition']).toMatch(/^attachment; filename="service-desk-export-\d{8}\.csv"$/);
+    const lines = res.body.trimEnd().split('\n');
+    expect(lines[0]).toBe('issue_key,summary,status,status_category,priority,issue_type,assignee,reporter_email,organization_ids,labels,linked_issue_key,created,updated,resolved,due_date');
+    expect(lines).toHaveLength(orgA().length + 1);
+    expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual([...orgA()].sort((a, b) => Number(a.key.split('-')[1]) - Number(b.key.split('-')[1])).map((i) => i.key));
+    const formula = orgA().find((i) => i.summary.includes('=SUM'));
+    if (formula) {
+      const line = lines.find((l) => l.startsWith(`${formula.key},`))!;
+      expect(line.split(',')[1]).toBe(`'${formula.summary}`);
+    }
+    // A cell that starts with "=" gets a leading apostrophe.
+    expect(res.body).not.toMatch(/(^|,)"?[=+@]/m);
+    const filtered = await get(s, userA, `${SD}/reports/export?status=Open`);
+    expect(filtered.body.trimEnd().split('\n')).toHaveLength(orgA().filter((i) => i.status === 'Open').length + 1);
+  });
+});

@@ -1,0 +1,101 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
+import { expectStatus, userWith } from '../identity/admin-support.ts';
+import { createClient } from '../support/identity.ts';
+import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { categoryOf, PEER_EMAIL, PEER_TOKEN, PRIORITIES, TrackerPeer, type PeerIssue } from '../support/tracker-peer.ts';
+
+/** Shared set-up of the service-desk tests: the tracker peer, a system pointed at it, two clients mapped to two organizations. */
+export interface SdSystem {
+  sys: TestSystem;
+  peer: TrackerPeer;
+  /** Super admin token. */
+  root: string;
+  clientA: { id: string };
+  clientB: { id: string };
+  orgA: string;
+  orgB: string;
+  orgUnmapped: string;
+}
+
+export const SD = '/api/v1/service-desk';
+
+export async function startSdSystem(overrides: Record<string, string> = {}): Promise<SdSystem> {
+  const peer = new TrackerPeer();
+  await peer.start();
+  const sys = await startTestSystem({
+    SVC_ACTORS: 'identity,servicedesk',
+    SVC_SD_BASE_URL: peer.url,
+    SVC_SD_EMAIL: PEER_EMAIL,
+    SVC_SD_API_TOKEN: PEER_TOKEN,
+    SVC_SD_SYNC_INTERVAL_SECONDS: '0',
+    ...overrides,
+  });
+  const root = (await userWith(sys)).token;
+  const [clientA, clientB] = [await createClient(sys), await createClient(sys)];
+  const [orgA, orgB, orgUnmapped] = peer.names.orgs.map((o) => o.id) as [string, string, string];
+  const call = (payload: unknown): Promise<LightMyRequestResponse> => sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: root, payload: payload as Record<string, unknown> });
+  expectStatus(await call({ client_id: clientA.id, organization_id: orgA, service_desk_ids: ['1'] }), 201);
+  expectStatus(await call({ client_id: clientB.id, organization_id: orgB, service_desk_ids: ['1', '2'] }), 201);
+  return { sys, peer, root, clientA, clientB, orgA, orgB, orgUnmapped };
+}
+
+export async function stopSdSystem(s: SdSystem | undefined): Promise<void> {
+  if (!s) return;
+  try {
+    await cleanPeerData(s.sys, s.peer);
+  } finally {
+    await s.sys.stop();
+    await s.peer.stop();
+  }
+}
+
+/**
+ * Removes what a run left in the shared database for its peer's organizations and projects: otherwise every later
+ * sync (of any run) would go on searching organizations whose peer is gone.
+ */
+export async function cleanPeerData(sys: TestSystem, peer: TrackerPeer): Promise<void> {
+  const orgs = peer.names.orgs.map((o) => o.id);
+  const projects = [peer.names.sup, peer.names.ops, peer.names.eng];
+  await sys.sql(`DELETE FROM sd_mappings WHERE organization_id IN (?)`, [orgs]);
+  await sys.sql(`DELETE FROM sd_sync_state WHERE organization_id IN (?)`, [orgs]);
+  await sys.sql(`DELETE FROM sd_pending WHERE organization_id IN (?)`, [orgs]);
+  await sys.sql(`DELETE FROM sd_requests WHERE project_key IN (?)`, [projects]);
+  await sys.sql(`DELETE FROM sd_actions WHERE split_part(issue_key, '-', 1) IN (?)`, [projects]);
+}
+
+export async function syncNow(s: SdSystem): Promise<{ organizations: { organization_id: string; requests: number; full_load: boolean; error: string | null }[] }> {
+  const res = await s.sys.http({ method: 'POST', url: `${SD}/admin/sync`, token: s.root });
+  expectStatus(res, 200);
+  const report = res.json().data as { organizations: { organization_id: string; requests: number; full_load: boolean; error: string | null }[] };
+  for (const o of report.organizations) expect(o.error, `sync of ${o.organization_id}`).toBeNull();
+  return report;
+}
+
+export const get = async (s: SdSystem, token: string, url: string): Promise<LightMyRequestResponse> => s.sys.http({ method: 'GET', url, token });
+
+// ---- expectations computed by hand from what the peer holds ------------------------------------------------------
+
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+export const round2 = (n: number): number => Math.round(n * 100) / 100;
+
+export const priorityRank = (p: string): number => 5 - PRIORITIES.indexOf(p as (typeof PRIORITIES)[number]);
+export const startedAt = (i: PeerIssue): number => i.histories.find((h) => categoryOf(h.to) !== 'new')?.created ?? i.created;
+export const frtMs = (i: PeerIssue): number | null => (i.histories[0] ? i.histories[0].created - i.created : null);
+export const FRT_GOAL = 4 * HOUR;
+export const TTR_GOAL = 48 * HOUR;
+export const resolutionBreached = (i: PeerIssue, now: number): boolean => ((i.resolved ?? now) - i.created) > TTR_GOAL;
+export const dueEnd = (due: string): number => Date.parse(`${due}T00:00:00.000Z`) + DAY;
+export const onTime = (i: PeerIssue, now: number): boolean => (i.due ? (i.resolved ?? now) <= dueEnd(i.due) : !resolutionBreached(i, now));
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 1) return sorted[0]!;
+  const rank = p * (sorted.length - 1);
+  const lo = Math.floor(rank);
+  const hi = Math.ceil(rank);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (rank - lo);
+}
+
+export const avg = (xs: number[]): number | null => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
+export { HOUR, DAY };
