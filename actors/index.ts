@@ -1,10 +1,11 @@
 import type { DomainModule } from './domain.ts';
+import { eventsDomain } from './events/index.ts';
 import { fleetDomain } from './fleet/index.ts';
 import { identityDomain } from './identity/index.ts';
 import { invoiceDomain } from './invoice/index.ts';
 
 /** Every domain a process can run; SVC_ACTORS picks a subset (`all` by default, `none` for a gateway-only process). */
-export const domains: readonly DomainModule[] = [identityDomain, fleetDomain, invoiceDomain];
+export const domains: readonly DomainModule[] = [identityDomain, fleetDomain, invoiceDomain, eventsDomain];
 
 export function selectDomains(names: readonly string[]): DomainModule[] {
   if (names.includes('none')) return [];

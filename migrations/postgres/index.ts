@@ -6,6 +6,7 @@ import { Migration0004_invoice_pdfs } from './Migration0004_invoice_pdfs.ts';
 import { Migration0005_invoice_accounting_sync } from './Migration0005_invoice_accounting_sync.ts';
 import { Migration0006_fleet } from './Migration0006_fleet.ts';
 import { Migration0008_fleet_inventory } from './Migration0008_fleet_inventory.ts';
+import { Migration0010_events } from './Migration0010_events.ts';
 
 /**
  * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
@@ -19,4 +20,5 @@ export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0005_invoice_accounting_sync', class: Migration0005_invoice_accounting_sync },
   { name: 'Migration0006_fleet', class: Migration0006_fleet },
   { name: 'Migration0008_fleet_inventory', class: Migration0008_fleet_inventory },
+  { name: 'Migration0010_events', class: Migration0010_events },
 ];

@@ -4,6 +4,7 @@ import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';
 import { registerAgentAdminRoutes } from './agents.ts';
 import { registerAuthRoutes } from './auth.ts';
+import { registerChartRoutes } from './charts.ts';
 import { registerClientRoutes } from './clients.ts';
 import { registerEnrolmentRoutes } from './enrolment.ts';
 import { registerWatchConfigRoutes } from './watch-config.ts';
@@ -11,7 +12,10 @@ import { registerEnvironmentRoutes } from './environments.ts';
 import { registerHostRoutes } from './hosts.ts';
 import { registerIntegrationRoutes } from './integrations.ts';
 import { registerInventoryRoutes } from './inventory.ts';
+import { registerReceiverRoutes } from './receivers.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
+import { registerVoiceRoutes } from './voice.ts';
+import { registerReceiverAdminRoutes } from './webhook-endpoints.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
 export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, config: Config): Promise<void> {
@@ -28,4 +32,8 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerAgentAdminRoutes(app, deps);
   registerInventoryRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
+  registerReceiverAdminRoutes(app, deps);
+  registerChartRoutes(app, deps);
+  await registerReceiverRoutes(app, deps);
+  await registerVoiceRoutes(app, deps);
 }
