@@ -208,7 +208,7 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
       await load(em, ctx, kind, q.id, 'read');
       return pageOf(
         em,
-        { columns: 'id, receiver_id, source, event, reason, external_id, headers, body_excerpt, received_at', from: 'rejected_deliveries WHERE receiver_id = ?', params: [q.id], order: 'received_at DESC, id DESC' },
+        { columns: 'id, receiver_id, source, event, reason, external_id, headers, body_excerpt, received_at', from: 'rejected_deliveries WHERE receiver_id = ?', params: [q.id], order: 'received_at DESC, created_at DESC, id DESC' },
         q,
         (rows: RejectedRow[]) => rows.map(rejectedOut),
       );
