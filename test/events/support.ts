@@ -4,6 +4,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { api, expectStatus, startAdminSystem, type AdminSystem } from '../identity/admin-support.ts';
+import type { CallerContext } from '../../contracts/context.ts';
+import { assignRole, createUser, toPgArray, tokenFor } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
 
 /** Shared helpers of the events tests (test/events/*.test.ts). */
@@ -64,5 +66,49 @@ export async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolea
     if (ok(v)) return v;
     if (Date.now() > until) expect.fail(`timed out waiting for ${what}: last ${JSON.stringify(v)}`);
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A custom role with exactly `permissions` (test set-up, inserted directly). */
+export async function customRole(sys: TestSystem, permissions: string[]): Promise<string> {
+  const id = randomUUID();
+  await sys.sql(`INSERT INTO roles (id, name, description, permissions, is_system) VALUES (?, ?, '', ?, false)`, [id, `role-${id.slice(0, 8)}`, toPgArray(permissions)]);
+  return id;
+}
+
+/** A signed-in user holding `roleId` on `clientId`. */
+export async function userWithRole(sys: TestSystem, roleId: string, clientId: string): Promise<{ id: string; token: string; email: string }> {
+  const user = await createUser(sys);
+  await assignRole(sys, user.id, clientId, roleId);
+  return { id: user.id, email: user.email, token: await tokenFor(sys, user) };
+}
+
+/** A service account's API key with `roleName` on `clientId`. */
+export async function apiKeyWith(sys: TestSystem, rootToken: string, roleId: string, clientId: string): Promise<string> {
+  const res = await api(sys, { token: rootToken })('POST', '/api/v1/service-accounts', { name: `sa-${randomUUID().slice(0, 8)}`, description: '', role_id: roleId, client_scope: [clientId] });
+  expectStatus(res, 201);
+  return (res.json().data as { api_key: string }).api_key;
+}
+
+/**
+ * A caller context with grants on single environments (`environments` of the access map). Identity issues none yet, so
+ * tests of environment-scoped readers call the events subjects directly with such a context, signed like a gateway's.
+ */
+export function environmentScoped(user: { id: string; email: string }, grants: Record<string, { client_id: string; permissions: string[] }>): CallerContext {
+  return {
+    request_id: randomUUID(),
+    principal: { kind: 'user', user_id: user.id, session_id: randomUUID(), email: user.email, is_super_admin: false, mfa_enabled: true },
+    access: { super_admin: false, all_clients: [], clients: {}, environments: grants },
+  };
+}
+
+/** The outcome of a direct call as an HTTP status, for the same assertions as the routes. */
+export async function statusOfCall(p: Promise<unknown>): Promise<number> {
+  try {
+    await p;
+    return 200;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    return ({ bad_request: 400, unauthorized: 401, forbidden: 403, not_found: 404, conflict: 409 } as Record<string, number>)[code ?? ''] ?? 500;
   }
 }
