@@ -22,7 +22,7 @@ export function startPager(deps: EventsDeps): Promise<ConsumerHandle> {
     schema: PageJob,
     concurrency: 4,
     maxDeliver: 12,
-    backoffMs: [2_000, 5_000, 15_000, 30_000, 60_000],
+    backoffMs: [1_000, 5_000, 15_000, 30_000, 60_000],
     log: deps.log,
     handler: async (job, meta) => {
       const wait = Date.parse(job.not_before) - Date.now();
@@ -35,6 +35,8 @@ export function startPager(deps: EventsDeps): Promise<ConsumerHandle> {
         `SELECT g.status, g.acknowledged_at, r.oncall_phone FROM alert_groups g LEFT JOIN event_receivers r ON r.id = g.receiver_id WHERE g.id = ?`,
         [job.alert_group_id],
       );
+      // The job is published inside the transaction that creates the group: it may arrive before that commits.
+      if (!group && meta.deliveryCount < 5) throw new RetryLaterError('alert group not visible yet', 300 * meta.deliveryCount);
       if (!group || group.status !== 'firing' || group.acknowledged_at !== null || group.oncall_phone === null) {
         meta.log.info({ alert_group_id: job.alert_group_id, attempt: job.attempt }, 'page dropped: the alert group is resolved, acknowledged, gone, or has no on-call number');
         return;
