@@ -1,6 +1,7 @@
 // `npm run bench:report`: the figures of data/bench/latest.json as the README's markdown table, so the README shows
 // exactly what the last run of each part measured (with its spread over the rounds and its date).
 import { readFileSync } from 'node:fs';
+import type { EventsFigures } from './events.ts';
 import type { InvoiceFigures } from './invoice.ts';
 import { fmt, type PathFigures, type Spread } from './stats.ts';
 
@@ -16,6 +17,7 @@ interface Latest {
   resolve?: Stamped & { cold: { p50: Spread; p99: Spread }; warm: { p50: Spread; p99: Spread } };
   signing?: Stamped & { micros: Spread; payloadBytes: number; share?: number };
   invoice?: Stamped & InvoiceFigures;
+  events?: Stamped & EventsFigures;
 }
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
@@ -62,6 +64,13 @@ if (latest.invoice) {
   rows.push(['the same preview, 8 connections', path(i.preview.load), '', when(i)]);
   rows.push([`\`POST …/generate-bulk\`, ${i.bulk.applications} active applications, ${i.bulk.worklogs} worklogs in the period (loaded through the ingest subject)`, `**${fmt(i.bulk.seconds, 2)} s**`, '≤ 10 s', when(i)]);
   rows.push(['the same call again (all skipped)', `${fmt(i.bulk.repeatSeconds, 2)} s`, '', when(i)]);
+}
+if (latest.events) {
+  const e = latest.events;
+  rows.push([`receiver throughput: ${e.receiver.name}, gateway → NATS → events actor → JetStream ack`, `**${fmt(e.receiver.rps)} deliveries/s** accepted (202), p50 ${fmt(e.receiver.p50, 1)} ms, p99 ${fmt(e.receiver.p99, 1)} ms, non-2xx ${e.receiver.non2xx}`, '', when(e)]);
+  rows.push(['the delivery consumer storing them (deploy rows, events for the timeline)', `${e.store.deliveries} stored, backlog gone ${e.store.drainSeconds.toFixed(1)} s after the load, ${e.store.perSecond.toFixed(0)} stored/s overall`, '', when(e)]);
+  rows.push([`lag from a delivery's 202 to its marker in \`GET /chart-markers\` (${e.markerLag.samples} sequential deliveries, no other load)`, `p50 ${e.markerLag.p50.toFixed(1)} ms, **p99 ${e.markerLag.p99.toFixed(1)} ms**`, '', when(e)]);
+  rows.push([`\`GET /annotations\` of a host chart over 30 days, ${e.notes.total} notes in the client (${e.notes.returned} returned), ${e.notes.perRound} sequential calls per round`, `p50 ${fmt(e.notes.p50, 1)} ms, **p99 ${fmt(e.notes.p99, 1)} ms**`, '≤ 50 ms', when(e)]);
 }
 console.log('| what | figure: mean (min–max of the rounds) | target | run |');
 console.log('|---|---|---|---|');

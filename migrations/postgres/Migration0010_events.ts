@@ -124,6 +124,8 @@ export class Migration0010_events extends Migration {
       CREATE INDEX timeline_client_time ON timeline_events (client_id, "timestamp" DESC);
       CREATE INDEX timeline_environment_time ON timeline_events (environment_id, "timestamp" DESC);
       CREATE INDEX timeline_host_time ON timeline_events (host_id, "timestamp" DESC);
+      -- the unfiltered timeline of a caller holding many clients (or all: super admins) walks time itself
+      CREATE INDEX timeline_time ON timeline_events ("timestamp" DESC);
 
       CREATE TABLE annotations (
         id uuid PRIMARY KEY,

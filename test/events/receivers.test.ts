@@ -385,6 +385,26 @@ describe('Alertmanager receiver', () => {
     expect(groups.map((g) => g.status)).toEqual(['resolved', 'firing']);
   });
 
+  it('keeps a group resolved when its resolution is stored before its firing (deliveries are stored concurrently)', async () => {
+    const a = await createReceiver(sys, root, 'alert-sources', { client_id: clientId, name: 'prom-order' });
+    const at = (file: string, startsAt: string, endsAt?: string) => {
+      const n = JSON.parse(fixture(`alertmanager/${file}.json`).toString('utf8')) as { alerts: { startsAt: string; endsAt: string }[] };
+      n.alerts[0]!.startsAt = startsAt;
+      if (endsAt) n.alerts[0]!.endsAt = endsAt;
+      return JSON.stringify(n);
+    };
+    expectStatus(await deliver(sys, a.path, at('resolved', '2026-11-21T14:12:30Z', '2026-11-21T14:47:30Z')), 202);
+    await eventually(() => groupsOf(a.id), (g) => g.length === 1, 'resolved group');
+    expectStatus(await deliver(sys, a.path, at('firing', '2026-11-21T14:12:30Z')), 202);
+    // A second incident, its resolution first as well.
+    expectStatus(await deliver(sys, a.path, at('resolved', '2026-11-21T20:00:00Z', '2026-11-21T20:30:00Z')), 202);
+    await eventually(() => groupsOf(a.id), (g) => g.length === 2, 'second incident');
+    expectStatus(await deliver(sys, a.path, at('firing', '2026-11-21T20:00:00Z')), 202);
+    await new Promise((r) => setTimeout(r, 300));
+    const groups = await groupsOf(a.id);
+    expect(groups.map((g) => g.status)).toEqual(['resolved', 'resolved']);
+  });
+
   it('takes the host from a host_id label, only within the source’s client', async () => {
     const hostId = await createHost(sys, clientId, envId, 'db-7');
     const other = await createClient(sys);

@@ -38,8 +38,8 @@ const ms = (t: string | null): number => (t === null ? Number.NaN : Date.parse(i
  * - no group yet: one is created (firing, or already resolved);
  * - the latest group firing: a firing repeat updates it (alerts, name, severity, earliest fired time, host when still
  *   unknown); a resolved notification resolves it;
- * - the latest group resolved: a firing notification that started after it ended opens a new group (a new incident);
- *   an older one (out of order) and resolved repeats change nothing.
+ * - the latest group resolved: a notification of alerts that started after it ended opens a new group (a new
+ *   incident, firing or already resolved); an older one (a repeat, or out of order) changes nothing.
  */
 export async function applyNotification(tx: EntityManager, job: DeliveryJob, a: AlertFacts, place: Placement): Promise<GroupChange> {
   await sql(tx, `SELECT pg_advisory_xact_lock(hashtext('events.alert_group'), hashtext(?))`, [`${job.receiver_id}:${a.group_key}`]);
@@ -61,8 +61,10 @@ export async function applyNotification(tx: EntityManager, job: DeliveryJob, a: 
   if (!latest) return { group: await insert(), change: a.status === 'firing' ? 'fired' : 'resolved' };
 
   if (latest.status === 'resolved') {
+    // A notification of alerts that started after the group ended is a new incident, even when its resolution
+    // arrives before its firing (deliveries are stored concurrently); anything older is a repeat or out of order.
     const ended = ms(latest.resolved_at ?? latest.fired_at);
-    if (a.status === 'firing' && Date.parse(a.fired_at) > ended) return { group: await insert(), change: 'fired' };
+    if (Date.parse(a.fired_at) > ended) return { group: await insert(), change: a.status === 'firing' ? 'fired' : 'resolved' };
     return { group: latest, change: null };
   }
 
