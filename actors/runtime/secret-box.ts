@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 
 /**
  * AES-256-GCM for secrets kept at rest (TOTP secrets, webhook shared secrets): `v1.<iv>.<tag>.<ciphertext>` in
@@ -40,10 +40,3 @@ export class SecretBox {
 
 /** Tokens are high-entropy, so a fast hash is enough to store them (nothing to brute-force). */
 export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
-
-/** Constant-time equality of two strings (false at once when the lengths differ: lengths are not secret here). */
-export const safeEqual = (a: string, b: string): boolean => {
-  const ba = Buffer.from(a);
-  const bb = Buffer.from(b);
-  return ba.length === bb.length && timingSafeEqual(ba, bb);
-};

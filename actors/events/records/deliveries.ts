@@ -16,8 +16,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * Stores what the receivers accepted: deploys (once per sender delivery id), alert groups (fired, updated, resolved;
  * a critical group that fires on a source with an on-call number pages it), and rejected deliveries. Each change is
- * published as an event before its transaction commits, so a failed publish retries the delivery. A delivery whose
- * client or receiver was deleted meanwhile is dropped.
+ * published as an event before the delivery is acknowledged (for alert groups, before their transaction commits), so a
+ * failed publish retries the delivery. A delivery whose client or receiver was deleted meanwhile is dropped.
  */
 export function startDeliveryConsumer(deps: EventsDeps): Promise<ConsumerHandle> {
   return runConsumer({
@@ -57,24 +57,22 @@ export function startDeliveryConsumer(deps: EventsDeps): Promise<ConsumerHandle>
 async function storeDeploy(deps: EventsDeps, job: DeliveryJob, d: Extract<DeliveryJob['outcome'], { kind: 'deploy' }>['deploy']): Promise<void> {
   const source = job.source;
   if (source === 'alertmanager') return;
-  await deps.orm.em.fork().transactional(async (tx) => {
-    const dedupe = `${job.receiver_id}:${job.external_id}`;
-    await sql(
-      tx,
-      `INSERT INTO deploys (id, receiver_id, client_id, environment_id, source, event_type, summary, app, revision, url, failed, at, dedupe_key)
-       VALUES (?, (SELECT id FROM event_receivers WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING`,
-      [job.delivery_id, job.receiver_id, job.client_id, job.environment_id, source, d.event_type, d.summary, d.app, d.revision, d.url, d.failed, d.at, dedupe],
-    );
-    const [row] = await sql<{ id: string; client_id: string; environment_id: string | null; at: string }>(tx, `SELECT id, client_id, environment_id, at FROM deploys WHERE dedupe_key = ?`, [dedupe]);
-    if (!row) return;
-    // Published again on a redelivery: the stream drops the repeat (message id), the timeline's key drops a late one.
-    await publishEvent(
-      deps.nc,
-      'svc.evt.events.deploy',
-      { ...d, id: row.id, client_id: row.client_id, environment_id: row.environment_id, source, at: iso(row.at) },
-      { msgId: `deploy:${row.id}` },
-    );
-  });
+  const em = deps.orm.em.fork();
+  const dedupe = `${job.receiver_id}:${job.external_id}`;
+  type Stored = { id: string; client_id: string; environment_id: string | null; at: string };
+  const [inserted] = await sql<Stored>(
+    em,
+    `INSERT INTO deploys (id, receiver_id, client_id, environment_id, source, event_type, summary, app, revision, url, failed, at, dedupe_key)
+     VALUES (?, (SELECT id FROM event_receivers WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
+     RETURNING id, client_id, environment_id, at`,
+    [job.delivery_id, job.receiver_id, job.client_id, job.environment_id, source, d.event_type, d.summary, d.app, d.revision, d.url, d.failed, d.at, dedupe],
+  );
+  // No transaction needed: the event is announced for the stored row whether this delivery stored it or found it (a
+  // repeat, or a redelivery after a crash between the insert and the publish); the stream drops a repeat within its
+  // window (message id) and the timeline's key drops a later one.
+  const [row] = inserted ? [inserted] : await sql<Stored>(em, `SELECT id, client_id, environment_id, at FROM deploys WHERE dedupe_key = ?`, [dedupe]);
+  if (!row) return;
+  await publishEvent(deps.nc, 'svc.evt.events.deploy', { ...d, id: row.id, client_id: row.client_id, environment_id: row.environment_id, source, at: iso(row.at) }, { msgId: `deploy:${row.id}` });
 }
 
 /** Where the alert happened: a `host_id` label of the client, else an instance / hostname the fleet recognises. */
