@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishDurable } from '../../actors/runtime/jetstream.ts';
+import { SecretBox } from '../../actors/runtime/secret-box.ts';
 import { api, expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
 import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
@@ -469,6 +470,17 @@ describe('deliveries that cannot be used', () => {
     const reasons = [...listed.json().data, ...page2.json().data].map((x: { reason: string }) => x.reason);
     expect(reasons.sort()).toEqual(rejected.map((x) => x.reason).sort());
     expectStatus(await api(sys, { token: (await userWith(sys, 'Client Engineer', clientId)).token })('GET', `/api/v1/alert-sources/${a.id}/rejected-deliveries`), 403);
+  });
+
+  it('refuses deliveries (401, not 500) when the stored secret can no longer be opened', async () => {
+    const r = await createReceiver(sys, root, 'webhook-endpoints', { client_id: clientId, source: 'github', name: 'rekeyed', secret: 'before-rekey' });
+    // Sealed under another key, as after SVC_EVENTS_ENCRYPTION_KEY changed.
+    await sys.sql(`UPDATE event_receivers SET secret_enc = ? WHERE id = ?`, [new SecretBox('ab'.repeat(32)).seal('before-rekey'), r.id]);
+    expectStatus(await api(sys, { token: root })('PUT', `/api/v1/webhook-endpoints/${r.id}`, { name: 'rekeyed' }), 200);
+    const body = fixture('github/ping.json');
+    expectStatus(await github(r, 'before-rekey', 'ping', body), 401);
+    expectStatus(await api(sys, { token: root })('PUT', `/api/v1/webhook-endpoints/${r.id}`, { name: 'rekeyed', secret: 'after-rekey' }), 200);
+    expectStatus(await github(r, 'after-rekey', 'ping', body), 200);
   });
 
   it('refuses bodies over 1 MB with 413 and never answers 500 to odd requests', async () => {
