@@ -3,6 +3,7 @@ import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { selectDomains } from './actors/index.ts';
 import type { DomainHandle, DomainModule } from './actors/domain.ts';
+import { eventsSecretBox } from './actors/events/index.ts';
 import { AccessCache } from './actors/identity/access.ts';
 import { AccessTokens } from './actors/identity/crypto.ts';
 import { Caller } from './actors/runtime/call.ts';
@@ -66,6 +67,8 @@ export function selectProcess(config: Config): { domains: DomainModule[]; gatewa
   if (unknown.length > 0) throw new ConfigError(`invalid configuration:\n  SVC_GATEWAYS: unknown gateway(s) ${unknown.join(', ')}; known: ${GATEWAYS.join(', ')}, none`);
   // Secrets this selection needs, checked before anything connects (identity checks its own again when it starts).
   if (domains.some((d) => d.name === 'identity')) requireSecrets(config, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY']);
+  // The events domain seals webhook secrets with its own key, or one derived from identity's.
+  if (domains.some((d) => d.name === 'events')) eventsSecretBox(config);
   else if (gateways.length > 0) requireSecrets(config, ['SVC_JWT_SECRET']);
   // Every request between services is signed: whoever runs an actor or a gateway holds the context key.
   requireSecrets(config, ['SVC_CONTEXT_KEY']);

@@ -1,11 +1,12 @@
 import type { DomainModule } from './domain.ts';
+import { eventsDomain } from './events/index.ts';
 import { fleetDomain } from './fleet/index.ts';
 import { identityDomain } from './identity/index.ts';
 import { invoiceDomain } from './invoice/index.ts';
 import { servicedeskDomain } from './servicedesk/index.ts';
 
 /** Every domain a process can run; SVC_ACTORS picks a subset (`all` by default, `none` for a gateway-only process). */
-export const domains: readonly DomainModule[] = [identityDomain, fleetDomain, invoiceDomain, servicedeskDomain];
+export const domains: readonly DomainModule[] = [identityDomain, fleetDomain, invoiceDomain, servicedeskDomain, eventsDomain];
 
 export function selectDomains(names: readonly string[]): DomainModule[] {
   if (names.includes('none')) return [];

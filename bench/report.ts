@@ -2,6 +2,7 @@
 // exactly what the last run of each part measured (with its spread over the rounds and its date).
 import { readFileSync } from 'node:fs';
 import type { FleetFigures } from './fleet.ts';
+import type { EventsFigures } from './events.ts';
 import type { InvoiceFigures } from './invoice.ts';
 import type { ChartFigures, MetricsFigures } from './metrics.ts';
 import type { SearchFigures } from './search.ts';
@@ -22,6 +23,7 @@ interface Latest {
   metrics?: Stamped & MetricsFigures;
   fleet?: Stamped & FleetFigures;
   search?: Stamped & SearchFigures;
+  events?: Stamped & EventsFigures;
 }
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
@@ -124,6 +126,13 @@ if (latest.search) {
       ]);
     }
   }
+}
+if (latest.events) {
+  const e = latest.events;
+  if (e.receiver) rows.push([`receiver throughput: ${e.receiver.name}, gateway → NATS → events actor → JetStream ack`, `**${fmt(e.receiver.rps)} deliveries/s** accepted (202), p50 ${fmt(e.receiver.p50, 1)} ms, p99 ${fmt(e.receiver.p99, 1)} ms, non-2xx ${e.receiver.non2xx}`, '', when(e)]);
+  if (e.store) rows.push(['the delivery consumer storing them (deploy rows, events for the timeline)', `${e.store.deliveries} stored, backlog gone ${e.store.drainSeconds.toFixed(1)} s after the load, ${e.store.perSecond.toFixed(0)} stored/s overall`, '', when(e)]);
+  if (e.markerLag) rows.push([`lag from sending a delivery to its marker in \`GET /chart-markers\` (${e.markerLag.samples} sequential deliveries, no other load)`, `p50 ${e.markerLag.p50.toFixed(1)} ms, **p99 ${e.markerLag.p99.toFixed(1)} ms**`, '', when(e)]);
+  if (e.notes) rows.push([`\`GET /annotations\` of a host chart over 30 days, ${e.notes.total} notes in the client (${e.notes.returned} returned), ${e.notes.perRound} sequential calls per round`, `p50 ${fmt(e.notes.p50, 1)} ms, **p99 ${fmt(e.notes.p99, 1)} ms**`, '≤ 50 ms', when(e)]);
 }
 console.log('| what | figure: mean (min–max of the rounds) | target | run |');
 console.log('|---|---|---|---|');

@@ -1,5 +1,5 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
-// rounds. Parts: hop, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk (all by default). Not a test: nothing here fails a build.
+// rounds. Parts: hop, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events (all by default). Not a test: nothing here fails a build.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { contextSigner } from '../actors/runtime/signing.ts';
 import { Stores } from '../actors/runtime/stores/index.ts';
 import { catalogue } from '../contracts/catalogue.ts';
 import { anonymousContext } from '../contracts/context.ts';
+import { eventsBench } from './events.ts';
 import { fleetBench } from './fleet.ts';
 import { invoiceBench } from './invoice.ts';
 import { metricsBench } from './metrics.ts';
@@ -264,7 +265,17 @@ async function servicedesk(token: string): Promise<Record<string, unknown>> {
   return servicedeskBench({ config, stores, token, start: startChild, env });
 }
 
-const PARTS = { hop, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk } as const;
+/** Events: receiver throughput, store drain, delivery-to-marker lag, notes list of a host chart (bench/events.ts). */
+async function events(token: string): Promise<Record<string, unknown>> {
+  const nc = await connectNats(config.SVC_NATS_URL, 'bench-events', log, config.SVC_NATS_CREDS);
+  try {
+    return { ...(await eventsBench({ config, stores, nc, token, log, rounds: ROUNDS, seconds: SECONDS, start: startChild, env })) };
+  } finally {
+    await nc.drain();
+  }
+}
+
+const PARTS = { hop, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events } as const;
 type Part = keyof typeof PARTS;
 const results: Record<string, unknown> = {};
 let previous: Record<string, unknown> = {};
@@ -311,7 +322,7 @@ async function main(): Promise<void> {
   const user = await seed();
   benchToken = user.token;
   for (const part of parts) {
-    results[part] = await (part === 'hop' ? hop(user.token) : part === 'me' ? me(user.token) : part === 'invoice' ? invoice(user.token) : part === 'fleet' ? fleet(user.token) : part === 'metrics' ? metrics(user.token) : part === 'servicedesk' ? servicedesk(user.token) : part === 'resolve' ? resolve(user.userId) : part === 'search' ? search(user.token) : PARTS[part as 'login' | 'signing']());
+    results[part] = await (part === 'hop' ? hop(user.token) : part === 'me' ? me(user.token) : part === 'invoice' ? invoice(user.token) : part === 'fleet' ? fleet(user.token) : part === 'metrics' ? metrics(user.token) : part === 'servicedesk' ? servicedesk(user.token) : part === 'events' ? events(user.token) : part === 'resolve' ? resolve(user.userId) : part === 'search' ? search(user.token) : PARTS[part as 'login' | 'signing']());
   }
   mkdirSync('data/bench', { recursive: true });
   // Parts run now replace their figures; the others keep those of their last run (each part carries its date).

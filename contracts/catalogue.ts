@@ -1,11 +1,15 @@
 import { accessSubjects } from './domains/access.ts';
+import { eventsSubjects } from './domains/events.ts';
+import { eventsChartSubjects } from './domains/events-charts.ts';
 import { fleetSubjects } from './domains/fleet.ts';
 import { fleetAgentSubjects } from './domains/fleet-agents.ts';
 import { fleetInventorySubjects } from './domains/fleet-inventory.ts';
 import { fleetMetricsSubjects } from './domains/fleet-metrics.ts';
 import { fleetSearchSubjects } from './domains/fleet-search.ts';
+import { fleetLookupSubjects } from './domains/fleet-lookup.ts';
 import { identityAdminSubjects } from './domains/identity-admin.ts';
 import { identityAuthSubjects } from './domains/identity-auth.ts';
+import { identityLookupSubjects } from './domains/identity-lookup.ts';
 import { identitySsoSubjects } from './domains/identity-sso.ts';
 import { invoiceSubjects } from './domains/invoice.ts';
 import { invoiceAccountingSubjects } from './domains/invoice-accounting.ts';
@@ -22,16 +26,20 @@ export const catalogue = {
   ...identityAuthSubjects,
   ...identitySsoSubjects,
   ...identityAdminSubjects,
+  ...identityLookupSubjects,
   ...fleetSubjects,
   ...fleetAgentSubjects,
   ...fleetInventorySubjects,
   ...fleetMetricsSubjects,
   ...fleetSearchSubjects,
+  ...fleetLookupSubjects,
   ...invoiceSubjects,
   ...invoiceDocumentSubjects,
   ...invoiceAccountingSubjects,
   ...servicedeskSubjects,
   ...servicedeskProxySubjects,
+  ...eventsSubjects,
+  ...eventsChartSubjects,
 } as const;
 
 export type Cat = typeof catalogue;

@@ -22,14 +22,21 @@ export const Principal = z.discriminatedUnion('kind', [
 ]);
 export type Principal = z.infer<typeof Principal>;
 
+/** Permissions granted on single environments: environment uuid → its client and the permissions. */
+export const EnvironmentAccessMap = z.record(z.string(), z.object({ client_id: z.string(), permissions: z.array(z.string()) }));
+export type EnvironmentAccessMap = z.infer<typeof EnvironmentAccessMap>;
+
 /**
  * What a caller may do. `all_clients` holds permissions granted on every client (a service account scoped `["*"]`);
- * `clients` the per-client grants. Super admins pass every check.
+ * `clients` the per-client grants. Super admins pass every check. `environments` holds grants narrower than a client
+ * (console-operations.md: notes and chart markers are "environment-aware"); identity issues none yet, and only the
+ * environment-aware checks (actors/runtime/scope.ts) read it: a client-wide check never passes on it.
  */
 export const Access = z.object({
   super_admin: z.boolean(),
   all_clients: z.array(z.string()),
   clients: ClientAccessMap,
+  environments: EnvironmentAccessMap.optional(),
 });
 export type Access = z.infer<typeof Access>;
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AlertGroupChanged, DeliveryJob, DeployRecorded, PageJob, ReceiverChanged } from './domains/events-records.ts';
 import { AgentStatusChanged, FileChanged } from './domains/fleet-agents.ts';
 import { AccountingSyncJob } from './domains/invoice-accounting.ts';
 import { AnalyticsBatch } from './domains/invoice-ingest.ts';
@@ -177,10 +178,24 @@ const fleetEvents = defineEvents({
   'svc.evt.fleet.file_change': { payload: FileChanged, summary: 'A file under a watched path changed on a host (the event timeline stores these).' },
 });
 
+/** The events domain's events and work (payload schemas in contracts/domains/events-records.ts). */
+const eventsEvents = defineEvents({
+  'svc.evt.events.deploy': { payload: DeployRecorded, summary: 'A deploy was recorded from a receiver (the event timeline stores these).' },
+  'svc.evt.events.alert': { payload: AlertGroupChanged, summary: 'An alert group fired, resolved or was acknowledged (the event timeline stores these).' },
+  'svc.evt.events.receiver_changed': { payload: ReceiverChanged, summary: 'A webhook receiver or alert source changed or was removed: cached tokens are dropped.' },
+});
+const eventsWork = defineWork({
+  'svc.work.events.delivery': {
+    payload: DeliveryJob,
+    summary: 'A delivery a receiver accepted (answered 202) or rejected: stored as a deploy, an alert group or a rejected delivery by a consumer.',
+  },
+  'svc.work.events.page': { payload: PageJob, summary: "Call an alert group's on-call number through the voice provider (bounded attempts)." },
+});
+
 /** Every typed event subject. Add a domain's table here: `...invoiceEvents`. */
-export const eventSubjects = { ...coreEvents, ...fleetEvents } as const;
+export const eventSubjects = { ...coreEvents, ...fleetEvents, ...eventsEvents } as const;
 /** Every typed work subject. Add a domain's table here: `...invoiceWork`. */
-export const workSubjects = { ...coreWork, ...invoiceWork } as const;
+export const workSubjects = { ...coreWork, ...invoiceWork, ...eventsWork } as const;
 export const durableSubjects = { ...eventSubjects, ...workSubjects } as const;
 
 export type EventSubject = keyof typeof eventSubjects & string;

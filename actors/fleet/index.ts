@@ -10,6 +10,7 @@ import { clientHandlers } from './clients.ts';
 import type { FleetDeps } from './deps.ts';
 import { environmentHandlers } from './environments.ts';
 import { hostHandlers } from './hosts.ts';
+import { hostLookupHandlers } from './hosts-lookup.ts';
 import { startInventoryIngest } from './inventory/ingest.ts';
 import { integrationHandlers } from './inventory/integration-reads.ts';
 import { upsertIntegrationsOfHosts } from './inventory/integrations-store.ts';
@@ -35,6 +36,7 @@ export const fleetDomain: DomainModule = {
     try {
       await dc.host.serve('fleet', 'fleet-clients', { ...clientHandlers(deps), ...environmentHandlers(deps) });
       await dc.host.serve('fleet', 'fleet-hosts', hostHandlers(deps));
+      await dc.host.serve('fleet', 'fleet-lookup', hostLookupHandlers({ orm }));
       await dc.host.serve('fleet', 'fleet-agents-admin', agentAdminHandlers(deps));
       await dc.host.serve('fleet', 'fleet-enrolment', enrolmentHandlers({ orm, audit, clock: dc.clock, config: dc.config }, issuer));
       await dc.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: dc.nc, audit, log }));

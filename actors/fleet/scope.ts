@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import { requireOnClient } from '../runtime/client-scope.ts';
+import { requireOnClient } from '../runtime/scope.ts';
 import { sql } from '../runtime/stores/sql.ts';
 
-// The generic client-scope rules live in the runtime (the service desk uses them too); fleet code imports them here.
-export { inReach, requireOnClient } from '../runtime/client-scope.ts';
+// The generic client-scope rules live in the runtime (shared with the service desk and events); fleet code imports them here.
+export { inReach, requireOnClient } from '../runtime/scope.ts';
 
 export interface EnvironmentRow {
   id: string;

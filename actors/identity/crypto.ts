@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual, webcrypto } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual, webcrypto } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import { DomainError } from '../../contracts/errors.ts';
 
@@ -65,24 +65,5 @@ export class AccessTokens {
   }
 }
 
-/** AES-256-GCM for TOTP secrets at rest: `v1.<iv>.<tag>.<ciphertext>` in base64url. */
-export class SecretBox {
-  private readonly key: Buffer;
-  constructor(hexKey: string) {
-    this.key = Buffer.from(hexKey, 'hex');
-    if (this.key.length !== 32) throw new Error('SVC_MFA_ENCRYPTION_KEY must be 32 bytes of hex');
-  }
-  seal(plain: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
-  }
-  open(sealed: string): string {
-    const [v, iv, tag, ct] = sealed.split('.');
-    if (v !== 'v1' || !iv || !tag || !ct) throw new Error('unknown secret format');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
-  }
-}
+/** Moved to the runtime (the events domain seals webhook secrets with it too); kept importable from here. */
+export { SecretBox } from '../runtime/secret-box.ts';

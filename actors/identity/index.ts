@@ -10,6 +10,7 @@ import { seedIdentity } from './seed.ts';
 import { startAdminActors } from './admin/index.ts';
 import { startSessionActors } from './session/index.ts';
 import { startSsoActor } from './sso/index.ts';
+import { userLookupHandlers } from './user-lookup.ts';
 
 /** Builds what every identity actor shares. */
 export async function identityDeps(dc: DomainContext): Promise<IdentityDeps> {
@@ -45,6 +46,7 @@ export const identityDomain: DomainModule = {
       'svc.identity.access.resolve_key': async ({ api_key }) => deps.access.resolveApiKey(api_key),
       'svc.identity.access.client_removed': clientRemovedHandler(deps),
     });
+    await dc.host.serve('identity', 'identity-lookup', userLookupHandlers(deps));
     const background = [
       await startAuditStore(dc.nc, deps.orm, deps.log),
       await startSessionActors(deps, dc),

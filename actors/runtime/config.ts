@@ -98,6 +98,17 @@ export const ConfigSchema = z.object({
   SVC_SD_SYNC_OVERLAP_SECONDS: z.coerce.number().int().min(60).max(86_400).default(120),
   // one attempt of a call to the tracker gives up after this long (reads are retried, within the request's deadline)
   SVC_SD_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  // events (issue 11): the key sealing webhook shared secrets at rest (64 hex characters; unset = derived from
+  // SVC_MFA_ENCRYPTION_KEY), and the voice provider that pages on-call numbers (all three of SID, token and caller
+  // number set = configured; the API URL points tests at a local peer)
+  SVC_EVENTS_ENCRYPTION_KEY: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)').optional()),
+  SVC_TWILIO_ACCOUNT_SID: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^AC[0-9a-zA-Z]{32}$/, 'must be an account SID (AC and 32 characters)').optional()),
+  SVC_TWILIO_AUTH_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16, 'must be at least 16 characters').optional()),
+  SVC_TWILIO_FROM: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 number such as +15005550006').optional()),
+  SVC_TWILIO_API_URL: url.default('https://api.twilio.com'),
+  // an unanswered page is called again this many times in all, this long apart
+  SVC_TWILIO_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
+  SVC_TWILIO_RETRY_DELAY_SECONDS: z.coerce.number().int().min(0).max(3600).default(120),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 

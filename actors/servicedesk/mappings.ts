@@ -4,7 +4,7 @@ import { clientsWith, requirePermission } from '../../contracts/access.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import type { Mapping } from '../../contracts/domains/servicedesk.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import { requireOnClient } from '../runtime/client-scope.ts';
+import { requireOnClient } from '../runtime/scope.ts';
 import { conflictOnDuplicate, findById, iso, pageOf, sql } from '../runtime/stores/sql.ts';
 import { trackerOf, type SdDeps, type SdHandlers } from './deps.ts';
 import { MAPPING_COLUMNS, pgTextArray, type MappingRow } from './scope.ts';

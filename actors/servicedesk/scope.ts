@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { clientsWith, hasPermission, requirePermission } from '../../contracts/access.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import { inReach, requireOnClient } from '../runtime/client-scope.ts';
+import { inReach, requireOnClient } from '../runtime/scope.ts';
 import { sql } from '../runtime/stores/sql.ts';
 
 /**

@@ -7,6 +7,7 @@ import { Migration0005_invoice_accounting_sync } from './Migration0005_invoice_a
 import { Migration0006_fleet } from './Migration0006_fleet.ts';
 import { Migration0008_fleet_inventory } from './Migration0008_fleet_inventory.ts';
 import { Migration0009_saved_searches } from './Migration0009_saved_searches.ts';
+import { Migration0010_events } from './Migration0010_events.ts';
 import { Migration0011_service_desk } from './Migration0011_service_desk.ts';
 
 /**
@@ -22,5 +23,6 @@ export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0006_fleet', class: Migration0006_fleet },
   { name: 'Migration0008_fleet_inventory', class: Migration0008_fleet_inventory },
   { name: 'Migration0009_saved_searches', class: Migration0009_saved_searches },
+  { name: 'Migration0010_events', class: Migration0010_events },
   { name: 'Migration0011_service_desk', class: Migration0011_service_desk },
 ];

@@ -49,7 +49,7 @@ describe('configuration', () => {
   });
 
   it('selects the domains a process runs', () => {
-    expect(selectDomains(['all']).map((d) => d.name)).toEqual(['identity', 'fleet', 'invoice', 'servicedesk']);
+    expect(selectDomains(['all']).map((d) => d.name)).toEqual(['identity', 'fleet', 'invoice', 'servicedesk', 'events']);
     expect(selectDomains(['invoice']).map((d) => d.name)).toEqual(['invoice']);
     expect(selectDomains(['none'])).toEqual([]);
     expect(() => selectDomains(['billing'])).toThrow(/unknown domain\(s\) billing/);

@@ -5,6 +5,7 @@ import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';
 import { registerAgentAdminRoutes } from './agents.ts';
 import { registerAuthRoutes } from './auth.ts';
+import { registerChartRoutes } from './charts.ts';
 import { registerClientRoutes } from './clients.ts';
 import { registerEnrolmentRoutes } from './enrolment.ts';
 import { registerWatchConfigRoutes } from './watch-config.ts';
@@ -17,7 +18,10 @@ import { registerSearchRoutes } from './search.ts';
 import { registerSavedSearchRoutes } from './saved-searches.ts';
 import { registerServiceDeskRoutes } from './service-desk.ts';
 import { registerServiceDeskProxyRoutes } from './service-desk-proxy.ts';
+import { registerReceiverRoutes } from './receivers.ts';
 import { registerSsoConfigRoute, registerSsoRoutes } from './sso.ts';
+import { registerVoiceRoutes } from './voice.ts';
+import { registerReceiverAdminRoutes } from './webhook-endpoints.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
 export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, config: Config, uploads: UploadStore): Promise<void> {
@@ -39,4 +43,8 @@ export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, 
   registerSavedSearchRoutes(app, deps);
   registerServiceDeskRoutes(app, deps);
   registerServiceDeskProxyRoutes(app, deps, uploads);
+  registerReceiverAdminRoutes(app, deps);
+  registerChartRoutes(app, deps);
+  await registerReceiverRoutes(app, deps);
+  await registerVoiceRoutes(app, deps);
 }

@@ -1,0 +1,30 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Cat } from '../../contracts/catalogue.ts';
+import type { AuditRecorder } from '../runtime/audit.ts';
+import type { Caller } from '../runtime/call.ts';
+import type { Clock } from '../runtime/clock.ts';
+import type { Config } from '../runtime/config.ts';
+import type { Logger } from '../runtime/logger.ts';
+import type { SecretBox } from '../runtime/secret-box.ts';
+import type { Handlers } from '../runtime/serve.ts';
+import type { FleetDirectory } from './fleet-directory.ts';
+import type { ReceiverRegistry } from './receivers/registry.ts';
+
+/** What the events domain's actors and consumers share. Built once per process by actors/events/index.ts. */
+export interface EventsDeps {
+  config: Config;
+  log: Logger;
+  orm: MikroORM;
+  nc: NatsConnection;
+  clock: Clock;
+  audit: AuditRecorder;
+  /** Seals webhook shared secrets at rest. */
+  box: SecretBox;
+  fleet: FleetDirectory;
+  receivers: ReceiverRegistry;
+  /** For calls made outside a request (consumers): the fleet's and identity's lookups. */
+  caller: Caller<Cat>;
+}
+
+export type EventsHandlers = Handlers<Cat, 'events'>;

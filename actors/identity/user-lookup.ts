@@ -1,0 +1,14 @@
+import type { UserName } from '../../contracts/domains/identity-lookup.ts';
+import type { Handlers } from '../runtime/serve.ts';
+import type { Cat } from '../../contracts/catalogue.ts';
+import { sql } from '../runtime/stores/sql.ts';
+import type { IdentityDeps } from './deps.ts';
+
+/** Display names for other domains (contracts/domains/identity-lookup.ts): ids in, what exists out. */
+export function userLookupHandlers(deps: Pick<IdentityDeps, 'orm'>): Handlers<Cat, 'identity'> {
+  return {
+    'svc.identity.lookup.user_names': async ({ user_ids }) => ({
+      users: await sql<UserName>(deps.orm.em.fork(), `SELECT id, display_name, email FROM users WHERE id IN (?)`, [user_ids]),
+    }),
+  };
+}
