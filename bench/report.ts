@@ -2,6 +2,7 @@
 // exactly what the last run of each part measured (with its spread over the rounds and its date).
 import { readFileSync } from 'node:fs';
 import type { FleetFigures } from './fleet.ts';
+import type { ServiceDeskFigures } from './servicedesk.ts';
 import type { EventsFigures } from './events.ts';
 import type { InvoiceFigures } from './invoice.ts';
 import type { ChartFigures, MetricsFigures } from './metrics.ts';
@@ -24,6 +25,7 @@ interface Latest {
   fleet?: Stamped & FleetFigures;
   search?: Stamped & SearchFigures;
   events?: Stamped & EventsFigures;
+  servicedesk?: Stamped & ServiceDeskFigures;
 }
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
@@ -133,6 +135,19 @@ if (latest.events) {
   if (e.store) rows.push(['the delivery consumer storing them (deploy rows, events for the timeline)', `${e.store.deliveries} stored, backlog gone ${e.store.drainSeconds.toFixed(1)} s after the load, ${e.store.perSecond.toFixed(0)} stored/s overall`, '', when(e)]);
   if (e.markerLag) rows.push([`lag from sending a delivery to its marker in \`GET /chart-markers\` (${e.markerLag.samples} sequential deliveries, no other load)`, `p50 ${e.markerLag.p50.toFixed(1)} ms, **p99 ${e.markerLag.p99.toFixed(1)} ms**`, '', when(e)]);
   if (e.notes) rows.push([`\`GET /annotations\` of a host chart over 30 days, ${e.notes.total} notes in the client (${e.notes.returned} returned), ${e.notes.perRound} sequential calls per round`, `p50 ${fmt(e.notes.p50, 1)} ms, **p99 ${fmt(e.notes.p99, 1)} ms**`, '≤ 50 ms', when(e)]);
+}
+if (latest.servicedesk) {
+  const d = latest.servicedesk;
+  const run = `${d.at.slice(0, 16).replace('T', ' ')} UTC, ${d.samples} sequential requests per route`;
+  for (const [name, r] of Object.entries(d.routes)) {
+    rows.push([
+      `service desk over ${d.rows} stored requests: ${name}; warm (same store generation), cold (changed before each request)`,
+      `warm p50 ${r.warm.p50.toFixed(1)} ms, **p95 ${r.warm.p95.toFixed(1)} ms**; cold p50 ${r.cold.p50.toFixed(1)} ms, **p95 ${r.cold.p95.toFixed(1)} ms**`,
+      'p95 ≤ 50 ms',
+      run,
+    ]);
+  }
+  rows.push(['service desk `reports/export`, 10,000 rows as CSV', `median ${d.export.median_ms.toFixed(0)} ms, worst **${d.export.max_ms.toFixed(0)} ms** (${(d.export.bytes / 1e6).toFixed(1)} MB)`, '≤ 1 s', run]);
 }
 console.log('| what | figure: mean (min–max of the rounds) | target | run |');
 console.log('|---|---|---|---|');

@@ -262,7 +262,7 @@ async function metrics(token: string): Promise<Record<string, unknown>> {
 
 /** Service desk: the read routes over 100,000 stored requests, and a 10,000-row CSV export (bench/servicedesk.ts). */
 async function servicedesk(token: string): Promise<Record<string, unknown>> {
-  return servicedeskBench({ config, stores, token, start: startChild, env });
+  return { ...(await servicedeskBench({ config, stores, token, start: startChild, env })) };
 }
 
 /** Events: receiver throughput, store drain, delivery-to-marker lag, notes list of a host chart (bench/events.ts). */

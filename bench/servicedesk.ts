@@ -70,7 +70,19 @@ async function timed(url: string, token: string): Promise<{ ms: number; status: 
   return { ms: performance.now() - t0, status: res.status, bytes: body.byteLength };
 }
 
-export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<Record<string, unknown>> {
+interface Latency {
+  p50: number;
+  p95: number;
+  max: number;
+}
+export interface ServiceDeskFigures {
+  rows: number;
+  samples: number;
+  routes: Record<string, { warm: Latency; cold: Latency }>;
+  export: { median_ms: number; max_ms: number; bytes: number };
+}
+
+export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<ServiceDeskFigures> {
   const { organizationId, projectKey } = await seedStore(deps.stores);
   const base = `http://127.0.0.1:${SERVICEDESK_PORT}/api/v1/service-desk`;
   await deps.start(
