@@ -118,8 +118,9 @@ describe('contracts/streams', () => {
     expect(() => telemetrySubject('a.b', 'metrics')).toThrow();
   });
 
-  it('declares the four streams with the intended retention', () => {
-    expect(Object.keys(streams).sort()).toEqual(['SVC_DLQ', 'SVC_EVENTS', 'SVC_TELEMETRY', 'SVC_WORK']);
+  it('declares the five streams with the intended retention', () => {
+    expect(Object.keys(streams).sort()).toEqual(['SVC_DLQ', 'SVC_EVENTS', 'SVC_TELEMETRY', 'SVC_UPLOADS', 'SVC_WORK']);
+    expect(streams.SVC_UPLOADS.subjects).toEqual(['svc.upload.>']);
     expect(streams.SVC_WORK.retention).toBe('workqueue');
     expect(streams.SVC_EVENTS.maxAgeMs).toBe(30 * 86_400_000);
     expect(streams.SVC_TELEMETRY.subjects).toEqual(['svc.agent.*.*']);
