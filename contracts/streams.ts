@@ -10,8 +10,8 @@ import { EmailLookup } from './fields.ts';
  * subjects (events and work) with their payload schemas. Request-reply subjects live in catalogue.ts; these are the
  * fire-and-remember ones.
  *
- * Subject spaces: `svc.evt.>`, `svc.work.>`, `svc.dlq.>` and `svc.agent.*.*` are captured by streams, so no
- * request-reply domain may be called `evt`, `work` or `dlq`, and no request subject may have the shape
+ * Subject spaces: `svc.evt.>`, `svc.work.>`, `svc.dlq.>`, `svc.upload.>` and `svc.agent.*.*` are captured by streams, so no
+ * request-reply domain may be called `evt`, `work`, `dlq` or `upload`, and no request subject may have the shape
  * `svc.agent.<x>.<y>` (JetStream would store the request and answer it with a PubAck).
  */
 
