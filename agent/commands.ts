@@ -1,5 +1,5 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { AgentReply, ConfigFetchReply, ConfigUpdateCommand, type WatchFilesConfig } from '../contracts/domains/agent-telemetry.ts';
+import { AgentReply, agentCommandSubject, agentConfigSubject, ConfigFetchReply, ConfigUpdateCommand, type WatchFilesConfig } from '../contracts/domains/agent-telemetry.ts';
 import { describeZodError } from '../contracts/errors.ts';
 import type { Logger } from '../actors/runtime/logger.ts';
 import type { AgentCredentials, AgentLink } from './connection.ts';
@@ -7,8 +7,6 @@ import { errMessage } from './connection.ts';
 import type { FileWatcher } from './collect/types.ts';
 import { readWatchConfig, writeWatchConfig } from './state.ts';
 
-export const configFetchSubject = (agentId: string): string => `svc.system.agent.config.${agentId}`;
-export const commandSubject = (agentId: string): string => `svc.system.commands.${agentId}`;
 
 /**
  * The watch config the agent runs with. A config (from a command or a fetch reply) is applied only when its version
@@ -71,7 +69,7 @@ const replyError = (code: string, message: string): Uint8Array => encoder.encode
 
 /** Commands on `svc.system.commands.<agent_id>`: a config_update is applied; a request is answered. */
 export function subscribeCommands(nc: NatsConnection, agentId: string, applier: ConfigApplier, log: Logger): Subscription {
-  const sub = nc.subscribe(commandSubject(agentId), {
+  const sub = nc.subscribe(agentCommandSubject(agentId), {
     callback: (err, msg) => {
       if (err) {
         log.error({ err: errMessage(err) }, 'command subscription failed');
@@ -126,7 +124,7 @@ const FetchReply = AgentReply(ConfigFetchReply);
 
 /** One config fetch: the reply's data, or an error naming what went wrong. */
 export async function fetchConfig(nc: NatsConnection, agentId: string, timeoutMs: number): Promise<ConfigFetchReply> {
-  const msg = await nc.request(configFetchSubject(agentId), encoder.encode('{}'), { timeout: timeoutMs });
+  const msg = await nc.request(agentConfigSubject(agentId), encoder.encode('{}'), { timeout: timeoutMs });
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder().decode(msg.data));

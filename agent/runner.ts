@@ -9,6 +9,7 @@ import {
   type TelemetryKind,
 } from '../contracts/domains/agent-telemetry.ts';
 import { describeZodError } from '../contracts/errors.ts';
+import { telemetrySubject } from '../contracts/streams.ts';
 import { createLogger, type Logger } from '../actors/runtime/logger.ts';
 import { createLinuxCollector } from './collect/linux.ts';
 import type { Collector, FileChangeIn, FileWatcher, OnFileChanges } from './collect/types.ts';
@@ -140,7 +141,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
       }
     }
     const id = `${state.agent_id}:${kind}:${bootId}-${(seq++).toString(36)}`;
-    return outbox.add({ id, kind, subject: `svc.agent.${state.agent_id}.${kind}`, data: encoder.encode(JSON.stringify(payload)) }) ? id : undefined;
+    return outbox.add({ id, kind, subject: telemetrySubject(state.agent_id, kind), data: encoder.encode(JSON.stringify(payload)) }) ? id : undefined;
   }
 
   // File changes: gathered briefly so a burst (a package upgrade) becomes a few batches, not thousands of messages.

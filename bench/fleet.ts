@@ -15,6 +15,7 @@ import type { Config } from '../actors/runtime/config.ts';
 import type { Logger } from '../actors/runtime/logger.ts';
 import { wireDurableName } from '../actors/runtime/namespace.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
+import { telemetrySubject } from '../contracts/streams.ts';
 import { percentile, spread, type Spread } from './stats.ts';
 
 export const FLEET_PORT = 18083;
@@ -148,7 +149,7 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
       const version = `probe-${randomUUID().slice(0, 8)}`;
       const sent = performance.now();
       try {
-        await p.nc.request(`svc.agent.${p.agentId}.heartbeat`, encoder.encode(JSON.stringify({ sent_at: new Date().toISOString(), agent_version: version })), { timeout: 5000 });
+        await p.nc.request(telemetrySubject(p.agentId, 'heartbeat'), encoder.encode(JSON.stringify({ sent_at: new Date().toISOString(), agent_version: version })), { timeout: 5000 });
         for (;;) {
           const res = await fetch(`${base}/api/v1/hosts/${p.hostId}`, { headers });
           if (res.ok && ((await res.json()) as { data: { agent_version: string } }).data.agent_version === version) break;

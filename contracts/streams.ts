@@ -228,6 +228,14 @@ export function telemetrySubject(agentId: string, kind: string): `svc.agent.${st
   return `svc.agent.${agentId}.${kind}`;
 }
 
+/** The filter of one telemetry kind from every agent (a consumer's `filter_subject`). */
+export const telemetryFilter = (kind: string): `svc.agent.*.${string}` => `svc.agent.*.${kind}`;
+
+const TELEMETRY_SUBJECT = /^svc\.agent\.([^\s.*>]+)\.([^\s.*>]+)$/;
+
+/** The agent token of a telemetry subject (`svc.agent.{agentID}.<kind>`), or undefined when it is not one. */
+export const agentOfTelemetrySubject = (subject: string): string | undefined => TELEMETRY_SUBJECT.exec(subject)?.[1];
+
 /** Headers a dead letter carries besides the original message's own (`Nats-*` ones excluded). */
 export const DlqHeaders = {
   subject: 'Svc-Dlq-Subject',

@@ -1,4 +1,4 @@
-import { ConfigFetchRequest } from '../../contracts/domains/agent-telemetry.ts';
+import { AGENT_CONFIG_PREFIX, ConfigFetchRequest } from '../../contracts/domains/agent-telemetry.ts';
 import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
 import { AuditRecorder } from '../runtime/audit.ts';
 import { agentAdminHandlers } from './agents/admin.ts';
@@ -48,7 +48,7 @@ export const fleetDomain: DomainModule = {
       });
       await dc.host.serve('fleet', 'fleet-search', { ...searchHandlers({ orm, timeoutMs: dc.config.SVC_SEARCH_TIMEOUT_MS }), ...savedSearchHandlers({ orm, audit }) });
       const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
-      await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: 'svc.system.agent.config', request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
+      await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: AGENT_CONFIG_PREFIX, request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
 
       // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
       const directory = new AgentDirectory(orm);

@@ -274,6 +274,12 @@ export type WatchFilesConfig = z.infer<typeof WatchFilesConfig>;
 export const CONFIG_TYPES = ['watch_files'] as const;
 export const ConfigType = z.enum(CONFIG_TYPES);
 
+/** Agent-facing request subjects, fixed by the spec (never namespaced): config fetch and commands, keyed by agent id. */
+export const AGENT_CONFIG_PREFIX = 'svc.system.agent.config';
+export const AGENT_COMMANDS_PREFIX = 'svc.system.commands';
+export const agentConfigSubject = (agentId: string): string => `${AGENT_CONFIG_PREFIX}.${agentId}`;
+export const agentCommandSubject = (agentId: string): string => `${AGENT_COMMANDS_PREFIX}.${agentId}`;
+
 /** A command on `svc.system.commands.{agentID}` (console-operations.md: type, config_type, version, payload). */
 export const ConfigUpdateCommand = z.object({
   type: z.literal('config_update'),

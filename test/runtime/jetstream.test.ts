@@ -18,7 +18,7 @@ import {
 } from '../../actors/runtime/jetstream.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
-import { allStreams, DlqHeaders, dlqSubjectFor, streams, StreamSpec, telemetrySubject } from '../../contracts/streams.ts';
+import { agentOfTelemetrySubject, allStreams, DlqHeaders, dlqSubjectFor, streams, StreamSpec, telemetryFilter, telemetrySubject } from '../../contracts/streams.ts';
 import { setNamespace } from '../../actors/runtime/namespace.ts';
 import { sleep, waitFor, freePort, startNatsServer, stopProcess } from '../support/processes.ts';
 import { NATS_CREDS, NATS_URL } from '../support/env.ts';
@@ -116,6 +116,9 @@ describe('contracts/streams', () => {
     expect(() => dlqSubjectFor('a>')).toThrow();
     expect(telemetrySubject('agent-1', 'metrics')).toBe('svc.agent.agent-1.metrics');
     expect(() => telemetrySubject('a.b', 'metrics')).toThrow();
+    expect(telemetryFilter('heartbeat')).toBe('svc.agent.*.heartbeat');
+    expect(agentOfTelemetrySubject(telemetrySubject('agent-1', 'metrics'))).toBe('agent-1');
+    for (const other of ['svc.agent.a.b.c', 'svc.fleet.hosts.get', 'ns.svc.agent.a.b', 'svc.agent..b']) expect(agentOfTelemetrySubject(other)).toBeUndefined();
   });
 
   it('declares the five streams with the intended retention', () => {

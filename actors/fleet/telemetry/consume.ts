@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { z } from 'zod';
 import type { TelemetryKind } from '../../../contracts/domains/agent-telemetry.ts';
-import { streams } from '../../../contracts/streams.ts';
+import { agentOfTelemetrySubject, streams, telemetryFilter } from '../../../contracts/streams.ts';
 import { NonRetryableError, runConsumer, type ConsumerHandle, type DeliveryMeta } from '../../runtime/jetstream.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { sql } from '../../runtime/stores/sql.ts';
@@ -15,11 +15,12 @@ export interface AgentRef {
   client_id: string;
 }
 
-const AGENT_TOKEN = /^svc\.agent\.([0-9a-f-]{36})\.([a-z_]+)$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** The agent id of a telemetry subject (`svc.agent.{agentID}.<kind>`), or undefined when it is not one. */
+/** The agent id of a telemetry subject, or undefined when it is not one of an agent this system could have enrolled. */
 export function agentOfSubject(subject: string): string | undefined {
-  return AGENT_TOKEN.exec(subject)?.[1];
+  const agentId = agentOfTelemetrySubject(subject);
+  return agentId !== undefined && UUID.test(agentId) ? agentId : undefined;
 }
 
 /**
@@ -81,7 +82,7 @@ export function runTelemetryConsumer<T>(opts: TelemetryConsumerOptions<T>): Prom
     nc: opts.nc,
     stream: streams.SVC_TELEMETRY.name,
     durable: opts.durable,
-    filterSubjects: [`svc.agent.*.${opts.kind}`],
+    filterSubjects: [telemetryFilter(opts.kind)],
     schema: opts.schema,
     startAt: 'new',
     concurrency: opts.concurrency ?? 8,

@@ -1,4 +1,5 @@
 import type { Permissions } from '@nats-io/jwt';
+import { agentCommandSubject, agentConfigSubject } from '../../../contracts/domains/agent-telemetry.ts';
 
 /**
  * The NATS users of the system, each with the narrowest permissions that work (ARCHITECTURE.md → Trust):
@@ -27,8 +28,8 @@ export const agentInboxPrefix = (agentId: string): string => `_INBOX_${agentId}`
 /** Agent subjects fixed by console-operations.md: telemetry out, config fetch, commands in. */
 export const agentSubjects = (agentId: string) => ({
   telemetry: `svc.agent.${agentId}.>`,
-  configFetch: `svc.system.agent.config.${agentId}`,
-  commands: `svc.system.commands.${agentId}`,
+  configFetch: agentConfigSubject(agentId),
+  commands: agentCommandSubject(agentId),
 });
 
 /** NATS subject tokens an agent id may use: it is embedded in subjects and permissions, so no wildcards or dots. */
