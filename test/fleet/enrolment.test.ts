@@ -306,6 +306,22 @@ describe('agent status', () => {
     const online = await eventsOn<AgentStatusChanged>('svc.evt.fleet.agent_status', (e) => e.host_id === a.host_id && e.status === 'online');
     expect(AgentStatusChanged.parse(online)).toMatchObject({ agent_id: a.agent_id, previous: 'offline', environment_id: envId });
 
+    // Online already: the batched path stores new facts and the integration statuses, with no second status event.
+    const seenBefore = new Date(host!.last_seen_at).getTime();
+    sys.clock.advance(1_000);
+    await publishTelemetry(nc, a.agent_id, 'heartbeat', {
+      ...hb,
+      sent_at: new Date().toISOString(),
+      facts: { ...hb.facts, cpu_cores: 8 },
+      integrations: [{ integration_id: 'redis', collector_name: 'redis-resp', status: 'ok', status_message: 'PONG', enabled: true }],
+    });
+    await waitFor(async () => (await sys.sql<{ cpu_cores: number }>(`SELECT cpu_cores FROM hosts WHERE id = ?`, [a.host_id]))[0]?.cpu_cores === 8, 10_000);
+    const [after] = await sys.sql<{ last_seen_at: Date; agent_status: string }>(`SELECT last_seen_at, agent_status FROM hosts WHERE id = ?`, [a.host_id]);
+    expect(new Date(after!.last_seen_at).getTime()).toBe(seenBefore + 1_000);
+    expect(after!.agent_status).toBe('online');
+    const integrations = await sys.sql<{ integration_id: string; status: string }>(`SELECT integration_id, status FROM host_integrations WHERE host_id = ?`, [a.host_id]);
+    expect(integrations).toEqual([{ integration_id: 'redis', status: 'ok' }]);
+
     // No heartbeat for longer than the timeout (2 s in this file): offline.
     sys.clock.advance(2_500);
     await waitFor(async () => (await sys.sql<{ agent_status: string }>(`SELECT agent_status FROM hosts WHERE id = ?`, [a.host_id]))[0]?.agent_status === 'offline', 10_000);
