@@ -7,7 +7,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { conflictOnDuplicate, iso, pageOf, sql } from '../runtime/stores/sql.ts';
 import { revokeAgents } from './agents/revocation.ts';
 import type { FleetDeps, FleetHandlers } from './deps.ts';
-import { requireOnClient } from './scope.ts';
+import { loadClient } from './scope.ts';
 
 interface ClientRow {
   id: string;
@@ -21,12 +21,8 @@ const out = (c: ClientRow): Client => ({ id: c.id, name: c.name, slug: c.slug, c
 const COLUMNS = 'id, name, slug, created_at, updated_at';
 
 /** A client the caller may act on with `permission`: 404 out of reach, 403 in reach without it. */
-async function reachable(em: EntityManager, ctx: CallerContext, id: string, permission: string, lock = false): Promise<ClientRow> {
-  requireOnClient(ctx, id, permission, 'client');
-  const [row] = await sql<ClientRow>(em, `SELECT ${COLUMNS} FROM clients WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
-  if (!row) throw new DomainError('not_found', 'client not found');
-  return row;
-}
+const reachable = (em: EntityManager, ctx: CallerContext, id: string, permission: string, lock = false): Promise<ClientRow> =>
+  loadClient<ClientRow>(em, ctx, id, permission, COLUMNS, lock);
 
 const SORT: Record<'name' | 'slug' | 'created_at' | 'updated_at', string> = { name: 'lower(name)', slug: 'slug', created_at: 'created_at', updated_at: 'updated_at' };
 

@@ -5,7 +5,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { conflictOnDuplicate, iso, pageOf, sql } from '../runtime/stores/sql.ts';
 import { revokeAgents } from './agents/revocation.ts';
 import type { FleetDeps, FleetHandlers } from './deps.ts';
-import { loadEnvironment, requireOnClient, type EnvironmentRow } from './scope.ts';
+import { loadClient, loadEnvironment, requireOnClient, type EnvironmentRow } from './scope.ts';
 
 type EnvironmentOut = EnvironmentRow & { host_count: number };
 
@@ -34,10 +34,8 @@ export function environmentHandlers(deps: FleetDeps): FleetHandlers {
 
   return {
     'svc.fleet.environments.list': async ({ client_id, page, per_page }, { ctx }) => {
-      requireOnClient(ctx, client_id, 'environments:read', 'client');
       const em = fork();
-      const [client] = await sql<{ id: string }>(em, `SELECT id FROM clients WHERE id = ?`, [client_id]);
-      if (!client) throw new DomainError('not_found', 'client not found');
+      await loadClient(em, ctx, client_id, 'environments:read');
       return pageOf(em, { columns: COLUMNS, from: 'environments e WHERE e.client_id = ?', params: [client_id], order: 'lower(e.name) ASC, e.slug ASC, e.id ASC' }, { page, per_page }, (rows: EnvironmentOut[]) =>
         rows.map(out),
       );

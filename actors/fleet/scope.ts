@@ -7,6 +7,21 @@ import { sql } from '../runtime/stores/sql.ts';
 // The generic client-scope rules live in the runtime (shared with the service desk and events); fleet code imports them here.
 export { inReach, requireOnClient } from '../runtime/scope.ts';
 
+/** A client the caller may act on with `permission` (404 / 403 as above), with `columns`; `lock` holds it for the transaction. */
+export async function loadClient<T extends { id: string } = { id: string }>(
+  em: EntityManager,
+  ctx: CallerContext,
+  id: string,
+  permission: string,
+  columns = 'id',
+  lock = false,
+): Promise<T> {
+  requireOnClient(ctx, id, permission, 'client');
+  const [row] = await sql<T>(em, `SELECT ${columns} FROM clients WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
+  if (!row) throw new DomainError('not_found', 'client not found');
+  return row;
+}
+
 export interface EnvironmentRow {
   id: string;
   client_id: string;

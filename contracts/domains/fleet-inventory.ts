@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { subjects } from '../subject.ts';
+import { Paged, Paging } from './fleet.ts';
 
 /**
  * Host inventory and integrations (console-operations.md, "Host inventory", "Integrations"): what the latest snapshot of
@@ -15,16 +16,8 @@ const Count = z.number().int().nonnegative();
 const ByHost = z.object({ id: Id });
 
 /** Processes: a page sorted by CPU, 50 per page unless asked (the spec's example). */
-export const ProcessListQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(50),
-});
-export const CronJobListQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
-});
-
-const Paged = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), total: Count, page: z.number().int().min(1), per_page: z.number().int().min(1) });
+export const ProcessListQuery = z.object({ ...Paging, per_page: z.coerce.number().int().min(1).max(100).default(50) });
+export const CronJobListQuery = z.object(Paging);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Inventory records

@@ -118,17 +118,20 @@ export const QUERY_LIMITS = {
 /** Prometheus duration (`60s`, `1m30s`, `500ms`) or plain seconds (`60`, `0.5`). */
 export const STEP = /^(?:(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y))+|\d+(?:\.\d+)?)$/;
 
+/** The fields of a PromQL range query, as the route takes them and the fleet domain is asked. */
+const MetricsQueryFields = {
+  query: z.string({ error: 'is required' }).min(1, 'must not be empty').max(4096, 'at most 4096 characters'),
+  start: Rfc3339,
+  end: Rfc3339,
+  step: z.string().max(32).regex(STEP, 'must be a duration such as 60s, 5m or 1h30m, or seconds').optional(),
+  host_id: Id.optional(),
+  environment_id: Id.optional(),
+};
+
 /** POST /metrics/query: top-level fields, nothing else (no caller-supplied extra_label / extra_filters). */
 export const MetricsQueryBody = z
   .strictObject(
-    {
-      query: z.string({ error: 'is required' }).min(1, 'must not be empty').max(4096, 'at most 4096 characters'),
-      start: Rfc3339,
-      end: Rfc3339,
-      step: z.string().max(32).regex(STEP, 'must be a duration such as 60s, 5m or 1h30m, or seconds').optional(),
-      host_id: Id.optional(),
-      environment_id: Id.optional(),
-    },
+    MetricsQueryFields,
     { error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}: the service sets the tenant filters itself` : undefined) },
   )
   .refine((b) => b.host_id !== undefined || b.environment_id !== undefined, { message: 'host_id or environment_id is required', path: ['host_id'] });
@@ -201,14 +204,7 @@ export const fleetMetricsSubjects = subjects({
     retry: 'safe',
     summary:
       'Checks a PromQL range query (metrics:read on the named host and/or environment) and answers the confined VictoriaMetrics request to run: the tenant selector is the service’s, never the caller’s.',
-    request: z.object({
-      query: z.string().min(1).max(4096),
-      start: Rfc3339,
-      end: Rfc3339,
-      step: z.string().max(32).regex(STEP).optional(),
-      host_id: Id.optional(),
-      environment_id: Id.optional(),
-    }),
+    request: z.object(MetricsQueryFields),
     reply: QueryPlan,
     errors: ['bad_request', 'forbidden', 'not_found'],
   },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { subjects } from '../subject.ts';
+import { Paged, Paging } from './fleet.ts';
 
 /** Host search (console-operations.md, "Search (PQL)" and "Saved searches"); the language is in the README. */
 
@@ -67,10 +68,7 @@ export const SavedSearchBody = z.object({
   is_shared: z.boolean().default(false),
 });
 
-export const SavedSearchListQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
-});
+export const SavedSearchListQuery = z.object(Paging);
 
 const ById = z.object({ id: z.uuid() });
 const Count = z.number().int().nonnegative();
@@ -80,7 +78,7 @@ export const fleetSearchSubjects = subjects({
     retry: 'safe',
     summary: 'Hosts matching a PQL query, limited to clients where the caller holds hosts:read and search:read; ordered by hostname.',
     request: SearchRequest,
-    reply: z.object({ items: z.array(SearchHit), total: Count, page: z.number().int().min(1), per_page: z.number().int().min(1) }),
+    reply: Paged(SearchHit),
     errors: ['bad_request', 'forbidden', 'timeout'],
   },
   'svc.fleet.search.count': {
@@ -115,7 +113,7 @@ export const fleetSearchSubjects = subjects({
     retry: 'safe',
     summary: "The caller's saved searches and every shared one, by name.",
     request: SavedSearchListQuery,
-    reply: z.object({ items: z.array(SavedSearch), total: Count, page: z.number().int().min(1), per_page: z.number().int().min(1) }),
+    reply: Paged(SavedSearch),
     errors: ['forbidden'],
   },
   'svc.fleet.saved_searches.get': {

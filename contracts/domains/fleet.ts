@@ -30,11 +30,13 @@ export const UpdateClientBody = z.object({ name: ClientName });
 
 const ById = z.object({ id: z.uuid() });
 const Timestamp = z.iso.datetime();
-const Paging = {
+/** Page and page size of every fleet list (at most 100 per page). */
+export const Paging = {
   page: z.coerce.number().int().min(1).default(1),
   per_page: z.coerce.number().int().min(1).max(100).default(20),
 };
-const Paged = <T extends z.ZodType>(item: T) =>
+/** One page of a list, as actors/runtime/stores/sql.ts pageOf answers it. */
+export const Paged = <T extends z.ZodType>(item: T) =>
   z.object({ items: z.array(item), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) });
 const NoContent = z.object({});
 
@@ -142,7 +144,7 @@ export const fleetSubjects = subjects({
     retry: 'safe',
     summary: 'Clients the caller may read (clients:read), paginated and sorted.',
     request: ClientListQuery,
-    reply: z.object({ items: z.array(Client), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) }),
+    reply: Paged(Client),
     errors: ['forbidden'],
   },
   'svc.fleet.clients.get': { retry: 'safe', summary: 'One client (clients:read on it; 404 when out of scope).', request: ById, reply: Client, errors: ['forbidden', 'not_found'] },

@@ -4,7 +4,7 @@ import type { Agent } from '../../../contracts/domains/fleet.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { iso, isoOrNull, pageOf, sql } from '../../runtime/stores/sql.ts';
 import type { FleetDeps, FleetHandlers } from '../deps.ts';
-import { loadEnvironment, requireOnClient } from '../scope.ts';
+import { loadClient, loadEnvironment, requireOnClient } from '../scope.ts';
 import { revokeAgents } from './revocation.ts';
 
 interface AgentRow {
@@ -54,9 +54,7 @@ export function agentAdminHandlers(deps: FleetDeps): FleetHandlers {
       const em = fork();
       // A filter naming a client or environment out of reach answers 404, as reading it would.
       if (client_id) {
-        requireOnClient(ctx, client_id, 'agents:read', 'client');
-        const [client] = await sql<{ id: string }>(em, `SELECT id FROM clients WHERE id = ?`, [client_id]);
-        if (!client) throw new DomainError('not_found', 'client not found');
+        await loadClient(em, ctx, client_id, 'agents:read');
       }
       if (environment_id) await loadEnvironment(em, ctx, environment_id, 'agents:read');
       const scope = clientsWith(ctx, 'agents:read');

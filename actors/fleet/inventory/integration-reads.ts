@@ -6,7 +6,7 @@ import type { HostIntegration, IntegrationType } from '../../../contracts/domain
 import { DomainError } from '../../../contracts/errors.ts';
 import type { Handlers } from '../../runtime/serve.ts';
 import { iso, sql } from '../../runtime/stores/sql.ts';
-import { loadHost, requireOnClient } from '../scope.ts';
+import { loadClient, loadHost } from '../scope.ts';
 
 /**
  * Integration reads (console-operations.md, "Integrations"), all under integrations:read. Counts, status summaries and
@@ -107,10 +107,8 @@ export function integrationHandlers(deps: { orm: MikroORM }): Handlers<Cat, 'fle
     },
 
     'svc.fleet.integrations.of_client': async ({ id }, { ctx }) => {
-      requireOnClient(ctx, id, PERMISSION, 'client');
       const em = fork();
-      const [client] = await sql<{ id: string }>(em, 'SELECT id FROM clients WHERE id = ?', [id]);
-      if (!client) throw new DomainError('not_found', 'client not found');
+      await loadClient(em, ctx, id, PERMISSION);
       return records(em, 'hi.client_id = ?', [id], 'lower(h.hostname), hi.host_id, hi.integration_id');
     },
   };

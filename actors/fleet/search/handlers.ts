@@ -3,7 +3,7 @@ import { clientsWith, requirePermission } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { SearchHit } from '../../../contracts/domains/fleet-search.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { iso } from '../../runtime/stores/sql.ts';
+import { iso, offsetOf } from '../../runtime/stores/sql.ts';
 import type { FleetHandlers } from '../deps.ts';
 import { compileWhere, Params } from './compile.ts';
 import { fieldList, hostField, HOST_FIELD_NAMES, type FieldDef } from './fields.ts';
@@ -103,7 +103,7 @@ export function searchHandlers(deps: SearchDeps): FleetHandlers {
       const { total, rows } = await run(async (query) => {
         const [n] = await query<{ n: number }>(`SELECT count(*)::int AS n FROM hosts h WHERE ${c.where}`, c.params.values);
         const total = n?.n ?? 0;
-        const offset = (page - 1) * per_page;
+        const offset = offsetOf(page, per_page);
         if (offset >= total) return { total, rows: [] };
         const limit = c.params.add(per_page);
         const skip = c.params.add(offset);
