@@ -215,6 +215,8 @@ export const SyncReport = z.object({
 });
 
 const ByKey = z.object({ issue_key: IssueKey });
+/** What every read of the store may answer with. */
+const READ_ERRORS = ['bad_request', 'forbidden', 'not_found', 'unavailable'] as const;
 
 export const servicedeskSubjects = subjects({
   'svc.servicedesk.mappings.list': {
@@ -260,43 +262,55 @@ export const servicedeskSubjects = subjects({
     summary: 'Requests of the caller’s organizations from the read store, filtered, sorted, paginated; pending writes merged in.',
     request: TicketListQuery,
     reply: Paged(Ticket),
-    errors: ['bad_request', 'forbidden', 'not_found', 'unavailable'],
+    errors: [...READ_ERRORS],
   },
   'svc.servicedesk.tickets.get': {
     retry: 'safe',
     summary: 'One request with its status history, SLA and delivery figures (read store).',
     request: ByKey,
     reply: TicketDetail,
-    errors: ['bad_request', 'forbidden', 'not_found', 'unavailable'],
+    errors: [...READ_ERRORS],
   },
   'svc.servicedesk.kanban': {
     retry: 'safe',
     summary: 'Requests grouped by status category and status, at most 500 (read store).',
     request: TicketFilters,
     reply: KanbanBoard,
-    errors: ['bad_request', 'forbidden', 'not_found', 'unavailable'],
+    errors: [...READ_ERRORS],
   },
-  'svc.servicedesk.metrics.sla': { retry: 'safe', summary: 'SLA figures over requests created in a range.', request: MetricsRangeQuery, reply: SlaMetrics, errors: ['bad_request', 'forbidden', 'not_found', 'unavailable'] },
+  'svc.servicedesk.metrics.sla': {
+    retry: 'safe',
+    summary: 'SLA figures over requests created in a range.',
+    request: MetricsRangeQuery,
+    reply: SlaMetrics,
+    errors: [...READ_ERRORS],
+  },
   'svc.servicedesk.metrics.delivery': {
     retry: 'safe',
     summary: 'Cycle time, throughput and on-time figures over requests resolved in a range.',
     request: MetricsRangeQuery,
     reply: DeliveryMetrics,
-    errors: ['bad_request', 'forbidden', 'not_found', 'unavailable'],
+    errors: [...READ_ERRORS],
   },
-  'svc.servicedesk.metrics.summary': { retry: 'safe', summary: 'Open and resolved counts, MTTA, MTTR, SLA compliance, throughput.', request: MetricsScopeQuery, reply: SummaryMetrics, errors: ['bad_request', 'forbidden', 'not_found', 'unavailable'] },
+  'svc.servicedesk.metrics.summary': {
+    retry: 'safe',
+    summary: 'Open and resolved counts, MTTA, MTTR, SLA compliance, throughput.',
+    request: MetricsScopeQuery,
+    reply: SummaryMetrics,
+    errors: [...READ_ERRORS],
+  },
   'svc.servicedesk.export': {
     retry: 'safe',
     summary: 'The filtered requests as CSV, at most 10,000 rows, formula-like cells neutralized.',
     request: TicketFilters,
     reply: CsvExport,
-    errors: ['bad_request', 'forbidden', 'not_found', 'unavailable'],
+    errors: [...READ_ERRORS],
   },
   'svc.servicedesk.actions.list': {
     retry: 'safe',
     summary: 'The writes made through this service on one request, newest first.',
     request: ByKey.extend(Paging),
     reply: Paged(Action),
-    errors: ['bad_request', 'forbidden', 'not_found', 'unavailable'],
+    errors: [...READ_ERRORS],
   },
 });

@@ -217,7 +217,7 @@ describe('tickets', () => {
   });
 
   it('refuses bad queries with 400 and asks super admins for an organization', async () => {
-    for (const q of ['sort_by=reporter', 'sort_dir=up', 'per_page=101', 'page=0', 'date_from=yesterday', 'my_requests=maybe', 'date_from=2026-02-01&date_to=2026-01-01', 'organization_id=abc']) {
+    for (const q of ['sort_by=reporter', 'sort_dir=up', 'per_page=101', 'page=0', 'date_from=yesterday', 'my_requests=maybe', 'date_from=2026-02-01&date_to=2026-01-01', 'organization_id=abc', 'date_to=9999-12-31', 'date_from=0000-01-01']) {
       expectStatus(await get(s, userA, `${SD}/tickets?${q}`), 400);
     }
     const noOrg = await get(s, s.root, `${SD}/tickets`);

@@ -11,6 +11,8 @@ const encoder = new TextEncoder();
 // eslint-disable-next-line no-control-regex
 const quoteSafe = (s: string): string => s.replace(/["\\\u0000-\u001f\u007f]/g, '_');
 const asciiFallback = (s: string): string => quoteSafe(s).replace(/[^\u0020-\u007e]/g, '_');
+/** A lone surrogate (a name cut in the middle of a pair) made U+FFFD: encodeURIComponent would throw on it. */
+const wellFormed = (s: string): string => s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 
 /**
  * The one-file multipart body the tracker's temporary-file step takes (part `file`), streamed: the head, the stored
@@ -19,7 +21,7 @@ const asciiFallback = (s: string): string => quoteSafe(s).replace(/[^\u0020-\u00
 export function multipartBody(file: ReadableStream<Uint8Array>, filename: string, contentType: string): { body: ReadableStream<Uint8Array>; contentType: string } {
   const boundary = `svc-${randomUUID().replaceAll('-', '')}`;
   const head = encoder.encode(
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${asciiFallback(filename)}"; filename*=UTF-8''${encodeURIComponent(filename)}\r\n` +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${asciiFallback(filename)}"; filename*=UTF-8''${encodeURIComponent(wellFormed(filename))}\r\n` +
       `Content-Type: ${quoteSafe(contentType) || 'application/octet-stream'}\r\n\r\n`,
   );
   const tail = encoder.encode(`\r\n--${boundary}--\r\n`);

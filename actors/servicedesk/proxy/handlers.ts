@@ -12,6 +12,13 @@ import { logAction, resolveTarget } from './target.ts';
 
 const person = (u: TrackerUser): z.output<typeof Comment>['author'] =>
   u ? { account_id: u.accountId ?? null, display_name: u.displayName ?? null, email: u.emailAddress ?? null } : null;
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+};
 const isoOf = (d: Parameters<typeof dtoDate>[0]): string | null => dtoDate(d)?.toISOString() ?? null;
 
 export const commentOut = (c: z.output<typeof CommentDto>): z.output<typeof Comment> => ({ id: c.id, body: c.body, public: c.public, author: person(c.author), created: isoOf(c.created) });
@@ -167,7 +174,8 @@ export function proxyHandlers(deps: SdDeps): SdHandlers {
       // A cache that cannot be reached is a miss, never a failure.
       const cached = await deps.kv.get(key).catch(() => null);
       if (cached) {
-        const parsed = RequestTypeFields.safeParse(JSON.parse(cached));
+        // An entry that does not parse (truncated, an older shape) is a miss too.
+        const parsed = RequestTypeFields.safeParse(parseJson(cached));
         if (parsed.success) return parsed.data;
       }
       const dto = await trackerOf(deps).requestTypeFields(service_desk_id, request_type_id, { deadline, signal });

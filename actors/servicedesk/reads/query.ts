@@ -5,6 +5,7 @@ import type { Ticket, TicketFilters } from '../../../contracts/domains/servicede
 import { DomainError } from '../../../contracts/errors.ts';
 import { iso, isoOrNull, sql } from '../../runtime/stores/sql.ts';
 import { visibleWhere, type MappingRow } from '../scope.ts';
+import type { RequestColumns } from '../sync/normalize.ts';
 
 export type Filters = z.output<typeof TicketFilters>;
 
@@ -38,29 +39,9 @@ export const ticketColumns = (pending: string): string =>
    v.priority, v.issue_type, v.assignee, v.assignee_email, v.reporter_name, v.reporter_email, v.organization_ids, v.labels, v.linked_issue_key,
    v.created_at, v.updated_at, v.resolved_at, v.due_date::text AS due_date, ${pending} AS pending`;
 
-export interface TicketRow {
-  issue_key: string;
+/** A ticket as the reads select it (ticketColumns): the request's shown columns (a pending create has no issue id yet). */
+export interface TicketRow extends RequestColumns {
   issue_id: string | null;
-  project_key: string;
-  service_desk_id: string | null;
-  request_type_id: string | null;
-  request_type: string | null;
-  summary: string;
-  status: string;
-  status_category: 'new' | 'indeterminate' | 'done';
-  priority: string | null;
-  issue_type: string | null;
-  assignee: string | null;
-  assignee_email: string | null;
-  reporter_name: string | null;
-  reporter_email: string | null;
-  organization_ids: string[];
-  labels: string[];
-  linked_issue_key: string | null;
-  created_at: string;
-  updated_at: string;
-  resolved_at: string | null;
-  due_date: string | null;
   pending: boolean;
 }
 
@@ -109,7 +90,17 @@ export const rangeStart = (v: string): string => (DATE_ONLY.test(v) ? `${v}T00:0
 /** The end of a range bound, exclusive: a date covers its whole day. */
 export const rangeEndExclusive = (v: string): string => (DATE_ONLY.test(v) ? new Date(Date.parse(`${v}T00:00:00.000Z`) + 86_400_000).toISOString() : new Date(Date.parse(v) + 1).toISOString());
 
+/** What PostgreSQL's timestamptz takes, with a day to spare for an exclusive end (a bound outside it would be a 500). */
+const FIRST_DAY_MS = Date.parse('0001-01-01T00:00:00.000Z');
+const PAST_LAST_DAY_MS = Date.parse('9999-12-31T00:00:00.000Z');
+
+/** 400 for a bound outside the years the store can compare with, or a range that ends before it starts. */
 export function checkRange(from: string | undefined, to: string | undefined): void {
+  for (const [name, v] of [['date_from', from], ['date_to', to]] as const) {
+    if (v === undefined) continue;
+    const ms = Date.parse(rangeStart(v));
+    if (!(ms >= FIRST_DAY_MS && ms < PAST_LAST_DAY_MS)) throw new DomainError('bad_request', `${name} must lie between 0001-01-01 and 9999-12-30`);
+  }
   if (from && to && rangeStart(from) >= rangeEndExclusive(to)) throw new DomainError('bad_request', 'date_from must not be after date_to');
 }
 

@@ -25,12 +25,13 @@ export interface StatusChangeRow {
   changed_at: string;
 }
 
-/** One request as the store keeps it (sd_requests), with its status history. */
-export interface RequestRecord {
+/**
+ * The columns of sd_requests a ticket shows: the one list of them, shared by the sync's record below and the reads'
+ * ticket row (reads/query.ts).
+ */
+export interface RequestColumns {
   issue_key: string;
-  issue_id: string;
   project_key: string;
-  issue_number: number;
   service_desk_id: string | null;
   request_type_id: string | null;
   request_type: string | null;
@@ -38,7 +39,6 @@ export interface RequestRecord {
   status: string;
   status_category: Category;
   priority: string | null;
-  priority_rank: number;
   issue_type: string | null;
   assignee: string | null;
   assignee_email: string | null;
@@ -51,6 +51,13 @@ export interface RequestRecord {
   updated_at: string;
   resolved_at: string | null;
   due_date: string | null;
+}
+
+/** One request as the store keeps it (sd_requests), with its status history. */
+export interface RequestRecord extends RequestColumns {
+  issue_id: string;
+  issue_number: number;
+  priority_rank: number;
   started_at: string | null;
   acknowledged_at: string | null;
   first_response_ms: number | null;

@@ -300,6 +300,8 @@ export function trackerDate(value: string | null | undefined): Date | null {
 
 export function dtoDate(d: { iso8601?: string | undefined; epochMillis?: number | undefined } | null | undefined): Date | null {
   if (!d) return null;
-  if (typeof d.epochMillis === 'number') return new Date(d.epochMillis);
+  // An epoch the Date cannot hold is read as absent (toISOString on it would throw).
+  const at = typeof d.epochMillis === 'number' ? new Date(d.epochMillis) : null;
+  if (at && !Number.isNaN(at.getTime())) return at;
   return trackerDate(d.iso8601);
 }

@@ -76,6 +76,11 @@ export function registerServiceDeskProxyRoutes(app: GatewayApp, deps: GatewayDep
   registerUploadRoute(app, deps, uploads);
 }
 
+/** The first `n` UTF-16 units of `s`, without cutting a surrogate pair in two. */
+const clip = (s: string, n: number): string => {
+  const c = s.slice(0, n);
+  return /[\uD800-\uDBFF]$/.test(c) ? c.slice(0, -1) : c;
+};
 const tooLarge = (): DomainError => new DomainError('request_too_large', `attachments are at most ${MAX_ATTACHMENT_BYTES / (1024 * 1024)} MB`);
 
 /**
@@ -143,7 +148,7 @@ function registerUploadRoute(app: GatewayApp, deps: GatewayDeps, uploads: Upload
         if (!stored) throw new DomainError('bad_request', 'a multipart part named file is required');
         const out = await deps.caller.call(
           'svc.servicedesk.attachments.add',
-          { issue_key: ticket.issue_key, upload_id: ticket.upload_id, filename: stored.filename.slice(0, 255), content_type: stored.contentType.slice(0, 255), size: stored.size, public: isPublic },
+          { issue_key: ticket.issue_key, upload_id: ticket.upload_id, filename: clip(stored.filename, 255), content_type: clip(stored.contentType, 255), size: stored.size, public: isPublic },
           ctx,
           opts,
         );
