@@ -120,13 +120,16 @@ export const ReceiveRequest = z.object({
   /** The raw body, base64: signatures are over its exact bytes. */
   body_b64: z.string().max(MAX_BODY_B64),
 });
+/**
+ * What became of a delivery: accepted or duplicate (durable, stored by a consumer), ignored (nothing to record) or pong.
+ * The gateway answers 202 for the first two and 200 for the others.
+ */
 export const ReceiveReply = z.object({
-  /** 202 accepted (stored durably, processed by a consumer), 200 for a ping or a delivery with nothing to record. */
-  status: z.union([z.literal(200), z.literal(202)]),
   outcome: z.enum(['accepted', 'duplicate', 'ignored', 'pong']),
   delivery_id: z.uuid().nullable(),
   message: z.string(),
 });
+export type ReceiveReply = z.infer<typeof ReceiveReply>;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Voice provider callbacks (Twilio's webhooks, form-encoded)
@@ -233,6 +236,6 @@ export const eventsSubjects = subjects({
     summary: 'Voice provider callback: the outcome of a call; an unanswered call is placed again, a bounded number of times (signature checked).',
     request: z.object(VoiceCallback),
     reply: NoContent,
-    errors: ['forbidden', 'not_found'],
+    errors: ['bad_request', 'forbidden', 'not_found'],
   },
 });

@@ -429,6 +429,21 @@ describe('Alertmanager receiver', () => {
     expect(byKey['g-foreign']).toMatchObject({ host_id: null, environment_id: null });
     expect(byKey['g-none']).toMatchObject({ host_id: null });
   });
+
+  it('takes an empty severity label as unknown and drops NULs from the group key (202, never 500)', async () => {
+    const a = await createReceiver(sys, root, 'alert-sources', { client_id: clientId, name: 'prom-blank' });
+    const n = JSON.parse(fixture('alertmanager/firing.json').toString('utf8')) as { groupKey: string; commonLabels: Record<string, string>; alerts: { labels: Record<string, string> }[] };
+    n.groupKey = 'g-\u0000blank';
+    n.commonLabels = { alertname: 'Blank', severity: '' };
+    for (const alert of n.alerts) alert.labels = { ...alert.labels, severity: '\u0000' };
+    expectStatus(await deliver(sys, a.path, JSON.stringify(n)), 202);
+    const [group] = await eventually(() => groupsOf(a.id), (g) => g.length === 1, 'one group');
+    expect(group).toMatchObject({ severity: 'unknown', name: 'Blank' });
+    const [row] = await sys.sql<{ group_key: string }>(`SELECT group_key FROM alert_groups WHERE id = ?`, [group!.id]);
+    expect(row!.group_key).toBe('g-blank');
+    const nul = { ...n, groupKey: '\u0000' };
+    expectStatus(await deliver(sys, a.path, JSON.stringify(nul)), 400);
+  });
 });
 
 describe('deliveries that cannot be used', () => {

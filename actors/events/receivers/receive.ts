@@ -21,7 +21,7 @@ const EXCERPT_BYTES = 4096;
 /**
  * The public receivers (`POST /api/v1/webhooks/{source}/{token}`, `POST /api/v1/alerts/webhook/alertmanager/{token}`).
  * In the request: the token (by hash, cached), the signature, the parse; then the delivery is published to JetStream
- * and the answer (202) waits only for that ack. Storing it (and resolving hosts, paging) is the delivery consumer's
+ * and the answer waits only for that ack. Storing it (and resolving hosts, paging) is the delivery consumer's
  * work, so a slow PostgreSQL never makes a sender time out and retry. Repeats within the stream's duplicate window are
  * stored once (the sender's delivery id is the message id); later ones are dropped by the consumer's unique key.
  */
@@ -65,9 +65,9 @@ export function receiveHandlers(deps: EventsDeps): EventsHandlers {
       const parsed = PARSERS[source]({ headers, body, receivedAt });
       switch (parsed.kind) {
         case 'pong':
-          return { status: 200, outcome: 'pong', delivery_id: null, message: 'pong' };
+          return { outcome: 'pong', delivery_id: null, message: 'pong' };
         case 'ignored':
-          return { status: 200, outcome: 'ignored', delivery_id: null, message: parsed.reason };
+          return { outcome: 'ignored', delivery_id: null, message: parsed.reason };
         case 'rejected': {
           const excerpt = clip(body.subarray(0, EXCERPT_BYTES).toString('utf8'), 8192);
           await publish(job(parsed, { kind: 'rejected', rejected: { reason: clip(parsed.reason, 1000), body_excerpt: excerpt, headers: keptHeaders } }));
@@ -78,8 +78,8 @@ export function receiveHandlers(deps: EventsDeps): EventsHandlers {
           const j = job(parsed, parsed.kind === 'deploy' ? { kind: 'deploy', deploy: parsed.deploy } : { kind: 'alert', alert: parsed.alert });
           const ack = await publish(j);
           return ack.duplicate
-            ? { status: 202, outcome: 'duplicate', delivery_id: null, message: 'this delivery was already accepted' }
-            : { status: 202, outcome: 'accepted', delivery_id: j.delivery_id, message: 'accepted' };
+            ? { outcome: 'duplicate', delivery_id: null, message: 'this delivery was already accepted' }
+            : { outcome: 'accepted', delivery_id: j.delivery_id, message: 'accepted' };
         }
       }
     },

@@ -1,7 +1,7 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ALERT_ROUTERS, WEBHOOK_SOURCES, type ReceiverSource } from '../../../contracts/domains/events-records.ts';
-import { RECEIVER_HEADERS } from '../../../contracts/domains/events.ts';
+import { RECEIVER_HEADERS, type ReceiveReply } from '../../../contracts/domains/events.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
@@ -19,6 +19,9 @@ function receiverHeaders(req: FastifyRequest): Record<string, string> {
   }
   return out;
 }
+
+/** Durable deliveries are 202 (a consumer stores them); a ping or a delivery with nothing to record is 200. */
+const RECEIVE_STATUS: Record<ReceiveReply['outcome'], 200 | 202> = { accepted: 202, duplicate: 202, ignored: 200, pong: 200 };
 
 const sourceOf = (value: string, known: readonly string[]): ReceiverSource => {
   if (!known.includes(value)) throw new DomainError('not_found', `no receiver for ${JSON.stringify(value.slice(0, 32))}`);
@@ -38,7 +41,7 @@ export async function registerReceiverRoutes(app: GatewayApp, deps: GatewayDeps)
     scoped.removeAllContentTypeParsers();
     scoped.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, (body as Buffer).toString('base64')));
     const open = routeGroup(scoped, deps, { auth: 'public', tags: ['receivers'] });
-    const reply = { send: (data: { status: number; outcome: string; delivery_id: string | null; message: string }, r: import('fastify').FastifyReply) => r.status(data.status).send({ data: { outcome: data.outcome, delivery_id: data.delivery_id, message: data.message } }) };
+    const reply = { send: (data: ReceiveReply, r: FastifyReply) => r.status(RECEIVE_STATUS[data.outcome]).send({ data }) };
     open({
       method: 'POST',
       url: '/api/v1/webhooks/:source/:token',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AlertItem } from '../../../../contracts/domains/events-records.ts';
-import { bodyDigest, clip, isoTime, jsonOf, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
+import { bodyDigest, clip, isoTime, jsonOf, nonEmpty, rejectedOr, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
 
 /**
  * Prometheus Alertmanager's webhook (`webhook_config`, payload version 4): one notification per alert group, firing or
@@ -58,7 +58,10 @@ export function parseAlertmanager(d: Delivery): Parsed {
     const all = [p.commonLabels, ...p.alerts.map((a) => a.labels)];
     const name = p.commonLabels.alertname ?? p.groupLabels.alertname ?? p.alerts[0]!.labels.alertname ?? p.groupKey;
     const severities = uniq(p.alerts.map((a) => a.labels.severity ?? ''));
-    const severity = p.commonLabels.severity ?? (severities.length > 0 ? severities.sort((a, b) => rank(b) - rank(a))[0]! : 'unknown');
+    const severity = nonEmpty(p.commonLabels.severity) ?? (severities.length > 0 ? severities.sort((a, b) => rank(b) - rank(a))[0]! : 'unknown');
+    // The key identifies the group on every repeat; NULs (which PostgreSQL text cannot hold) are dropped from it.
+    const group_key = clip(p.groupKey, 2000);
+    if (group_key === '') throw new Unusable('groupKey: must not be empty');
     const starts = p.alerts.map((a) => isoTime(a.startsAt)).filter((t): t is string => t !== undefined);
     const ends = p.alerts.map((a) => isoTime(a.endsAt)).filter((t): t is string => t !== undefined);
     const fired_at = starts.length > 0 ? starts.sort()[0]! : d.receivedAt.toISOString();
@@ -76,10 +79,11 @@ export function parseAlertmanager(d: Delivery): Parsed {
       event,
       external_id,
       alert: {
-        group_key: p.groupKey,
+        group_key,
         status: p.status,
         name: clip(name, 500),
-        severity: clip(severity, 64),
+        // A severity label of blanks or NULs only says nothing: the group's severity must not be empty.
+        severity: nonEmpty(clip(severity, 64)) ?? 'unknown',
         fired_at,
         resolved_at,
         host_ids: uniq(all.map((l) => l.host_id ?? '')).slice(0, 100).map((h) => clip(h, 64)),
@@ -89,7 +93,6 @@ export function parseAlertmanager(d: Delivery): Parsed {
       },
     };
   } catch (err) {
-    if (err instanceof Unusable) return { kind: 'rejected', event, external_id, reason: err.message };
-    throw err;
+    return rejectedOr(err, event, external_id);
   }
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bodyDigest, clip, isoTime, jsonOf, OptStr, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
+import { bodyDigest, deployOf, isoTime, jsonOf, nonEmpty, OptStr, rejectedOr, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
 
 /**
  * Argo CD notifications (argocd-notifications' webhook service): the body is whatever the template says, so the
@@ -21,8 +21,6 @@ const Notification = z.object({
   repo_url: OptStr,
 });
 
-const nonEmpty = (s: string | null | undefined): string | null => (s !== undefined && s !== null && s.trim() !== '' ? s : null);
-
 export function parseArgocd(d: Delivery): Parsed {
   const external_id = bodyDigest(d.body);
   let event = '';
@@ -39,22 +37,16 @@ export function parseArgocd(d: Delivery): Parsed {
     }
     const rev = nonEmpty(p.revision) ?? '';
     const detail = nonEmpty(p.message);
-    return {
-      kind: 'deploy',
-      event,
-      external_id,
-      deploy: {
-        event_type: failed ? 'sync_failed' : 'sync_succeeded',
-        summary: clip(failed ? `${p.app}: sync of ${rev || 'the target revision'} failed${detail ? ` (${detail})` : ''}` : `${p.app} synced to ${rev || 'the target revision'}`, 1000),
-        app: clip(p.app, 500),
-        revision: clip(rev, 500),
-        url: nonEmpty(p.url) ? clip(p.url!, 2000) : null,
-        failed,
-        at: isoTime(p.finished_at) ?? d.receivedAt.toISOString(),
-      },
-    };
+    return deployOf(event, external_id, {
+      event_type: failed ? 'sync_failed' : 'sync_succeeded',
+      summary: failed ? `${p.app}: sync of ${rev || 'the target revision'} failed${detail ? ` (${detail})` : ''}` : `${p.app} synced to ${rev || 'the target revision'}`,
+      app: p.app,
+      revision: rev,
+      url: p.url,
+      failed,
+      at: isoTime(p.finished_at) ?? d.receivedAt.toISOString(),
+    });
   } catch (err) {
-    if (err instanceof Unusable) return { kind: 'rejected', event, external_id, reason: err.message };
-    throw err;
+    return rejectedOr(err, event, external_id);
   }
 }

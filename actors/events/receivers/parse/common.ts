@@ -67,3 +67,43 @@ export function clip(value: string, max: number): string {
 /** A non-empty string field, loosely: senders leave some out or send null. */
 export const Str = z.string().max(100_000);
 export const OptStr = z.string().max(100_000).nullish();
+
+/** The string when it has more than blanks, else null (senders leave fields out, send null or ""). */
+export const nonEmpty = (s: string | null | undefined): string | null => (s !== undefined && s !== null && s.trim() !== '' ? s : null);
+
+/** What a parser says of one deploy, before the fields are cut to what the deploys table holds. */
+export interface DeployDraft {
+  event_type: DeployFacts['event_type'];
+  summary: string;
+  app: string;
+  revision: string;
+  /** Blank or absent: no link. */
+  url: string | null | undefined;
+  failed: boolean;
+  at: string;
+}
+
+/** A deploy result, every field clipped to its column's size. */
+export function deployOf(event: string, external_id: string, d: DeployDraft): Parsed {
+  const url = nonEmpty(d.url);
+  return {
+    kind: 'deploy',
+    event,
+    external_id,
+    deploy: {
+      event_type: d.event_type,
+      summary: clip(d.summary, 1000),
+      app: clip(d.app, 500),
+      revision: clip(d.revision, 500),
+      url: url === null ? null : clip(url, 2000),
+      failed: d.failed,
+      at: d.at,
+    },
+  };
+}
+
+/** The end of every parser: an Unusable payload becomes a rejected delivery; anything else is a bug and goes on. */
+export function rejectedOr(err: unknown, event: string, external_id: string): Parsed {
+  if (err instanceof Unusable) return { kind: 'rejected', event, external_id, reason: err.message };
+  throw err;
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bodyDigest, clip, isoTime, jsonOf, OptStr, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
+import { bodyDigest, deployOf, isoTime, jsonOf, nonEmpty, OptStr, rejectedOr, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
 
 /**
  * GitHub's webhooks (docs.github.com, "Webhook events and payloads"): `release` (published), `create` (a tag),
@@ -39,8 +39,6 @@ function payloadOf(d: Delivery): unknown {
   return jsonOf(d.body);
 }
 
-const nonEmpty = (s: string | null | undefined): string | null => (s !== undefined && s !== null && s.trim() !== '' ? s : null);
-
 export function parseGithub(d: Delivery): Parsed {
   const event = d.headers['x-github-event'] ?? '';
   const external_id = nonEmpty(d.headers['x-github-delivery']) ?? bodyDigest(d.body);
@@ -55,38 +53,28 @@ export function parseGithub(d: Delivery): Parsed {
         const p = shaped(Release, body, 'release payload');
         if (p.action !== 'published') return { kind: 'ignored', event, external_id, reason: `release action ${p.action} is not recorded (only published)` };
         const r = p.release;
-        return {
-          kind: 'deploy',
-          event,
-          external_id,
-          deploy: {
-            event_type: 'release',
-            summary: clip(`${p.repository.full_name} released ${nonEmpty(r.name) ?? r.tag_name}`, 1000),
-            app: clip(p.repository.full_name, 500),
-            revision: clip(r.tag_name, 500),
-            url: nonEmpty(r.html_url) ? clip(r.html_url!, 2000) : null,
-            failed: false,
-            at: isoTime(r.published_at) ?? isoTime(r.created_at) ?? received,
-          },
-        };
+        return deployOf(event, external_id, {
+          event_type: 'release',
+          summary: `${p.repository.full_name} released ${nonEmpty(r.name) ?? r.tag_name}`,
+          app: p.repository.full_name,
+          revision: r.tag_name,
+          url: r.html_url,
+          failed: false,
+          at: isoTime(r.published_at) ?? isoTime(r.created_at) ?? received,
+        });
       }
       case 'create': {
         const p = shaped(Create, body, 'create payload');
         if (p.ref_type !== 'tag') return { kind: 'ignored', event, external_id, reason: `a created ${p.ref_type} is not recorded (only tags)` };
-        return {
-          kind: 'deploy',
-          event,
-          external_id,
-          deploy: {
-            event_type: 'tag',
-            summary: clip(`${p.repository.full_name}: tag ${p.ref} created`, 1000),
-            app: clip(p.repository.full_name, 500),
-            revision: clip(p.ref, 500),
-            url: clip(`${p.repository.html_url}/releases/tag/${encodeURIComponent(p.ref)}`, 2000),
-            failed: false,
-            at: received,
-          },
-        };
+        return deployOf(event, external_id, {
+          event_type: 'tag',
+          summary: `${p.repository.full_name}: tag ${p.ref} created`,
+          app: p.repository.full_name,
+          revision: p.ref,
+          url: `${p.repository.html_url}/releases/tag/${encodeURIComponent(p.ref)}`,
+          failed: false,
+          at: received,
+        });
       }
       case 'deployment_status': {
         const p = shaped(DeploymentStatus, body, 'deployment_status payload');
@@ -95,26 +83,20 @@ export function parseGithub(d: Delivery): Parsed {
         if (!failed && s.state !== 'success') return { kind: 'ignored', event, external_id, reason: `deployment state ${s.state} is not recorded (only success, failure, error)` };
         const env = nonEmpty(s.environment) ?? nonEmpty(p.deployment.environment) ?? 'an environment';
         const ref = nonEmpty(p.deployment.ref) ?? p.deployment.sha.slice(0, 12);
-        return {
-          kind: 'deploy',
-          event,
-          external_id,
-          deploy: {
-            event_type: 'deployment',
-            summary: clip(failed ? `${p.repository.full_name}: deployment of ${ref} to ${env} failed` : `${p.repository.full_name} deployed ${ref} to ${env}`, 1000),
-            app: clip(p.repository.full_name, 500),
-            revision: clip(p.deployment.sha, 500),
-            url: ((u) => (u ? clip(u, 2000) : null))(nonEmpty(s.log_url) ?? nonEmpty(s.target_url) ?? nonEmpty(s.environment_url)),
-            failed,
-            at: isoTime(s.updated_at) ?? isoTime(s.created_at) ?? received,
-          },
-        };
+        return deployOf(event, external_id, {
+          event_type: 'deployment',
+          summary: failed ? `${p.repository.full_name}: deployment of ${ref} to ${env} failed` : `${p.repository.full_name} deployed ${ref} to ${env}`,
+          app: p.repository.full_name,
+          revision: p.deployment.sha,
+          url: nonEmpty(s.log_url) ?? nonEmpty(s.target_url) ?? s.environment_url,
+          failed,
+          at: isoTime(s.updated_at) ?? isoTime(s.created_at) ?? received,
+        });
       }
       default:
         return { kind: 'ignored', event, external_id, reason: `GitHub event ${event} is not recorded` };
     }
   } catch (err) {
-    if (err instanceof Unusable) return { kind: 'rejected', event, external_id, reason: err.message };
-    throw err;
+    return rejectedOr(err, event, external_id);
   }
 }

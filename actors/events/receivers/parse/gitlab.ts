@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bodyDigest, clip, isoTime, jsonOf, OptStr, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
+import { bodyDigest, deployOf, isoTime, jsonOf, nonEmpty, OptStr, rejectedOr, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
 
 /**
  * GitLab's webhooks (docs.gitlab.com, "Webhook events"): tag push (`Tag Push Hook`), release (`Release Hook`, action
@@ -33,7 +33,6 @@ const Deployment = z.object({
 });
 
 const KINDS: Record<string, string> = { 'Tag Push Hook': 'tag_push', 'Release Hook': 'release', 'Deployment Hook': 'deployment' };
-const nonEmpty = (s: string | null | undefined): string | null => (s !== undefined && s !== null && s.trim() !== '' ? s : null);
 const ZERO_SHA = /^0+$/;
 
 export function parseGitlab(d: Delivery): Parsed {
@@ -51,64 +50,48 @@ export function parseGitlab(d: Delivery): Parsed {
         const p = shaped(TagPush, body, 'tag push payload');
         const tag = p.ref.replace(/^refs\/tags\//, '');
         if (!nonEmpty(p.checkout_sha) || ZERO_SHA.test(p.after ?? '')) return { kind: 'ignored', event, external_id, reason: `tag ${tag} was deleted; deletions are not recorded` };
-        return {
-          kind: 'deploy',
-          event,
-          external_id,
-          deploy: {
-            event_type: 'tag',
-            summary: clip(`${p.project.path_with_namespace}: tag ${tag} pushed`, 1000),
-            app: clip(p.project.path_with_namespace, 500),
-            revision: clip(tag, 500),
-            url: clip(`${p.project.web_url}/-/tags/${encodeURIComponent(tag)}`, 2000),
-            failed: false,
-            at: received,
-          },
-        };
+        return deployOf(event, external_id, {
+          event_type: 'tag',
+          summary: `${p.project.path_with_namespace}: tag ${tag} pushed`,
+          app: p.project.path_with_namespace,
+          revision: tag,
+          url: `${p.project.web_url}/-/tags/${encodeURIComponent(tag)}`,
+          failed: false,
+          at: received,
+        });
       }
       case 'release': {
         const p = shaped(Release, body, 'release payload');
         if (p.action !== 'create') return { kind: 'ignored', event, external_id, reason: `release action ${p.action} is not recorded (only create)` };
-        return {
-          kind: 'deploy',
-          event,
-          external_id,
-          deploy: {
-            event_type: 'release',
-            summary: clip(`${p.project.path_with_namespace} released ${nonEmpty(p.name) ?? p.tag}`, 1000),
-            app: clip(p.project.path_with_namespace, 500),
-            revision: clip(p.tag, 500),
-            url: nonEmpty(p.url) ? clip(p.url!, 2000) : null,
-            failed: false,
-            at: isoTime(p.released_at) ?? isoTime(p.created_at) ?? received,
-          },
-        };
+        return deployOf(event, external_id, {
+          event_type: 'release',
+          summary: `${p.project.path_with_namespace} released ${nonEmpty(p.name) ?? p.tag}`,
+          app: p.project.path_with_namespace,
+          revision: p.tag,
+          url: p.url,
+          failed: false,
+          at: isoTime(p.released_at) ?? isoTime(p.created_at) ?? received,
+        });
       }
       case 'deployment': {
         const p = shaped(Deployment, body, 'deployment payload');
         const failed = p.status === 'failed';
         if (!failed && p.status !== 'success') return { kind: 'ignored', event, external_id, reason: `deployment status ${p.status} is not recorded (only success, failed)` };
         const rev = nonEmpty(p.short_sha) ?? nonEmpty(p.ref) ?? '';
-        return {
-          kind: 'deploy',
-          event,
-          external_id,
-          deploy: {
-            event_type: 'deployment',
-            summary: clip(failed ? `${p.project.path_with_namespace}: deployment of ${rev} to ${p.environment} failed` : `${p.project.path_with_namespace} deployed ${rev} to ${p.environment}`, 1000),
-            app: clip(p.project.path_with_namespace, 500),
-            revision: clip(rev, 500),
-            url: ((u) => (u ? clip(u, 2000) : null))(nonEmpty(p.deployable_url) ?? nonEmpty(p.environment_external_url)),
-            failed,
-            at: isoTime(p.status_changed_at) ?? received,
-          },
-        };
+        return deployOf(event, external_id, {
+          event_type: 'deployment',
+          summary: failed ? `${p.project.path_with_namespace}: deployment of ${rev} to ${p.environment} failed` : `${p.project.path_with_namespace} deployed ${rev} to ${p.environment}`,
+          app: p.project.path_with_namespace,
+          revision: rev,
+          url: nonEmpty(p.deployable_url) ?? p.environment_external_url,
+          failed,
+          at: isoTime(p.status_changed_at) ?? received,
+        });
       }
       default:
         return { kind: 'ignored', event, external_id, reason: `GitLab event ${event || kind} is not recorded` };
     }
   } catch (err) {
-    if (err instanceof Unusable) return { kind: 'rejected', event, external_id, reason: err.message };
-    throw err;
+    return rejectedOr(err, event, external_id);
   }
 }
