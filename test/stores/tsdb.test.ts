@@ -104,3 +104,24 @@ describe('Tsdb (VictoriaMetrics)', () => {
     expect((err as TsdbError).status).toBe(0);
   });
 });
+
+describe('Tsdb against a store that never answers', () => {
+  it("reports the caller's deadline as a timeout (504), like its own timeout, never as an outage (503)", async () => {
+    const { createServer } = await import('node:http');
+    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    const hung = createServer(() => undefined);
+    await new Promise<void>((r) => hung.listen(0, '127.0.0.1', r));
+    const port = (hung.address() as { port: number }).port;
+    try {
+      const store = new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 60_000 });
+      const deadline = AbortSignal.timeout(150);
+      const byCaller = await store.queryRange({ query: 'up', start: 0, end: 60, step: 60 }, deadline).catch((e: unknown) => e);
+      expect(tsdbFailure(byCaller)?.code).toBe('timeout');
+      const own = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 150 }).queryRange({ query: 'up', start: 0, end: 60, step: 60 }).catch((e: unknown) => e);
+      expect(tsdbFailure(own)?.code).toBe('timeout');
+    } finally {
+      hung.closeAllConnections();
+      await new Promise((r) => hung.close(r));
+    }
+  });
+});

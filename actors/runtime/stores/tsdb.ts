@@ -188,7 +188,14 @@ export class Tsdb {
     try {
       res = await fetch(this.base + path, { ...init, signal });
     } catch (err) {
-      const reason = timeout.aborted ? `timed out after ${timeoutMs}ms` : err instanceof Error ? err.message : String(err);
+      // The caller's deadline passing is a timeout too, whichever of the two fired first (a 504, never "unavailable").
+      const reason = timeout.aborted
+        ? `timed out after ${timeoutMs}ms`
+        : init.signal?.aborted
+          ? 'timed out: the request deadline passed'
+          : err instanceof Error
+            ? err.message
+            : String(err);
       throw new TsdbError(`tsdb ${path.split('?')[0]}: ${reason}`, 0, '');
     }
     if (!res.ok) {
