@@ -16,7 +16,7 @@ export const AgentStateFile = z.object({
   agent_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'agent_id must be a subject token'),
   host_id: z.string().min(1),
   nats_servers: z.array(z.string().min(1)).min(1),
-  inbox_prefix: z.string().regex(/^[A-Za-z0-9_-]+$/, 'inbox_prefix must be a subject token'),
+  inbox_prefix: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'inbox_prefix must be subject tokens without wildcards'),
   enrolled_at: z.iso.datetime({ offset: true }),
   labels: LabelMap.default({}),
 });

@@ -2,6 +2,8 @@
 // Fastify route that counts the request on the same rate limiter, verifies the token, resolves access through the same
 // cache and runs the fleet actor's own list handler in-process — everything the actor path does except the NATS hops,
 // envelopes, signatures and zod parsing.
+// And the floor of the hop: GET /floor/clients does the same but runs the handler behind one bare NATS request-reply
+// (JSON both ways, no envelope, signature, zod or framework), so the bench can show what the transport alone costs.
 import Fastify from 'fastify';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
@@ -13,7 +15,7 @@ import { AccessTokens } from '../actors/identity/crypto.ts';
 import type { Cat } from '../contracts/catalogue.ts';
 import { systemClock } from '../actors/runtime/clock.ts';
 import { loadConfig } from '../actors/runtime/config.ts';
-import { setNamespace } from '../actors/runtime/namespace.ts';
+import { setNamespace, wireRequestSubject } from '../actors/runtime/namespace.ts';
 import { runWithDeadline } from '../actors/runtime/deadline.ts';
 import { connectNats } from '../actors/runtime/nats.ts';
 import type { RequestScope } from '../actors/runtime/serve.ts';
@@ -63,6 +65,44 @@ app.get('/api/v1/clients', async (req, reply) => {
   const page = await runWithDeadline({ deadline: scope.deadline, signal: scope.signal }, () => list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope));
   return { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } };
 });
+
+// Under svc. like every request subject, so the service credentials may use it.
+const floorSubject = wireRequestSubject('svc.bench.floor.clients');
+nc.subscribe(floorSubject, {
+  queue: 'bench-floor',
+  callback: (err, msg) => {
+    if (err) throw err;
+    const { ctx } = msg.json<{ ctx: RequestScope<Cat>['ctx'] }>();
+    const scope: RequestScope<Cat> = {
+      ctx,
+      log,
+      signal: new AbortController().signal,
+      deadline: Date.now() + 10_000,
+      subject: 'svc.fleet.clients.list',
+      traceparent: formatTraceparent(newTrace()),
+      call: () => Promise.reject(new DomainError('internal_error', 'the floor path makes no calls')),
+    };
+    void runWithDeadline({ deadline: scope.deadline, signal: scope.signal }, () => list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope)).then(
+      (page) => msg.respond(JSON.stringify({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } })),
+      (err: unknown) => msg.respond(JSON.stringify({ error: String(err) })),
+    );
+  },
+});
+app.get('/floor/clients', async (req, reply) => {
+  await guard(req, 'api');
+  const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+  if (!token) return reply.status(401).send({ error: { code: 'unauthorized' } });
+  const claims = await tokens.verify(token);
+  const user = await resolver.resolveUser(claims.sub);
+  const ctx = {
+    request_id: randomUUID(),
+    principal: { kind: 'user' as const, user_id: user.user_id, session_id: claims.sid, email: user.email, is_super_admin: user.is_super_admin, mfa_enabled: user.mfa_enabled },
+    access: user.access,
+  };
+  const answer = await nc.request(floorSubject, JSON.stringify({ ctx }), { timeout: 10_000 });
+  return reply.type('application/json').send(answer.string());
+});
+
 await app.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_DIRECT_PORT ?? 18090) });
 process.on('SIGTERM', () => {
   void app

@@ -7,6 +7,10 @@ export interface LoadResult {
   p99: number;
   errors: number;
   non2xx: number;
+  /** Requests answered in all. */
+  total: number;
+  /** CPU milliseconds per request by process group, when the caller measured it (bench/cpu.ts). */
+  cpu?: Record<string, number>;
 }
 
 /** Runs autocannon against one URL and returns throughput and latency percentiles (ms). */
@@ -27,5 +31,5 @@ export async function load(
     connections: opts.connections ?? 32,
     duration: opts.seconds ?? 10,
   });
-  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx, total: result.requests.total };
 }

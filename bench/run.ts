@@ -23,6 +23,7 @@ import { servicedeskBench } from './servicedesk.ts';
 import { load, type LoadResult } from './load.ts';
 import { figures, fmt, pathTable, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
 import { useBenchNamespace } from './namespace.ts';
+import { cpuMeter, type ProcessGroup } from './cpu.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
@@ -40,7 +41,10 @@ const children: ChildProcess[] = [];
 
 /** Starts `node --import tsx <args>` and resolves once `readyUrl` answers. */
 async function startChild(args: string[], env: Record<string, string>, readyUrl: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  // BENCH_CPU_PROF=<dir>: every process the bench starts writes a V8 CPU profile there when it stops
+  // (summarise one with `npx tsx bench/profile-summary.ts <file>`).
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', ...args], { env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
   children.push(child);
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
@@ -79,39 +83,79 @@ async function seed(): Promise<{ token: string; userId: string; email: string; p
   return { token, userId, email, password };
 }
 
-/** One warm-up (not counted), then ROUNDS interleaved rounds of every path: each round runs them back to back. */
-async function interleaved(paths: { name: string; url: string }[], headers: Record<string, string>): Promise<LoadResult[][]> {
+/**
+ * One warm-up (not counted), then ROUNDS interleaved rounds of every path: each round runs them back to back. With
+ * `groups`, each counted round also records the CPU per request of each process group (bench/cpu.ts).
+ */
+async function interleaved(paths: { name: string; url: string; groups?: ProcessGroup[] }[], headers: Record<string, string>): Promise<LoadResult[][]> {
   for (const p of paths) await load(p.name, p.url, { headers, seconds: Math.min(3, SECONDS), connections: CONNECTIONS });
   const rounds: LoadResult[][] = paths.map(() => []);
-  for (let r = 0; r < ROUNDS; r++) for (const [i, p] of paths.entries()) rounds[i]!.push(await load(p.name, p.url, { headers, seconds: SECONDS, connections: CONNECTIONS }));
+  for (let r = 0; r < ROUNDS; r++)
+    for (const [i, p] of paths.entries()) {
+      const meter = p.groups ? cpuMeter(p.groups) : undefined;
+      const result = await load(p.name, p.url, { headers, seconds: SECONDS, connections: CONNECTIONS });
+      const used = meter?.();
+      if (used) result.cpu = Object.fromEntries(Object.entries(used).map(([k, ms]) => [k, ms / Math.max(1, result.total)]));
+      rounds[i]!.push(result);
+    }
   return rounds;
+}
+
+function cpuTable(rows: Record<string, Record<string, Spread>>): string {
+  const cols = Object.keys(Object.values(rows)[0] ?? {});
+  const lines = Object.entries(rows).map(([path, cpu]) => [path, ...cols.map((c) => fmt(cpu[c]!, 3)), Object.values(cpu).reduce((a, s) => a + s.mean, 0).toFixed(3)]);
+  const head = ['path', ...cols, 'total'];
+  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  return [head, ...lines].map((cells) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')).join('\n');
+}
+
+/** Mean CPU ms per request of each process group over the rounds of one path, as a table row. */
+function cpuRow(rounds: LoadResult[]): Record<string, Spread> {
+  const names = Object.keys(rounds[0]?.cpu ?? {});
+  return Object.fromEntries(names.map((n) => [n, spread(rounds.map((r) => r.cpu?.[n] ?? 0))]));
 }
 
 /** The cost of the NATS hop: the same authenticated list through the actor path (both shapes) and the bare path. */
 async function hop(token: string): Promise<Record<string, unknown>> {
-  await Promise.all([single(), split(), direct()]);
+  const [system, splitProcesses, bare] = await Promise.all([single(), split(), direct()]);
   const headers = { authorization: `Bearer ${token}` };
-  const [one, two, bare] = await interleaved(
+  // Everything else the machine runs for these paths, metered the same way for each.
+  const shared: ProcessGroup[] = [
+    { name: 'nats-server', comm: /^nats-server$/ },
+    { name: 'postgres', comm: /^postgres$/ },
+    { name: 'valkey', comm: /^redis-server$/ },
+    { name: 'load generator', pids: () => [process.pid] },
+  ];
+  const own = (name: string, ps: ChildProcess[]): ProcessGroup[] => [{ name: `${name}`, pids: () => ps.map((p) => p.pid!) }, ...shared];
+  const [one, two, floor, viaBare] = await interleaved(
     [
-      { name: 'single process: gateway → NATS → actor → PG', url: `http://127.0.0.1:${GATEWAY_PORT}/api/v1/clients` },
-      { name: 'split: gateway process → NATS → actor process → PG', url: `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/api/v1/clients` },
-      { name: 'bare Fastify → PG', url: `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients` },
+      { name: 'single process: gateway → NATS → actor → PG', url: `http://127.0.0.1:${GATEWAY_PORT}/api/v1/clients`, groups: own('system', [system]) },
+      { name: 'split: gateway process → NATS → actor process → PG', url: `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/api/v1/clients`, groups: own('system', splitProcesses) },
+      { name: 'floor: bare Fastify → bare NATS request → PG', url: `http://127.0.0.1:${DIRECT_PORT}/floor/clients`, groups: own('system', [bare]) },
+      { name: 'bare Fastify → PG', url: `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients`, groups: own('system', [bare]) },
     ],
     headers,
   );
   const result = {
     single: figures(one!),
     split: figures(two!),
-    direct: figures(bare!),
-    singleThroughputRatio: ratios(one!, bare!, (r) => r.rps),
-    singleP99Ratio: ratios(one!, bare!, (r) => r.p99),
-    splitThroughputRatio: ratios(two!, bare!, (r) => r.rps),
-    splitP99Ratio: ratios(two!, bare!, (r) => r.p99),
+    floor: figures(floor!),
+    direct: figures(viaBare!),
+    floorThroughputRatio: ratios(floor!, viaBare!, (r) => r.rps),
+    floorP99Ratio: ratios(floor!, viaBare!, (r) => r.p99),
+    singleThroughputRatio: ratios(one!, viaBare!, (r) => r.rps),
+    singleP99Ratio: ratios(one!, viaBare!, (r) => r.p99),
+    splitThroughputRatio: ratios(two!, viaBare!, (r) => r.rps),
+    splitP99Ratio: ratios(two!, viaBare!, (r) => r.p99),
+    cpuPerRequest: { single: cpuRow(one!), split: cpuRow(two!), floor: cpuRow(floor!), direct: cpuRow(viaBare!) },
   };
   console.log(`\n## hop: authenticated GET /api/v1/clients, ${CONNECTIONS} connections, warm-up + ${ROUNDS}×${SECONDS}s interleaved`);
-  console.log(pathTable([result.single, result.split, result.direct]));
+  console.log(pathTable([result.single, result.split, result.floor, result.direct]));
   console.log(`single process / bare: throughput ${fmt(result.singleThroughputRatio, 2)} (target ≥ 0.80)   p99 ${fmt(result.singleP99Ratio, 2)} (target ≤ 1.50)`);
   console.log(`split / bare:          throughput ${fmt(result.splitThroughputRatio, 2)}   p99 ${fmt(result.splitP99Ratio, 2)}`);
+  console.log(`floor / bare:          throughput ${fmt(result.floorThroughputRatio, 2)}   p99 ${fmt(result.floorP99Ratio, 2)}   (one bare NATS request-reply, nothing else)`);
+  console.log(`CPU ms per request, by process (mean of the rounds, min–max):`);
+  console.log(cpuTable(result.cpuPerRequest));
   return result;
 }
 
@@ -296,15 +340,16 @@ const once = <T,>(f: () => Promise<T>): (() => Promise<T>) => {
 /** `npm start`'s shape: both gateways' work and the actors on one event loop. */
 const single = once(() => startChild(['main.ts'], env, `http://127.0.0.1:${GATEWAY_PORT}/readyz`));
 /** Gateway and actors in separate processes, in a namespace of their own so the single process's actors never answer. */
-const split = once(async () => {
+const split = once(async (): Promise<ChildProcess[]> => {
   const ns = { SVC_NAMESPACE: `${namespace}-split` };
   // The actor process has no HTTP port: it is up once the split gateway's list answers 200 through it.
   const url = `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/api/v1/clients`;
-  await Promise.all([
+  const started = await Promise.all([
     startChild(['main.ts'], { ...env, ...ns, SVC_GATEWAYS: 'none' }, ''),
     startChild(['main.ts'], { ...env, ...ns, SVC_ACTORS: 'none', SVC_SERVER_PORT: String(SPLIT_GATEWAY_PORT) }, `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/readyz`),
   ]);
   for (let i = 0; i < 300 && (await fetch(url, { headers: { authorization: `Bearer ${benchToken}` } }).catch(() => undefined))?.status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+  return started;
 });
 const direct = once(() => startChild(['bench/direct-server.ts'], env, `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients`));
 

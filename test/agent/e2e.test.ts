@@ -96,7 +96,7 @@ describe('the reference agent against the running system', () => {
     const token = (tokenRes.json() as { data: { token: string } }).data.token;
     await agentCli(['enroll', '--server', baseUrl, '--token', token, '--state-dir', stateDir]);
     const state = JSON.parse(readFileSync(join(stateDir, 'agent.json'), 'utf8')) as { agent_id: string; host_id: string; nats_servers: string[]; inbox_prefix: string };
-    expect(state.inbox_prefix).toBe(`_INBOX_${state.agent_id}`);
+    expect(state.inbox_prefix).toBe(`_INBOX.agent-${state.agent_id}`);
     expect(statSync(join(stateDir, 'agent.creds')).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(stateDir, 'agent.creds'), 'utf8')).toMatch(/-----BEGIN NATS USER JWT-----[\s\S]*-----BEGIN USER NKEY SEED-----/);
     ({ agent_id: agentId, host_id: hostId } = state);

@@ -117,7 +117,7 @@ describe('enrollAgent', () => {
     const dir = join(tempDir(), 'state');
     const result = await enrollAgent({ server: `${baseUrl}/`, token: 'good-token', stateDir: dir, labels: { role: 'web' }, hostname: 'web-1' });
     const state = await readAgentState(dir);
-    expect(state).toMatchObject({ agent_id: result.agent_id, host_id: result.host_id, nats_servers: [NATS_URL], inbox_prefix: `_INBOX_${result.agent_id}`, labels: { role: 'web' } });
+    expect(state).toMatchObject({ agent_id: result.agent_id, host_id: result.host_id, nats_servers: [NATS_URL], inbox_prefix: `_INBOX.agent-${result.agent_id}`, labels: { role: 'web' } });
     expect(enrolRequests.at(-1)).toMatchObject({ install_token: 'good-token', hostname: 'web-1', os: process.platform });
     expect(String(enrolRequests.at(-1)!.public_key)).toMatch(/^U[A-Z0-9]{55}$/);
     const creds = readFileSync(statePaths(dir).creds, 'utf8');

@@ -139,7 +139,7 @@ describe('enrolment', () => {
     const { clientId, envId } = await newEnvironment();
     const token = await installToken(envId);
     const a = await enrol(token, 'db-1');
-    expect(a.inbox_prefix).toBe(`_INBOX_${a.agent_id}`);
+    expect(a.inbox_prefix).toBe(`_INBOX.agent-${a.agent_id}`);
     expect(a.nats_servers.length).toBeGreaterThan(0);
     const claims = decode<{ pub: { allow: string[] }; sub: { allow: string[] } }>(a.user_jwt);
     expect(claims.sub).toBe(a.kp.getPublicKey());

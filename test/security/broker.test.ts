@@ -3,12 +3,14 @@ import { Svcm } from '@nats-io/services';
 import { connect, credsAuthenticator, headers as natsHeaders, jwtAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BrokerIssuer, BrokerRevoker, accountOfCreds, seedFromFile } from '../../actors/runtime/broker/issuer.ts';
+import { agentInboxPrefix, servicePermissions, toolInboxPrefix } from '../../actors/runtime/broker/permissions.ts';
+import { ensureTrust, newUserCreds, permissionsOf, samePermissions, subjectOf } from '../../actors/runtime/broker/trust.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
@@ -168,6 +170,22 @@ describe('agent credentials: only their own subjects', () => {
     expect(seen).toEqual([]);
   });
 
+  it("cannot publish into another agent's inbox or anywhere else under _INBOX.", async () => {
+    const a = await newAgent();
+    const b = await newAgent();
+    const seen: string[] = [];
+    const sub = service.subscribe('_INBOX.>', { callback: (_e, m) => {
+        seen.push(m.subject);
+      } });
+    await service.flush();
+    a.nc.publish(`${b.inboxPrefix}.forged`, '{"spoofed":true}');
+    a.nc.publish('_INBOX.somebody.else', '{}');
+    await a.nc.flush().catch(() => undefined);
+    await sleep(200);
+    sub.unsubscribe();
+    expect(seen).toEqual([]);
+  });
+
   it('publishes its own telemetry, receives its commands, and fetches its own config with replies on its own inbox', async () => {
     const a = await newAgent();
     const telemetry: string[] = [];
@@ -227,6 +245,34 @@ describe('agent credentials: only their own subjects', () => {
   });
 });
 
+describe('service credentials', () => {
+  it('carry no response permissions (the server would track every delivery), and reach every inbox under _INBOX.', () => {
+    const jwt = /-----BEGIN NATS USER JWT-----\s+(\S+)/.exec(readFileSync(NATS_CREDS, 'utf8'))![1]!;
+    const perms = permissionsOf(jwt);
+    expect(perms.resp).toBeUndefined();
+    expect(perms.pub?.allow).toContain('_INBOX.>');
+    // Agents' and tools' inboxes live there, so a service answers them through that allow list alone.
+    expect(agentInboxPrefix('a1').startsWith('_INBOX.')).toBe(true);
+    expect(toolInboxPrefix('t1').startsWith('_INBOX.')).toBe(true);
+  });
+
+  it('issued by an earlier build with other permissions are replaced, leaving the trust chain as it was', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'trust-'));
+    await ensureTrust(dir);
+    const accountJwt = readFileSync(join(dir, 'account.jwt'), 'utf8');
+    const old = await newUserCreds('service', subjectOf(accountJwt), seedFromFile(join(dir, 'account-signing.nk')), { ...servicePermissions(), resp: { max: 1, ttl: 60_000_000_000 } });
+    writeFileSync(join(dir, 'service.creds'), old.creds);
+    await ensureTrust(dir);
+    const renewed = readFileSync(join(dir, 'service.creds'), 'utf8');
+    expect(renewed).not.toBe(new TextDecoder().decode(old.creds));
+    expect(samePermissions(permissionsOf(/-----BEGIN NATS USER JWT-----\s+(\S+)/.exec(renewed)![1]!), servicePermissions())).toBe(true);
+    expect(readFileSync(join(dir, 'account.jwt'), 'utf8')).toBe(accountJwt);
+    // Current credentials are kept as they are.
+    await ensureTrust(dir);
+    expect(readFileSync(join(dir, 'service.creds'), 'utf8')).toBe(renewed);
+  });
+});
+
 describe('tool credentials: read-only observers', () => {
   let tool: NatsConnection;
   let credsFile: string;
@@ -245,7 +291,7 @@ describe('tool credentials: read-only observers', () => {
       child.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`creds exited ${code}: ${text}`))));
     });
     inboxPrefix = /inbox prefix (\S+)/.exec(out)?.[1] ?? '';
-    expect(inboxPrefix).toBe('_INBOX_tool_grafana-exporter');
+    expect(inboxPrefix).toBe('_INBOX.tool-grafana-exporter');
     expect(statSync(credsFile).mode & 0o777).toBe(0o600);
     expect(readFileSync(credsFile, 'utf8')).toMatch(/-----BEGIN NATS USER JWT-----[\s\S]+-----BEGIN USER NKEY SEED-----/);
     tool = await connect({ servers, authenticator: credsAuthenticator(readFileSync(credsFile)), inboxPrefix });

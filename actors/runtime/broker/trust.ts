@@ -1,4 +1,4 @@
-import { createAccount, createOperator, createUser, encodeAccount, encodeOperator, encodeUser, fmtCreds, fromSeed, type Account, type KeyPair } from '@nats-io/jwt';
+import { createAccount, createOperator, createUser, encodeAccount, encodeOperator, encodeUser, fmtCreds, fromSeed, type Account, type KeyPair, type Permissions } from '@nats-io/jwt';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -96,18 +96,42 @@ export async function ensureTrust(dir: string): Promise<TrustSummary> {
   const operator = await readSeed(dir, TRUST_FILES.operatorSeed).catch(() => undefined);
   const systemAccount = subjectOf(systemJwt);
   const account = subjectOf(accountJwt);
+  // Service credentials issued by an earlier build whose permissions differ (say, with response permissions) are
+  // replaced by a new user with today's; the old user stays valid until its holders restart with the new file.
+  const serviceCredsPath = join(dir, TRUST_FILES.serviceCreds);
+  const serviceCreds = await readFile(serviceCredsPath, 'utf8').catch(() => '');
+  const issued = /-----BEGIN NATS USER JWT-----\s+(\S+)\s+/.exec(serviceCreds)?.[1];
+  if (!issued || samePermissions(permissionsOf(issued), servicePermissions()) === false) {
+    const renewed = await newUserCreds('service', account, await readSeed(dir, TRUST_FILES.accountSigningSeed), servicePermissions());
+    await writeSecret(serviceCredsPath, renewed.creds);
+  }
   await writeSecret(join(dir, TRUST_FILES.serverConfig), serverConfig({ operatorJwt, systemAccount, preload: { [systemAccount]: systemJwt, [account]: accountJwt } }));
   return { operator: operator?.getPublicKey() ?? subjectOf(operatorJwt), systemAccount, account, created };
 }
 
-/** The `sub` claim of a NATS JWT (no verification: these are our own files). */
-export function subjectOf(jwt: string): string {
+function claimsOf(jwt: string): { sub?: unknown; nats?: Permissions } {
   const payload = jwt.split('.')[1];
   if (!payload) throw new Error('not a JWT');
-  const { sub } = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { sub?: unknown };
+  return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { sub?: unknown; nats?: Permissions };
+}
+
+/** The `sub` claim of a NATS JWT (no verification: these are our own files). */
+export function subjectOf(jwt: string): string {
+  const { sub } = claimsOf(jwt);
   if (typeof sub !== 'string') throw new Error('JWT without sub');
   return sub;
 }
+
+/** The publish, subscribe and response permissions a user JWT carries. */
+export const permissionsOf = (jwt: string): Permissions => {
+  const { pub, sub, resp } = claimsOf(jwt).nats ?? {};
+  return { ...(pub ? { pub } : {}), ...(sub ? { sub } : {}), ...(resp ? { resp } : {}) };
+};
+
+const canonical = (p: Permissions): string =>
+  JSON.stringify({ pub: [...(p.pub?.allow ?? [])].sort(), pubDeny: [...(p.pub?.deny ?? [])].sort(), sub: [...(p.sub?.allow ?? [])].sort(), subDeny: [...(p.sub?.deny ?? [])].sort(), resp: p.resp ?? null });
+
+export const samePermissions = (a: Permissions, b: Permissions): boolean => canonical(a) === canonical(b);
 
 /**
  * nats-server configuration: operator mode with the full account resolver (account JWTs and their updates kept on

@@ -1,0 +1,51 @@
+// CPU time per request, by process, read from /proc while a load runs: says where a path's cost lands (the system's
+// process, nats-server, PostgreSQL, Valkey, the load generator) instead of guessing it from throughput alone.
+import { readdirSync, readFileSync } from 'node:fs';
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** A named group of processes: fixed pids, or every process whose command name matches. */
+export interface ProcessGroup {
+  name: string;
+  pids?: () => number[];
+  comm?: RegExp;
+}
+
+function ticksOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start after the last ')'; utime and stime are 14th and 15th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0; // the process ended
+  }
+}
+
+function pidsByComm(comm: RegExp): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (comm.test(readFileSync(`/proc/${entry}/comm`, 'utf8').trim())) out.push(Number(entry));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+const groupTicks = (g: ProcessGroup): Map<number, number> => new Map((g.pids?.() ?? pidsByComm(g.comm!)).map((pid) => [pid, ticksOf(pid)]));
+
+/** Starts counting; the returned function gives each group's CPU milliseconds since then. */
+export function cpuMeter(groups: ProcessGroup[]): () => Record<string, number> {
+  const before = groups.map(groupTicks);
+  return () =>
+    Object.fromEntries(
+      groups.map((g, i) => {
+        let ticks = 0;
+        for (const [pid, t] of groupTicks(g)) ticks += t - (before[i]!.get(pid) ?? 0);
+        return [g.name, (ticks * 1000) / TICKS_PER_SECOND];
+      }),
+    );
+}
