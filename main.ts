@@ -123,7 +123,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   try {
     const nc = await nats.ready;
     await ensureStreams(nc, allStreams);
-    const actorHost = new ActorHost(nc, catalogue, signer, log, config.SVC_REQUEST_TIMEOUT_MS);
+    const actorHost = new ActorHost(nc, catalogue, signer, log, config.SVC_REQUEST_TIMEOUT_MS, config.SVC_VALIDATE_REPLIES);
     host = actorHost;
     for (const d of domains) {
       handles.push(await d.start({ config, log: log.child({ domain: d.name }), nc, host: actorHost, stores, clock }));

@@ -35,6 +35,9 @@ export const ConfigSchema = z.object({
   SVC_CORS_ORIGINS: list.default([]),
   SVC_ENABLE_DEBUG_ENDPOINTS: bool.default(false),
   SVC_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
+  // actors check every reply against its subject's schema (and that the check changed nothing on the wire) before
+  // sending it: on in tests and development, off by default in production, where it is a few percent of each request
+  SVC_VALIDATE_REPLIES: bool.default(false),
   SVC_ACTORS: list.default(['all']),
   SVC_GATEWAYS: list.default(['console', 'invoicing']),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

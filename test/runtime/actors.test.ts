@@ -52,6 +52,8 @@ async function serveEcho(host: ActorHost<TestCat>, instance: string): Promise<vo
       throw new Error('query failed', { cause: Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:5432 (password=hunter2)'), { code: 'ECONNREFUSED' }) });
     },
     'svc.rtest.bigint': async () => ({ n: 1n }),
+    // What a row with a column too many looks like: production would send it as it is, so tests must refuse it.
+    'svc.rtest.extra': async () => ({ kept: 'yes', password_hash: 'x' }) as { kept: string },
   });
 }
 
@@ -156,6 +158,21 @@ describe('actor runtime', () => {
   it('answers internal_error for a reply JSON cannot carry, and keeps serving', async () => {
     await expect(caller.call('svc.rtest.bigint', {}, ctx())).rejects.toMatchObject({ code: 'internal_error', message: 'internal error' });
     await expect(caller.call('svc.rtest.echo', { name: 'still', times: 1 }, ctx())).resolves.toMatchObject({ greeting: 'hello still' });
+  });
+
+  it('refuses, where replies are checked, a reply the schema would have trimmed: production sends replies unchecked', async () => {
+    await expect(caller.call('svc.rtest.extra', {}, ctx())).rejects.toMatchObject({ code: 'internal_error', message: 'internal error' });
+    await expect(caller.call('svc.rtest.badreply', {}, ctx())).rejects.toMatchObject({ code: 'internal_error' });
+  });
+
+  it('sends the handler value as it is when reply checks are off (SVC_VALIDATE_REPLIES=false)', async () => {
+    const unchecked = new ActorHost(nc, testCatalogue, testSigner(), log, 10_000, false);
+    await unchecked.serve('rtest2', 'rtest2-unchecked', { 'svc.rtest2.extra': async () => ({ kept: 'yes', extra: 1 }) as { kept: string } });
+    try {
+      expect(await caller.call('svc.rtest2.extra', {}, ctx())).toEqual({ kept: 'yes', extra: 1 });
+    } finally {
+      await unchecked.drain(100);
+    }
   });
 
   it('answers $SRV.PING and STATS for each actor', async () => {

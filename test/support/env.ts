@@ -39,6 +39,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     SVC_JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789',
     SVC_MFA_ENCRYPTION_KEY: '0'.repeat(63) + '1',
     SVC_LOG_LEVEL: process.env.SVC_LOG_LEVEL ?? 'silent',
+    SVC_VALIDATE_REPLIES: 'true',
     SVC_SERVER_PORT: '0',
     SVC_INVOICING_PORT: '0',
     ...overrides,

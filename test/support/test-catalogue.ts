@@ -44,6 +44,8 @@ export const testCatalogue = subjects({
     reply: z.object({ instance: z.string() }),
     errors: [],
   },
+  'svc.rtest.extra': { summary: 'a reply with a key its schema does not have', request: z.object({}), reply: z.object({ kept: z.string() }), errors: ['internal_error'] },
+  'svc.rtest2.extra': { summary: 'the same, served without reply checks', request: z.object({}), reply: z.object({ kept: z.string() }), errors: [] },
   'svc.rtest.bigint': { summary: 'a reply zod accepts and JSON cannot carry', request: z.object({}), reply: z.object({ n: z.bigint() }), errors: ['internal_error'] },
 });
 export type TestCat = typeof testCatalogue;
