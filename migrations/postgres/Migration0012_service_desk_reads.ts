@@ -51,8 +51,11 @@ export class Migration0012_service_desk_reads extends Migration {
         resolve_seconds numeric NOT NULL,
         sla_known bigint NOT NULL,
         sla_met bigint NOT NULL,
-        UNIQUE NULLS NOT DISTINCT (organization_ids, project_key, labels, status, status_category, priority, issue_type)
+        -- Project first: the reads' scope condition (project_key = ANY) walks this index.
+        UNIQUE NULLS NOT DISTINCT (project_key, organization_ids, labels, status, status_category, priority, issue_type)
       );
+      -- Groups a write has just emptied, found without reading the table.
+      CREATE INDEX sd_request_totals_empty ON sd_request_totals (project_key) WHERE requests = 0;
 
       -- Adds the rows a statement wrote and subtracts those it replaced or removed (transition tables new_rows and
       -- old_rows, whichever the operation has). Groups are locked in key order; emptied groups are dropped.
