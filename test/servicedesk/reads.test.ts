@@ -365,3 +365,80 @@ describe('export', () => {
     expect(filtered.body.trimEnd().split('\n')).toHaveLength(orgA().filter((i) => i.status === 'Open').length + 1);
   });
 });
+
+describe('read store upkeep (migration 0012)', () => {
+  /** sd_request_totals as it should be for one project: the grouping of its stored requests, computed afresh. */
+  const drift = async (project: string): Promise<{ missing: number; extra: number }> => {
+    const group = 'organization_ids, project_key, labels, status, status_category, priority, issue_type';
+    const expected = `SELECT ${group}, count(*) AS requests, count(acknowledged_at) AS acknowledged,
+        COALESCE(sum(extract(epoch FROM acknowledged_at - created_at)), 0) AS acknowledge_seconds,
+        count(resolved_at) AS resolved, COALESCE(sum(extract(epoch FROM resolved_at - created_at)), 0) AS resolve_seconds,
+        count(*) FILTER (WHERE first_response_breached IS NOT NULL OR resolution_breached IS NOT NULL) AS sla_known,
+        count(*) FILTER (WHERE (first_response_breached IS NOT NULL OR resolution_breached IS NOT NULL)
+                           AND first_response_breached IS NOT TRUE AND resolution_breached IS NOT TRUE) AS sla_met
+      FROM sd_requests WHERE project_key = ? GROUP BY ${group}`;
+    const kept = `SELECT ${group}, requests, acknowledged, acknowledge_seconds, resolved, resolve_seconds, sla_known, sla_met FROM sd_request_totals WHERE project_key = ?`;
+    const [row] = await s.sys.sql<{ missing: number; extra: number }>(
+      `SELECT (SELECT count(*) FROM (${expected} EXCEPT ${kept}) a)::int AS missing, (SELECT count(*) FROM (${kept} EXCEPT ${expected}) b)::int AS extra`,
+      [project, project, project, project],
+    );
+    return row!;
+  };
+
+  it('the totals match the synced requests, and stay exact through upserts, updates and deletes', async () => {
+    for (const project of [s.peer.names.sup, s.peer.names.ops]) expect(await drift(project), project).toEqual({ missing: 0, extra: 0 });
+    const project = `ZT${Date.now().toString(36).toUpperCase()}`;
+    const insert = (from: number, to: number, status: string): Promise<unknown> =>
+      s.sys.sql(
+        `INSERT INTO sd_requests (issue_key, issue_id, project_key, issue_number, summary, status, status_category, priority, issue_type, organization_ids, labels,
+           created_at, updated_at, resolved_at, acknowledged_at, first_response_breached, resolution_breached)
+         SELECT ? || '-' || g, g::text, ?, g, 'Totals ' || g, ?, CASE WHEN ? = 'Done' THEN 'done' ELSE 'new' END,
+                (ARRAY['High', NULL])[1 + g % 2], NULL, ARRAY['1', (g % 3)::text], CASE WHEN g % 4 = 0 THEN '{vip}'::text[] ELSE '{}' END,
+                now() - g * interval '1 hour', now(), CASE WHEN ? = 'Done' THEN now() END, CASE WHEN g % 2 = 0 THEN now() - interval '5 minutes' END,
+                CASE WHEN g % 5 = 0 THEN NULL ELSE g % 3 = 0 END, CASE WHEN ? = 'Done' THEN g % 7 = 0 END
+         FROM generate_series(?::int, ?::int) g
+         ON CONFLICT (issue_key) DO UPDATE SET status = EXCLUDED.status, status_category = EXCLUDED.status_category, resolved_at = EXCLUDED.resolved_at,
+           resolution_breached = EXCLUDED.resolution_breached, labels = EXCLUDED.labels`,
+        [project, project, status, status, status, status, from, to],
+      );
+    try {
+      await insert(1, 40, 'Open');
+      expect(await drift(project)).toEqual({ missing: 0, extra: 0 });
+      // Half new rows, half replacing stored ones (the sync's upsert: one statement inserting and updating).
+      await insert(21, 60, 'Done');
+      expect(await drift(project)).toEqual({ missing: 0, extra: 0 });
+      await s.sys.sql(`UPDATE sd_requests SET priority = 'Low', issue_type = 'Incident', acknowledged_at = NULL WHERE project_key = ? AND issue_number % 3 = 0`, [project]);
+      expect(await drift(project)).toEqual({ missing: 0, extra: 0 });
+      await s.sys.sql(`DELETE FROM sd_requests WHERE project_key = ? AND issue_number > 50`, [project]);
+      expect(await drift(project)).toEqual({ missing: 0, extra: 0 });
+    } finally {
+      await s.sys.sql(`DELETE FROM sd_requests WHERE project_key = ?`, [project]);
+    }
+    // An emptied group leaves no row behind.
+    expect(await s.sys.sql(`SELECT 1 FROM sd_request_totals WHERE project_key = ?`, [project])).toEqual([]);
+  });
+
+  it('the list total from the totals equals the count of the requests themselves, filter by filter', async () => {
+    const total = async (query: string): Promise<number> => (await get(s, userA, `${SD}/tickets?per_page=1${query}`)).json().meta.total as number;
+    for (const [query, keep] of [
+      ['', () => true],
+      ['&status=Open', (i: PeerIssue) => i.status === 'Open'],
+      ['&priority=High&status=In%20Progress', (i: PeerIssue) => i.priority === 'High' && i.status === 'In Progress'],
+      ['&issue_type=Incident', (i: PeerIssue) => i.type === 'Incident'],
+    ] as const) {
+      expect(await total(query), query).toBe(orgA().filter(keep).length);
+    }
+  });
+
+  it('the lowered search columns answer exactly what ILIKE answers (case folding beyond ASCII, escaped wildcards)', async () => {
+    const texts = ['Écran noir', 'ÉCRAN', 'straße', 'STRASSE', 'İstanbul', 'ǅemal', 'ΣΊΣΥΦΟΣ', 'σίσυφος', '100% done', '100 done', 'a_b', 'aXb', 'back\\slash', 'Ｆｕｌｌ'];
+    const patterns = ['%écran%', '%ÉCRAN%', '%STRASSE%', '%straße%', '%i̇stanbul%', '%ǆ%', '%ΣΊΣΥΦΟΣ%', '%σίσυφοσ%', '%100\\%%', '%a\\_b%', '%\\\\s%', '%ｆｕｌｌ%', '%'];
+    const rows = await s.sys.sql<{ t: string; p: string; ilike: boolean; lowered: boolean }>(
+      `SELECT t, p, t ILIKE p AS ilike, lower(t) LIKE lower(p) AS lowered FROM unnest(?::text[]) t, unnest(?::text[]) p`,
+      [`{${texts.map((t) => `"${t.replaceAll('\\', '\\\\')}"`).join(',')}}`, `{${patterns.map((p) => `"${p.replaceAll('\\', '\\\\')}"`).join(',')}}`],
+    );
+    expect(rows).toHaveLength(texts.length * patterns.length);
+    expect(rows.filter((r) => r.ilike !== r.lowered)).toEqual([]);
+    expect(rows.filter((r) => r.ilike).length).toBeGreaterThan(texts.length);
+  });
+});

@@ -15,7 +15,7 @@ export const WITH_TRANSITIONS = `
          COALESCE(t.status, r.status) AS status, COALESCE(t.status_category, r.status_category) AS status_category,
          r.priority, r.priority_rank, r.issue_type, r.assignee, r.assignee_email, r.reporter_name, r.reporter_email,
          r.organization_ids, r.labels, r.linked_issue_key, r.created_at, r.updated_at, r.resolved_at, r.due_date,
-         (t.issue_key IS NOT NULL) AS pending
+         r.search_key, r.search_summary, (t.issue_key IS NOT NULL) AS pending
   FROM sd_requests r
   LEFT JOIN (SELECT DISTINCT ON (issue_key) issue_key, status, status_category, effective_at FROM sd_pending WHERE kind = 'transition' ORDER BY issue_key, effective_at DESC) t
     ON t.issue_key = r.issue_key AND t.effective_at > r.updated_at`;
@@ -29,7 +29,7 @@ export const PENDING_CREATES = `
          NULL::text AS assignee, NULL::text AS assignee_email, p.fields->>'reporter_name' AS reporter_name, p.fields->>'reporter_email' AS reporter_email,
          ARRAY[p.organization_id] AS organization_ids, ARRAY(SELECT jsonb_array_elements_text(COALESCE(p.fields->'labels', '[]'::jsonb))) AS labels,
          NULL::text AS linked_issue_key, p.effective_at AS created_at, p.effective_at AS updated_at, NULL::timestamptz AS resolved_at, NULL::date AS due_date,
-         true AS pending
+         lower(p.issue_key) AS search_key, lower(COALESCE(p.fields->>'summary', '')) AS search_summary, true AS pending
   FROM sd_pending p
   WHERE p.kind = 'create' AND NOT EXISTS (SELECT 1 FROM sd_requests r WHERE r.issue_key = p.issue_key)`;
 
@@ -104,32 +104,43 @@ export function checkRange(from: string | undefined, to: string | undefined): vo
   if (from && to && rangeStart(from) >= rangeEndExclusive(to)) throw new DomainError('bad_request', 'date_from must not be after date_to');
 }
 
-/** The WHERE of the tickets, board and export: what the mappings cover, then every filter. */
-export function ticketWhere(mappings: readonly MappingRow[], f: Filters, ctx: CallerContext): { sql: string; params: unknown[] } {
+/**
+ * The WHERE of the tickets, board and export: what the mappings cover, then every filter. `totals`: the condition reads
+ * only columns sd_request_totals groups by (scope, status, category, priority, type), so it counts there too.
+ */
+export function ticketWhere(mappings: readonly MappingRow[], f: Filters, ctx: CallerContext): { sql: string; params: unknown[]; totals: boolean } {
   const visible = visibleWhere(mappings, 'v');
   const where = [visible.sql];
   const params = [...visible.params];
+  let totals = true;
   const add = (clause: string, ...p: unknown[]): void => {
     where.push(clause);
     params.push(...p);
+  };
+  /** A condition on a column the totals do not group by. */
+  const addRowLevel = (clause: string, ...p: unknown[]): void => {
+    totals = false;
+    add(clause, ...p);
   };
   if (f.status) add('v.status = ?', f.status);
   // Exact values, like status: the tracker's own names (the filters then use the scan index).
   if (f.priority) add('v.priority = ?', f.priority);
   if (f.issue_type) add('v.issue_type = ?', f.issue_type);
-  if (f.assignee) add('(lower(v.assignee) = lower(?) OR lower(v.assignee_email) = lower(?))', f.assignee, f.assignee);
+  if (f.assignee) addRowLevel('(lower(v.assignee) = lower(?) OR lower(v.assignee_email) = lower(?))', f.assignee, f.assignee);
   if (f.search) {
+    // Case-insensitive substring of the key or summary. ILIKE is lower() of both sides then LIKE (UTF-8 database):
+    // the lowered copies (search_key, search_summary, trigram-indexed) give the same answer without lowering each row.
     const like = `%${escapeLike(f.search)}%`;
-    add(`(v.issue_key ILIKE ? OR v.summary ILIKE ?)`, like, like);
+    addRowLevel(`(v.search_key LIKE lower(?) OR v.search_summary LIKE lower(?))`, like, like);
   }
   checkRange(f.date_from, f.date_to);
-  if (f.date_from) add('v.created_at >= ?', rangeStart(f.date_from));
-  if (f.date_to) add('v.created_at < ?', rangeEndExclusive(f.date_to));
+  if (f.date_from) addRowLevel('v.created_at >= ?', rangeStart(f.date_from));
+  if (f.date_to) addRowLevel('v.created_at < ?', rangeEndExclusive(f.date_to));
   if (f.my_requests) {
     if (ctx.principal.kind !== 'user') throw new DomainError('bad_request', 'my_requests needs a signed-in user (an e-mail to match reporters against)');
-    add('lower(v.reporter_email) = lower(?)', ctx.principal.email);
+    addRowLevel('lower(v.reporter_email) = lower(?)', ctx.principal.email);
   }
-  return { sql: where.join(' AND '), params };
+  return { sql: where.join(' AND '), params, totals };
 }
 
 /** ORDER BY of a sort column; the issue key breaks ties in the same direction (so one index serves both). */

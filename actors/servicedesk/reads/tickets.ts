@@ -127,12 +127,17 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
     if (mappings.length === 0) return undefined;
     const source = await ticketSource(em, mappings);
     const where = ticketWhere(mappings, f, ctx);
-    return { from: `${source.from} WHERE ${where.sql}`, params: where.params, columns: ticketColumns(source.pending), order: ticketOrder(f) };
+    // With no pending writes to merge and only grouped columns filtered, the maintained totals hold the count.
+    const counted =
+      source.pending === 'false' && where.totals
+        ? `SELECT COALESCE(sum(v.requests), 0)::int AS n FROM sd_request_totals v WHERE ${where.sql}`
+        : `SELECT count(*)::int AS n FROM ${source.from} WHERE ${where.sql}`;
+    return { from: `${source.from} WHERE ${where.sql}`, params: where.params, columns: ticketColumns(source.pending), order: ticketOrder(f), counted };
   };
 
   /** How many requests match: memoized per store generation (the store changes only when synced or written through). */
-  const count = (p: { from: string; params: unknown[] }): Promise<number> =>
-    deps.memo.memo('count', p.from, p.params, async () => (await sql<{ n: number }>(fork(), `SELECT count(*)::int AS n FROM ${p.from}`, p.params))[0]?.n ?? 0);
+  const count = (p: { counted: string; params: unknown[] }): Promise<number> =>
+    deps.memo.memo('count', p.counted, p.params, async () => (await sql<{ n: number }>(fork(), p.counted, p.params))[0]?.n ?? 0);
 
   return {
     'svc.servicedesk.tickets.list': async (q, { ctx }) => {
