@@ -235,18 +235,38 @@ async function resolve(userId: string): Promise<Record<string, unknown>> {
     }
     return out.sort((x, y) => x - y);
   };
+  // The floor: a bare request-reply to an echo on another connection of this process (no envelope, no store).
+  const echoNc = await connectNats(config.SVC_NATS_URL, 'bench-echo', log, config.SVC_NATS_CREDS);
+  const echoSubject = `${namespace}.svc.bench.echo`;
+  echoNc.subscribe(echoSubject, { callback: (_e, m) => void m.respond(m.data) });
+  await echoNc.flush();
+  const echoPayload = new TextEncoder().encode(JSON.stringify({ user_id: userId }));
+  const bareTimes = async (n: number): Promise<number[]> => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      await nc.request(echoSubject, echoPayload, { timeout: 5000 });
+      out.push(performance.now() - t0);
+    }
+    return out.sort((x, y) => x - y);
+  };
   await times(500);
+  await bareTimes(500);
   const cold: number[][] = [];
   const warm: number[][] = [];
+  const bare: number[][] = [];
   for (let r = 0; r < ROUNDS; r++) {
     cold.push(await times(500, () => kv.del(`access:user:${userId}`)));
     warm.push(await times(2000));
+    bare.push(await bareTimes(2000));
   }
+  await echoNc.drain();
   await nc.drain();
   const at = (rounds: number[][], p: number): Spread => spread(rounds.map((xs) => percentile(xs, p)));
-  const result = { cold: { p50: at(cold, 50), p99: at(cold, 99) }, warm: { p50: at(warm, 50), p99: at(warm, 99) } };
+  const result = { cold: { p50: at(cold, 50), p99: at(cold, 99) }, warm: { p50: at(warm, 50), p99: at(warm, 99) }, bare: { p50: at(bare, 50), p99: at(bare, 99) } };
   console.log(`\n## resolve: svc.identity.access.resolve over NATS, ${ROUNDS} rounds (500 cold, 2000 warm calls each), ms`);
   console.log(`cold p50 ${fmt(result.cold.p50, 2)}  p99 ${fmt(result.cold.p99, 2)}   warm p50 ${fmt(result.warm.p50, 2)}  p99 ${fmt(result.warm.p99, 2)} (target warm p99 ≤ 2 ms)`);
+  console.log(`floor, a bare NATS request-reply to an echo (2000 calls per round): p50 ${fmt(result.bare.p50, 2)}  p99 ${fmt(result.bare.p99, 2)}`);
   return result;
 }
 
