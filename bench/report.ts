@@ -15,10 +15,22 @@ interface Stamped {
   seconds: number;
 }
 interface Latest {
-  hop?: Stamped & { single: PathFigures; split: PathFigures; direct: PathFigures; singleThroughputRatio: Spread; singleP99Ratio: Spread; splitThroughputRatio: Spread; splitP99Ratio: Spread };
+  hop?: Stamped & {
+    single: PathFigures;
+    split: PathFigures;
+    direct: PathFigures;
+    floor?: PathFigures;
+    singleThroughputRatio: Spread;
+    singleP99Ratio: Spread;
+    splitThroughputRatio: Spread;
+    splitP99Ratio: Spread;
+    floorThroughputRatio?: Spread;
+    floorP99Ratio?: Spread;
+    cpuPerRequest?: Record<string, Record<string, Spread>>;
+  };
   login?: Stamped & { login: PathFigures; raw: Spread; ratio: Spread };
   me?: Stamped & { me: PathFigures };
-  resolve?: Stamped & { cold: { p50: Spread; p99: Spread }; warm: { p50: Spread; p99: Spread } };
+  resolve?: Stamped & { cold: { p50: Spread; p99: Spread }; warm: { p50: Spread; p99: Spread }; bare?: { p50: Spread; p99: Spread } };
   signing?: Stamped & { micros: Spread; payloadBytes: number; share?: number };
   invoice?: Stamped & InvoiceFigures;
   metrics?: Stamped & MetricsFigures;
@@ -40,6 +52,14 @@ if (latest.hop) {
   rows.push(['throughput single process / bare (per interleaved round)', `**${fmt(h.singleThroughputRatio, 2)}**`, '≥ 0.80', when(h)]);
   rows.push(['p99 single process / bare', `**${fmt(h.singleP99Ratio, 2)}**`, '≤ 1.50', when(h)]);
   rows.push(['throughput split / bare, p99 split / bare', `${fmt(h.splitThroughputRatio, 2)}, ${fmt(h.splitP99Ratio, 2)}`, '', when(h)]);
+  if (h.floor && h.floorThroughputRatio && h.floorP99Ratio) {
+    rows.push(['the floor: the bare route behind one bare NATS request-reply (JSON both ways; no envelope, signature, zod or framework)', path(h.floor), '', when(h)]);
+    rows.push(['throughput floor / bare, p99 floor / bare: what the transport alone costs on this machine', `**${fmt(h.floorThroughputRatio, 2)}**, ${fmt(h.floorP99Ratio, 2)}`, '', when(h)]);
+  }
+  for (const [shape, cpu] of Object.entries(h.cpuPerRequest ?? {})) {
+    const total = Object.values(cpu).reduce((a, c) => a + c.mean, 0);
+    rows.push([`CPU per request, ${shape}: ${Object.keys(cpu).join(', ')}`, `${Object.values(cpu).map((c) => c.mean.toFixed(3)).join(', ')} ms (total ${total.toFixed(2)} ms)`, '', when(h)]);
+  }
 }
 if (latest.signing) {
   const s = latest.signing;
@@ -56,6 +76,7 @@ if (latest.resolve) {
   const r = latest.resolve;
   rows.push(['permission resolution over NATS, cold (cache dropped before each call)', `p50 ${fmt(r.cold.p50, 2)} ms, p99 ${fmt(r.cold.p99, 2)} ms`, '', when(r)]);
   rows.push(['permission resolution, warm', `p50 ${fmt(r.warm.p50, 2)} ms, **p99 ${fmt(r.warm.p99, 2)} ms**`, '≤ 2 ms', when(r)]);
+  if (r.bare) rows.push(['for scale: a bare NATS request-reply to an echo, same machine, interleaved', `p50 ${fmt(r.bare.p50, 2)} ms, p99 ${fmt(r.bare.p99, 2)} ms`, '', when(r)]);
 }
 if (latest.invoice) {
   const i = latest.invoice;
