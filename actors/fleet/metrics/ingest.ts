@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { MetricBatch } from '../../../contracts/domains/agent-telemetry.ts';
+import { MetricBatchIngest, RESERVED_LABELS, type MetricBatch } from '../../../contracts/domains/agent-telemetry.ts';
 import { NonRetryableError, type ConsumerHandle } from '../../runtime/jetstream.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { TsdbError, type ImportSeries, type Tsdb } from '../../runtime/stores/tsdb.ts';
@@ -30,22 +30,38 @@ export const METRICS_INGEST_DEFAULTS = {
 
 export type MetricsIngestTuning = { -readonly [K in keyof typeof METRICS_INGEST_DEFAULTS]: K extends 'backoffMs' ? readonly number[] : number };
 
+const SERVER_SET = new Set<string>(RESERVED_LABELS);
+
 /**
  * Import rows of one batch: one row per series (name plus the sample's own labels), with the sender's host,
  * environment and client as labels. These are the host's placement at ingest time: a host moved or deleted later
  * keeps its history under the labels it had then.
  */
 export function batchToSeries(agent: AgentRef, batch: MetricBatch): ImportSeries[] {
+  return batchToImportRows(agent, batch).map(({ line: _line, ...row }) => row);
+}
+
+/**
+ * batchToSeries' rows, each with its import line (ImportSeries.line) as the ingest sends them, built by string
+ * concatenation: names and label names are [a-zA-Z0-9_:] (the schema refuses others), so only label values need
+ * JSON quoting.
+ */
+export function batchToImportRows(agent: AgentRef, batch: MetricBatch): ImportSeries[] {
   const collectedAt = Date.parse(batch.collected_at);
+  const tenant = `,"host_id":${JSON.stringify(agent.host_id)},"environment_id":${JSON.stringify(agent.environment_id)},"client_id":${JSON.stringify(agent.client_id)}}`;
+  // Keyed by the line's label part (`"__name__":"x","a":"b"`, labels sorted): one string both groups and serializes.
   const bySeries = new Map<string, ImportSeries>();
   for (const s of batch.samples) {
-    const names = Object.keys(s.labels).sort();
-    const key = JSON.stringify([s.name, ...names.map((n) => [n, s.labels[n]])]);
+    const labels = s.labels;
+    let names = Object.keys(labels);
+    if (names.length > 1) names = names.sort();
+    let key = `"__name__":"${s.name}"`;
+    // The schema already refuses samples carrying server labels; skipping them keeps that true if it ever loosens.
+    for (const n of names) if (!SERVER_SET.has(n)) key += `,"${n}":${JSON.stringify(labels[n])}`;
     let row = bySeries.get(key);
     if (!row) {
       const metric: ImportSeries['metric'] = { __name__: s.name };
-      for (const n of names) metric[n] = s.labels[n]!;
-      // Set last: the schema already refuses samples carrying these, this keeps it true if that ever loosens.
+      for (const n of names) if (!SERVER_SET.has(n)) metric[n] = labels[n]!;
       metric.host_id = agent.host_id;
       metric.environment_id = agent.environment_id;
       metric.client_id = agent.client_id;
@@ -55,7 +71,13 @@ export function batchToSeries(agent: AgentRef, batch: MetricBatch): ImportSeries
     row.values.push(s.value);
     row.timestamps.push(s.time_ms ?? collectedAt);
   }
-  return [...bySeries.values()];
+  const rows: ImportSeries[] = [];
+  // Numbers print the same through join (String) as through JSON.stringify; the schema admits finite values only.
+  for (const [key, r] of bySeries) {
+    r.line = `{"metric":{${key}${tenant},"values":[${r.values.join(',')}],"timestamps":[${r.timestamps.join(',')}]}`;
+    rows.push(r);
+  }
+  return rows;
 }
 
 /** VictoriaMetrics rejected the content (a 4xx other than timeout/throttling): sending it again cannot help. */
@@ -94,13 +116,13 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
     directory: deps.directory,
     kind: 'metrics',
     durable: deps.durable ?? METRICS_DURABLE,
-    schema: MetricBatch,
+    schema: MetricBatchIngest,
     concurrency: t.concurrency,
     maxDeliver: t.maxDeliver,
     backoffMs: t.backoffMs,
     log,
     handler: async (agent, batch, meta) => {
-      const rows = batchToSeries(agent, batch);
+      const rows = batchToImportRows(agent, batch);
       try {
         await batcher.add(rows);
       } catch (err) {
