@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchToImportRows, batchToSeries } from '../../actors/fleet/metrics/ingest.ts';
+import { batchToImport } from '../../actors/fleet/metrics/ingest.ts';
 import { MetricBatch, MetricBatchIngest } from '../../contracts/domains/agent-telemetry.ts';
 import { describeZodError } from '../../contracts/errors.ts';
 
@@ -122,20 +122,28 @@ describe('MetricBatchIngest against MetricBatch', () => {
 });
 
 describe('import lines', () => {
-  it('are the JSON of the rows they come with, label values escaped', () => {
+  it('are one JSON line per series, label values escaped, numbers as JSON writes them', () => {
     const agent = { agent_id: 'a1', host_id: 'h1', environment_id: 'e1', client_id: 'c1' };
+    const odd = '/a "b"\\c\n\u0000é,}';
     const batch = MetricBatchIngest.parse({
       collected_at: '2026-01-02T03:04:05.678Z',
       samples: [
         { name: 'cpu', value: 1.25, time_ms: 10, labels: { mode: 'user', cpu: '0' } },
+        { name: 'odd', value: 1e21, labels: { path: odd } },
         { name: 'cpu', value: -0, time_ms: 20, labels: { cpu: '0', mode: 'user' } },
-        { name: 'odd', value: 1e21, labels: { path: '/a "b"\\c\n\u0000é,}' } },
         { name: 'tiny', value: 5e-324, time_ms: 0 },
       ],
     });
-    const rows = batchToImportRows(agent, batch);
-    expect(rows.map(({ line: _l, ...r }) => r)).toEqual(batchToSeries(agent, batch));
-    for (const r of rows) expect(JSON.parse(r.line!)).toEqual(JSON.parse(JSON.stringify({ metric: r.metric, values: r.values, timestamps: r.timestamps })));
-    expect(rows[0]!.line).toBe('{"metric":{"__name__":"cpu","cpu":"0","mode":"user","host_id":"h1","environment_id":"e1","client_id":"c1"},"values":[1.25,0],"timestamps":[10,20]}');
+    const chunk = batchToImport(agent, batch);
+    expect(chunk.samples).toBe(4);
+    const tenant = { host_id: 'h1', environment_id: 'e1', client_id: 'c1' };
+    const lines = chunk.body.split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual([
+      { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [1.25, 0], timestamps: [10, 20] },
+      { metric: { __name__: 'odd', path: odd, ...tenant }, values: [1e21], timestamps: [Date.parse('2026-01-02T03:04:05.678Z')] },
+      { metric: { __name__: 'tiny', ...tenant }, values: [5e-324], timestamps: [0] },
+    ]);
+    expect(lines[0]).toBe('{"metric":{"__name__":"cpu","cpu":"0","mode":"user","host_id":"h1","environment_id":"e1","client_id":"c1"},"values":[1.25,0],"timestamps":[10,20]}');
   });
 });

@@ -10,12 +10,6 @@ export interface ImportSeries {
   metric: { __name__: string } & Record<string, string>;
   values: number[];
   timestamps: number[];
-  /**
-   * The same row already written as its /api/v1/import JSON line (no newline), when the producer built one (the
-   * metrics ingest does, from the same fields, because serializing the objects was a large part of its cost):
-   * importSeries then sends it as it is.
-   */
-  line?: string;
 }
 
 /** A time as epoch seconds (number, fractions allowed), a Date, or a string VictoriaMetrics accepts (RFC3339, `-1h`). */
@@ -110,7 +104,15 @@ export class Tsdb {
     for (const r of rows) {
       if (r.values.length !== r.timestamps.length) throw new RangeError(`series ${r.metric.__name__}: ${r.values.length} values for ${r.timestamps.length} timestamps`);
     }
-    const body = rows.map((r) => r.line ?? JSON.stringify({ metric: r.metric, values: r.values, timestamps: r.timestamps })).join('\n') + '\n';
+    await this.importLines(rows.map((r) => JSON.stringify({ metric: r.metric, values: r.values, timestamps: r.timestamps })).join('\n') + '\n');
+  }
+
+  /**
+   * Writes series already in /api/v1/import's form: JSON lines of {metric, values, timestamps}, each ending in a
+   * newline (the metrics ingest builds them straight from agent batches, without ImportSeries objects).
+   */
+  async importLines(body: string): Promise<void> {
+    if (body === '') return;
     await this.send('/api/v1/import', { method: 'POST', body, headers: { 'content-type': 'application/stream+json' } });
   }
 
