@@ -299,3 +299,23 @@ describe('a host moved to another environment', () => {
     }
   });
 });
+
+describe('a chart after the series of its metric changed', () => {
+  it('stays exactly the series of its labels_key when a label name appears after the names were learnt', async () => {
+    const h = await fx.host({ clientId: a.client_id, environmentId: a.environment_id });
+    const T = H + 3 * HOUR;
+    const get = api(sys, { token: engineerA });
+    const chartOf = (labelsKey: string) =>
+      get('GET', `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?${new URLSearchParams({ start: iso(T), end: iso(T + MIN), labels_key: labelsKey }).toString()}`);
+    await fx.feed(h.agent_id, [{ name: 'cpu_usage_percent', value: 10, time_ms: T, labels: {} }]);
+    // The first chart learns that the metric's series carry no label names.
+    expect((await chartOf('')).json().data).toEqual([point(T, 10, 10, 10, 1)]);
+    await fx.feed(h.agent_id, [{ name: 'cpu_usage_percent', value: 500, time_ms: T + 1_000, labels: { core: '1' } }]);
+    // The selector no longer excludes every other series; the answer is still cut to the unlabelled one.
+    for (let i = 0; i < 2; i++) expect((await chartOf('')).json().data).toEqual([point(T, 10, 10, 10, 1)]);
+    expect((await chartOf('core=1')).json().data).toEqual([point(T, 500, 500, 500, 1)]);
+    expect((await chartOf('core=2')).json().data).toEqual([]);
+    // Another client's user: 404 though the names are cached, and nothing of the store's answer.
+    expectStatus(await api(sys, { token: engineerB })('GET', `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?labels_key=`), 404);
+  });
+});

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bucketsOf, counterBuckets, resolveRange, toPoints } from '../../actors/fleet/metrics/buckets.ts';
+import { LabelNamesCache } from '../../actors/fleet/metrics/label-names.ts';
 import { labelsKeyOf, parseLabelsKey } from '../../actors/fleet/metrics/labels-key.ts';
 import { guardQuery } from '../../actors/fleet/metrics/promql-guard.ts';
 import { parsePromQL } from '../../actors/fleet/metrics/promql-parse.ts';
@@ -134,5 +135,28 @@ describe('store failures', () => {
     expect(tsdbFailure(vm(429, 'busy'))?.code).toBe('unavailable');
     expect(tsdbFailure(vm(500, 'panic'))?.code).toBe('bad_gateway');
     expect(tsdbFailure(new Error('other'))).toBeUndefined();
+  });
+});
+
+describe('label names cache', () => {
+  it('answers what was set and learnt, per host and metric, until it expires; learning alone creates nothing', () => {
+    let t = 0;
+    const cache = new LabelNamesCache(1_000, 3, () => t);
+    expect(cache.get('h1', 'cpu')).toBeUndefined();
+    cache.learn('h1', 'cpu', ['cpu']);
+    expect(cache.get('h1', 'cpu')).toBeUndefined();
+    cache.set('h1', 'cpu', []);
+    cache.learn('h1', 'cpu', ['core']);
+    expect([...cache.get('h1', 'cpu')!]).toEqual(['core']);
+    expect(cache.get('h2', 'cpu')).toBeUndefined();
+    expect(cache.get('h1', 'mem')).toBeUndefined();
+    t = 999;
+    expect(cache.get('h1', 'cpu')).toBeDefined();
+    t = 1_000;
+    expect(cache.get('h1', 'cpu')).toBeUndefined();
+    // Bounded: full, it starts over.
+    for (const m of ['a', 'b', 'c', 'd']) cache.set('h1', m, ['x']);
+    expect(cache.get('h1', 'a')).toBeUndefined();
+    expect(cache.get('h1', 'd')).toBeDefined();
   });
 });

@@ -1,8 +1,14 @@
 import type { ImportSeries } from '../../runtime/stores/tsdb.ts';
 
-export interface ImportBatcherOptions {
-  /** One import of the collected rows; rejects when the store did not take them. */
-  write(rows: readonly ImportSeries[]): Promise<void>;
+/**
+ * What the batcher collects: import rows by default; the metrics ingest gives it each batch's import lines as one
+ * string (ingest.ts ImportChunk), which keeps what waits for an import to one flat string per batch.
+ */
+export interface ImportBatcherOptions<T = ImportSeries> {
+  /** One import of the collected items; rejects when the store did not take them. */
+  write(items: readonly T[]): Promise<void>;
+  /** Samples an item holds (default: an ImportSeries row's values). */
+  samplesOf?: (item: T) => number;
   /** Longest the oldest waiting rows wait before their import starts. */
   maxDelayMs: number;
   /** An import starts as soon as this many samples wait, and carries at most this many (unless one entry is larger). */
@@ -18,8 +24,8 @@ export interface ImportBatcherOptions {
   now?: () => number;
 }
 
-interface Entry {
-  rows: readonly ImportSeries[];
+interface Entry<T> {
+  items: readonly T[];
   samples: number;
   at: number;
   resolve: () => void;
@@ -31,20 +37,25 @@ interface Entry {
  * caller's rows succeeded and rejects with that import's error otherwise, so a message is acknowledged only when
  * its samples are stored.
  */
-export class ImportBatcher {
-  private pending: Entry[] = [];
+const rowSamples = (row: ImportSeries): number => row.values.length;
+
+export class ImportBatcher<T = ImportSeries> {
+  private pending: Entry<T>[] = [];
   private pendingSamples = 0;
   private writing = 0;
   private timer: NodeJS.Timeout | undefined;
   private closing = false;
   private readonly writes = new Set<Promise<void>>();
   private readonly now: () => number;
+  private readonly samplesOf: (item: T) => number;
 
-  constructor(private readonly opts: ImportBatcherOptions) {
+  constructor(private readonly opts: ImportBatcherOptions<T>) {
     if (!(opts.maxDelayMs >= 0) || !(opts.maxSamples >= 1) || !Number.isInteger(opts.maxConcurrentWrites) || opts.maxConcurrentWrites < 1) {
       throw new RangeError('ImportBatcher needs maxDelayMs >= 0, maxSamples >= 1 and an integer maxConcurrentWrites >= 1');
     }
     this.now = opts.now ?? Date.now;
+    // Without samplesOf the items are ImportSeries rows (the type's default); a caller of another type passes it.
+    this.samplesOf = opts.samplesOf ?? (rowSamples as unknown as (item: T) => number);
   }
 
   /** Samples waiting for an import (not those being imported). */
@@ -52,12 +63,13 @@ export class ImportBatcher {
     return this.pendingSamples;
   }
 
-  add(rows: readonly ImportSeries[]): Promise<void> {
-    if (rows.length === 0) return Promise.resolve();
+  add(items: readonly T[]): Promise<void> {
+    if (items.length === 0) return Promise.resolve();
     if (this.closing) return Promise.reject(new Error('the metric import batcher is closed'));
-    const samples = rows.reduce((n, r) => n + r.values.length, 0);
+    let samples = 0;
+    for (const item of items) samples += this.samplesOf(item);
     const done = new Promise<void>((resolve, reject) => {
-      this.pending.push({ rows, samples, at: this.now(), resolve, reject });
+      this.pending.push({ items, samples, at: this.now(), resolve, reject });
     });
     this.pendingSamples += samples;
     this.schedule();
@@ -93,8 +105,8 @@ export class ImportBatcher {
   }
 
   /** The oldest entries up to maxSamples (at least one). */
-  private take(): Entry[] {
-    const out: Entry[] = [];
+  private take(): Entry<T>[] {
+    const out: Entry<T>[] = [];
     let samples = 0;
     while (this.pending.length > 0) {
       const next = this.pending[0]!;
@@ -106,7 +118,7 @@ export class ImportBatcher {
     return out;
   }
 
-  private start(entries: Entry[]): void {
+  private start(entries: Entry<T>[]): void {
     this.writing++;
     const p = this.write(entries).finally(() => {
       this.writing--;
@@ -116,9 +128,9 @@ export class ImportBatcher {
     this.writes.add(p);
   }
 
-  private async write(entries: Entry[]): Promise<void> {
+  private async write(entries: Entry<T>[]): Promise<void> {
     try {
-      await this.opts.write(entries.length === 1 ? entries[0]!.rows : entries.flatMap((e) => e.rows));
+      await this.opts.write(entries.length === 1 ? entries[0]!.items : entries.flatMap((e) => e.items));
       for (const e of entries) e.resolve();
     } catch (err) {
       if (entries.length === 1 || !this.opts.isRefusal?.(err)) {
@@ -127,7 +139,7 @@ export class ImportBatcher {
       }
       for (const e of entries) {
         try {
-          await this.opts.write(e.rows);
+          await this.opts.write(e.items);
           e.resolve();
         } catch (one) {
           e.reject(one);

@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { MetricBatch } from '../../../contracts/domains/agent-telemetry.ts';
+import { MetricBatchIngest, RESERVED_LABELS, type MetricBatch } from '../../../contracts/domains/agent-telemetry.ts';
 import { NonRetryableError, type ConsumerHandle } from '../../runtime/jetstream.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { TsdbError, type ImportSeries, type Tsdb } from '../../runtime/stores/tsdb.ts';
@@ -10,13 +10,16 @@ import { ImportBatcher } from './batcher.ts';
 export const METRICS_DURABLE = 'fleet-telemetry-metrics';
 
 /**
- * Sized for ~1,000 agents each sending a batch every 10 s (≈100 batches/s of 50-300 samples): a flush every 200 ms
- * carries ~20 batches, so 128 messages in hand cover a slow import several times over; 20,000 samples keep one
- * import body at a few MB.
+ * Sized for ~1,000 agents each sending a batch every 10 s (≈100 batches/s of 50-300 samples), and for a backlog
+ * (agents' outboxes replayed after an outage) at the store's speed. 20,000 samples keep one import body at a few MB.
+ * The messages in hand must cover the imports running plus the one filling: 4 × 20,000 + 20,000 samples are ~330
+ * batches of 300, hence 512 (with 128, a backlog ran with fewer than two imports at a time); each waits as one flat
+ * string of its import lines (~75 KB at 300 samples). A flush waits at most 50 ms for company: at 100 batches/s it
+ * still carries ~5 batches (20 imports/s, nothing to the store), and the end of a burst is not held back 200 ms.
  */
 export const METRICS_INGEST_DEFAULTS = {
-  concurrency: 128,
-  flushDelayMs: 200,
+  concurrency: 512,
+  flushDelayMs: 50,
   flushMaxSamples: 20_000,
   maxConcurrentImports: 4,
   /**
@@ -30,32 +33,60 @@ export const METRICS_INGEST_DEFAULTS = {
 
 export type MetricsIngestTuning = { -readonly [K in keyof typeof METRICS_INGEST_DEFAULTS]: K extends 'backoffMs' ? readonly number[] : number };
 
+const SERVER_SET = new Set<string>(RESERVED_LABELS);
+
+/** One batch as /api/v1/import takes it: JSON lines (each ending in a newline) and the samples they hold. */
+export interface ImportChunk {
+  body: string;
+  samples: number;
+}
+
 /**
- * Import rows of one batch: one row per series (name plus the sample's own labels), with the sender's host,
+ * A batch's import lines: one line per series (name plus the sample's own labels), with the sender's host,
  * environment and client as labels. These are the host's placement at ingest time: a host moved or deleted later
  * keeps its history under the labels it had then.
+ *
+ * Written by string concatenation, the hot path of the ingest: names and label names are [a-zA-Z0-9_:] (the schema
+ * refuses others), so only label values need JSON quoting, and numbers print the same through String as through
+ * JSON.stringify (the schema admits finite values only). The lines are joined into one flat string at once: a rope
+ * of thousands of pieces kept until its import would make the collector's work a large part of the ingest's.
  */
-export function batchToSeries(agent: AgentRef, batch: MetricBatch): ImportSeries[] {
+export function batchToImport(agent: AgentRef, batch: MetricBatch): ImportChunk {
   const collectedAt = Date.parse(batch.collected_at);
-  const bySeries = new Map<string, ImportSeries>();
+  const tenant = `,"host_id":${JSON.stringify(agent.host_id)},"environment_id":${JSON.stringify(agent.environment_id)},"client_id":${JSON.stringify(agent.client_id)}}`;
+  // Keyed by the line's label part (`"__name__":"x","a":"b"`, labels sorted): one string both groups and serializes.
+  const bySeries = new Map<string, { values: string; timestamps: string }>();
   for (const s of batch.samples) {
-    const names = Object.keys(s.labels).sort();
-    const key = JSON.stringify([s.name, ...names.map((n) => [n, s.labels[n]])]);
-    let row = bySeries.get(key);
-    if (!row) {
-      const metric: ImportSeries['metric'] = { __name__: s.name };
-      for (const n of names) metric[n] = s.labels[n]!;
-      // Set last: the schema already refuses samples carrying these, this keeps it true if that ever loosens.
-      metric.host_id = agent.host_id;
-      metric.environment_id = agent.environment_id;
-      metric.client_id = agent.client_id;
-      row = { metric, values: [], timestamps: [] };
-      bySeries.set(key, row);
+    const labels = s.labels;
+    let names = Object.keys(labels);
+    if (names.length > 1) names = names.sort();
+    let key = `"__name__":"${s.name}"`;
+    // The schema already refuses samples carrying server labels; skipping them keeps that true if it ever loosens.
+    for (const n of names) if (!SERVER_SET.has(n)) key += `,"${n}":${JSON.stringify(labels[n])}`;
+    const t = s.time_ms ?? collectedAt;
+    const row = bySeries.get(key);
+    if (row === undefined) bySeries.set(key, { values: String(s.value), timestamps: String(t) });
+    else {
+      row.values += `,${s.value}`;
+      row.timestamps += `,${t}`;
     }
-    row.values.push(s.value);
-    row.timestamps.push(s.time_ms ?? collectedAt);
   }
-  return [...bySeries.values()];
+  const parts: string[] = [];
+  for (const [key, r] of bySeries) parts.push('{"metric":{', key, tenant, ',"values":[', r.values, '],"timestamps":[', r.timestamps, ']}\n');
+  return { body: parts.join(''), samples: batch.samples.length };
+}
+
+/** Import lines back as rows (for a store without importLines, and to look at what a batch becomes). */
+export function linesToSeries(body: string): ImportSeries[] {
+  return body
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as ImportSeries);
+}
+
+/** The rows of a batch's import lines (batchToImport). */
+export function batchToSeries(agent: AgentRef, batch: MetricBatch): ImportSeries[] {
+  return linesToSeries(batchToImport(agent, batch).body);
 }
 
 /** VictoriaMetrics rejected the content (a 4xx other than timeout/throttling): sending it again cannot help. */
@@ -66,7 +97,8 @@ export function isTsdbRefusal(err: unknown): boolean {
 export interface MetricsIngestDeps {
   nc: NatsConnection;
   directory: AgentDirectory;
-  tsdb: Pick<Tsdb, 'importSeries'>;
+  /** importLines when the store has it (Tsdb does); a store with importSeries only (a test double) gets the same lines as rows. */
+  tsdb: Pick<Tsdb, 'importSeries'> & Partial<Pick<Tsdb, 'importLines'>>;
   log: Logger;
   tuning?: Partial<MetricsIngestTuning>;
   /** Default METRICS_DURABLE; another name runs a second, independent consumer (tests inject store faults). */
@@ -82,8 +114,13 @@ export interface MetricsIngestDeps {
 export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<ConsumerHandle> {
   const t: MetricsIngestTuning = { ...METRICS_INGEST_DEFAULTS, ...deps.tuning };
   const log = deps.log.child({ actor: 'fleet-metrics-ingest' });
-  const batcher = new ImportBatcher({
-    write: (rows) => deps.tsdb.importSeries(rows),
+  const store = deps.tsdb;
+  const batcher = new ImportBatcher<ImportChunk>({
+    write: (chunks) => {
+      const body = chunks.length === 1 ? chunks[0]!.body : chunks.map((c) => c.body).join('');
+      return store.importLines ? store.importLines(body) : store.importSeries(linesToSeries(body));
+    },
+    samplesOf: (chunk) => chunk.samples,
     maxDelayMs: t.flushDelayMs,
     maxSamples: t.flushMaxSamples,
     maxConcurrentWrites: t.maxConcurrentImports,
@@ -94,20 +131,20 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
     directory: deps.directory,
     kind: 'metrics',
     durable: deps.durable ?? METRICS_DURABLE,
-    schema: MetricBatch,
+    schema: MetricBatchIngest,
     concurrency: t.concurrency,
     maxDeliver: t.maxDeliver,
     backoffMs: t.backoffMs,
     log,
     handler: async (agent, batch, meta) => {
-      const rows = batchToSeries(agent, batch);
+      const chunk = batchToImport(agent, batch);
       try {
-        await batcher.add(rows);
+        await batcher.add([chunk]);
       } catch (err) {
         if (isTsdbRefusal(err)) throw new NonRetryableError(`VictoriaMetrics refused the batch: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
         throw err;
       }
-      meta.log.debug({ host_id: agent.host_id, samples: batch.samples.length, series: rows.length }, 'metric batch stored');
+      meta.log.debug({ host_id: agent.host_id, samples: chunk.samples }, 'metric batch stored');
     },
   });
   return {

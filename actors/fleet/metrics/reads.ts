@@ -10,7 +10,8 @@ import type { Tsdb } from '../../runtime/stores/tsdb.ts';
 import { loadHost, requireOnClient, type HostRow } from '../scope.ts';
 import { bucketsOf, resolveRange, toPoints, type Acc } from './buckets.ts';
 import { LabelsKeyError, labelsKeyOf, ownLabels, parseLabelsKey } from './labels-key.ts';
-import { counterRateBuckets, gaugeBuckets, hostFilter, latestValues, selector, storeCall, type Match } from './store-reads.ts';
+import { LabelNamesCache } from './label-names.ts';
+import { accumulateGauges, counterRateBuckets, gaugeBuckets, gaugeSeries, hostFilter, latestValues, selector, storeCall, type GaugeSeries, type Match } from './store-reads.ts';
 
 /**
  * The metric routes (console-operations.md, "Metrics" and the process and container metric routes). Each needs
@@ -22,6 +23,8 @@ export interface MetricsReadDeps {
   orm: MikroORM;
   tsdb: Tsdb;
   clock: Clock;
+  /** Shared by the handlers of one actor; tests may pass their own. */
+  labelNames?: LabelNamesCache;
 }
 
 const PERMISSION = 'metrics:read';
@@ -33,6 +36,7 @@ const names = (m: Record<string, string>): string => Object.values(m).join('|');
 export function metricsReadHandlers(deps: MetricsReadDeps): Handlers<Cat, 'fleet'> {
   const fork = (): EntityManager => deps.orm.em.fork();
   const host = (ctx: Parameters<typeof loadHost>[1], id: string): Promise<HostRow> => loadHost(fork(), ctx, id, PERMISSION);
+  const labelNames = deps.labelNames ?? new LabelNamesCache();
 
   return {
     'svc.fleet.metrics.names': async ({ id }, { ctx, signal }) => {
@@ -60,25 +64,52 @@ export function metricsReadHandlers(deps: MetricsReadDeps): Handlers<Cat, 'fleet
         throw err;
       }
       const b = bucketsOf(resolveRange({ start, end }, deps.clock.now()));
-      const base: Match[] = [['__name__', '=', metric], ['host_id', '=', id], ...Object.entries(wanted).map(([l, v]): Match => [l, '=', v])];
-      // A selector matches supersets of its labels too: find the label names other series of this metric carry in the
-      // range and require them empty, so exactly the series of this labels_key remain. That index lookup runs beside
-      // the host's authorization (one round trip less); its answer is used only once the host is authorized, and
-      // only for series of the host's client.
-      const [authorized, lookup] = await Promise.allSettled([
-        host(ctx, id),
-        storeCall(() => deps.tsdb.series([selector(base)], b.firstMs / 1000, (b.lastMs + b.sizeMs) / 1000, [selector([['host_id', '=', id]])], signal)),
-      ]);
-      // The host's 404/403 first, whatever the store did meanwhile.
-      if (authorized.status === 'rejected') throw authorized.reason;
-      if (lookup.status === 'rejected') throw lookup.reason;
-      const h = authorized.value;
-      const series = lookup.value.filter((s) => s.client_id === h.client_id);
       const key = labelsKeyOf(wanted);
-      if (!series.some((s) => labelsKeyOf(s) === key)) return [];
-      const extra = new Set(series.flatMap((s) => Object.keys(ownLabels(s))).filter((l) => !Object.hasOwn(wanted, l)));
-      const exact = selector([...base, ...[...extra].sort().map((l): Match => [l, '=', ''])]);
-      const byName = await gaugeBuckets(deps.tsdb, exact, hostFilter(h), b, signal);
+      const base: Match[] = [['__name__', '=', metric], ['host_id', '=', id]];
+      // A selector matches supersets of its labels too: the label names other series of this metric carry are
+      // required empty, so (nearly) only the series of this labels_key is read.
+      const exactOf = (names: ReadonlySet<string>): string =>
+        selector([...base, ...Object.entries(wanted).map(([l, v]): Match => [l, '=', v]), ...[...names].filter((l) => !Object.hasOwn(wanted, l)).sort().map((l): Match => [l, '=', ''])]);
+      // Until the host's row says its client, the store is asked for the host's series only; the answer is used only
+      // once the host is authorized, and only its series of the host's client (`keep` below).
+      const ofHost = selector([['host_id', '=', id]]);
+      const known = labelNames.get(id, metric);
+      let h: HostRow;
+      let answer: GaugeSeries[];
+      if (known) {
+        // The names are known: the host's authorization and the chart's query run at once (one round trip).
+        const [authorized, queried] = await Promise.allSettled([host(ctx, id), gaugeSeries(deps.tsdb, exactOf(known), ofHost, b, signal)]);
+        // The host's 404/403 first, whatever the store did meanwhile.
+        if (authorized.status === 'rejected') throw authorized.reason;
+        if (queried.status === 'rejected') throw queried.reason;
+        h = authorized.value;
+        answer = queried.value;
+      } else {
+        // Otherwise the store's index says them, beside the host's authorization, and the query follows.
+        const [authorized, lookup] = await Promise.allSettled([
+          host(ctx, id),
+          storeCall(() => deps.tsdb.series([selector(base)], b.firstMs / 1000, (b.lastMs + b.sizeMs) / 1000, [ofHost], signal)),
+        ]);
+        if (authorized.status === 'rejected') throw authorized.reason;
+        if (lookup.status === 'rejected') throw lookup.reason;
+        h = authorized.value;
+        const series = lookup.value.filter((s) => s.client_id === h.client_id);
+        const names = new Set(series.flatMap((s) => Object.keys(ownLabels(s))));
+        labelNames.set(id, metric, names);
+        if (!series.some((s) => labelsKeyOf(s) === key)) return [];
+        answer = await gaugeSeries(deps.tsdb, exactOf(names), hostFilter(h), b, signal);
+      }
+      // Exactly the wanted series count, whatever the selector let through (a label name new since the names were
+      // learnt); the names seen are learnt for the next chart.
+      const seen = new Set<string>();
+      const byName = accumulateGauges(answer, b, (m) => {
+        if (m.client_id !== h.client_id) return false;
+        const { rollup: _rollup, ...labels } = m;
+        const own = ownLabels(labels);
+        for (const n of Object.keys(own)) seen.add(n);
+        return labelsKeyOf(own) === key;
+      });
+      labelNames.learn(id, metric, seen);
       return toPoints(byName.get(metric) ?? new Map());
     },
 

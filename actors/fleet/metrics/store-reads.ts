@@ -31,7 +31,7 @@ export async function storeCall<T>(f: () => Promise<T>): Promise<T> {
 }
 
 /** The matrix (range query) or vector (instant query) of an answer; anything else is the store misbehaving. */
-function resultOf(data: PromQueryData): { metric: Record<string, string>; values: [number, string][] }[] {
+function resultOf(data: PromQueryData): GaugeSeries[] {
   if (data.resultType === 'matrix') return data.result;
   if (data.resultType === 'vector') return data.result.map((r) => ({ metric: r.metric, values: [r.value] }));
   throw new DomainError('bad_gateway', `the metrics store answered a ${data.resultType} where series were expected`);
@@ -39,12 +39,20 @@ function resultOf(data: PromQueryData): { metric: Record<string, string>; values
 
 const ROLLUPS = '("count_over_time","sum_over_time","min_over_time","max_over_time")';
 
+/** One series of a gauge query's answer: its labels (with `rollup`) and its [seconds, value] points. */
+export type GaugeSeries = { metric: Record<string, string>; values: [number, string][] };
+
 /**
  * Count, sum, min and max of the raw samples of each bucket, per metric name, over every series `match` selects
  * (series of one labels_key under several environment labels — a host moved — are one series to the reader).
  * The point at t covers (t − size − 1ms, t − 1ms], i.e. exactly the bucket [t − size, t) in whole milliseconds.
  */
 export async function gaugeBuckets(tsdb: Tsdb, match: string, filter: string, b: Buckets, signal: AbortSignal): Promise<Map<string, Map<number, Acc>>> {
+  return accumulateGauges(await gaugeSeries(tsdb, match, filter, b, signal), b);
+}
+
+/** gaugeBuckets' query alone: its answer's series, for a caller that picks among them (accumulateGauges' `keep`). */
+export async function gaugeSeries(tsdb: Tsdb, match: string, filter: string, b: Buckets, signal: AbortSignal): Promise<GaugeSeries[]> {
   const res = await storeCall(() =>
     tsdb.queryRange(
       {
@@ -58,8 +66,14 @@ export async function gaugeBuckets(tsdb: Tsdb, match: string, filter: string, b:
       signal,
     ),
   );
+  return resultOf(res.data);
+}
+
+/** gaugeBuckets' figures from the series of its query; only those `keep` accepts, when given, count. */
+export function accumulateGauges(series: readonly GaugeSeries[], b: Buckets, keep?: (metric: Record<string, string>) => boolean): Map<string, Map<number, Acc>> {
   const byName = new Map<string, Map<number, Acc>>();
-  for (const r of resultOf(res.data)) {
+  for (const r of series) {
+    if (keep && !keep(r.metric)) continue;
     const name = r.metric.__name__ ?? '';
     let buckets = byName.get(name);
     if (!buckets) byName.set(name, (buckets = new Map()));

@@ -104,7 +104,15 @@ export class Tsdb {
     for (const r of rows) {
       if (r.values.length !== r.timestamps.length) throw new RangeError(`series ${r.metric.__name__}: ${r.values.length} values for ${r.timestamps.length} timestamps`);
     }
-    const body = rows.map((r) => JSON.stringify({ metric: r.metric, values: r.values, timestamps: r.timestamps })).join('\n') + '\n';
+    await this.importLines(rows.map((r) => JSON.stringify({ metric: r.metric, values: r.values, timestamps: r.timestamps })).join('\n') + '\n');
+  }
+
+  /**
+   * Writes series already in /api/v1/import's form: JSON lines of {metric, values, timestamps}, each ending in a
+   * newline (the metrics ingest builds them straight from agent batches, without ImportSeries objects).
+   */
+  async importLines(body: string): Promise<void> {
+    if (body === '') return;
     await this.send('/api/v1/import', { method: 'POST', body, headers: { 'content-type': 'application/stream+json' } });
   }
 
@@ -181,12 +189,14 @@ export class Tsdb {
   }
 
   /** Every call ends here: timeout, and a non-2xx answer becomes a TsdbError carrying the server's text. */
-  private async send(path: string, init: RequestInit & { signal?: AbortSignal }, timeoutMs = this.timeoutMs): Promise<Response> {
+  private async send(path: string, init: Omit<RequestInit, 'headers'> & { signal?: AbortSignal; headers?: Record<string, string> }, timeoutMs = this.timeoutMs): Promise<Response> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     let res: Response;
     try {
-      res = await fetch(this.base + path, { ...init, signal });
+      // Answers uncompressed: the store sits beside this process (same host or network), where gzip costs CPU on both
+      // ends (it was a visible part of a chart's) to save bandwidth nobody is short of.
+      res = await fetch(this.base + path, { ...init, headers: { 'accept-encoding': 'identity', ...init.headers }, signal });
     } catch (err) {
       // The caller's deadline passing is a timeout too, whichever of the two fired first (a 504, never "unavailable").
       const reason = timeout.aborted
