@@ -1,9 +1,10 @@
-import { headers as natsHeaders, RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+import { headers as natsHeaders, NoRespondersError, RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import type { CallerContext } from '../../contracts/context.ts';
 import { Headers } from '../../contracts/envelope.ts';
 import { DomainError, ErrorBody } from '../../contracts/errors.ts';
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
 import { wireRequestSubject } from './namespace.ts';
+import { RequestMux } from './request-mux.ts';
 import { SignatureHeaders, type ContextSigner } from './signing.ts';
 import { formatTraceparent, newTrace, parseTraceparent } from './trace.ts';
 
@@ -62,7 +63,8 @@ export class Caller<C extends Catalogue> {
     let raw: Uint8Array;
     try {
       // A repeat carries the same signed envelope: it is the same request, within the same replay window.
-      const send = (ms: number): Promise<Uint8Array> => nc.request(wire, payload, { timeout: ms, headers: h }).then((m) => m.data);
+      const mux = RequestMux.of(nc);
+      const send = (ms: number): Promise<Uint8Array> => mux.request(wire, payload, { timeout: ms, headers: h });
       const repeatAfter = Math.min(this.repeatAfterMs, timeout / 3);
       raw = (this.catalogue[subject]!.retry === 'safe' || opts.repeatable === true) && repeatAfter >= 50 ? await sendTwice(send, deadline, repeatAfter) : await send(timeout);
     } catch (err) {
@@ -115,7 +117,7 @@ async function sendTwice(send: (ms: number) => Promise<Uint8Array>, deadline: nu
 }
 
 function translateNatsError(err: unknown, subject: string): DomainError {
-  if (err instanceof RequestError && err.isNoResponders()) return new DomainError('unavailable', `no actor is serving ${subject}`);
+  if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) return new DomainError('unavailable', `no actor is serving ${subject}`);
   if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError))
     return new DomainError('timeout', `${subject} did not answer before the deadline`);
   if (err instanceof Error && /no responders/i.test(err.message)) return new DomainError('unavailable', `no actor is serving ${subject}`);
