@@ -90,6 +90,8 @@ export function bridge<
   // Answers are kept per caller: an anonymous caller has no scope, and a custom reply is not a storable body.
   if (idempotent && (route.auth === 'public' || route.send)) throw new Error(`${route.method} ${route.url}: idempotent needs an authenticated route with the default reply`);
   const status = route.status ?? 200;
+  // Routes whose answer is the actor's data as it is (`{ data }`): forwarded without being parsed and serialized again.
+  const forwarded = !route.send && !route.paged && status !== 204;
   /** The default answer to a reply: `{ data }`, the list envelope, or nothing for 204. */
   const render = (data: ReplyOut<C, S>): { status: number; body: unknown } => {
     if (status === 204) return { status, body: undefined };
@@ -131,6 +133,11 @@ export function bridge<
         // A stored error is sent again as an error, so its body carries this request's id like every other.
         if ('error' in answer) throw apiError(answer.error.code, answer.error.message);
         return reply.status(answer.status).send(answer.body);
+      }
+      if (forwarded) {
+        // The actor's answer goes out as the bytes it sent: the default body `{ data }`, unparsed (Caller.callForwarded).
+        const body = await deps.caller.callForwarded(route.subject, input, ctx, { deadline, traceparent: traceparentOf(req) });
+        return reply.status(status).type('application/json; charset=utf-8').send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
       }
       const data = await deps.caller.call(route.subject, input, ctx, { deadline, traceparent: traceparentOf(req) });
       if (route.send) return route.send(data, reply, req);

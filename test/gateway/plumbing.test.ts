@@ -92,6 +92,15 @@ describe('gateway plumbing', () => {
     expect(res.json()).toEqual({ data: { greeting: 'hi a', instance: 'gw' } });
   });
 
+  it("forwards the actor's answer as its bytes: non-ASCII, quotes and line separators come out exactly", async () => {
+    const name = 'Grüße "zitat" \\ \u2028 😀 \t';
+    const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name, times: 1 } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.body).toBe(JSON.stringify({ data: { greeting: `hi ${name}`, instance: 'gw' } }));
+    expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.body));
+  });
+
   it('answers a zod failure with a 400 envelope naming the field', async () => {
     const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: '', times: 'x' }, headers: { 'x-request-id': 'req-123' } });
     expect(res.statusCode).toBe(400);
