@@ -21,9 +21,23 @@ export interface ServiceDeskBenchDeps {
   env: Record<string, string>;
 }
 
-/** Fills the read store with `ROWS` requests of one new organization, mapped to a new client. */
+/** Fills the read store with `ROWS` requests of one organization mapped to a client of its own (kept for the next run). */
 async function seedStore(stores: Stores): Promise<{ organizationId: string; projectKey: string }> {
   const conn = (await stores.orm()).em.fork().getConnection();
+  // The last run's organization is reused when it holds ROWS requests, so runs compare like with like; otherwise every
+  // earlier bench organization goes, and the table is rewritten so the new one is not read through their dead rows.
+  const earlier = await conn.execute<{ organization_id: string; project_key: string; n: string }[]>(
+    `SELECT m.organization_id, m.project_keys[1] AS project_key, (SELECT count(*) FROM sd_requests r WHERE r.project_key = m.project_keys[1])::text AS n
+       FROM sd_mappings m JOIN clients c ON c.id = m.client_id WHERE c.slug LIKE 'bench-sd-%'`,
+  );
+  const reusable = earlier.length === 1 && Number(earlier[0]!.n) === ROWS ? earlier[0]! : undefined;
+  if (reusable) return { organizationId: reusable.organization_id, projectKey: reusable.project_key };
+  if (earlier.length > 0) {
+    await conn.execute(`DELETE FROM sd_requests WHERE project_key IN (SELECT unnest(m.project_keys) FROM sd_mappings m JOIN clients c ON c.id = m.client_id WHERE c.slug LIKE 'bench-sd-%')`);
+    await conn.execute(`DELETE FROM sd_mappings WHERE client_id IN (SELECT id FROM clients WHERE slug LIKE 'bench-sd-%')`);
+    await conn.execute(`DELETE FROM clients WHERE slug LIKE 'bench-sd-%'`);
+    await conn.execute(`VACUUM FULL sd_requests`);
+  }
   const organizationId = String(900_000_000 + Math.floor(Math.random() * 90_000_000));
   const projectKey = `B${randomUUID().replaceAll('-', '').slice(0, 6).toUpperCase().replace(/^[0-9]/, 'X')}`;
   const clientId = randomUUID();
@@ -60,6 +74,7 @@ async function seedStore(stores: Stores): Promise<{ organizationId: string; proj
   );
   // What autovacuum does after a bulk load: statistics and the visibility map (index-only scans).
   await conn.execute(`VACUUM ANALYZE sd_requests`);
+  await conn.execute(`VACUUM ANALYZE sd_request_totals`);
   return { organizationId, projectKey };
 }
 
