@@ -146,6 +146,31 @@ const outcome = async (p: Promise<unknown>): Promise<{ code: string; ms: number 
   }
 };
 
+describe('a connection that dies inside a transaction', () => {
+  it('goes back to the pool although the ROLLBACK on it fails (kysely releases nothing then)', async () => {
+    const settled = (): boolean => pool.waitingCount === 0 && pool.totalCount === pool.idleCount;
+    await waitFor(settled, 15_000, 'the pool to settle first');
+    const err = await orm.em
+      .fork()
+      .transactional(async (em) => {
+        const [row] = await em.execute<{ pid: number }[]>(`SELECT pg_backend_pid() AS pid`);
+        // The server ends this backend while the transaction holds it; the next statement and the ROLLBACK both fail.
+        await direct.em.fork().execute(`SELECT pg_terminate_backend(?)`, [row!.pid]);
+        await em.execute(`SELECT pg_sleep(0.05), 1 AS n`);
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(err).toBeInstanceOf(Error);
+    await waitFor(settled, 5_000, 'the dead connection to leave the pool').catch((e: unknown) => {
+      throw new Error(`${String(e)}: total ${pool.totalCount} idle ${pool.idleCount} waiting ${pool.waitingCount}`);
+    });
+    // And the pool serves again.
+    await expect(orm.em.fork().transactional(async (em) => em.execute<{ n: number }[]>(`SELECT 1 AS n`))).resolves.toEqual([{ n: 1 }]);
+  });
+});
+
 describe('a frozen PostgreSQL', () => {
   it('answers 503/504 within the deadline, leaks no pooled connection, and serves again after the thaw', async () => {
     for (let i = 0; i < POOL_MAX; i++) await expect(caller.call('svc.rtpg.tx', { sleep_s: 0 }, ctx())).resolves.toEqual({ n: 1 });

@@ -127,13 +127,16 @@ async function applyStatementTimeout(em: EntityManager): Promise<void> {
  * just before the deadline has its socket destroyed: with a frozen server, statement_timeout never fires and the
  * query would otherwise hold the connection until the server answers. pg then fails the query ("Connection
  * terminated", answered 503) and the pool discards the client on release, so a frozen store cannot exhaust the pool
- * for the requests that come after it thaws. Outside requests (consumers, start-up), the pool is unchanged.
+ * for the requests that come after it thaws.
+ * Every checkout (in requests or not) is also handed back to the pool, as failed, the moment its connection ends:
+ * kysely releases nothing when BEGIN, COMMIT or ROLLBACK itself fails (its controlled transactions skip the release
+ * on that path), so a connection that died mid-transaction stayed checked out for good and the pool shrank by one.
  */
 export function guardPool(pool: Pool): void {
   const connect = pool.connect.bind(pool) as () => Promise<PoolClient>;
   const guarded = async (): Promise<PoolClient> => {
     const scope = currentDeadline();
-    if (!scope) return connect();
+    if (!scope) return guardCheckout(await connect());
     const budget = scope.deadline - Date.now() - STATEMENT_MARGIN_MS;
     if (budget <= 0) throw new Error('timeout exceeded when trying to connect: the request deadline passed');
     const pending = connect();
@@ -146,9 +149,7 @@ export function guardPool(pool: Pool): void {
       }, budget);
     });
     try {
-      const client = await Promise.race([pending, gaveUp]);
-      armDeadline(client, scope);
-      return client;
+      return guardCheckout(await Promise.race([pending, gaveUp]), scope);
     } finally {
       clearTimeout(timer);
     }
@@ -157,18 +158,33 @@ export function guardPool(pool: Pool): void {
   pool.connect = ((...args: unknown[]) => (args.length > 0 ? (connect as (...a: unknown[]) => unknown)(...args) : guarded())) as Pool['connect'];
 }
 
-function armDeadline(client: PoolClient, scope: DeadlineScope): void {
-  const timer = setTimeout(() => {
-    // pg keeps its socket on `connection.stream` (typed on Client, not on PoolClient).
-    (client as PoolClient & { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-  }, Math.max(0, scope.deadline - Date.now() - CONNECTION_MARGIN_MS));
-  timer.unref();
+/**
+ * One checkout: released at most once (later releases are no-ops), released as failed as soon as its connection ends,
+ * and, inside a request, its socket destroyed just before the deadline if it is still checked out (which ends it).
+ */
+function guardCheckout(client: PoolClient, scope?: DeadlineScope): PoolClient {
   // pg-pool installs a fresh `release` at every checkout, so this wrapper lives exactly as long as this checkout.
   const release = client.release.bind(client);
-  client.release = (err?: Error | boolean) => {
+  let released = false;
+  let timer: NodeJS.Timeout | undefined;
+  const onEnd = (): void => done(new Error('connection ended while checked out'));
+  const done = (err?: Error | boolean): void => {
+    if (released) return;
+    released = true;
     clearTimeout(timer);
+    client.removeListener('end', onEnd);
     release(err);
   };
+  client.once('end', onEnd);
+  if (scope) {
+    timer = setTimeout(() => {
+      // pg keeps its socket on `connection.stream` (typed on Client, not on PoolClient).
+      (client as PoolClient & { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    }, Math.max(0, scope.deadline - Date.now() - CONNECTION_MARGIN_MS));
+    timer.unref();
+  }
+  client.release = done;
+  return client;
 }
 
 /** Routes MikroORM's own logging into pino instead of stdout. */
