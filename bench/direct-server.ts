@@ -4,7 +4,7 @@
 // envelopes, signatures and zod parsing.
 // And the floor of the hop: GET /floor/clients does the same but runs the handler behind one bare NATS request-reply
 // (JSON both ways, no envelope, signature, zod or framework), so the bench can show what the transport alone costs.
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { AgentRevoker } from '../actors/fleet/agents/revocation.ts';
@@ -41,17 +41,28 @@ const list = clientHandlers({ orm, audit: new AuditRecorder(nc, systemClock), re
 // The gateway's per-IP rate limiter too (one Valkey round trip per request), so the two paths differ only by the hop.
 const guard = rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT });
 const app = Fastify();
-app.get('/api/v1/clients', async (req, reply) => {
+
+type Ctx = RequestScope<Cat>['ctx'];
+
+/** What the gateway does before its call: the rate limiter, the token, the access cache; undefined after a 401. */
+async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<Ctx | undefined> {
   await guard(req, 'api');
   const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-  if (!token) return reply.status(401).send({ error: { code: 'unauthorized' } });
+  if (!token) {
+    void reply.status(401).send({ error: { code: 'unauthorized' } });
+    return undefined;
+  }
   const claims = await tokens.verify(token);
   const user = await resolver.resolveUser(claims.sub);
-  const ctx = {
+  return {
     request_id: randomUUID(),
     principal: { kind: 'user' as const, user_id: user.user_id, session_id: claims.sid, email: user.email, is_super_admin: user.is_super_admin, mfa_enabled: user.mfa_enabled },
     access: user.access,
   };
+}
+
+/** The fleet actor's list handler with the scope ActorHost would give it, inside the same deadline scope. */
+async function listClients(ctx: Ctx): Promise<{ data: unknown[]; meta: { total: number; page: number; per_page: number } }> {
   const scope: RequestScope<Cat> = {
     ctx,
     log,
@@ -59,11 +70,15 @@ app.get('/api/v1/clients', async (req, reply) => {
     deadline: Date.now() + 10_000,
     subject: 'svc.fleet.clients.list',
     traceparent: formatTraceparent(newTrace()),
-    call: () => Promise.reject(new DomainError('internal_error', 'the direct path makes no calls')),
+    call: () => Promise.reject(new DomainError('internal_error', 'the bench paths make no calls')),
   };
-  // Inside the same deadline scope as ActorHost runs handlers (it reaches the PostgreSQL pool): only the hop differs.
   const page = await runWithDeadline({ deadline: scope.deadline, signal: scope.signal }, () => list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope));
   return { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } };
+}
+
+app.get('/api/v1/clients', async (req, reply) => {
+  const ctx = await authenticate(req, reply);
+  return ctx ? listClients(ctx) : reply;
 });
 
 // Under svc. like every request subject, so the service credentials may use it.
@@ -72,33 +87,15 @@ nc.subscribe(floorSubject, {
   queue: 'bench-floor',
   callback: (err, msg) => {
     if (err) throw err;
-    const { ctx } = msg.json<{ ctx: RequestScope<Cat>['ctx'] }>();
-    const scope: RequestScope<Cat> = {
-      ctx,
-      log,
-      signal: new AbortController().signal,
-      deadline: Date.now() + 10_000,
-      subject: 'svc.fleet.clients.list',
-      traceparent: formatTraceparent(newTrace()),
-      call: () => Promise.reject(new DomainError('internal_error', 'the floor path makes no calls')),
-    };
-    void runWithDeadline({ deadline: scope.deadline, signal: scope.signal }, () => list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope)).then(
-      (page) => msg.respond(JSON.stringify({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } })),
-      (err: unknown) => msg.respond(JSON.stringify({ error: String(err) })),
+    void listClients(msg.json<{ ctx: Ctx }>().ctx).then(
+      (answer) => msg.respond(JSON.stringify(answer)),
+      (e: unknown) => msg.respond(JSON.stringify({ error: String(e) })),
     );
   },
 });
 app.get('/floor/clients', async (req, reply) => {
-  await guard(req, 'api');
-  const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-  if (!token) return reply.status(401).send({ error: { code: 'unauthorized' } });
-  const claims = await tokens.verify(token);
-  const user = await resolver.resolveUser(claims.sub);
-  const ctx = {
-    request_id: randomUUID(),
-    principal: { kind: 'user' as const, user_id: user.user_id, session_id: claims.sid, email: user.email, is_super_admin: user.is_super_admin, mfa_enabled: user.mfa_enabled },
-    access: user.access,
-  };
+  const ctx = await authenticate(req, reply);
+  if (!ctx) return reply;
   const answer = await nc.request(floorSubject, JSON.stringify({ ctx }), { timeout: 10_000 });
   return reply.type('application/json').send(answer.string());
 });

@@ -20,6 +20,7 @@ import type {
   WatchFilesConfig,
 } from '../../contracts/domains/agent-telemetry.ts';
 import type { Collector, FileWatcher, OnFileChanges } from '../collect/types.ts';
+import { seededRandom } from '../../actors/runtime/seeded-random.ts';
 
 /**
  * A made-up host for the simulator and tests: realistic payload sizes (~300 processes, ~1,500 packages, ~50 metric
@@ -30,18 +31,6 @@ import type { Collector, FileWatcher, OnFileChanges } from '../collect/types.ts'
 type In<T extends z.ZodType> = z.input<T>;
 type Proc = In<typeof ProcessRecord>;
 type Pkg = In<typeof PackageRecord>;
-
-/** mulberry32: a tiny seeded generator, so agent 7 looks the same in every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const pick = <T>(rnd: () => number, items: readonly T[]): T => items[Math.floor(rnd() * items.length)]!;
 const round2 = (n: number): number => Math.round(n * 100) / 100;
@@ -61,7 +50,7 @@ let sharedPackages: Pkg[] | undefined;
 /** ~1,480 packages every simulated host has (one array for the whole process). */
 function basePackages(): Pkg[] {
   if (sharedPackages) return sharedPackages;
-  const rnd = prng(0x5eed);
+  const rnd = seededRandom(0x5eed);
   const out: Pkg[] = [];
   for (const suffix of SUFFIXES) {
     for (const stem of STEMS) {
@@ -94,7 +83,7 @@ const USERS = ['root', 'www-data', 'postgres', 'redis', 'syslog', 'messagebus', 
 
 /** Everything about simulated host `index` that does not change between snapshots. */
 function buildHost(index: number) {
-  const rnd = prng(index * 2654435761);
+  const rnd = seededRandom(index * 2654435761);
   const ubuntu = index % 3 !== 0;
   const cores = [2, 4, 8, 16][index % 4]!;
   const memory = cores * 2 * 1024 ** 3;
@@ -243,7 +232,7 @@ export interface SyntheticCollector extends Collector {
 /** A collector for simulated host `index` (`sim-<index>`). */
 export function createSyntheticCollector(index: number): SyntheticCollector {
   const host = buildHost(index);
-  const rnd = prng(index ^ 0x9e3779b9);
+  const rnd = seededRandom(index ^ 0x9e3779b9);
   const totals = host.series.map((s) => s.base);
 
   return {

@@ -1,4 +1,5 @@
 import type { AnalyticsBatchIn } from '../../contracts/domains/invoice-ingest.ts';
+import { seededRandom } from '../../actors/runtime/seeded-random.ts';
 
 /**
  * The demo data set of `npm run seed:demo`: deterministic (a fixed PRNG seed), so a second run produces the same
@@ -18,18 +19,6 @@ export interface DemoOptions {
 
 export const DEMO_DEFAULTS = { worklogs: 100_000, activeApplications: 55, inactiveApplications: 5, batchSize: 2_000 } as const;
 const DAYS = 92;
-
-/** mulberry32: small, fast, deterministic. Only for picking demo values, never for anything secret. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const CUSTOMERS = [
   ['Acme Logistics GmbH', 'DE', 'Hafenstraße 12, 20457 Hamburg'],
@@ -64,7 +53,7 @@ const pad = (n: number, w: number): string => String(n).padStart(w, '0');
 /** The batches, master data first. */
 export function demoBatches(opts: DemoOptions): AnalyticsBatchIn[] {
   const o = { ...DEMO_DEFAULTS, ...opts };
-  const rnd = prng(13);
+  const rnd = seededRandom(13);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
 
   const customers = CUSTOMERS.map(([name, country, address], i) => ({

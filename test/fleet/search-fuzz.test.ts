@@ -7,6 +7,7 @@ import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
 import { startAdminSystem, userWith } from '../identity/admin-support.ts';
 import { FLEET_A, insertFleet } from './search-fixtures.ts';
+import { seededRandom } from '../../actors/runtime/seeded-random.ts';
 
 /**
  * Thousands of random and mutated queries: the parser answers every one with a tree or a PqlError, and validate, count
@@ -15,18 +16,6 @@ import { FLEET_A, insertFleet } from './search-fixtures.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20260110);
 const HTTP_QUERIES = Number(process.env.FUZZ_QUERIES ?? 3000);
-
-/** Deterministic PRNG (mulberry32): a failure names its seed and can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const STRING_BITS = ['a', 'web-', '*', '\\*', '%', '_', '\\\\', '\\"', "'", ' ', 'é', '😀', '\\n', '\\u00e9', '${x}', ';--', 'DROP TABLE hosts', '1.2.3', '1:2.0-1~rc', '2026-01-10T10:00:00Z', '\\t', '[', ')'];
 const CHAOS = ['(', ')', '[', ']', ',', '"', '\\', '*', '=', '!', '~', '<', '>', '.', '-', ' ', 'AND', 'OR', 'NOT', 'IN', 'EXISTS', 'x', '9', "'", '%', '_', 'é', '😀', '\u0000', '\u0001', '\t', '\n', '$1', '?', ':', 'host.', 'tag.', 'package['];
@@ -96,7 +85,7 @@ function generator(random: () => number) {
 
 describe('fuzz: the parser', () => {
   it('answers 50,000 random and mutated queries with a tree or a PqlError, and every tree compiles', () => {
-    const next = generator(rng(SEED + 1));
+    const next = generator(seededRandom(SEED + 1));
     let valid = 0;
     for (let i = 0; i < 50_000; i++) {
       const q = next();
@@ -131,7 +120,7 @@ describe('fuzz: validate, count and search over HTTP', () => {
   afterAll(() => sys?.stop());
 
   it(`never answers 5xx, and the three agree (${HTTP_QUERIES} queries, seed ${SEED})`, async () => {
-    const next = generator(rng(SEED));
+    const next = generator(seededRandom(SEED));
     const queries = Array.from({ length: HTTP_QUERIES }, next);
     const enc = encodeURIComponent;
     let valid = 0;

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Busboy } from '@fastify/busboy';
+import { seededRandom } from '../../actors/runtime/seeded-random.ts';
 
 /**
  * A local issue tracker for the tests: a real HTTP server speaking the subset of Jira Service Management Cloud's REST
@@ -142,23 +143,12 @@ const AGENTS: PeerUser[] = [
 /** A summary; a formula-like one starts with its `=` (what a spreadsheet would run). */
 const summaryOf = (verb: string, what: string, n: number): string => (what.startsWith('=') ? `${what} #${n}` : `${verb} ${what} #${n}`);
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
 /** The generated data set: a few hundred requests over two mapped organizations, one unmapped, engineering issues. */
 export function generateIssues(now: number, names: PeerNames, opts: { perOrg?: [number, number, number]; seed?: number } = {}): { issues: PeerIssue[]; customers: Map<string, PeerUser[]> } {
-  const rand = rng(opts.seed ?? 42);
+  const rand = seededRandom(opts.seed ?? 42);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
   const [n1, n2, n3] = opts.perOrg ?? [160, 140, 12];
   const customers = new Map<string, PeerUser[]>();
