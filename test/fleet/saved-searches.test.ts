@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SavedSearch } from '../../contracts/domains/fleet-search.ts';
 import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
 import { api, expectStatus, startAdminSystem, userWith, waitForAudit } from '../identity/admin-support.ts';
@@ -21,23 +22,12 @@ beforeAll(async () => {
 });
 afterAll(() => sys?.stop());
 
-interface Saved {
-  id: string;
-  user_id: string;
-  name: string;
-  query: string;
-  description: string;
-  is_shared: boolean;
-  created_at: string;
-  updated_at: string;
-}
-
 describe('saved searches', () => {
   it('creates, reads, replaces and deletes a search, each audited', async () => {
     const call = api(sys, { token: owner.token });
     const created = await call('POST', '/api/v1/saved-searches', { name: '  Prod web  ', query: 'tag.env = "prod" AND service.name = "nginx"', description: 'web fleet' });
     expectStatus(created, 201);
-    const s = created.json().data as Saved;
+    const s = created.json().data as SavedSearch;
     expect(s).toMatchObject({ user_id: owner.id, name: 'Prod web', query: 'tag.env = "prod" AND service.name = "nginx"', description: 'web fleet', is_shared: false });
     expect(Object.keys(s).sort()).toEqual(['created_at', 'description', 'id', 'is_shared', 'name', 'query', 'updated_at', 'user_id']);
     expect(s.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -69,7 +59,7 @@ describe('saved searches', () => {
       expectStatus(res, 400);
       expect(res.json().error).toMatchObject({ code: 'bad_request', message: validated.error });
     }
-    const ok = (await call('POST', '/api/v1/saved-searches', { name: 'ok', query: 'host.os = "linux"' })).json().data as Saved;
+    const ok = (await call('POST', '/api/v1/saved-searches', { name: 'ok', query: 'host.os = "linux"' })).json().data as SavedSearch;
     const bad = await call('PUT', `/api/v1/saved-searches/${ok.id}`, { name: 'ok', query: 'host.os =' });
     expectStatus(bad, 400);
     expect(bad.json().error.message).toBe(`expected a value after '=' at position 10`);
@@ -84,16 +74,16 @@ describe('saved searches', () => {
     const mine = api(sys, { token: owner.token });
     const theirs = api(sys, { token: other.token });
     const admin = api(sys, { token: root });
-    const priv = (await mine('POST', '/api/v1/saved-searches', { name: `aa private ${sys.tag}`, query: 'host.os = "linux"' })).json().data as Saved;
-    const shared = (await mine('POST', '/api/v1/saved-searches', { name: `ab shared ${sys.tag}`, query: 'host.os = "linux"', is_shared: true })).json().data as Saved;
-    const otherPriv = (await theirs('POST', '/api/v1/saved-searches', { name: `ac other ${sys.tag}`, query: 'tag.x EXISTS' })).json().data as Saved;
+    const priv = (await mine('POST', '/api/v1/saved-searches', { name: `aa private ${sys.tag}`, query: 'host.os = "linux"' })).json().data as SavedSearch;
+    const shared = (await mine('POST', '/api/v1/saved-searches', { name: `ab shared ${sys.tag}`, query: 'host.os = "linux"', is_shared: true })).json().data as SavedSearch;
+    const otherPriv = (await theirs('POST', '/api/v1/saved-searches', { name: `ac other ${sys.tag}`, query: 'tag.x EXISTS' })).json().data as SavedSearch;
 
     const listOf = async (call: typeof mine): Promise<string[]> => {
       const ids: string[] = [];
       for (let page = 1; ; page++) {
         const res = await call('GET', `/api/v1/saved-searches?per_page=100&page=${page}`);
         expectStatus(res, 200);
-        const body = res.json() as { data: Saved[]; meta: { total: number } };
+        const body = res.json() as { data: SavedSearch[]; meta: { total: number } };
         ids.push(...body.data.map((s) => s.id));
         if (ids.length >= body.meta.total || body.data.length === 0) return ids;
       }
@@ -126,8 +116,8 @@ describe('saved searches', () => {
     const mine = api(sys, { token: owner.token });
     const theirs = api(sys, { token: other.token });
     const admin = api(sys, { token: root });
-    const shared = (await mine('POST', '/api/v1/saved-searches', { name: 'team view', query: 'host.os = "linux"', is_shared: true })).json().data as Saved;
-    const priv = (await mine('POST', '/api/v1/saved-searches', { name: 'mine only', query: 'host.os = "linux"' })).json().data as Saved;
+    const shared = (await mine('POST', '/api/v1/saved-searches', { name: 'team view', query: 'host.os = "linux"', is_shared: true })).json().data as SavedSearch;
+    const priv = (await mine('POST', '/api/v1/saved-searches', { name: 'mine only', query: 'host.os = "linux"' })).json().data as SavedSearch;
     const body = { name: 'hijacked', query: 'host.os = "windows"', is_shared: true };
     expectStatus(await theirs('PUT', `/api/v1/saved-searches/${shared.id}`, body), 403);
     expectStatus(await theirs('DELETE', `/api/v1/saved-searches/${shared.id}`), 403);
