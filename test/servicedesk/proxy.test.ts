@@ -118,10 +118,10 @@ describe('comments, approvals, attachments', () => {
     expectStatus(decided, 200);
     expect(decided.json().data.final_decision).toBe('declined');
     expect(a.approvals[0]!.finalDecision).toBe('declined');
-    // Deciding again: the tracker refuses, passed on as 400 with its words.
+    // Deciding again: the tracker refuses (400), passed on as 502 with its words trimmed, never its body.
     const again = await http(userA, 'POST', `${SD}/tickets/${a.key}/approvals/${a.approvals[0]!.id}`, { decision: 'approve' });
-    expectStatus(again, 400);
-    expect(again.json().error.message).toContain('already been decided');
+    expectStatus(again, 502);
+    expect(again.json().error).toMatchObject({ code: 'bad_gateway', message: 'the issue tracker refused the request (400): This approval has already been decided.' });
     expect((await get(s, userA, `${SD}/tickets/${a.key}/actions`)).json().data[0]).toMatchObject({ action: 'approval', details: { decision: 'decline' } });
   });
 
@@ -213,10 +213,11 @@ describe('transitions and request creation', () => {
     expect(synced.json().data).toEqual([expect.objectContaining({ issue_key: created.issue_key, status: 'Open', pending: false, priority: 'High', reporter_email: customer.emailAddress })]);
     expect((await get(s, userA, `${SD}/tickets/${created.issue_key}/actions`)).json().data[0]).toMatchObject({ action: 'create' });
     await waitForAudit(s.sys, s.root, { action: 'servicedesk.create', resource_id: created.issue_key });
-    // The tracker's refusal of the input is a 400 with its words.
+    // The tracker's refusal of the input is a 502 (the failure is the tracker's answer, not our input) with its words.
     const noType = await http(userA, 'POST', `${SD}/tickets`, { service_desk_id: '1', request_type_id: '20', request_field_values: { summary: 'x' } });
-    expectStatus(noType, 400);
-    expect(noType.json().error.message).toContain('issue tracker refused');
+    expectStatus(noType, 502);
+    expect(noType.json().error.code).toBe('bad_gateway');
+    expect(noType.json().error.message).toContain('the issue tracker refused the request (400): The request type you are trying to use does not exist');
   });
 
   it('resolves an engineering key to its support request before forwarding', async () => {
