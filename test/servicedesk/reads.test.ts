@@ -132,6 +132,46 @@ describe('organization mappings', () => {
   });
 });
 
+describe('mapping another client’s organization', () => {
+  it('a client admin cannot map or re-point a mapping to an organization another client maps: 403, nothing written or asked', async () => {
+    const admin = await userWith(s.sys, 'Admin', s.clientA.id);
+    const mappedToA = async (org: string): Promise<number> =>
+      (await s.sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_mappings WHERE client_id = ? AND organization_id = ?`, [s.clientA.id, org]))[0]!.n;
+    const asked = (): number => s.peer.count('GET', new RegExp(`/organization/${s.orgB}$`));
+    const askedBefore = asked();
+
+    const refused = await s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: admin.token, payload: { client_id: s.clientA.id, organization_id: s.orgB, service_desk_ids: ['1'] } });
+    expectStatus(refused, 403);
+    expect(refused.json().error.message).toContain(`organization ${s.orgB} is already mapped to a client outside your reach`);
+    expect(await mappedToA(s.orgB)).toBe(0);
+
+    // Re-pointing a mapping of A's own at B's organization: refused alike, the mapping unchanged.
+    const own = await s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: admin.token, payload: { client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['1'] } });
+    expectStatus(own, 201);
+    const id = own.json().data.id as string;
+    try {
+      const repointed = await s.sys.http({ method: 'PUT', url: `${SD}/admin/organizations/${id}`, token: admin.token, payload: { organization_id: s.orgB, service_desk_ids: ['1'] } });
+      expectStatus(repointed, 403);
+      expect(repointed.json().error.message).toContain('outside your reach');
+      const [row] = await s.sys.sql<{ organization_id: string }>(`SELECT organization_id FROM sd_mappings WHERE id = ?`, [id]);
+      expect(row!.organization_id).toBe(s.orgUnmapped);
+      expect(await mappedToA(s.orgB)).toBe(0);
+      // Refused before the tracker was asked about the organization.
+      expect(asked()).toBe(askedBefore);
+      // A's requests stay A's: B's organization never shows to A.
+      expectStatus(await get(s, admin.token, `${SD}/tickets?organization_id=${s.orgB}`), 404);
+    } finally {
+      expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${id}`, token: admin.token }), 204);
+    }
+
+    // A super admin may map it to A as well.
+    const byRoot = await s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: s.root, payload: { client_id: s.clientA.id, organization_id: s.orgB, service_desk_ids: ['1'] } });
+    expectStatus(byRoot, 201);
+    expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${byRoot.json().data.id}`, token: s.root }), 204);
+    expect(await mappedToA(s.orgB)).toBe(0);
+  });
+});
+
 describe('tickets', () => {
   it('lists exactly the caller’s organization, newest update first, with linked keys and reporter e-mails', async () => {
     const { items, total } = await all(userA, '');
