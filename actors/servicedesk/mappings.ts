@@ -7,7 +7,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { requireOnClient } from '../runtime/scope.ts';
 import { conflictOnDuplicate, findById, iso, pageOf, sql } from '../runtime/stores/sql.ts';
 import { trackerOf, type SdDeps, type SdHandlers } from './deps.ts';
-import { MAPPING_COLUMNS, pgTextArray, type MappingRow } from './scope.ts';
+import { MAPPING_COLUMNS, pgTextArray, requireOrganizationFilter, type MappingRow } from './scope.ts';
 import type { CallOpts } from './tracker/api.ts';
 
 export const mappingOut = (m: MappingRow): Mapping => ({
@@ -75,8 +75,13 @@ async function loadMapping(em: EntityManager, ctx: CallerContext, id: string, pe
   return row;
 }
 
-/** Lists mappings of the clients the caller holds `permission` on, optionally one client's. */
-async function listMappings(em: EntityManager, ctx: CallerContext, permission: string, q: { page: number; per_page: number; client_id?: string | undefined }) {
+/** Lists mappings of the clients the caller holds `permission` on, optionally one client's and one organization's. */
+async function listMappings(
+  em: EntityManager,
+  ctx: CallerContext,
+  permission: string,
+  q: { page: number; per_page: number; client_id?: string | undefined; organization_id?: string | undefined },
+) {
   requirePermission(ctx, permission);
   if (q.client_id) requireOnClient(ctx, q.client_id, permission, 'client');
   const scope = clientsWith(ctx, permission);
@@ -91,6 +96,10 @@ async function listMappings(em: EntityManager, ctx: CallerContext, permission: s
     where.push('client_id = ?');
     params.push(q.client_id);
   }
+  if (q.organization_id) {
+    where.push('organization_id = ?');
+    params.push(q.organization_id);
+  }
   return pageOf(
     em,
     { columns: MAPPING_COLUMNS, from: `sd_mappings${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`, params, order: 'organization_name, organization_id, client_id, id' },
@@ -104,7 +113,13 @@ export function mappingHandlers(deps: SdDeps): SdHandlers {
   return {
     'svc.servicedesk.mappings.list': async (q, { ctx }) => listMappings(fork(), ctx, 'servicedeskconfig:read', q),
 
-    'svc.servicedesk.organizations.list': async (q, { ctx }) => listMappings(fork(), ctx, 'servicedesk:read', q),
+    // A read route: a super admin names the organization, and one outside the caller's mappings is 404 (as on tickets).
+    'svc.servicedesk.organizations.list': async (q, { ctx }) => {
+      requireOrganizationFilter(ctx, q);
+      const page = await listMappings(fork(), ctx, 'servicedesk:read', q);
+      if (q.organization_id && page.total === 0) throw new DomainError('not_found', `organization ${q.organization_id} is not mapped for you`);
+      return page;
+    },
 
     'svc.servicedesk.mappings.create': async (body, { ctx, deadline, signal }) => {
       requireOnClient(ctx, body.client_id, 'servicedeskconfig:write', 'client');

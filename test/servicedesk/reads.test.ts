@@ -272,6 +272,41 @@ describe('tickets', () => {
     expectStatus(await get(s, s.root, `${SD}/tickets?organization_id=${s.orgUnmapped}`), 404);
   });
 
+  it('the detail, the action log and the organizations list take the organization filter too (required for super admins)', async () => {
+    const a = orgA()[0]!.key;
+    const routes = (key: string): string[] => [`tickets/${key}`, `tickets/${key}/actions`, 'organizations'];
+    for (const path of routes(a)) {
+      const res = await get(s, s.root, `${SD}/${path}`);
+      expectStatus(res, 400);
+      expect(res.json().error.message, path).toMatch(/super admins must filter by organization/);
+    }
+    const detail = await get(s, s.root, `${SD}/tickets/${a}?organization_id=${s.orgA}`);
+    expectStatus(detail, 200);
+    expect(detail.json().data.ticket.issue_key).toBe(a);
+    expectStatus(await get(s, s.root, `${SD}/tickets/${a}/actions?organization_id=${s.orgA}`), 200);
+    const orgs = await get(s, s.root, `${SD}/organizations?organization_id=${s.orgB}`);
+    expectStatus(orgs, 200);
+    expect(orgs.json().data.map((m: { organization_id: string; client_id: string }) => [m.organization_id, m.client_id])).toEqual([[s.orgB, s.clientB.id]]);
+    // The request is not in the organization named: 404; an organization nobody maps: 404.
+    expectStatus(await get(s, s.root, `${SD}/tickets/${a}?organization_id=${s.orgB}`), 404);
+    expectStatus(await get(s, s.root, `${SD}/tickets/${a}/actions?organization_id=${s.orgB}`), 404);
+    expectStatus(await get(s, s.root, `${SD}/organizations?organization_id=${s.orgUnmapped}`), 404);
+    // An engineering key finds its support request within the organization.
+    const linked = orgA().find((i) => i.links.length > 0);
+    if (linked) {
+      const eng = await get(s, s.root, `${SD}/tickets/${linked.links[0]!.outward}?organization_id=${s.orgA}`);
+      expectStatus(eng, 200);
+      expect(eng.json().data.ticket.issue_key).toBe(linked.key);
+    }
+
+    // Others need no filter; one narrows alike, and one outside their mappings is 404.
+    for (const path of routes(a)) expectStatus(await get(s, userA, `${SD}/${path}`), 200);
+    for (const path of routes(a)) expectStatus(await get(s, userA, `${SD}/${path}?organization_id=${s.orgA}`), 200);
+    for (const path of routes(a)) expectStatus(await get(s, userA, `${SD}/${path}?organization_id=${s.orgB}`), 404);
+    expect((await get(s, userA, `${SD}/organizations?organization_id=${s.orgA}`)).json().meta.total).toBe(1);
+    expectStatus(await get(s, userA, `${SD}/tickets/${a}?organization_id=abc`), 400);
+  });
+
   it('shows one request with its history, SLA and delivery figures; an engineering key finds its support request', async () => {
     const now = Date.now();
     const withHistory = orgA().filter((i) => i.histories.length >= 2);
