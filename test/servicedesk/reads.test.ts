@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
-import { createUser, tokenFor, assignRole } from '../support/identity.ts';
+import { createClient, createUser, tokenFor, assignRole } from '../support/identity.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { categoryOf, type PeerIssue } from '../support/tracker-peer.ts';
 import { avg, DAY, frtMs, FRT_GOAL, get, HOUR, onTime, percentile, priorityRank, resolutionBreached, round2, SD, startedAt, startSdSystem, stopSdSystem, syncNow, type SdSystem } from './support.ts';
@@ -438,6 +439,51 @@ describe('export', () => {
     expect(res.body).not.toMatch(/(^|,)"?[=+@]/m);
     const filtered = await get(s, userA, `${SD}/reports/export?status=Open`);
     expect(filtered.body.trimEnd().split('\n')).toHaveLength(orgA().filter((i) => i.status === 'Open').length + 1);
+  });
+});
+
+describe('caps', () => {
+  it('the board shows at most 500 requests and the export at most 10,000 rows, of an organization holding more', async () => {
+    // An organization and client of its own, its requests put straight into the store (as the bench does), so the
+    // other tests' organizations are untouched; removed afterwards.
+    const n = 10_050;
+    const org = String(800_000_000 + Math.floor(Math.random() * 90_000_000));
+    const project = `ZC${Date.now().toString(36).toUpperCase()}`;
+    const client = await createClient(s.sys);
+    const mappingId = randomUUID();
+    await s.sys.sql(`INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Caps Ltd', '{1}', ?::text[])`, [
+      mappingId,
+      client.id,
+      org,
+      `{${project}}`,
+    ]);
+    try {
+      await s.sys.sql(
+        `INSERT INTO sd_requests (issue_key, issue_id, project_key, issue_number, summary, status, status_category, priority, issue_type, organization_ids, created_at, updated_at)
+         SELECT ? || '-' || g, (5000000 + g)::text, ?, g, 'Caps ' || g, (ARRAY['Open', 'In Progress', 'Done'])[1 + g % 3],
+                (ARRAY['new', 'indeterminate', 'done'])[1 + g % 3], 'Medium', 'Incident', ?::text[], now() - g * interval '1 minute', now() - g * interval '1 minute'
+         FROM generate_series(1, ?::int) g`,
+        [project, project, `{${org}}`, n],
+      );
+      const board = await get(s, s.root, `${SD}/kanban?organization_id=${org}`);
+      expectStatus(board, 200);
+      const b = board.json().data as { columns: { count: number }[]; total: number; shown: number; limit: number; truncated: boolean };
+      expect(b).toMatchObject({ total: n, shown: 500, limit: 500, truncated: true });
+      expect(b.columns.reduce((sum, c) => sum + c.count, 0)).toBe(500);
+
+      const csv = await get(s, s.root, `${SD}/reports/export?organization_id=${org}&sort_by=issue_key&sort_dir=ASC`);
+      expectStatus(csv, 200);
+      expect(csv.headers['x-export-rows']).toBe('10000');
+      const lines = csv.body.trimEnd().split('\n');
+      expect(lines).toHaveLength(10_000 + 1);
+      // The first 10,000 in the sort order.
+      expect(lines[1]!.split(',')[0]).toBe(`${project}-1`);
+      expect(lines.at(-1)!.split(',')[0]).toBe(`${project}-10000`);
+    } finally {
+      await s.sys.sql(`DELETE FROM sd_requests WHERE project_key = ?`, [project]);
+      await s.sys.sql(`DELETE FROM sd_mappings WHERE id = ?`, [mappingId]);
+      await s.sys.sql(`DELETE FROM sd_sync_state WHERE organization_id = ?`, [org]);
+    }
   });
 });
 
