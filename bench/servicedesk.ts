@@ -9,6 +9,8 @@ import type { Stores } from '../actors/runtime/stores/index.ts';
 import { percentile } from './stats.ts';
 
 export const SERVICEDESK_PORT = 18084;
+/** Timed CSV exports (each reads 10,000 rows), after one warm-up: far fewer than the other routes' samples. */
+const EXPORT_CALLS = 5;
 const ROWS = Number(process.env.BENCH_SD_ROWS ?? 100_000);
 const SAMPLES = Number(process.env.BENCH_SD_SAMPLES ?? 200);
 
@@ -94,7 +96,8 @@ export interface ServiceDeskFigures {
   rows: number;
   samples: number;
   routes: Record<string, { warm: Latency; cold: Latency }>;
-  export: { median_ms: number; max_ms: number; bytes: number };
+  /** `calls`: the timed export calls (after one untimed warm-up); absent in figures of earlier runs, which made 5. */
+  export: { median_ms: number; max_ms: number; bytes: number; calls?: number };
 }
 
 export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<ServiceDeskFigures> {
@@ -151,14 +154,14 @@ export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<Serv
   }
   const exports: number[] = [];
   let bytes = 0;
-  for (let i = 0; i < 6; i++) {
+  for (let i = 0; i <= EXPORT_CALLS; i++) {
     const r = await timed(`${base}/reports/export?${org}&sort_by=created`, deps.token);
     if (r.status !== 200) throw new Error(`export: ${r.status}`);
     bytes = r.bytes;
     if (i > 0) exports.push(r.ms);
   }
   exports.sort((a, b) => a - b);
-  const csv = { median_ms: percentile(exports, 50), max_ms: exports[exports.length - 1]!, bytes };
+  const csv = { median_ms: percentile(exports, 50), max_ms: exports[exports.length - 1]!, bytes, calls: exports.length };
   console.log(`${'reports/export: 10,000 rows as CSV'.padEnd(55)} median ${csv.median_ms.toFixed(0)} ms, worst ${csv.max_ms.toFixed(0)} ms, ${(bytes / 1e6).toFixed(1)} MB   (target ≤ 1 s)`);
   return { rows: ROWS, samples: SAMPLES, routes: out, export: csv };
 }

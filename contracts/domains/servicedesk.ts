@@ -56,6 +56,8 @@ const MappingFields = {
 export const CreateMappingBody = z.object({ client_id: z.uuid(), ...MappingFields });
 export const UpdateMappingBody = z.object(MappingFields);
 export const MappingListQuery = z.object({ ...Paging, client_id: z.uuid().optional() });
+/** `organizations` (a read route): the mapping list, narrowed to one organization; required for super admins. */
+export const OrganizationListQuery = MappingListQuery.extend({ organization_id: NumericId.optional() });
 
 // ---------------------------------------------------------------------------------------------------------------
 // Tickets (requests in the read store)
@@ -215,6 +217,8 @@ export const SyncReport = z.object({
 });
 
 const ByKey = z.object({ issue_key: IssueKey });
+/** One request's reads: `organization_id` narrows to one mapped organization (404 when the request is not in it); required for super admins. */
+export const OneRequestQuery = z.object({ organization_id: NumericId.optional() });
 /** What every read of the store may answer with. */
 const READ_ERRORS = ['bad_request', 'forbidden', 'not_found', 'unavailable'] as const;
 
@@ -247,9 +251,9 @@ export const servicedeskSubjects = subjects({
   'svc.servicedesk.organizations.list': {
     retry: 'safe',
     summary: 'The organization mappings of the caller’s client scope (servicedesk:read).',
-    request: MappingListQuery,
+    request: OrganizationListQuery,
     reply: Paged(Mapping),
-    errors: ['forbidden', 'unavailable'],
+    errors: [...READ_ERRORS],
   },
   'svc.servicedesk.sync.run': {
     summary: 'Runs the read-store sync now and waits for it (servicedeskconfig:write on any client).',
@@ -267,7 +271,7 @@ export const servicedeskSubjects = subjects({
   'svc.servicedesk.tickets.get': {
     retry: 'safe',
     summary: 'One request with its status history, SLA and delivery figures (read store).',
-    request: ByKey,
+    request: ByKey.extend(OneRequestQuery.shape),
     reply: TicketDetail,
     errors: [...READ_ERRORS],
   },
@@ -309,7 +313,7 @@ export const servicedeskSubjects = subjects({
   'svc.servicedesk.actions.list': {
     retry: 'safe',
     summary: 'The writes made through this service on one request, newest first.',
-    request: ByKey.extend(Paging),
+    request: ByKey.extend(Paging).extend(OneRequestQuery.shape),
     reply: Paged(Action),
     errors: [...READ_ERRORS],
   },

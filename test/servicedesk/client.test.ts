@@ -10,7 +10,7 @@ import { expectStatus } from '../identity/admin-support.ts';
 import { createClient } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 import { cleanPeerData } from './support.ts';
-import { PEER_EMAIL, PEER_TOKEN, TrackerPeer } from '../support/tracker-peer.ts';
+import { PEER_EMAIL, PEER_TIMEZONE, PEER_TOKEN, TrackerPeer } from '../support/tracker-peer.ts';
 
 const log = createLogger('silent');
 let peer: TrackerPeer;
@@ -123,12 +123,25 @@ describe('without configuration', () => {
         expect(first.organizations.find((o) => o.organization_id === org)?.error).toMatch(/502|answered 500/);
         const mid = await stored();
         expect(mid).toBe(20);
-        const [state] = await sys.sql<{ watermark: string | null; full_load_completed_at: string | null }>(`SELECT watermark, full_load_completed_at FROM sd_sync_state WHERE organization_id = ?`, [org]);
+        const [state] = await sys.sql<{ watermark: Date | string | null; full_load_completed_at: string | null }>(`SELECT watermark, full_load_completed_at FROM sd_sync_state WHERE organization_id = ?`, [org]);
         expect(state!.watermark).not.toBeNull();
         expect(state!.full_load_completed_at).toBeNull();
+        const before = local.log.length;
         const second = await engine.run();
         expect(second.organizations.find((o) => o.organization_id === org)).toMatchObject({ error: null, full_load: true });
         expect(await stored()).toBe(local.requestsOf(org).length);
+        // It resumed from the saved watermark (less the 120 s overlap, in the account's time zone), not from the start.
+        const since = new Date(new Date(state!.watermark!).getTime() - 120_000);
+        const p = Object.fromEntries(
+          new Intl.DateTimeFormat('en-GB', { timeZone: PEER_TIMEZONE, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+            .formatToParts(since)
+            .map((x) => [x.type, x.value]),
+        );
+        const searches = local.log.slice(before).filter((l) => l.path === '/rest/api/3/search/jql' && l.jql?.startsWith(`cf[10002] = ${org} `));
+        expect(searches.length).toBeGreaterThan(0);
+        for (const search of searches) expect(search.jql).toBe(`cf[10002] = ${org} AND updated >= "${p.year}/${p.month}/${p.day} ${p.hour}:${p.minute}" ORDER BY updated ASC, key ASC`);
+        // ...so the pages before the crash were not read again: fewer than all requests came back.
+        expect(second.organizations.find((o) => o.organization_id === org)!.requests).toBeLessThan(local.requestsOf(org).length);
       } finally {
         await engine.stop();
       }

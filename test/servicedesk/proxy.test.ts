@@ -118,11 +118,28 @@ describe('comments, approvals, attachments', () => {
     expectStatus(decided, 200);
     expect(decided.json().data.final_decision).toBe('declined');
     expect(a.approvals[0]!.finalDecision).toBe('declined');
-    // Deciding again: the tracker refuses, passed on as 400 with its words.
+    // Deciding again: the tracker refuses (400), passed on as 502 with its words trimmed, never its body.
     const again = await http(userA, 'POST', `${SD}/tickets/${a.key}/approvals/${a.approvals[0]!.id}`, { decision: 'approve' });
-    expectStatus(again, 400);
-    expect(again.json().error.message).toContain('already been decided');
+    expectStatus(again, 502);
+    expect(again.json().error).toMatchObject({ code: 'bad_gateway', message: 'the issue tracker refused the request (400): This approval has already been decided.' });
     expect((await get(s, userA, `${SD}/tickets/${a.key}/actions`)).json().data[0]).toMatchObject({ action: 'approval', details: { decision: 'decline' } });
+    await waitForAudit(s.sys, s.root, { action: 'servicedesk.approval', resource_id: a.key }, (e) => e.details.decision === 'decline' && e.details.approval_id === a.approvals[0]!.id);
+  });
+
+  it('approves a pending approval: forwarded, logged and audited', async () => {
+    const a = orgA()[5]!;
+    const approvalId = '990001';
+    a.approvals.push({ id: approvalId, name: 'Change approval', finalDecision: 'pending', approvers: [{ approver: a.reporter, approverDecision: 'pending' }], created: Date.now(), completed: null });
+    const before = s.peer.count('POST', new RegExp(`/request/${a.key}/approval/${approvalId}$`));
+    const approved = await http(userA, 'POST', `${SD}/tickets/${a.key}/approvals/${approvalId}`, { decision: 'approve' });
+    expectStatus(approved, 200);
+    expect(approved.json().data).toMatchObject({ id: approvalId, final_decision: 'approved', can_answer: false });
+    expect(s.peer.count('POST', new RegExp(`/request/${a.key}/approval/${approvalId}$`))).toBe(before + 1);
+    expect(a.approvals.find((x) => x.id === approvalId)).toMatchObject({ finalDecision: 'approved', approvers: [{ approverDecision: 'approved' }] });
+    const listed = await get(s, userA, `${SD}/tickets/${a.key}/approvals`);
+    expect(listed.json().data.items.find((x: { id: string }) => x.id === approvalId)).toMatchObject({ final_decision: 'approved', can_answer: false });
+    expect((await get(s, userA, `${SD}/tickets/${a.key}/actions`)).json().data[0]).toMatchObject({ action: 'approval', actor_email: userAEmail, details: { approval_id: approvalId, decision: 'approve' } });
+    await waitForAudit(s.sys, s.root, { action: 'servicedesk.approval', resource_id: a.key }, (e) => e.details.decision === 'approve' && e.details.approval_id === approvalId);
   });
 
   it('uploads an attachment through the temporary-file step; 10 MB + 1 byte is refused with 413 without forwarding', async () => {
@@ -151,6 +168,8 @@ describe('comments, approvals, attachments', () => {
     noFile.payload = Buffer.from(noFile.payload.toString().replace('name="file"', 'name="other"'));
     expectStatus(await upload(userA, a.key, noFile), 400);
     expect((await get(s, userA, `${SD}/tickets/${a.key}/actions`)).json().data.filter((x: { action: string }) => x.action === 'attachment')).toHaveLength(2);
+    await waitForAudit(s.sys, s.root, { action: 'servicedesk.attachment', resource_id: a.key }, (e) => e.details.filename === 'logs.txt' && e.details.size === 300_000 && e.details.public === false);
+    await waitForAudit(s.sys, s.root, { action: 'servicedesk.attachment', resource_id: a.key }, (e) => e.details.filename === 'max.bin');
   });
 });
 
@@ -184,6 +203,7 @@ describe('transitions and request creation', () => {
     expect(await s.sys.sql(`SELECT 1 FROM sd_pending WHERE issue_key = ?`, [a.key])).toHaveLength(0);
     const log = (await get(s, userA, `${SD}/tickets/${a.key}/actions`)).json().data;
     expect(log[0]).toMatchObject({ action: 'transition', details: { transition_id: '11', status: 'In Progress' } });
+    await waitForAudit(s.sys, s.root, { action: 'servicedesk.transition', resource_id: a.key }, (e) => e.details.transition_id === '11' && e.details.status === 'In Progress' && e.details.with_comment === true);
   });
 
   it('creates a request in a mapped service desk with the organization set; PENDING until synced', async () => {
@@ -213,10 +233,11 @@ describe('transitions and request creation', () => {
     expect(synced.json().data).toEqual([expect.objectContaining({ issue_key: created.issue_key, status: 'Open', pending: false, priority: 'High', reporter_email: customer.emailAddress })]);
     expect((await get(s, userA, `${SD}/tickets/${created.issue_key}/actions`)).json().data[0]).toMatchObject({ action: 'create' });
     await waitForAudit(s.sys, s.root, { action: 'servicedesk.create', resource_id: created.issue_key });
-    // The tracker's refusal of the input is a 400 with its words.
+    // The tracker's refusal of the input is a 502 (the failure is the tracker's answer, not our input) with its words.
     const noType = await http(userA, 'POST', `${SD}/tickets`, { service_desk_id: '1', request_type_id: '20', request_field_values: { summary: 'x' } });
-    expectStatus(noType, 400);
-    expect(noType.json().error.message).toContain('issue tracker refused');
+    expectStatus(noType, 502);
+    expect(noType.json().error.code).toBe('bad_gateway');
+    expect(noType.json().error.message).toContain('the issue tracker refused the request (400): The request type you are trying to use does not exist');
   });
 
   it('resolves an engineering key to its support request before forwarding', async () => {

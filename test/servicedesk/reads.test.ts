@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
-import { createUser, tokenFor, assignRole } from '../support/identity.ts';
+import { createClient, createUser, tokenFor, assignRole } from '../support/identity.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { categoryOf, type PeerIssue } from '../support/tracker-peer.ts';
 import { avg, DAY, frtMs, FRT_GOAL, get, HOUR, onTime, percentile, priorityRank, resolutionBreached, round2, SD, startedAt, startSdSystem, stopSdSystem, syncNow, type SdSystem } from './support.ts';
@@ -132,6 +133,46 @@ describe('organization mappings', () => {
   });
 });
 
+describe('mapping another client’s organization', () => {
+  it('a client admin cannot map or re-point a mapping to an organization another client maps: 403, nothing written or asked', async () => {
+    const admin = await userWith(s.sys, 'Admin', s.clientA.id);
+    const mappedToA = async (org: string): Promise<number> =>
+      (await s.sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_mappings WHERE client_id = ? AND organization_id = ?`, [s.clientA.id, org]))[0]!.n;
+    const asked = (): number => s.peer.count('GET', new RegExp(`/organization/${s.orgB}$`));
+    const askedBefore = asked();
+
+    const refused = await s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: admin.token, payload: { client_id: s.clientA.id, organization_id: s.orgB, service_desk_ids: ['1'] } });
+    expectStatus(refused, 403);
+    expect(refused.json().error.message).toContain(`organization ${s.orgB} is already mapped to a client outside your reach`);
+    expect(await mappedToA(s.orgB)).toBe(0);
+
+    // Re-pointing a mapping of A's own at B's organization: refused alike, the mapping unchanged.
+    const own = await s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: admin.token, payload: { client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['1'] } });
+    expectStatus(own, 201);
+    const id = own.json().data.id as string;
+    try {
+      const repointed = await s.sys.http({ method: 'PUT', url: `${SD}/admin/organizations/${id}`, token: admin.token, payload: { organization_id: s.orgB, service_desk_ids: ['1'] } });
+      expectStatus(repointed, 403);
+      expect(repointed.json().error.message).toContain('outside your reach');
+      const [row] = await s.sys.sql<{ organization_id: string }>(`SELECT organization_id FROM sd_mappings WHERE id = ?`, [id]);
+      expect(row!.organization_id).toBe(s.orgUnmapped);
+      expect(await mappedToA(s.orgB)).toBe(0);
+      // Refused before the tracker was asked about the organization.
+      expect(asked()).toBe(askedBefore);
+      // A's requests stay A's: B's organization never shows to A.
+      expectStatus(await get(s, admin.token, `${SD}/tickets?organization_id=${s.orgB}`), 404);
+    } finally {
+      expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${id}`, token: admin.token }), 204);
+    }
+
+    // A super admin may map it to A as well.
+    const byRoot = await s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: s.root, payload: { client_id: s.clientA.id, organization_id: s.orgB, service_desk_ids: ['1'] } });
+    expectStatus(byRoot, 201);
+    expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${byRoot.json().data.id}`, token: s.root }), 204);
+    expect(await mappedToA(s.orgB)).toBe(0);
+  });
+});
+
 describe('tickets', () => {
   it('lists exactly the caller’s organization, newest update first, with linked keys and reporter e-mails', async () => {
     const { items, total } = await all(userA, '');
@@ -230,6 +271,41 @@ describe('tickets', () => {
     // An organization out of the caller's mappings.
     expectStatus(await get(s, userA, `${SD}/tickets?organization_id=${s.orgB}`), 404);
     expectStatus(await get(s, s.root, `${SD}/tickets?organization_id=${s.orgUnmapped}`), 404);
+  });
+
+  it('the detail, the action log and the organizations list take the organization filter too (required for super admins)', async () => {
+    const a = orgA()[0]!.key;
+    const routes = (key: string): string[] => [`tickets/${key}`, `tickets/${key}/actions`, 'organizations'];
+    for (const path of routes(a)) {
+      const res = await get(s, s.root, `${SD}/${path}`);
+      expectStatus(res, 400);
+      expect(res.json().error.message, path).toMatch(/super admins must filter by organization/);
+    }
+    const detail = await get(s, s.root, `${SD}/tickets/${a}?organization_id=${s.orgA}`);
+    expectStatus(detail, 200);
+    expect(detail.json().data.ticket.issue_key).toBe(a);
+    expectStatus(await get(s, s.root, `${SD}/tickets/${a}/actions?organization_id=${s.orgA}`), 200);
+    const orgs = await get(s, s.root, `${SD}/organizations?organization_id=${s.orgB}`);
+    expectStatus(orgs, 200);
+    expect(orgs.json().data.map((m: { organization_id: string; client_id: string }) => [m.organization_id, m.client_id])).toEqual([[s.orgB, s.clientB.id]]);
+    // The request is not in the organization named: 404; an organization nobody maps: 404.
+    expectStatus(await get(s, s.root, `${SD}/tickets/${a}?organization_id=${s.orgB}`), 404);
+    expectStatus(await get(s, s.root, `${SD}/tickets/${a}/actions?organization_id=${s.orgB}`), 404);
+    expectStatus(await get(s, s.root, `${SD}/organizations?organization_id=${s.orgUnmapped}`), 404);
+    // An engineering key finds its support request within the organization.
+    const linked = orgA().find((i) => i.links.length > 0);
+    if (linked) {
+      const eng = await get(s, s.root, `${SD}/tickets/${linked.links[0]!.outward}?organization_id=${s.orgA}`);
+      expectStatus(eng, 200);
+      expect(eng.json().data.ticket.issue_key).toBe(linked.key);
+    }
+
+    // Others need no filter; one narrows alike, and one outside their mappings is 404.
+    for (const path of routes(a)) expectStatus(await get(s, userA, `${SD}/${path}`), 200);
+    for (const path of routes(a)) expectStatus(await get(s, userA, `${SD}/${path}?organization_id=${s.orgA}`), 200);
+    for (const path of routes(a)) expectStatus(await get(s, userA, `${SD}/${path}?organization_id=${s.orgB}`), 404);
+    expect((await get(s, userA, `${SD}/organizations?organization_id=${s.orgA}`)).json().meta.total).toBe(1);
+    expectStatus(await get(s, userA, `${SD}/tickets/${a}?organization_id=abc`), 400);
   });
 
   it('shows one request with its history, SLA and delivery figures; an engineering key finds its support request', async () => {
@@ -363,6 +439,51 @@ describe('export', () => {
     expect(res.body).not.toMatch(/(^|,)"?[=+@]/m);
     const filtered = await get(s, userA, `${SD}/reports/export?status=Open`);
     expect(filtered.body.trimEnd().split('\n')).toHaveLength(orgA().filter((i) => i.status === 'Open').length + 1);
+  });
+});
+
+describe('caps', () => {
+  it('the board shows at most 500 requests and the export at most 10,000 rows, of an organization holding more', async () => {
+    // An organization and client of its own, its requests put straight into the store (as the bench does), so the
+    // other tests' organizations are untouched; removed afterwards.
+    const n = 10_050;
+    const org = String(800_000_000 + Math.floor(Math.random() * 90_000_000));
+    const project = `ZC${Date.now().toString(36).toUpperCase()}`;
+    const client = await createClient(s.sys);
+    const mappingId = randomUUID();
+    await s.sys.sql(`INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Caps Ltd', '{1}', ?::text[])`, [
+      mappingId,
+      client.id,
+      org,
+      `{${project}}`,
+    ]);
+    try {
+      await s.sys.sql(
+        `INSERT INTO sd_requests (issue_key, issue_id, project_key, issue_number, summary, status, status_category, priority, issue_type, organization_ids, created_at, updated_at)
+         SELECT ? || '-' || g, (5000000 + g)::text, ?, g, 'Caps ' || g, (ARRAY['Open', 'In Progress', 'Done'])[1 + g % 3],
+                (ARRAY['new', 'indeterminate', 'done'])[1 + g % 3], 'Medium', 'Incident', ?::text[], now() - g * interval '1 minute', now() - g * interval '1 minute'
+         FROM generate_series(1, ?::int) g`,
+        [project, project, `{${org}}`, n],
+      );
+      const board = await get(s, s.root, `${SD}/kanban?organization_id=${org}`);
+      expectStatus(board, 200);
+      const b = board.json().data as { columns: { count: number }[]; total: number; shown: number; limit: number; truncated: boolean };
+      expect(b).toMatchObject({ total: n, shown: 500, limit: 500, truncated: true });
+      expect(b.columns.reduce((sum, c) => sum + c.count, 0)).toBe(500);
+
+      const csv = await get(s, s.root, `${SD}/reports/export?organization_id=${org}&sort_by=issue_key&sort_dir=ASC`);
+      expectStatus(csv, 200);
+      expect(csv.headers['x-export-rows']).toBe('10000');
+      const lines = csv.body.trimEnd().split('\n');
+      expect(lines).toHaveLength(10_000 + 1);
+      // The first 10,000 in the sort order.
+      expect(lines[1]!.split(',')[0]).toBe(`${project}-1`);
+      expect(lines.at(-1)!.split(',')[0]).toBe(`${project}-10000`);
+    } finally {
+      await s.sys.sql(`DELETE FROM sd_requests WHERE project_key = ?`, [project]);
+      await s.sys.sql(`DELETE FROM sd_mappings WHERE id = ?`, [mappingId]);
+      await s.sys.sql(`DELETE FROM sd_sync_state WHERE organization_id = ?`, [org]);
+    }
   });
 });
 

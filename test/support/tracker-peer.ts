@@ -295,8 +295,8 @@ interface Fault {
 export class TrackerPeer {
   readonly issues = new Map<string, PeerIssue>();
   readonly customers: Map<string, PeerUser[]>;
-  /** Every call: method, path (without query) and when it arrived. */
-  readonly log: { method: string; path: string; at: number }[] = [];
+  /** Every call: method, path (without query), when it arrived, and for a search the JQL it carried. */
+  readonly log: { method: string; path: string; at: number; jql?: string }[] = [];
   readonly faults: Fault[] = [];
   readonly temporary = new Map<string, { filename: string; size: number; mimeType: string }>();
   /** The last body POSTed to create a request (to see what the service forwarded). */
@@ -465,13 +465,16 @@ export class TrackerPeer {
     const method = req.method ?? 'GET';
     const path = url.pathname;
     const now = Date.now();
-    this.log.push({ method, path, at: now });
+    const entry: (typeof this.log)[number] = { method, path, at: now };
+    this.log.push(entry);
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
     const expected = `Basic ${Buffer.from(`${PEER_EMAIL}:${PEER_TOKEN}`).toString('base64')}`;
     if (req.headers.authorization !== expected) return this.json(res, 401, { errorMessages: ['You are not authenticated. Authentication required to perform this operation.'], errors: {} });
     // A JSON body is read up front so faults can look at it (multipart uploads stay streams).
     const json = method === 'POST' && String(req.headers['content-type'] ?? '').startsWith('application/json') ? await this.body(req) : undefined;
     if (json) this.read.set(req, json);
+    const jql = path === '/rest/api/3/search/jql' ? (json?.jql ?? url.searchParams.get('jql')) : undefined;
+    if (typeof jql === 'string') entry.jql = jql;
     const fault = this.faults.findIndex((f) => f.match(method, path, json));
     if (fault >= 0) {
       const f = this.faults.splice(fault, 1)[0]!;

@@ -14,6 +14,14 @@ const int = (v: unknown): number => Number(v ?? 0);
 /** Microseconds in a day, as a SQL literal (cycle times are kept in microseconds). */
 const DAY_US = '86400000000.0';
 
+/**
+ * Where the summary's 30-day throughput window starts: a full instant with its zone (compared with a timestamptz, a
+ * text without one would be read in the session's TimeZone), whole minutes so the memoized answer holds a minute.
+ */
+export function throughputSince(now: number): string {
+  return new Date(Math.floor((now - 30 * 86_400_000) / 60_000) * 60_000).toISOString();
+}
+
 export function metricsHandlers(deps: SdDeps): SdHandlers {
   const fork = (): EntityManager => deps.orm.em.fork();
 
@@ -110,7 +118,7 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
       const em = fork();
       const mappings = await scoped(em, ctx, q);
       const visible = visibleWhere(mappings, 'v');
-      const since = new Date(deps.clock.now() - 30 * 86_400_000).toISOString();
+      const since = throughputSince(deps.clock.now());
       // All-time figures are sums over sd_request_totals (kept by the store's triggers, exact); the last 30 days'
       // throughput reads the resolved requests of that window through the delivery index.
       const recent = visibleWhere(mappings, 'r');
@@ -120,9 +128,9 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
                 sum(v.acknowledge_seconds) / NULLIF(sum(v.acknowledged), 0) / 3600.0 AS mtta,
                 sum(v.resolve_seconds) / NULLIF(sum(v.resolved), 0) / 3600.0 AS mttr,
                 100.0 * sum(v.sla_met) / NULLIF(sum(v.sla_known), 0) AS compliance,
-                (SELECT count(*) FROM sd_requests r WHERE ${recent.sql} AND r.resolved_at >= ?) AS throughput
+                (SELECT count(*) FROM sd_requests r WHERE ${recent.sql} AND r.resolved_at >= ?::timestamptz) AS throughput
          FROM sd_request_totals v WHERE ${visible.sql}`,
-        [...recent.params, since.slice(0, 16), ...visible.params],
+        [...recent.params, since, ...visible.params],
       );
       return {
         open_count: int(r?.open_count),

@@ -56,8 +56,8 @@ class TransportError extends Error {
  * The one way out to the issue tracker (a Jira Service Management cloud site): basic authentication with the account's
  * e-mail and API token, every attempt through the shared token bucket, a timeout per attempt, reads repeated with
  * backoff. Its failures become domain errors with our own messages, never the tracker's body: 404 when the tracker
- * says the thing does not exist, 429 (with Retry-After) when it rate-limits, 400 when it refuses the input (its
- * message, trimmed), 502 for anything else.
+ * says the thing does not exist, 429 (with Retry-After) when it rate-limits, 502 for anything else (a refusal of the
+ * input with its message, trimmed: the failure is between us and the tracker, not in the caller's request to us).
  */
 export class TrackerClient {
   private readonly auth: string;
@@ -154,9 +154,10 @@ export class TrackerClient {
   private failure(status: number, body: unknown, c: TrackerCall): DomainError {
     const said = trackerMessage(body);
     if (status === 404) return new DomainError('not_found', `${c.what ?? 'the requested item'} does not exist in the issue tracker`);
-    if (status === 400) return new DomainError('bad_request', said ? `the issue tracker refused the request: ${said}` : 'the issue tracker refused the request');
     this.log.warn({ status, path: c.path, method: c.method, tracker_message: said }, 'issue tracker answered with an error');
     if (status === 401 || status === 403) return new DomainError('bad_gateway', `the issue tracker refused the service's credentials or permissions (${status}); check SVC_SD_EMAIL and SVC_SD_API_TOKEN`);
+    // A refusal (4xx) names what it refused; a server error's words are its internals, kept to the log.
+    if (status >= 400 && status < 500) return new DomainError('bad_gateway', said ? `the issue tracker refused the request (${status}): ${said}` : `the issue tracker refused the request (${status})`);
     return new DomainError('bad_gateway', `the issue tracker answered ${status}`);
   }
 }

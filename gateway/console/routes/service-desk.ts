@@ -5,6 +5,8 @@ import {
   MappingListQuery,
   MetricsRangeQuery,
   MetricsScopeQuery,
+  OneRequestQuery,
+  OrganizationListQuery,
   TicketFilters,
   TicketListQuery,
   UpdateMappingBody,
@@ -36,17 +38,24 @@ export function registerServiceDeskRoutes(app: GatewayApp, deps: GatewayDeps): v
   });
   route({ method: 'DELETE', url: `${BASE}/admin/organizations/:id`, subject: 'svc.servicedesk.mappings.delete', params: MappingParams, input: ({ params }) => params, status: 204 });
   route({ method: 'POST', url: `${BASE}/admin/sync`, subject: 'svc.servicedesk.sync.run', input: () => ({}) });
-  route({ method: 'GET', url: `${BASE}/organizations`, subject: 'svc.servicedesk.organizations.list', query: MappingListQuery, input: ({ query }) => query, paged: true });
+  route({ method: 'GET', url: `${BASE}/organizations`, subject: 'svc.servicedesk.organizations.list', query: OrganizationListQuery, input: ({ query }) => query, paged: true });
 
   // The read store
   route({ method: 'GET', url: `${BASE}/tickets`, subject: 'svc.servicedesk.tickets.list', query: TicketListQuery, input: ({ query }) => query, paged: true });
-  route({ method: 'GET', url: `${BASE}/tickets/:issueKey`, subject: 'svc.servicedesk.tickets.get', params: KeyParams, input: ({ params }) => ({ issue_key: params.issueKey }) });
+  route({
+    method: 'GET',
+    url: `${BASE}/tickets/:issueKey`,
+    subject: 'svc.servicedesk.tickets.get',
+    params: KeyParams,
+    query: OneRequestQuery,
+    input: ({ params, query }) => ({ issue_key: params.issueKey, ...query }),
+  });
   route({
     method: 'GET',
     url: `${BASE}/tickets/:issueKey/actions`,
     subject: 'svc.servicedesk.actions.list',
     params: KeyParams,
-    query: PageQuery,
+    query: PageQuery.extend(OneRequestQuery.shape),
     input: ({ params, query }) => ({ issue_key: params.issueKey, ...query }),
     paged: true,
   });
