@@ -20,6 +20,7 @@ import { Tsdb, type ImportSeries } from '../actors/runtime/stores/tsdb.ts';
 import { enrollSimulated, readAgentState, simDir, statePaths } from '../agent/index.ts';
 import type { MetricSample } from '../contracts/domains/agent-telemetry.ts';
 import { streams, telemetrySubject } from '../contracts/streams.ts';
+import { cpuMeter, type ProcessGroup } from './cpu.ts';
 import { percentile, spread, type Spread } from './stats.ts';
 
 // 18084 is taken by other parts (events, service desk); BENCH_METRICS_PORT overrides.
@@ -50,7 +51,7 @@ export interface ChartFigures {
 }
 
 export interface MetricsFigures {
-  ingest: { agents: number; samplesPerRound: number; pipeline: Spread; raw: Spread; ratio: Spread };
+  ingest: { agents: number; samplesPerRound: number; pipeline: Spread; raw: Spread; ratio: Spread; cpuMsPer1kSamples?: Record<'pipeline' | 'raw', Record<string, number>> };
   chart6h: ChartFigures;
   chart24h: ChartFigures;
   query: { calls: number; bytes: number; directBytes: number; gatewayP50: number; gatewayP99: number; directP50: number; directP99: number };
@@ -129,9 +130,10 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       clock += batchesPerAgent * 10_000 + 60_000;
       return { t0 };
     };
-    const pipelineRound = async (): Promise<number> => {
+    const pipelineRound = async (begin: () => void = () => undefined): Promise<number> => {
       const { t0 } = roundData();
       const payloads = connections.map((_, a) => Array.from({ length: batchesPerAgent }, (__, b) => encoder.encode(JSON.stringify({ collected_at: new Date(t0 + b * 10_000).toISOString(), samples: batchSamples(seriesPerBatch, t0 + b * 10_000, a * 7 + b) }))));
+      begin();
       const started = performance.now();
       let maxSeq = 0;
       await Promise.all(
@@ -147,7 +149,7 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       await durableIdle(jsm, maxSeq);
       return samplesPerRound / ((performance.now() - started) / 1000);
     };
-    const rawRound = async (): Promise<number> => {
+    const rawRound = async (begin: () => void = () => undefined): Promise<number> => {
       const { t0 } = roundData();
       // The rows the consumer would write for these samples, serialized before the clock starts; ~20,000 samples per
       // import and 4 at a time, as the consumer's batcher does.
@@ -161,6 +163,7 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       });
       const bodies: string[] = [];
       for (let i = 0; i < rows.length; i += 20_000) bodies.push(rows.slice(i, i + 20_000).map((r) => JSON.stringify(r)).join('\n') + '\n');
+      begin();
       const started = performance.now();
       let next = 0;
       await Promise.all(
@@ -178,14 +181,39 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     await rawRound();
     const pipeline: number[] = [];
     const raw: number[] = [];
+    // Where each path's CPU goes, per 1,000 samples: the system (consumer), nats-server, VictoriaMetrics, this process
+    // (the agents' publishing, or the raw imports).
+    const groups: ProcessGroup[] = [
+      { name: 'system', pids: () => (system.pid ? [system.pid] : []) },
+      { name: 'nats-server', comm: /^nats-server$/ },
+      { name: 'victoria-metrics', comm: /^victoria-metric/ },
+      { name: 'bench (agents / raw sender)', pids: () => [process.pid] },
+    ];
+    const cpu = { pipeline: {} as Record<string, number>, raw: {} as Record<string, number> };
+    /** Counts from the moment the round's clock starts (its payloads are built before, off the clock and the meter). */
+    const metered = async (path: 'pipeline' | 'raw', run: (begin: () => void) => Promise<number>): Promise<number> => {
+      let stop: (() => Record<string, number>) | undefined;
+      const rate = await run(() => (stop = cpuMeter(groups)));
+      if (!stop) throw new Error('the round never started its clock');
+      for (const [k, ms] of Object.entries(stop())) cpu[path][k] = (cpu[path][k] ?? 0) + ms;
+      return rate;
+    };
     for (let r = 0; r < deps.rounds; r++) {
-      pipeline.push(await pipelineRound());
-      raw.push(await rawRound());
+      pipeline.push(await metered('pipeline', pipelineRound));
+      raw.push(await metered('raw', rawRound));
     }
     const ingest = { agents, samplesPerRound, pipeline: spread(pipeline), raw: spread(raw), ratio: spread(pipeline.map((p, i) => p / raw[i]!)) };
     console.log(`agents → JetStream → consumer → VictoriaMetrics: ${ingest.pipeline.mean.toFixed(0)} samples/s (${ingest.pipeline.min.toFixed(0)}–${ingest.pipeline.max.toFixed(0)})`);
     console.log(`VictoriaMetrics /api/v1/import of the same samples: ${ingest.raw.mean.toFixed(0)} samples/s (${ingest.raw.min.toFixed(0)}–${ingest.raw.max.toFixed(0)})`);
     console.log(`pipeline / raw: ${ingest.ratio.mean.toFixed(2)} (${ingest.ratio.min.toFixed(2)}–${ingest.ratio.max.toFixed(2)}) (target ≥ 0.50)`);
+    const perK = (ms: number): number => Math.round(((ms * 1000) / (samplesPerRound * deps.rounds)) * 1000) / 1000;
+    const cpuMsPer1kSamples = { pipeline: {} as Record<string, number>, raw: {} as Record<string, number> };
+    for (const path of ['pipeline', 'raw'] as const) {
+      for (const g of groups) cpuMsPer1kSamples[path][g.name] = perK(cpu[path][g.name] ?? 0);
+      const total = Object.values(cpuMsPer1kSamples[path]).reduce((a, b) => a + b, 0);
+      console.log(`CPU ms per 1,000 samples, ${path.padEnd(8)}: ${groups.map((g) => `${g.name} ${cpuMsPer1kSamples[path][g.name]!.toFixed(3)}`).join('  ')}  total ${total.toFixed(3)}`);
+    }
+    Object.assign(ingest, { cpuMsPer1kSamples });
 
     // ---- charts ----------------------------------------------------------------------------------------------------
     // A host with 24 hours of 10-second samples: the host-level series and 8 per-CPU ones sharing its name.
