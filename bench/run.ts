@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { jetstreamManager } from '@nats-io/jetstream';
 import argon2 from 'argon2';
 import { generateSecret } from 'otplib';
 import { AccessTokens, SecretBox } from '../actors/identity/crypto.ts';
@@ -360,11 +361,31 @@ const once = <T,>(f: () => Promise<T>): (() => Promise<T>) => {
   let p: Promise<T> | undefined;
   return () => (p ??= f());
 };
+/**
+ * Deletes the durable consumers of a namespace (`<durable><suffix>`). The split system runs only during the hop part,
+ * so between runs its telemetry consumers piled up every message the other parts' agents sent, and drained that
+ * backlog (dead-lettering it: those agents are gone) in the middle of the hop's measurement.
+ */
+async function dropDurables(suffix: string): Promise<void> {
+  const nc = await connectNats(config.SVC_NATS_URL, 'bench-durables', log, config.SVC_NATS_CREDS);
+  try {
+    const jsm = await jetstreamManager(nc);
+    for await (const stream of jsm.streams.list()) {
+      for await (const c of jsm.consumers.list(stream.config.name)) {
+        if (c.name.endsWith(suffix)) await jsm.consumers.delete(stream.config.name, c.name);
+      }
+    }
+  } finally {
+    await nc.drain();
+  }
+}
+
 /** `npm start`'s shape: both gateways' work and the actors on one event loop. */
 const single = once(() => startChild(['main.ts'], env, `http://127.0.0.1:${GATEWAY_PORT}/readyz`));
 /** Gateway and actors in separate processes, in a namespace of their own so the single process's actors never answer. */
 const split = once(async (): Promise<ChildProcess[]> => {
   const ns = { SVC_NAMESPACE: `${namespace}-split` };
+  await dropDurables(`-${ns.SVC_NAMESPACE}`);
   // The actor process has no HTTP port: it is up once the split gateway's list answers 200 through it.
   const url = `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/api/v1/clients`;
   const started = await Promise.all([

@@ -287,6 +287,10 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
 
   const stopping = new AbortController();
   const inflight = new Set<Promise<void>>();
+  // Woken when a handler finishes: waiting on Promise.race(inflight) instead added a reaction to every in-flight
+  // handler for each message that arrived at the cap (512 per message for the metrics ingest).
+  let slotFreed: (() => void) | undefined;
+  const freeSlot = (): Promise<void> => new Promise<void>((resolve) => (slotFreed = resolve));
   let current: ConsumerMessages | undefined;
 
   const settle = (m: JsMsg, what: 'ack' | 'nak' | 'term', delayMs?: number): void => {
@@ -403,7 +407,7 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
         failures = 0;
         for await (const m of messages) {
           if (!stopping.signal.aborted) {
-            while (inflight.size >= concurrency) await Promise.race(inflight);
+            while (inflight.size >= concurrency) await freeSlot();
           }
           if (stopping.signal.aborted) {
             // Fetched but not started: hand it back now so another instance takes it without waiting ack_wait.
@@ -412,7 +416,12 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
           }
           const p = handleMessage(m)
             .catch((err: unknown) => log.error({ err, seq: m.seq }, 'message processing failed'))
-            .finally(() => inflight.delete(p));
+            .finally(() => {
+              inflight.delete(p);
+              const wake = slotFreed;
+              slotFreed = undefined;
+              wake?.();
+            });
           inflight.add(p);
         }
       } catch (err) {
