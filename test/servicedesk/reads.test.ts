@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
 import { createClient, createUser, tokenFor, assignRole } from '../support/identity.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
-import { categoryOf, type PeerIssue } from '../support/tracker-peer.ts';
+import { categoryOf, TRANSITIONS, type PeerIssue } from '../support/tracker-peer.ts';
 import { avg, csvCell, DAY, frtMs, FRT_GOAL, get, HOUR, onTime, parseCsv, percentile, priorityRank, resolutionBreached, round2, SD, startedAt, startSdSystem, stopSdSystem, syncNow, type SdSystem } from './support.ts';
 
 let s: SdSystem;
@@ -85,6 +85,31 @@ describe('sync', () => {
     expectStatus(detail, 200);
     expect(detail.json().data.ticket.status).toBe('In Progress');
     expect(detail.json().data.status_history.at(-1)).toMatchObject({ from_status: 'Open', to_status: 'In Progress' });
+  });
+
+  it('a request with more status changes than the search embeds gets its whole changelog, paged, in order', async () => {
+    // One no other test moved (its changes all older than a minute), so the new ones come after them in time.
+    const target = orgA().find((i) => i.status !== 'Closed' && i.histories.length <= s.peer.changelogCap && i.updated < Date.now() - 60_000)!;
+    // A dozen changes in the last seconds, never into Closed (which offers no way on).
+    const base = Date.now() - 15_000;
+    for (let i = 0; i < 12; i++) {
+      const next = TRANSITIONS[target.status]!.find((t) => t.to !== 'Closed')!;
+      s.peer.move(target.key, next.to, base + i * 1000);
+    }
+    expect(target.histories.length).toBeGreaterThan(s.peer.changelogCap + 8);
+    s.peer.changelogPageMax = 3;
+    const before = s.peer.log.length;
+    try {
+      await syncNow(s);
+    } finally {
+      s.peer.changelogPageMax = 100;
+    }
+    const pages = s.peer.log.slice(before).filter((l) => l.method === 'GET' && l.path === `/rest/api/3/issue/${target.key}/changelog`).length;
+    expect(pages).toBe(Math.ceil(target.histories.length / 3));
+    const detail = await get(s, userA, `${SD}/tickets/${target.key}`);
+    expectStatus(detail, 200);
+    expect(detail.json().data.ticket.status).toBe(target.status);
+    expect(detail.json().data.status_history).toEqual(target.histories.map((h) => ({ from_status: h.from, to_status: h.to, changed_at: new Date(h.created).toISOString() })));
   });
 
   it('only a caller with servicedeskconfig:write runs it', async () => {

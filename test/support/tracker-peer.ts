@@ -303,6 +303,8 @@ export class TrackerPeer {
   lastCreate: Record<string, unknown> | undefined;
   /** How many histories the search embeds per issue; more come from /issue/{key}/changelog. */
   changelogCap = 4;
+  /** The largest page /issue/{key}/changelog serves (Jira's is 100); lowered to make a reader page through it. */
+  changelogPageMax = 100;
   /** Answer delay in ms (slow tracker). */
   delayMs = 0;
   private server: Server | undefined;
@@ -518,7 +520,7 @@ export class TrackerPeer {
       const all = issue.histories;
       const values = all.map((h) => ({ id: h.id, created: jiraDate(h.created), items: [{ field: 'status', fieldId: 'status', from: statusByName.get(h.from)!.id, fromString: h.from, to: statusByName.get(h.to)!.id, toString: h.to }] }));
       const startAt = int('startAt', 0);
-      const max = Math.min(int('maxResults', 100), 100);
+      const max = Math.min(int('maxResults', 100), this.changelogPageMax);
       const page = values.slice(startAt, startAt + max);
       return this.json(res, 200, { self: '', maxResults: max, startAt, total: values.length, isLast: startAt + page.length >= values.length, values: page });
     }
