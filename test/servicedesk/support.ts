@@ -20,8 +20,8 @@ export interface SdSystem {
 
 export const SD = '/api/v1/service-desk';
 
-export async function startSdSystem(overrides: Record<string, string> = {}): Promise<SdSystem> {
-  const peer = new TrackerPeer();
+/** `peer`: one set up by the caller (switches that must hold before the mappings' first sync). */
+export async function startSdSystem(overrides: Record<string, string> = {}, peer = new TrackerPeer()): Promise<SdSystem> {
   await peer.start();
   const sys = await startTestSystem({
     SVC_ACTORS: 'identity,servicedesk',

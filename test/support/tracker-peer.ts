@@ -305,6 +305,11 @@ export class TrackerPeer {
   changelogCap = 4;
   /** The largest page /issue/{key}/changelog serves (Jira's is 100); lowered to make a reader page through it. */
   changelogPageMax = 100;
+  /**
+   * false: a site whose SLA fields cannot be found: /field lists no SLA field and search hits carry none, so SLAs are
+   * only on /servicedeskapi/request/{key}/sla. Set before the first sync.
+   */
+  slaInSearch = true;
   /** Answer delay in ms (slow tracker). */
   delayMs = 0;
   private server: Server | undefined;
@@ -410,8 +415,7 @@ export class TrackerPeer {
         project: { id: issue.project, key: issue.project, name: issue.project },
         customfield_10002: issue.orgIds.map((o) => ({ id: Number(o), name: this.names.orgs.find((x) => x.id === o)?.name ?? o, _links: {} })),
         customfield_10010: rt ? { _links: {}, requestType: { id: rt.id, name: rt.name, serviceDeskId: rt.serviceDeskId }, currentStatus: { status: issue.status } } : null,
-        customfield_10020: issue.serviceDeskId ? frt : null,
-        customfield_10021: issue.serviceDeskId ? ttr : null,
+        ...(this.slaInSearch ? { customfield_10020: issue.serviceDeskId ? frt : null, customfield_10021: issue.serviceDeskId ? ttr : null } : {}),
         issuelinks: issue.links.map((l, i) => ({
           id: String(i + 1),
           type: { name: 'Relates', inward: 'relates to', outward: 'relates to' },
@@ -502,8 +506,12 @@ export class TrackerPeer {
         { id: 'summary', name: 'Summary', custom: false, schema: { type: 'string', system: 'summary' } },
         { id: 'customfield_10002', name: 'Organizations', custom: true, schema: { type: 'array', items: 'sd-customerorganization', custom: 'com.atlassian.servicedesk:sd-customer-organizations', customId: 10002 } },
         { id: 'customfield_10010', name: 'Request Type', custom: true, schema: { type: 'sd-customerrequesttype', custom: 'com.atlassian.servicedesk:vp-origin', customId: 10010 } },
-        { id: 'customfield_10020', name: 'Time to first response', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10020 } },
-        { id: 'customfield_10021', name: 'Time to resolution', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10021 } },
+        ...(this.slaInSearch
+          ? [
+              { id: 'customfield_10020', name: 'Time to first response', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10020 } },
+              { id: 'customfield_10021', name: 'Time to resolution', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10021 } },
+            ]
+          : []),
       ]);
     }
     if (method === 'GET' && path === '/rest/api/3/status') {
