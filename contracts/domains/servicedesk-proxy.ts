@@ -103,9 +103,10 @@ export const servicedeskProxySubjects = subjects({
   'svc.servicedesk.comments.create': { summary: 'Adds a public or internal comment (servicedesk:write).', request: ByKey.extend(CreateCommentBody.shape), reply: Comment, errors: [...proxyErrors] },
   'svc.servicedesk.transitions.list': { retry: 'safe', summary: 'Transitions the request allows now (servicedesk:read).', request: ByKey, reply: z.object({ items: z.array(Transition) }), errors: [...proxyErrors] },
   'svc.servicedesk.transitions.execute': {
-    summary: 'Executes a transition taken from the request’s own list (servicedesk:write); the new status shows until the sync catches up.',
+    summary:
+      'Executes a transition taken from the request’s own list (servicedesk:write); the new status shows until the sync catches up (status null: the tracker could not be read right after, the stored status shows until then).',
     request: ByKey.extend(TransitionBody.shape),
-    reply: z.object({ issue_key: z.string(), transition_id: z.string(), status: z.string(), status_category: z.enum(['new', 'indeterminate', 'done']) }),
+    reply: z.object({ issue_key: z.string(), transition_id: z.string(), status: z.string().nullable(), status_category: z.enum(['new', 'indeterminate', 'done']).nullable() }),
     errors: [...proxyErrors],
   },
   'svc.servicedesk.approvals.list': { retry: 'safe', summary: 'Approvals of a request (servicedesk:read).', request: ByKey, reply: z.object({ items: z.array(Approval) }), errors: [...proxyErrors] },

@@ -206,6 +206,31 @@ describe('transitions and request creation', () => {
     await waitForAudit(s.sys, s.root, { action: 'servicedesk.transition', resource_id: a.key }, (e) => e.details.transition_id === '11' && e.details.status === 'In Progress' && e.details.with_comment === true);
   });
 
+  it('a transition whose request cannot be read right after records no status: the stored one shows until the sync', async () => {
+    const a = orgA().find((i) => i.status === 'Open' && !i.links.length && i.histories.length === 0)!;
+    const path = `/rest/servicedeskapi/request/${a.key}`;
+    s.peer.faults.push({ match: (m, p) => m === 'GET' && p === path, status: 500 });
+    const before = s.peer.log.length;
+    const done = await http(userA, 'POST', `${SD}/tickets/${a.key}/transition`, { id: '11' });
+    expectStatus(done, 200);
+    expect(done.json().data).toEqual({ issue_key: a.key, transition_id: '11', status: null, status_category: null });
+    // The transition went through and the read after it was the one that failed (the fault is spent).
+    expect(a.status).toBe('In Progress');
+    expect(s.peer.faults).toHaveLength(0);
+    expect(s.peer.log.slice(before).filter((l) => l.method === 'GET' && l.path === path)).toHaveLength(1);
+    // No override: never the transition's name ("Start progress"), the stored status until the sync.
+    expect(await s.sys.sql(`SELECT 1 FROM sd_pending WHERE issue_key = ?`, [a.key])).toHaveLength(0);
+    expect((await get(s, userA, `${SD}/tickets/${a.key}`)).json().data.ticket).toMatchObject({ status: 'Open', pending: false });
+    const listed = await get(s, userA, `${SD}/tickets?search=${a.key}&per_page=100`);
+    expect(listed.json().data.find((t: { issue_key: string }) => t.issue_key === a.key)).toMatchObject({ status: 'Open', pending: false });
+    expect((await get(s, userA, `${SD}/tickets?status=Start%20progress&per_page=1`)).json().meta.total).toBe(0);
+    // The action is logged all the same, without a status.
+    const log = (await get(s, userA, `${SD}/tickets/${a.key}/actions`)).json().data;
+    expect(log[0]).toMatchObject({ action: 'transition', details: { transition_id: '11', transition: 'Start progress', status: null } });
+    await syncNow(s);
+    expect((await get(s, userA, `${SD}/tickets/${a.key}`)).json().data.ticket).toMatchObject({ status: 'In Progress', pending: false });
+  });
+
   it('creates a request in a mapped service desk with the organization set; PENDING until synced', async () => {
     const customer = s.peer.customers.get(s.orgA)![0]!;
     const res = await http(userA, 'POST', `${SD}/tickets`, {

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
 import { createClient, createUser, tokenFor, assignRole } from '../support/identity.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
-import { categoryOf, type PeerIssue } from '../support/tracker-peer.ts';
-import { avg, DAY, frtMs, FRT_GOAL, get, HOUR, onTime, percentile, priorityRank, resolutionBreached, round2, SD, startedAt, startSdSystem, stopSdSystem, syncNow, type SdSystem } from './support.ts';
+import { categoryOf, TRANSITIONS, type PeerIssue } from '../support/tracker-peer.ts';
+import { avg, csvCell, DAY, frtMs, FRT_GOAL, get, HOUR, onTime, parseCsv, percentile, priorityRank, resolutionBreached, round2, SD, startedAt, startSdSystem, stopSdSystem, syncNow, type SdSystem } from './support.ts';
 
 let s: SdSystem;
 let userA: string;
@@ -85,6 +85,31 @@ describe('sync', () => {
     expectStatus(detail, 200);
     expect(detail.json().data.ticket.status).toBe('In Progress');
     expect(detail.json().data.status_history.at(-1)).toMatchObject({ from_status: 'Open', to_status: 'In Progress' });
+  });
+
+  it('a request with more status changes than the search embeds gets its whole changelog, paged, in order', async () => {
+    // One no other test moved (its changes all older than a minute), so the new ones come after them in time.
+    const target = orgA().find((i) => i.status !== 'Closed' && i.histories.length <= s.peer.changelogCap && i.updated < Date.now() - 60_000)!;
+    // A dozen changes in the last seconds, never into Closed (which offers no way on).
+    const base = Date.now() - 15_000;
+    for (let i = 0; i < 12; i++) {
+      const next = TRANSITIONS[target.status]!.find((t) => t.to !== 'Closed')!;
+      s.peer.move(target.key, next.to, base + i * 1000);
+    }
+    expect(target.histories.length).toBeGreaterThan(s.peer.changelogCap + 8);
+    s.peer.changelogPageMax = 3;
+    const before = s.peer.log.length;
+    try {
+      await syncNow(s);
+    } finally {
+      s.peer.changelogPageMax = 100;
+    }
+    const pages = s.peer.log.slice(before).filter((l) => l.method === 'GET' && l.path === `/rest/api/3/issue/${target.key}/changelog`).length;
+    expect(pages).toBe(Math.ceil(target.histories.length / 3));
+    const detail = await get(s, userA, `${SD}/tickets/${target.key}`);
+    expectStatus(detail, 200);
+    expect(detail.json().data.ticket.status).toBe(target.status);
+    expect(detail.json().data.status_history).toEqual(target.histories.map((h) => ({ from_status: h.from, to_status: h.to, changed_at: new Date(h.created).toISOString() })));
   });
 
   it('only a caller with servicedeskconfig:write runs it', async () => {
@@ -294,11 +319,10 @@ describe('tickets', () => {
     expectStatus(await get(s, s.root, `${SD}/organizations?organization_id=${s.orgUnmapped}`), 404);
     // An engineering key finds its support request within the organization.
     const linked = orgA().find((i) => i.links.length > 0);
-    if (linked) {
-      const eng = await get(s, s.root, `${SD}/tickets/${linked.links[0]!.outward}?organization_id=${s.orgA}`);
-      expectStatus(eng, 200);
-      expect(eng.json().data.ticket.issue_key).toBe(linked.key);
-    }
+    expect(linked, 'an engineering-linked request in the seeded data').toBeDefined();
+    const eng = await get(s, s.root, `${SD}/tickets/${linked!.links[0]!.outward}?organization_id=${s.orgA}`);
+    expectStatus(eng, 200);
+    expect(eng.json().data.ticket.issue_key).toBe(linked!.key);
 
     // Others need no filter; one narrows alike, and one outside their mappings is 404.
     for (const path of routes(a)) expectStatus(await get(s, userA, `${SD}/${path}`), 200);
@@ -327,11 +351,10 @@ describe('tickets', () => {
       expect([0, 1]).toContain(d.delivery.is_on_time);
     }
     const linked = orgA().find((i) => i.links.length > 0);
-    if (linked) {
-      const eng = await get(s, userA, `${SD}/tickets/${linked.links[0]!.outward}`);
-      expectStatus(eng, 200);
-      expect(eng.json().data.ticket.issue_key).toBe(linked.key);
-    }
+    expect(linked, 'an engineering-linked request in the seeded data').toBeDefined();
+    const eng = await get(s, userA, `${SD}/tickets/${linked!.links[0]!.outward}`);
+    expectStatus(eng, 200);
+    expect(eng.json().data.ticket.issue_key).toBe(linked!.key);
     expectStatus(await get(s, userA, `${SD}/tickets/${s.peer.requestsOf(s.orgB)[0]!.key}`), 404);
     expectStatus(await get(s, userA, `${SD}/tickets/${s.peer.requestsOf(s.orgUnmapped)[0]!.key}`), 404);
     expectStatus(await get(s, userA, `${SD}/tickets/not-a-key`), 400);
@@ -431,10 +454,43 @@ describe('export', () => {
     expect(lines).toHaveLength(orgA().length + 1);
     expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual([...orgA()].sort((a, b) => Number(a.key.split('-')[1]) - Number(b.key.split('-')[1])).map((i) => i.key));
     const formula = orgA().find((i) => i.summary.includes('=SUM'));
-    if (formula) {
-      const line = lines.find((l) => l.startsWith(`${formula.key},`))!;
-      expect(line.split(',')[1]).toBe(`'${formula.summary}`);
+    // The seed must hold one, or the check below would pass on nothing.
+    expect(formula, 'a formula-like summary in the seeded data').toBeDefined();
+    const line = lines.find((l) => l.startsWith(`${formula!.key},`))!;
+    expect(line.split(',')[1]).toBe(`'${formula!.summary}`);
+    // Every column of every row equals what the tracker holds for that request.
+    const rows = parseCsv(res.body);
+    expect(rows[0]).toEqual(lines[0]!.split(','));
+    const byKey = new Map(rows.slice(1).map((r) => [r[0], r]));
+    expect(byKey.size).toBe(orgA().length);
+    const iso = (ms: number | null): string => (ms === null ? '' : new Date(ms).toISOString());
+    for (const p of orgA()) {
+      const want = [
+        p.key,
+        p.summary,
+        p.status,
+        categoryOf(p.status),
+        p.priority,
+        p.type,
+        p.assignee?.displayName ?? '',
+        p.reporter.emailAddress.toLowerCase(),
+        p.orgIds.join(' '),
+        p.labels.join(' '),
+        p.links.find((l) => l.outward)?.outward ?? '',
+        iso(p.created),
+        iso(p.updated),
+        iso(p.resolved),
+        p.due ?? '',
+      ].map(csvCell);
+      expect(byKey.get(p.key), p.key).toEqual(want);
     }
+    // The conditional parts were exercised: a neutralized summary, a linked request, labels, a resolved one, a due date.
+    const cells = (col: number): string[] => rows.slice(1).map((r) => r[col]!);
+    expect(cells(1).some((c) => c.startsWith("'=")), 'a neutralized summary').toBe(true);
+    expect(cells(10).some((c) => c !== ''), 'a linked engineering issue').toBe(true);
+    expect(cells(9).some((c) => c !== '')).toBe(true);
+    expect(cells(13).some((c) => c !== '')).toBe(true);
+    expect(cells(14).some((c) => c !== '')).toBe(true);
     // A cell that starts with "=" gets a leading apostrophe.
     expect(res.body).not.toMatch(/(^|,)"?[=+@]/m);
     const filtered = await get(s, userA, `${SD}/reports/export?status=Open`);

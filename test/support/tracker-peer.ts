@@ -303,6 +303,13 @@ export class TrackerPeer {
   lastCreate: Record<string, unknown> | undefined;
   /** How many histories the search embeds per issue; more come from /issue/{key}/changelog. */
   changelogCap = 4;
+  /** The largest page /issue/{key}/changelog serves (Jira's is 100); lowered to make a reader page through it. */
+  changelogPageMax = 100;
+  /**
+   * false: a site whose SLA fields cannot be found: /field lists no SLA field and search hits carry none, so SLAs are
+   * only on /servicedeskapi/request/{key}/sla. Set before the first sync.
+   */
+  slaInSearch = true;
   /** Answer delay in ms (slow tracker). */
   delayMs = 0;
   private server: Server | undefined;
@@ -408,8 +415,7 @@ export class TrackerPeer {
         project: { id: issue.project, key: issue.project, name: issue.project },
         customfield_10002: issue.orgIds.map((o) => ({ id: Number(o), name: this.names.orgs.find((x) => x.id === o)?.name ?? o, _links: {} })),
         customfield_10010: rt ? { _links: {}, requestType: { id: rt.id, name: rt.name, serviceDeskId: rt.serviceDeskId }, currentStatus: { status: issue.status } } : null,
-        customfield_10020: issue.serviceDeskId ? frt : null,
-        customfield_10021: issue.serviceDeskId ? ttr : null,
+        ...(this.slaInSearch ? { customfield_10020: issue.serviceDeskId ? frt : null, customfield_10021: issue.serviceDeskId ? ttr : null } : {}),
         issuelinks: issue.links.map((l, i) => ({
           id: String(i + 1),
           type: { name: 'Relates', inward: 'relates to', outward: 'relates to' },
@@ -500,8 +506,12 @@ export class TrackerPeer {
         { id: 'summary', name: 'Summary', custom: false, schema: { type: 'string', system: 'summary' } },
         { id: 'customfield_10002', name: 'Organizations', custom: true, schema: { type: 'array', items: 'sd-customerorganization', custom: 'com.atlassian.servicedesk:sd-customer-organizations', customId: 10002 } },
         { id: 'customfield_10010', name: 'Request Type', custom: true, schema: { type: 'sd-customerrequesttype', custom: 'com.atlassian.servicedesk:vp-origin', customId: 10010 } },
-        { id: 'customfield_10020', name: 'Time to first response', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10020 } },
-        { id: 'customfield_10021', name: 'Time to resolution', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10021 } },
+        ...(this.slaInSearch
+          ? [
+              { id: 'customfield_10020', name: 'Time to first response', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10020 } },
+              { id: 'customfield_10021', name: 'Time to resolution', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10021 } },
+            ]
+          : []),
       ]);
     }
     if (method === 'GET' && path === '/rest/api/3/status') {
@@ -518,7 +528,7 @@ export class TrackerPeer {
       const all = issue.histories;
       const values = all.map((h) => ({ id: h.id, created: jiraDate(h.created), items: [{ field: 'status', fieldId: 'status', from: statusByName.get(h.from)!.id, fromString: h.from, to: statusByName.get(h.to)!.id, toString: h.to }] }));
       const startAt = int('startAt', 0);
-      const max = Math.min(int('maxResults', 100), 100);
+      const max = Math.min(int('maxResults', 100), this.changelogPageMax);
       const page = values.slice(startAt, startAt + max);
       return this.json(res, 200, { self: '', maxResults: max, startAt, total: values.length, isLast: startAt + page.length >= values.length, values: page });
     }
