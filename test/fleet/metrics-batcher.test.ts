@@ -3,6 +3,7 @@ import { ImportBatcher, type ImportBatcherOptions } from '../../actors/fleet/met
 import { batchToSeries, isTsdbRefusal } from '../../actors/fleet/metrics/ingest.ts';
 import { TsdbError, type ImportSeries } from '../../actors/runtime/stores/tsdb.ts';
 import { MetricBatch } from '../../contracts/domains/agent-telemetry.ts';
+import { seededRandom } from '../../actors/runtime/seeded-random.ts';
 
 const row = (name: string, n = 1): ImportSeries => ({ metric: { __name__: name }, values: Array.from({ length: n }, (_, i) => i), timestamps: Array.from({ length: n }, (_, i) => 1_000 + i) });
 
@@ -110,6 +111,35 @@ describe('batchToSeries', () => {
       { metric: { __name__: 'mem', ...tenant }, values: [4.5], timestamps: [Date.parse('2026-01-02T03:04:05.678Z')] },
     ]);
     expect(rows.some((r) => 'agent_id' in r.metric)).toBe(false);
+  });
+
+  it('writes lines JSON reads back exactly, whatever the label values and however many labels, in any key order', () => {
+    const rand = seededRandom(20261122);
+    const values = ['plain', 'with "quotes"', 'back\\slash', 'line\nbreak', 'tab\there', 'ünïcödé', '雪', '😀 emoji', 'del\u007f', '', ' spaced ', '{json}', "it's"];
+    const names = ['mode', 'cpu', 'device', 'pid', 'process_name', 'a', 'Z', 'mount_point'];
+    const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+    const samples = Array.from({ length: 400 }, (_, i) => {
+      const labels: Record<string, string> = {};
+      // 0 to 4 labels, inserted in random order (series repeat, so grouping is exercised too).
+      for (let k = Math.floor(rand() * 5); k > 0; k--) labels[pick(names)] = pick(values);
+      return { name: `m_${i % 7}`, value: Math.round(rand() * 1e6) / 100, time_ms: 1_000 + i, labels };
+    });
+    const batch = MetricBatch.parse({ collected_at: '2026-01-02T03:04:05.678Z', samples });
+    const tenant = { host_id: 'h1', environment_id: 'e1', client_id: 'c1' };
+    // What the rows must be, built the plain way: group by name and sorted labels, in first-seen order.
+    const expected = new Map<string, ImportSeries>();
+    for (const s of batch.samples) {
+      const metric = { __name__: s.name, ...Object.fromEntries(Object.entries(s.labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
+      const key = JSON.stringify(metric);
+      const row = expected.get(key) ?? { metric: { ...metric, ...tenant }, values: [], timestamps: [] };
+      row.values.push(s.value);
+      row.timestamps.push(s.time_ms!);
+      expected.set(key, row);
+    }
+    const rows = batchToSeries(agent, batch);
+    expect(rows).toEqual([...expected.values()]);
+    // Label order inside each line is the sorted one (one series, one line, whatever order the agent sent).
+    for (const r of rows) expect(Object.keys(r.metric).slice(1, -3)).toEqual(Object.keys(r.metric).slice(1, -3).sort());
   });
 
   it('classifies VictoriaMetrics answers: 4xx is a refusal, outages and throttling are not', () => {
