@@ -1,3 +1,4 @@
+import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { compileWhere, Params } from '../../actors/fleet/search/compile.ts';
@@ -407,49 +408,19 @@ describe('CSV export', () => {
     expect(body).toContain(`"'=HYPERLINK(""http://evil"")"`);
     expect(body).toContain('"plain, ""quoted"""');
     // No cell starts with a formula character unless guarded: split records on CRLF outside quotes.
-    const cells = parseCsv(body);
+    const cells = parse(body) as string[][];
     expect(cells).toHaveLength(8);
     for (const row of cells.slice(1)) for (const cell of row) expect(/^[=+\-@\t\r]/.test(cell), JSON.stringify(cell)).toBe(false);
     expect(cells.slice(1).map((r) => JSON.parse(r[6]!))).toContainEqual({ note: '=1+2' });
 
     const paged = await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.hostname ~ "*"')}&format=csv&per_page=2&page=2`, token: tokens.engC });
-    expect(parseCsv(paged.body)).toHaveLength(3);
+    expect(parse(paged.body) as string[][]).toHaveLength(3);
     expectStatus(await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.hostname ~ "*"')}&format=csv&per_page=1001`, token: tokens.engC }), 400);
     const invalid = await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.hostname ~')}&format=csv`, token: tokens.engC });
     expectStatus(invalid, 400);
     expect(invalid.headers['content-type']).toContain('application/json');
   });
 });
-
-/** RFC 4180 records (quoted cells with "" escapes, CRLF between records). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(cell);
-      cell = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = '';
-      i++;
-    } else cell += c;
-  }
-  if (cell || row.length) rows.push([...row, cell]);
-  return rows;
-}
 
 describe('execution', () => {
   it('sends values as bind parameters, never in the SQL text', () => {

@@ -1,10 +1,11 @@
+import { parse } from 'csv-parse/sync';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
 import { createClient, createUser, tokenFor, assignRole } from '../support/identity.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { categoryOf, TRANSITIONS, type PeerIssue } from '../support/tracker-peer.ts';
-import { avg, csvCell, DAY, frtMs, FRT_GOAL, get, HOUR, onTime, parseCsv, percentile, priorityRank, resolutionBreached, round2, SD, startedAt, startSdSystem, stopSdSystem, syncNow, type SdSystem } from './support.ts';
+import { avg, csvCell, DAY, frtMs, FRT_GOAL, get, HOUR, onTime, percentile, priorityRank, resolutionBreached, round2, SD, startedAt, startSdSystem, stopSdSystem, syncNow, type SdSystem } from './support.ts';
 
 let s: SdSystem;
 let userA: string;
@@ -459,7 +460,7 @@ describe('export', () => {
     const line = lines.find((l) => l.startsWith(`${formula!.key},`))!;
     expect(line.split(',')[1]).toBe(`'${formula!.summary}`);
     // Every column of every row equals what the tracker holds for that request.
-    const rows = parseCsv(res.body);
+    const rows = parse(res.body) as string[][];
     expect(rows[0]).toEqual(lines[0]!.split(','));
     const byKey = new Map(rows.slice(1).map((r) => [r[0], r]));
     expect(byKey.size).toBe(orgA().length);

@@ -72,39 +72,6 @@ export async function syncNow(s: SdSystem): Promise<{ organizations: { organizat
   return report;
 }
 
-/**
- * RFC 4180 CSV as rows of cells: quoted cells may hold commas, quotes (doubled) and line breaks. csv-parse is not a
- * dependency of the project; this is enough to read the export back cell by cell rather than splitting on commas.
- */
-export function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else cell += c;
-    } else if (c === '"' && cell === '') quoted = true;
-    else if (c === ',') {
-      row.push(cell);
-      cell = '';
-    } else if (c === '\n' || (c === '\r' && text[i + 1] === '\n')) {
-      if (c === '\r') i++;
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = '';
-    } else cell += c;
-  }
-  if (cell !== '' || row.length > 0) rows.push([...row, cell]);
-  return rows;
-}
-
 /** What the export writes for a cell a spreadsheet would run as a formula: a leading apostrophe. */
 export const csvCell = (v: string): string => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
 
