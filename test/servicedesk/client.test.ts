@@ -2,14 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { openValkeyKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
-import { SyncEngine } from '../../actors/servicedesk/sync/engine.ts';
-import { TrackerApi } from '../../actors/servicedesk/tracker/api.ts';
 import { TokenBucket } from '../../actors/servicedesk/tracker/bucket.ts';
 import { TrackerClient } from '../../actors/servicedesk/tracker/client.ts';
 import { expectStatus } from '../identity/admin-support.ts';
-import { createClient } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { cleanPeerData } from './support.ts';
+import { cleanPeerData, mapOrganization, storedCount, syncEngineFor } from './support.ts';
 import { PEER_EMAIL, PEER_TIMEZONE, PEER_TOKEN, TrackerPeer } from '../support/tracker-peer.ts';
 
 const log = createLogger('silent');
@@ -102,19 +99,9 @@ describe('without configuration', () => {
     await local.start();
     try {
       const org = local.names.orgs[0]!.id;
-      const client = await createClient(sys);
-      await sys.sql(`INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Acme', '{1}', ?::text[])`, [
-        randomUUID(),
-        client.id,
-        org,
-        `{${local.names.sup}}`,
-      ]);
-      const kv = await openValkeyKv(process.env.SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379', log, `svc-test:${randomUUID().slice(0, 8)}:`);
-      stores.push(kv);
-      const api = new TrackerApi(new TrackerClient({ baseUrl: local.url, email: PEER_EMAIL, apiToken: PEER_TOKEN, timeoutMs: 5_000 }, new TokenBucket(kv, log), log));
-      const orm = await sys.stores.orm();
-      const engine = new SyncEngine(orm, api, sys.nc, log, { intervalSeconds: 0, overlapSeconds: 120, pageSize: 10 });
-      const stored = async (): Promise<number> => (await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_requests WHERE organization_ids @> ?::text[]`, [`{${org}}`]))[0]!.n;
+      await mapOrganization(sys, local, org);
+      const engine = await syncEngineFor(sys, local, log, stores, 10);
+      const stored = (): Promise<number> => storedCount(sys, org);
       try {
         // The third search of this organization (its third page) fails with a 500, which is not retried.
         let seen = 0;

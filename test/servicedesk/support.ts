@@ -1,5 +1,12 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
+import type { Logger } from '../../actors/runtime/logger.ts';
+import { openValkeyKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
+import { SyncEngine } from '../../actors/servicedesk/sync/engine.ts';
+import { TrackerApi } from '../../actors/servicedesk/tracker/api.ts';
+import { TokenBucket } from '../../actors/servicedesk/tracker/bucket.ts';
+import { TrackerClient } from '../../actors/servicedesk/tracker/client.ts';
 import { expectStatus, userWith } from '../identity/admin-support.ts';
 import { createClient } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
@@ -102,3 +109,29 @@ export function percentile(sorted: number[], p: number): number {
 
 export const avg = (xs: number[]): number | null => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
 export { HOUR, DAY };
+
+/** A new client mapped (straight in the table) to `organizationId` and the peer's support project. */
+export async function mapOrganization(sys: TestSystem, peer: TrackerPeer, organizationId: string): Promise<void> {
+  const client = await createClient(sys);
+  await sys.sql(`INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Acme', '{1}', ?::text[])`, [
+    randomUUID(),
+    client.id,
+    organizationId,
+    `{${peer.names.sup}}`,
+  ]);
+}
+
+/**
+ * A sync engine against `peer` as one instance of the actors builds it: its own tracker client and Valkey connection
+ * (pushed on `stores`, for the caller to close), the system's database and broker.
+ */
+export async function syncEngineFor(sys: TestSystem, peer: TrackerPeer, log: Logger, stores: KvStore[], pageSize: number): Promise<SyncEngine> {
+  const kv = await openValkeyKv(process.env.SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379', log, `svc-test:${randomUUID().slice(0, 8)}:`);
+  stores.push(kv);
+  const api = new TrackerApi(new TrackerClient({ baseUrl: peer.url, email: PEER_EMAIL, apiToken: PEER_TOKEN, timeoutMs: 5_000 }, new TokenBucket(kv, log), log));
+  return new SyncEngine(await sys.stores.orm(), api, sys.nc, log, { intervalSeconds: 0, overlapSeconds: 120, pageSize });
+}
+
+/** How many requests of `organizationId` the read store holds. */
+export const storedCount = async (sys: TestSystem, organizationId: string): Promise<number> =>
+  (await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_requests WHERE organization_ids @> ?::text[]`, [`{${organizationId}}`]))[0]!.n;

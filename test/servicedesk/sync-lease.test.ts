@@ -1,15 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
-import { openValkeyKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
-import { SyncEngine } from '../../actors/servicedesk/sync/engine.ts';
-import { TrackerApi } from '../../actors/servicedesk/tracker/api.ts';
-import { TokenBucket } from '../../actors/servicedesk/tracker/bucket.ts';
-import { TrackerClient } from '../../actors/servicedesk/tracker/client.ts';
-import { createClient } from '../support/identity.ts';
+import type { KvStore } from '../../actors/runtime/stores/kv.ts';
+import type { SyncEngine } from '../../actors/servicedesk/sync/engine.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { PEER_EMAIL, PEER_TOKEN, TrackerPeer } from '../support/tracker-peer.ts';
-import { cleanPeerData } from './support.ts';
+import { TrackerPeer } from '../support/tracker-peer.ts';
+import { cleanPeerData, mapOrganization, storedCount, syncEngineFor } from './support.ts';
 
 /** "One instance at a time": two instances' sync engines share the lease in JetStream KV. */
 const log = createLogger('silent');
@@ -19,14 +14,8 @@ let org: string;
 const stores: KvStore[] = [];
 
 /** A sync engine as one instance of the actors builds it (its own tracker client and Valkey connection). */
-async function instance(): Promise<SyncEngine> {
-  const kv = await openValkeyKv(process.env.SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379', log, `svc-test:${randomUUID().slice(0, 8)}:`);
-  stores.push(kv);
-  const api = new TrackerApi(new TrackerClient({ baseUrl: peer.url, email: PEER_EMAIL, apiToken: PEER_TOKEN, timeoutMs: 5_000 }, new TokenBucket(kv, log), log));
-  return new SyncEngine(await sys.stores.orm(), api, sys.nc, log, { intervalSeconds: 0, overlapSeconds: 120, pageSize: 5 });
-}
-
-const stored = async (): Promise<number> => (await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_requests WHERE organization_ids @> ?::text[]`, [`{${org}}`]))[0]!.n;
+const instance = (): Promise<SyncEngine> => syncEngineFor(sys, peer, log, stores, 5);
+const stored = (): Promise<number> => storedCount(sys, org);
 
 beforeAll(async () => {
   peer = new TrackerPeer({ perOrg: [12, 1, 1] });
@@ -34,13 +23,7 @@ beforeAll(async () => {
   // The system's own service desk is not configured, so its actor runs no sync: only the two engines below compete.
   sys = await startTestSystem({ SVC_ACTORS: 'identity,servicedesk', SVC_SD_BASE_URL: '', SVC_SD_EMAIL: '', SVC_SD_API_TOKEN: '' });
   org = peer.names.orgs[0]!.id;
-  const client = await createClient(sys);
-  await sys.sql(`INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Acme', '{1}', ?::text[])`, [
-    randomUUID(),
-    client.id,
-    org,
-    `{${peer.names.sup}}`,
-  ]);
+  await mapOrganization(sys, peer, org);
 });
 afterAll(async () => {
   await cleanPeerData(sys, peer);
