@@ -125,3 +125,110 @@ describe('Tsdb against a store that never answers', () => {
     }
   });
 });
+
+describe('Tsdb imports (node:http, kept-alive connections)', () => {
+  const withPeer = async (handle: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, body: string) => void, run: (store: Tsdb, port: number) => Promise<void>): Promise<void> => {
+    const { createServer } = await import('node:http');
+    const peer = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
+    });
+    await new Promise<void>((r) => peer.listen(0, '127.0.0.1', r));
+    const port = (peer.address() as { port: number }).port;
+    try {
+      await run(new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 2_000 }), port);
+    } finally {
+      peer.closeAllConnections();
+      await new Promise((r) => peer.close(r));
+    }
+  };
+
+  it('sends pieces as one body, in order, with its byte length, and the store reads every line back', async () => {
+    const name = `${metric}_pieces`;
+    const line = (host: string, v: number, t: number): string => `{"metric":{"__name__":"${name}","host":"${host}","note":"ü雪"},"values":[${v}],"timestamps":[${t}]}\n`;
+    await tsdb.importLines([line('p1', 1, t0), line('p2', 2, t0) + line('p1', 3, t0 + 60_000), '', line('p3', 4, t0)]);
+    await tsdb.flush();
+    const rows = await tsdb.export([name], { start: range.start, end: range.end });
+    expect(rows.map((r) => [r.metric.host, r.metric.note, r.values, r.timestamps]).sort()).toEqual([
+      ['p1', 'ü雪', [1, 3], [t0, t0 + 60_000]],
+      ['p2', 'ü雪', [2], [t0]],
+      ['p3', 'ü雪', [4], [t0]],
+    ]);
+    await tsdb.deleteSeries([name]);
+
+    let seen: { body: string; length: string | undefined; type: string | undefined; path: string | undefined } | undefined;
+    await withPeer(
+      (req, res, body) => {
+        seen = { body, length: req.headers['content-length'], type: req.headers['content-type'], path: req.url };
+        res.writeHead(204).end();
+      },
+      async (store) => {
+        await store.importLines(['a\n', 'ü雪\n', 'c\n']);
+        await store.importLines([]);
+        await store.importLines('');
+      },
+    );
+    expect(seen).toEqual({ body: 'a\nü雪\nc\n', length: String(Buffer.byteLength('a\nü雪\nc\n')), type: 'application/stream+json', path: '/api/v1/import' });
+  });
+
+  it('reports a refusal with its status and reason, and a store that never answers as a timeout', async () => {
+    await withPeer(
+      (req, res) => res.writeHead(req.headers['x-never'] ? 200 : 400, { 'content-type': 'text/plain' }).end('cannot parse line 1: unexpected end'),
+      async (store) => {
+        const err: unknown = await store.importLines('{"metric":\n').catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(TsdbError);
+        expect((err as TsdbError).status).toBe(400);
+        expect((err as TsdbError).body).toBe('cannot parse line 1: unexpected end');
+        expect((err as TsdbError).message).toMatch(/HTTP 400/);
+      },
+    );
+    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    await withPeer(
+      () => undefined,
+      async (_store, port) => {
+        const started = Date.now();
+        const err: unknown = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 200 }).importLines('x\n').catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(TsdbError);
+        expect(tsdbFailure(err)?.code).toBe('timeout');
+        expect(Date.now() - started).toBeLessThan(2_000);
+      },
+    );
+    const down: unknown = await new Tsdb('http://127.0.0.1:1', { timeoutMs: 1_000 }).importLines('x\n').catch((e: unknown) => e);
+    expect(tsdbFailure(down)?.code).toBe('unavailable');
+  });
+
+  it('reuses its connection, and sends once more on a fresh one when the store drops it as the request arrives', async () => {
+    const sockets: unknown[] = [];
+    const received: string[] = [];
+    await withPeer(
+      (req, res, body) => {
+        received.push(body);
+        if (!sockets.includes(req.socket)) sockets.push(req.socket);
+        // The second request on the first connection meets a store that closes it (an idle timeout racing the send).
+        if (body === 'b\n' && req.socket === sockets[0]) return req.socket.destroy();
+        res.writeHead(204).end();
+      },
+      async (store) => {
+        await store.importLines('a\n');
+        await store.importLines('b\n');
+        expect(received).toEqual(['a\n', 'b\n', 'b\n']);
+        expect(sockets).toHaveLength(2);
+      },
+    );
+    // Dropped again on the fresh connection: reported, not retried forever.
+    let calls = 0;
+    await withPeer(
+      (req) => {
+        calls++;
+        req.socket.destroy();
+      },
+      async (store) => {
+        const err: unknown = await store.importLines('c\n').catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(TsdbError);
+        expect((err as TsdbError).status).toBe(0);
+        expect(calls).toBe(1);
+      },
+    );
+  });
+});

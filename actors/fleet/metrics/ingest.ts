@@ -132,10 +132,8 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
   const log = deps.log.child({ actor: 'fleet-metrics-ingest' });
   const store = deps.tsdb;
   const batcher = new ImportBatcher<ImportChunk>({
-    write: (chunks) => {
-      const body = chunks.length === 1 ? chunks[0]!.body : chunks.map((c) => c.body).join('');
-      return store.importLines ? store.importLines(body) : store.importSeries(linesToSeries(body));
-    },
+    // The batches' lines go out as they are, one piece each: joining them first copied every import once more.
+    write: (chunks) => (store.importLines ? store.importLines(chunks.map((c) => c.body)) : store.importSeries(chunks.flatMap((c) => linesToSeries(c.body)))),
     samplesOf: (chunk) => chunk.samples,
     maxDelayMs: t.flushDelayMs,
     maxSamples: t.flushMaxSamples,

@@ -4,6 +4,9 @@
  * into every selector of the query, so a user-supplied PromQL expression cannot read other tenants' series.
  */
 
+import http from 'node:http';
+import https from 'node:https';
+
 /** One series for /api/v1/import: values[i] was sampled at timestamps[i] (epoch milliseconds). */
 export interface ImportSeries {
   /** `__name__` plus labels. */
@@ -92,6 +95,9 @@ export interface TsdbOptions {
 export class Tsdb {
   private readonly base: string;
   private readonly timeoutMs: number;
+  // Free sockets of a keep-alive agent are unref'd: they never keep a process alive.
+  private httpAgent: http.Agent | undefined;
+  private httpsAgent: https.Agent | undefined;
 
   constructor(baseUrl: string, opts: TsdbOptions = {}) {
     this.base = baseUrl.replace(/\/+$/, '');
@@ -109,11 +115,19 @@ export class Tsdb {
 
   /**
    * Writes series already in /api/v1/import's form: JSON lines of {metric, values, timestamps}, each ending in a
-   * newline (the metrics ingest builds them straight from agent batches, without ImportSeries objects).
+   * newline (the metrics ingest builds them straight from agent batches, without ImportSeries objects). Given
+   * several pieces, sends them one after the other as one body, never joined into one string.
+   *
+   * Through node:http rather than fetch: for a 5.7 MB import, fetch cost 21-27 ms of CPU (the body encoded, copied
+   * into a web stream, written in small pieces), node:http 6 ms, measured side by side. The import is the ingest's
+   * hot path, and its process's main thread is what limits the ingest.
    */
-  async importLines(body: string): Promise<void> {
-    if (body === '') return;
-    await this.send('/api/v1/import', { method: 'POST', body, headers: { 'content-type': 'application/stream+json' } });
+  async importLines(body: string | readonly string[]): Promise<void> {
+    const pieces = typeof body === 'string' ? [body] : body;
+    let bytes = 0;
+    for (const p of pieces) bytes += Buffer.byteLength(p);
+    if (bytes === 0) return;
+    await this.post('/api/v1/import', pieces, bytes, 'application/stream+json');
   }
 
   /** PromQL over a range: `data.resultType` is `matrix`. */
@@ -188,6 +202,62 @@ export class Tsdb {
     await this.send('/health', { method: 'GET' }, 2_000);
   }
 
+  /**
+   * A POST of `pieces` (`bytes` long in all) through node:http on kept-alive connections, with the same timeout and
+   * errors as send(). A kept-alive connection the server closed while idle fails at once with ECONNRESET; that
+   * attempt is repeated once on a fresh connection (imports are idempotent: the store deduplicates samples).
+   */
+  private async post(path: string, pieces: readonly string[], bytes: number, contentType: string): Promise<void> {
+    const url = new URL(this.base + path);
+    const attempt = (): Promise<void> =>
+      new Promise<void>((resolve, reject) => {
+        const fail = (reason: string, status = 0, text = ''): void => reject(new TsdbError(`tsdb ${path}: ${reason}`, status, text));
+        const req = (url.protocol === 'https:' ? https : http).request(url, {
+          method: 'POST',
+          agent: this.agentFor(url.protocol),
+          headers: { 'content-type': contentType, 'content-length': bytes, 'accept-encoding': 'identity' },
+        });
+        const timer = setTimeout(() => req.destroy(new TimeoutReached()), this.timeoutMs);
+        req.on('error', (err: NodeJS.ErrnoException) => {
+          clearTimeout(timer);
+          if (err instanceof TimeoutReached) fail(`timed out after ${this.timeoutMs}ms`);
+          else if (req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) reject(new StaleConnection());
+          else fail(err.message);
+        });
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', (err) => {
+            clearTimeout(timer);
+            fail(err.message);
+          });
+          res.on('end', () => {
+            clearTimeout(timer);
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300) return resolve();
+            const text = Buffer.concat(chunks).toString('utf8');
+            fail(`HTTP ${status}: ${text.slice(0, 500)}`, status, text);
+          });
+        });
+        // Written before the socket is assigned: the request keeps them and flushes them with its head in one writev.
+        for (const p of pieces) req.write(p);
+        req.end();
+      });
+    try {
+      await attempt();
+    } catch (err) {
+      if (!(err instanceof StaleConnection)) throw err;
+      await attempt().catch((again: unknown) => {
+        throw again instanceof StaleConnection ? new TsdbError(`tsdb ${path}: connection reset`, 0, '') : again;
+      });
+    }
+  }
+
+  private agentFor(protocol: string): http.Agent {
+    if (protocol === 'https:') return (this.httpsAgent ??= new https.Agent({ keepAlive: true }));
+    return (this.httpAgent ??= new http.Agent({ keepAlive: true }));
+  }
+
   /** Every call ends here: timeout, and a non-2xx answer becomes a TsdbError carrying the server's text. */
   private async send(path: string, init: Omit<RequestInit, 'headers'> & { signal?: AbortSignal; headers?: Record<string, string> }, timeoutMs = this.timeoutMs): Promise<Response> {
     const timeout = AbortSignal.timeout(timeoutMs);
@@ -233,3 +303,8 @@ function toTime(t: TsdbTime): string {
   if (t instanceof Date) return (t.getTime() / 1000).toString();
   return String(t);
 }
+
+/** The request ran past the store's timeout (destroys the request; reported as a TsdbError). */
+class TimeoutReached extends Error {}
+/** A kept-alive connection the server had closed: the request never reached it, so it is sent again once. */
+class StaleConnection extends Error {}
