@@ -62,6 +62,20 @@ export class Caller<C extends Catalogue> {
     return EMPTY_OBJECT;
   }
 
+  /**
+   * callForwarded for a subject answering a page (`{ items, total, page, per_page }`): the list envelope
+   * `{"data":[…],"meta":{"total":…,"page":…,"per_page":…}}` as bytes, the items cut out of the actor's reply
+   * unparsed. That needs the reply in the key order every list handler writes (pageOf's: items first, then the three
+   * numbers); a reply in another order is parsed and rendered instead, with the same result.
+   */
+  async callForwardedPage<S extends SubjectName<C>>(subject: S, input: RequestIn<C, S>, ctx: CallerContext, opts: CallOptions = {}): Promise<Uint8Array> {
+    const raw = await this.send(subject, input, ctx, opts);
+    const cut = cutPage(raw);
+    if (cut) return cut;
+    const page = parseReply(raw, subject) as { items: unknown; total: unknown; page: unknown; per_page: unknown };
+    return encoder.encode(JSON.stringify({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } }));
+  }
+
   private async send<S extends SubjectName<C>>(subject: S, input: RequestIn<C, S>, ctx: CallerContext, opts: CallOptions): Promise<Uint8Array> {
     if (!Object.hasOwn(this.catalogue, subject)) throw new DomainError('internal_error', `unknown subject ${subject}`);
     const nc = this.getConnection();
@@ -98,6 +112,26 @@ const OK_DATA = encoder.encode('{"ok":true,"data":');
 const OPEN_BRACE_BYTES = encoder.encode('{');
 const CLOSE_BRACE = '}'.charCodeAt(0);
 const EMPTY_OBJECT = encoder.encode('{}');
+
+const OK_ITEMS = encoder.encode('{"ok":true,"data":{"items":');
+const DATA_OPEN = encoder.encode('{"data":');
+/** The end of a page reply after its items: the three numbers, then the data's and the envelope's braces. */
+const PAGE_TAIL = /\],"total":(\d+),"page":(\d+),"per_page":(\d+)\}\}$/;
+
+/**
+ * `{"ok":true,"data":{"items":[…],"total":T,"page":P,"per_page":N}}` as `{"data":[…],"meta":{…}}`, or undefined
+ * when the reply is laid out otherwise (an error, another key order). Only the last bytes are read: the tail's
+ * pattern is anchored at the end and holds nothing but digits, so its `]` is the one closing the items.
+ */
+function cutPage(raw: Uint8Array): Uint8Array | undefined {
+  if (!startsWith(raw, OK_ITEMS)) return undefined;
+  const from = Math.max(OK_ITEMS.length, raw.length - 80);
+  const tail = Buffer.from(raw.buffer, raw.byteOffset + from, raw.length - from).toString('latin1');
+  const m = PAGE_TAIL.exec(tail);
+  if (!m) return undefined;
+  const itemsEnd = from + m.index + 1;
+  return Buffer.concat([DATA_OPEN, raw.subarray(OK_ITEMS.length, itemsEnd), encoder.encode(`,"meta":{"total":${m[1]},"page":${m[2]},"per_page":${m[3]}}}`)]);
+}
 
 function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {
   if (bytes.length < prefix.length) return false;

@@ -69,6 +69,11 @@ export interface Page {
 
 const Meta = z.object({ total: z.number().int(), page: z.number().int(), per_page: z.number().int() });
 
+/** A reply schema of exactly `{ items, total, page, per_page }` (the contracts' Paged). */
+function isPlainPage(reply: z.ZodType): boolean {
+  return reply instanceof z.ZodObject && Object.keys(reply.shape).sort().join() === 'items,page,per_page,total';
+}
+
 /** The documented success body of a route: `{ data }`, the list envelope, or nothing for 204. */
 function responseSchema(reply: z.ZodType, paged: boolean, status: number): z.ZodType {
   if (status === 204) return z.null().describe('No content');
@@ -90,8 +95,10 @@ export function bridge<
   // Answers are kept per caller: an anonymous caller has no scope, and a custom reply is not a storable body.
   if (idempotent && (route.auth === 'public' || route.send)) throw new Error(`${route.method} ${route.url}: idempotent needs an authenticated route with the default reply`);
   const status = route.status ?? 200;
-  // Routes whose answer is the actor's data as it is (`{ data }`): forwarded without being parsed and serialized again.
+  // Routes whose answer is the actor's data as it is (`{ data }`), or its page as the list envelope: forwarded
+  // without being parsed and serialized again. A page schema with keys beyond the four is rendered the usual way.
   const forwarded = !route.send && !route.paged && status !== 204;
+  const forwardedPage = !route.send && route.paged === true && status !== 204 && isPlainPage(spec.reply);
   /** The default answer to a reply: `{ data }`, the list envelope, or nothing for 204. */
   const render = (data: ReplyOut<C, S>): { status: number; body: unknown } => {
     if (status === 204) return { status, body: undefined };
@@ -133,6 +140,10 @@ export function bridge<
         // A stored error is sent again as an error, so its body carries this request's id like every other.
         if ('error' in answer) throw apiError(answer.error.code, answer.error.message);
         return reply.status(answer.status).send(answer.body);
+      }
+      if (forwardedPage) {
+        const body = await deps.caller.callForwardedPage(route.subject, input, ctx, { deadline, traceparent: traceparentOf(req) });
+        return reply.status(status).type('application/json; charset=utf-8').send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
       }
       if (forwarded) {
         // The actor's answer goes out as the bytes it sent: the default body `{ data }`, unparsed (Caller.callForwarded).

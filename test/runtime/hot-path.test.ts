@@ -87,4 +87,34 @@ describe('envelopes without zod on the hot path', () => {
       sub.unsubscribe();
     }
   });
+
+  it('cuts a page reply into the list envelope without parsing it, and renders any other layout the same way', async () => {
+    const tricky = [{ n: 1, s: '],"total":9,"page":9,"per_page":9}}' }, { n: 2, s: 'ü雪 "q" \\ ]}' }, { n: 3, s: '' }];
+    const cases: { reply: string; data: unknown[]; meta: { total: number; page: number; per_page: number }; cut: boolean }[] = [
+      // pageOf's key order: cut.
+      { reply: JSON.stringify({ ok: true, data: { items: tricky, total: 1234567, page: 2, per_page: 3 } }), data: tricky, meta: { total: 1234567, page: 2, per_page: 3 }, cut: true },
+      { reply: JSON.stringify({ ok: true, data: { items: [], total: 0, page: 1, per_page: 20 } }), data: [], meta: { total: 0, page: 1, per_page: 20 }, cut: true },
+      { reply: JSON.stringify({ ok: true, data: { items: [[1], [2]], total: 2, page: 1, per_page: 2 } }), data: [[1], [2]], meta: { total: 2, page: 1, per_page: 2 }, cut: true },
+      // Another order, or an item string that only looks like the tail: parsed and rendered.
+      { reply: JSON.stringify({ ok: true, data: { total: 3, page: 1, per_page: 3, items: tricky } }), data: tricky, meta: { total: 3, page: 1, per_page: 3 }, cut: false },
+      { reply: JSON.stringify({ ok: true, data: { page: 1, items: [{ n: 5 }], per_page: 1, total: 1 } }), data: [{ n: 5 }], meta: { total: 1, page: 1, per_page: 1 }, cut: false },
+    ];
+    let i = 0;
+    const sub = nc.subscribe(wireRequestSubject('svc.rtest.page'), { callback: (_e, m) => void m.respond(cases[i++]?.reply ?? '{"ok":false,"error":{"code":"forbidden","message":"no"}}') });
+    await nc.flush();
+    try {
+      const caller = new Caller(() => nc, testCatalogue, testSigner(), 2000);
+      const ctx = { request_id: 'x', principal: { kind: 'anonymous' as const } };
+      for (const c of cases) {
+        const bytes = await caller.callForwardedPage('svc.rtest.page', { page: 1, per_page: 1 }, ctx);
+        const text = new TextDecoder().decode(bytes);
+        expect(JSON.parse(text), c.reply).toEqual({ data: c.data, meta: c.meta });
+        // A cut answer keeps the actor's bytes of the items as they are.
+        if (c.cut) expect(text).toBe(`{"data":${JSON.stringify(c.data)},"meta":${JSON.stringify(c.meta)}}`);
+      }
+      await expect(caller.callForwardedPage('svc.rtest.page', { page: 1, per_page: 1 }, ctx)).rejects.toMatchObject({ code: 'forbidden', message: 'no' });
+    } finally {
+      sub.unsubscribe();
+    }
+  });
 });
