@@ -161,8 +161,8 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
           }
         }
       });
-      const bodies: string[] = [];
-      for (let i = 0; i < rows.length; i += 20_000) bodies.push(rows.slice(i, i + 20_000).map((r) => JSON.stringify(r)).join('\n') + '\n');
+      const bodies: Buffer[] = [];
+      for (let i = 0; i < rows.length; i += 20_000) bodies.push(Buffer.from(rows.slice(i, i + 20_000).map((r) => JSON.stringify(r)).join('\n') + '\n', 'utf8'));
       begin();
       const started = performance.now();
       let next = 0;

@@ -137,7 +137,7 @@ describe('import lines', () => {
     const chunk = batchToImport(agent, batch);
     expect(chunk.samples).toBe(4);
     const tenant = { host_id: 'h1', environment_id: 'e1', client_id: 'c1' };
-    const lines = chunk.body.split('\n');
+    const lines = chunk.body.toString('utf8').split('\n');
     expect(lines.pop()).toBe('');
     expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual([
       { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [1.25, 0], timestamps: [10, 20] },

@@ -147,7 +147,7 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
   it('sends pieces as one body, in order, with its byte length, and the store reads every line back', async () => {
     const name = `${metric}_pieces`;
     const line = (host: string, v: number, t: number): string => `{"metric":{"__name__":"${name}","host":"${host}","note":"ü雪"},"values":[${v}],"timestamps":[${t}]}\n`;
-    await tsdb.importLines([line('p1', 1, t0), line('p2', 2, t0) + line('p1', 3, t0 + 60_000), '', line('p3', 4, t0)]);
+    await tsdb.importLines([line('p1', 1, t0), Buffer.from(line('p2', 2, t0) + line('p1', 3, t0 + 60_000), 'utf8'), '', line('p3', 4, t0)]);
     await tsdb.flush();
     const rows = await tsdb.export([name], { start: range.start, end: range.end });
     expect(rows.map((r) => [r.metric.host, r.metric.note, r.values, r.timestamps]).sort()).toEqual([
@@ -164,7 +164,8 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
         res.writeHead(204).end();
       },
       async (store) => {
-        await store.importLines(['a\n', 'ü雪\n', 'c\n']);
+        // Text and bytes alike (the ingest sends each batch's lines as a Buffer).
+        await store.importLines(['a\n', Buffer.from('ü雪\n', 'utf8'), 'c\n']);
         await store.importLines([]);
         await store.importLines('');
       },
