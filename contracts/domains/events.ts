@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 import { AlertRouter, ReceiverSource, WebhookSource } from './events-records.ts';
 
@@ -67,12 +68,6 @@ export const UpdateWebhookEndpointBody = z.object({
 });
 export const UpdateAlertSourceBody = UpdateWebhookEndpointBody.extend({ oncall_phone: PhoneNumber.nullable().optional() });
 
-const Paging = {
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
-};
-const Paged = <T extends z.ZodType>(item: T) =>
-  z.object({ items: z.array(item), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) });
 export const WebhookEndpointListQuery = z.object({ ...Paging, client_id: z.uuid().optional(), source: WebhookSource.optional() });
 export const AlertSourceListQuery = z.object({ ...Paging, client_id: z.uuid().optional() });
 export const RejectedListQuery = z.object(Paging);

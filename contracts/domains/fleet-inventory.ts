@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { subjects } from '../subject.ts';
-import { Paged, Paging } from './fleet.ts';
+import { Paged, Paging } from '../paging.ts';
 
 /**
  * Host inventory and integrations (console-operations.md, "Host inventory", "Integrations"): what the latest snapshot of

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { subjects } from '../subject.ts';
-import { Paged, Paging } from './fleet.ts';
+import { Paged, Paging } from '../paging.ts';
 
 /** Host search (console-operations.md, "Search (PQL)" and "Saved searches"); the language is in the README. */
 

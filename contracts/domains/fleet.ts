@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 
 /** Clients (console-operations.md, "Clients and environments"): the tenants every grant, environment and host hangs on. */
@@ -30,14 +31,6 @@ export const UpdateClientBody = z.object({ name: ClientName });
 
 const ById = z.object({ id: z.uuid() });
 const Timestamp = z.iso.datetime();
-/** Page and page size of every fleet list (at most 100 per page). */
-export const Paging = {
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
-};
-/** One page of a list, as actors/runtime/stores/sql.ts pageOf answers it. */
-export const Paged = <T extends z.ZodType>(item: T) =>
-  z.object({ items: z.array(item), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) });
 const NoContent = z.object({});
 
 // ---------------------------------------------------------------------------------------------------------------

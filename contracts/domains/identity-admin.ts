@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 
 /**
@@ -12,13 +13,7 @@ const Timestamp = z.iso.datetime();
 const Id = z.uuid();
 
 /** Pagination of every admin list: page ≥ 1 (default 1), per_page 1..100 (default 20). */
-export const PageInput = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
-});
-
-export const Paged = <T extends z.ZodType>(item: T) =>
-  z.object({ items: z.array(item), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) });
+export const PageInput = z.object(Paging);
 
 const NoContent = z.object({});
 const Message = z.object({ message: z.string() });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 
 /**
@@ -15,12 +16,6 @@ export const NumericId = z.string().max(18).regex(/^\d+$/, 'must be a numeric id
 const ProjectKey = z.string().regex(/^[A-Z][A-Z0-9]{1,9}$/, 'must be a project key such as SUP');
 const Label = z.string().trim().min(1).max(255).regex(/^\S+$/, 'labels contain no spaces');
 const Timestamp = z.iso.datetime();
-const Paging = {
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce.number().int().min(1).max(100).default(20),
-};
-const Paged = <T extends z.ZodType>(item: T) =>
-  z.object({ items: z.array(item), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) });
 const NoContent = z.object({});
 /** A query flag (`true`/`false`/`1`/`0`), or the boolean it became at the gateway. */
 const queryBool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')]);
