@@ -49,3 +49,28 @@ export function cpuMeter(groups: ProcessGroup[]): () => Record<string, number> {
       }),
     );
 }
+
+/** The machine's CPU time so far, from /proc/stat's first line: all of it, and what the hypervisor gave to others. */
+function machineTicks(): { total: number; steal: number } {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal (guest time is already counted in user).
+    return { total: fields.slice(0, 8).reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 };
+  } catch {
+    return { total: 0, steal: 0 };
+  }
+}
+
+/**
+ * Starts counting the machine's steal time (a virtual machine's CPUs taken by other tenants); the returned function
+ * gives its share of all CPU time since then (0 when /proc/stat is unreadable). A round with a large share ran on a
+ * slower machine than the one beside it, which says how far to trust its ratio.
+ */
+export function stealMeter(): () => number {
+  const before = machineTicks();
+  return () => {
+    const now = machineTicks();
+    const total = now.total - before.total;
+    return total > 0 ? (now.steal - before.steal) / total : 0;
+  };
+}

@@ -7,7 +7,7 @@ import type { EventsFigures } from './events.ts';
 import type { InvoiceFigures } from './invoice.ts';
 import type { ChartFigures, MetricsFigures } from './metrics.ts';
 import type { SearchFigures } from './search.ts';
-import { fmt, type PathFigures, type Spread } from './stats.ts';
+import { fmt, pct, type PathFigures, type Spread } from './stats.ts';
 
 interface Stamped {
   at: string;
@@ -27,6 +27,7 @@ interface Latest {
     floorThroughputRatio?: Spread;
     floorP99Ratio?: Spread;
     cpuPerRequest?: Record<string, Record<string, Spread>>;
+    steal?: Record<string, Spread>;
   };
   login?: Stamped & { login: PathFigures; raw: Spread; ratio: Spread };
   me?: Stamped & { me: PathFigures };
@@ -60,6 +61,7 @@ if (latest.hop) {
     const total = Object.values(cpu).reduce((a, c) => a + c.mean, 0);
     rows.push([`CPU per request, ${shape}: ${Object.keys(cpu).join(', ')}`, `${Object.values(cpu).map((c) => c.mean.toFixed(3)).join(', ')} ms (total ${total.toFixed(2)} ms)`, '', when(h)]);
   }
+  if (h.steal) rows.push([`steal (the machine's CPU time taken by other tenants) during the rounds: ${Object.keys(h.steal).join(', ')}`, Object.values(h.steal).map(pct).join(', '), '', when(h)]);
 }
 if (latest.signing) {
   const s = latest.signing;
@@ -104,6 +106,14 @@ if (latest.metrics) {
   ]);
   rows.push(['the same samples straight into VictoriaMetrics (`/api/v1/import`, pre-serialized, 4 at a time)', `${fmt(m.ingest.raw)} samples/s`, '', when(m)]);
   rows.push(['ingest pipeline / raw import', `**${fmt(m.ingest.ratio, 2)}**`, '≥ 0.50', when(m)]);
+  const perK = m.ingest.cpuMsPer1kSamples;
+  if (perK) {
+    for (const p of ['pipeline', 'raw'] as const) {
+      const total = Object.values(perK[p]).reduce((a, b) => a + b, 0);
+      rows.push([`CPU per 1,000 samples, ${p}: ${Object.keys(perK[p]).join(', ')}`, `${Object.values(perK[p]).map((v) => v.toFixed(2)).join(', ')} ms (total ${total.toFixed(2)} ms)`, '', when(m)]);
+    }
+  }
+  if (m.ingest.steal) rows.push(['steal during the ingest rounds: pipeline, raw', `${pct(m.ingest.steal.pipeline)}, ${pct(m.ingest.steal.raw)}`, '', when(m)]);
   const chartRows = (label: string, c: ChartFigures): void => {
     rows.push([`${label} (${c.points} points) through the gateway, ${c.calls} sequential calls per round`, `p50 ${fmt(c.gateway.p50, 2)} ms, p99 ${fmt(c.gateway.p99, 2)} ms`, '', when(m)]);
     rows.push([`the same query_range straight to VictoriaMetrics, interleaved`, `p50 ${fmt(c.direct.p50, 2)} ms, p99 ${fmt(c.direct.p99, 2)} ms`, '', when(m)]);

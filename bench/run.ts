@@ -22,9 +22,9 @@ import { metricsBench } from './metrics.ts';
 import { searchBench } from './search.ts';
 import { servicedeskBench } from './servicedesk.ts';
 import { load, type LoadResult } from './load.ts';
-import { figures, fmt, pathTable, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
+import { figures, fmt, pathTable, pct, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
 import { useBenchNamespace } from './namespace.ts';
-import { cpuMeter, type ProcessGroup } from './cpu.ts';
+import { cpuMeter, stealMeter, type ProcessGroup } from './cpu.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
@@ -94,7 +94,9 @@ async function interleaved(paths: { name: string; url: string; groups?: ProcessG
   for (let r = 0; r < ROUNDS; r++)
     for (const [i, p] of paths.entries()) {
       const meter = p.groups ? cpuMeter(p.groups) : undefined;
+      const stolen = stealMeter();
       const result = await load(p.name, p.url, { headers, seconds: SECONDS, connections: CONNECTIONS });
+      result.steal = stolen();
       const used = meter?.();
       if (used) result.cpu = Object.fromEntries(Object.entries(used).map(([k, ms]) => [k, ms / Math.max(1, result.total)]));
       rounds[i]!.push(result);
@@ -109,6 +111,9 @@ function cpuTable(rows: Record<string, Record<string, Spread>>): string {
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   return [head, ...lines].map((cells) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')).join('\n');
 }
+
+/** The steal share of each round of one path. */
+const stealOf = (rounds: LoadResult[]): Spread => spread(rounds.map((r) => r.steal ?? 0));
 
 /** Mean CPU ms per request of each process group over the rounds of one path, as a table row. */
 function cpuRow(rounds: LoadResult[]): Record<string, Spread> {
@@ -149,6 +154,7 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     splitThroughputRatio: ratios(two!, viaBare!, (r) => r.rps),
     splitP99Ratio: ratios(two!, viaBare!, (r) => r.p99),
     cpuPerRequest: { single: cpuRow(one!), split: cpuRow(two!), floor: cpuRow(floor!), direct: cpuRow(viaBare!) },
+    steal: { single: stealOf(one!), split: stealOf(two!), floor: stealOf(floor!), direct: stealOf(viaBare!) },
   };
   console.log(`\n## hop: authenticated GET /api/v1/clients, ${CONNECTIONS} connections, warm-up + ${ROUNDS}×${SECONDS}s interleaved`);
   console.log(pathTable([result.single, result.split, result.floor, result.direct]));
@@ -157,6 +163,7 @@ async function hop(token: string): Promise<Record<string, unknown>> {
   console.log(`floor / bare:          throughput ${fmt(result.floorThroughputRatio, 2)}   p99 ${fmt(result.floorP99Ratio, 2)}   (one bare NATS request-reply, nothing else)`);
   console.log(`CPU ms per request, by process (mean of the rounds, min–max):`);
   console.log(cpuTable(result.cpuPerRequest));
+  console.log(`steal (the machine's CPU time taken by other tenants) during each path's rounds: ${Object.entries(result.steal).map(([k, s]) => `${k} ${pct(s)}`).join(', ')}`);
   return result;
 }
 

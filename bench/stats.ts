@@ -46,3 +46,6 @@ export function pathTable(rows: PathFigures[]): string {
 export const ratios = (a: LoadResult[], b: LoadResult[], f: (r: LoadResult) => number): Spread => spread(a.map((r, i) => f(r) / f(b[i]!)));
 
 export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
+
+/** A share (0..1) as a percentage with its spread: `12% (8–17%)`. */
+export const pct = (s: Spread): string => `${(s.mean * 100).toFixed(0)}% (${(s.min * 100).toFixed(0)}–${(s.max * 100).toFixed(0)}%)`;
