@@ -93,7 +93,7 @@ describe('ImportBatcher', () => {
 describe('batchToSeries', () => {
   const agent = { agent_id: 'a1', host_id: 'h1', environment_id: 'e1', client_id: 'c1' };
 
-  it('groups samples of one series into one row, adds the tenant labels, and times untimed samples at collected_at', () => {
+  it('writes one row per sample in the batch order, adds the tenant labels, and times untimed samples at collected_at', () => {
     const batch = MetricBatch.parse({
       collected_at: '2026-01-02T03:04:05.678Z',
       samples: [
@@ -106,7 +106,8 @@ describe('batchToSeries', () => {
     const rows = batchToSeries(agent, batch);
     const tenant = { host_id: 'h1', environment_id: 'e1', client_id: 'c1' };
     expect(rows).toEqual([
-      { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [1, 2], timestamps: [10, 20] },
+      { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [1], timestamps: [10] },
+      { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [2], timestamps: [20] },
       { metric: { __name__: 'cpu', cpu: '1', mode: 'user', ...tenant }, values: [3], timestamps: [10] },
       { metric: { __name__: 'mem', ...tenant }, values: [4.5], timestamps: [Date.parse('2026-01-02T03:04:05.678Z')] },
     ]);
@@ -120,24 +121,20 @@ describe('batchToSeries', () => {
     const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const samples = Array.from({ length: 400 }, (_, i) => {
       const labels: Record<string, string> = {};
-      // 0 to 4 labels, inserted in random order (series repeat, so grouping is exercised too).
+      // 0 to 4 labels, inserted in random order (series repeat: each sample is still its own line).
       for (let k = Math.floor(rand() * 5); k > 0; k--) labels[pick(names)] = pick(values);
       return { name: `m_${i % 7}`, value: Math.round(rand() * 1e6) / 100, time_ms: 1_000 + i, labels };
     });
     const batch = MetricBatch.parse({ collected_at: '2026-01-02T03:04:05.678Z', samples });
     const tenant = { host_id: 'h1', environment_id: 'e1', client_id: 'c1' };
-    // What the rows must be, built the plain way: group by name and sorted labels, in first-seen order.
-    const expected = new Map<string, ImportSeries>();
-    for (const s of batch.samples) {
-      const metric = { __name__: s.name, ...Object.fromEntries(Object.entries(s.labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
-      const key = JSON.stringify(metric);
-      const row = expected.get(key) ?? { metric: { ...metric, ...tenant }, values: [], timestamps: [] };
-      row.values.push(s.value);
-      row.timestamps.push(s.time_ms!);
-      expected.set(key, row);
-    }
+    // What the rows must be, built the plain way: one per sample, labels sorted, in the batch's order.
+    const expected: ImportSeries[] = batch.samples.map((s) => ({
+      metric: { __name__: s.name, ...Object.fromEntries(Object.entries(s.labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), ...tenant },
+      values: [s.value],
+      timestamps: [s.time_ms!],
+    }));
     const rows = batchToSeries(agent, batch);
-    expect(rows).toEqual([...expected.values()]);
+    expect(rows).toEqual(expected);
     // Label order inside each line is the sorted one (one series, one line, whatever order the agent sent).
     for (const r of rows) expect(Object.keys(r.metric).slice(1, -3)).toEqual(Object.keys(r.metric).slice(1, -3).sort());
   });

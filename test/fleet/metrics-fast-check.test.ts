@@ -122,7 +122,7 @@ describe('MetricBatchIngest against MetricBatch', () => {
 });
 
 describe('import lines', () => {
-  it('are one JSON line per series, label values escaped, numbers as JSON writes them', () => {
+  it('are one JSON line per sample, label values escaped, numbers as JSON writes them', () => {
     const agent = { agent_id: 'a1', host_id: 'h1', environment_id: 'e1', client_id: 'c1' };
     const odd = '/a "b"\\c\n\u0000é,}';
     const batch = MetricBatchIngest.parse({
@@ -140,10 +140,12 @@ describe('import lines', () => {
     const lines = chunk.body.toString('utf8').split('\n');
     expect(lines.pop()).toBe('');
     expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual([
-      { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [1.25, 0], timestamps: [10, 20] },
+      { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [1.25], timestamps: [10] },
       { metric: { __name__: 'odd', path: odd, ...tenant }, values: [1e21], timestamps: [Date.parse('2026-01-02T03:04:05.678Z')] },
+      { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [0], timestamps: [20] },
       { metric: { __name__: 'tiny', ...tenant }, values: [5e-324], timestamps: [0] },
     ]);
-    expect(lines[0]).toBe('{"metric":{"__name__":"cpu","cpu":"0","mode":"user","host_id":"h1","environment_id":"e1","client_id":"c1"},"values":[1.25,0],"timestamps":[10,20]}');
+    expect(lines[0]).toBe('{"metric":{"__name__":"cpu","cpu":"0","mode":"user","host_id":"h1","environment_id":"e1","client_id":"c1"},"values":[1.25],"timestamps":[10]}');
+    expect(lines[2]).toBe('{"metric":{"__name__":"cpu","cpu":"0","mode":"user","host_id":"h1","environment_id":"e1","client_id":"c1"},"values":[0],"timestamps":[20]}');
   });
 });
