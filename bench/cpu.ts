@@ -63,8 +63,9 @@ function machineTicks(): { total: number; steal: number } {
 
 /**
  * Starts counting the machine's steal time (a virtual machine's CPUs taken by other tenants); the returned function
- * gives its share of all CPU time since then (0 when /proc/stat is unreadable). A round with a large share ran on a
- * slower machine than the one beside it, which says how far to trust its ratio.
+ * gives its share of all the machine's CPU time since then, idle included (0 when /proc/stat is unreadable): a
+ * measure of the machine during the round, not of the path (a busier path has more time to lose). A round with a
+ * large share ran on a slower machine than the one beside it, which says how far to trust its ratio.
  */
 export function stealMeter(): () => number {
   const before = machineTicks();

@@ -217,7 +217,7 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     const settle = async (): Promise<void> => {
       await tsdb.flush().catch(() => undefined);
       for (let i = 0; i < 40; i++) {
-        const meter = cpuMeter([groups[2]!]);
+        const meter = cpuMeter(groups.filter((g) => g.name === 'victoria-metrics'));
         await sleep(250);
         if ((meter()['victoria-metrics'] ?? 0) < 25) return; // under a tenth of a core
       }
@@ -397,7 +397,8 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     if (system.exitCode === null && system.signalCode === null) {
       const exited = new Promise((resolve) => system.once('exit', resolve));
       system.kill('SIGTERM');
-      await exited;
+      // Its own shutdown gives up after 25 s; a process that never handled the signal is killed.
+      if ((await Promise.race([exited.then(() => true), sleep(30_000).then(() => false)])) === false) system.kill('SIGKILL');
     }
   }
 }

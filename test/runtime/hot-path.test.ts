@@ -95,7 +95,7 @@ describe('envelopes without zod on the hot path', () => {
       { reply: JSON.stringify({ ok: true, data: { items: tricky, total: 1234567, page: 2, per_page: 3 } }), data: tricky, meta: { total: 1234567, page: 2, per_page: 3 }, cut: true },
       { reply: JSON.stringify({ ok: true, data: { items: [], total: 0, page: 1, per_page: 20 } }), data: [], meta: { total: 0, page: 1, per_page: 20 }, cut: true },
       { reply: JSON.stringify({ ok: true, data: { items: [[1], [2]], total: 2, page: 1, per_page: 2 } }), data: [[1], [2]], meta: { total: 2, page: 1, per_page: 2 }, cut: true },
-      // Another order, or an item string that only looks like the tail: parsed and rendered.
+      // Another key order: parsed and rendered. (The first case holds an item string that looks like the tail.)
       { reply: JSON.stringify({ ok: true, data: { total: 3, page: 1, per_page: 3, items: tricky } }), data: tricky, meta: { total: 3, page: 1, per_page: 3 }, cut: false },
       { reply: JSON.stringify({ ok: true, data: { page: 1, items: [{ n: 5 }], per_page: 1, total: 1 } }), data: [{ n: 5 }], meta: { total: 1, page: 1, per_page: 1 }, cut: false },
     ];

@@ -217,6 +217,24 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
         expect(sockets).toHaveLength(2);
       },
     );
+    // Every pooled connection dropped at once (a store restart): the repeat opens a connection of its own.
+    const pooled: unknown[] = [];
+    const seen2: string[] = [];
+    await withPeer(
+      (req, res, body) => {
+        seen2.push(body);
+        if (body.startsWith('warm')) pooled.push(req.socket);
+        if (body === 'after\n' && pooled.includes(req.socket)) return req.socket.destroy();
+        // Held a moment, so the two warm-up imports run on two connections at once.
+        setTimeout(() => res.writeHead(204).end(), body.startsWith('warm') ? 50 : 0);
+      },
+      async (store) => {
+        await Promise.all([store.importLines('warm1\n'), store.importLines('warm2\n')]);
+        expect(new Set(pooled).size).toBe(2);
+        await store.importLines('after\n');
+        expect(seen2.filter((b) => b === 'after\n')).toHaveLength(2);
+      },
+    );
     // Dropped again on the fresh connection: reported, not retried forever.
     let calls = 0;
     await withPeer(
@@ -231,5 +249,70 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
         expect(calls).toBe(1);
       },
     );
+  });
+});
+
+describe('Tsdb against a store asking for credentials, and answers that break off', () => {
+  it('sends the URL credentials as Basic authorization on queries and imports alike', async () => {
+    const { createServer } = await import('node:http');
+    const auth: (string | undefined)[] = [];
+    const peer = createServer((req, res) => {
+      auth.push(req.headers.authorization);
+      req.resume();
+      req.on('end', () => res.writeHead(req.url === '/health' ? 200 : 204).end());
+    });
+    await new Promise<void>((r) => peer.listen(0, '127.0.0.1', r));
+    const port = (peer.address() as { port: number }).port;
+    try {
+      const store = new Tsdb(`http://vm%20user:p%40ss@127.0.0.1:${port}/`);
+      await store.ping();
+      await store.importLines('x\n');
+      const expected = `Basic ${Buffer.from('vm user:p@ss').toString('base64')}`;
+      expect(auth).toEqual([expected, expected]);
+    } finally {
+      peer.closeAllConnections();
+      await new Promise((r) => peer.close(r));
+    }
+  });
+
+  it('reports an import whose answer stops after its headers as a timeout, and one cut mid-body as a failure', async () => {
+    const { createServer } = await import('node:http');
+    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    const peer = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(400, { 'content-length': '100' });
+        res.write('cannot parse');
+        if (req.headers['x-case'] === undefined) setTimeout(() => res.destroy(), 20);
+      });
+    });
+    await new Promise<void>((r) => peer.listen(0, '127.0.0.1', r));
+    const port = (peer.address() as { port: number }).port;
+    try {
+      const cut: unknown = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 2_000 }).importLines('x\n').catch((e: unknown) => e);
+      expect(cut).toBeInstanceOf(TsdbError);
+      expect(tsdbFailure(cut)?.code).toBe('unavailable');
+    } finally {
+      peer.closeAllConnections();
+      await new Promise((r) => peer.close(r));
+    }
+    const stalled = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-length': '100' });
+        res.write('partial');
+      });
+    });
+    await new Promise<void>((r) => stalled.listen(0, '127.0.0.1', r));
+    const port2 = (stalled.address() as { port: number }).port;
+    try {
+      const started = Date.now();
+      const err: unknown = await new Tsdb(`http://127.0.0.1:${port2}`, { timeoutMs: 200 }).importLines('x\n').catch((e: unknown) => e);
+      expect(tsdbFailure(err)?.code).toBe('timeout');
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      stalled.closeAllConnections();
+      await new Promise((r) => stalled.close(r));
+    }
   });
 });

@@ -102,8 +102,18 @@ export class Tsdb {
   private httpAgent: http.Agent | undefined;
   private httpsAgent: https.Agent | undefined;
 
+  /** `Basic …` when the URL carries a user (a store behind vmauth or a proxy asking for it). */
+  private readonly authorization: string | undefined;
+
   constructor(baseUrl: string, opts: TsdbOptions = {}) {
-    this.base = baseUrl.replace(/\/+$/, '');
+    // Credentials in the URL become an Authorization header on every request: fetch refuses URLs that carry them.
+    const url = new URL(baseUrl);
+    if (url.username !== '' || url.password !== '') {
+      this.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+      url.username = '';
+      url.password = '';
+    }
+    this.base = url.toString().replace(/\/+$/, '');
     this.timeoutMs = opts.timeoutMs ?? 10_000;
   }
 
@@ -212,13 +222,14 @@ export class Tsdb {
    */
   private async post(path: string, pieces: readonly ImportPiece[], bytes: number, contentType: string): Promise<void> {
     const url = new URL(this.base + path);
-    const attempt = (): Promise<void> =>
+    const attempt = (fresh: boolean): Promise<void> =>
       new Promise<void>((resolve, reject) => {
         const fail = (reason: string, status = 0, text = ''): void => reject(new TsdbError(`tsdb ${path}: ${reason}`, status, text));
         const req = (url.protocol === 'https:' ? https : http).request(url, {
           method: 'POST',
-          agent: this.agentFor(url.protocol),
-          headers: { 'content-type': contentType, 'content-length': bytes, 'accept-encoding': 'identity' },
+          // The repeat after a stale connection opens one of its own: the pool may hold more the store has closed.
+          agent: fresh ? false : this.agentFor(url.protocol),
+          headers: { 'content-type': contentType, 'content-length': bytes, 'accept-encoding': 'identity', ...(this.authorization ? { authorization: this.authorization } : {}) },
         });
         const timer = setTimeout(() => req.destroy(new TimeoutReached()), this.timeoutMs);
         req.on('error', (err: NodeJS.ErrnoException) => {
@@ -247,10 +258,10 @@ export class Tsdb {
         req.end();
       });
     try {
-      await attempt();
+      await attempt(false);
     } catch (err) {
       if (!(err instanceof StaleConnection)) throw err;
-      await attempt().catch((again: unknown) => {
+      await attempt(true).catch((again: unknown) => {
         throw again instanceof StaleConnection ? new TsdbError(`tsdb ${path}: connection reset`, 0, '') : again;
       });
     }
@@ -269,7 +280,7 @@ export class Tsdb {
     try {
       // Answers uncompressed: the store sits beside this process (same host or network), where gzip costs CPU on both
       // ends (it was a visible part of a chart's) to save bandwidth nobody is short of.
-      res = await fetch(this.base + path, { ...init, headers: { 'accept-encoding': 'identity', ...init.headers }, signal });
+      res = await fetch(this.base + path, { ...init, headers: { 'accept-encoding': 'identity', ...(this.authorization ? { authorization: this.authorization } : {}), ...init.headers }, signal });
     } catch (err) {
       // The caller's deadline passing is a timeout too, whichever of the two fired first (a 504, never "unavailable").
       const reason = timeout.aborted
