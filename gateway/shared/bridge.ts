@@ -141,13 +141,10 @@ export function bridge<
         if ('error' in answer) throw apiError(answer.error.code, answer.error.message);
         return reply.status(answer.status).send(answer.body);
       }
-      if (forwardedPage) {
-        const body = await deps.caller.callForwardedPage(route.subject, input, ctx, { deadline, traceparent: traceparentOf(req) });
-        return reply.status(status).type('application/json; charset=utf-8').send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
-      }
-      if (forwarded) {
-        // The actor's answer goes out as the bytes it sent: the default body `{ data }`, unparsed (Caller.callForwarded).
-        const body = await deps.caller.callForwarded(route.subject, input, ctx, { deadline, traceparent: traceparentOf(req) });
+      if (forwarded || forwardedPage) {
+        // The actor's answer goes out as the bytes it sent: `{ data }` or the list envelope, unparsed (Caller.callForwarded*).
+        const opts = { deadline, traceparent: traceparentOf(req) };
+        const body = forwardedPage ? await deps.caller.callForwardedPage(route.subject, input, ctx, opts) : await deps.caller.callForwarded(route.subject, input, ctx, opts);
         return reply.status(status).type('application/json; charset=utf-8').send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
       }
       const data = await deps.caller.call(route.subject, input, ctx, { deadline, traceparent: traceparentOf(req) });

@@ -121,6 +121,9 @@ describe('gateway plumbing', () => {
     const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/numbers?page=3&per_page=2' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ data: [{ n: 4 }, { n: 5 }], meta: { total: 1000, page: 3, per_page: 2 } });
+    // Cut from the actor's bytes (Caller.callForwardedPage): the same body, byte for byte, as JSON.
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.body).toBe('{"data":[{"n":4},{"n":5}],"meta":{"total":1000,"page":3,"per_page":2}}');
     expect((await consoleApp.inject({ method: 'GET', url: '/api/v1/numbers' })).json().meta).toEqual({ total: 1000, page: 1, per_page: 20 });
     const tooMany = await consoleApp.inject({ method: 'GET', url: '/api/v1/numbers?per_page=101' });
     expect(tooMany.statusCode).toBe(400);
