@@ -9,10 +9,16 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { AgentRevoker } from '../actors/fleet/agents/revocation.ts';
 import { clientHandlers } from '../actors/fleet/clients.ts';
-import { AccessResolver } from '../actors/identity/access.ts';
 import { AuditRecorder } from '../actors/runtime/audit.ts';
 import { AccessTokens } from '../actors/identity/crypto.ts';
-import type { Cat } from '../contracts/catalogue.ts';
+import { catalogue, type Cat } from '../contracts/catalogue.ts';
+import type { Caller } from '../actors/runtime/call.ts';
+import { AccessCache, AccessResolver } from '../actors/identity/access.ts';
+import { createLogger } from '../actors/runtime/logger.ts';
+import { registerClientRoutes } from '../gateway/console/routes/clients.ts';
+import { createGatewayApp } from '../gateway/shared/app.ts';
+import { TokenAuthenticator } from '../gateway/shared/authenticate.ts';
+import type { GatewayDeps } from '../gateway/shared/bridge.ts';
 import { systemClock } from '../actors/runtime/clock.ts';
 import { loadConfig } from '../actors/runtime/config.ts';
 import { setNamespace, wireRequestSubject } from '../actors/runtime/namespace.ts';
@@ -61,9 +67,9 @@ async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<C
   };
 }
 
-/** The fleet actor's list handler with the scope ActorHost would give it, inside the same deadline scope. */
-async function listClients(ctx: Ctx): Promise<{ data: unknown[]; meta: { total: number; page: number; per_page: number } }> {
-  const scope: RequestScope<Cat> = {
+/** The scope ActorHost would give the list handler. */
+function scopeOf(ctx: Ctx): RequestScope<Cat> {
+  return {
     ctx,
     log,
     signal: new AbortController().signal,
@@ -72,6 +78,11 @@ async function listClients(ctx: Ctx): Promise<{ data: unknown[]; meta: { total: 
     traceparent: formatTraceparent(newTrace()),
     call: () => Promise.reject(new DomainError('internal_error', 'the bench paths make no calls')),
   };
+}
+
+/** The fleet actor's list handler with the scope ActorHost would give it, inside the same deadline scope. */
+async function listClients(ctx: Ctx): Promise<{ data: unknown[]; meta: { total: number; page: number; per_page: number } }> {
+  const scope = scopeOf(ctx);
   const page = await runWithDeadline({ deadline: scope.deadline, signal: scope.signal }, () => list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope));
   return { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } };
 }
@@ -101,9 +112,34 @@ app.get('/floor/clients', async (req, reply) => {
 });
 
 await app.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_DIRECT_PORT ?? 18090) });
+
+// The gateway's own stack without the hop: the console gateway's app (its hooks, request ids, CORS, zod validation of
+// the query, the access log line, error envelope), the same route declaration through `bridge`, the same
+// authenticator and rate limiter, with a caller that runs the fleet actor's list handler in this process instead of
+// sending the request over NATS. Beside the single-process path, it shows what the hop alone costs.
+const inProcess = {
+  catalogue,
+  callForwardedPage: async (subject: string, input: unknown, ctx: Ctx): Promise<Uint8Array> => {
+    if (subject !== 'svc.fleet.clients.list') throw new DomainError('internal_error', `the bench's in-process caller serves only the client list, not ${subject}`);
+    const parsed = catalogue['svc.fleet.clients.list'].request.parse(input);
+    const page = await runWithDeadline({ deadline: Date.now() + 10_000, signal: new AbortController().signal }, () => list(parsed, scopeOf(ctx)));
+    return Buffer.from(JSON.stringify({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } }));
+  },
+} as unknown as Caller<Cat>;
+const gatewayLog = createLogger('warn');
+const gatewayDeps: GatewayDeps = {
+  caller: inProcess,
+  requestTimeoutMs: config.SVC_REQUEST_TIMEOUT_MS,
+  auth: new TokenAuthenticator(tokens, inProcess, new AccessCache(kv)),
+  guard,
+};
+const gateway = await createGatewayApp({ style: 'console', title: 'bench', version: '0', config, log: gatewayLog }, (a) => registerClientRoutes(a, gatewayDeps));
+await gateway.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_GATEWAY_NOHOP_PORT ?? 18091) });
+
 process.on('SIGTERM', () => {
-  void app
+  void gateway
     .close()
+    .then(() => app.close())
     .then(() => nc.drain())
     .then(() => revoker.close())
     .then(() => stores.close())

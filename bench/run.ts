@@ -32,6 +32,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const GATEWAY_PORT = 18080;
 const DIRECT_PORT = 18090;
 const SPLIT_GATEWAY_PORT = 18081;
+/** The direct server's second app: the console gateway's stack with the handler in-process (bench/direct-server.ts). */
+const GATEWAY_NOHOP_PORT = 18091;
 
 // Before the config is read and any child starts: they all inherit the bench's namespace.
 const namespace = useBenchNamespace();
@@ -133,11 +135,12 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     { name: 'load generator', pids: () => [process.pid] },
   ];
   const own = (name: string, ps: ChildProcess[]): ProcessGroup[] => [{ name: `${name}`, pids: () => ps.map((p) => p.pid!) }, ...shared];
-  const [one, two, floor, viaBare] = await interleaved(
+  const [one, two, floor, noHop, viaBare] = await interleaved(
     [
       { name: 'single process: gateway → NATS → actor → PG', url: `http://127.0.0.1:${GATEWAY_PORT}/api/v1/clients`, groups: own('system', [system]) },
       { name: 'split: gateway process → NATS → actor process → PG', url: `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/api/v1/clients`, groups: own('system', splitProcesses) },
       { name: 'floor: bare Fastify → bare NATS request → PG', url: `http://127.0.0.1:${DIRECT_PORT}/floor/clients`, groups: own('system', [bare]) },
+      { name: 'gateway stack, no hop: the console gateway app → handler in-process → PG', url: `http://127.0.0.1:${GATEWAY_NOHOP_PORT}/api/v1/clients`, groups: own('system', [bare]) },
       { name: 'bare Fastify → PG', url: `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients`, groups: own('system', [bare]) },
     ],
     headers,
@@ -147,20 +150,27 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     split: figures(two!),
     floor: figures(floor!),
     direct: figures(viaBare!),
+    noHop: figures(noHop!),
+    noHopThroughputRatio: ratios(noHop!, viaBare!, (r) => r.rps),
+    noHopP99Ratio: ratios(noHop!, viaBare!, (r) => r.p99),
+    singleToNoHopThroughputRatio: ratios(one!, noHop!, (r) => r.rps),
+    singleToNoHopP99Ratio: ratios(one!, noHop!, (r) => r.p99),
     floorThroughputRatio: ratios(floor!, viaBare!, (r) => r.rps),
     floorP99Ratio: ratios(floor!, viaBare!, (r) => r.p99),
     singleThroughputRatio: ratios(one!, viaBare!, (r) => r.rps),
     singleP99Ratio: ratios(one!, viaBare!, (r) => r.p99),
     splitThroughputRatio: ratios(two!, viaBare!, (r) => r.rps),
     splitP99Ratio: ratios(two!, viaBare!, (r) => r.p99),
-    cpuPerRequest: { single: cpuRow(one!), split: cpuRow(two!), floor: cpuRow(floor!), direct: cpuRow(viaBare!) },
-    steal: { single: stealOf(one!), split: stealOf(two!), floor: stealOf(floor!), direct: stealOf(viaBare!) },
+    cpuPerRequest: { single: cpuRow(one!), split: cpuRow(two!), floor: cpuRow(floor!), noHop: cpuRow(noHop!), direct: cpuRow(viaBare!) },
+    steal: { single: stealOf(one!), split: stealOf(two!), floor: stealOf(floor!), noHop: stealOf(noHop!), direct: stealOf(viaBare!) },
   };
   console.log(`\n## hop: authenticated GET /api/v1/clients, ${CONNECTIONS} connections, warm-up + ${ROUNDS}×${SECONDS}s interleaved`);
-  console.log(pathTable([result.single, result.split, result.floor, result.direct]));
+  console.log(pathTable([result.single, result.split, result.floor, result.noHop, result.direct]));
   console.log(`single process / bare: throughput ${fmt(result.singleThroughputRatio, 2)} (target ≥ 0.80)   p99 ${fmt(result.singleP99Ratio, 2)} (target ≤ 1.50)`);
   console.log(`split / bare:          throughput ${fmt(result.splitThroughputRatio, 2)}   p99 ${fmt(result.splitP99Ratio, 2)}`);
   console.log(`floor / bare:          throughput ${fmt(result.floorThroughputRatio, 2)}   p99 ${fmt(result.floorP99Ratio, 2)}   (one bare NATS request-reply, nothing else)`);
+  console.log(`gateway stack without the hop / bare: throughput ${fmt(result.noHopThroughputRatio, 2)}   p99 ${fmt(result.noHopP99Ratio, 2)}   (the gateway's own hooks, validation and logging)`);
+  console.log(`single process / gateway stack without the hop: throughput ${fmt(result.singleToNoHopThroughputRatio, 2)}   p99 ${fmt(result.singleToNoHopP99Ratio, 2)}   (the hop alone)`);
   console.log(`CPU ms per request, by process (mean of the rounds, min–max):`);
   console.log(cpuTable(result.cpuPerRequest));
   console.log(`steal (the machine's CPU time taken by other tenants) during each path's rounds: ${Object.entries(result.steal).map(([k, s]) => `${k} ${pct(s)}`).join(', ')}`);
@@ -402,7 +412,7 @@ const split = once(async (): Promise<ChildProcess[]> => {
   for (let i = 0; i < 300 && (await fetch(url, { headers: { authorization: `Bearer ${benchToken}` } }).catch(() => undefined))?.status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
   return started;
 });
-const direct = once(() => startChild(['bench/direct-server.ts'], env, `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients`));
+const direct = once(() => startChild(['bench/direct-server.ts'], { ...env, BENCH_GATEWAY_NOHOP_PORT: String(GATEWAY_NOHOP_PORT) }, `http://127.0.0.1:${GATEWAY_NOHOP_PORT}/api/v1/clients`));
 
 async function main(): Promise<void> {
   const asked = process.argv.slice(2).filter((a) => a !== '--');

@@ -1,0 +1,185 @@
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { sendTwice } from '../../actors/runtime/call.ts';
+import { RequestDeadline } from '../../actors/runtime/deadline.ts';
+import { RequestHeaders } from '../../actors/runtime/request-headers.ts';
+import { ContextSigner, SignatureHeaders } from '../../actors/runtime/signing.ts';
+import { Headers } from '../../contracts/envelope.ts';
+
+/** The per-request savings of the NATS hop (README → Benchmarks, hop) keep the behaviour they replaced. */
+
+const KEY = 'k'.repeat(40);
+const SUBJECT = 'svc.rtest.echo';
+const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
+type Mac = { mac: (...args: unknown[]) => Buffer };
+
+describe('a signer verifying a request it signed itself', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  const signed = (signer: ContextSigner, payload: Uint8Array, deadline = Date.now() + 5000) => ({ deadline: String(deadline), ...signer.sign(SUBJECT, 'r1', deadline, payload) });
+
+  it('accepts it by comparison, without computing its MAC again', () => {
+    const signer = new ContextSigner(KEY);
+    const payload = bytes('{"ctx":{},"input":{"a":1}}');
+    const s = signed(signer, payload);
+    const mac = vi.spyOn(ContextSigner.prototype as unknown as Mac, 'mac');
+    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, Buffer.from(payload))).toEqual({ ok: true });
+    expect(mac).not.toHaveBeenCalled();
+    // Once verified it is forgotten: the same message again (a repeat, a replay) is verified the full way, and passes.
+    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: true });
+    expect(mac).toHaveBeenCalledTimes(1);
+  });
+
+  it('refuses what differs from what it signed in any part, as the MAC would', () => {
+    const signer = new ContextSigner(KEY);
+    const payload = bytes('{"ctx":{},"input":{"a":1}}');
+    const changed = [
+      (s: ReturnType<typeof signed>) => signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, bytes('{"ctx":{},"input":{"a":2}}')),
+      (s: ReturnType<typeof signed>) => signer.verify('svc.rtest.other', 'r1', s.deadline, s.signedAt, s.signature, payload),
+      (s: ReturnType<typeof signed>) => signer.verify(SUBJECT, 'r2', s.deadline, s.signedAt, s.signature, payload),
+      (s: ReturnType<typeof signed>) => signer.verify(SUBJECT, 'r1', String(Number(s.deadline) + 1), s.signedAt, s.signature, payload),
+      (s: ReturnType<typeof signed>) => signer.verify(SUBJECT, 'r1', s.deadline, String(Number(s.signedAt) - 1), s.signature, payload),
+    ];
+    for (const verify of changed) expect(verify(signed(signer, payload))).toEqual({ ok: false, reason: 'bad signature' });
+  });
+
+  it('keeps a copy of what it signed: a buffer changed after signing does not pass as signed', () => {
+    const signer = new ContextSigner(KEY);
+    const payload = Buffer.from('{"ctx":{},"input":{"a":1}}');
+    const s = signed(signer, payload);
+    payload[payload.length - 3] = '2'.charCodeAt(0);
+    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: false, reason: 'bad signature' });
+  });
+
+  it('still applies the replay window', () => {
+    let now = 1_000_000;
+    const signer = new ContextSigner(KEY, [], 30_000, () => now);
+    const payload = bytes('{}');
+    const s = signed(signer, payload, now + 60_000);
+    now += 30_001;
+    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: false, reason: 'stale' });
+  });
+
+  it('keeps only its latest signatures; an older one is verified the full way', () => {
+    const signer = new ContextSigner(KEY);
+    const first = signed(signer, bytes('{"n":0}'));
+    for (let i = 1; i <= 5000; i++) signed(signer, bytes(`{"n":${i}}`));
+    const mac = vi.spyOn(ContextSigner.prototype as unknown as Mac, 'mac');
+    expect(signer.verify(SUBJECT, 'r1', first.deadline, first.signedAt, first.signature, bytes('{"n":0}'))).toEqual({ ok: true });
+    expect(mac).toHaveBeenCalledTimes(1);
+  });
+
+  it('a request signed by another process holding the same key is verified the full way', () => {
+    const payload = bytes('{"x":1}');
+    const s = signed(new ContextSigner(KEY), payload);
+    expect(new ContextSigner(KEY).verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: true });
+    expect(new ContextSigner('o'.repeat(40)).verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: false, reason: 'unknown key' });
+  });
+});
+
+describe('the request deadline signal made on first use', () => {
+  const reason = (): Error => new Error('deadline passed');
+
+  it('aborts at the deadline once read, and not after end()', async () => {
+    const d = new RequestDeadline(Date.now() + 30, reason);
+    const signal = d.signal;
+    expect(d.signal).toBe(signal);
+    expect(signal.aborted).toBe(false);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBeInstanceOf(Error);
+    const ended = new RequestDeadline(Date.now() + 30, reason);
+    const early = ended.signal;
+    ended.end();
+    await new Promise((r) => setTimeout(r, 60));
+    expect(early.aborted).toBe(false);
+  });
+
+  it('is aborted already when first read after its deadline', () => {
+    const d = new RequestDeadline(Date.now() - 1, reason);
+    expect(d.signal.aborted).toBe(true);
+  });
+});
+
+describe('the request headers encoded in one template', () => {
+  it('encode to exactly what nats.js headers with the same values encode to, and answer like them', () => {
+    const values: [string, string][] = [
+      [Headers.requestId, 'req-1'],
+      [Headers.deadline, '1767225600000'],
+      [Headers.traceparent, '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'],
+      [SignatureHeaders.signedAt, '1767225590000'],
+      [SignatureHeaders.signature, 'v1=0123abcd:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'],
+    ];
+    const theirs = natsHeaders();
+    for (const [k, v] of values) theirs.set(k, v);
+    const ours = new RequestHeaders(...(values.map(([, v]) => v) as [string, string, string, string, string]));
+    expect(Buffer.from(ours.encode()).toString()).toBe(Buffer.from((theirs as unknown as { encode(): Uint8Array }).encode()).toString());
+    expect(ours.get(Headers.deadline)).toBe('1767225600000');
+    expect([...ours].map(([k]) => k)).toEqual(values.map(([k]) => k));
+    ours.set('X-Extra', 'y');
+    expect(Buffer.from(ours.encode()).toString()).toContain('X-Extra: y\r\n');
+  });
+
+  it('refuses a request id with a line break, as nats.js does', () => {
+    expect(() => new RequestHeaders('a\r\nInjected: 1', '1', 't', '1', 's')).toThrow(/cannot contain/);
+    expect(() => natsHeaders().set(Headers.requestId, 'a\r\nInjected: 1')).toThrow();
+  });
+});
+
+describe('a safe call sent twice', () => {
+  type Attempt = { ms: number; resolve: (b: Uint8Array) => void; reject: (e: Error) => void };
+  const harness = () => {
+    const attempts: Attempt[] = [];
+    const send = (ms: number): Promise<Uint8Array> => new Promise((resolve, reject) => attempts.push({ ms, resolve, reject }));
+    return { attempts, send };
+  };
+  const tick = (ms = 0): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+  it('sends once when the first answers in time', async () => {
+    const { attempts, send } = harness();
+    const p = sendTwice(send, Date.now() + 1000, 30);
+    attempts[0]!.resolve(bytes('a'));
+    await expect(p).resolves.toEqual(bytes('a'));
+    await tick(50);
+    expect(attempts).toHaveLength(1);
+  });
+
+  it('repeats a slow attempt and takes whichever answers first', async () => {
+    const { attempts, send } = harness();
+    const p = sendTwice(send, Date.now() + 1000, 20);
+    await tick(40);
+    expect(attempts).toHaveLength(2);
+    expect(attempts[1]!.ms).toBeLessThanOrEqual(980);
+    attempts[1]!.resolve(bytes('second'));
+    attempts[0]!.resolve(bytes('first'));
+    await expect(p).resolves.toEqual(bytes('second'));
+  });
+
+  it('repeats at once when the first fails early, and fails with the first reason when both fail', async () => {
+    const { attempts, send } = harness();
+    const p = sendTwice(send, Date.now() + 1000, 500);
+    attempts[0]!.reject(new Error('no responders'));
+    await tick();
+    expect(attempts).toHaveLength(2);
+    attempts[1]!.reject(new Error('second reason'));
+    await expect(p).rejects.toThrow('no responders');
+  });
+
+  it('answers the repeat when the first failed and the repeat succeeds', async () => {
+    const { attempts, send } = harness();
+    const p = sendTwice(send, Date.now() + 1000, 500);
+    attempts[0]!.reject(new Error('no responders'));
+    await tick();
+    attempts[1]!.resolve(bytes('ok'));
+    await expect(p).resolves.toEqual(bytes('ok'));
+  });
+
+  it('sends no repeat once the deadline has passed: the first attempt decides', async () => {
+    const { attempts, send } = harness();
+    const p = sendTwice(send, Date.now() + 10, 500);
+    await tick(20);
+    attempts[0]!.reject(new Error('timeout'));
+    await expect(p).rejects.toThrow('timeout');
+    expect(attempts).toHaveLength(1);
+  });
+});
