@@ -6,6 +6,7 @@ import type { ServiceDeskFigures } from './servicedesk.ts';
 import type { EventsFigures } from './events.ts';
 import type { InvoiceFigures } from './invoice.ts';
 import type { ChartFigures, MetricsFigures } from './metrics.ts';
+import type { RuntimeFigures } from './runtime.ts';
 import type { SearchFigures } from './search.ts';
 import { fmt, pct, type PathFigures, type Spread } from './stats.ts';
 
@@ -26,13 +27,19 @@ interface Latest {
     splitP99Ratio: Spread;
     floorThroughputRatio?: Spread;
     floorP99Ratio?: Spread;
+    noHop?: PathFigures;
+    noHopThroughputRatio?: Spread;
+    noHopP99Ratio?: Spread;
+    singleToNoHopThroughputRatio?: Spread;
+    singleToNoHopP99Ratio?: Spread;
     cpuPerRequest?: Record<string, Record<string, Spread>>;
     steal?: Record<string, Spread>;
   };
   login?: Stamped & { login: PathFigures; raw: Spread; ratio: Spread };
   me?: Stamped & { me: PathFigures };
   resolve?: Stamped & { cold: { p50: Spread; p99: Spread }; warm: { p50: Spread; p99: Spread }; bare?: { p50: Spread; p99: Spread } };
-  signing?: Stamped & { micros: Spread; payloadBytes: number; share?: number };
+  signing?: Stamped & { micros: Spread; localMicros?: Spread; payloadBytes: number; share?: number };
+  runtime?: Stamped & RuntimeFigures;
   invoice?: Stamped & InvoiceFigures;
   metrics?: Stamped & MetricsFigures;
   fleet?: Stamped & FleetFigures;
@@ -57,6 +64,11 @@ if (latest.hop) {
     rows.push(['the floor: the bare route behind one bare NATS request-reply (JSON both ways; no envelope, signature, zod or framework)', path(h.floor), '', when(h)]);
     rows.push(['throughput floor / bare, p99 floor / bare: what the transport alone costs on this machine', `**${fmt(h.floorThroughputRatio, 2)}**, ${fmt(h.floorP99Ratio, 2)}`, '', when(h)]);
   }
+  if (h.noHop && h.noHopThroughputRatio && h.noHopP99Ratio && h.singleToNoHopThroughputRatio && h.singleToNoHopP99Ratio) {
+    rows.push(["the gateway's own stack without the hop: the console gateway app (hooks, request ids, CORS, zod, access log) and `bridge`, the fleet list handler called in-process", path(h.noHop), '', when(h)]);
+    rows.push(["throughput, p99: gateway stack without the hop / bare (what the gateway's own features cost)", `${fmt(h.noHopThroughputRatio, 2)}, ${fmt(h.noHopP99Ratio, 2)}`, '', when(h)]);
+    rows.push(['throughput, p99: single process / gateway stack without the hop (what the hop alone costs)', `**${fmt(h.singleToNoHopThroughputRatio, 2)}**, ${fmt(h.singleToNoHopP99Ratio, 2)}`, '', when(h)]);
+  }
   for (const [shape, cpu] of Object.entries(h.cpuPerRequest ?? {})) {
     const total = Object.values(cpu).reduce((a, c) => a + c.mean, 0);
     rows.push([`CPU per request, ${shape}: ${Object.keys(cpu).join(', ')}`, `${Object.values(cpu).map((c) => c.mean.toFixed(3)).join(', ')} ms (total ${total.toFixed(2)} ms)`, '', when(h)]);
@@ -65,7 +77,14 @@ if (latest.hop) {
 }
 if (latest.signing) {
   const s = latest.signing;
-  rows.push([`request signature: HMAC-SHA256 sign + verify of the ${s.payloadBytes}-byte envelope`, `${fmt(s.micros, 1)} µs${s.share !== undefined ? `, **${(s.share * 100).toFixed(2)}%** of an actor-path request's CPU` : ''}`, '< 3%', when(s)]);
+  rows.push([`request signature: HMAC-SHA256 sign + verify of the ${s.payloadBytes}-byte envelope (verified in another process)`, `${fmt(s.micros, 1)} µs${s.share !== undefined ? `, **${(s.share * 100).toFixed(2)}%** of an actor-path request's CPU` : ''}`, '< 3%', when(s)]);
+  if (s.localMicros) rows.push(['the same, verified in the process that signed it (compared with what it signed)', `${fmt(s.localMicros, 1)} µs`, '', when(s)]);
+}
+if (latest.runtime) {
+  const r = latest.runtime;
+  const us = (x: Spread): string => `${x.mean.toFixed(1)} (${x.min.toFixed(1)}–${x.max.toFixed(1)}) µs`;
+  rows.push([`CPU of one process per request-reply, ${r.concurrency} in flight, no HTTP or store: Caller → NATS → ActorHost (signed envelope, headers, schema, deadline, page forwarded)`, us(r.runtime), '', when(r)]);
+  rows.push(["the same JSON both ways through a bare nats.js request-reply; the runtime's own share (runtime − bare, per round)", `${us(r.bare)}; **${us(r.extra)}**`, '', when(r)]);
 }
 if (latest.login) {
   const l = latest.login;
