@@ -125,6 +125,11 @@ const inProcess = {
     const page = await runWithDeadline({ deadline: Date.now() + 10_000, signal: new AbortController().signal }, () => list(parsed, scopeOf(ctx)));
     return Buffer.from(JSON.stringify({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } }));
   },
+  // The authenticator's call on an access-cache miss, answered by the same resolver the bare path uses.
+  call: async (subject: string, input: { user_id: string }): Promise<unknown> => {
+    if (subject !== 'svc.identity.access.resolve') throw new DomainError('internal_error', `the bench's in-process caller does not serve ${subject}`);
+    return resolver.resolveUser(input.user_id);
+  },
 } as unknown as Caller<Cat>;
 const gatewayLog = createLogger('warn');
 const gatewayDeps: GatewayDeps = {

@@ -191,8 +191,11 @@ export function sendTwice(send: (ms: number) => Promise<Uint8Array>, deadline: n
       open++;
       send(left).then(win, (err: unknown) => lose(err, false));
     };
+    // Sent before the repeat is armed: a send that throws rejects this promise and leaves no timer behind.
+    const first = send(deadline - Date.now());
+    // The callbacks above read `timer` only once the first attempt settles or the timer fires, both after this line.
     const timer = setTimeout(repeat, repeatAfterMs);
-    send(deadline - Date.now()).then(win, (err: unknown) => lose(err, true));
+    first.then(win, (err: unknown) => lose(err, true));
   });
 }
 

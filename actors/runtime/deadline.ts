@@ -20,12 +20,15 @@ export const currentDeadline = (): DeadlineScope | undefined => current.getStore
 /**
  * The deadline of one request and its abort signal, made on first use: most handlers never read the signal, and an
  * AbortController with its deadline timer, made for every request, was ~7% of an actor's CPU per request-reply (CPU
- * profile of bench/hop-micro.ts). Once read, the signal aborts with `reason()` when the deadline passes (at once when
- * it already has), exactly as an eager one would. `end()` when the request is over: its timer goes.
+ * profile of the bench's `runtime` part). Read during the request, the signal aborts with `reason()` when the deadline
+ * passes (at once when it already has), as an eager one would. `end()` when the request is over: its timer goes, and a
+ * signal first read after that (by work the handler left running) never aborts, as an eager one whose timer was
+ * cleared at the end never did.
  */
 export class RequestDeadline implements DeadlineScope {
   private controller: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private ended = false;
 
   constructor(
     readonly deadline: number,
@@ -37,6 +40,7 @@ export class RequestDeadline implements DeadlineScope {
       const ac = new AbortController();
       this.controller = ac;
       const left = this.deadline - Date.now();
+      if (this.ended) return ac.signal;
       if (left <= 0) ac.abort(this.reason());
       else this.timer = setTimeout(() => ac.abort(this.reason()), left);
     }
@@ -44,6 +48,7 @@ export class RequestDeadline implements DeadlineScope {
   }
 
   end(): void {
+    this.ended = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
   }

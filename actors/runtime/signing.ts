@@ -36,7 +36,9 @@ export class ContextSigner {
    * verify cost per request) would prove nothing more. The replay window still applies; a request verified once
    * leaves the map, so a repeat of it (the caller's retry, a replay) is verified the full way.
    */
-  private readonly signed = new Map<string, { subject: string; requestId: string; deadline: string; signedAt: string; payload: Uint8Array }>();
+  private readonly signed = new Map<string, { subject: string; requestId: string; deadline: string; signedAt: string; at: number; payload: Uint8Array }>();
+  /** Payload bytes the entries above hold. */
+  private signedBytes = 0;
 
   constructor(
     secret: string,
@@ -58,11 +60,32 @@ export class ContextSigner {
     const signedAt = String(this.now());
     const mac = this.mac(this.current, subject, requestId, String(deadline), signedAt, payload);
     const signature = `v1=${this.current.id}:${mac.toString('base64url')}`;
-    // A copy: the caller's buffer is its own to reuse, and what is kept must be exactly what was signed.
-    this.signed.set(signature, { subject, requestId, deadline: String(deadline), signedAt, payload: Buffer.from(payload) });
-    // Most of what is signed goes to other processes and never comes back here: only the latest are kept.
-    if (this.signed.size > SIGNED_KEPT) this.signed.delete(this.signed.keys().next().value!);
+    this.remember(signature, { subject, requestId, deadline: String(deadline), signedAt, at: Number(signedAt), payload });
     return { signedAt, signature };
+  }
+
+  /**
+   * Keeps what was just signed for `verify`: small payloads only (a request envelope is ~0.5 KB; a 1 MB upload is not
+   * worth holding), copied into memory of their own (the caller's buffer is its to reuse, and a copy from Node's
+   * pool would pin an 8 KB block), the latest SIGNED_KEPT of them, SIGNED_BYTES at most, none older than the replay
+   * window. Most of what a gateway signs is served by other processes and never comes back here.
+   */
+  private remember(signature: string, entry: { subject: string; requestId: string; deadline: string; signedAt: string; at: number; payload: Uint8Array }): void {
+    if (entry.payload.length > SIGNED_PAYLOAD_MAX) return;
+    const copy = Buffer.allocUnsafeSlow(entry.payload.length);
+    copy.set(entry.payload);
+    this.signed.set(signature, { ...entry, payload: copy });
+    this.signedBytes += copy.length;
+    const oldest = this.now() - this.maxAgeMs;
+    for (const [key, kept] of this.signed) {
+      if (this.signed.size <= SIGNED_KEPT && this.signedBytes <= SIGNED_BYTES && kept.at >= oldest) break;
+      this.forget(key, kept.payload);
+    }
+  }
+
+  private forget(signature: string, payload: Uint8Array): void {
+    this.signed.delete(signature);
+    this.signedBytes -= payload.length;
   }
 
   verify(subject: string, requestId: string, deadline: string, signedAt: string | undefined, signature: string | undefined, payload: Uint8Array): VerifyResult {
@@ -72,8 +95,9 @@ export class ContextSigner {
     if (!m || !/^\d{1,16}$/.test(signedAt) || !Number.isSafeInteger(at)) return { ok: false, reason: 'malformed' };
     const key = this.verifiers.get(m[1]!);
     if (!key) return { ok: false, reason: 'unknown key' };
+    // Looked up once: a match or not, the entry goes, so a repeat, a replay or a near-copy is verified the full way.
     const mine = this.signed.get(signature);
-    if (mine !== undefined) this.signed.delete(signature);
+    if (mine !== undefined) this.forget(signature, mine.payload);
     if (mine === undefined || mine.subject !== subject || mine.requestId !== requestId || mine.deadline !== deadline || mine.signedAt !== signedAt || !sameBytes(mine.payload, payload)) {
       const expected = this.mac(key, subject, requestId, deadline, signedAt, payload);
       const given = Buffer.from(m[2]!, 'base64url');
@@ -87,8 +111,10 @@ export class ContextSigner {
   }
 }
 
-/** Signatures ContextSigner keeps to recognise its own requests: a few seconds of one process's calls at full load. */
+/** What ContextSigner keeps to recognise its own requests: a few seconds of one process's calls at full load. */
 const SIGNED_KEPT = 4096;
+const SIGNED_BYTES = 4 * 1024 * 1024;
+const SIGNED_PAYLOAD_MAX = 16 * 1024;
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.length).equals(b);
 

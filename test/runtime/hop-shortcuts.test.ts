@@ -60,6 +60,23 @@ describe('a signer verifying a request it signed itself', () => {
     expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: false, reason: 'stale' });
   });
 
+  it('keeps no large payload, and nothing older than the replay window', () => {
+    let now = 1_000_000;
+    const signer = new ContextSigner(KEY, [], 30_000, () => now);
+    const mac = vi.spyOn(ContextSigner.prototype as unknown as Mac, 'mac');
+    const big = Buffer.alloc(64 * 1024, 120);
+    const s1 = signed(signer, big, now + 60_000);
+    const old = signed(signer, bytes('{"old":1}'), now + 60_000);
+    now += 30_001;
+    // Signing again drops what the window no longer admits.
+    signed(signer, bytes('{"new":1}'), now + 60_000);
+    mac.mockClear();
+    expect(signer.verify(SUBJECT, 'r1', s1.deadline, s1.signedAt, s1.signature, big)).toEqual({ ok: false, reason: 'stale' });
+    expect(signer.verify(SUBJECT, 'r1', old.deadline, old.signedAt, old.signature, bytes('{"old":1}'))).toEqual({ ok: false, reason: 'stale' });
+    // Both went the full way: neither was kept.
+    expect(mac).toHaveBeenCalledTimes(2);
+  });
+
   it('keeps only its latest signatures; an older one is verified the full way', () => {
     const signer = new ContextSigner(KEY);
     const first = signed(signer, bytes('{"n":0}'));
@@ -78,26 +95,47 @@ describe('a signer verifying a request it signed itself', () => {
 });
 
 describe('the request deadline signal made on first use', () => {
-  const reason = (): Error => new Error('deadline passed');
+  const timeout = new Error('deadline passed');
+  const reason = (): Error => timeout;
+  afterEach(() => vi.useRealTimers());
 
-  it('aborts at the deadline once read, and not after end()', async () => {
-    const d = new RequestDeadline(Date.now() + 30, reason);
+  it('makes no controller or timer until the signal is read', () => {
+    vi.useFakeTimers();
+    const d = new RequestDeadline(Date.now() + 1000, reason);
+    expect(vi.getTimerCount()).toBe(0);
     const signal = d.signal;
     expect(d.signal).toBe(signal);
+    expect(vi.getTimerCount()).toBe(1);
+    d.end();
+    expect(vi.getTimerCount()).toBe(0);
     expect(signal.aborted).toBe(false);
-    await new Promise((r) => setTimeout(r, 60));
+  });
+
+  it('aborts with its reason at the deadline once read', () => {
+    vi.useFakeTimers();
+    const d = new RequestDeadline(Date.now() + 1000, reason);
+    const signal = d.signal;
+    vi.advanceTimersByTime(999);
+    expect(signal.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
     expect(signal.aborted).toBe(true);
-    expect(signal.reason).toBeInstanceOf(Error);
-    const ended = new RequestDeadline(Date.now() + 30, reason);
-    const early = ended.signal;
-    ended.end();
-    await new Promise((r) => setTimeout(r, 60));
-    expect(early.aborted).toBe(false);
+    expect(signal.reason).toBe(timeout);
   });
 
   it('is aborted already when first read after its deadline', () => {
     const d = new RequestDeadline(Date.now() - 1, reason);
     expect(d.signal.aborted).toBe(true);
+    expect(d.signal.reason).toBe(timeout);
+  });
+
+  it('never aborts, and leaves no timer, when first read after the request ended', () => {
+    vi.useFakeTimers();
+    const d = new RequestDeadline(Date.now() + 1000, reason);
+    d.end();
+    const late = d.signal;
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(5000);
+    expect(late.aborted).toBe(false);
   });
 });
 
@@ -122,7 +160,7 @@ describe('the request headers encoded in one template', () => {
 
   it('refuses a request id with a line break, as nats.js does', () => {
     expect(() => new RequestHeaders('a\r\nInjected: 1', '1', 't', '1', 's')).toThrow(/cannot contain/);
-    expect(() => natsHeaders().set(Headers.requestId, 'a\r\nInjected: 1')).toThrow();
+    expect(() => new RequestHeaders('a\nb', '1', 't', '1', 's')).toThrow(/cannot contain/);
   });
 });
 
@@ -172,6 +210,39 @@ describe('a safe call sent twice', () => {
     await tick();
     attempts[1]!.resolve(bytes('ok'));
     await expect(p).resolves.toEqual(bytes('ok'));
+  });
+
+  it('fails with the first reason when the repeat fails before the first', async () => {
+    const { attempts, send } = harness();
+    const p = sendTwice(send, Date.now() + 1000, 20);
+    await tick(40);
+    attempts[1]!.reject(new Error('second reason'));
+    await tick();
+    attempts[0]!.reject(new Error('first reason'));
+    await expect(p).rejects.toThrow('first reason');
+    expect(attempts).toHaveLength(2);
+  });
+
+  it('sends no third attempt when the first fails after the repeat went', async () => {
+    const { attempts, send } = harness();
+    const p = sendTwice(send, Date.now() + 1000, 20);
+    await tick(40);
+    attempts[0]!.reject(new Error('first reason'));
+    await tick(40);
+    expect(attempts).toHaveLength(2);
+    attempts[1]!.resolve(bytes('late but fine'));
+    await expect(p).resolves.toEqual(bytes('late but fine'));
+  });
+
+  it('rejects, leaving no timer, when the send throws at once', async () => {
+    vi.useFakeTimers();
+    try {
+      const p = sendTwice(() => { throw new Error('closed'); }, Date.now() + 1000, 20);
+      await expect(p).rejects.toThrow('closed');
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('sends no repeat once the deadline has passed: the first attempt decides', async () => {
