@@ -9,9 +9,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
+# NODE_OPTIONS: 64 MB semi-spaces for V8's young generation, as scripts/start.sh sets (the metrics ingest's parse
+# garbage is short-lived; its consumer spends ~12% less CPU per sample). A container's own NODE_OPTIONS replaces it.
 ENV PUPPETEER_SKIP_DOWNLOAD=1 \
     SVC_CHROMIUM_PATH=/usr/bin/chromium \
-    SVC_SERVER_BIND=0.0.0.0
+    SVC_SERVER_BIND=0.0.0.0 \
+    NODE_OPTIONS=--max-semi-space-size=64
 
 # Dependencies first, so a code change does not reinstall them. tsx runs the TypeScript, so dev
 # dependencies stay in.
