@@ -76,6 +76,8 @@ export class ActorHost<C extends Catalogue> {
     this.services.push(svc);
     for (const [subject, handler] of entries) {
       const spec = this.catalogue[subject]!;
+      // A caller of this process signing for this subject may be answered here: its signer keeps what it signs for it.
+      this.signer.servesHere(wireRequestSubject(subject));
       svc.addEndpoint(subject.replaceAll('.', '_'), {
         subject: wireRequestSubject(subject),
         queue: domain,

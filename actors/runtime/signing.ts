@@ -39,6 +39,12 @@ export class ContextSigner {
   private readonly signed = new Map<string, { subject: string; requestId: string; deadline: string; signedAt: string; at: number; payload: Uint8Array }>();
   /** Payload bytes the entries above hold. */
   private signedBytes = 0;
+  private sweptAt = 0;
+  /**
+   * Wire subjects an ActorHost of this process serves with this signer (`servesHere`): only requests on these can
+   * come back here, so only they are kept. A gateway process with no actors keeps nothing, and pays nothing.
+   */
+  private readonly servedHere = new Set<string>();
 
   constructor(
     secret: string,
@@ -60,8 +66,13 @@ export class ContextSigner {
     const signedAt = String(this.now());
     const mac = this.mac(this.current, subject, requestId, String(deadline), signedAt, payload);
     const signature = `v1=${this.current.id}:${mac.toString('base64url')}`;
-    this.remember(signature, { subject, requestId, deadline: String(deadline), signedAt, at: Number(signedAt), payload });
+    if (this.servedHere.has(subject)) this.remember(signature, { subject, requestId, deadline: String(deadline), signedAt, at: Number(signedAt), payload });
     return { signedAt, signature };
+  }
+
+  /** An actor of this process verifies requests on `wireSubject` with this signer: what it signs there is kept. */
+  servesHere(wireSubject: string): void {
+    this.servedHere.add(wireSubject);
   }
 
   /**
@@ -72,11 +83,15 @@ export class ContextSigner {
    */
   private remember(signature: string, entry: { subject: string; requestId: string; deadline: string; signedAt: string; at: number; payload: Uint8Array }): void {
     if (entry.payload.length > SIGNED_PAYLOAD_MAX) return;
-    const copy = Buffer.allocUnsafeSlow(entry.payload.length);
-    copy.set(entry.payload);
+    const copy = new Uint8Array(entry.payload);
     this.signed.set(signature, { ...entry, payload: copy });
     this.signedBytes += copy.length;
-    const oldest = this.now() - this.maxAgeMs;
+    // Entries past the window are swept once a second, not on every signature: the walk from the oldest is the cost.
+    const now = this.now();
+    const sweep = now - this.sweptAt >= 1000;
+    if (!sweep && this.signed.size <= SIGNED_KEPT && this.signedBytes <= SIGNED_BYTES) return;
+    if (sweep) this.sweptAt = now;
+    const oldest = now - this.maxAgeMs;
     for (const [key, kept] of this.signed) {
       if (this.signed.size <= SIGNED_KEPT && this.signedBytes <= SIGNED_BYTES && kept.at >= oldest) break;
       this.forget(key, kept.payload);

@@ -16,10 +16,15 @@ type Mac = { mac: (...args: unknown[]) => Buffer };
 describe('a signer verifying a request it signed itself', () => {
   afterEach(() => vi.restoreAllMocks());
 
+  /** A signer whose process serves SUBJECT (ActorHost.serve registers it so). */
+  const serving = (signer: ContextSigner): ContextSigner => {
+    signer.servesHere(SUBJECT);
+    return signer;
+  };
   const signed = (signer: ContextSigner, payload: Uint8Array, deadline = Date.now() + 5000) => ({ deadline: String(deadline), ...signer.sign(SUBJECT, 'r1', deadline, payload) });
 
   it('accepts it by comparison, without computing its MAC again', () => {
-    const signer = new ContextSigner(KEY);
+    const signer = serving(new ContextSigner(KEY));
     const payload = bytes('{"ctx":{},"input":{"a":1}}');
     const s = signed(signer, payload);
     const mac = vi.spyOn(ContextSigner.prototype as unknown as Mac, 'mac');
@@ -31,7 +36,7 @@ describe('a signer verifying a request it signed itself', () => {
   });
 
   it('refuses what differs from what it signed in any part, as the MAC would', () => {
-    const signer = new ContextSigner(KEY);
+    const signer = serving(new ContextSigner(KEY));
     const payload = bytes('{"ctx":{},"input":{"a":1}}');
     const changed = [
       (s: ReturnType<typeof signed>) => signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, bytes('{"ctx":{},"input":{"a":2}}')),
@@ -44,7 +49,7 @@ describe('a signer verifying a request it signed itself', () => {
   });
 
   it('keeps a copy of what it signed: a buffer changed after signing does not pass as signed', () => {
-    const signer = new ContextSigner(KEY);
+    const signer = serving(new ContextSigner(KEY));
     const payload = Buffer.from('{"ctx":{},"input":{"a":1}}');
     const s = signed(signer, payload);
     payload[payload.length - 3] = '2'.charCodeAt(0);
@@ -53,7 +58,7 @@ describe('a signer verifying a request it signed itself', () => {
 
   it('still applies the replay window', () => {
     let now = 1_000_000;
-    const signer = new ContextSigner(KEY, [], 30_000, () => now);
+    const signer = serving(new ContextSigner(KEY, [], 30_000, () => now));
     const payload = bytes('{}');
     const s = signed(signer, payload, now + 60_000);
     now += 30_001;
@@ -62,7 +67,7 @@ describe('a signer verifying a request it signed itself', () => {
 
   it('keeps no large payload, and nothing older than the replay window', () => {
     let now = 1_000_000;
-    const signer = new ContextSigner(KEY, [], 30_000, () => now);
+    const signer = serving(new ContextSigner(KEY, [], 30_000, () => now));
     const mac = vi.spyOn(ContextSigner.prototype as unknown as Mac, 'mac');
     const big = Buffer.alloc(64 * 1024, 120);
     const s1 = signed(signer, big, now + 60_000);
@@ -77,8 +82,18 @@ describe('a signer verifying a request it signed itself', () => {
     expect(mac).toHaveBeenCalledTimes(2);
   });
 
-  it('keeps only its latest signatures; an older one is verified the full way', () => {
+  it('keeps nothing for subjects no actor of its process serves', () => {
     const signer = new ContextSigner(KEY);
+    signer.servesHere('svc.rtest.other');
+    const payload = bytes('{"ctx":{},"input":{}}');
+    const s = signed(signer, payload);
+    const mac = vi.spyOn(ContextSigner.prototype as unknown as Mac, 'mac');
+    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: true });
+    expect(mac).toHaveBeenCalledTimes(1);
+  });
+
+  it('keeps only its latest signatures; an older one is verified the full way', () => {
+    const signer = serving(new ContextSigner(KEY));
     const first = signed(signer, bytes('{"n":0}'));
     for (let i = 1; i <= 5000; i++) signed(signer, bytes(`{"n":${i}}`));
     const mac = vi.spyOn(ContextSigner.prototype as unknown as Mac, 'mac');
