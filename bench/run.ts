@@ -300,31 +300,35 @@ async function resolve(userId: string): Promise<Record<string, unknown>> {
  * hop part, when it ran in this invocation; otherwise of the last recorded run).
  */
 async function signing(): Promise<Record<string, unknown>> {
-  const signer = contextSigner(config);
-  // Another process's verifier (same key, another instance): the MAC is computed again there. A request served by the
-  // process that signed it is verified by comparison with what was signed (ContextSigner.verify), timed apart.
+  // A gateway's signer (no actor of its process serves the subject) with another process's verifier (same key, another
+  // instance): the MAC is computed on both sides. Apart: a signer whose process serves the subject (ActorHost.serve
+  // registers it), verifying its own request by comparison with what it signed.
+  const remote = contextSigner(config);
   const elsewhere = contextSigner(config);
+  const local = contextSigner(config);
   const ctx = { request_id: randomUUID(), ip: '127.0.0.1', user_agent: 'autocannon', principal: { kind: 'user', user_id: randomUUID(), session_id: randomUUID(), email: 'bench@example.com', is_super_admin: true, mfa_enabled: true }, access: { super_admin: true, all_clients: [], clients: {} } };
   const payload = new TextEncoder().encode(JSON.stringify({ ctx, input: { page: 1, per_page: 20, sort: 'name', order: 'asc' } }));
   const subject = 'bench.svc.fleet.clients.list';
-  const once = (verifier: typeof signer): void => {
+  local.servesHere(subject);
+  type Signer = typeof local;
+  const once = (signer: Signer, verifier: Signer): void => {
     const deadline = Date.now() + 10_000;
     const s = signer.sign(subject, ctx.request_id, deadline, payload);
     if (!verifier.verify(subject, ctx.request_id, String(deadline), s.signedAt, s.signature, payload).ok) throw new Error('signature did not verify');
   };
-  const time = (verifier: typeof signer): number[] => {
-    for (let i = 0; i < 20_000; i++) once(verifier);
+  const time = (signer: Signer, verifier: Signer): number[] => {
+    for (let i = 0; i < 20_000; i++) once(signer, verifier);
     const perRound: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       const n = 100_000;
       const t0 = performance.now();
-      for (let i = 0; i < n; i++) once(verifier);
+      for (let i = 0; i < n; i++) once(signer, verifier);
       perRound.push(((performance.now() - t0) * 1000) / n);
     }
     return perRound;
   };
-  const micros = spread(time(elsewhere));
-  const localMicros = spread(time(signer));
+  const micros = spread(time(remote, elsewhere));
+  const localMicros = spread(time(local, local));
   const rps = (results.hop as { single?: PathFigures } | undefined)?.single?.rps.mean ?? (previous.hop as { single?: { rps: Spread } } | undefined)?.single?.rps.mean;
   const share = rps ? (micros.mean * rps) / 1e6 : undefined;
   console.log(`\n## signing: HMAC-SHA256 sign + verify of a ${payload.length}-byte envelope, ${ROUNDS}×100k`);
