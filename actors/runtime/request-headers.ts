@@ -5,6 +5,33 @@ import { SignatureHeaders } from './signing.ts';
 const encoder = new TextEncoder();
 const LINE_BREAK = /[\r\n]/;
 
+/** The five headers of a request as an actor reads them; '' for one that is absent (as MsgHdrs.get answers). */
+export interface RequestHeaderValues {
+  requestId: string;
+  deadline: string;
+  traceparent: string;
+  signedAt: string;
+  signature: string;
+}
+
+/**
+ * The five headers of an arriving request in one pass over its decoded headers, each the first of its values under
+ * its exact name, as `get` answers: `get` lists and filters every key on each call, six calls per request.
+ */
+export function readRequestHeaders(headers: MsgHdrs | undefined): RequestHeaderValues {
+  const out: RequestHeaderValues = { requestId: '', deadline: '', traceparent: '', signedAt: '', signature: '' };
+  if (!headers) return out;
+  for (const [name, values] of headers) {
+    const first = values[0] ?? '';
+    if (name === Headers.requestId) out.requestId = first;
+    else if (name === Headers.deadline) out.deadline = first;
+    else if (name === Headers.traceparent) out.traceparent = first;
+    else if (name === SignatureHeaders.signedAt) out.signedAt = first;
+    else if (name === SignatureHeaders.signature) out.signature = first;
+  }
+  return out;
+}
+
 /**
  * The five headers of a signed request, encoded in one template: nats.js's own headers object validates, lists and
  * filters its keys on every `set` (five per request) and joins them again when it encodes, a visible share of a

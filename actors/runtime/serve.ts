@@ -1,17 +1,18 @@
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
-import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { CallerContext } from '../../contracts/context.ts';
-import { Headers, type RequestEnvelope, type ReplyEnvelope } from '../../contracts/envelope.ts';
+import type { RequestEnvelope, ReplyEnvelope } from '../../contracts/envelope.ts';
 import { DomainError, describeZodError } from '../../contracts/errors.ts';
 import { domainOf, type Catalogue, type DomainSubjects, type ReplyIn, type ReplyOut, type RequestIn, type RequestOut, type SubjectName } from '../../contracts/subject.ts';
 import { Caller, type CallOptions } from './call.ts';
 import { RequestDeadline, runWithDeadline } from './deadline.ts';
 import type { Logger } from './logger.ts';
 import { namespace, wireRequestSubject } from './namespace.ts';
-import { SignatureHeaders, type ContextSigner } from './signing.ts';
+import type { ContextSigner } from './signing.ts';
+import { readRequestHeaders } from './request-headers.ts';
 import { OutageLog } from './outage.ts';
 import { sqlStateOf, storeErrorToDomain } from './store-errors.ts';
 import { continueTrace, formatTraceparent } from './trace.ts';
@@ -182,7 +183,7 @@ export class ActorHost<C extends Catalogue> {
   private async handle(subject: SubjectName<C>, handler: Handler<C, SubjectName<C>>, msg: ServiceMsg): Promise<void> {
     const spec = this.catalogue[subject]!;
     const now = Date.now();
-    const h = requestHeaders(msg.headers);
+    const h = readRequestHeaders(msg.headers);
     const deadlineHeader = h.deadline;
     const claimed = Number(deadlineHeader);
     const deadline = Number.isFinite(claimed) && claimed > 0 ? Math.min(claimed, now + MAX_REQUEST_MS) : now + this.defaultTimeoutMs;
@@ -313,33 +314,6 @@ export class ActorHost<C extends Catalogue> {
     })();
     return this.draining;
   }
-}
-
-/** The headers of a request envelope; '' for one that is absent (as MsgHdrs.get answers). */
-interface RequestHeaders {
-  requestId: string;
-  deadline: string;
-  traceparent: string;
-  signedAt: string;
-  signature: string;
-}
-
-/**
- * The five headers of a request in one pass over the decoded headers, each the first of its values under its exact
- * name, as `get` answers: `get` lists and filters every key on each call, six calls per request.
- */
-function requestHeaders(headers: MsgHdrs | undefined): RequestHeaders {
-  const out: RequestHeaders = { requestId: '', deadline: '', traceparent: '', signedAt: '', signature: '' };
-  if (!headers) return out;
-  for (const [name, values] of headers as Iterable<[string, string[]]>) {
-    const first = values[0] ?? '';
-    if (name === Headers.requestId) out.requestId = first;
-    else if (name === Headers.deadline) out.deadline = first;
-    else if (name === Headers.traceparent) out.traceparent = first;
-    else if (name === SignatureHeaders.signedAt) out.signedAt = first;
-    else if (name === SignatureHeaders.signature) out.signature = first;
-  }
-  return out;
 }
 
 /** Equal once serialized as JSON, key order aside. */

@@ -2,7 +2,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sendTwice } from '../../actors/runtime/call.ts';
 import { RequestDeadline } from '../../actors/runtime/deadline.ts';
-import { RequestHeaders } from '../../actors/runtime/request-headers.ts';
+import { readRequestHeaders, RequestHeaders } from '../../actors/runtime/request-headers.ts';
 import { ContextSigner, SignatureHeaders } from '../../actors/runtime/signing.ts';
 import { Headers } from '../../contracts/envelope.ts';
 
@@ -171,6 +171,21 @@ describe('the request headers encoded in one template', () => {
     expect([...ours].map(([k]) => k)).toEqual(values.map(([k]) => k));
     ours.set('X-Extra', 'y');
     expect(Buffer.from(ours.encode()).toString()).toContain('X-Extra: y\r\n');
+  });
+
+  it('are read on arrival as MsgHdrs.get reads them: exact names, the first of several values, absent as empty', () => {
+    const h = natsHeaders();
+    h.append(Headers.requestId, 'first');
+    h.append(Headers.requestId, 'second');
+    h.set(Headers.deadline, '1767225600000');
+    h.set('svc-signed-at', 'another case is another name');
+    h.set('X-Other', 'ignored');
+    expect(readRequestHeaders(h)).toEqual({ requestId: h.get(Headers.requestId), deadline: '1767225600000', traceparent: '', signedAt: h.get(SignatureHeaders.signedAt), signature: '' });
+    expect(readRequestHeaders(h).requestId).toBe('first');
+    expect(readRequestHeaders(undefined)).toEqual({ requestId: '', deadline: '', traceparent: '', signedAt: '', signature: '' });
+    // What a caller sends is what an actor reads.
+    const sent = new RequestHeaders('r-9', '123', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', '120', 'v1=0123abcd:sig');
+    expect(readRequestHeaders(sent)).toEqual({ requestId: 'r-9', deadline: '123', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', signedAt: '120', signature: 'v1=0123abcd:sig' });
   });
 
   it('refuses a request id with a line break, as nats.js does', () => {
