@@ -6,8 +6,10 @@ import {
   InventorySnapshot,
   MetricBatch,
   type IntegrationReport,
+  type MetricBatchIn,
   type TelemetryKind,
 } from '../contracts/domains/agent-telemetry.ts';
+import { encodeCompactMetricBatch } from '../contracts/domains/metric-wire.ts';
 import { describeZodError } from '../contracts/errors.ts';
 import { telemetrySubject } from '../contracts/streams.ts';
 import { createLogger, type Logger } from '../actors/runtime/logger.ts';
@@ -141,7 +143,16 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
       }
     }
     const id = `${state.agent_id}:${kind}:${bootId}-${(seq++).toString(36)}`;
-    return outbox.add({ id, kind, subject: telemetrySubject(state.agent_id, kind), data: encoder.encode(JSON.stringify(payload)) }) ? id : undefined;
+    // Metric batches in the compact form (contracts/domains/metric-wire.ts: a seventh of the bytes); the rest as JSON.
+    let data: Uint8Array;
+    try {
+      data = kind === 'metrics' ? encodeCompactMetricBatch(payload as MetricBatchIn) : encoder.encode(JSON.stringify(payload));
+    } catch (err) {
+      invalidPayloads++;
+      log.error({ kind, reason: errMessage(err) }, 'collected payload could not be encoded; not sent');
+      return undefined;
+    }
+    return outbox.add({ id, kind, subject: telemetrySubject(state.agent_id, kind), data }) ? id : undefined;
   }
 
   // File changes: gathered briefly so a burst (a package upgrade) becomes a few batches, not thousands of messages.

@@ -19,6 +19,7 @@ import type { Stores } from '../actors/runtime/stores/index.ts';
 import { Tsdb, type ImportSeries } from '../actors/runtime/stores/tsdb.ts';
 import { enrollSimulated, readAgentState, simDir, statePaths } from '../agent/index.ts';
 import type { MetricSample } from '../contracts/domains/agent-telemetry.ts';
+import { encodeCompactMetricBatch } from '../contracts/domains/metric-wire.ts';
 import { streams, telemetrySubject } from '../contracts/streams.ts';
 import { cpuMeter, stealMeter, type ProcessGroup } from './cpu.ts';
 import { pct, percentile, spread, type Spread } from './stats.ts';
@@ -72,12 +73,12 @@ interface Agent {
   hostId: string;
 }
 
-/** One batch per agent per step: `series` samples, all at one timestamp (an agent's collection). */
-function batchSamples(series: number, timeMs: number, seed: number): MetricSample[] {
+/** One batch per agent per step: `series` samples, all at the batch's time (no time_ms, as the reference agent sends). */
+function batchSamples(series: number, seed: number): MetricSample[] {
   const out: MetricSample[] = [];
   for (let i = 0; i < series; i++) {
     const labels: Record<string, string> = i < 20 ? {} : { pid: String(1000 + (i % 40)), process_name: `proc-${i % 40}` };
-    out.push({ name: i < 20 ? `bench_host_metric_${i}` : `bench_process_metric_${Math.floor(i / 40)}`, value: (seed * 31 + i) % 1000, time_ms: timeMs, labels });
+    out.push({ name: i < 20 ? `bench_host_metric_${i}` : `bench_process_metric_${Math.floor(i / 40)}`, value: (seed * 31 + i) % 1000, labels });
   }
   return out;
 }
@@ -96,6 +97,8 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
   const batchesPerAgent = Number(process.env.BENCH_METRICS_BATCHES ?? 25);
   const seriesPerBatch = Number(process.env.BENCH_METRICS_SERIES ?? 300);
   const chartCalls = Number(process.env.BENCH_METRICS_CHART_CALLS ?? 200);
+  // BENCH_METRICS_WIRE=json: the agents send JSON batches instead of the reference agent's compact form.
+  const wire = process.env.BENCH_METRICS_WIRE === 'json' ? 'json' : 'compact';
   const base = `http://127.0.0.1:${METRICS_PORT}`;
   const system = await deps.start(['main.ts'], { ...deps.env, SVC_SERVER_PORT: String(METRICS_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,fleet' }, `${base}/readyz`);
   const tsdb = new Tsdb(deps.config.SVC_TSDB_URL, { timeoutMs: 60_000 });
@@ -140,7 +143,13 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     };
     const pipelineRound = async (begin: () => void = () => undefined): Promise<number> => {
       const { t0 } = roundData();
-      const payloads = connections.map((_, a) => Array.from({ length: batchesPerAgent }, (__, b) => encoder.encode(JSON.stringify({ collected_at: new Date(t0 + b * 10_000).toISOString(), samples: batchSamples(seriesPerBatch, t0 + b * 10_000, a * 7 + b) }))));
+      // What the reference agent publishes (its compact form), or JSON text as any other agent may send it.
+      const payloads = connections.map((_, a) =>
+        Array.from({ length: batchesPerAgent }, (__, b) => {
+          const batch = { collected_at: new Date(t0 + b * 10_000).toISOString(), samples: batchSamples(seriesPerBatch, a * 7 + b) };
+          return wire === 'json' ? encoder.encode(JSON.stringify(batch)) : encodeCompactMetricBatch(batch);
+        }),
+      );
       begin();
       const started = performance.now();
       let maxSeq = 0;
@@ -164,8 +173,8 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       const rows: ImportSeries[] = [];
       rawHosts.forEach((hostId, a) => {
         for (let b = 0; b < batchesPerAgent; b++) {
-          for (const s of batchSamples(seriesPerBatch, t0 + b * 10_000, a * 7 + b)) {
-            rows.push({ metric: { __name__: s.name, ...s.labels, host_id: hostId, environment_id: envId, client_id: clientId }, values: [s.value], timestamps: [s.time_ms!] });
+          for (const s of batchSamples(seriesPerBatch, a * 7 + b)) {
+            rows.push({ metric: { __name__: s.name, ...s.labels, host_id: hostId, environment_id: envId, client_id: clientId }, values: [s.value], timestamps: [t0 + b * 10_000] });
           }
         }
       });

@@ -228,6 +228,11 @@ export interface RunConsumerOptions<T> {
   durable: string;
   filterSubjects?: readonly string[];
   schema: z.ZodType<T>;
+  /**
+   * Turns a message's bytes into what `schema` checks (default: UTF-8 JSON). A throw dead-letters the message as
+   * malformed, with the error's message as the reason.
+   */
+  decode?: (data: Uint8Array) => unknown;
   handler: (payload: T, meta: DeliveryMeta) => Promise<void>;
   /** Deliveries before a failing message is dead-lettered. Default 5. */
   maxDeliver?: number;
@@ -265,6 +270,7 @@ export const DEFAULT_BACKOFF_MS: readonly number[] = [1_000, 5_000, 30_000, 120_
  */
 export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<ConsumerHandle> {
   const { nc, stream, schema, handler } = opts;
+  const decode = opts.decode ?? ((data: Uint8Array): unknown => JSON.parse(decoder.decode(data)));
   const durable = wireDurableName(opts.durable);
   const maxDeliver = opts.maxDeliver ?? 5;
   const backoff = opts.backoffMs && opts.backoffMs.length > 0 ? opts.backoffMs : DEFAULT_BACKOFF_MS;
@@ -343,18 +349,19 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     const traceId = parseTraceparent(m.headers?.get(Headers.traceparent))?.traceId;
     const mlog = log.child({ subject: m.subject, seq: m.seq, delivery: deliveryCount, ...(requestId ? { request_id: requestId } : {}), ...(traceId ? { trace_id: traceId } : {}) });
 
-    let payload: T;
+    let decoded: unknown;
     try {
-      const parsed = schema.safeParse(JSON.parse(decoder.decode(m.data)));
-      if (!parsed.success) {
-        await deadLetter(m, 'malformed', describeZodError(parsed.error), mlog);
-        return;
-      }
-      payload = parsed.data;
-    } catch {
-      await deadLetter(m, 'malformed', 'payload is not JSON', mlog);
+      decoded = decode(m.data);
+    } catch (err) {
+      await deadLetter(m, 'malformed', opts.decode && err instanceof Error ? err.message : 'payload is not JSON', mlog);
       return;
     }
+    const parsed = schema.safeParse(decoded);
+    if (!parsed.success) {
+      await deadLetter(m, 'malformed', describeZodError(parsed.error), mlog);
+      return;
+    }
+    const payload = parsed.data;
     if (deliveryCount > maxDeliver) {
       await deadLetter(m, 'exhausted', `delivery ${deliveryCount} exceeds maxDeliver ${maxDeliver}: the last attempt did not settle (ack timeout, crash, or failed dead-letter)`, mlog, payload);
       return;

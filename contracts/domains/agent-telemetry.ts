@@ -224,11 +224,11 @@ export const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 export const RESERVED_LABELS = ['host_id', 'environment_id', 'client_id', 'agent_id', '__name__'] as const;
 
 /** Size limits of a metric batch, shared by the schema and the ingest's fast check below. */
-const SAMPLE_NAME_MAX = 200;
-const LABEL_NAME_MAX = 100;
-const LABEL_VALUE_MAX = 1024;
-const LABELS_PER_SAMPLE = 20;
-const SAMPLES_PER_BATCH = 20_000;
+export const SAMPLE_NAME_MAX = 200;
+export const LABEL_NAME_MAX = 100;
+export const LABEL_VALUE_MAX = 1024;
+export const LABELS_PER_SAMPLE = 20;
+export const SAMPLES_PER_BATCH = 20_000;
 
 export const MetricSample = z.object({
   name: z.string().max(SAMPLE_NAME_MAX).regex(METRIC_NAME, 'metric names are [a-zA-Z_:][a-zA-Z0-9_:]*'),

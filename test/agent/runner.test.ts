@@ -9,6 +9,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeCompactMetricBatch, isCompactMetricBatch } from '../../contracts/domains/metric-wire.ts';
 import { AgentEventBatch, Heartbeat, InventorySnapshot, MetricBatch, type TelemetryKind, type WatchFilesConfig } from '../../contracts/domains/agent-telemetry.ts';
 import { streams, allStreams } from '../../contracts/streams.ts';
 import { BrokerIssuer } from '../../actors/runtime/broker/issuer.ts';
@@ -89,7 +90,15 @@ interface Stored {
   kind: TelemetryKind;
   msgId: string;
   seq: number;
+  /** The payload as JSON would give it (a compact metric batch decoded to its objects). */
   json: unknown;
+  /** Sent in the compact metric form (metric-wire.ts) rather than as JSON text. */
+  compact: boolean;
+}
+
+function payloadOf(data: Uint8Array): { json: unknown; compact: boolean } {
+  if (isCompactMetricBatch(data)) return { json: decodeCompactMetricBatch(data).toBatch(), compact: true };
+  return { json: JSON.parse(decoder.decode(data)), compact: false };
 }
 
 /** Everything the stream holds for one agent, read with an ephemeral ordered consumer. */
@@ -102,7 +111,7 @@ async function stored(agentId: string, nc: NatsConnection = service): Promise<St
     let got = 0;
     for await (const m of batch) {
       got++;
-      out.push({ subject: m.subject, kind: m.subject.split('.').pop() as TelemetryKind, msgId: m.headers?.get('Nats-Msg-Id') ?? '', seq: m.seq, json: JSON.parse(decoder.decode(m.data)) });
+      out.push({ subject: m.subject, kind: m.subject.split('.').pop() as TelemetryKind, msgId: m.headers?.get('Nats-Msg-Id') ?? '', seq: m.seq, ...payloadOf(m.data) });
       pending = m.info.pending;
     }
     if (got === 0) break;
@@ -158,6 +167,8 @@ describe('telemetry', () => {
     expect(heartbeats[1]!.facts).toBeUndefined();
     expect(heartbeats[1]!.integrations?.every((i) => i.config === undefined)).toBe(true);
 
+    // Metric batches travel in the compact form, everything else as JSON.
+    expect(all.filter((m) => m.compact).map((m) => m.kind)).toEqual(ofKind(all, 'metrics').map(() => 'metrics'));
     const metrics = ofKind(all, 'metrics').map((m) => MetricBatch.parse(m.json));
     expect(metrics[0]!.samples.length).toBeGreaterThanOrEqual(50);
 

@@ -10,6 +10,7 @@ import { connectNats } from '../../actors/runtime/nats.ts';
 import { wireDurableName } from '../../actors/runtime/namespace.ts';
 import { Tsdb, TsdbError, type ImportSeries } from '../../actors/runtime/stores/tsdb.ts';
 import type { MetricBatchIn } from '../../contracts/domains/agent-telemetry.ts';
+import { encodeCompactMetricBatch } from '../../contracts/domains/metric-wire.ts';
 import { DlqHeaders, dlqSubjectFor, streams, telemetrySubject } from '../../contracts/streams.ts';
 import { NATS_CREDS, NATS_URL } from '../support/env.ts';
 import { waitFor } from '../support/processes.ts';
@@ -180,6 +181,61 @@ describe('metrics ingest', () => {
     expect(errors[1]).toContain('set by the server');
     expect(errors[2]).toContain('metric names');
     // Nothing of a refused batch is stored, not even its good samples; the batch after them is.
+    expect((await seriesOf(agent.host_id)).map((s) => [s.metric.__name__, s.values])).toEqual([['svc_test_after', [7]]]);
+  });
+
+  it('stores a compact batch (the reference agent\'s form) as it stores the same batch in JSON', async () => {
+    const viaJson = await enrolAgent();
+    const viaCompact = await enrolAgent();
+    const t = minuteAgo();
+    const batch: MetricBatchIn = {
+      collected_at: new Date(t).toISOString(),
+      samples: [
+        { name: 'process_cpu_usage', value: 12.5, labels: { process_name: 'postgres: writer', pid: '812' } },
+        { name: 'process_cpu_usage', value: 3, labels: { pid: '1', process_name: 'systemd' } },
+        { name: 'filesystem_used_bytes', value: 53687091200, labels: { mountpoint: '/', device: '/dev/sda1', fstype: 'ext4' } },
+        { name: 'net_receive_bytes_total', value: 1e15, time_ms: t - 10_000, labels: { interface: 'eth0' } },
+        { name: 'net_receive_bytes_total', value: 1.5e15, labels: { interface: 'eth0' } },
+        { name: 'weird', value: -0.25, labels: { note: 'quote " backslash \\ zürich ✓' } },
+      ],
+    };
+    await publish(viaJson.agent_id, batch);
+    const ack = await jetstream(nc).publish(telemetrySubject(viaCompact.agent_id, 'metrics'), encodeCompactMetricBatch(batch));
+    await settled(ack.seq);
+    const strip = (rows: ImportSeries[], a: AgentRef): ImportSeries[] => {
+      for (const r of rows) expect(r.metric).toMatchObject({ host_id: a.host_id, environment_id: a.environment_id, client_id: a.client_id });
+      return rows.map((r) => ({ ...r, metric: { ...r.metric, host_id: '', environment_id: '', client_id: '' } }));
+    };
+    const stored = strip(await seriesOf(viaCompact.host_id), viaCompact);
+    expect(stored).toHaveLength(5);
+    expect(stored).toEqual(strip(await seriesOf(viaJson.host_id), viaJson));
+    expect(stored.find((r) => r.metric.__name__ === 'weird')?.metric.note).toBe('quote " backslash \\ zürich ✓');
+    expect(stored.find((r) => r.metric.__name__ === 'net_receive_bytes_total')).toMatchObject({ values: [1e15, 1.5e15], timestamps: [t - 10_000, t] });
+    expect(await deadLetters(viaCompact.agent_id)).toEqual([]);
+  });
+
+  it('dead-letters malformed compact batches as malformed, with the place named, and goes on', async () => {
+    const agent = await enrolAgent();
+    const t = minuteAgo();
+    const good = encodeCompactMetricBatch({ collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_ok', value: 1, labels: { a: 'b' } }] });
+    const version = Uint8Array.from(good);
+    version[3] = 9;
+    const tenant = encodeCompactMetricBatch({ collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_x', value: 1, labels: { client_id: randomUUID() } }] });
+    const bad = [good.subarray(0, good.length - 3), Uint8Array.from([...good, 7]), version, tenant];
+    for (const b of bad) await jetstream(nc).publish(telemetrySubject(agent.agent_id, 'metrics'), b);
+    const after = encodeCompactMetricBatch({ collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_after', value: 7 }] });
+    await settled((await jetstream(nc).publish(telemetrySubject(agent.agent_id, 'metrics'), after)).seq);
+
+    const letters = await deadLetters(agent.agent_id);
+    expect(letters.map((m) => m.headers?.get(DlqHeaders.reason))).toEqual(bad.map(() => 'malformed'));
+    expect(letters.map((m) => m.headers?.get(DlqHeaders.error))).toEqual([
+      'truncated in the samples',
+      '1 bytes after the last sample',
+      'compact metric batch version 9 is not supported (expected 1)',
+      'sample 0: labels host_id, environment_id, client_id, agent_id, __name__ are set by the server',
+    ]);
+    // The dead letter keeps the bytes as sent, so a replay after a fix reads them again.
+    expect(Buffer.from(letters[1]!.data).equals(Buffer.from([...good, 7]))).toBe(true);
     expect((await seriesOf(agent.host_id)).map((s) => [s.metric.__name__, s.values])).toEqual([['svc_test_after', [7]]]);
   });
 

@@ -1,10 +1,12 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { MetricBatchIngest, RESERVED_LABELS, type MetricBatch } from '../../../contracts/domains/agent-telemetry.ts';
+import { RESERVED_LABELS, type MetricBatch } from '../../../contracts/domains/agent-telemetry.ts';
+import { CompactMetricBatch, MetricBatchWire, decodeMetricPayload } from '../../../contracts/domains/metric-wire.ts';
 import { NonRetryableError, type ConsumerHandle } from '../../runtime/jetstream.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { TsdbError, type ImportSeries, type Tsdb } from '../../runtime/stores/tsdb.ts';
 import { runTelemetryConsumer, type AgentDirectory, type AgentRef } from '../telemetry/consume.ts';
 import { ImportBatcher } from './batcher.ts';
+import { compactLines, tenantBytes } from './compact-lines.ts';
 
 /** The durable consumer's name (namespaced on the wire); its dead letters go to svc.dlq.<name>. */
 export const METRICS_DURABLE = 'fleet-telemetry-metrics';
@@ -62,9 +64,10 @@ const quoted = (v: string): string => (PLAIN.test(v) ? `"${v}"` : JSON.stringify
  * samples either way, and grouping needed each line's labels as a flat string key, whose building and hashing were
  * about 40% of this function's time (an agent's batch rarely holds a series twice). The lines are encoded at once.
  */
-export function batchToImport(agent: AgentRef, batch: MetricBatch): ImportChunk {
+export function batchToImport(agent: AgentRef, batch: MetricBatch | CompactMetricBatch): ImportChunk {
+  if (batch instanceof CompactMetricBatch) return compactToImport(agent, batch);
   const collectedAt = Date.parse(batch.collected_at);
-  const tenant = `,"host_id":${JSON.stringify(agent.host_id)},"environment_id":${JSON.stringify(agent.environment_id)},"client_id":${JSON.stringify(agent.client_id)}},"values":[`;
+  const tenant = tenantOf(agent);
   let out = '';
   for (const s of batch.samples) {
     const labels = s.labels;
@@ -86,6 +89,15 @@ export function batchToImport(agent: AgentRef, batch: MetricBatch): ImportChunk 
     out += line + tenant + s.value + '],"timestamps":[' + (s.time_ms ?? collectedAt) + ']}\n';
   }
   return { body: Buffer.from(out, 'utf8'), samples: batch.samples.length };
+}
+
+/** What ends each line's labels: the sender's host, environment and client (placement at ingest time). */
+const tenantOf = (agent: AgentRef): string =>
+  `,"host_id":${JSON.stringify(agent.host_id)},"environment_id":${JSON.stringify(agent.environment_id)},"client_id":${JSON.stringify(agent.client_id)}},"values":[`;
+
+/** The same lines from a compact batch, written as bytes (compact-lines.ts). */
+function compactToImport(agent: AgentRef, batch: CompactMetricBatch): ImportChunk {
+  return { body: compactLines(batch, tenantBytes(agent.host_id, agent.environment_id, agent.client_id)), samples: batch.size };
 }
 
 /** Import lines back as rows (for a store without importLines, and to look at what a batch becomes). */
@@ -141,7 +153,8 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
     directory: deps.directory,
     kind: 'metrics',
     durable: deps.durable ?? METRICS_DURABLE,
-    schema: MetricBatchIngest,
+    schema: MetricBatchWire,
+    decode: decodeMetricPayload,
     concurrency: t.concurrency,
     maxDeliver: t.maxDeliver,
     backoffMs: t.backoffMs,

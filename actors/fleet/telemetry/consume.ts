@@ -64,6 +64,8 @@ export interface TelemetryConsumerOptions<T> {
   /** Durable name, e.g. `fleet-telemetry-heartbeat`. */
   durable: string;
   schema: z.ZodType<T>;
+  /** Bytes to what `schema` checks (default UTF-8 JSON); see RunConsumerOptions.decode. */
+  decode?: (data: Uint8Array) => unknown;
   handler: (agent: AgentRef, payload: T, meta: DeliveryMeta) => Promise<void>;
   concurrency?: number;
   /** Deliveries before a failing message is dead-lettered (default 5), and the delays between them. */
@@ -84,6 +86,7 @@ export function runTelemetryConsumer<T>(opts: TelemetryConsumerOptions<T>): Prom
     durable: opts.durable,
     filterSubjects: [telemetryFilter(opts.kind)],
     schema: opts.schema,
+    ...(opts.decode ? { decode: opts.decode } : {}),
     startAt: 'new',
     concurrency: opts.concurrency ?? 8,
     maxAckPending: 10_000,
