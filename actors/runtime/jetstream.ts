@@ -229,10 +229,11 @@ export interface RunConsumerOptions<T> {
   filterSubjects?: readonly string[];
   schema: z.ZodType<T>;
   /**
-   * Turns a message's bytes into what `schema` checks (default: UTF-8 JSON). A throw dead-letters the message as
-   * malformed, with the error's message as the reason.
+   * Turns a message's bytes into what `schema` checks (default: UTF-8 JSON); the subject tells who sent it (a
+   * decoder may keep something per sender). A throw dead-letters the message as malformed, with the error's message
+   * as the reason.
    */
-  decode?: (data: Uint8Array) => unknown;
+  decode?: (data: Uint8Array, subject: string) => unknown;
   handler: (payload: T, meta: DeliveryMeta) => Promise<void>;
   /** Deliveries before a failing message is dead-lettered. Default 5. */
   maxDeliver?: number;
@@ -349,19 +350,22 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     const traceId = parseTraceparent(m.headers?.get(Headers.traceparent))?.traceId;
     const mlog = log.child({ subject: m.subject, seq: m.seq, delivery: deliveryCount, ...(requestId ? { request_id: requestId } : {}), ...(traceId ? { trace_id: traceId } : {}) });
 
-    let decoded: unknown;
-    try {
-      decoded = decode(m.data);
-    } catch (err) {
-      await deadLetter(m, 'malformed', opts.decode && err instanceof Error ? err.message : 'payload is not JSON', mlog);
-      return;
+    let payload: T | undefined;
+    {
+      let decoded: unknown;
+      try {
+        decoded = decode(m.data, m.subject);
+      } catch (err) {
+        await deadLetter(m, 'malformed', opts.decode && err instanceof Error ? err.message : 'payload is not JSON', mlog);
+        return;
+      }
+      const parsed = schema.safeParse(decoded);
+      if (!parsed.success) {
+        await deadLetter(m, 'malformed', describeZodError(parsed.error), mlog);
+        return;
+      }
+      payload = parsed.data;
     }
-    const parsed = schema.safeParse(decoded);
-    if (!parsed.success) {
-      await deadLetter(m, 'malformed', describeZodError(parsed.error), mlog);
-      return;
-    }
-    const payload = parsed.data;
     if (deliveryCount > maxDeliver) {
       await deadLetter(m, 'exhausted', `delivery ${deliveryCount} exceeds maxDeliver ${maxDeliver}: the last attempt did not settle (ack timeout, crash, or failed dead-letter)`, mlog, payload);
       return;
@@ -377,7 +381,12 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     }, Math.max(Math.floor(ackWaitMs / 3), 50));
     const started = performance.now();
     try {
-      await handler(payload, { subject: m.subject, deliveryCount, msgId, headers: m.headers, streamSequence: m.seq, log: mlog, signal: stopping.signal });
+      const handled = handler(payload, { subject: m.subject, deliveryCount, msgId, headers: m.headers, streamSequence: m.seq, log: mlog, signal: stopping.signal });
+      // Only onDeadLetter needs the payload after the handler: without it, the payload is not kept alive while the
+      // handler waits (the metrics ingest has hundreds waiting for their imports, and what outlived two scavenges
+      // was promoted and left to the full collections).
+      if (!opts.onDeadLetter) payload = undefined;
+      await handled;
       settle(m, 'ack');
       mlog.debug({ ms: Math.round(performance.now() - started) }, 'handled');
     } catch (err) {

@@ -149,24 +149,56 @@ class Reader {
   }
 }
 
-/** Reads a compact batch, refusing (MetricWireError) what MetricBatch would refuse and anything malformed. */
-export function decodeCompactMetricBatch(data: Uint8Array): CompactMetricBatch {
+/**
+ * One sender's last string table, kept by a reader between batches: an agent sends the same names and labels every
+ * collection, and a table equal byte for byte to the last one is taken as it was read then (its strings, and what
+ * they were checked for) instead of being decoded and checked again. Equal bytes read the same, so nothing a fresh
+ * read would refuse gets through.
+ */
+export class StringTableMemo {
+  bytes: Uint8Array | undefined = undefined;
+  strings: readonly string[] = [];
+  checked: Uint8Array = new Uint8Array(0);
+}
+
+/** Tables larger than this are read each time rather than kept. */
+const MEMO_TABLE_MAX_BYTES = 64 * 1024;
+
+/**
+ * Reads a compact batch, refusing (MetricWireError) what MetricBatch would refuse and anything malformed. With a
+ * memo (one per sender), an unchanged string table is not read again.
+ */
+export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMemo): CompactMetricBatch {
   if (!isCompactMetricBatch(data)) throw new MetricWireError('not a compact metric batch (bad magic)');
   if (data[3] !== METRIC_WIRE_MAGIC[3]) throw new MetricWireError(`compact metric batch version ${data[3]} is not supported (expected ${METRIC_WIRE_MAGIC[3]})`);
   const r = new Reader(data);
   const collectedAtMs = r.float64('collected_at');
   if (!Number.isSafeInteger(collectedAtMs) || collectedAtMs < 0 || collectedAtMs > 8.64e15) throw new MetricWireError('collected_at: not a time in milliseconds since the epoch');
-  const stringCount = r.uvarint('the string count');
-  if (stringCount > STRINGS_MAX) throw new MetricWireError(`at most ${STRINGS_MAX} strings`);
-  // Every string takes at least one byte, so a count beyond what is left is refused before allocating for it.
-  if (stringCount > data.length - r.pos) throw new MetricWireError('truncated in the string table');
-  const strings: string[] = new Array<string>(stringCount);
-  for (let i = 0; i < stringCount; i++) {
-    const s = r.string(i);
-    if (s.length > LABEL_VALUE_MAX) throw new MetricWireError(`string ${i}: longer than ${LABEL_VALUE_MAX} characters`);
-    strings[i] = s;
+  const tableStart = r.pos;
+  let strings: readonly string[];
+  let checked: Uint8Array;
+  const known = memo?.bytes;
+  if (memo && known && tableStart + known.length <= data.length && Buffer.from(data.buffer, data.byteOffset + tableStart, known.length).equals(known)) {
+    strings = memo.strings;
+    checked = memo.checked;
+    r.pos = tableStart + known.length;
+  } else {
+    const stringCount = r.uvarint('the string count');
+    if (stringCount > STRINGS_MAX) throw new MetricWireError(`at most ${STRINGS_MAX} strings`);
+    // Every string takes at least one byte, so a count beyond what is left is refused before allocating for it.
+    if (stringCount > data.length - r.pos) throw new MetricWireError('truncated in the string table');
+    const read: string[] = new Array<string>(stringCount);
+    for (let i = 0; i < stringCount; i++) {
+      const s = r.string(i);
+      if (s.length > LABEL_VALUE_MAX) throw new MetricWireError(`string ${i}: longer than ${LABEL_VALUE_MAX} characters`);
+      read[i] = s;
+    }
+    strings = read;
+    // Role checks are recorded as samples use the strings; a memo's record is only kept once the batch was accepted.
+    checked = new Uint8Array(stringCount);
   }
-  const checked = new Uint8Array(stringCount);
+  const stringCount = strings.length;
+  const tableEnd = r.pos;
   const count = r.uvarint('the sample count');
   if (count < 1 || count > SAMPLES_PER_BATCH) throw new MetricWireError(`samples: between 1 and ${SAMPLES_PER_BATCH}`);
   // A sample is at least 10 bytes (name, head, value).
@@ -221,6 +253,11 @@ export function decodeCompactMetricBatch(data: Uint8Array): CompactMetricBatch {
   }
   labelStart.push(used);
   if (r.pos !== data.length) throw new MetricWireError(`${data.length - r.pos} bytes after the last sample`);
+  if (memo && strings !== memo.strings && tableEnd - tableStart <= MEMO_TABLE_MAX_BYTES) {
+    memo.bytes = data.slice(tableStart, tableEnd);
+    memo.strings = strings;
+    memo.checked = checked;
+  }
   return new CompactMetricBatch(collectedAtMs, strings, names, labelStart, pairs, values, times);
 }
 
@@ -319,8 +356,8 @@ const jsonText = new TextDecoder();
  * A metric message's payload as the ingest reads it: the compact form when it starts with its magic, JSON text
  * otherwise. Throws with a message fit for the dead letter when it is neither.
  */
-export function decodeMetricPayload(data: Uint8Array): unknown {
-  if (isCompactMetricBatch(data)) return decodeCompactMetricBatch(data);
+export function decodeMetricPayload(data: Uint8Array, memo?: StringTableMemo): unknown {
+  if (isCompactMetricBatch(data)) return decodeCompactMetricBatch(data, memo);
   try {
     return JSON.parse(jsonText.decode(data)) as unknown;
   } catch {

@@ -9,7 +9,6 @@ import type { CompactMetricBatch } from '../../../contracts/domains/metric-wire.
  */
 
 const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
-const LINE_HEAD = ascii('{"metric":{"__name__":"');
 const VALUES_TO_TIMESTAMPS = ascii('],"timestamps":[');
 /** Label values JSON needs no escapes for (printable ASCII without `"` and `\`): quoted as they are. */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
@@ -60,9 +59,20 @@ class PieceCache {
     return bytes;
   }
 }
-const names_ = new PieceCache((s) => ascii(s + '"'));
+const names_ = new PieceCache((s) => ascii('{"metric":{"__name__":"' + s + '"'));
 const labels_ = new PieceCache((s) => ascii(',"' + s + '":'));
 const values_ = new PieceCache((s) => (PLAIN.test(s) ? ascii('"' + s + '"') : Buffer.from(JSON.stringify(s), 'utf8')));
+
+/**
+ * A table's strings encoded for their roles, by table: a sender's unchanged table is the same array from batch to
+ * batch (StringTableMemo), so its pieces are looked up once, not per batch; they go when the table does.
+ */
+interface TablePieces {
+  asName: (Uint8Array | undefined)[];
+  asLabel: (Uint8Array | undefined)[];
+  asValue: (Uint8Array | undefined)[];
+}
+const piecesOfTable = new WeakMap<readonly string[], TablePieces>();
 
 /** Copies short pieces byte by byte (cheaper than TypedArray#set's call below ~16 bytes). */
 function put(buf: Buffer, at: number, bytes: Uint8Array): number {
@@ -95,16 +105,20 @@ function putDigits(buf: Buffer, at: number, v: number): number {
 export function compactLines(batch: CompactMetricBatch, tenant: Uint8Array): Buffer {
   const { strings, names, labelStart, pairs, values, times } = batch;
   const count = names.length;
-  // Per string, encoded for the role it plays: `name"` for a metric name, `,"label":` for a label name, the quoted
-  // value for a label value. Built on first use.
-  const asName: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(strings.length);
-  const asLabel: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(strings.length);
-  const asValue: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(strings.length);
+  // Per string, encoded for the role it plays: a line's start up to its name for a metric name, `,"label":` for a label name, the quoted
+  // value for a label value. Filled on first use.
+  let pieces = piecesOfTable.get(strings);
+  if (!pieces) {
+    pieces = { asName: new Array<Uint8Array | undefined>(strings.length), asLabel: new Array<Uint8Array | undefined>(strings.length), asValue: new Array<Uint8Array | undefined>(strings.length) };
+    piecesOfTable.set(strings, pieces);
+  }
+  const { asName, asLabel, asValue } = pieces;
   const nameOf = (i: number): Uint8Array => (asName[i] ??= names_.get(strings[i]!));
   const labelOf = (i: number): Uint8Array => (asLabel[i] ??= labels_.get(strings[i]!));
   const valueOf = (i: number): Uint8Array => (asValue[i] ??= values_.get(strings[i]!));
-  const collected = ascii(String(batch.collectedAtMs) + ']}\n');
-  const fixed = LINE_HEAD.length + tenant.length + VALUES_TO_TIMESTAMPS.length + 2 * NUMBER_MAX + 3;
+  // A line's end for the samples at the batch's time (most, or all).
+  const collected = ascii('],"timestamps":[' + String(batch.collectedAtMs) + ']}\n');
+  const fixed = tenant.length + VALUES_TO_TIMESTAMPS.length + 2 * NUMBER_MAX + 3;
   let size = count * fixed;
   for (let i = 0; i < count; i++) {
     size += nameOf(names[i]!).length;
@@ -114,7 +128,6 @@ export function compactLines(batch: CompactMetricBatch, tenant: Uint8Array): Buf
   const start = slabUsed;
   let at = start;
   for (let i = 0; i < count; i++) {
-    at = put(buf, at, LINE_HEAD);
     at = put(buf, at, asName[names[i]!]!);
     const from = labelStart[i]!;
     const to = labelStart[i + 1]!;
@@ -143,11 +156,11 @@ export function compactLines(batch: CompactMetricBatch, tenant: Uint8Array): Buf
     // Small integers (counts, bytes, most gauges) by digits; anything else as String prints it (what JSON would).
     if (v >= 0 && v < 1e9 && Math.floor(v) === v && !Object.is(v, -0)) at = putDigits(buf, at, v);
     else at = putAscii(buf, at, String(v));
-    at = put(buf, at, VALUES_TO_TIMESTAMPS);
     const t = times[i]!;
     if (Number.isNaN(t)) {
       at = put(buf, at, collected);
     } else {
+      at = put(buf, at, VALUES_TO_TIMESTAMPS);
       at = putAscii(buf, at, String(t));
       buf[at++] = 0x5d; // ]
       buf[at++] = 0x7d; // }

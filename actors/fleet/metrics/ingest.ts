@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { RESERVED_LABELS, type MetricBatch } from '../../../contracts/domains/agent-telemetry.ts';
-import { CompactMetricBatch, MetricBatchWire, decodeMetricPayload } from '../../../contracts/domains/metric-wire.ts';
+import { CompactMetricBatch, MetricBatchWire, StringTableMemo, decodeMetricPayload } from '../../../contracts/domains/metric-wire.ts';
 import { NonRetryableError, type ConsumerHandle } from '../../runtime/jetstream.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { TsdbError, type ImportSeries, type Tsdb } from '../../runtime/stores/tsdb.ts';
@@ -118,6 +118,29 @@ export function isTsdbRefusal(err: unknown): boolean {
   return err instanceof TsdbError && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429;
 }
 
+/**
+ * The last string table of each sender (by subject: one per agent), bounded: the least recently heard-from go
+ * first. ~2-10 KB each for a reference agent's batch.
+ */
+export class SenderTables {
+  private readonly memos = new Map<string, StringTableMemo>();
+  constructor(private readonly max = 20_000) {}
+  of(subject: string): StringTableMemo {
+    let memo = this.memos.get(subject);
+    if (memo) {
+      this.memos.delete(subject);
+    } else {
+      memo = new StringTableMemo();
+      if (this.memos.size >= this.max) this.memos.delete(this.memos.keys().next().value!);
+    }
+    this.memos.set(subject, memo);
+    return memo;
+  }
+  get size(): number {
+    return this.memos.size;
+  }
+}
+
 export interface MetricsIngestDeps {
   nc: NatsConnection;
   directory: AgentDirectory;
@@ -139,6 +162,7 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
   const t: MetricsIngestTuning = { ...METRICS_INGEST_DEFAULTS, ...deps.tuning };
   const log = deps.log.child({ actor: 'fleet-metrics-ingest' });
   const store = deps.tsdb;
+  const tables = new SenderTables();
   const batcher = new ImportBatcher<ImportChunk>({
     // The batches' lines go out as they are, one piece each: joining them first copied every import once more.
     write: (chunks) => (store.importLines ? store.importLines(chunks.map((c) => c.body)) : store.importSeries(chunks.flatMap((c) => linesToSeries(c.body.toString('utf8'))))),
@@ -154,7 +178,7 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
     kind: 'metrics',
     durable: deps.durable ?? METRICS_DURABLE,
     schema: MetricBatchWire,
-    decode: decodeMetricPayload,
+    decode: (data, subject) => decodeMetricPayload(data, tables.of(subject)),
     concurrency: t.concurrency,
     maxDeliver: t.maxDeliver,
     backoffMs: t.backoffMs,

@@ -65,7 +65,7 @@ export interface TelemetryConsumerOptions<T> {
   durable: string;
   schema: z.ZodType<T>;
   /** Bytes to what `schema` checks (default UTF-8 JSON); see RunConsumerOptions.decode. */
-  decode?: (data: Uint8Array) => unknown;
+  decode?: (data: Uint8Array, subject: string) => unknown;
   handler: (agent: AgentRef, payload: T, meta: DeliveryMeta) => Promise<void>;
   concurrency?: number;
   /** Deliveries before a failing message is dead-lettered (default 5), and the delays between them. */
