@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchToImport, linesToSeries } from '../../actors/fleet/metrics/ingest.ts';
+import { batchToImport, linesToSeries, SenderTables } from '../../actors/fleet/metrics/ingest.ts';
 import type { AgentRef } from '../../actors/fleet/telemetry/consume.ts';
 import { MetricBatch, MetricBatchIngest, type MetricBatchIn } from '../../contracts/domains/agent-telemetry.ts';
 import {
@@ -10,6 +10,7 @@ import {
   isCompactMetricBatch,
   MetricBatchWire,
   MetricWireError,
+  StringTableMemo,
 } from '../../contracts/domains/metric-wire.ts';
 
 const agent: AgentRef = {
@@ -174,6 +175,48 @@ describe('compact metric batches', () => {
     expect(refusal(new Raw().f64(T).uv(1).str('ok').uv(1).uv(0).push(0xff, 0xff, 0xff, 0xff, 0xff, 0x01, ...new Array<number>(10).fill(0)).done())).toContain('sample 0: head: varint longer than 5 bytes');
     // Every cut of a good batch is refused, and only ever with a MetricWireError.
     for (let k = 0; k < good.length; k++) refusal(good.subarray(0, k));
+  });
+
+  it('take a sender\'s unchanged string table as read before, and still check every use of its strings', () => {
+    const memo = new StringTableMemo();
+    const first = decodeCompactMetricBatch(encodeCompactMetricBatch(varied), memo);
+    const again = decodeCompactMetricBatch(encodeCompactMetricBatch({ ...varied, samples: varied.samples.map((x) => ({ ...x, value: x.value + 1 })) }), memo);
+    expect(again.strings).toBe(first.strings);
+    expect(again.toBatch().samples.map((x) => x.value)).toEqual(varied.samples.map((x) => x.value + 1));
+
+    // The same table, its label value now used as a metric name: refused although the table was taken as known.
+    const table = ['ok', 'a', 'b-c'];
+    const raw = (name: number): Uint8Array => {
+      const r = new Raw().f64(T).uv(table.length);
+      for (const t of table) r.str(t);
+      return r.uv(1).uv(name).uv(1 << 1).uv(1).uv(2).f64(1).done();
+    };
+    const own = new StringTableMemo();
+    expect(decodeCompactMetricBatch(raw(0), own).toBatch().samples).toEqual([{ name: 'ok', value: 1, labels: { a: 'b-c' } }]);
+    const known = own.strings;
+    expect(() => decodeCompactMetricBatch(raw(2), own)).toThrow('sample 0: name "b-c": metric names');
+    expect(own.strings).toBe(known);
+    // A refused batch with another table leaves the memo as it was; a changed table is read and kept.
+    expect(() => decodeCompactMetricBatch(oneSample(['1bad']), own)).toThrow(MetricWireError);
+    expect(own.strings).toBe(known);
+    expect(decodeCompactMetricBatch(raw(0), own).strings).toBe(known);
+    const other = decodeCompactMetricBatch(oneSample(['other_metric']), own);
+    expect(own.strings).toBe(other.strings);
+    expect(other.strings).toEqual(['other_metric']);
+  });
+
+  it('keep one table per sender, the least recently heard-from dropped first', () => {
+    const tables = new SenderTables(2);
+    const a = tables.of('svc.agent.a.metrics');
+    const b = tables.of('svc.agent.b.metrics');
+    expect(tables.of('svc.agent.a.metrics')).toBe(a);
+    const c = tables.of('svc.agent.c.metrics');
+    expect(tables.size).toBe(2);
+    // b was the least recently heard from: it went; a and c stay.
+    expect(tables.of('svc.agent.a.metrics')).toBe(a);
+    expect(tables.of('svc.agent.c.metrics')).toBe(c);
+    expect(tables.of('svc.agent.b.metrics')).not.toBe(b);
+    expect(tables.size).toBe(2);
   });
 
   it('never accepts what the schema refuses, whatever its bytes (seeded byte flips)', () => {
