@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchToImport, linesToSeries, SenderTables } from '../../actors/fleet/metrics/ingest.ts';
+import { batchToChunk, batchToImport, ImportBuffers, linesToSeries, SenderTables, writeChunks } from '../../actors/fleet/metrics/ingest.ts';
 import type { AgentRef } from '../../actors/fleet/telemetry/consume.ts';
 import { MetricBatch, MetricBatchIngest, type MetricBatchIn } from '../../contracts/domains/agent-telemetry.ts';
 import {
@@ -217,6 +217,28 @@ describe('compact metric batches', () => {
     expect(tables.of('svc.agent.c.metrics')).toBe(c);
     expect(tables.of('svc.agent.b.metrics')).not.toBe(b);
     expect(tables.size).toBe(2);
+  });
+
+  it('write the imports of many batches into buffers used again from import to import', () => {
+    const buffers = new ImportBuffers(2, 4096, 1024);
+    const a = buffers.take(100);
+    expect(a.length).toBe(1024);
+    buffers.give(a);
+    expect(buffers.take(1000)).toBe(a);
+    expect(buffers.take(2000).length).toBe(2000);
+    // Kept: at most two, none larger than 4096.
+    const big = buffers.take(5000);
+    buffers.give(big);
+    expect(buffers.kept).toBe(0);
+    buffers.give(a);
+    buffers.give(Buffer.alloc(2048));
+    buffers.give(Buffer.alloc(3000));
+    expect(buffers.kept).toBe(2);
+    // Several batches' lines one after the other, as the JSON path writes them, into a used buffer.
+    const dirty = Buffer.alloc(1 << 20, 0x78);
+    const batches = [varied, { ...varied, samples: varied.samples.slice(2, 5) }];
+    const chunks = batches.map((b, i) => batchToChunk(agent, i === 0 ? decodeCompactMetricBatch(encodeCompactMetricBatch(b)) : MetricBatch.parse(b)));
+    expect(writeChunks(chunks, dirty).toString('utf8')).toBe(batches.map((b) => batchToImport(agent, MetricBatch.parse(b)).body.toString('utf8')).join(''));
   });
 
   it('never accepts what the schema refuses, whatever its bytes (seeded byte flips)', () => {

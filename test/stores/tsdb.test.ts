@@ -250,6 +250,46 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
       },
     );
   });
+  it('keeps one connection for large imports answered as their last bytes arrive, and an answer before the body ends it', async () => {
+    const sockets = new Set<unknown>();
+    let bytes = 0;
+    await withPeer(
+      (req, res, body) => {
+        sockets.add(req.socket);
+        bytes += Buffer.byteLength(body);
+        res.writeHead(204).end();
+      },
+      async (store) => {
+        const big = Buffer.alloc(4 * 1024 * 1024, 0x61);
+        // Settling waits for the body's last write, which may be reported after the answer: the connection stays.
+        for (let i = 0; i < 8; i++) await store.importLines(big);
+        expect(bytes).toBe(8 * big.length);
+        expect(sockets.size).toBe(1);
+      },
+    );
+    // A store refusing as soon as the headers arrive, before reading a 64 MB body: the refusal is reported at once
+    // and the body is no longer sent (the connection is closed), so its memory may be reused.
+    const { createServer } = await import('node:http');
+    let received = 0;
+    const peer = createServer((req, res) => {
+      req.on('data', (c: Buffer) => (received += c.length));
+      res.writeHead(400, { 'content-type': 'text/plain', connection: 'close' }).end('too large');
+    });
+    await new Promise<void>((r) => peer.listen(0, '127.0.0.1', r));
+    try {
+      const store = new Tsdb(`http://127.0.0.1:${(peer.address() as { port: number }).port}`, { timeoutMs: 5_000 });
+      const err: unknown = await store.importLines(Buffer.alloc(64 * 1024 * 1024, 0x62)).catch((e: unknown) => e);
+      expect((err as TsdbError).status).toBe(400);
+      expect((err as TsdbError).body).toBe('too large');
+      const after = received;
+      await new Promise((r) => setTimeout(r, 200));
+      expect(received).toBe(after);
+      expect(received).toBeLessThan(64 * 1024 * 1024);
+    } finally {
+      peer.closeAllConnections();
+      await new Promise((r) => peer.close(r));
+    }
+  });
 });
 
 describe('Tsdb against a store asking for credentials, and answers that break off', () => {

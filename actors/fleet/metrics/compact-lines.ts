@@ -1,11 +1,11 @@
 import type { CompactMetricBatch } from '../../../contracts/domains/metric-wire.ts';
 
 /**
- * A compact batch's /api/v1/import lines, written as bytes straight into a shared slab: no string per line and no
- * UTF-8 encoding of a whole batch (building the lines as one string, then Buffer.from, was ~40% of the ingest's CPU
+ * A compact batch's /api/v1/import lines, written as bytes straight into the import's buffer: no string per line and
+ * no UTF-8 encoding of a whole batch (building the lines as one string, then Buffer.from, was ~40% of the ingest's CPU
  * after the compact form, the encoding and its garbage included). Each string of the batch's table is encoded once
  * for its role: names and label names as they are (the decoder checked them: [a-zA-Z0-9_:] only), label values
- * JSON-quoted. The lines are those batchToImport builds for the same samples, byte for byte (tested).
+ * JSON-quoted. The lines are those the JSON path builds for the same samples, byte for byte (tested).
  */
 
 const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
@@ -14,20 +14,6 @@ const VALUES_TO_TIMESTAMPS = ascii('],"timestamps":[');
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 /** The longest a number prints as through String (e.g. `-2.2250738585072014e-308`). */
 const NUMBER_MAX = 24;
-
-// Slabs of 1 MB: a batch's lines are a slice of one, so ~12 batches share an allocation instead of each making its
-// own (large Buffers are allocated outside V8's heap, one by one, and their count drives its full collections).
-const SLAB = 1 << 20;
-let slab = Buffer.allocUnsafeSlow(SLAB);
-let slabUsed = 0;
-
-function room(bytes: number): Buffer {
-  if (bytes > slab.length - slabUsed) {
-    slab = Buffer.allocUnsafeSlow(Math.max(SLAB, bytes));
-    slabUsed = 0;
-  }
-  return slab;
-}
 
 /** What every line of an agent's samples carries after its own labels: the host's placement, then `"values":[`. */
 const tenantCache = new Map<string, Uint8Array>();
@@ -102,36 +88,49 @@ function putDigits(buf: Buffer, at: number, v: number): number {
   return at + digits;
 }
 
-export function compactLines(batch: CompactMetricBatch, tenant: Uint8Array): Buffer {
-  const { strings, names, labelStart, pairs, values, times } = batch;
-  const count = names.length;
-  // Per string, encoded for the role it plays: a line's start up to its name for a metric name, `,"label":` for a label name, the quoted
-  // value for a label value. Filled on first use.
+function piecesOf(strings: readonly string[]): TablePieces {
   let pieces = piecesOfTable.get(strings);
   if (!pieces) {
     pieces = { asName: new Array<Uint8Array | undefined>(strings.length), asLabel: new Array<Uint8Array | undefined>(strings.length), asValue: new Array<Uint8Array | undefined>(strings.length) };
     piecesOfTable.set(strings, pieces);
   }
-  const { asName, asLabel, asValue } = pieces;
-  const nameOf = (i: number): Uint8Array => (asName[i] ??= names_.get(strings[i]!));
-  const labelOf = (i: number): Uint8Array => (asLabel[i] ??= labels_.get(strings[i]!));
-  const valueOf = (i: number): Uint8Array => (asValue[i] ??= values_.get(strings[i]!));
+  return pieces;
+}
+
+/**
+ * The most bytes a batch's lines take (numbers counted at their longest); encodes, on first use, the table's strings
+ * for the roles the batch uses them in, which writeCompactLines then finds ready.
+ */
+export function compactLinesSize(batch: CompactMetricBatch, tenant: Uint8Array): number {
+  const { strings, names, labelStart, pairs } = batch;
+  const { asName, asLabel, asValue } = piecesOf(strings);
+  const count = names.length;
+  let size = count * (tenant.length + VALUES_TO_TIMESTAMPS.length + 2 * NUMBER_MAX + 3);
+  for (let i = 0; i < count; i++) {
+    const n = names[i]!;
+    size += (asName[n] ??= names_.get(strings[n]!)).length;
+    for (let p = labelStart[i]!; p < labelStart[i + 1]!; p += 2) {
+      const k = pairs[p]!;
+      const v = pairs[p + 1]!;
+      size += (asLabel[k] ??= labels_.get(strings[k]!)).length + (asValue[v] ??= values_.get(strings[v]!)).length;
+    }
+  }
+  return size;
+}
+
+/** Writes a batch's lines at `at` of `buf`, which has compactLinesSize bytes of room there; returns where they end. */
+export function writeCompactLines(batch: CompactMetricBatch, tenant: Uint8Array, buf: Buffer, start: number): number {
+  const { strings, names, labelStart, pairs, values, times } = batch;
+  const count = names.length;
+  const { asName, asLabel, asValue } = piecesOf(strings);
   // A line's end for the samples at the batch's time (most, or all).
   const collected = ascii('],"timestamps":[' + String(batch.collectedAtMs) + ']}\n');
-  const fixed = tenant.length + VALUES_TO_TIMESTAMPS.length + 2 * NUMBER_MAX + 3;
-  let size = count * fixed;
-  for (let i = 0; i < count; i++) {
-    size += nameOf(names[i]!).length;
-    for (let p = labelStart[i]!; p < labelStart[i + 1]!; p += 2) size += labelOf(pairs[p]!).length + valueOf(pairs[p + 1]!).length;
-  }
-  const buf = room(size);
-  const start = slabUsed;
   let at = start;
   for (let i = 0; i < count; i++) {
     at = put(buf, at, asName[names[i]!]!);
     const from = labelStart[i]!;
     const to = labelStart[i + 1]!;
-    // Labels in name order, as batchToImport writes them: two (a process's pid and name, say) by one comparison.
+    // Labels in name order, as the JSON path writes them: two (a process's pid and name, say) by one comparison.
     if (to - from === 4 && strings[pairs[from + 2]!]! < strings[pairs[from]!]!) {
       at = put(buf, at, asLabel[pairs[from + 2]!]!);
       at = put(buf, at, asValue[pairs[from + 3]!]!);
@@ -167,7 +166,5 @@ export function compactLines(batch: CompactMetricBatch, tenant: Uint8Array): Buf
       buf[at++] = 0x0a; // \n
     }
   }
-  // The next batch starts on an 8-byte boundary of the slab.
-  slabUsed = (at + 7) & ~7;
-  return buf.subarray(start, at);
+  return at;
 }

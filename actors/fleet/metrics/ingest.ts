@@ -6,7 +6,7 @@ import type { Logger } from '../../runtime/logger.ts';
 import { TsdbError, type ImportSeries, type Tsdb } from '../../runtime/stores/tsdb.ts';
 import { runTelemetryConsumer, type AgentDirectory, type AgentRef } from '../telemetry/consume.ts';
 import { ImportBatcher } from './batcher.ts';
-import { compactLines, tenantBytes } from './compact-lines.ts';
+import { compactLinesSize, tenantBytes, writeCompactLines } from './compact-lines.ts';
 
 /** The durable consumer's name (namespaced on the wire); its dead letters go to svc.dlq.<name>. */
 export const METRICS_DURABLE = 'fleet-telemetry-metrics';
@@ -38,14 +38,92 @@ export type MetricsIngestTuning = { -readonly [K in keyof typeof METRICS_INGEST_
 const SERVER_SET = new Set<string>(RESERVED_LABELS);
 
 /**
- * One batch as /api/v1/import takes it: JSON lines (each ending in a newline), UTF-8, and the samples they hold.
- * Bytes rather than a string: a batch waits for its import (up to hundreds at a time), and a young string of ~75 KB
- * is copied by every scavenge it survives, where a Buffer's bytes lie outside the heap (GC time per batch -40%,
- * measured side by side).
+ * One batch waiting for its import: the samples it holds, and its /api/v1/import lines (JSON, each ending in a
+ * newline, UTF-8), written when the import is sent into that import's buffer. A compact batch is kept decoded until
+ * then: writing each batch's lines into bytes of its own on arrival allocated ~60 MB a second outside V8's heap at
+ * the bench's rate, and that external memory was what set off most of the consumer's collections.
  */
 export interface ImportChunk {
-  body: Buffer;
-  samples: number;
+  readonly samples: number;
+  /** The most bytes its lines take. */
+  readonly maxBytes: number;
+  /** Writes the lines at `at` of `into` (with maxBytes of room there); returns where they end. */
+  writeTo(into: Buffer, at: number): number;
+}
+
+/** A JSON batch's lines are built on arrival (their string is the work) and copied into the import. */
+class BytesChunk implements ImportChunk {
+  constructor(
+    private readonly body: Buffer,
+    readonly samples: number,
+  ) {}
+  get maxBytes(): number {
+    return this.body.length;
+  }
+  writeTo(into: Buffer, at: number): number {
+    return at + this.body.copy(into, at);
+  }
+}
+
+class CompactChunk implements ImportChunk {
+  readonly maxBytes: number;
+  constructor(
+    private readonly batch: CompactMetricBatch,
+    private readonly tenant: Uint8Array,
+  ) {
+    this.maxBytes = compactLinesSize(batch, tenant);
+  }
+  get samples(): number {
+    return this.batch.size;
+  }
+  writeTo(into: Buffer, at: number): number {
+    return writeCompactLines(this.batch, this.tenant, into, at);
+  }
+}
+
+/** A batch as it waits for its import. */
+export function batchToChunk(agent: AgentRef, batch: MetricBatch | CompactMetricBatch): ImportChunk {
+  if (batch instanceof CompactMetricBatch) return new CompactChunk(batch, tenantBytes(agent.host_id, agent.environment_id, agent.client_id));
+  return new BytesChunk(jsonBatchLines(agent, batch), batch.samples.length);
+}
+
+/** Chunks' lines one after the other in `into` (which must have room for their maxBytes); the bytes written. */
+export function writeChunks(chunks: readonly ImportChunk[], into: Buffer): Buffer {
+  let at = 0;
+  for (const c of chunks) at = c.writeTo(into, at);
+  return into.subarray(0, at);
+}
+
+const chunksBytes = (chunks: readonly ImportChunk[]): number => chunks.reduce((n, c) => n + c.maxBytes, 0);
+
+/** A batch's import lines as bytes of their own, and the samples they hold. */
+export function batchToImport(agent: AgentRef, batch: MetricBatch | CompactMetricBatch): { body: Buffer; samples: number } {
+  const chunk = batchToChunk(agent, batch);
+  return { body: writeChunks([chunk], Buffer.allocUnsafe(chunk.maxBytes)), samples: chunk.samples };
+}
+
+/**
+ * The buffers imports are written into, used again from import to import (as many as imports run at once): in the
+ * steady state the ingest allocates no memory for its imports' bytes. One larger than `keepMax` is not kept.
+ */
+export class ImportBuffers {
+  private readonly free: Buffer[] = [];
+  constructor(
+    private readonly keep: number,
+    private readonly keepMax = 32 * 1024 * 1024,
+    private readonly minSize = 8 * 1024 * 1024,
+  ) {}
+  take(bytes: number): Buffer {
+    const at = this.free.findIndex((b) => b.length >= bytes);
+    if (at >= 0) return this.free.splice(at, 1)[0]!;
+    return Buffer.allocUnsafeSlow(Math.max(bytes, this.minSize));
+  }
+  give(buf: Buffer): void {
+    if (buf.length <= this.keepMax && this.free.length < this.keep) this.free.push(buf);
+  }
+  get kept(): number {
+    return this.free.length;
+  }
 }
 
 /** Label values JSON needs no escapes for (printable ASCII without `"` and `\`): quoted as they are. */
@@ -64,8 +142,7 @@ const quoted = (v: string): string => (PLAIN.test(v) ? `"${v}"` : JSON.stringify
  * samples either way, and grouping needed each line's labels as a flat string key, whose building and hashing were
  * about 40% of this function's time (an agent's batch rarely holds a series twice). The lines are encoded at once.
  */
-export function batchToImport(agent: AgentRef, batch: MetricBatch | CompactMetricBatch): ImportChunk {
-  if (batch instanceof CompactMetricBatch) return compactToImport(agent, batch);
+function jsonBatchLines(agent: AgentRef, batch: MetricBatch): Buffer {
   const collectedAt = Date.parse(batch.collected_at);
   const tenant = tenantOf(agent);
   let out = '';
@@ -88,17 +165,12 @@ export function batchToImport(agent: AgentRef, batch: MetricBatch | CompactMetri
     }
     out += line + tenant + s.value + '],"timestamps":[' + (s.time_ms ?? collectedAt) + ']}\n';
   }
-  return { body: Buffer.from(out, 'utf8'), samples: batch.samples.length };
+  return Buffer.from(out, 'utf8');
 }
 
 /** What ends each line's labels: the sender's host, environment and client (placement at ingest time). */
 const tenantOf = (agent: AgentRef): string =>
   `,"host_id":${JSON.stringify(agent.host_id)},"environment_id":${JSON.stringify(agent.environment_id)},"client_id":${JSON.stringify(agent.client_id)}},"values":[`;
-
-/** The same lines from a compact batch, written as bytes (compact-lines.ts). */
-function compactToImport(agent: AgentRef, batch: CompactMetricBatch): ImportChunk {
-  return { body: compactLines(batch, tenantBytes(agent.host_id, agent.environment_id, agent.client_id)), samples: batch.size };
-}
 
 /** Import lines back as rows (for a store without importLines, and to look at what a batch becomes). */
 export function linesToSeries(body: string): ImportSeries[] {
@@ -163,9 +235,20 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
   const log = deps.log.child({ actor: 'fleet-metrics-ingest' });
   const store = deps.tsdb;
   const tables = new SenderTables();
+  // One per import running, plus one for an import split after a refusal.
+  const buffers = new ImportBuffers(t.maxConcurrentImports + 1);
   const batcher = new ImportBatcher<ImportChunk>({
     // The batches' lines go out as they are, one piece each: joining them first copied every import once more.
-    write: (chunks) => (store.importLines ? store.importLines(chunks.map((c) => c.body)) : store.importSeries(chunks.flatMap((c) => linesToSeries(c.body.toString('utf8'))))),
+    write: async (chunks) => {
+      const buf = buffers.take(chunksBytes(chunks));
+      try {
+        const body = writeChunks(chunks, buf);
+        // importLines settles only once the body is no longer being sent, so the buffer can be written again.
+        await (store.importLines ? store.importLines(body) : store.importSeries(linesToSeries(body.toString('utf8'))));
+      } finally {
+        buffers.give(buf);
+      }
+    },
     samplesOf: (chunk) => chunk.samples,
     maxDelayMs: t.flushDelayMs,
     maxSamples: t.flushMaxSamples,
@@ -184,7 +267,7 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
     backoffMs: t.backoffMs,
     log,
     handler: async (agent, batch, meta) => {
-      const chunk = batchToImport(agent, batch);
+      const chunk = batchToChunk(agent, batch);
       try {
         await batcher.add([chunk]);
       } catch (err) {

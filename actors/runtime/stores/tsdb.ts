@@ -129,7 +129,8 @@ export class Tsdb {
   /**
    * Writes series already in /api/v1/import's form: JSON lines of {metric, values, timestamps}, each ending in a
    * newline (the metrics ingest builds them straight from agent batches, without ImportSeries objects). Given
-   * several pieces, sends them one after the other as one body, never joined into one string.
+   * several pieces, sends them one after the other as one body, never joined into one string. Settles only once no
+   * byte of the body is being sent any more (the ingest writes its next import into the same buffer).
    *
    * Through node:http rather than fetch: for a 5.7 MB import, fetch cost 21-27 ms of CPU (the body encoded, copied
    * into a web stream, written in small pieces), node:http 6 ms, measured side by side. The import is the ingest's
@@ -248,9 +249,22 @@ export class Tsdb {
           res.on('end', () => {
             clearTimeout(timer);
             const status = res.statusCode ?? 0;
-            if (status >= 200 && status < 300) return resolve();
-            const text = Buffer.concat(chunks).toString('utf8');
-            fail(`HTTP ${status}: ${text.slice(0, 500)}`, status, text);
+            const settle = (): void => {
+              if (status >= 200 && status < 300) return resolve();
+              const text = Buffer.concat(chunks).toString('utf8');
+              fail(`HTTP ${status}: ${text.slice(0, 500)}`, status, text);
+            };
+            // Settles only once no byte of the body is being sent any more, so the caller may reuse its memory. The
+            // write's completion can be reported after the answer it led to: wait for it (the connection stays
+            // usable). An answer before the whole body went out (a refusal mid-body) stops the sending instead.
+            if (req.writableFinished) return settle();
+            if (status >= 200 && status < 300) {
+              req.once('finish', settle);
+              req.once('close', settle);
+              return;
+            }
+            req.destroy();
+            settle();
           });
         });
         // Written before the socket is assigned: the request keeps them and flushes them with its head in one writev.
