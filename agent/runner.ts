@@ -134,6 +134,8 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
 
   /** Queues one message; its `Nats-Msg-Id`, or undefined when it was not queued. */
   function publish(kind: TelemetryKind, payload: unknown): string | undefined {
+    // A metric batch is encoded as the schema gives it back (what the ingest would make of it as JSON).
+    let checked: unknown = payload;
     if (validate) {
       const parsed = SCHEMAS[kind].safeParse(payload);
       if (!parsed.success) {
@@ -141,12 +143,13 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
         log.error({ kind, reason: describeZodError(parsed.error) }, 'collected payload does not match its schema; not sent');
         return undefined;
       }
+      checked = parsed.data;
     }
     const id = `${state.agent_id}:${kind}:${bootId}-${(seq++).toString(36)}`;
     // Metric batches in the compact form (contracts/domains/metric-wire.ts: a seventh of the bytes); the rest as JSON.
     let data: Uint8Array;
     try {
-      data = kind === 'metrics' ? encodeCompactMetricBatch(payload as MetricBatchIn) : encoder.encode(JSON.stringify(payload));
+      data = kind === 'metrics' ? encodeCompactMetricBatch(checked as MetricBatchIn) : encoder.encode(JSON.stringify(payload));
     } catch (err) {
       invalidPayloads++;
       log.error({ kind, reason: errMessage(err) }, 'collected payload could not be encoded; not sent');

@@ -359,7 +359,14 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
         await deadLetter(m, 'malformed', opts.decode && err instanceof Error ? err.message : 'payload is not JSON', mlog);
         return;
       }
-      const parsed = schema.safeParse(decoded);
+      let parsed: ReturnType<typeof schema.safeParse>;
+      try {
+        parsed = schema.safeParse(decoded);
+      } catch (err) {
+        // A transform that throws rather than reporting an issue: still the payload's fault, never a redelivery loop.
+        await deadLetter(m, 'malformed', err instanceof Error ? err.message : String(err), mlog);
+        return;
+      }
       if (!parsed.success) {
         await deadLetter(m, 'malformed', describeZodError(parsed.error), mlog);
         return;

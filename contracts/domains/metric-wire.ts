@@ -90,7 +90,8 @@ export class MetricWireError extends Error {
 }
 
 const RESERVED = new Set<string>(RESERVED_LABELS);
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a string starting with U+FEFF keeps it (as JSON.parse keeps it), rather than losing it silently.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 // What a string has been checked for, so each is checked once per role however many samples use it.
 const AS_NAME = 1;
 const AS_LABEL = 2;
@@ -161,6 +162,15 @@ export class StringTableMemo {
   checked: Uint8Array = new Uint8Array(0);
 }
 
+/** 9999-12-31T23:59:59.999Z: later times have no RFC 3339 form, which MetricBatch's collected_at needs. */
+const LAST_ISO_MS = 253_402_300_799_999;
+/**
+ * The most characters of names and labels a batch's samples may refer to in all: a sample refers to strings by
+ * index, so a 1 MB message could otherwise stand for gigabytes of lines (20,000 samples × 20 labels of 1,024
+ * characters); its JSON form could never be sent at all beyond the broker's message size.
+ */
+export const EXPANDED_MAX = 8 * 1024 * 1024;
+
 /** Tables larger than this are read each time rather than kept. */
 const MEMO_TABLE_MAX_BYTES = 64 * 1024;
 
@@ -173,7 +183,7 @@ export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMem
   if (data[3] !== METRIC_WIRE_MAGIC[3]) throw new MetricWireError(`compact metric batch version ${data[3]} is not supported (expected ${METRIC_WIRE_MAGIC[3]})`);
   const r = new Reader(data);
   const collectedAtMs = r.float64('collected_at');
-  if (!Number.isSafeInteger(collectedAtMs) || collectedAtMs < 0 || collectedAtMs > 8.64e15) throw new MetricWireError('collected_at: not a time in milliseconds since the epoch');
+  if (!Number.isSafeInteger(collectedAtMs) || collectedAtMs < 0 || collectedAtMs > LAST_ISO_MS) throw new MetricWireError('collected_at: not a time in milliseconds since the epoch up to the year 9999');
   const tableStart = r.pos;
   let strings: readonly string[];
   let checked: Uint8Array;
@@ -209,6 +219,7 @@ export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMem
   let used = 0;
   const values: number[] = [];
   const times: number[] = [];
+  let expanded = 0;
   const index = (i: number, what: string): number => {
     const at = r.uvarint(what, i);
     if (at >= stringCount) throw new MetricWireError(`sample ${i}: ${what} refers to string ${at}, beyond the table`);
@@ -222,8 +233,10 @@ export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMem
       checked[name]! |= AS_NAME;
     }
     names.push(name);
+    expanded += strings[name]!.length;
     const head = r.uvarint('head', i);
-    const labels = head >>> 1;
+    // Division rather than bit operations: a 5-byte varint goes beyond 32 bits.
+    const labels = Math.floor(head / 2);
     if (labels > LABELS_PER_SAMPLE) throw new MetricWireError(`sample ${i}: at most ${LABELS_PER_SAMPLE} labels per sample`);
     labelStart.push(used);
     for (let l = 0; l < labels; l++) {
@@ -237,13 +250,17 @@ export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMem
       }
       checked[value]! |= AS_VALUE;
       for (let p = labelStart[i]!; p < used; p += 2) if (pairs[p] === key) throw new MetricWireError(`sample ${i}: label ${strings[key]} given twice`);
+      expanded += strings[key]!.length + strings[value]!.length;
+      // MetricBatch drops a label named __proto__ (JSON gives it, a record cannot hold it): so does this form.
+      if (strings[key] === '__proto__') continue;
       pairs.push(key, value);
       used += 2;
     }
+    if (expanded > EXPANDED_MAX) throw new MetricWireError(`sample ${i}: the batch's names and labels come to more than ${EXPANDED_MAX} characters`);
     const value = r.float64('value', i);
     if (!Number.isFinite(value)) throw new MetricWireError(`sample ${i}: value is not a finite number`);
     values.push(value);
-    if ((head & 1) === 1) {
+    if (head % 2 === 1) {
       const t = r.float64('time_ms', i);
       if (!Number.isSafeInteger(t) || t < 0) throw new MetricWireError(`sample ${i}: time_ms is not a non-negative integer`);
       times.push(t);

@@ -169,7 +169,8 @@ describe('compact metric batches', () => {
     expect(refusal(oneSample(['ok', 'a', Uint8Array.of(0xc3, 0x28)], [[1, 2]]))).toContain('string 2 is not valid UTF-8');
     expect(refusal(Uint8Array.from([...good, 0]))).toContain('1 bytes after the last sample');
     // A count of strings the data cannot hold is refused before anything is allocated for it.
-    expect(refusal(new Raw().f64(T).uv(4_000_000).done())).toMatch(/at most \d+ strings|truncated/);
+    expect(refusal(new Raw().f64(T).uv(4_000_000).done())).toMatch(/at most \d+ strings/);
+    expect(refusal(new Raw().f64(T).uv(500_000).str('a').done())).toBe('truncated in the string table');
     expect(refusal(new Raw().f64(T).uv(100).str('a').done())).toContain('truncated');
     expect(refusal(new Raw().f64(T).uv(1).str('ok').uv(5000).push(0, 0).done())).toContain('truncated in the samples');
     expect(refusal(new Raw().f64(T).uv(1).str('ok').uv(1).uv(0).push(0xff, 0xff, 0xff, 0xff, 0xff, 0x01, ...new Array<number>(10).fill(0)).done())).toContain('sample 0: head: varint longer than 5 bytes');
@@ -196,6 +197,9 @@ describe('compact metric batches', () => {
     const known = own.strings;
     expect(() => decodeCompactMetricBatch(raw(2), own)).toThrow('sample 0: name "b-c": metric names');
     expect(own.strings).toBe(known);
+    // Refused after a memo hit, then the good batch again: still taken, still the same table, still refused after.
+    expect(decodeCompactMetricBatch(raw(0), own).strings).toBe(known);
+    expect(() => decodeCompactMetricBatch(raw(2), own)).toThrow('metric names');
     // A refused batch with another table leaves the memo as it was; a changed table is read and kept.
     expect(() => decodeCompactMetricBatch(oneSample(['1bad']), own)).toThrow(MetricWireError);
     expect(own.strings).toBe(known);
@@ -205,8 +209,8 @@ describe('compact metric batches', () => {
     expect(other.strings).toEqual(['other_metric']);
   });
 
-  it('keep one table per sender, the least recently heard-from dropped first', () => {
-    const tables = new SenderTables(2);
+  it('keep one table per sender, the least recently heard-from dropped first, within a count and a byte budget', () => {
+    const tables = new SenderTables({ maxSenders: 2 });
     const a = tables.of('svc.agent.a.metrics');
     const b = tables.of('svc.agent.b.metrics');
     expect(tables.of('svc.agent.a.metrics')).toBe(a);
@@ -217,6 +221,47 @@ describe('compact metric batches', () => {
     expect(tables.of('svc.agent.c.metrics')).toBe(c);
     expect(tables.of('svc.agent.b.metrics')).not.toBe(b);
     expect(tables.size).toBe(2);
+
+    // What the tables hold counts: senders with large tables push the oldest out, the one just heard from stays.
+    const bytes = encodeCompactMetricBatch({ collected_at: new Date(T).toISOString(), samples: Array.from({ length: 500 }, (_, i) => ({ name: `m_${i}`, value: i })) });
+    const budget = new SenderTables({ budgetBytes: 120_000 });
+    for (const s of ['x', 'y', 'z']) {
+      decodeMetricPayload(bytes, budget.of(s));
+      budget.account(s);
+    }
+    expect(budget.size).toBe(2);
+    expect(budget.bytes).toBeLessThanOrEqual(120_000);
+    expect(budget.bytes).toBeGreaterThan(50_000);
+    const lone = new SenderTables({ budgetBytes: 10 });
+    decodeMetricPayload(bytes, lone.of('only'));
+    lone.account('only');
+    expect(lone.size).toBe(1);
+  });
+
+  it('refuse what JSON could not say: times past 9999, batches standing for more than their JSON could carry', () => {
+    expect(refusal(oneSample(['ok'], [], 1, 253_402_300_800_000))).toContain('up to the year 9999');
+    expect(decodeCompactMetricBatch(oneSample(['ok'], [], 1, 253_402_300_799_999)).collectedAt).toBe('9999-12-31T23:59:59.999Z');
+    // 20 labels referring to one 1,024-character value, 20,000 times: ~1 MB standing for gigabytes of lines.
+    const r = new Raw().f64(T).uv(22).str('ok').str('v'.repeat(1024));
+    for (let l = 0; l < 20; l++) r.str(`l${l}`);
+    r.uv(20_000);
+    for (let i = 0; i < 20_000; i++) {
+      r.uv(0).uv(20 << 1);
+      for (let l = 0; l < 20; l++) r.uv(2 + l).uv(1);
+      r.f64(i);
+    }
+    expect(refusal(r.done())).toMatch(/names and labels come to more than 8388608 characters/);
+  });
+
+  it('keep a leading byte-order mark and drop a __proto__ label, as JSON.parse and MetricBatch do', () => {
+    const batch = { collected_at: new Date(T).toISOString(), samples: [{ name: 'ok', value: 1, labels: { note: '\uFEFFx' } }] };
+    const viaJson: unknown = JSON.parse(JSON.stringify(batch));
+    expect(decodeCompactMetricBatch(encodeCompactMetricBatch(batch)).toBatch()).toEqual(MetricBatch.parse(viaJson));
+    expect(batchToImport(agent, decodeCompactMetricBatch(encodeCompactMetricBatch(batch))).body.toString('utf8')).toBe(batchToImport(agent, MetricBatch.parse(viaJson)).body.toString('utf8'));
+    const proto = decodeCompactMetricBatch(oneSample(['ok', '__proto__', 'v', 'a'], [[1, 2], [3, 2]]));
+    expect(proto.toBatch().samples[0]!.labels).toEqual({ a: 'v' });
+    const jsonProto = MetricBatch.parse(JSON.parse('{"collected_at":"2026-11-27T12:00:00Z","samples":[{"name":"ok","value":1,"labels":{"__proto__":"v","a":"v"}}]}'));
+    expect(Object.keys(jsonProto.samples[0]!.labels)).toEqual(['a']);
   });
 
   it('write the imports of many batches into buffers used again from import to import', () => {

@@ -258,6 +258,34 @@ describe('runConsumer', () => {
     expect(await workCount(subj('malformed'))).toBe(0);
   });
 
+  it('dead-letters as malformed what its decode hook refuses, and a schema transform that throws, with their messages', async () => {
+    let calls = 0;
+    const durable = durableOf('decode');
+    await start('decode', {
+      decode: (data, subject) => {
+        if (data[0] === 0x00) throw new Error(`binary from ${subject.split('.').pop()} refused`);
+        return JSON.parse(new TextDecoder().decode(data)) as unknown;
+      },
+      schema: z.unknown().transform((v): Job => {
+        if ((v as { boom?: boolean }).boom) throw new Error('transform blew up');
+        return Job.parse(v);
+      }),
+      handler: async () => {
+        calls++;
+      },
+    });
+    await jetstream(nc).publish(subj('decode'), Uint8Array.of(0, 1, 2));
+    await publishDurable(nc, subj('decode'), { boom: true } as unknown as Job);
+    await publishDurable(nc, subj('decode'), { n: 1 });
+    await waitFor(async () => (await dlqCount(durable)) === 2 && calls === 1, 5_000, 'two dead letters and one handled');
+    const all = await dlqAll(durable, 2);
+    expect(all.map((m) => [m.headers?.get(DlqHeaders.reason), m.headers?.get(DlqHeaders.error)])).toEqual([
+      ['malformed', 'binary from decode refused'],
+      ['malformed', 'transform blew up'],
+    ]);
+    expect(await workCount(subj('decode'))).toBe(0);
+  });
+
   it('dead-letters at once when the handler throws NonRetryableError', async () => {
     const seen: number[] = [];
     const durable = durableOf('reject');

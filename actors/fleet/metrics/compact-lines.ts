@@ -12,8 +12,8 @@ const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
 const VALUES_TO_TIMESTAMPS = ascii('],"timestamps":[');
 /** Label values JSON needs no escapes for (printable ASCII without `"` and `\`): quoted as they are. */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-/** The longest a number prints as through String (e.g. `-2.2250738585072014e-308`). */
-const NUMBER_MAX = 24;
+/** The longest a number prints as through String (e.g. `-0.0000012345678901234567`, 25 characters). */
+const NUMBER_MAX = 25;
 
 /** What every line of an agent's samples carries after its own labels: the host's placement, then `"values":[`. */
 const tenantCache = new Map<string, Uint8Array>();

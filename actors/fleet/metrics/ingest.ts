@@ -191,25 +191,53 @@ export function isTsdbRefusal(err: unknown): boolean {
 }
 
 /**
- * The last string table of each sender (by subject: one per agent), bounded: the least recently heard-from go
- * first. ~2-10 KB each for a reference agent's batch.
+ * The last string table of each sender (by subject: one per agent), within a count and a memory budget: the least
+ * recently heard-from go first. A reference agent's table is a few KB (~60 strings); the budget bounds what senders
+ * with huge tables could pin.
  */
 export class SenderTables {
-  private readonly memos = new Map<string, StringTableMemo>();
-  constructor(private readonly max = 20_000) {}
+  private readonly memos = new Map<string, { memo: StringTableMemo; weight: number }>();
+  private total = 0;
+  private readonly maxSenders: number;
+  private readonly budgetBytes: number;
+  constructor(opts: { maxSenders?: number; budgetBytes?: number } = {}) {
+    this.maxSenders = opts.maxSenders ?? 20_000;
+    this.budgetBytes = opts.budgetBytes ?? 64 * 1024 * 1024;
+  }
   of(subject: string): StringTableMemo {
-    let memo = this.memos.get(subject);
-    if (memo) {
+    const entry = this.memos.get(subject);
+    if (entry) {
       this.memos.delete(subject);
-    } else {
-      memo = new StringTableMemo();
-      if (this.memos.size >= this.max) this.memos.delete(this.memos.keys().next().value!);
+      this.memos.set(subject, entry);
+      return entry.memo;
     }
-    this.memos.set(subject, memo);
+    const memo = new StringTableMemo();
+    this.memos.set(subject, { memo, weight: 0 });
+    this.evict();
     return memo;
+  }
+  /** After a decode with the sender's memo: what it now holds counts toward the budget. */
+  account(subject: string): void {
+    const entry = this.memos.get(subject);
+    if (!entry) return;
+    // The table's bytes, and per string its text, its check flags and its encoded pieces (roughly).
+    const weight = (entry.memo.bytes?.length ?? 0) + entry.memo.strings.length * 96;
+    this.total += weight - entry.weight;
+    entry.weight = weight;
+    this.evict();
+  }
+  private evict(): void {
+    while (this.memos.size > 1 && (this.memos.size > this.maxSenders || this.total > this.budgetBytes)) {
+      const [oldest, entry] = this.memos.entries().next().value!;
+      this.memos.delete(oldest);
+      this.total -= entry.weight;
+    }
   }
   get size(): number {
     return this.memos.size;
+  }
+  get bytes(): number {
+    return this.total;
   }
 }
 
@@ -261,7 +289,13 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
     kind: 'metrics',
     durable: deps.durable ?? METRICS_DURABLE,
     schema: MetricBatchWire,
-    decode: (data, subject) => decodeMetricPayload(data, tables.of(subject)),
+    decode: (data, subject) => {
+      try {
+        return decodeMetricPayload(data, tables.of(subject));
+      } finally {
+        tables.account(subject);
+      }
+    },
     concurrency: t.concurrency,
     maxDeliver: t.maxDeliver,
     backoffMs: t.backoffMs,

@@ -247,9 +247,10 @@ export class Tsdb {
             fail(err.message);
           });
           res.on('end', () => {
-            clearTimeout(timer);
             const status = res.statusCode ?? 0;
+            // The timeout stays armed until then: a body that never finishes going out still ends the import.
             const settle = (): void => {
+              clearTimeout(timer);
               if (status >= 200 && status < 300) return resolve();
               const text = Buffer.concat(chunks).toString('utf8');
               fail(`HTTP ${status}: ${text.slice(0, 500)}`, status, text);
