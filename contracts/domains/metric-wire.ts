@@ -17,7 +17,8 @@
  *                float64 time_ms, when has_time
  * The string table holds every name, label name and label value once; each is checked once for the roles it is used
  * in, with the same limits as MetricBatch, and anything malformed (truncated, trailing bytes, invalid UTF-8, an index
- * out of range, a repeated label, a non-finite value) is refused with the place named.
+ * out of range, a repeated label, a non-finite value, more than EXPANDED_MAX characters referred to) is refused with
+ * the place named.
  */
 import { z } from 'zod';
 import {
@@ -69,13 +70,12 @@ export class CompactMetricBatch {
     return new Date(this.collectedAtMs).toISOString();
   }
 
-  /** The batch as MetricBatch (objects), with labels in the order they were sent. */
+  /** The batch as MetricBatch (objects), with labels in the order they were sent (tests, tools). */
   toBatch(): MetricBatch {
     const samples: MetricSample[] = [];
     for (let i = 0; i < this.size; i++) {
       const entries: [string, string][] = [];
       for (let p = this.labelStart[i]!; p < this.labelStart[i + 1]!; p += 2) entries.push([this.strings[this.pairs[p]!]!, this.strings[this.pairs[p + 1]!]!]);
-      // fromEntries: own properties whatever the names (a label called __proto__ included).
       const labels = Object.fromEntries(entries);
       const t = this.times[i]!;
       samples.push({ name: this.strings[this.names[i]!]!, value: this.values[i]!, ...(Number.isNaN(t) ? {} : { time_ms: t }), labels });
@@ -93,9 +93,9 @@ const RESERVED = new Set<string>(RESERVED_LABELS);
 // ignoreBOM: a string starting with U+FEFF keeps it (as JSON.parse keeps it), rather than losing it silently.
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 // What a string has been checked for, so each is checked once per role however many samples use it.
+// (Label values have no check of their role: their length is checked with the table.)
 const AS_NAME = 1;
 const AS_LABEL = 2;
-const AS_VALUE = 4;
 
 /** Where a read failed, built only then (a template per read was most of the decoder's garbage). */
 const place = (what: string, sample: number): string => (sample < 0 ? what : `sample ${sample}: ${what}`);
@@ -248,7 +248,6 @@ export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMem
         if (RESERVED.has(s)) throw new MetricWireError(`sample ${i}: labels ${RESERVED_LABELS.join(', ')} are set by the server`);
         checked[key]! |= AS_LABEL;
       }
-      checked[value]! |= AS_VALUE;
       for (let p = labelStart[i]!; p < used; p += 2) if (pairs[p] === key) throw new MetricWireError(`sample ${i}: label ${strings[key]} given twice`);
       expanded += strings[key]!.length + strings[value]!.length;
       // MetricBatch drops a label named __proto__ (JSON gives it, a record cannot hold it): so does this form.

@@ -304,6 +304,23 @@ describe('runConsumer', () => {
     expect(seen).toEqual([1]);
   });
 
+  it('hands onDeadLetter the payload of a message whose handler gave up after waiting', async () => {
+    const told: { payload: Job | undefined; reason: string; error: string }[] = [];
+    await start('told', {
+      handler: async () => {
+        // The handler waits before it fails: the payload must still be there for onDeadLetter afterwards.
+        await sleep(50);
+        throw new NonRetryableError('gave up');
+      },
+      onDeadLetter: async ({ payload, reason, error }) => {
+        told.push({ payload, reason, error });
+      },
+    });
+    await publishDurable(nc, subj('told'), { n: 7 });
+    await waitFor(async () => told.length === 1, 5_000, 'onDeadLetter called');
+    expect(told).toEqual([{ payload: { n: 7 }, reason: 'rejected', error: 'gave up' }]);
+  });
+
   it('dead-letters a message whose earlier deliveries never settled (ack timeouts), without running the handler', async () => {
     const name = 'exhausted';
     const durable = durableOf(name);

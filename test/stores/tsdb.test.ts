@@ -267,6 +267,29 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
         expect(sockets.size).toBe(1);
       },
     );
+    // A peer answering 204 at once and then reading nothing more (a proxy gone wrong): the body can never finish going
+    // out, and the import ends at its timeout rather than waiting for it forever.
+    const { createServer: createTcp } = await import('node:net');
+    const held: import('node:net').Socket[] = [];
+    const stalled = createTcp((socket) => {
+      held.push(socket);
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 204 No Content\r\n\r\n');
+        socket.pause();
+      });
+    });
+    await new Promise<void>((r) => stalled.listen(0, '127.0.0.1', r));
+    try {
+      const store = new Tsdb(`http://127.0.0.1:${(stalled.address() as { port: number }).port}`, { timeoutMs: 1_000 });
+      const started = Date.now();
+      const err: unknown = await store.importLines(Buffer.alloc(64 * 1024 * 1024, 0x63)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TsdbError);
+      expect((err as TsdbError).message).toMatch(/timed out after 1000ms/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      for (const h of held) h.destroy();
+      await new Promise((r) => stalled.close(r));
+    }
     // A store refusing as soon as the headers arrive, before reading a 64 MB body: the refusal is reported at once
     // and the body is no longer sent (the connection is closed), so its memory may be reused.
     const { createServer } = await import('node:http');

@@ -12,16 +12,22 @@ const ascii = (s: string): Uint8Array => Buffer.from(s, 'latin1');
 const VALUES_TO_TIMESTAMPS = ascii('],"timestamps":[');
 /** Label values JSON needs no escapes for (printable ASCII without `"` and `\`): quoted as they are. */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+/** A label value as the lines carry it (both paths, JSON and compact, write it so). */
+export const quoteLabelValue = (v: string): string => (PLAIN.test(v) ? `"${v}"` : JSON.stringify(v));
+
+/** What ends each line's labels: the sender's host, environment and client (placement at ingest time), then `"values":[`. */
+export const tenantText = (hostId: string, environmentId: string, clientId: string): string =>
+  `,"host_id":${JSON.stringify(hostId)},"environment_id":${JSON.stringify(environmentId)},"client_id":${JSON.stringify(clientId)}},"values":[`;
 /** The longest a number prints as through String (e.g. `-0.0000012345678901234567`, 25 characters). */
 const NUMBER_MAX = 25;
 
-/** What every line of an agent's samples carries after its own labels: the host's placement, then `"values":[`. */
+/** tenantText as bytes, kept per placement. */
 const tenantCache = new Map<string, Uint8Array>();
 export function tenantBytes(hostId: string, environmentId: string, clientId: string): Uint8Array {
   const key = `${hostId}/${environmentId}/${clientId}`;
   let bytes = tenantCache.get(key);
   if (!bytes) {
-    bytes = Buffer.from(`,"host_id":${JSON.stringify(hostId)},"environment_id":${JSON.stringify(environmentId)},"client_id":${JSON.stringify(clientId)}},"values":[`, 'utf8');
+    bytes = Buffer.from(tenantText(hostId, environmentId, clientId), 'utf8');
     if (tenantCache.size >= 100_000) tenantCache.clear();
     tenantCache.set(key, bytes);
   }
@@ -47,7 +53,7 @@ class PieceCache {
 }
 const names_ = new PieceCache((s) => ascii('{"metric":{"__name__":"' + s + '"'));
 const labels_ = new PieceCache((s) => ascii(',"' + s + '":'));
-const values_ = new PieceCache((s) => (PLAIN.test(s) ? ascii('"' + s + '"') : Buffer.from(JSON.stringify(s), 'utf8')));
+const values_ = new PieceCache((s) => Buffer.from(quoteLabelValue(s), 'utf8'));
 
 /**
  * A table's strings encoded for their roles, by table: a sender's unchanged table is the same array from batch to

@@ -6,7 +6,7 @@ import type { Logger } from '../../runtime/logger.ts';
 import { TsdbError, type ImportSeries, type Tsdb } from '../../runtime/stores/tsdb.ts';
 import { runTelemetryConsumer, type AgentDirectory, type AgentRef } from '../telemetry/consume.ts';
 import { ImportBatcher } from './batcher.ts';
-import { compactLinesSize, tenantBytes, writeCompactLines } from './compact-lines.ts';
+import { compactLinesSize, quoteLabelValue, tenantBytes, tenantText, writeCompactLines } from './compact-lines.ts';
 
 /** The durable consumer's name (namespaced on the wire); its dead letters go to svc.dlq.<name>. */
 export const METRICS_DURABLE = 'fleet-telemetry-metrics';
@@ -126,9 +126,6 @@ export class ImportBuffers {
   }
 }
 
-/** Label values JSON needs no escapes for (printable ASCII without `"` and `\`): quoted as they are. */
-const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
-const quoted = (v: string): string => (PLAIN.test(v) ? `"${v}"` : JSON.stringify(v));
 
 /**
  * A batch's import lines: one line per sample (name, the sample's own labels, and the sender's host, environment and
@@ -144,7 +141,7 @@ const quoted = (v: string): string => (PLAIN.test(v) ? `"${v}"` : JSON.stringify
  */
 function jsonBatchLines(agent: AgentRef, batch: MetricBatch): Buffer {
   const collectedAt = Date.parse(batch.collected_at);
-  const tenant = tenantOf(agent);
+  const tenant = tenantText(agent.host_id, agent.environment_id, agent.client_id);
   let out = '';
   for (const s of batch.samples) {
     const labels = s.labels;
@@ -153,24 +150,20 @@ function jsonBatchLines(agent: AgentRef, batch: MetricBatch): Buffer {
     // The schema already refuses samples carrying server labels; skipping them keeps that true if it ever loosens.
     if (names.length === 1) {
       const a = names[0]!;
-      if (!SERVER_SET.has(a)) line += ',"' + a + '":' + quoted(labels[a]!);
+      if (!SERVER_SET.has(a)) line += ',"' + a + '":' + quoteLabelValue(labels[a]!);
     } else if (names.length === 2) {
       let a = names[0]!;
       let b = names[1]!;
       if (b < a) [a, b] = [b, a];
-      if (!SERVER_SET.has(a)) line += ',"' + a + '":' + quoted(labels[a]!);
-      if (!SERVER_SET.has(b)) line += ',"' + b + '":' + quoted(labels[b]!);
+      if (!SERVER_SET.has(a)) line += ',"' + a + '":' + quoteLabelValue(labels[a]!);
+      if (!SERVER_SET.has(b)) line += ',"' + b + '":' + quoteLabelValue(labels[b]!);
     } else if (names.length > 2) {
-      for (const n of names.sort()) if (!SERVER_SET.has(n)) line += ',"' + n + '":' + quoted(labels[n]!);
+      for (const n of names.sort()) if (!SERVER_SET.has(n)) line += ',"' + n + '":' + quoteLabelValue(labels[n]!);
     }
     out += line + tenant + s.value + '],"timestamps":[' + (s.time_ms ?? collectedAt) + ']}\n';
   }
   return Buffer.from(out, 'utf8');
 }
-
-/** What ends each line's labels: the sender's host, environment and client (placement at ingest time). */
-const tenantOf = (agent: AgentRef): string =>
-  `,"host_id":${JSON.stringify(agent.host_id)},"environment_id":${JSON.stringify(agent.environment_id)},"client_id":${JSON.stringify(agent.client_id)}},"values":[`;
 
 /** Import lines back as rows (for a store without importLines, and to look at what a batch becomes). */
 export function linesToSeries(body: string): ImportSeries[] {
@@ -266,7 +259,7 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
   // One per import running, plus one for an import split after a refusal.
   const buffers = new ImportBuffers(t.maxConcurrentImports + 1);
   const batcher = new ImportBatcher<ImportChunk>({
-    // The batches' lines go out as they are, one piece each: joining them first copied every import once more.
+    // The batches' lines are written straight into a buffer of the import's own, used again by the next import.
     write: async (chunks) => {
       const buf = buffers.take(chunksBytes(chunks));
       try {
