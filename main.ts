@@ -139,7 +139,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
         caller,
         requestTimeoutMs: config.SVC_REQUEST_TIMEOUT_MS,
         // Verified on the same clock the identity actors sign with, so expiry is one notion of time everywhere.
-        auth: new TokenAuthenticator(new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL, () => clock.now()), caller, new AccessCache(kv), () => clock.now()),
+        auth: new TokenAuthenticator(new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL, () => clock.now()), caller, new AccessCache(await stores.kvReads()), () => clock.now()),
         idempotency: kv,
         guard: rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT }, onceEvery(10_000, (err) => log.warn({ err }, 'rate limiter unavailable; requests pass unlimited'))),
       };

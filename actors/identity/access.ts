@@ -4,6 +4,7 @@ import type { Access } from '../../contracts/context.ts';
 import { ResolvedServiceAccount, ResolvedUser } from '../../contracts/domains/access.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { KvStore } from '../runtime/stores/kv.ts';
+import type { KvReader } from '../runtime/stores/kv-near-cache.ts';
 import { sha256 } from './crypto.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { RoleEntity, ServiceAccountEntity, UserEntity } from './entities.ts';
@@ -20,12 +21,12 @@ const CachedKey = z.object({ resolved: ResolvedServiceAccount, expires_at: z.num
 type CachedKey = z.infer<typeof CachedKey>;
 
 /**
- * Read side of the access cache. The resolver fills and invalidates it; gateways read it too, so a cached caller
- * costs one Valkey GET instead of a round trip to the resolver (a miss still goes to the resolver, which fills it).
- * An entry that does not parse counts as a miss.
+ * Read side of the access cache. The resolver fills and invalidates it; gateways read it too, through a near cache
+ * that Valkey tells of every change (kv-near-cache.ts), so a cached caller usually costs no round trip at all, and a
+ * miss goes to the resolver, which fills it. An entry that does not parse counts as a miss.
  */
 export class AccessCache {
-  constructor(private readonly kv: KvStore) {}
+  constructor(private readonly kv: KvReader) {}
 
   async user(userId: string): Promise<ResolvedUser | null> {
     const raw = await this.kv.get(userKey(userId)).catch(() => null);

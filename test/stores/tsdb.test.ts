@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Tsdb, TsdbError, type PromMatrix, type PromVector } from '../../actors/runtime/stores/tsdb.ts';
 import { testConfig } from '../support/env.ts';
 
@@ -59,7 +59,7 @@ describe('Tsdb (VictoriaMetrics)', () => {
   it('streams the raw query_range response for proxying', async () => {
     const res = await tsdb.queryRangeRaw({ query: metric, ...range, step: 60, extraFilters: ['{client_id="a"}'] });
     expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/json/);
+    expect(res.contentType).toMatch(/json/);
     const body = JSON.parse(await res.text()) as { data: PromMatrix };
     expect(body.data.result.map((r) => r.metric.client_id)).toEqual(['a']);
   });
@@ -126,24 +126,25 @@ describe('Tsdb against a store that never answers', () => {
   });
 });
 
-describe('Tsdb imports (node:http, kept-alive connections)', () => {
-  const withPeer = async (handle: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, body: string) => void, run: (store: Tsdb, port: number) => Promise<void>): Promise<void> => {
-    const { createServer } = await import('node:http');
-    const peer = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
-    });
-    await new Promise<void>((r) => peer.listen(0, '127.0.0.1', r));
-    const port = (peer.address() as { port: number }).port;
-    try {
-      await run(new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 2_000 }), port);
-    } finally {
-      peer.closeAllConnections();
-      await new Promise((r) => peer.close(r));
-    }
-  };
+/** A local HTTP peer standing in for the store: `handle` answers each request once its body has arrived. */
+const withPeer = async (handle: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, body: string) => void, run: (store: Tsdb, port: number) => Promise<void>): Promise<void> => {
+  const { createServer } = await import('node:http');
+  const peer = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
+  });
+  await new Promise<void>((r) => peer.listen(0, '127.0.0.1', r));
+  const port = (peer.address() as { port: number }).port;
+  try {
+    await run(new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 2_000 }), port);
+  } finally {
+    peer.closeAllConnections();
+    await new Promise((r) => peer.close(r));
+  }
+};
 
+describe('Tsdb imports (node:http, kept-alive connections)', () => {
   it('sends pieces as one body, in order, with its byte length, and the store reads every line back', async () => {
     const name = `${metric}_pieces`;
     const line = (host: string, v: number, t: number): string => `{"metric":{"__name__":"${name}","host":"${host}","note":"ü雪"},"values":[${v}],"timestamps":[${t}]}\n`;
@@ -377,5 +378,78 @@ describe('Tsdb against a store asking for credentials, and answers that break of
       stalled.closeAllConnections();
       await new Promise((r) => stalled.close(r));
     }
+  });
+});
+
+describe('Tsdb queries (node:http): timers and signals let go with the answer', () => {
+  const form = { query: 'up', start: 0, end: 60, step: 60 };
+  const matrix = JSON.stringify({ status: 'success', data: { resultType: 'matrix', result: [{ metric: { __name__: 'up' }, values: [[60, '1']] }] } });
+
+  it("holds the caller's signal while the query runs, and lets it go once the answer is read", async () => {
+    const { EventEmitter } = await import('node:events');
+    const getEventListeners = EventEmitter.getEventListeners.bind(EventEmitter);
+    let answer: (() => void) | undefined;
+    await withPeer(
+      (req, res) => {
+        if (req.url === '/api/v1/series') res.writeHead(422, { 'content-type': 'application/json' }).end('{"status":"error","error":"cannot parse"}');
+        else answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(matrix);
+      },
+      async (store) => {
+        const caller = new AbortController();
+        const pending = store.queryRange(form, caller.signal);
+        await vi.waitFor(() => expect(answer).toBeDefined());
+        expect(getEventListeners(caller.signal, 'abort')).toHaveLength(1);
+        answer!();
+        expect((await pending).data.resultType).toBe('matrix');
+        // A signal that outlives the call (a request's deadline) keeps nothing of it alive.
+        expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+        // And a refusal lets it go too.
+        const refused = await store.series(['up'], 0, 60, [], caller.signal).catch((e: unknown) => e);
+        expect((refused as TsdbError).status).toBe(422);
+        expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+      },
+    );
+  });
+
+  it('times out an answer that stops mid-body, and ends a streamed one when the caller aborts', async () => {
+    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    await withPeer(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(matrix.length) });
+        res.write(matrix.slice(0, 20));
+      },
+      async (_store, port) => {
+        const slow = new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 200 });
+        const started = Date.now();
+        const err: unknown = await slow.queryRange(form).catch((e: unknown) => e);
+        expect((err as TsdbError).message).toMatch(/timed out after 200ms/);
+        expect(tsdbFailure(err)?.code).toBe('timeout');
+        expect(Date.now() - started).toBeLessThan(2_000);
+
+        const caller = new AbortController();
+        const answer = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 60_000 }).queryRangeRaw(form, { signal: caller.signal });
+        expect(answer.status).toBe(200);
+        const first = await new Promise<Buffer>((r) => answer.body.once('data', r));
+        expect(first.toString()).toBe(matrix.slice(0, 20));
+        const rest = answer.text().catch((e: unknown) => e);
+        caller.abort();
+        const cut = await rest;
+        expect(cut).toBeInstanceOf(TsdbError);
+        expect((cut as TsdbError).message).toMatch(/request deadline passed/);
+        expect(answer.body.destroyed).toBe(true);
+      },
+    );
+  });
+
+  it('reports an answer that is not JSON as the store failing, never as an internal error', async () => {
+    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    await withPeer(
+      (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>a proxy login page</html>'),
+      async (store) => {
+        const err: unknown = await store.queryRange(form).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(TsdbError);
+        expect(tsdbFailure(err)?.code).toBe('bad_gateway');
+      },
+    );
   });
 });

@@ -4,7 +4,8 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { openAnalytics, type AnalyticsStore } from './analytics.ts';
 import { AnalyticsOwnershipError, NOT_OWNER_MESSAGE, runsInvoiceDomain, usesEmbeddedAnalytics } from './analytics-owner.ts';
-import { openKv, redactCredentials, type KvOptions, type KvStore } from './kv.ts';
+import { DEFAULT_KEY_PREFIX, openKv, redactCredentials, type KvOptions, type KvStore } from './kv.ts';
+import { openNearCache, type KvReader, type NearCache } from './kv-near-cache.ts';
 import { openOrm } from './postgres.ts';
 import { Tsdb } from './tsdb.ts';
 
@@ -17,6 +18,7 @@ export class StoreUnavailableError extends Error {
 export class Stores {
   private ormP: Promise<MikroORM> | undefined;
   private kvP: Promise<KvStore> | undefined;
+  private nearP: Promise<NearCache> | undefined;
   private analyticsP: Promise<AnalyticsStore> | undefined;
   private tsdbV: Tsdb | undefined;
 
@@ -52,6 +54,16 @@ export class Stores {
     return this.kvP;
   }
   /**
+   * Reads of the shared store kept in this process for as long as Valkey announces no change to them
+   * (kv-near-cache.ts): what a gateway reads on every request. Without Valkey, the in-process store itself.
+   */
+  async kvReads(): Promise<KvReader> {
+    const url = this.config.SVC_VALKEY_URL;
+    if (!url) return this.kv();
+    this.nearP ??= openNearCache(url, this.log.child({ store: 'kv-near-cache' }), this.kvOptions.keyPrefix ?? DEFAULT_KEY_PREFIX);
+    return this.nearP;
+  }
+  /**
    * The analytics store. chDB lives in one process only (it locks its directory): a process that does not run the
    * invoice domain is refused here, so a gateway or another domain never takes the lock by accident.
    */
@@ -74,6 +86,6 @@ export class Stores {
         this.log.warn({ err }, 'store close failed');
       }
     };
-    await Promise.all([settle(this.ormP, (o) => o.close()), settle(this.kvP, (k) => k.close()), settle(this.analyticsP, (a) => a.close())]);
+    await Promise.all([settle(this.ormP, (o) => o.close()), settle(this.kvP, (k) => k.close()), settle(this.nearP, (n) => n.close()), settle(this.analyticsP, (a) => a.close())]);
   }
 }

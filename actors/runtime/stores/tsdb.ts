@@ -6,6 +6,7 @@
 
 import http from 'node:http';
 import https from 'node:https';
+import type { Readable } from 'node:stream';
 
 /** One series for /api/v1/import: values[i] was sampled at timestamps[i] (epoch milliseconds). */
 export interface ImportSeries {
@@ -96,24 +97,28 @@ export interface TsdbOptions {
 }
 
 export class Tsdb {
-  private readonly base: string;
+  private readonly https: boolean;
+  private readonly origin: { hostname: string; port: string };
+  /** The base URL's path, without its trailing slash: every call's path goes after it. */
+  private readonly pathPrefix: string;
   private readonly timeoutMs: number;
   // Free sockets of a keep-alive agent are unref'd: they never keep a process alive.
-  private httpAgent: http.Agent | undefined;
-  private httpsAgent: https.Agent | undefined;
+  private keptAlive: http.Agent | undefined;
 
   /** `Basic …` when the URL carries a user (a store behind vmauth or a proxy asking for it). */
   private readonly authorization: string | undefined;
 
   constructor(baseUrl: string, opts: TsdbOptions = {}) {
-    // Credentials in the URL become an Authorization header on every request: fetch refuses URLs that carry them.
+    // Credentials in the URL become an Authorization header on every request.
     const url = new URL(baseUrl);
     if (url.username !== '' || url.password !== '') {
       this.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
-      url.username = '';
-      url.password = '';
     }
-    this.base = url.toString().replace(/\/+$/, '');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RangeError(`SVC_TSDB_URL must be http(s), not ${url.protocol}`);
+    this.https = url.protocol === 'https:';
+    // hostname keeps an IPv6 address's brackets, which node:http does not take.
+    this.origin = { hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port };
+    this.pathPrefix = url.pathname.replace(/\/+$/, '');
     this.timeoutMs = opts.timeoutMs ?? 10_000;
   }
 
@@ -132,59 +137,60 @@ export class Tsdb {
    * several pieces, sends them one after the other as one body, never joined into one string. Settles only once no
    * byte of the body is being sent any more (the ingest writes its next import into the same buffer).
    *
-   * Through node:http rather than fetch: for a 5.7 MB import, fetch cost 21-27 ms of CPU (the body encoded, copied
-   * into a web stream, written in small pieces), node:http 6 ms, measured side by side. The import is the ingest's
-   * hot path, and its process's main thread is what limits the ingest.
+   * The import is the ingest's hot path, and its process's main thread is what limits the ingest: the pieces are
+   * written as they are (see exchange()).
    */
   async importLines(body: ImportPiece | readonly ImportPiece[]): Promise<void> {
     const pieces = typeof body === 'string' || body instanceof Uint8Array ? [body] : (body as readonly ImportPiece[]);
     let bytes = 0;
     for (const p of pieces) bytes += Buffer.byteLength(p);
     if (bytes === 0) return;
-    await this.post('/api/v1/import', pieces, bytes, 'application/stream+json');
+    await (await this.exchange('/api/v1/import', { method: 'POST', body: { pieces, bytes, contentType: 'application/stream+json' } })).text();
   }
 
   /** PromQL over a range: `data.resultType` is `matrix`. */
   async queryRange(q: RangeQuery, signal?: AbortSignal): Promise<PromResponse<PromQueryData>> {
-    return (await this.queryRangeRaw(q, signal)).json() as Promise<PromResponse<PromQueryData>>;
+    return (await this.queryRangeRaw(q, { signal })).json<PromResponse<PromQueryData>>();
   }
 
-  /** Same request as queryRange, but the untouched Response (status 2xx) so a gateway can stream `body` through. */
-  async queryRangeRaw(q: RangeQuery, signal?: AbortSignal): Promise<Response> {
+  /**
+   * Same request as queryRange, but the answer unread, so a gateway can stream its `body` through; `timeoutMs`
+   * replaces the store's default for this call (the caller's deadline, say).
+   */
+  async queryRangeRaw(q: RangeQuery, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<TsdbAnswer> {
     const form = new URLSearchParams({ query: q.query, start: toTime(q.start), end: toTime(q.end), step: String(q.step) });
     if (q.timeout) form.set('timeout', q.timeout);
     if (q.nocache) form.set('nocache', '1');
     appendFilters(form, q.extraFilters);
-    return this.send('/api/v1/query_range', { method: 'POST', body: form, signal });
+    return this.post('/api/v1/query_range', form, opts);
   }
 
   /** Instant PromQL query: `data.resultType` is usually `vector`. */
   async query(q: InstantQuery, signal?: AbortSignal): Promise<PromResponse<PromQueryData>> {
-    return (await this.queryRaw(q, signal)).json() as Promise<PromResponse<PromQueryData>>;
+    return (await this.queryRaw(q, signal)).json<PromResponse<PromQueryData>>();
   }
 
-  async queryRaw(q: InstantQuery, signal?: AbortSignal): Promise<Response> {
+  async queryRaw(q: InstantQuery, signal?: AbortSignal): Promise<TsdbAnswer> {
     const form = new URLSearchParams({ query: q.query });
     if (q.time !== undefined) form.set('time', toTime(q.time));
     if (q.timeout) form.set('timeout', q.timeout);
     if (q.nocache) form.set('nocache', '1');
     appendFilters(form, q.extraFilters);
-    return this.send('/api/v1/query', { method: 'POST', body: form, signal });
+    return this.post('/api/v1/query', form, { signal });
   }
 
   /** Label sets of the series matching any of `match` in [start, end] (without a range the server looks at the last day). */
   async series(match: readonly string[], start?: TsdbTime, end?: TsdbTime, extraFilters?: readonly string[], signal?: AbortSignal): Promise<Record<string, string>[]> {
     const form = seriesForm(match, { start, end, extraFilters });
-    const res = await this.send('/api/v1/series', { method: 'POST', body: form, signal });
-    return ((await res.json()) as PromResponse<Record<string, string>[]>).data;
+    return (await (await this.post('/api/v1/series', form, { signal })).json<PromResponse<Record<string, string>[]>>()).data;
   }
 
   /** Values of one label, optionally limited to series matching `match` (e.g. a metric name for a picker). */
   async labelValues(label: string, match: readonly string[] = [], opts: SeriesOptions = {}): Promise<string[]> {
     const form = seriesForm(match, opts);
     // GET: older VictoriaMetrics releases (the Debian package is 1.79) answer this endpoint on GET only.
-    const res = await this.send(`/api/v1/label/${encodeURIComponent(label)}/values?${form.toString()}`, { method: 'GET', signal: opts.signal });
-    return ((await res.json()) as PromResponse<string[]>).data;
+    const res = await this.exchange(`/api/v1/label/${encodeURIComponent(label)}/values?${form.toString()}`, { method: 'GET', signal: opts.signal });
+    return (await res.json<PromResponse<string[]>>()).data;
   }
 
   /** Raw samples of the matching series, parsed from /api/v1/export's JSON lines (same shape importSeries takes). */
@@ -196,124 +202,199 @@ export class Tsdb {
       .map((l) => JSON.parse(l) as ImportSeries);
   }
 
-  /** /api/v1/export as an untouched Response (JSON lines), for streaming large exports. */
-  async exportRaw(match: readonly string[], opts: SeriesOptions = {}, signal?: AbortSignal): Promise<Response> {
-    return this.send('/api/v1/export', { method: 'POST', body: seriesForm(match, opts), signal: signal ?? opts.signal });
+  /** /api/v1/export unread (JSON lines), for streaming large exports. */
+  async exportRaw(match: readonly string[], opts: SeriesOptions = {}): Promise<TsdbAnswer> {
+    return this.post('/api/v1/export', seriesForm(match, opts), { signal: opts.signal });
   }
 
   /** Deletes every sample of the matching series (tenant removal, test clean-up). Irreversible. */
   async deleteSeries(match: readonly string[]): Promise<void> {
     if (match.length === 0) throw new RangeError('deleteSeries needs at least one selector');
-    await this.send('/api/v1/admin/tsdb/delete_series', { method: 'POST', body: seriesForm(match, {}) });
+    await (await this.post('/api/v1/admin/tsdb/delete_series', seriesForm(match, {}))).text();
   }
 
   /** Makes everything imported so far searchable now (tests; the server otherwise does it within about a second). */
   async flush(): Promise<void> {
-    await this.send('/internal/force_flush', { method: 'GET' });
+    await (await this.exchange('/internal/force_flush', { method: 'GET' })).text();
   }
 
   async ping(): Promise<void> {
-    await this.send('/health', { method: 'GET' }, 2_000);
+    await (await this.exchange('/health', { method: 'GET', timeoutMs: 2_000 })).text();
+  }
+
+  /** A form POST (the query and series endpoints take their parameters as a form, without a URL length limit). */
+  private post(path: string, form: URLSearchParams, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<TsdbAnswer> {
+    const text = form.toString();
+    return this.exchange(path, { method: 'POST', body: { pieces: [text], bytes: Buffer.byteLength(text), contentType: 'application/x-www-form-urlencoded' }, ...opts });
+  }
+
+  private agent(): http.Agent {
+    return (this.keptAlive ??= this.https ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true }));
   }
 
   /**
-   * A POST of `pieces` (`bytes` long in all) through node:http on kept-alive connections, with the same timeout and
-   * errors as send(). A kept-alive connection the server closed while idle fails at once with ECONNRESET; that
-   * attempt is repeated once on a fresh connection (imports are idempotent: the store deduplicates samples).
+   * One request and its answer, through node:http on kept-alive connections. Resolves with a 2xx answer whose body is
+   * still to be read (TsdbAnswer); anything else rejects with a TsdbError: a non-2xx answer with the server's text, no
+   * answer in `timeoutMs` or before `signal` aborts (the caller's deadline) as a timeout, a failed connection with its
+   * reason. The timeout and `signal` stay armed until the answer's body is read and the request's own body has gone
+   * out; then both are let go. A kept-alive connection the server closed while idle fails at once with ECONNRESET: that
+   * attempt is repeated once on a fresh connection (every call here may be repeated: reads, and imports, which the
+   * store deduplicates).
+   *
+   * Not fetch: each fetch kept its request, answer and stream objects alive until its AbortSignal.timeout fired
+   * (~40 KB per chart call, promoted out of the young generation), so a chart-serving process spent 5-20 ms in every
+   * scavenge; and it cost 2-3x the CPU per call (for a 5.7 MB import 21-27 ms against 6 ms), measured side by side.
    */
-  private async post(path: string, pieces: readonly ImportPiece[], bytes: number, contentType: string): Promise<void> {
-    const url = new URL(this.base + path);
-    const attempt = (fresh: boolean): Promise<void> =>
-      new Promise<void>((resolve, reject) => {
-        const fail = (reason: string, status = 0, text = ''): void => reject(new TsdbError(`tsdb ${path}: ${reason}`, status, text));
-        const req = (url.protocol === 'https:' ? https : http).request(url, {
-          method: 'POST',
-          // The repeat after a stale connection opens one of its own: the pool may hold more the store has closed.
-          agent: fresh ? false : this.agentFor(url.protocol),
-          headers: { 'content-type': contentType, 'content-length': bytes, 'accept-encoding': 'identity', ...(this.authorization ? { authorization: this.authorization } : {}) },
-        });
-        const timer = setTimeout(() => req.destroy(new TimeoutReached()), this.timeoutMs);
-        req.on('error', (err: NodeJS.ErrnoException) => {
-          clearTimeout(timer);
-          if (err instanceof TimeoutReached) fail(`timed out after ${this.timeoutMs}ms`);
-          else if (req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) reject(new StaleConnection());
-          else fail(err.message);
-        });
-        req.on('response', (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', (err) => {
-            clearTimeout(timer);
-            fail(err.message);
-          });
-          res.on('end', () => {
-            const status = res.statusCode ?? 0;
-            // The timeout stays armed until then: a body that never finishes going out still ends the import.
-            const settle = (): void => {
-              clearTimeout(timer);
-              if (status >= 200 && status < 300) return resolve();
-              const text = Buffer.concat(chunks).toString('utf8');
-              fail(`HTTP ${status}: ${text.slice(0, 500)}`, status, text);
-            };
-            // Settles only once no byte of the body is being sent any more, so the caller may reuse its memory. The
-            // write's completion can be reported after the answer it led to: wait for it (the connection stays
-            // usable). An answer before the whole body went out (a refusal mid-body) stops the sending instead.
-            if (req.writableFinished) return settle();
-            if (status >= 200 && status < 300) {
-              req.once('finish', settle);
-              req.once('close', settle);
-              return;
-            }
-            req.destroy();
-            settle();
-          });
-        });
-        // Written before the socket is assigned: the request keeps them and flushes them with its head in one writev.
-        for (const p of pieces) req.write(p);
-        req.end();
-      });
+  private async exchange(path: string, opts: ExchangeOptions): Promise<TsdbAnswer> {
     try {
-      await attempt(false);
+      return await this.attempt(path, opts, false);
     } catch (err) {
       if (!(err instanceof StaleConnection)) throw err;
-      await attempt(true).catch((again: unknown) => {
-        throw again instanceof StaleConnection ? new TsdbError(`tsdb ${path}: connection reset`, 0, '') : again;
+      return this.attempt(path, opts, true).catch((again: unknown) => {
+        throw again instanceof StaleConnection ? new TsdbError(`tsdb ${pathOnly(path)}: connection reset`, 0, '') : again;
       });
     }
   }
 
-  private agentFor(protocol: string): http.Agent {
-    if (protocol === 'https:') return (this.httpsAgent ??= new https.Agent({ keepAlive: true }));
-    return (this.httpAgent ??= new http.Agent({ keepAlive: true }));
-  }
-
-  /** Every call ends here: timeout, and a non-2xx answer becomes a TsdbError carrying the server's text. */
-  private async send(path: string, init: Omit<RequestInit, 'headers'> & { signal?: AbortSignal; headers?: Record<string, string> }, timeoutMs = this.timeoutMs): Promise<Response> {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-    let res: Response;
-    try {
-      // Answers uncompressed: the store sits beside this process (same host or network), where gzip costs CPU on both
-      // ends (it was a visible part of a chart's) to save bandwidth nobody is short of.
-      res = await fetch(this.base + path, { ...init, headers: { 'accept-encoding': 'identity', ...(this.authorization ? { authorization: this.authorization } : {}), ...init.headers }, signal });
-    } catch (err) {
-      // The caller's deadline passing is a timeout too, whichever of the two fired first (a 504, never "unavailable").
-      const reason = timeout.aborted
-        ? `timed out after ${timeoutMs}ms`
-        : init.signal?.aborted
-          ? 'timed out: the request deadline passed'
-          : err instanceof Error
-            ? err.message
-            : String(err);
-      throw new TsdbError(`tsdb ${path.split('?')[0]}: ${reason}`, 0, '');
-    }
-    if (!res.ok) {
-      const body = await res.text().catch(() => '');
-      throw new TsdbError(`tsdb ${path.split('?')[0]}: HTTP ${res.status}: ${body.slice(0, 500)}`, res.status, body);
-    }
-    return res;
+  private attempt(path: string, opts: ExchangeOptions, fresh: boolean): Promise<TsdbAnswer> {
+    const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
+    const where = `tsdb ${pathOnly(path)}`;
+    return new Promise<TsdbAnswer>((resolve, reject) => {
+      const signal = opts.signal;
+      if (signal?.aborted) return reject(new TsdbError(`${where}: timed out: the request deadline passed`, 0, ''));
+      const pieces = opts.body?.pieces ?? [];
+      const headers: http.OutgoingHttpHeaders = { 'accept-encoding': 'identity', ...(this.authorization ? { authorization: this.authorization } : {}) };
+      if (opts.body) {
+        headers['content-type'] = opts.body.contentType;
+        headers['content-length'] = opts.body.bytes;
+      }
+      const req = (this.https ? https : http).request({
+        ...this.origin,
+        path: this.pathPrefix + path,
+        method: opts.method,
+        // The repeat after a stale connection opens one of its own: the pool may hold more the store has closed.
+        agent: fresh ? false : this.agent(),
+        headers,
+      });
+      /** Why this side ended the exchange, if it did. */
+      let cut: string | undefined;
+      const failure = (err: unknown): TsdbError => new TsdbError(`${where}: ${cut ?? (err instanceof Error ? err.message : String(err))}`, 0, '');
+      const timer = setTimeout(() => {
+        cut = `timed out after ${timeoutMs}ms`;
+        req.destroy(new Cut());
+      }, timeoutMs);
+      const onAbort = (): void => {
+        cut = 'timed out: the request deadline passed';
+        req.destroy(new Cut());
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      let released = false;
+      const release = (): void => {
+        if (released) return;
+        released = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      let answered = false;
+      let sendingFailed: ((err: unknown) => void) | undefined;
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        // Once answered, the answer reports the failure (TsdbAnswer), through its body or the rest of the request's.
+        if (answered) return sendingFailed?.(err);
+        release();
+        if (cut === undefined && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) reject(new StaleConnection());
+        else reject(failure(err));
+      });
+      req.on('response', (res) => {
+        answered = true;
+        const status = res.statusCode ?? 0;
+        // The request's body has gone out: what must hold before the caller may reuse its memory. A request ended
+        // before that (its timeout, the caller's deadline) fails the answer.
+        const bodySent = new Promise<void>((done, fail) => {
+          if (req.writableFinished) return done();
+          req.once('finish', done);
+          sendingFailed = (err) => fail(failure(err));
+          req.once('close', () => (req.writableFinished ? done() : fail(failure(new Error('the request ended before its body went out')))));
+        });
+        bodySent.catch(() => undefined);
+        if (status >= 200 && status < 300) {
+          resolve(new TsdbAnswer(status, res.headers['content-type'], res, bodySent, release, failure));
+          return;
+        }
+        // A refusal: its text is the reason; one given before the whole body went out stops the sending.
+        new TsdbAnswer(status, res.headers['content-type'], res, Promise.resolve(), release, failure).text().then(
+          (text) => {
+            if (!req.writableFinished) req.destroy();
+            reject(new TsdbError(`${where}: HTTP ${status}: ${text.slice(0, 500)}`, status, text));
+          },
+          (err: unknown) => {
+            if (!req.writableFinished) req.destroy();
+            reject(err);
+          },
+        );
+      });
+      // Written before the socket is assigned: the request keeps them and flushes them with its head in one writev.
+      for (const p of pieces) req.write(p);
+      req.end();
+    });
   }
 }
+
+interface ExchangeOptions {
+  method: 'GET' | 'POST';
+  body?: { pieces: readonly ImportPiece[]; bytes: number; contentType: string };
+  /** Aborts the exchange as the caller's deadline passing (a timeout). */
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/**
+ * A 2xx answer of the store, its body not read yet: read it once, with text(), json(), or as the stream `body` (the
+ * gateway pipes a query's answer to its client). The exchange's timeout and the caller's signal hold until the body
+ * has been read to its end or has failed; a body cut short rejects text() / json() with the exchange's reason.
+ */
+export class TsdbAnswer {
+  constructor(
+    readonly status: number,
+    readonly contentType: string | undefined,
+    /** The answer's bytes as they arrive (a Node stream): read it, or destroy it to give the connection up. */
+    readonly body: Readable,
+    private readonly bodySent: Promise<void>,
+    release: () => void,
+    private readonly failure: (err: unknown) => TsdbError,
+  ) {
+    // However the body ends (read to its end, destroyed, cut), and once the request's own body has gone out or
+    // failed, the timer and the signal's listener go.
+    body.once('close', () => void bodySent.then(release, release));
+  }
+
+  /** The whole body as UTF-8, once it has arrived and the request's own body has gone out. */
+  text(): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let ended = false;
+      this.body.on('data', (c: Buffer) => chunks.push(c));
+      this.body.once('end', () => {
+        ended = true;
+        this.bodySent.then(() => resolve(Buffer.concat(chunks).toString('utf8')), reject);
+      });
+      this.body.once('error', (err) => reject(this.failure(err)));
+      this.body.once('close', () => {
+        if (!ended) reject(this.failure(new Error('the answer ended early')));
+      });
+    });
+  }
+
+  async json<T = unknown>(): Promise<T> {
+    const text = await this.text();
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new TsdbError(`tsdb: the answer is not JSON: ${text.slice(0, 200)}`, this.status, text);
+    }
+  }
+}
+
+const pathOnly = (path: string): string => path.split('?')[0]!;
 
 function seriesForm(match: readonly string[], opts: SeriesOptions): URLSearchParams {
   const form = new URLSearchParams();
@@ -333,7 +414,7 @@ function toTime(t: TsdbTime): string {
   return String(t);
 }
 
-/** The request ran past the store's timeout (destroys the request; reported as a TsdbError). */
-class TimeoutReached extends Error {}
+/** This side ended the exchange (its timeout, the caller's deadline); the reason is kept beside it. */
+class Cut extends Error {}
 /** A kept-alive connection the server had closed: the request never reached it, so it is sent again once. */
 class StaleConnection extends Error {}

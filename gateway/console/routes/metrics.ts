@@ -1,8 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { z } from 'zod';
-import { Tsdb } from '../../../actors/runtime/stores/tsdb.ts';
+import { Tsdb, TsdbError, type TsdbAnswer } from '../../../actors/runtime/stores/tsdb.ts';
 import { tsdbFailure } from '../../../actors/runtime/stores/tsdb-errors.ts';
 import {
   ContainerId,
@@ -87,14 +85,13 @@ async function streamQuery(tsdb: Tsdb, plan: QueryPlan, reply: FastifyReply, req
   if (plan.extra_filters.length !== 1 || !TENANT_FILTER.test(plan.extra_filters[0]!)) throw new DomainError('internal_error', 'query plan without a tenant filter');
   const left = deadlineOf(req, requestTimeoutMs) - Date.now();
   if (left < 250) throw new DomainError('timeout', 'the request deadline passed before the query could run');
-  const deadline = AbortSignal.timeout(left - 50);
   const gone = new AbortController();
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) gone.abort();
   });
-  let res: Response;
+  let answer: TsdbAnswer;
   try {
-    res = await tsdb.queryRangeRaw(
+    answer = await tsdb.queryRangeRaw(
       {
         query: plan.query,
         start: plan.start,
@@ -104,13 +101,15 @@ async function streamQuery(tsdb: Tsdb, plan: QueryPlan, reply: FastifyReply, req
         timeout: `${Math.max(1, Math.min(plan.timeout_ms, left - 150))}ms`,
         nocache: true,
       },
-      AbortSignal.any([deadline, gone.signal]),
+      // The exchange, its answer's streaming included, ends with what is left of the request's deadline.
+      { signal: gone.signal, timeoutMs: left - 50 },
     );
   } catch (err) {
-    if (deadline.aborted) throw new DomainError('timeout', 'the query did not finish before the request deadline; narrow the range or the selectors');
+    if (err instanceof TsdbError && err.status === 0 && /timed out after/.test(err.message)) {
+      throw new DomainError('timeout', 'the query did not finish before the request deadline; narrow the range or the selectors');
+    }
     throw tsdbFailure(err, { callerQuery: true }) ?? err;
   }
-  if (!res.body) throw new DomainError('bad_gateway', 'the metrics store answered without a body');
-  void reply.status(200).header('content-type', res.headers.get('content-type') ?? 'application/json');
-  return reply.send(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>));
+  void reply.status(200).header('content-type', answer.contentType ?? 'application/json');
+  return reply.send(answer.body);
 }

@@ -1,0 +1,214 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from '../logger.ts';
+import { redactCredentials, type KvStore } from './kv.ts';
+
+/** What a reader of cached values needs of a store: the shared store itself, or a near cache in front of it. */
+export type KvReader = Pick<KvStore, 'get'>;
+
+export interface NearCacheOptions {
+  /** Values kept at most; the oldest go first. Default 10,000. */
+  maxEntries?: number;
+  /**
+   * A kept value is read from Valkey again after this long even if no change was announced: the bound on staleness
+   * should announcements stop without either connection noticing (a half-open connection). Default 30 s.
+   */
+  maxAgeMs?: number;
+  now?: () => number;
+}
+
+export const TRACKING_CHANNEL = '__redis__:invalidate';
+
+/**
+ * Values read from Valkey, kept in this process and dropped the moment Valkey announces that their key changed:
+ * server-assisted client-side caching. Reads go over a connection with `CLIENT TRACKING ON REDIRECT <id>`, so the
+ * server remembers each key read there and, when one is written, deleted or expires, publishes its name on
+ * `__redis__:invalidate` to the connection `<id>`, which this cache subscribes with (RESP2: the announcement is a
+ * Pub/Sub message there). A gateway reads its callers' access on every request; kept here, that is one round trip to
+ * another process less per request, while a disabled user or a changed role still takes effect as soon as the
+ * identity domain writes it (the announcement travels as the write's answer does).
+ *
+ * Kept values are trusted only while both connections are up with tracking confirmed: when either drops, everything
+ * kept is forgotten and reads go to Valkey (uncached) until tracking is set up again on the new connections. A read
+ * whose key was announced while it was in flight is not kept (its value may predate the change). A server without
+ * CLIENT TRACKING (Redis before 6, some proxies) leaves the cache off: every read goes to Valkey.
+ */
+export class NearCache implements KvReader {
+  private readonly entries = new Map<string, { value: string; at: number }>();
+  /** Keys with reads in flight; `changed` once the key was announced during them. */
+  private readonly inFlight = new Map<string, { changed: boolean; reads: number }>();
+  /** Bumped whenever kept values stop being trusted: reads begun before it are not kept. */
+  private epoch = 0;
+  private trusted = false;
+  private closed = false;
+  private setup: Promise<void> | undefined;
+  private readonly maxEntries: number;
+  private readonly maxAgeMs: number;
+  private readonly now: () => number;
+  readonly stats = { hits: 0, misses: 0, announced: 0 };
+
+  constructor(
+    private readonly reads: Redis,
+    private readonly announcements: Redis,
+    private readonly prefix: string,
+    private readonly log: Logger,
+    opts: NearCacheOptions = {},
+  ) {
+    this.maxEntries = opts.maxEntries ?? 10_000;
+    this.maxAgeMs = opts.maxAgeMs ?? 30_000;
+    this.now = opts.now ?? Date.now;
+    announcements.on('messageBuffer', (channel: Buffer, message: Buffer[] | Buffer | null) => {
+      if (channel.toString() === TRACKING_CHANNEL) this.announced(message);
+    });
+    announcements.on('close', () => (this.subscribed = false));
+    for (const conn of [reads, announcements]) {
+      conn.on('close', () => this.distrust());
+      conn.on('ready', () => void this.track());
+    }
+    if (reads.status === 'ready' && announcements.status === 'ready') void this.track();
+  }
+
+  /** Resolves once kept values are served, or after `timeoutMs` (reads go through to Valkey meanwhile). */
+  whenTracking(timeoutMs: number): Promise<boolean> {
+    if (this.trusted) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs).unref();
+      this.waiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  /** Whether kept values are being served (tracking is set up on both connections). */
+  get tracking(): boolean {
+    return this.trusted;
+  }
+
+  async get(key: string): Promise<string | null> {
+    const k = this.prefix + key;
+    const kept = this.entries.get(k);
+    if (kept && this.trusted) {
+      if (this.now() - kept.at < this.maxAgeMs) {
+        this.stats.hits++;
+        return kept.value;
+      }
+      this.entries.delete(k);
+    }
+    this.stats.misses++;
+    const epoch = this.trusted ? this.epoch : -1;
+    let flight = this.inFlight.get(k);
+    if (!flight || flight.changed) this.inFlight.set(k, (flight = { changed: false, reads: 0 }));
+    flight.reads++;
+    try {
+      const value = await this.reads.get(k);
+      // Kept only if tracking held throughout and the key was not announced meanwhile; a missing key is not kept
+      // (whoever fills it writes it, and the next read finds it).
+      if (value !== null && epoch === this.epoch && this.trusted && !flight.changed) this.keep(k, value);
+      return value;
+    } finally {
+      flight.reads--;
+      if (flight.reads === 0 && this.inFlight.get(k) === flight) this.inFlight.delete(k);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.distrust();
+    await Promise.all([this.reads, this.announcements].map((c) => (c.status === 'end' ? undefined : c.quit().catch(() => c.disconnect()))));
+  }
+
+  private keep(key: string, value: string): void {
+    this.entries.delete(key);
+    this.entries.set(key, { value, at: this.now() });
+    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  /** Keys announced as changed (null: all of them, e.g. after FLUSHALL or when the server's tracking table overflowed). */
+  private announced(message: Buffer[] | Buffer | null): void {
+    this.stats.announced++;
+    if (message === null || !Array.isArray(message)) {
+      this.forgetAll();
+      return;
+    }
+    for (const raw of message) {
+      const key = raw.toString();
+      this.entries.delete(key);
+      const flight = this.inFlight.get(key);
+      if (flight) flight.changed = true;
+    }
+  }
+
+  private forgetAll(): void {
+    this.epoch++;
+    this.entries.clear();
+    for (const flight of this.inFlight.values()) flight.changed = true;
+  }
+
+  private distrust(): void {
+    if (this.trusted) this.log.warn('valkey near cache: a connection dropped; reading through until tracking is set up again');
+    this.trusted = false;
+    this.forgetAll();
+  }
+
+  /** Subscribes for announcements and turns tracking on, redirected there; run again whenever a connection is (re)made. */
+  private track(): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.closed || this.reads.status !== 'ready' || this.announcements.status !== 'ready') return;
+      try {
+        // The subscriber's id first: a connection in subscriber mode answers nothing else (RESP2).
+        if (!this.subscribed) {
+          this.redirect = Number(await this.announcements.client('ID'));
+          await this.announcements.subscribe(TRACKING_CHANNEL);
+          this.subscribed = true;
+        }
+        await this.reads.client('TRACKING', 'ON', 'REDIRECT', String(this.redirect));
+        if (this.reads.status !== 'ready' || this.announcements.status !== 'ready' || !this.subscribed) return;
+        this.trusted = true;
+        this.log.debug({ redirect: this.redirect }, 'valkey near cache tracking');
+        for (const w of this.waiters.splice(0)) w();
+      } catch (err) {
+        this.trusted = false;
+        this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'valkey near cache: tracking could not be set up; every read goes to valkey');
+      }
+    };
+    // One set-up at a time; a connection made during one gets its own run after it.
+    this.setup = (this.setup ?? Promise.resolve()).then(run);
+    return this.setup;
+  }
+
+  /** The announcement connection's id, and whether it is subscribed on its current connection. */
+  private redirect = 0;
+  private subscribed = false;
+  private readonly waiters: (() => void)[] = [];
+}
+
+/**
+ * Opens a near cache on `url` (two connections of its own). Keys are `keyPrefix` + key, as in the shared store's
+ * KvStore. Like that store, a read never waits for a connection: while Valkey is down it fails at once.
+ */
+export async function openNearCache(url: string, log: Logger, keyPrefix: string, opts: NearCacheOptions = {}): Promise<NearCache> {
+  const common: RedisOptions = {
+    enableOfflineQueue: false,
+    commandTimeout: 2_000,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 5_000,
+    retryStrategy: (times) => Math.min(times * 200, 2_000),
+  };
+  const reads = new Redis(url, { ...common, connectionName: 'svc-near-cache-reads' });
+  // RESP2: the server announces changes to a RESP2 subscriber as Pub/Sub messages, which ioredis delivers; to a RESP3
+  // one as `invalidate` pushes, which it drops. Its subscription is renewed by track() with the new connection's id.
+  const announcements = new Redis(url, { ...common, protocol: 2, autoResubscribe: false, connectionName: 'svc-near-cache-announcements' });
+  const where = redactCredentials(url);
+  let failing: string | undefined;
+  for (const conn of [reads, announcements]) {
+    conn.on('error', (err: Error) => {
+      if (failing === err.message) return;
+      failing = err.message;
+      log.warn({ err: err.message, url: where }, 'valkey near cache connection error');
+    });
+  }
+  const cache = new NearCache(reads, announcements, keyPrefix, log, opts);
+  // Bounded: a server down at start-up leaves the cache reading through until it answers.
+  await cache.whenTracking(3_000);
+  return cache;
+}

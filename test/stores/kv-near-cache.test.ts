@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createLogger } from '../../actors/runtime/logger.ts';
+import { openNearCache, type NearCache } from '../../actors/runtime/stores/kv-near-cache.ts';
+import { testConfig } from '../support/env.ts';
+
+const log = createLogger('silent');
+const VALKEY_URL = testConfig().SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379';
+// Every run gets its own namespace on the shared server, removed afterwards.
+const prefix = `test:near:${randomUUID().slice(0, 8)}:`;
+
+/** Another process's connection: the identity domain writing and deleting access entries. */
+let writer: Redis;
+let cache: NearCache;
+let now = 1_000_000;
+
+beforeAll(async () => {
+  writer = new Redis(VALKEY_URL);
+  cache = await openNearCache(VALKEY_URL, log, prefix, { maxEntries: 3, maxAgeMs: 10_000, now: () => now });
+});
+
+afterAll(async () => {
+  await cache.close();
+  const keys = await writer.keys(`${prefix}*`);
+  if (keys.length > 0) await writer.del(...keys);
+  await writer.quit();
+});
+
+/** The server's id of one of the cache's two connections (named when they are opened). */
+const connectionId = async (which: 'reads' | 'announcements'): Promise<number> => {
+  const list = String(await writer.client('LIST'));
+  const line = list.split('\n').find((l) => l.includes(` name=svc-near-cache-${which} `) && l.includes(`id=`));
+  // Several caches may be open on the shared server (other test files): ours is the newest connection of that name.
+  const ids = list
+    .split('\n')
+    .filter((l) => l.includes(` name=svc-near-cache-${which} `))
+    .map((l) => Number(/^id=(\d+)/.exec(l)?.[1]));
+  if (!line || ids.length === 0) throw new Error(`no ${which} connection`);
+  return Math.max(...ids);
+};
+
+/** Waits until `key` reads `want` through the cache: a change is announced on another connection, a moment later. */
+const eventually = (key: string, want: string | null): Promise<void> => vi.waitFor(async () => expect(await cache.get(key)).toBe(want), { timeout: 2_000, interval: 5 });
+
+describe('NearCache (server-assisted client-side caching on Valkey)', () => {
+  it('keeps a value after its first read, and reads it again once another client changes or deletes it', async () => {
+    expect(cache.tracking).toBe(true);
+    await writer.set(`${prefix}user:1`, 'v1');
+    const before = { ...cache.stats };
+    expect(await cache.get('user:1')).toBe('v1');
+    expect(await cache.get('user:1')).toBe('v1');
+    expect(await cache.get('user:1')).toBe('v1');
+    expect(cache.stats.misses - before.misses).toBe(1);
+    expect(cache.stats.hits - before.hits).toBe(2);
+
+    await writer.set(`${prefix}user:1`, 'v2');
+    await eventually('user:1', 'v2');
+    await writer.del(`${prefix}user:1`);
+    await eventually('user:1', null);
+    // A missing key is never kept: the resolver filling it is seen by the next read.
+    await writer.set(`${prefix}user:1`, 'v3');
+    expect(await cache.get('user:1')).toBe('v3');
+    // Expiry is a change too.
+    await writer.pexpire(`${prefix}user:1`, 50);
+    await eventually('user:1', null);
+  });
+
+  it('does not keep a value read while its key was announced as changed', async () => {
+    await writer.set(`${prefix}race`, 'old');
+    // The read is answered with 'old'; the announcement of a write that followed arrives before the answer is used.
+    const reads = (cache as unknown as { reads: Redis }).reads;
+    const original = reads.get.bind(reads);
+    const spy = vi.spyOn(reads, 'get').mockImplementationOnce(async (key) => {
+      const value = await original(key);
+      await writer.set(`${prefix}race`, 'new');
+      await vi.waitFor(() => expect(cache.stats.announced).toBeGreaterThan(announcedBefore), { timeout: 2_000, interval: 5 });
+      return value;
+    });
+    const announcedBefore = cache.stats.announced;
+    expect(await cache.get('race')).toBe('old');
+    spy.mockRestore();
+    expect(await cache.get('race')).toBe('new');
+  });
+
+  it('keeps at most maxEntries values and none past maxAgeMs', async () => {
+    for (const k of ['a', 'b', 'c', 'd']) await writer.set(`${prefix}${k}`, k);
+    for (const k of ['a', 'b', 'c', 'd']) await cache.get(k);
+    const before = { ...cache.stats };
+    await cache.get('d');
+    await cache.get('a'); // the oldest went when 'd' came
+    expect(cache.stats.hits - before.hits).toBe(1);
+    expect(cache.stats.misses - before.misses).toBe(1);
+    now += 10_001;
+    const after = { ...cache.stats };
+    await cache.get('d');
+    expect(cache.stats.misses - after.misses).toBe(1);
+  });
+
+  it('forgets everything when its announcement connection drops, and keeps values again once tracking is back', async () => {
+    await writer.set(`${prefix}conn`, 'one');
+    expect(await cache.get('conn')).toBe('one');
+    // The server closes the subscriber: announcements made until it is back would be lost.
+    expect(await writer.client('KILL', 'ID', String(await connectionId('announcements')))).toBe(1);
+    await vi.waitFor(() => expect(cache.tracking).toBe(false), { timeout: 2_000, interval: 5 });
+    await writer.set(`${prefix}conn`, 'two');
+    expect(await cache.get('conn')).toBe('two');
+    await vi.waitFor(() => expect(cache.tracking).toBe(true), { timeout: 5_000, interval: 20 });
+    // Tracking again with the new subscriber: a kept value is served, and a change to it is announced.
+    expect(await cache.get('conn')).toBe('two');
+    const before = cache.stats.hits;
+    expect(await cache.get('conn')).toBe('two');
+    expect(cache.stats.hits).toBe(before + 1);
+    await writer.set(`${prefix}conn`, 'three');
+    await eventually('conn', 'three');
+  });
+
+  it('reads through when its read connection is dropped and re-enables tracking on the new one', async () => {
+    await writer.set(`${prefix}reads`, 'r1');
+    expect(await cache.get('reads')).toBe('r1');
+    expect(await writer.client('KILL', 'ID', String(await connectionId('reads')))).toBe(1);
+    await vi.waitFor(() => expect(cache.tracking).toBe(false), { timeout: 2_000, interval: 5 });
+    // A change while the cache was not tracking is read, not served from memory; until the connection is back, a
+    // read fails at once, as the shared store's do (the access cache counts that as a miss).
+    await writer.set(`${prefix}reads`, 'r1b');
+    await expect(cache.get('reads')).rejects.toThrow();
+    await vi.waitFor(() => expect(cache.tracking).toBe(true), { timeout: 5_000, interval: 20 });
+    expect(await cache.get('reads')).toBe('r1b');
+    expect(await cache.get('reads')).toBe('r1b');
+    await writer.set(`${prefix}reads`, 'r2');
+    await eventually('reads', 'r2');
+  });
+});
