@@ -85,6 +85,8 @@ export function clientHandlers(deps: FleetDeps): FleetHandlers {
         await sql(tx, `DELETE FROM clients WHERE id = ?`, [id]);
         return { client, agents };
       });
+      // Its hosts went with it (cascade).
+      deps.hostScopes?.forgetAll();
       await deps.audit.record(ctx, {
         action: 'client.deleted',
         resource_type: 'client',

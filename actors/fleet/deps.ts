@@ -3,12 +3,15 @@ import type { Cat } from '../../contracts/catalogue.ts';
 import type { AuditRecorder } from '../runtime/audit.ts';
 import type { Handlers } from '../runtime/serve.ts';
 import type { AgentRevoker } from './agents/revocation.ts';
+import type { HostScopes } from './metrics/host-scopes.ts';
 
 /** What the fleet's request actors share. Built once per process by actors/fleet/index.ts. */
 export interface FleetDeps {
   orm: MikroORM;
   audit: AuditRecorder;
   revoker: AgentRevoker;
+  /** The metric routes' hosts (metrics/host-scopes.ts): deleting a host, an environment or a client forgets them. */
+  hostScopes?: HostScopes;
 }
 
 export type FleetHandlers = Handlers<Cat, 'fleet'>;

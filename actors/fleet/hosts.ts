@@ -96,6 +96,7 @@ export function hostHandlers(deps: FleetDeps): FleetHandlers {
         await sql(tx, `DELETE FROM hosts WHERE id = ?`, [id]);
         return { host, agents };
       });
+      deps.hostScopes?.forget(id);
       await deps.audit.record(ctx, {
         action: 'host.deleted',
         resource_type: 'host',

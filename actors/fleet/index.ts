@@ -18,6 +18,7 @@ import { inventoryHandlers } from './inventory/reads.ts';
 import { startMetricsIngest } from './metrics/ingest.ts';
 import { metricsQueryHandlers } from './metrics/query-plan.ts';
 import { metricsReadHandlers } from './metrics/reads.ts';
+import { HostScopes } from './metrics/host-scopes.ts';
 import { searchHandlers } from './search/handlers.ts';
 import { savedSearchHandlers } from './search/saved.ts';
 import { AgentDirectory } from './telemetry/consume.ts';
@@ -32,7 +33,8 @@ export const fleetDomain: DomainModule = {
     const log = dc.log.child({ domain: 'fleet' });
     // Its own system-account connection, closed by stop (after the actor host has drained the requests using it).
     const revoker = await AgentRevoker.start(dc.config, log);
-    const deps: FleetDeps = { orm, audit, revoker };
+    const hostScopes = new HostScopes();
+    const deps: FleetDeps = { orm, audit, revoker, hostScopes };
     try {
       await dc.host.serve('fleet', 'fleet-clients', { ...clientHandlers(deps), ...environmentHandlers(deps) });
       await dc.host.serve('fleet', 'fleet-hosts', hostHandlers(deps));
@@ -43,7 +45,7 @@ export const fleetDomain: DomainModule = {
       await dc.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
       await dc.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
       await dc.host.serve('fleet', 'fleet-metrics', {
-        ...metricsReadHandlers({ orm, tsdb: dc.stores.tsdb(), clock: dc.clock }),
+        ...metricsReadHandlers({ orm, tsdb: dc.stores.tsdb(), clock: dc.clock, hostScopes }),
         ...metricsQueryHandlers({ orm, queryTimeoutMs: dc.config.SVC_METRICS_QUERY_TIMEOUT_MS }),
       });
       await dc.host.serve('fleet', 'fleet-search', { ...searchHandlers({ orm, timeoutMs: dc.config.SVC_SEARCH_TIMEOUT_MS }), ...savedSearchHandlers({ orm, audit }) });

@@ -10,6 +10,8 @@ import { MetricsFixture, series, type SeededHost } from './metrics-support.ts';
  */
 
 let sys: TestSystem;
+/** A super admin's token. */
+let root: string;
 let fx: MetricsFixture;
 /** Client A: `a` (host metrics), `a2` (process and container metrics), `live` (latest values). Client B: `b`. */
 let a: SeededHost;
@@ -30,7 +32,7 @@ const CONTAINER = 'c0ffee'.padEnd(64, '0');
 let now: number;
 
 beforeAll(async () => {
-  ({ sys } = await startAdminSystem());
+  ({ sys, root } = await startAdminSystem());
   fx = await new MetricsFixture(sys).open();
   a = await fx.host();
   a2 = await fx.host({ clientId: a.client_id, environmentId: a.environment_id });
@@ -267,6 +269,22 @@ describe('GET /hosts/metrics/latest', () => {
       expect(errorOf(res).message).toMatch(message);
     }
     expectStatus(await latest(`host_ids=${hosts(100)}&metrics=${metrics(50)}`), 200);
+  });
+});
+
+describe('a deleted host', () => {
+  it('answers 404 on its metric routes at once, though its client was kept from the charts before', async () => {
+    const h = await fx.host({ clientId: a.client_id, environmentId: a.environment_id });
+    await fx.feed(h.agent_id, [{ name: 'cpu_usage_percent', value: 10, time_ms: H, labels: {} }]);
+    const get = api(sys, { token: engineerA });
+    const chart = `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?start=${encodeURIComponent(iso(H))}&end=${encodeURIComponent(iso(H + MIN))}`;
+    expect((await get('GET', chart)).json().data).toEqual([point(H, 10, 10, 10, 1)]);
+    // Kept: a second chart reads no row, and the caller's permission is still checked on it.
+    expectStatus(await api(sys, { token: engineerB })('GET', chart), 404);
+    expectStatus(await api(sys, { token: root })('DELETE', `/api/v1/hosts/${h.host_id}`), 204);
+    for (const path of [chart, `/api/v1/hosts/${h.host_id}/metrics`, `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent/series`]) {
+      expectStatus(await get('GET', path), 404);
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bucketsOf, counterBuckets, resolveRange, toPoints } from '../../actors/fleet/metrics/buckets.ts';
+import { HostScopes } from '../../actors/fleet/metrics/host-scopes.ts';
 import { LabelNamesCache } from '../../actors/fleet/metrics/label-names.ts';
 import { labelsKeyOf, parseLabelsKey } from '../../actors/fleet/metrics/labels-key.ts';
 import { guardQuery } from '../../actors/fleet/metrics/promql-guard.ts';
@@ -158,5 +159,27 @@ describe('label names cache', () => {
     for (const m of ['a', 'b', 'c', 'd']) cache.set('h1', m, ['x']);
     expect(cache.get('h1', 'a')).toBeUndefined();
     expect(cache.get('h1', 'd')).toBeDefined();
+  });
+});
+
+describe('HostScopes', () => {
+  it('keeps a host for ttlMs, at most maxEntries of them (oldest first), and forgets deleted ones', () => {
+    let now = 0;
+    const scopes = new HostScopes(5_000, 2, () => now);
+    scopes.set({ id: 'h1', client_id: 'c1' });
+    scopes.set({ id: 'h2', client_id: 'c1' });
+    expect(scopes.get('h1')).toEqual({ id: 'h1', client_id: 'c1' });
+    scopes.set({ id: 'h3', client_id: 'c2' });
+    expect(scopes.get('h1')).toBeUndefined();
+    expect(scopes.get('h3')?.client_id).toBe('c2');
+    scopes.forget('h3');
+    expect(scopes.get('h3')).toBeUndefined();
+    now = 4_999;
+    expect(scopes.get('h2')).toBeDefined();
+    now = 5_000;
+    expect(scopes.get('h2')).toBeUndefined();
+    scopes.set({ id: 'h4', client_id: 'c1' });
+    scopes.forgetAll();
+    expect(scopes.get('h4')).toBeUndefined();
   });
 });

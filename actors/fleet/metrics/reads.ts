@@ -7,7 +7,8 @@ import type { Clock } from '../../runtime/clock.ts';
 import type { Handlers } from '../../runtime/serve.ts';
 import { sql } from '../../runtime/stores/sql.ts';
 import type { Tsdb } from '../../runtime/stores/tsdb.ts';
-import { loadHost, requireOnClient, type HostRow } from '../scope.ts';
+import { loadHost, requireOnClient } from '../scope.ts';
+import { HostScopes, type HostScope } from './host-scopes.ts';
 import { bucketsOf, resolveRange, toPoints, type Acc } from './buckets.ts';
 import { LabelsKeyError, labelsKeyOf, ownLabels, parseLabelsKey } from './labels-key.ts';
 import { LabelNamesCache } from './label-names.ts';
@@ -25,6 +26,8 @@ export interface MetricsReadDeps {
   clock: Clock;
   /** Shared by the handlers of one actor; tests may pass their own. */
   labelNames?: LabelNamesCache;
+  /** Shared with the host handlers, which forget the hosts they delete. */
+  hostScopes?: HostScopes;
 }
 
 const PERMISSION = 'metrics:read';
@@ -35,8 +38,19 @@ const names = (m: Record<string, string>): string => Object.values(m).join('|');
 
 export function metricsReadHandlers(deps: MetricsReadDeps): Handlers<Cat, 'fleet'> {
   const fork = (): EntityManager => deps.orm.em.fork();
-  const host = (ctx: Parameters<typeof loadHost>[1], id: string): Promise<HostRow> => loadHost(fork(), ctx, id, PERMISSION);
   const labelNames = deps.labelNames ?? new LabelNamesCache();
+  const scopes = deps.hostScopes ?? new HostScopes();
+  /** The host, 404 out of the caller's reach and 403 without metrics:read, its row read only when not kept. */
+  const host = async (ctx: Parameters<typeof loadHost>[1], id: string): Promise<HostScope> => {
+    const kept = scopes.get(id);
+    if (kept) {
+      requireOnClient(ctx, kept.client_id, PERMISSION, 'host');
+      return kept;
+    }
+    const row = await loadHost(fork(), ctx, id, PERMISSION);
+    scopes.set(row);
+    return row;
+  };
 
   return {
     'svc.fleet.metrics.names': async ({ id }, { ctx, signal }) => {
@@ -74,7 +88,7 @@ export function metricsReadHandlers(deps: MetricsReadDeps): Handlers<Cat, 'fleet
       // once the host is authorized, and only its series of the host's client (`keep` below).
       const ofHost = selector([['host_id', '=', id]]);
       const known = labelNames.get(id, metric);
-      let h: HostRow;
+      let h: HostScope;
       let answer: GaugeSeries[];
       if (known) {
         // The names are known: the host's authorization and the chart's query run at once (one round trip).
