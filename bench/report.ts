@@ -140,6 +140,8 @@ if (latest.metrics) {
     rows.push([`the same query_range straight to VictoriaMetrics, interleaved`, `p50 ${fmt(c.direct.p50, 2)} ms, p99 ${fmt(c.direct.p99, 2)} ms`, '', when(m)]);
     rows.push(['for scale: `GET /hosts/:id` through the same gateway (no store), interleaved', `p50 ${fmt(c.hostRoute.p50, 2)} ms, p99 ${fmt(c.hostRoute.p99, 2)} ms`, '', when(m)]);
     rows.push([`${label}: gateway / direct, p99 (p50)`, `**${fmt(c.p99Ratio, 2)}** (${fmt(c.p50Ratio, 2)})`, '≤ 1.50', when(m)]);
+    // Older results have no such figure; 0 means the machine runs no DAMON thread.
+    if (c.kdamondMsPerS) rows.push(['the kernel\'s memory monitor (kdamond) during these calls', `${c.kdamondMsPerS.toFixed(1)} ms of CPU per second`, '', when(m)]);
   };
   chartRows('`GET /hosts/:id/metrics/:name`, 6-hour chart, 1-minute buckets', m.chart6h);
   chartRows('`GET /hosts/:id/metrics/:name`, 24-hour chart, hourly buckets', m.chart24h);
