@@ -15,6 +15,8 @@ export interface HostScope {
  */
 export class HostScopes {
   private readonly entries = new Map<string, { scope: HostScope; at: number }>();
+  /** Bumped by every forget: a row read before it may be of a host deleted since, and is not kept. */
+  private forgets = 0;
 
   constructor(
     private readonly ttlMs = 5_000,
@@ -32,7 +34,14 @@ export class HostScopes {
     return hit.scope;
   }
 
-  set(host: HostScope): void {
+  /** Where forgetting stands: pass it to set() with a row read after this call. */
+  get mark(): number {
+    return this.forgets;
+  }
+
+  /** Keeps the host of a row read after `mark` was taken, unless a host was forgotten since. */
+  set(host: HostScope, mark: number): void {
+    if (mark !== this.forgets) return;
     this.entries.delete(host.id);
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(host.id, { scope: { id: host.id, client_id: host.client_id }, at: this.now() });
@@ -40,11 +49,13 @@ export class HostScopes {
 
   /** A host deleted here. */
   forget(id: string): void {
+    this.forgets++;
     this.entries.delete(id);
   }
 
   /** Hosts deleted with their environment or client. */
   forgetAll(): void {
+    this.forgets++;
     this.entries.clear();
   }
 }

@@ -47,8 +47,9 @@ export function metricsReadHandlers(deps: MetricsReadDeps): Handlers<Cat, 'fleet
       requireOnClient(ctx, kept.client_id, PERMISSION, 'host');
       return kept;
     }
+    const mark = scopes.mark;
     const row = await loadHost(fork(), ctx, id, PERMISSION);
-    scopes.set(row);
+    scopes.set(row, mark);
     return row;
   };
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { redactCredentials, type KvStore } from './kv.ts';
@@ -13,6 +14,8 @@ export interface NearCacheOptions {
    * should announcements stop without either connection noticing (a half-open connection). Default 30 s.
    */
   maxAgeMs?: number;
+  /** How often the announcement loop is proven to work (a canary key changed and its announcement awaited). Default 5 s. */
+  checkEveryMs?: number;
   now?: () => number;
 }
 
@@ -45,6 +48,17 @@ export class NearCache implements KvReader {
   private readonly maxAgeMs: number;
   private readonly now: () => number;
   readonly stats = { hits: 0, misses: 0, announced: 0 };
+  /** Bumped when a connection closes: a set-up step begun on the connection before is not used. */
+  private readonly generation = { reads: 0, announcements: 0 };
+  /** The announcement connection's id, and whether it is subscribed on its current connection. */
+  private redirect = 0;
+  private subscribed = false;
+  private readonly waiters: (() => void)[] = [];
+  /** The canary key whose announcement is awaited, and its waiter. */
+  private canary: { key: string; heard: () => void } | undefined;
+  private canaries = 0;
+  private readonly instance = randomUUID();
+  private readonly checker: NodeJS.Timeout;
 
   constructor(
     private readonly reads: Redis,
@@ -59,23 +73,35 @@ export class NearCache implements KvReader {
     announcements.on('messageBuffer', (channel: Buffer, message: Buffer[] | Buffer | null) => {
       if (channel.toString() === TRACKING_CHANNEL) this.announced(message);
     });
-    announcements.on('close', () => (this.subscribed = false));
-    for (const conn of [reads, announcements]) {
-      conn.on('close', () => this.distrust());
-      conn.on('ready', () => void this.track());
-    }
-    if (reads.status === 'ready' && announcements.status === 'ready') void this.track();
+    reads.on('close', () => {
+      this.generation.reads++;
+      this.distrust();
+    });
+    announcements.on('close', () => {
+      this.generation.announcements++;
+      this.subscribed = false;
+      this.distrust();
+    });
+    for (const conn of [reads, announcements]) conn.on('ready', () => void this.track());
+    if (this.bothReady()) void this.track();
+    // Tracking set up again if a set-up failed, and the loop proven while trusted: a half-open connection that
+    // announces nothing more is found within a check, not only by maxAgeMs.
+    this.checker = setInterval(() => void this.check(), opts.checkEveryMs ?? 5_000).unref();
   }
 
   /** Resolves once kept values are served, or after `timeoutMs` (reads go through to Valkey meanwhile). */
   whenTracking(timeoutMs: number): Promise<boolean> {
     if (this.trusted) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs).unref();
-      this.waiters.push(() => {
+      const waiter = (): void => {
         clearTimeout(timer);
         resolve(true);
-      });
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter) >>> 0, 1);
+        resolve(false);
+      }, timeoutMs).unref();
+      this.waiters.push(waiter);
     });
   }
 
@@ -113,6 +139,7 @@ export class NearCache implements KvReader {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.checker);
     this.distrust();
     await Promise.all([this.reads, this.announcements].map((c) => (c.status === 'end' ? undefined : c.quit().catch(() => c.disconnect()))));
   }
@@ -128,10 +155,12 @@ export class NearCache implements KvReader {
     this.stats.announced++;
     if (message === null || !Array.isArray(message)) {
       this.forgetAll();
+      this.canary?.heard();
       return;
     }
     for (const raw of message) {
       const key = raw.toString();
+      if (key === this.canary?.key) this.canary.heard();
       this.entries.delete(key);
       const flight = this.inFlight.get(key);
       if (flight) flight.changed = true;
@@ -150,36 +179,91 @@ export class NearCache implements KvReader {
     this.forgetAll();
   }
 
-  /** Subscribes for announcements and turns tracking on, redirected there; run again whenever a connection is (re)made. */
+  private bothReady(): boolean {
+    return !this.closed && this.reads.status === 'ready' && this.announcements.status === 'ready';
+  }
+
+  /** One set-up step or check at a time. */
+  private serial(step: () => Promise<void>): Promise<void> {
+    this.setup = (this.setup ?? Promise.resolve()).then(step);
+    return this.setup;
+  }
+
+  /**
+   * Subscribes for announcements, turns tracking on redirected there, and proves the loop with a canary before
+   * trusting it; run whenever a connection is (re)made. A step whose connection closed meanwhile is not used (its
+   * answer may come from the connection before, or its command may have been replayed on the next one).
+   */
   private track(): Promise<void> {
-    const run = async (): Promise<void> => {
-      if (this.closed || this.reads.status !== 'ready' || this.announcements.status !== 'ready') return;
+    return this.serial(async () => {
+      if (this.trusted || !this.bothReady()) return;
+      const gen = { ...this.generation };
+      const unchanged = (): boolean => this.bothReady() && gen.reads === this.generation.reads && gen.announcements === this.generation.announcements;
       try {
         // The subscriber's id first: a connection in subscriber mode answers nothing else (RESP2).
         if (!this.subscribed) {
-          this.redirect = Number(await this.announcements.client('ID'));
+          const id = Number(await this.announcements.client('ID'));
+          if (!unchanged()) return;
           await this.announcements.subscribe(TRACKING_CHANNEL);
+          if (!unchanged()) return;
+          this.redirect = id;
           this.subscribed = true;
         }
         await this.reads.client('TRACKING', 'ON', 'REDIRECT', String(this.redirect));
-        if (this.reads.status !== 'ready' || this.announcements.status !== 'ready' || !this.subscribed) return;
+        if (!unchanged()) return;
+        if (!(await this.loopWorks())) {
+          this.restartAnnouncements('a change to a canary key was not announced');
+          return;
+        }
+        if (!unchanged()) return;
         this.trusted = true;
         this.log.debug({ redirect: this.redirect }, 'valkey near cache tracking');
         for (const w of this.waiters.splice(0)) w();
       } catch (err) {
-        this.trusted = false;
-        this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'valkey near cache: tracking could not be set up; every read goes to valkey');
+        this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'valkey near cache: tracking could not be set up; reads go to valkey until a later attempt');
       }
-    };
-    // One set-up at a time; a connection made during one gets its own run after it.
-    this.setup = (this.setup ?? Promise.resolve()).then(run);
-    return this.setup;
+    });
   }
 
-  /** The announcement connection's id, and whether it is subscribed on its current connection. */
-  private redirect = 0;
-  private subscribed = false;
-  private readonly waiters: (() => void)[] = [];
+  /** Every few seconds: set tracking up if it is not, or prove the trusted loop still announces. */
+  private check(): Promise<void> {
+    if (!this.trusted) return this.track();
+    return this.serial(async () => {
+      if (!this.trusted) return;
+      const works = await this.loopWorks().catch(() => false);
+      if (!works && this.trusted) this.restartAnnouncements('a change to a canary key was not announced in time');
+    });
+  }
+
+  /** Reads a fresh canary key (tracked from then on), changes it, and waits for the announcement: true when it came. */
+  private async loopWorks(timeoutMs = 1_000): Promise<boolean> {
+    const key = `${this.prefix}near-cache:${this.instance}:${++this.canaries}`;
+    const heard = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.canary = {
+        key,
+        heard: () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+      };
+    });
+    try {
+      await this.reads.get(key);
+      await this.reads.set(key, '1', 'PX', 10_000);
+      return await heard;
+    } finally {
+      this.canary = undefined;
+    }
+  }
+
+  /** The loop is broken: nothing kept is used, and the announcement connection is made again (with a new id). */
+  private restartAnnouncements(reason: string): void {
+    this.log.warn({ reason }, 'valkey near cache: announcements lost; reading through while tracking is set up again');
+    this.distrust();
+    this.subscribed = false;
+    this.announcements.disconnect(true);
+  }
 }
 
 /**
@@ -193,6 +277,9 @@ export async function openNearCache(url: string, log: Logger, keyPrefix: string,
     maxRetriesPerRequest: 1,
     connectTimeout: 5_000,
     retryStrategy: (times) => Math.min(times * 200, 2_000),
+    // A command unanswered when a connection dropped is not sent again on the next one: a SUBSCRIBE or CLIENT ID
+    // replayed there would pair this cache with the wrong connection.
+    autoResendUnfulfilledCommands: false,
   };
   const reads = new Redis(url, { ...common, connectionName: 'svc-near-cache-reads' });
   // RESP2: the server announces changes to a RESP2 subscriber as Pub/Sub messages, which ioredis delivers; to a RESP3
@@ -206,6 +293,7 @@ export async function openNearCache(url: string, log: Logger, keyPrefix: string,
       failing = err.message;
       log.warn({ err: err.message, url: where }, 'valkey near cache connection error');
     });
+    conn.on('ready', () => (failing = undefined));
   }
   const cache = new NearCache(reads, announcements, keyPrefix, log, opts);
   // Bounded: a server down at start-up leaves the cache reading through until it answers.
