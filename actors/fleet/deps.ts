@@ -10,7 +10,7 @@ export interface FleetDeps {
   orm: MikroORM;
   audit: AuditRecorder;
   revoker: AgentRevoker;
-  /** The metric routes' hosts (metrics/host-scopes.ts): deleting a host, an environment or a client forgets them. */
+  /** The metric routes' hosts (metrics/host-scopes.ts): deleting a host or a client forgets them (an environment with hosts cannot be deleted). */
   hostScopes?: HostScopes;
 }
 

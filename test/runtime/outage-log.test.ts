@@ -1,7 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Caller } from '../../actors/runtime/call.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
@@ -9,25 +7,15 @@ import { ActorHost } from '../../actors/runtime/serve.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
 import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
+import { capturingLogger, type LogLine } from '../support/log-capture.ts';
 
 /** Issue 7, item 11: a store outage is logged once per transition at warn; real faults stay at error with a stack. */
 
-interface Line {
-  level: number;
-  msg: string;
+interface Line extends LogLine {
   store?: string;
   err?: { stack?: string };
 }
-const lines: Line[] = [];
-const log = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Line);
-      done();
-    },
-  }),
-);
+const { log, lines } = capturingLogger<Line>('info');
 
 let nc: NatsConnection;
 let host: ActorHost<TestCat>;

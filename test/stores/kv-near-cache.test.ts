@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { openNearCache, type NearCache } from '../../actors/runtime/stores/kv-near-cache.ts';
 import { testConfig } from '../support/env.ts';
+import { capturingLogger } from '../support/log-capture.ts';
 
 const log = createLogger('silent');
 const VALKEY_URL = testConfig().SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379';
@@ -31,6 +32,13 @@ afterAll(async () => {
 const internals = () => cache as unknown as { reads: Redis; redirect: number; inFlight: Map<string, { changed: boolean }> };
 const connectionId = async (which: 'reads' | 'announcements'): Promise<number> =>
   which === 'reads' ? Number(await internals().reads.client('ID')) : internals().redirect;
+
+/** The server closes one of the cache's connections; resolves once the cache has stopped trusting what it keeps. */
+const dropConnection = async (which: 'reads' | 'announcements'): Promise<void> => {
+  expect(await writer.client('KILL', 'ID', String(await connectionId(which)))).toBe(1);
+  await vi.waitFor(() => expect(cache.tracking).toBe(false), { timeout: 2_000, interval: 5 });
+};
+const trackingAgain = (): Promise<void> => vi.waitFor(() => expect(cache.tracking).toBe(true), { timeout: 5_000, interval: 20 });
 
 /** Waits until `key` reads `want` through the cache: a change is announced on another connection, a moment later. */
 const eventually = (key: string, want: string | null): Promise<void> => vi.waitFor(async () => expect(await cache.get(key)).toBe(want), { timeout: 2_000, interval: 5 });
@@ -92,11 +100,10 @@ describe('NearCache (server-assisted client-side caching on Valkey)', () => {
     await writer.set(`${prefix}conn`, 'one');
     expect(await cache.get('conn')).toBe('one');
     // The server closes the subscriber: announcements made until it is back would be lost.
-    expect(await writer.client('KILL', 'ID', String(await connectionId('announcements')))).toBe(1);
-    await vi.waitFor(() => expect(cache.tracking).toBe(false), { timeout: 2_000, interval: 5 });
+    await dropConnection('announcements');
     await writer.set(`${prefix}conn`, 'two');
     expect(await cache.get('conn')).toBe('two');
-    await vi.waitFor(() => expect(cache.tracking).toBe(true), { timeout: 5_000, interval: 20 });
+    await trackingAgain();
     // Tracking again with the new subscriber: a kept value is served, and a change to it is announced.
     expect(await cache.get('conn')).toBe('two');
     const before = cache.stats.hits;
@@ -109,13 +116,12 @@ describe('NearCache (server-assisted client-side caching on Valkey)', () => {
   it('reads through when its read connection is dropped and re-enables tracking on the new one', async () => {
     await writer.set(`${prefix}reads`, 'r1');
     expect(await cache.get('reads')).toBe('r1');
-    expect(await writer.client('KILL', 'ID', String(await connectionId('reads')))).toBe(1);
-    await vi.waitFor(() => expect(cache.tracking).toBe(false), { timeout: 2_000, interval: 5 });
+    await dropConnection('reads');
     // A change while the cache was not tracking is read, not served from memory; until the connection is back, a
     // read fails at once, as the shared store's do (the access cache counts that as a miss).
     await writer.set(`${prefix}reads`, 'r1b');
     expect(await cache.get('reads').catch(() => 'failed')).toMatch(/^(r1b|failed)$/);
-    await vi.waitFor(() => expect(cache.tracking).toBe(true), { timeout: 5_000, interval: 20 });
+    await trackingAgain();
     expect(await cache.get('reads')).toBe('r1b');
     expect(await cache.get('reads')).toBe('r1b');
     await writer.set(`${prefix}reads`, 'r2');
@@ -130,8 +136,28 @@ describe('NearCache (server-assisted client-side caching on Valkey)', () => {
     await internals().reads.client('TRACKING', 'OFF');
     await writer.set(`${prefix}silent`, 's2');
     await eventually('silent', 's2');
-    await vi.waitFor(() => expect(cache.tracking).toBe(true), { timeout: 5_000, interval: 20 });
+    await trackingAgain();
     await writer.set(`${prefix}silent`, 's3');
     await eventually('silent', 's3');
+  });
+
+  it('retries a set-up that fails at every check, logging its reason once, and tracks once it succeeds', async () => {
+    const { log: warnings, lines } = capturingLogger('warn');
+    const other = await openNearCache(VALKEY_URL, warnings, prefix, { checkEveryMs: 50 });
+    try {
+      expect(other.tracking).toBe(true);
+      const state = other as unknown as { redirect: number; trusted: boolean };
+      const id = state.redirect;
+      // Tracking redirected to a connection that does not exist: the server refuses it at every attempt.
+      state.redirect = 2_000_000_000;
+      state.trusted = false;
+      await new Promise((r) => setTimeout(r, 500));
+      expect(other.tracking).toBe(false);
+      expect(lines.filter((l) => l.msg.includes('tracking could not be set up'))).toHaveLength(1);
+      state.redirect = id;
+      await vi.waitFor(() => expect(other.tracking).toBe(true), { timeout: 2_000, interval: 20 });
+    } finally {
+      await other.close();
+    }
   });
 });

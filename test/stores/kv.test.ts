@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { MemoryKv, openKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
 import { testConfig } from '../support/env.ts';
+import { capturingLogger } from '../support/log-capture.ts';
 
 const log = createLogger('silent');
 const config = testConfig();
@@ -175,17 +174,11 @@ contract('memory', async () => new MemoryKv(prefix), 'memory');
 
 describe('openKv without SVC_VALKEY_URL', () => {
   it('falls back to the in-process store and warns that it is single-instance only', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
-    const kv = await openKv({ SVC_VALKEY_URL: undefined }, pino({ level: 'warn' }, sink));
+    const { log: warnings, lines } = capturingLogger('warn');
+    const kv = await openKv({ SVC_VALKEY_URL: undefined }, warnings);
     try {
       expect(kv.kind).toBe('memory');
-      expect(lines.join('')).toMatch(/in-process/);
+      expect(lines.map((l) => l.msg).join('\n')).toMatch(/in-process/);
     } finally {
       await kv.close();
     }

@@ -1,9 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { Writable } from 'node:stream';
 import type { Pool } from 'pg';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Caller } from '../../actors/runtime/call.ts';
@@ -13,6 +11,7 @@ import { openOrm, type MikroORM } from '../../actors/runtime/stores/postgres.ts'
 import { anonymousContext } from '../../contracts/context.ts';
 import { subjects } from '../../contracts/subject.ts';
 import { NATS_CREDS, testConfig, testSigner } from '../support/env.ts';
+import { capturingLogger } from '../support/log-capture.ts';
 import { waitFor } from '../support/processes.ts';
 
 /**
@@ -70,14 +69,7 @@ const catalogue = subjects({
 const config = testConfig();
 const upstream = new URL(config.SVC_DB_URL);
 const appName = `svc-deadline-${randomUUID().slice(0, 8)}`;
-const lines: { level: number; msg: string }[] = [];
-const capture = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as { level: number; msg: string });
-    done();
-  },
-});
-const log = pino({ level: 'debug' }, capture);
+const { log, lines } = capturingLogger('debug');
 
 let proxy: FreezableProxy;
 let orm: MikroORM;

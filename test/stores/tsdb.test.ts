@@ -448,6 +448,7 @@ describe('Tsdb queries (node:http): timers and signals let go with the answer', 
       async (store) => {
         const err: unknown = await store.queryRange(form).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(TsdbError);
+        expect((err as TsdbError).message).toMatch(/^tsdb \/api\/v1\/query_range: the answer is not JSON: <html>/);
         expect(tsdbFailure(err)?.code).toBe('bad_gateway');
       },
     );

@@ -4,8 +4,8 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { openAnalytics, type AnalyticsStore } from './analytics.ts';
 import { AnalyticsOwnershipError, NOT_OWNER_MESSAGE, runsInvoiceDomain, usesEmbeddedAnalytics } from './analytics-owner.ts';
-import { DEFAULT_KEY_PREFIX, openKv, redactCredentials, type KvOptions, type KvStore } from './kv.ts';
-import { openNearCache, type KvReader, type NearCache } from './kv-near-cache.ts';
+import { DEFAULT_KEY_PREFIX, openKv, redactCredentials, type KvOptions, type KvReader, type KvStore } from './kv.ts';
+import { openNearCache, type NearCache } from './kv-near-cache.ts';
 import { openOrm } from './postgres.ts';
 import { Tsdb } from './tsdb.ts';
 

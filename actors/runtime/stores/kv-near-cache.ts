@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
-import { redactCredentials, type KvStore } from './kv.ts';
-
-/** What a reader of cached values needs of a store: the shared store itself, or a near cache in front of it. */
-export type KvReader = Pick<KvStore, 'get'>;
+import { valkeyConnection, type KvReader } from './kv.ts';
 
 export interface NearCacheOptions {
   /** Values kept at most; the oldest go first. Default 10,000. */
@@ -27,13 +24,15 @@ export const TRACKING_CHANNEL = '__redis__:invalidate';
  * server remembers each key read there and, when one is written, deleted or expires, publishes its name on
  * `__redis__:invalidate` to the connection `<id>`, which this cache subscribes with (RESP2: the announcement is a
  * Pub/Sub message there). A gateway reads its callers' access on every request; kept here, that is one round trip to
- * another process less per request, while a disabled user or a changed role still takes effect as soon as the
- * identity domain writes it (the announcement travels as the write's answer does).
+ * another process less per request, while a disabled user or a changed role still takes effect on the caller's next
+ * request: Valkey writes the announcement before it answers the identity domain's write (only a request arriving in
+ * the instant before the gateway reads the announcement can still see the old value).
  *
- * Kept values are trusted only while both connections are up with tracking confirmed: when either drops, everything
- * kept is forgotten and reads go to Valkey (uncached) until tracking is set up again on the new connections. A read
- * whose key was announced while it was in flight is not kept (its value may predate the change). A server without
- * CLIENT TRACKING (Redis before 6, some proxies) leaves the cache off: every read goes to Valkey.
+ * Kept values are trusted only once the loop is proven (a canary key changed and its announcement heard), again every
+ * `checkEveryMs`, and only while both connections stay up: when either drops or the loop goes silent, everything kept
+ * is forgotten and reads go to Valkey (uncached) until tracking is set up again. A read whose key was announced while
+ * it was in flight is not kept (its value may predate the change). A server without CLIENT TRACKING (Redis before 6,
+ * some proxies) leaves the cache off: every read goes to Valkey.
  */
 export class NearCache implements KvReader {
   private readonly entries = new Map<string, { value: string; at: number }>();
@@ -59,6 +58,8 @@ export class NearCache implements KvReader {
   private canaries = 0;
   private readonly instance = randomUUID();
   private readonly checker: NodeJS.Timeout;
+  /** The last set-up failure logged: a server that cannot track is logged once, not at every check. */
+  private setupFailure: string | undefined;
 
   constructor(
     private readonly reads: Redis,
@@ -217,10 +218,13 @@ export class NearCache implements KvReader {
         }
         if (!unchanged()) return;
         this.trusted = true;
+        this.setupFailure = undefined;
         this.log.debug({ redirect: this.redirect }, 'valkey near cache tracking');
         for (const w of this.waiters.splice(0)) w();
       } catch (err) {
-        this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'valkey near cache: tracking could not be set up; reads go to valkey until a later attempt');
+        const reason = err instanceof Error ? err.message : String(err);
+        if (reason !== this.setupFailure) this.log.warn({ err: reason }, 'valkey near cache: tracking could not be set up; reads go to valkey until a later attempt');
+        this.setupFailure = reason;
       }
     });
   }
@@ -271,30 +275,17 @@ export class NearCache implements KvReader {
  * KvStore. Like that store, a read never waits for a connection: while Valkey is down it fails at once.
  */
 export async function openNearCache(url: string, log: Logger, keyPrefix: string, opts: NearCacheOptions = {}): Promise<NearCache> {
-  const common: RedisOptions = {
-    enableOfflineQueue: false,
-    commandTimeout: 2_000,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 5_000,
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
-    // A command unanswered when a connection dropped is not sent again on the next one: a SUBSCRIBE or CLIENT ID
-    // replayed there would pair this cache with the wrong connection.
-    autoResendUnfulfilledCommands: false,
-  };
-  const reads = new Redis(url, { ...common, connectionName: 'svc-near-cache-reads' });
+  // A command unanswered when a connection dropped is not sent again on the next one: a SUBSCRIBE or CLIENT ID
+  // replayed there would pair this cache with the wrong connection.
+  const reads = valkeyConnection(url, log, { autoResendUnfulfilledCommands: false, connectionName: 'svc-near-cache-reads' }, 'valkey near cache');
   // RESP2: the server announces changes to a RESP2 subscriber as Pub/Sub messages, which ioredis delivers; to a RESP3
   // one as `invalidate` pushes, which it drops. Its subscription is renewed by track() with the new connection's id.
-  const announcements = new Redis(url, { ...common, protocol: 2, autoResubscribe: false, connectionName: 'svc-near-cache-announcements' });
-  const where = redactCredentials(url);
-  let failing: string | undefined;
-  for (const conn of [reads, announcements]) {
-    conn.on('error', (err: Error) => {
-      if (failing === err.message) return;
-      failing = err.message;
-      log.warn({ err: err.message, url: where }, 'valkey near cache connection error');
-    });
-    conn.on('ready', () => (failing = undefined));
-  }
+  const announcements = valkeyConnection(
+    url,
+    log,
+    { autoResendUnfulfilledCommands: false, protocol: 2, autoResubscribe: false, connectionName: 'svc-near-cache-announcements' },
+    'valkey near cache',
+  );
   const cache = new NearCache(reads, announcements, keyPrefix, log, opts);
   // Bounded: a server down at start-up leaves the cache reading through until it answers.
   await cache.whenTracking(3_000);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 
@@ -33,6 +33,9 @@ export interface KvStore {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** What a reader of cached values needs of a store: the shared store itself, or a near cache in front of it (kv-near-cache.ts). */
+export type KvReader = Pick<KvStore, 'get'>;
 
 export interface KvSetOptions {
   ttlMs?: number;
@@ -128,27 +131,8 @@ export interface ValkeyOptions {
  * logged, and used as soon as it answers.
  */
 export async function openValkeyKv(url: string, log: Logger, keyPrefix = DEFAULT_KEY_PREFIX, opts: ValkeyOptions = {}): Promise<KvStore> {
-  const redis = new Redis(url, {
-    enableOfflineQueue: false,
-    commandTimeout: opts.commandTimeoutMs ?? 2_000,
-    // A command written just before the connection dropped is retried once on the new connection, no more.
-    maxRetriesPerRequest: 1,
-    connectTimeout: 5_000,
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
-    lazyConnect: false,
-  });
+  const redis = valkeyConnection(url, log, { commandTimeout: opts.commandTimeoutMs ?? 2_000 });
   const where = redactCredentials(url);
-  // Without a listener ioredis prints every connection error; route them into the log, once per outage.
-  let failing: string | undefined;
-  redis.on('error', (err: Error) => {
-    if (failing === err.message) return;
-    failing = err.message;
-    log.warn({ err: err.message, url: where }, 'valkey connection error');
-  });
-  redis.on('ready', () => {
-    if (failing !== undefined) log.info({ url: where }, 'valkey connected');
-    failing = undefined;
-  });
   const up = await new Promise<boolean>((resolve) => {
     const done = (ok: boolean): void => {
       clearTimeout(timer);
@@ -169,6 +153,35 @@ export async function openValkeyKv(url: string, log: Logger, keyPrefix = DEFAULT
     );
   }
   return new ValkeyKv(redis, keyPrefix);
+}
+
+/**
+ * A connection to Valkey with the settings every store of the project uses: no offline queue (a command fails at once
+ * while the connection is down), a 2 s command timeout, one retry of a command written as the connection dropped,
+ * reconnects backing off to 2 s; its errors logged once per outage (`what` names it in the log). `options` override.
+ */
+export function valkeyConnection(url: string, log: Logger, options: RedisOptions = {}, what = 'valkey'): Redis {
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    commandTimeout: 2_000,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 5_000,
+    retryStrategy: (times) => Math.min(times * 200, 2_000),
+    ...options,
+  });
+  const where = redactCredentials(url);
+  // Without a listener ioredis prints every connection error; route them into the log, once per outage.
+  let failing: string | undefined;
+  redis.on('error', (err: Error) => {
+    if (failing === err.message) return;
+    failing = err.message;
+    log.warn({ err: err.message, url: where }, `${what} connection error`);
+  });
+  redis.on('ready', () => {
+    if (failing !== undefined) log.info({ url: where }, `${what} connected`);
+    failing = undefined;
+  });
+  return redis;
 }
 
 /** The URL with any password replaced, for logs and error messages. */

@@ -322,11 +322,11 @@ export class Tsdb {
         });
         bodySent.catch(() => undefined);
         if (status >= 200 && status < 300) {
-          resolve(new TsdbAnswer(status, res.headers['content-type'], res, bodySent, release, failure));
+          resolve(new TsdbAnswer(where, status, res.headers['content-type'], res, bodySent, release, failure));
           return;
         }
         // A refusal: its text is the reason; one given before the whole body went out stops the sending.
-        new TsdbAnswer(status, res.headers['content-type'], res, Promise.resolve(), release, failure).text().then(
+        new TsdbAnswer(where, status, res.headers['content-type'], res, Promise.resolve(), release, failure).text().then(
           (text) => {
             if (!req.writableFinished) req.destroy();
             reject(new TsdbError(`${where}: HTTP ${status}: ${text.slice(0, 500)}`, status, text));
@@ -359,6 +359,8 @@ interface ExchangeOptions {
  */
 export class TsdbAnswer {
   constructor(
+    /** `tsdb <path>`, for messages. */
+    private readonly where: string,
     readonly status: number,
     readonly contentType: string | undefined,
     /** The answer's bytes as they arrive (a Node stream): read it, or destroy it to give the connection up. */
@@ -394,7 +396,7 @@ export class TsdbAnswer {
     try {
       return JSON.parse(text) as T;
     } catch {
-      throw new TsdbError(`tsdb: the answer is not JSON: ${text.slice(0, 200)}`, this.status, text);
+      throw new TsdbError(`${this.where}: the answer is not JSON: ${text.slice(0, 200)}`, this.status, text);
     }
   }
 }
