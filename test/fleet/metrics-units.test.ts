@@ -6,6 +6,7 @@ import { labelsKeyOf, parseLabelsKey } from '../../actors/fleet/metrics/labels-k
 import { guardQuery } from '../../actors/fleet/metrics/promql-guard.ts';
 import { parsePromQL } from '../../actors/fleet/metrics/promql-parse.ts';
 import { stepSeconds } from '../../actors/fleet/metrics/query-plan.ts';
+import { isoUtc } from '../../actors/runtime/iso-time.ts';
 import { TsdbError } from '../../actors/runtime/stores/tsdb.ts';
 import { tsdbFailure } from '../../actors/runtime/stores/tsdb-errors.ts';
 
@@ -186,5 +187,16 @@ describe('HostScopes', () => {
     scopes.forget('h9');
     scopes.set({ id: 'h9', client_id: 'c1' }, before);
     expect(scopes.get('h9')).toBeUndefined();
+  });
+});
+
+describe('isoUtc', () => {
+  it('writes what Date#toISOString writes, across days, years and the edges of four-digit years', () => {
+    const edges = [0, 1, 999, 59_999, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 1_764_201_600_000, -1, -86_400_001, -62_167_219_200_000, 253_402_300_799_999];
+    const outside = [-62_167_219_200_001, 253_402_300_800_000, 1.5];
+    const random = Array.from({ length: 2_000 }, (_, i) => Math.round(Math.sin(i + 1) * 4e12));
+    for (const ms of [...edges, ...outside, ...random]) expect(isoUtc(ms)).toBe(new Date(ms).toISOString());
+    // The kept day must not leak into the next call on another day.
+    expect([isoUtc(86_400_000 - 1), isoUtc(86_400_000), isoUtc(0)]).toEqual(['1970-01-01T23:59:59.999Z', '1970-01-02T00:00:00.000Z', '1970-01-01T00:00:00.000Z']);
   });
 });

@@ -3,9 +3,9 @@ import type { LightMyRequestResponse } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
-import { openValkeyKv } from '../../actors/runtime/stores/kv.ts';
+import { openValkeyKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import { rateLimitGuard } from '../../gateway/shared/rate-limit.ts';
+import { RateWindows, rateLimitGuard, type Verdict } from '../../gateway/shared/rate-limit.ts';
 import { createUser, tokenFor } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 
@@ -128,5 +128,104 @@ describe('rate limit guard', () => {
       await kvA.close();
       await kvB.close();
     }
+  });
+});
+
+describe('RateWindows (hits reserved in batches)', () => {
+  const log = createLogger('silent');
+  let kvs: KvStore[] = [];
+  const open = async (prefix = `svc-test:rw-${randomUUID().slice(0, 8)}:`): Promise<KvStore> => {
+    const kv = await openValkeyKv(sys.config.SVC_VALKEY_URL!, log, prefix);
+    kvs.push(kv);
+    return kv;
+  };
+  /** The real store, its reservations counted. */
+  const counted = (kv: KvStore) => {
+    const calls: number[] = [];
+    return { calls, kv: { hitWindow: (key: string, windowMs: number, hits?: number) => (calls.push(hits ?? 1), kv.hitWindow(key, windowMs, hits)) } };
+  };
+  const allowed = (vs: Verdict[]) => vs.filter((v) => v.allowed).length;
+
+  afterAll(async () => {
+    await Promise.all(kvs.map((kv) => kv.close()));
+    kvs = [];
+  });
+
+  it('lets exactly the limit through, asking the store once per batch, and refuses the rest until the window ends', async () => {
+    const kv = await open();
+    const { calls, kv: spy } = counted(kv);
+    const windows = new RateWindows(spy, 200, 60_000);
+    const verdicts: Verdict[] = [];
+    for (let i = 0; i < 260; i++) verdicts.push(await windows.hit('rl:api:a'));
+    expect(allowed(verdicts)).toBe(200);
+    expect(verdicts.slice(0, 200).every((v) => v.allowed)).toBe(true);
+    // Batches of 1, 2, 4, 8 then limit / 20 = 10: about 23 round trips for 200 hits; refusals ask nothing.
+    expect(calls.slice(0, 5)).toEqual([1, 2, 4, 8, 10]);
+    expect(calls.length).toBeLessThan(30);
+    for (const v of verdicts.slice(200)) {
+      expect(v.allowed).toBe(false);
+      if (!v.allowed) expect(v.resetMs).toBeGreaterThan(0);
+      if (!v.allowed) expect(v.resetMs).toBeLessThanOrEqual(60_000);
+    }
+    // The shared counter holds what was reserved: the limit and no more than one batch beyond it.
+    expect(Number(await kv.get('rl:api:a'))).toBeGreaterThanOrEqual(200);
+    expect(Number(await kv.get('rl:api:a'))).toBeLessThanOrEqual(210);
+  });
+
+  it('counts an occasional address exactly: one hit, one reservation of one', async () => {
+    const kv = await open();
+    const windows = new RateWindows(kv, 1_000, 60_000);
+    expect(await windows.hit('rl:api:once')).toEqual({ allowed: true });
+    expect(await kv.get('rl:api:once')).toBe('1');
+  });
+
+  it('shares one reservation in flight between concurrent hits, and lets exactly the limit through', async () => {
+    const kv = await open();
+    const { calls, kv: spy } = counted(kv);
+    const windows = new RateWindows(spy, 200, 60_000);
+    const verdicts = await Promise.all(Array.from({ length: 300 }, () => windows.hit('rl:api:burst')));
+    expect(allowed(verdicts)).toBe(200);
+    expect(calls.length).toBeLessThanOrEqual(3);
+    expect(Number(await kv.get('rl:api:burst'))).toBe(300);
+  });
+
+  it('never lets two instances together pass more than the limit', async () => {
+    // Two connections on one prefix: two gateway instances.
+    const shared = `svc-test:rw-${randomUUID().slice(0, 8)}:`;
+    const [sharedA, sharedB] = [await open(shared), await open(shared)];
+    const [a, b] = [new RateWindows(sharedA, 300, 60_000), new RateWindows(sharedB, 300, 60_000)];
+    const verdicts: Verdict[] = [];
+    for (let i = 0; i < 400; i++) {
+      const group = await Promise.all(Array.from({ length: 1 + (i % 3) }, (_, j) => ((i + j) % 2 ? a : b).hit('rl:api:spread')));
+      verdicts.push(...group);
+    }
+    const passed = allowed(verdicts);
+    expect(passed).toBeLessThanOrEqual(300);
+    // What a batch leaves unused (at most limit / 20 − 1 per instance) is all that may go missing.
+    expect(passed).toBeGreaterThanOrEqual(300 - 2 * 14);
+  });
+
+  it('starts over when the window ends, from a batch of one', async () => {
+    const kv = await open();
+    const { calls, kv: spy } = counted(kv);
+    const windows = new RateWindows(spy, 40, 400);
+    const first: Verdict[] = [];
+    for (let i = 0; i < 45; i++) first.push(await windows.hit('rl:api:w'));
+    expect(allowed(first)).toBe(40);
+    await new Promise((r) => setTimeout(r, 450));
+    calls.length = 0;
+    expect(await windows.hit('rl:api:w')).toEqual({ allowed: true });
+    expect(calls).toEqual([1]);
+    expect(await kv.get('rl:api:w')).toBe('1');
+  });
+
+  it('fails open through the guard when the store cannot be reached, and says so', async () => {
+    const kv = await open();
+    await kv.close();
+    const errors: unknown[] = [];
+    const guard = rateLimitGuard(kv, { auth: 5, api: 100 }, (err) => errors.push(err));
+    const req = { ip: '192.0.2.99' } as FastifyRequest;
+    await expect(Promise.all([guard(req, 'api'), guard(req, 'api'), guard(req, 'auth')])).resolves.toEqual([undefined, undefined, undefined]);
+    expect(errors.length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -112,9 +112,21 @@ function contract(name: string, open: () => Promise<KvStore>, kind: KvStore['kin
       expect((await kv.hitWindow('rl:1.2.3.4', 400)).count).toBe(1);
     });
 
-    it('rejects a non-positive ttl', async () => {
+    it('counts several hits at once (a reservation) in the same window', async () => {
+      expect(await kv.hitWindow('rl:batch', 5_000, 5)).toMatchObject({ count: 5 });
+      const next = await kv.hitWindow('rl:batch', 5_000, 3);
+      expect(next.count).toBe(8);
+      expect(next.resetMs).toBeGreaterThan(0);
+      expect(next.resetMs).toBeLessThanOrEqual(5_000);
+      expect((await kv.hitWindow('rl:batch', 5_000)).count).toBe(9);
+    });
+
+    it('rejects a non-positive ttl or hit count', async () => {
       await expect(kv.set('z', '1', { ttlMs: 0 })).rejects.toThrow(RangeError);
       await expect(kv.hitWindow('z', -5)).rejects.toThrow(RangeError);
+      await expect(kv.hitWindow('z', 1_000, 0)).rejects.toThrow(RangeError);
+      await expect(kv.hitWindow('z', 1_000, 1.5)).rejects.toThrow(RangeError);
+      expect(await kv.get('z')).toBeNull();
     });
   });
 }

@@ -21,8 +21,11 @@ export interface KvStore {
   incr(key: string, ttlMs?: number): Promise<number>;
   /** Remaining time to live in ms; -2 when the key does not exist, -1 when it has no expiry. */
   ttlMs(key: string): Promise<number>;
-  /** Fixed-window counter: counts this hit in the current window; resetMs = ms until the window ends. */
-  hitWindow(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>;
+  /**
+   * Fixed-window counter: counts `hits` (default 1) in the current window; count = the window's total after them,
+   * resetMs = ms until the window ends.
+   */
+  hitWindow(key: string, windowMs: number, hits?: number): Promise<{ count: number; resetMs: number }>;
   /**
    * Token bucket (refilled at `ratePerSecond`, holding at most `burst`): reserves one token and tells how long the
    * caller must wait before using it (0 = at once). Reservations queue up in order, so callers never race each other
@@ -70,7 +73,7 @@ end
 return n`;
 
 const HIT_WINDOW_LUA = `
-local n = redis.call('INCR', KEYS[1])
+local n = redis.call('INCRBY', KEYS[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
@@ -239,8 +242,8 @@ class ValkeyKv implements KvStore {
     return this.redis.pttl(this.k(key));
   }
 
-  async hitWindow(key: string, windowMs: number): Promise<{ count: number; resetMs: number }> {
-    const res = await this.eval(HIT_WINDOW, this.k(key), String(positiveMs(windowMs)));
+  async hitWindow(key: string, windowMs: number, hits = 1): Promise<{ count: number; resetMs: number }> {
+    const res = await this.eval(HIT_WINDOW, this.k(key), String(positiveMs(windowMs)), String(positiveCount(hits)));
     if (!Array.isArray(res) || res.length !== 2) throw new Error('unexpected reply from hit-window script');
     return { count: Number(res[0]), resetMs: Number(res[1]) };
   }
@@ -350,9 +353,9 @@ export class MemoryKv implements KvStore {
     return Math.max(0, e.expiresAt - Date.now());
   }
 
-  async hitWindow(key: string, windowMs: number): Promise<{ count: number; resetMs: number }> {
+  async hitWindow(key: string, windowMs: number, hits = 1): Promise<{ count: number; resetMs: number }> {
     // No await between the increment and reading the expiry: the pair is one atomic step.
-    const count = this.incrSync(key, positiveMs(windowMs));
+    const count = this.incrSync(key, positiveMs(windowMs), positiveCount(hits));
     return { count, resetMs: this.ttlSync(key) };
   }
 
@@ -382,11 +385,11 @@ export class MemoryKv implements KvStore {
     this.map.clear();
   }
 
-  private incrSync(key: string, ttl: number | undefined): number {
+  private incrSync(key: string, ttl: number | undefined, by = 1): number {
     const e = this.live(key);
     // Same refusal as Redis for a non-integer value, so callers see identical behaviour on both backends.
     if (e && !/^-?\d+$/.test(e.value)) throw new Error('ERR value is not an integer or out of range');
-    const next = (e ? Number(e.value) : 0) + 1;
+    const next = (e ? Number(e.value) : 0) + by;
     const expiresAt = e?.expiresAt ?? (ttl !== undefined ? Date.now() + ttl : undefined);
     this.map.set(this.prefix + key, { value: String(next), expiresAt });
     return next;
@@ -399,6 +402,11 @@ export class MemoryKv implements KvStore {
 }
 
 /** Redis rejects PX 0 and fractional values; normalize once so both backends agree. */
+function positiveCount(n: number): number {
+  if (!Number.isSafeInteger(n) || n <= 0) throw new RangeError(`a count must be a positive integer, got ${n}`);
+  return n;
+}
+
 function positiveMs(ms: number): number {
   if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`ttl must be a positive number of ms, got ${ms}`);
   return Math.max(1, Math.ceil(ms));
