@@ -372,7 +372,11 @@ describe('access tokens', () => {
     const [header, payload] = token.split('.') as [string, string, string];
     const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${payload}.`;
     const tampered = `${header}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), sub: randomUUID() })).toString('base64url')}.${token.split('.')[2]}`;
-    for (const bad of [unsigned, tampered, 'not-a-jwt']) {
+    const signature = token.split('.')[2]!;
+    const resigned = `${header}.${payload}.${signature.slice(0, -2)}${signature.endsWith('AA') ? 'BB' : 'AA'}`;
+    // The genuine token is verified first, so it is kept as verified: its variants must still be checked on their own.
+    expect((await me(token)).statusCode).toBe(200);
+    for (const bad of [unsigned, tampered, resigned, `${token}x`, 'not-a-jwt']) {
       const res = await me(bad);
       expect(res.statusCode, bad).toBe(401);
       expect(errorOf(res).code).toBe('unauthorized');
