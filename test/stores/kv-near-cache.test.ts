@@ -160,4 +160,14 @@ describe('NearCache (server-assisted client-side caching on Valkey)', () => {
       await other.close();
     }
   });
+
+  it('closes without warning of the connections it drops itself', async () => {
+    const { log: warnings, lines } = capturingLogger('warn');
+    const other = await openNearCache(VALKEY_URL, warnings, prefix);
+    expect(other.tracking).toBe(true);
+    await other.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(other.tracking).toBe(false);
+    expect(lines).toEqual([]);
+  });
 });

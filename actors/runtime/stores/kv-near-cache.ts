@@ -175,7 +175,8 @@ export class NearCache implements KvReader {
   }
 
   private distrust(): void {
-    if (this.trusted) this.log.warn('valkey near cache: a connection dropped; reading through until tracking is set up again');
+    // Closing drops the connections on purpose: nothing to warn of.
+    if (this.trusted && !this.closed) this.log.warn('valkey near cache: a connection dropped; reading through until tracking is set up again');
     this.trusted = false;
     this.forgetAll();
   }
