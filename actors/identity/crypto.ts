@@ -22,6 +22,8 @@ export interface AccessClaims {
 
 /** How many verified tokens are remembered (oldest dropped first): about 3 MB at most. */
 const VERIFIED_KEPT = 10_000;
+/** An HS256 signature (32 bytes) as base64url writes it: 43 characters, the last one's two unused bits zero. */
+const CANONICAL_HS256 = /\.[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
 
 /** HS256 access tokens. */
 export class AccessTokens {
@@ -44,6 +46,11 @@ export class AccessTokens {
     private readonly now: () => number = Date.now,
   ) {
     this.key = webcrypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+  }
+
+  /** How many verified tokens are kept now. */
+  get kept(): number {
+    return this.verified.size;
   }
 
   async sign(claims: AccessClaims): Promise<string> {
@@ -75,9 +82,13 @@ export class AccessTokens {
       if (payload.typ !== 'access' || typeof payload.sub !== 'string' || typeof payload.sid !== 'string' || typeof payload.email !== 'string')
         throw new DomainError('unauthorized', 'invalid token');
       const claims = { sub: payload.sub, sid: payload.sid, email: payload.email };
-      if (this.verified.size >= VERIFIED_KEPT) this.verified.delete(this.verified.keys().next().value!);
-      // requiredClaims made exp present; jose checked it is a number.
-      this.verified.set(token, { claims, exp: payload.exp! });
+      // Only the canonical spelling of a signature is kept: base64 decoding ignores a last character's unused bits (and
+      // a trailing `=`), so one token verifies under several spellings, each of which would take an entry.
+      if (CANONICAL_HS256.test(token)) {
+        if (this.verified.size >= VERIFIED_KEPT) this.verified.delete(this.verified.keys().next().value!);
+        // requiredClaims made exp present; jose checked it is a number.
+        this.verified.set(token, { claims, exp: payload.exp! });
+      }
       return claims;
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw new DomainError('unauthorized', 'token expired');

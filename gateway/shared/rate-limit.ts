@@ -75,7 +75,8 @@ export class RateWindows {
     private readonly kv: Pick<KvStore, 'hitWindow'>,
     private readonly limit: number,
     private readonly windowMs: number,
-    private readonly now: () => number = Date.now,
+    /** Monotonic: windows are durations from Valkey's answers, so a stepped wall clock must not stretch them. */
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.maxBatch = Math.max(1, Math.min(MAX_BATCH, Math.floor(limit / 20)));
   }
@@ -137,7 +138,13 @@ export class RateWindows {
         } else w.resolve({ allowed: false, resetMs: Math.max(0, lease.endsAt - this.now()) });
       }
       lease.left = granted;
-      // Hits that arrived meanwhile take what is left first; the rest wait for the next reservation (or are refused).
+      // Hits that arrived meanwhile belong to the window of their arrival: if this one has ended, what it left is
+      // not theirs (nor its refusal), and the next reservation starts the new window.
+      if (this.now() >= lease.endsAt) {
+        Object.assign(lease, { left: 0, full: false });
+        continue;
+      }
+      // Otherwise they take what is left first; the rest wait for the next reservation (or are refused).
       while (lease.waiting.length > 0 && (lease.left > 0 || lease.full)) {
         const w = lease.waiting.shift()!;
         if (lease.left > 0) {

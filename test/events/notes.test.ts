@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { api, expectStatus, userWith, waitForAudit, type Method } from '../identity/admin-support.ts';
-import { createClient } from '../support/identity.ts';
+import { createClient, forgetAccess } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
 import { apiKeyWith, createEnvironment, createHost, customRole, environmentScoped, startEventsSystem, statusOfCall, userWithRole } from './support.ts';
 
@@ -340,8 +340,7 @@ describe('changing notes', () => {
     const readerOnly = await userWithRole(sys, await customRole(sys, ['metrics:read', 'annotations:write']), c);
     const n = await note(readerOnly.token, { scope: 'client', client_id: c });
     await sys.sql(`UPDATE roles SET permissions = '{metrics:read}' WHERE id = (SELECT role_id FROM user_client_roles WHERE user_id = ? AND client_id = ?)`, [readerOnly.id, c]);
-    const kv = await sys.stores.kv();
-    await kv.del(`access:user:${readerOnly.id}`);
+    await forgetAccess(sys, readerOnly.id);
     expectStatus(await as(readerOnly.token)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(0), text: 'x' }), 403);
     // Deleting their own note stays possible.
     expectStatus(await as(readerOnly.token)('DELETE', `/api/v1/annotations/${n.id}`), 204);

@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { LightMyRequestResponse } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
-import { openValkeyKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
+import { MemoryKv, openValkeyKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { RateWindows, rateLimitGuard, type Verdict } from '../../gateway/shared/rate-limit.ts';
 import { createUser, tokenFor } from '../support/identity.ts';
@@ -227,5 +227,66 @@ describe('RateWindows (hits reserved in batches)', () => {
     const req = { ip: '192.0.2.99' } as FastifyRequest;
     await expect(Promise.all([guard(req, 'api'), guard(req, 'api'), guard(req, 'auth')])).resolves.toEqual([undefined, undefined, undefined]);
     expect(errors.length).toBeGreaterThanOrEqual(2);
+  });
+
+  describe('a reservation answered after its window ended', () => {
+    const T = Date.UTC(2026, 10, 27, 12);
+    /** The in-process store on a fake clock, its answers held until released: a slow Valkey at a window's end. */
+    const held = () => {
+      const kv = new MemoryKv('rw-held:');
+      let release: () => void = () => undefined;
+      let gate: Promise<void> = Promise.resolve();
+      return {
+        kv,
+        hold: (): void => {
+          gate = new Promise<void>((r) => (release = r));
+        },
+        release: () => release(),
+        store: { hitWindow: async (key: string, windowMs: number, hits?: number) => {
+          const answer = await kv.hitWindow(key, windowMs, hits);
+          await gate;
+          return answer;
+        } },
+      };
+    };
+    beforeEach(() => {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(T);
+    });
+    afterEach(() => vi.useRealTimers());
+
+    it('gives what it left to no hit of the next window: those reserve in their own', async () => {
+      const h = held();
+      const windows = new RateWindows(h.store, 1_000, 60_000, () => Date.now());
+      expect(await windows.hit('k')).toEqual({ allowed: true });
+      vi.setSystemTime(T + 59_000);
+      h.hold();
+      // Reserves 2 in the first window (counter 3) and waits for the answer past the window's end.
+      const early = windows.hit('k');
+      vi.setSystemTime(T + 61_000);
+      const late = [windows.hit('k'), windows.hit('k')];
+      h.release();
+      expect(await early).toEqual({ allowed: true });
+      expect(await Promise.all(late)).toEqual([{ allowed: true }, { allowed: true }]);
+      // The late hits were counted in the new window: the first window's unused hit went with it.
+      expect(await h.kv.get('k')).toBe('2');
+      await h.kv.close();
+    });
+
+    it('does not refuse hits of the next window because the ended one is full', async () => {
+      const h = held();
+      const windows = new RateWindows(h.store, 2, 60_000, () => Date.now());
+      expect(await windows.hit('k')).toEqual({ allowed: true });
+      vi.setSystemTime(T + 59_000);
+      h.hold();
+      const last = windows.hit('k');
+      vi.setSystemTime(T + 61_000);
+      const next = windows.hit('k');
+      h.release();
+      expect(await last).toEqual({ allowed: true });
+      expect(await next).toEqual({ allowed: true });
+      expect(await h.kv.get('k')).toBe('1');
+      await h.kv.close();
+    });
   });
 });

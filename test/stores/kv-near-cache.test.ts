@@ -170,4 +170,16 @@ describe('NearCache (server-assisted client-side caching on Valkey)', () => {
     expect(other.tracking).toBe(false);
     expect(lines).toEqual([]);
   });
+
+  it('settles: once settled() resolves, a key another connection changed reads its new value at once', async () => {
+    for (let i = 0; i < 40; i++) {
+      const key = `settle-${i}`;
+      await writer.set(`${prefix}${key}`, 'old');
+      expect(await cache.get(key)).toBe('old');
+      expect(await cache.get(key)).toBe('old');
+      await writer.set(`${prefix}${key}`, 'new');
+      await cache.settled();
+      expect(await cache.get(key)).toBe('new');
+    }
+  });
 });

@@ -78,8 +78,16 @@ export async function assignRole(sys: TestSystem, userId: string, clientId: stri
       clientId,
       roleId,
     ]);
-  const kv = await sys.stores.kv();
-  await kv.del(`access:user:${userId}`);
+  await forgetAccess(sys, userId);
+}
+
+/**
+ * Drops a user's cached access, as the identity domain does on every change, and waits until the gateways' near
+ * cache (same process) has applied Valkey's announcement of it: the next request reads the new access.
+ */
+export async function forgetAccess(sys: TestSystem, userId: string): Promise<void> {
+  await (await sys.stores.kv()).del(`access:user:${userId}`);
+  await (await sys.stores.kvReads()).settled?.();
 }
 
 export { toPgArray };

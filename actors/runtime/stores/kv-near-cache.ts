@@ -111,6 +111,17 @@ export class NearCache implements KvReader {
     return this.trusted;
   }
 
+  /**
+   * Resolves once every change Valkey announced before this call has been applied here: a PING on the announcement
+   * connection is answered after the announcements written to it before. For a writer in this same process that
+   * changed a key directly and must not read its old value next (tests do); across processes, the path from one
+   * service to another is longer than the announcement's.
+   */
+  async settled(): Promise<void> {
+    if (this.announcements.status !== 'ready') return;
+    await this.announcements.ping().catch(() => undefined);
+  }
+
   async get(key: string): Promise<string | null> {
     const k = this.prefix + key;
     const kept = this.entries.get(k);

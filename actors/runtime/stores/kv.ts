@@ -38,7 +38,10 @@ export interface KvStore {
 }
 
 /** What a reader of cached values needs of a store: the shared store itself, or a near cache in front of it (kv-near-cache.ts). */
-export type KvReader = Pick<KvStore, 'get'>;
+export type KvReader = Pick<KvStore, 'get'> & {
+  /** A near cache: resolves once the changes announced so far are applied (kv-near-cache.ts). */
+  settled?(): Promise<void>;
+};
 
 export interface KvSetOptions {
   ttlMs?: number;
@@ -401,12 +404,13 @@ export class MemoryKv implements KvStore {
   }
 }
 
-/** Redis rejects PX 0 and fractional values; normalize once so both backends agree. */
+/** INCRBY takes an integer; a reservation of none or fewer would be a caller's bug. */
 function positiveCount(n: number): number {
   if (!Number.isSafeInteger(n) || n <= 0) throw new RangeError(`a count must be a positive integer, got ${n}`);
   return n;
 }
 
+/** Redis rejects PX 0 and fractional values; normalize once so both backends agree. */
 function positiveMs(ms: number): number {
   if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`ttl must be a positive number of ms, got ${ms}`);
   return Math.max(1, Math.ceil(ms));
