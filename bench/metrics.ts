@@ -10,7 +10,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { bucketsOf } from '../actors/fleet/metrics/buckets.ts';
-import { batchToImport, METRICS_DURABLE } from '../actors/fleet/metrics/ingest.ts';
+import { batchToImport, METRICS_DURABLE, METRICS_INGEST_DEFAULTS } from '../actors/fleet/metrics/ingest.ts';
 import { hostFilter, selector } from '../actors/fleet/metrics/store-reads.ts';
 import type { Config } from '../actors/runtime/config.ts';
 import type { Logger } from '../actors/runtime/logger.ts';
@@ -179,9 +179,9 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     };
     const rawRound = async (begin: () => void = () => undefined): Promise<number> => {
       const { t0 } = roundData();
-      // The bytes the consumer writes for these samples (its own line writer), built before the clock starts, ~20,000
-      // samples per import and 4 imports at a time, as the consumer's batcher does. Built as bytes, without an object
-      // per row: 600,000 row objects left the garbage collector busy during the round.
+      // The bytes the consumer writes for these samples (its own line writer), built before the clock starts, as many
+      // samples per import and imports at a time as the consumer's batcher (METRICS_INGEST_DEFAULTS). Built as bytes,
+      // without an object per row: 600,000 row objects left the garbage collector busy during the round.
       const bodies: Buffer[] = [];
       let pending: Buffer[] = [];
       let pendingSamples = 0;
@@ -191,7 +191,7 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
           const batch = { collected_at: new Date(t0 + b * 10_000).toISOString(), samples: batchSamples(seriesPerBatch, a * 7 + b) };
           pending.push(batchToImport(sender, decodeCompactMetricBatch(encodeCompactMetricBatch(batch))).body);
           pendingSamples += seriesPerBatch;
-          if (pendingSamples >= 20_000) {
+          if (pendingSamples >= METRICS_INGEST_DEFAULTS.flushMaxSamples) {
             bodies.push(Buffer.concat(pending));
             pending = [];
             pendingSamples = 0;
@@ -203,7 +203,7 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       const started = performance.now();
       let next = 0;
       await Promise.all(
-        Array.from({ length: 4 }, async () => {
+        Array.from({ length: METRICS_INGEST_DEFAULTS.maxConcurrentImports }, async () => {
           for (let i = next++; i < bodies.length; i = next++) {
             // The consumer's own sender (node:http), so that both paths pay the same for getting bytes to the store.
             await tsdb.importLines(bodies[i]!);
