@@ -61,21 +61,43 @@ describe('NearCache (server-assisted client-side caching on Valkey)', () => {
     // A missing key is never kept: the resolver filling it is seen by the next read.
     await writer.set(`${prefix}user:1`, 'v3');
     expect(await cache.get('user:1')).toBe('v3');
-    // Expiry is a change too.
+    // Expiry is a change too (the cache's clock passes it as well: Valkey announces it only when its cycle gets there).
     await writer.pexpire(`${prefix}user:1`, 50);
+    now += 100;
     await eventually('user:1', null);
+  });
+
+  it('never serves a kept value past its key\'s expiry, announced or not', async () => {
+    // Shorter than the cache's maxAgeMs (10 s), so only the key's expiry can end the kept copy.
+    await writer.set(`${prefix}ttl`, 'short', 'PX', 5_000);
+    expect(await cache.get('ttl')).toBe('short');
+    const before = { ...cache.stats };
+    expect(await cache.get('ttl')).toBe('short');
+    expect(cache.stats.hits - before.hits).toBe(1);
+    // Valkey still holds it (its own clock has not moved): only the kept copy's expiry has passed.
+    now += 5_001;
+    expect(await cache.get('ttl')).toBe('short');
+    expect(cache.stats.misses - before.misses).toBe(1);
+    // A key without an expiry is kept for maxAgeMs, as before.
+    await writer.set(`${prefix}forever`, 'x');
+    expect(await cache.get('forever')).toBe('x');
+    const hits = cache.stats.hits;
+    expect(await cache.get('forever')).toBe('x');
+    expect(cache.stats.hits).toBe(hits + 1);
   });
 
   it('does not keep a value read while its key was announced as changed', async () => {
     await writer.set(`${prefix}race`, 'old');
     // The read is answered with 'old'; the announcement of a write that followed arrives before the answer is used.
-    const { reads, inFlight } = internals();
-    const original = reads.get.bind(reads);
-    const spy = vi.spyOn(reads, 'get').mockImplementationOnce(async (key) => {
-      const value = await original(key);
+    const { inFlight } = internals();
+    // The cache's read of a key (GET and PTTL in one round trip).
+    const reader = cache as unknown as { readWithTtl: (key: string) => Promise<[string | null, number]> };
+    const original = reader.readWithTtl.bind(cache);
+    const spy = vi.spyOn(reader, 'readWithTtl').mockImplementationOnce(async (key) => {
+      const answer = await original(key);
       await writer.set(`${prefix}race`, 'new');
       await vi.waitFor(() => expect(inFlight.get(`${prefix}race`)?.changed).toBe(true), { timeout: 2_000, interval: 5 });
-      return value;
+      return answer;
     });
     expect(await cache.get('race')).toBe('old');
     spy.mockRestore();

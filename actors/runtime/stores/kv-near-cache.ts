@@ -35,7 +35,8 @@ export const TRACKING_CHANNEL = '__redis__:invalidate';
  * some proxies) leaves the cache off: every read goes to Valkey.
  */
 export class NearCache implements KvReader {
-  private readonly entries = new Map<string, { value: string; at: number }>();
+  /** Values kept, with when they were read and when their key expires (local clock). */
+  private readonly entries = new Map<string, { value: string; at: number; expiresAt: number }>();
   /** Keys with reads in flight; `changed` once the key was announced during them. */
   private readonly inFlight = new Map<string, { changed: boolean; reads: number }>();
   /** Bumped whenever kept values stop being trusted: reads begun before it are not kept. */
@@ -126,7 +127,8 @@ export class NearCache implements KvReader {
     const k = this.prefix + key;
     const kept = this.entries.get(k);
     if (kept && this.trusted) {
-      if (this.now() - kept.at < this.maxAgeMs) {
+      const now = this.now();
+      if (now - kept.at < this.maxAgeMs && now < kept.expiresAt) {
         this.stats.hits++;
         return kept.value;
       }
@@ -138,10 +140,12 @@ export class NearCache implements KvReader {
     if (!flight || flight.changed) this.inFlight.set(k, (flight = { changed: false, reads: 0 }));
     flight.reads++;
     try {
-      const value = await this.reads.get(k);
+      // The key's time to live comes with it: Valkey announces an expiry only once its expiry cycle reaches the key,
+      // seconds late when many keys have one, and a kept value must not outlive what a GET would see.
+      const [value, ttlMs] = await this.readWithTtl(k);
       // Kept only if tracking held throughout and the key was not announced meanwhile; a missing key is not kept
       // (whoever fills it writes it, and the next read finds it).
-      if (value !== null && epoch === this.epoch && this.trusted && !flight.changed) this.keep(k, value);
+      if (value !== null && ttlMs !== -2 && epoch === this.epoch && this.trusted && !flight.changed) this.keep(k, value, ttlMs >= 0 ? this.now() + ttlMs : Infinity);
       return value;
     } finally {
       flight.reads--;
@@ -156,9 +160,19 @@ export class NearCache implements KvReader {
     await Promise.all([this.reads, this.announcements].map((c) => (c.status === 'end' ? undefined : c.quit().catch(() => c.disconnect()))));
   }
 
-  private keep(key: string, value: string): void {
+  /** GET and PTTL in one round trip (PTTL: ms left, -1 without expiry, -2 gone). */
+  private async readWithTtl(key: string): Promise<[string | null, number]> {
+    const replies = (await this.reads.pipeline().get(key).pttl(key).exec()) ?? [];
+    const [got, ttl] = replies;
+    if (!got || !ttl) throw new Error('valkey near cache: no reply to GET and PTTL');
+    if (got[0]) throw got[0];
+    if (ttl[0]) throw ttl[0];
+    return [got[1] as string | null, Number(ttl[1])];
+  }
+
+  private keep(key: string, value: string, expiresAt: number): void {
     this.entries.delete(key);
-    this.entries.set(key, { value, at: this.now() });
+    this.entries.set(key, { value, at: this.now(), expiresAt });
     if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
   }
 
