@@ -65,7 +65,8 @@ function staleServers(): number[] {
     try {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       if (!args[0]?.endsWith('nats-server') || args[args.indexOf('-p') + 1] !== String(port)) continue;
-      if (readlinkSync(`/proc/${entry}/cwd`).endsWith('/data/nats')) found.push(Number(entry));
+      // A checkout deleted while its server ran shows as `…/data/nats (deleted)`: that server is stale too.
+      if (readlinkSync(`/proc/${entry}/cwd`).replace(/ \(deleted\)$/, '').endsWith('/data/nats')) found.push(Number(entry));
     } catch {
       // gone meanwhile, or not ours to read
     }
