@@ -44,6 +44,7 @@ export class AccessTokens {
     secret: string,
     readonly ttlSeconds: number,
     private readonly now: () => number = Date.now,
+    private readonly maxKept = VERIFIED_KEPT,
   ) {
     this.key = webcrypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   }
@@ -85,7 +86,7 @@ export class AccessTokens {
       // Only the canonical spelling of a signature is kept: base64 decoding ignores a last character's unused bits (and
       // a trailing `=`), so one token verifies under several spellings, each of which would take an entry.
       if (CANONICAL_HS256.test(token)) {
-        if (this.verified.size >= VERIFIED_KEPT) this.verified.delete(this.verified.keys().next().value!);
+        if (this.verified.size >= this.maxKept) this.verified.delete(this.verified.keys().next().value!);
         // requiredClaims made exp present; jose checked it is a number.
         this.verified.set(token, { claims, exp: payload.exp! });
       }

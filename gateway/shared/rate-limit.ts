@@ -81,6 +81,11 @@ export class RateWindows {
     this.maxBatch = Math.max(1, Math.min(MAX_BATCH, Math.floor(limit / 20)));
   }
 
+  /** Keys with a lease held (ended windows stay until swept). */
+  get size(): number {
+    return this.leases.size;
+  }
+
   hit(key: string): Promise<Verdict> | Verdict {
     const now = this.now();
     let lease = this.leases.get(key);

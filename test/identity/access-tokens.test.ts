@@ -43,4 +43,14 @@ describe('AccessTokens, verified tokens kept', () => {
     await tokens.verify(token);
     expect(tokens.kept).toBe(1);
   });
+
+  it('keeps at most maxKept tokens, dropping the oldest; a dropped one is verified afresh', async () => {
+    const tokens = new AccessTokens(secret, 900, Date.now, 2);
+    const three = await Promise.all([1, 2, 3].map((i) => tokens.sign({ ...claims, email: `kept-${i}@example.com` })));
+    for (const t of three) await tokens.verify(t);
+    expect(tokens.kept).toBe(2);
+    // The first went: verifying it again keeps it anew, in place of the second.
+    expect((await tokens.verify(three[0]!)).email).toBe('kept-1@example.com');
+    expect(tokens.kept).toBe(2);
+  });
 });
