@@ -96,6 +96,9 @@ export class ActorHost<C extends Catalogue> {
         },
       });
     }
+    // Resolve only once the broker has the subscriptions: a process that reports itself ready before then can see its
+    // first requests (sent by another connection) answered "no responders".
+    await this.nc.flush();
     this.log.info({ domain, actor: name, subjects: entries.length }, 'actor serving');
   }
 
@@ -135,6 +138,7 @@ export class ActorHost<C extends Catalogue> {
         this.inflight.add(p);
       },
     });
+    await this.nc.flush(); // as in serve: the broker has the subscription before this resolves
     this.log.info({ domain: opts.domain, actor: opts.name, subject: `${opts.prefix}.*` }, 'agent endpoint serving');
   }
 

@@ -16,6 +16,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
 import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 import { SignatureHeaders } from '../../actors/runtime/signing.ts';
+import { TcpProxy } from '../support/tcp-proxy.ts';
 
 const log = createLogger('silent');
 const NATS = NATS_URL;
@@ -185,6 +186,28 @@ describe('actor runtime', () => {
     const echo = stats[0]?.endpoints?.find((e) => e.subject === wireRequestSubject('svc.rtest.echo'));
     expect(echo?.queue_group).toBe('rtest');
     expect(echo?.num_requests).toBeGreaterThan(0);
+  });
+});
+
+describe('serve', () => {
+  it('resolves only once the broker has the subscriptions, so another connection is answered at once', async () => {
+    const target = new URL(NATS.split(',')[0]!.replace(/^nats:/, 'http:'));
+    const proxy = await TcpProxy.start(target.hostname, Number(target.port || 4222));
+    const slowNc = await connectNats(proxy.url, 'actors-test-slow-link', log, NATS_CREDS);
+    const host = new ActorHost(slowNc, testCatalogue, testSigner(), log);
+    try {
+      // The serving connection's bytes reach the broker 300 ms late: without waiting for the broker, serve resolved
+      // before its subscriptions existed and this call was answered "no actor is serving" (a flaky CI run of the
+      // SIGTERM test below, whose fixture said "ready" too early).
+      proxy.delayUpstream(300);
+      await host.serve('rtest2', 'rtest2-slow-link', { 'svc.rtest2.extra': async () => ({ kept: 'yes' }) });
+      await expect(caller.call('svc.rtest2.extra', {}, ctx())).resolves.toEqual({ kept: 'yes' });
+    } finally {
+      proxy.open();
+      await host.drain(100);
+      await slowNc.close();
+      await proxy.close();
+    }
   });
 });
 

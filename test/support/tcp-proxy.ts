@@ -5,10 +5,12 @@ import { connect, createServer, type AddressInfo, type Server, type Socket } fro
  * - `cut()`: every connection is closed and new ones are refused (the broker is away);
  * - `blackhole()`: connections stay up and the client's bytes still reach the server, but nothing comes back
  *   (the server stores a publish, the acknowledgement is lost);
+ * - `delayUpstream(ms)`: the client's bytes reach the server `ms` later, in order (a slow or busy link);
  * - `open()`: back to normal.
  */
 export class TcpProxy {
   private mode: 'open' | 'cut' | 'blackhole' = 'open';
+  private upstreamDelayMs = 0;
   private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
 
   private constructor(
@@ -48,7 +50,11 @@ export class TcpProxy {
       client.destroy();
       upstream.destroy();
     };
-    client.on('data', (d) => upstream.write(d));
+    client.on('data', (d) => {
+      // Equal delays keep the chunks in order (timers of equal timeout fire in the order they were set).
+      if (this.upstreamDelayMs > 0) setTimeout(() => upstream.write(d), this.upstreamDelayMs);
+      else upstream.write(d);
+    });
     upstream.on('data', (d) => {
       if (this.mode === 'open') client.write(d);
     });
@@ -69,8 +75,13 @@ export class TcpProxy {
     this.mode = 'blackhole';
   }
 
+  delayUpstream(ms: number): void {
+    this.upstreamDelayMs = ms;
+  }
+
   open(): void {
     this.mode = 'open';
+    this.upstreamDelayMs = 0;
   }
 
   async close(): Promise<void> {
