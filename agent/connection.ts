@@ -169,9 +169,12 @@ export class AgentLink {
       }
       const connectedAt = Date.now();
       this.nc = nc;
+      for (const fn of this.onConnectFns) fn(nc);
+      // The link says it is up once the broker has the subscriptions just made: a command sent at that moment would
+      // otherwise find no responder. (A connection lost meanwhile rejects the flush; `current` then says not up.)
+      await nc.flush().catch(() => undefined);
       this.up = true;
       log.info({ server: nc.getServer() }, 'connected to the broker');
-      for (const fn of this.onConnectFns) fn(nc);
       this.emitUp();
       void this.watch(nc);
       const err = await nc.closed();

@@ -288,8 +288,8 @@ describe('commands', () => {
     await writeWatchConfig(p.dir, { version: 4, payload: watchConfig('/etc/saved') });
     const watcher = recordingWatcher();
     const agent = await start(p, { watcher: watcher.factory });
+    // Connected means the broker has the command subscription (the link flushes it before it says it is up).
     await waitFor(() => agent.connected, 5_000, 'the agent connecting');
-    await sleep(200); // the command subscription is made on connect; let the server register it
     const subject = `svc.system.commands.${p.id}`;
     const command = (version: number, path: string) => encoder.encode(JSON.stringify({ type: 'config_update', config_type: 'watch_files', version, payload: watchConfig(path) }));
 
@@ -314,6 +314,21 @@ describe('commands', () => {
     service.publish(subject, command(7, '/opt'));
     await waitFor(() => agent.configVersion === 7, 3_000, 'the published command');
     expect(watcher.applied.at(-1)!.paths).toEqual(['/opt']);
+  });
+
+  it('is connected only once the broker has its command subscription, even over a slow link', async () => {
+    const proxy = await TcpProxy.start(natsHost, Number(natsPort));
+    proxies.push(proxy);
+    // The agent's bytes reach the broker 300 ms late: a link that said "up" before its SUB arrived left a command
+    // sent at that moment without a responder.
+    proxy.delayUpstream(300);
+    const p = await provision({ servers: [proxy.url] });
+    const agent = await start(p, { connection: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, retryMinMs: 100, retryMaxMs: 500, connectTimeoutMs: 5_000 } });
+    await waitFor(() => agent.connected, 10_000, 'the agent connecting');
+    const command = encoder.encode(JSON.stringify({ type: 'config_update', config_type: 'watch_files', version: 3, payload: watchConfig('/srv/slow') }));
+    const res = await service.request(`svc.system.commands.${p.id}`, command, { timeout: 5_000 });
+    expect(res.json()).toEqual({ ok: true });
+    expect(agent.configVersion).toBe(3);
   });
 });
 
