@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { Caller } from '../../actors/runtime/call.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
@@ -150,17 +150,18 @@ describe('Idempotency-Key', () => {
 
   it('answers 409 to a repeat while the first is still running, then the stored answer', async () => {
     const key = randomUUID();
-    const first = post(app, '/api/v1/slow-things', { ms: 400 }, key);
-    await new Promise((r) => setTimeout(r, 100));
-    const during = await post(app, '/api/v1/slow-things', { ms: 400 }, key);
+    // 1.2 s of work: room for the repeat to arrive while it runs, even on a loaded machine.
+    const first = post(app, '/api/v1/slow-things', { ms: 1200 }, key);
+    await vi.waitFor(() => expect(ran('sleep-1200')).toBe(1), { timeout: 1_000, interval: 5 });
+    const during = await post(app, '/api/v1/slow-things', { ms: 1200 }, key);
     expect(during.statusCode).toBe(409);
     expect(during.json().error.code).toBe('conflict');
     expect(during.json().error.message).toMatch(/still being processed/);
     expect((await first).statusCode).toBe(201);
-    const after = await post(app, '/api/v1/slow-things', { ms: 400 }, key);
+    const after = await post(app, '/api/v1/slow-things', { ms: 1200 }, key);
     expect(after.statusCode).toBe(201);
-    expect(after.json()).toEqual({ data: { slept: 400 } });
-    expect(ran('sleep-400')).toBe(1);
+    expect(after.json()).toEqual({ data: { slept: 1200 } });
+    expect(ran('sleep-1200')).toBe(1);
   });
 
   it('keeps a final 4xx but not a 5xx, so the client can retry those', async () => {
@@ -183,20 +184,25 @@ describe('Idempotency-Key', () => {
   });
 
   it('gives the retry after a 504 the real outcome instead of running it twice', async () => {
-    const short = await buildApp('console', kv, 300);
+    // A 1 s deadline and 1.5 s of work: the keyed call may run one more timeout (to 2 s), which leaves it 0.5 s.
+    const short = await buildApp('console', kv, 1000);
     try {
       const key = randomUUID();
       const t0 = Date.now();
-      const first = await post(short, '/api/v1/slow-things', { ms: 500 }, key);
+      const first = await post(short, '/api/v1/slow-things', { ms: 1500 }, key);
       expect(first.statusCode).toBe(504);
-      expect(Date.now() - t0).toBeLessThan(450);
+      expect(Date.now() - t0).toBeLessThan(1400);
       // The write is still going on: the retry is told so instead of starting a second one.
-      expect((await post(short, '/api/v1/slow-things', { ms: 500 }, key)).statusCode).toBe(409);
-      await new Promise((r) => setTimeout(r, 400));
-      const retry = await post(short, '/api/v1/slow-things', { ms: 500 }, key);
+      expect((await post(short, '/api/v1/slow-things', { ms: 1500 }, key)).statusCode).toBe(409);
+      // Retries get 409 until the outcome is kept, then that outcome.
+      let retry = await post(short, '/api/v1/slow-things', { ms: 1500 }, key);
+      for (let i = 0; retry.statusCode === 409 && i < 100; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        retry = await post(short, '/api/v1/slow-things', { ms: 1500 }, key);
+      }
       expect(retry.statusCode).toBe(201);
-      expect(retry.json()).toEqual({ data: { slept: 500 } });
-      expect(ran('sleep-500')).toBe(1);
+      expect(retry.json()).toEqual({ data: { slept: 1500 } });
+      expect(ran('sleep-1500')).toBe(1);
     } finally {
       await short.close();
     }

@@ -19,7 +19,7 @@ const log = createLogger('silent');
 let nc: NatsConnection;
 let host: ActorHost<TestCat>;
 
-async function buildApp(style: 'console' | 'invoicing', debug = false, timeoutMs = 400, guard?: GatewayDeps['guard']): Promise<GatewayApp> {
+async function buildApp(style: 'console' | 'invoicing', debug = false, timeoutMs = 1000, guard?: GatewayDeps['guard']): Promise<GatewayApp> {
   const deps: GatewayDeps<TestCat> = {
     caller: new Caller(() => nc, testCatalogue, testSigner()),
     requestTimeoutMs: timeoutMs,
@@ -173,25 +173,25 @@ describe('gateway plumbing', () => {
 
   it('answers 504 within the deadline when the actor is too slow', async () => {
     const t0 = Date.now();
-    const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/sleep/1500', headers: { authorization: 'Bearer good' } });
+    const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/sleep/2500', headers: { authorization: 'Bearer good' } });
     expect(res.statusCode).toBe(504);
     expect(res.json().error.code).toBe('gateway_timeout');
-    expect(Date.now() - t0).toBeLessThan(1200);
+    expect(Date.now() - t0).toBeLessThan(1800);
   });
 
   it('counts the rate limiter and authentication against the same deadline as the call', async () => {
-    // A limiter that takes 300 ms of a 400 ms budget leaves 100 ms for an actor that needs 200 ms: 504, not a 200
-    // after 500 ms.
+    // A limiter that takes 600 ms of a 1,000 ms budget leaves 400 ms for an actor that needs 800 ms: 504 at the
+    // deadline, not a 200 after 1,400 ms nor a 504 after 1,600 (margins wide enough for a loaded machine).
     const slowGuard = async (): Promise<void> => {
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise((r) => setTimeout(r, 600));
     };
-    const app = await buildApp('console', false, 400, slowGuard);
+    const app = await buildApp('console', false, 1000, slowGuard);
     try {
       const t0 = Date.now();
-      const res = await app.inject({ method: 'GET', url: '/api/v1/sleep/200', headers: { authorization: 'Bearer good' } });
+      const res = await app.inject({ method: 'GET', url: '/api/v1/sleep/800', headers: { authorization: 'Bearer good' } });
       expect(res.statusCode).toBe(504);
       expect(res.json().error.code).toBe('gateway_timeout');
-      expect(Date.now() - t0).toBeLessThan(480);
+      expect(Date.now() - t0).toBeLessThan(1300);
     } finally {
       await app.close();
     }

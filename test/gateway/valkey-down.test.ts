@@ -20,7 +20,7 @@ describe('a Valkey store that is down', () => {
       const t1 = Date.now();
       await expect(kv.get('k')).rejects.toThrow();
       await expect(kv.hitWindow('w', 1000)).rejects.toThrow();
-      expect(Date.now() - t1).toBeLessThan(200);
+      expect(Date.now() - t1).toBeLessThan(600);
     } finally {
       await kv.close();
     }
@@ -41,7 +41,7 @@ describe('gateways started while Valkey is down', () => {
       const t0 = Date.now();
       const res = await sys.http({ method: 'GET', url });
       expect(res.statusCode, `${url}: ${res.body}`).toBe(200);
-      expect(Date.now() - t0, url).toBeLessThan(1000);
+      expect(Date.now() - t0, url).toBeLessThan(2000); // well inside the 3 s deadline a wait for Valkey would use up
     }
   });
 
@@ -51,7 +51,7 @@ describe('gateways started while Valkey is down', () => {
     const token = await tokenFor(sys, user);
     const t0 = Date.now();
     const res = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token });
-    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(Date.now() - t0).toBeLessThan(2500);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json().data.user.id).toBe(user.id);
   });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AccessResolver } from '../../actors/identity/access.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
@@ -47,8 +47,12 @@ describe('access cache read by the gateway', () => {
     await new AccessResolver(() => orm.em.fork(), kv, sys.clock).invalidateUsers([user.id]);
     await kv.set(key, stale!, { ttlMs: 60_000 });
     expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access).toEqual({});
-    await new Promise((r) => setTimeout(r, 1700));
-    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access[client.id]).toContain('hosts:write');
+    // The second delete comes INVALIDATE_AGAIN_MS (1.5 s) later, and its announcement reaches the gateway's near cache
+    // a moment after that: waited for, not slept for, so a loaded machine cannot make it look stale.
+    await vi.waitFor(
+      async () => expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access[client.id]).toContain('hosts:write'),
+      { timeout: 10_000, interval: 100 },
+    );
   });
 
   it('sees a disabled account at once although its entry was cached', async () => {

@@ -349,15 +349,16 @@ describe('runConsumer', () => {
 
   it('keeps a slow handler alive past ack_wait with working(): delivered once', async () => {
     const seen: number[] = [];
+    // Over 2.5 × ack_wait of work, with ack_wait long enough that a loaded machine's pauses cannot outlast it.
     await start('slow', {
-      ackWaitMs: 400,
+      ackWaitMs: 1_200,
       handler: async (_job, meta) => {
         seen.push(meta.deliveryCount);
-        await sleep(1_300);
+        await sleep(3_200);
       },
     });
     await publishDurable(nc, subj('slow'), { n: 5 });
-    await waitFor(async () => seen.length === 1 && (await workCount(subj('slow'))) === 0, 5_000, 'slow job acked');
+    await waitFor(async () => seen.length === 1 && (await workCount(subj('slow'))) === 0, 10_000, 'slow job acked');
     expect(seen).toEqual([1]);
   });
 

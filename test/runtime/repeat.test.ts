@@ -82,9 +82,10 @@ describe('a SIGKILLed actor under read load', () => {
     stop = true;
     await Promise.all(workers);
     expect(failures).toEqual([]);
-    // In-flight requests on the killed instance waited the repeat delay (1 s) plus one more answer, not 10 s.
-    expect(Math.max(...latencies)).toBeLessThan(2_000);
-    expect(Date.now() - killedAt).toBeLessThan(4_000);
+    // In-flight requests on the killed instance waited the repeat delay (1 s) plus one more answer, not the 10 s
+    // deadline (bounds wide enough for a loaded machine, far below what waiting for the deadline takes).
+    expect(Math.max(...latencies)).toBeLessThan(5_000);
+    expect(Date.now() - killedAt).toBeLessThan(6_000);
   });
 
   it('does not repeat subjects that are not marked safe', async () => {
@@ -110,6 +111,6 @@ describe('a SIGKILLed actor under read load', () => {
     const t0 = Date.now();
     await expect(caller.call('svc.rtest.read', { ms: 500 }, ctx())).resolves.toEqual({ instance: 'local' });
     // The first attempt answered at ~500 ms; the repeat (sent at 200 ms) did not delay it.
-    expect(Date.now() - t0).toBeLessThan(900);
+    expect(Date.now() - t0).toBeLessThan(1_400);
   });
 });
