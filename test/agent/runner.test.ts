@@ -32,7 +32,6 @@ import { TcpProxy } from '../support/tcp-proxy.ts';
 const log = createLogger(process.env.AGENT_TEST_LOG ?? 'silent');
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
-const [natsHost, natsPort] = NATS_URL.replace(/^nats:\/\//, '').split(',')[0]!.split(':') as [string, string];
 
 let service: NatsConnection;
 let issuer: BrokerIssuer;
@@ -317,7 +316,7 @@ describe('commands', () => {
   });
 
   it('is connected only once the broker has its command subscription, even over a slow link', async () => {
-    const proxy = await TcpProxy.start(natsHost, Number(natsPort));
+    const proxy = await TcpProxy.forNats(NATS_URL);
     proxies.push(proxy);
     // The agent's bytes reach the broker 300 ms late: a link that said "up" before its SUB arrived left a command
     // sent at that moment without a responder.
@@ -334,7 +333,7 @@ describe('commands', () => {
 
 describe('buffering', () => {
   it('starts without a broker, buffers while it is away, and stores every message exactly once when it is back', async () => {
-    const proxy = await TcpProxy.start(natsHost, Number(natsPort));
+    const proxy = await TcpProxy.forNats(NATS_URL);
     proxies.push(proxy);
     proxy.cut();
     const p = await provision({ servers: [proxy.url] });

@@ -145,6 +145,18 @@ describe('RateWindows (hits reserved in batches)', () => {
     return { calls, kv: { hitWindow: (key: string, windowMs: number, hits?: number) => (calls.push(hits ?? 1), kv.hitWindow(key, windowMs, hits)) } };
   };
   const allowed = (vs: Verdict[]) => vs.filter((v) => v.allowed).length;
+  /** RateWindows over a store of its own, its reservations counted. */
+  const countedWindows = async (limit: number, windowMs: number) => {
+    const kv = await open();
+    const { calls, kv: spy } = counted(kv);
+    return { kv, calls, windows: new RateWindows(spy, limit, windowMs) };
+  };
+  /** `n` hits of `key`, each after the previous one's verdict. */
+  const hitsInTurn = async (windows: RateWindows, key: string, n: number): Promise<Verdict[]> => {
+    const verdicts: Verdict[] = [];
+    for (let i = 0; i < n; i++) verdicts.push(await windows.hit(key));
+    return verdicts;
+  };
 
   afterAll(async () => {
     await Promise.all(kvs.map((kv) => kv.close()));
@@ -152,11 +164,8 @@ describe('RateWindows (hits reserved in batches)', () => {
   });
 
   it('lets exactly the limit through, asking the store once per batch, and refuses the rest until the window ends', async () => {
-    const kv = await open();
-    const { calls, kv: spy } = counted(kv);
-    const windows = new RateWindows(spy, 200, 60_000);
-    const verdicts: Verdict[] = [];
-    for (let i = 0; i < 260; i++) verdicts.push(await windows.hit('rl:api:a'));
+    const { kv, calls, windows } = await countedWindows(200, 60_000);
+    const verdicts = await hitsInTurn(windows, 'rl:api:a', 260);
     expect(allowed(verdicts)).toBe(200);
     expect(verdicts.slice(0, 200).every((v) => v.allowed)).toBe(true);
     // Batches of 1, 2, 4, 8 then limit / 20 = 10: about 23 round trips for 200 hits; refusals ask nothing.
@@ -180,9 +189,7 @@ describe('RateWindows (hits reserved in batches)', () => {
   });
 
   it('shares one reservation in flight between concurrent hits, and lets exactly the limit through', async () => {
-    const kv = await open();
-    const { calls, kv: spy } = counted(kv);
-    const windows = new RateWindows(spy, 200, 60_000);
+    const { kv, calls, windows } = await countedWindows(200, 60_000);
     const verdicts = await Promise.all(Array.from({ length: 300 }, () => windows.hit('rl:api:burst')));
     expect(allowed(verdicts)).toBe(200);
     expect(calls.length).toBeLessThanOrEqual(3);
@@ -206,13 +213,9 @@ describe('RateWindows (hits reserved in batches)', () => {
   });
 
   it('starts over when the window ends, from a batch of one', async () => {
-    const kv = await open();
-    const { calls, kv: spy } = counted(kv);
     // A 2 s window: the 45 hits (about 20 Valkey round trips) all land in the first one, even on a loaded machine.
-    const windows = new RateWindows(spy, 40, 2_000);
-    const first: Verdict[] = [];
-    for (let i = 0; i < 45; i++) first.push(await windows.hit('rl:api:w'));
-    expect(allowed(first)).toBe(40);
+    const { kv, calls, windows } = await countedWindows(40, 2_000);
+    expect(allowed(await hitsInTurn(windows, 'rl:api:w', 45))).toBe(40);
     await new Promise((r) => setTimeout(r, 2_050));
     calls.length = 0;
     expect(await windows.hit('rl:api:w')).toEqual({ allowed: true });

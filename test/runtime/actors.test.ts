@@ -191,8 +191,7 @@ describe('actor runtime', () => {
 
 describe('serve', () => {
   it('resolves only once the broker has the subscriptions, so another connection is answered at once', async () => {
-    const target = new URL(NATS.split(',')[0]!.replace(/^nats:/, 'http:'));
-    const proxy = await TcpProxy.start(target.hostname, Number(target.port || 4222));
+    const proxy = await TcpProxy.forNats(NATS);
     const slowNc = await connectNats(proxy.url, 'actors-test-slow-link', log, NATS_CREDS);
     const host = new ActorHost(slowNc, testCatalogue, testSigner(), log);
     try {

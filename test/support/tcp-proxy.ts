@@ -29,6 +29,12 @@ export class TcpProxy {
     return proxy;
   }
 
+  /** A proxy in front of the first server of a NATS URL list (`nats://host:port,...`). */
+  static forNats(natsUrl: string): Promise<TcpProxy> {
+    const target = new URL(natsUrl.split(',')[0]!.replace(/^nats:/, 'http:'));
+    return TcpProxy.start(target.hostname, Number(target.port || 4222));
+  }
+
   get url(): string {
     return `nats://127.0.0.1:${this.port}`;
   }
