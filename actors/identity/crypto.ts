@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual, webcrypto } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import { DomainError } from '../../contracts/errors.ts';
 
@@ -46,7 +46,7 @@ export class AccessTokens {
     private readonly now: () => number = Date.now,
     private readonly maxKept = VERIFIED_KEPT,
   ) {
-    this.key = webcrypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+    this.key = globalThis.crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   }
 
   /** How many verified tokens are kept now. */
