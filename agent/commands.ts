@@ -17,11 +17,18 @@ export class ConfigApplier {
   private held = 0;
   private chain: Promise<unknown> = Promise.resolve();
 
+  private readonly stateDir: string;
+  private readonly watcher: FileWatcher;
+  private readonly log: Logger;
   constructor(
-    private readonly stateDir: string,
-    private readonly watcher: FileWatcher,
-    private readonly log: Logger,
-  ) {}
+    stateDir: string,
+    watcher: FileWatcher,
+    log: Logger,
+  ) {
+    this.stateDir = stateDir;
+    this.watcher = watcher;
+    this.log = log;
+  }
 
   get version(): number {
     return this.held;
@@ -167,7 +174,9 @@ export class ConfigSync {
   private readonly firstDone: Promise<void>;
   private resolveFirst!: () => void;
 
-  constructor(private readonly opts: ConfigSyncOptions) {
+  private readonly opts: ConfigSyncOptions;
+  constructor(opts: ConfigSyncOptions) {
+    this.opts = opts;
     this.firstDone = new Promise((r) => (this.resolveFirst = r));
     opts.link.onUp(() => {
       if (this.fetched === 0) this.schedule(0);

@@ -8,12 +8,21 @@ import { readCredsFile, writeCredsFile } from './state.ts';
  * on every (re)connect, so a JWT renewed by a config fetch is used from the next connect on, without a restart.
  */
 export class AgentCredentials {
+  private readonly stateDir: string;
+  private jwt: string;
+  private seed: string;
+  private creds: Uint8Array;
   private constructor(
-    private readonly stateDir: string,
-    private jwt: string,
-    private seed: string,
-    private creds: Uint8Array,
-  ) {}
+    stateDir: string,
+    jwt: string,
+    seed: string,
+    creds: Uint8Array,
+  ) {
+    this.stateDir = stateDir;
+    this.jwt = jwt;
+    this.seed = seed;
+    this.creds = creds;
+  }
 
   static async load(stateDir: string, log?: Logger): Promise<AgentCredentials> {
     const { bytes, loosened } = await readCredsFile(stateDir);
@@ -93,7 +102,9 @@ export class AgentLink {
   private readonly onUpFns: Listener[] = [];
   private readonly loopDone: Promise<void>;
 
-  constructor(private readonly opts: LinkOptions) {
+  private readonly opts: LinkOptions;
+  constructor(opts: LinkOptions) {
+    this.opts = opts;
     this.loopDone = this.loop();
   }
 

@@ -37,13 +37,19 @@ export interface EnrollResult {
 
 /** Enrolment failed: `message` is what the server said (or what went wrong before it could). */
 export class EnrollError extends Error {
+  readonly code?: string;
+  readonly requestId?: string;
+  readonly status?: number;
   constructor(
     message: string,
-    readonly code?: string,
-    readonly requestId?: string,
-    readonly status?: number,
+    code?: string,
+    requestId?: string,
+    status?: number,
   ) {
     super(message);
+    this.code = code;
+    this.requestId = requestId;
+    this.status = status;
     this.name = 'EnrollError';
   }
 }

@@ -91,7 +91,9 @@ export class Outbox {
   private readonly maxBytes: number;
   private readonly maxInFlight: number;
 
-  constructor(private readonly opts: OutboxOptions) {
+  private readonly opts: OutboxOptions;
+  constructor(opts: OutboxOptions) {
+    this.opts = opts;
     this.maxMessages = opts.maxMessages ?? OUTBOX_DEFAULTS.maxMessages;
     this.maxBytes = opts.maxBytes ?? OUTBOX_DEFAULTS.maxBytes;
     this.maxInFlight = opts.maxInFlight ?? OUTBOX_DEFAULTS.maxInFlight;

@@ -13,10 +13,15 @@ type Lookup = { kind: 'host'; value: HostRef } | { kind: 'environment'; value: E
 export class FleetDirectory {
   private readonly cache = new Map<string, { hit: Lookup | null; at: number }>();
 
+  private readonly caller: Caller<Cat>;
+  private readonly ttlMs: number;
   constructor(
-    private readonly caller: Caller<Cat>,
-    private readonly ttlMs = 30_000,
-  ) {}
+    caller: Caller<Cat>,
+    ttlMs = 30_000,
+  ) {
+    this.caller = caller;
+    this.ttlMs = ttlMs;
+  }
 
   private fresh(key: string): { hit: Lookup | null } | undefined {
     const e = this.cache.get(key);

@@ -25,7 +25,10 @@ type CachedKey = z.infer<typeof CachedKey>;
  * miss goes to the resolver, which fills it. An entry that does not parse counts as a miss.
  */
 export class AccessCache {
-  constructor(private readonly kv: KvReader) {}
+  private readonly kv: KvReader;
+  constructor(kv: KvReader) {
+    this.kv = kv;
+  }
 
   async user(userId: string): Promise<ResolvedUser | null> {
     const raw = await this.kv.get(userKey(userId)).catch(() => null);
@@ -81,11 +84,17 @@ export async function computeClientAccess(em: EntityManager, userId: string): Pr
 /** Resolution and cache of callers' permissions. The cache lives in Valkey so every instance sees invalidations. */
 export class AccessResolver {
   private readonly cache: AccessCache;
+  private readonly em: () => EntityManager;
+  private readonly kv: KvStore;
+  private readonly clock: Clock;
   constructor(
-    private readonly em: () => EntityManager,
-    private readonly kv: KvStore,
-    private readonly clock: Clock,
+    em: () => EntityManager,
+    kv: KvStore,
+    clock: Clock,
   ) {
+    this.em = em;
+    this.kv = kv;
+    this.clock = clock;
     this.cache = new AccessCache(kv);
   }
 

@@ -40,12 +40,18 @@ export class AccessTokens {
    * authenticated request's CPU.
    */
   private readonly key: Promise<CryptoKey>;
+  readonly ttlSeconds: number;
+  private readonly now: () => number;
+  private readonly maxKept: number;
   constructor(
     secret: string,
-    readonly ttlSeconds: number,
-    private readonly now: () => number = Date.now,
-    private readonly maxKept = VERIFIED_KEPT,
+    ttlSeconds: number,
+    now: () => number = Date.now,
+    maxKept = VERIFIED_KEPT,
   ) {
+    this.ttlSeconds = ttlSeconds;
+    this.now = now;
+    this.maxKept = maxKept;
     this.key = globalThis.crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   }
 

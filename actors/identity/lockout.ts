@@ -51,11 +51,18 @@ export interface LockoutAttempt {
  * A lock records the number of failures it covers, which is what the next generation builds on.
  */
 export class Lockout {
+  private readonly kv: KvStore;
+  private readonly clock: Clock;
+  private readonly namespace: string;
   constructor(
-    private readonly kv: KvStore,
-    private readonly clock: Clock,
-    private readonly namespace: string,
-  ) {}
+    kv: KvStore,
+    clock: Clock,
+    namespace: string,
+  ) {
+    this.kv = kv;
+    this.clock = clock;
+    this.namespace = namespace;
+  }
 
   private lockKey(subject: string): string {
     return `lockout:${this.namespace}:${subject}:lock`;

@@ -10,10 +10,15 @@ export class PasswordHasher {
   private readonly waiting: (() => void)[] = [];
   private dummy: Promise<string> | undefined;
 
+  private readonly maxConcurrent: number;
+  private readonly maxQueue: number;
   constructor(
-    private readonly maxConcurrent = 4,
-    private readonly maxQueue = 256,
-  ) {}
+    maxConcurrent = 4,
+    maxQueue = 256,
+  ) {
+    this.maxConcurrent = maxConcurrent;
+    this.maxQueue = maxQueue;
+  }
 
   get stats(): { active: number; waiting: number } {
     return { active: this.active, waiting: this.waiting.length };

@@ -19,10 +19,15 @@ export interface AuditInput {
  * actor stores. A publish that fails is retried by the caller's own retry, never silently dropped.
  */
 export class AuditRecorder {
+  private readonly nc: NatsConnection;
+  private readonly clock: Clock;
   constructor(
-    private readonly nc: NatsConnection,
-    private readonly clock: Clock,
-  ) {}
+    nc: NatsConnection,
+    clock: Clock,
+  ) {
+    this.nc = nc;
+    this.clock = clock;
+  }
 
   async record(ctx: CallerContext, input: AuditInput): Promise<void> {
     const p = ctx.principal;

@@ -36,13 +36,24 @@ const decoder = new TextDecoder();
  * signed (signing.ts): the caller vouches for the context it sends.
  */
 export class Caller<C extends Catalogue> {
+  private readonly getConnection: () => NatsConnection | undefined;
+  readonly catalogue: C;
+  private readonly signer: ContextSigner;
+  private readonly defaultTimeoutMs: number;
+  private readonly repeatAfterMs: number;
   constructor(
-    private readonly getConnection: () => NatsConnection | undefined,
-    readonly catalogue: C,
-    private readonly signer: ContextSigner,
-    private readonly defaultTimeoutMs = 10_000,
-    private readonly repeatAfterMs = REPEAT_AFTER_MS,
-  ) {}
+    getConnection: () => NatsConnection | undefined,
+    catalogue: C,
+    signer: ContextSigner,
+    defaultTimeoutMs = 10_000,
+    repeatAfterMs = REPEAT_AFTER_MS,
+  ) {
+    this.getConnection = getConnection;
+    this.catalogue = catalogue;
+    this.signer = signer;
+    this.defaultTimeoutMs = defaultTimeoutMs;
+    this.repeatAfterMs = repeatAfterMs;
+  }
 
   async call<S extends SubjectName<C>>(subject: S, input: RequestIn<C, S>, ctx: CallerContext, opts: CallOptions = {}): Promise<ReplyOut<C, S>> {
     return parseReply(await this.send(subject, input, ctx, opts), subject) as ReplyOut<C, S>;

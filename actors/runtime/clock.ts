@@ -6,7 +6,10 @@ export const systemClock: Clock = { now: () => Date.now() };
 
 /** A clock tests move by hand. */
 export class ManualClock implements Clock {
-  constructor(private t: number = Date.now()) {}
+  private t: number;
+  constructor(t: number = Date.now()) {
+    this.t = t;
+  }
   now(): number {
     return this.t;
   }

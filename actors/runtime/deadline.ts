@@ -30,10 +30,15 @@ export class RequestDeadline implements DeadlineScope {
   private timer: NodeJS.Timeout | undefined;
   private ended = false;
 
+  readonly deadline: number;
+  private readonly reason: () => Error;
   constructor(
-    readonly deadline: number,
-    private readonly reason: () => Error,
-  ) {}
+    deadline: number,
+    reason: () => Error,
+  ) {
+    this.deadline = deadline;
+    this.reason = reason;
+  }
 
   get signal(): AbortSignal {
     if (!this.controller) {

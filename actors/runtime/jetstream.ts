@@ -190,12 +190,14 @@ export class NonRetryableError extends Error {
  * Retry-After, or the handler's own jittered backoff). The delivery limit still applies.
  */
 export class RetryLaterError extends Error {
+  readonly delayMs: number;
   constructor(
     message: string,
-    readonly delayMs: number,
+    delayMs: number,
     options?: ErrorOptions,
   ) {
     super(message, options);
+    this.delayMs = delayMs;
     this.name = 'RetryLaterError';
   }
 }

@@ -15,12 +15,21 @@ export class Lease {
   private revision = 0;
   private readonly owner = randomUUID();
 
+  private readonly nc: NatsConnection;
+  private readonly name: string;
+  private readonly ttlMs: number;
+  private readonly log: Logger;
   constructor(
-    private readonly nc: NatsConnection,
-    private readonly name: string,
-    private readonly ttlMs: number,
-    private readonly log: Logger,
-  ) {}
+    nc: NatsConnection,
+    name: string,
+    ttlMs: number,
+    log: Logger,
+  ) {
+    this.nc = nc;
+    this.name = name;
+    this.ttlMs = ttlMs;
+    this.log = log;
+  }
 
   private async bucket(): Promise<KV> {
     const ns = namespace();

@@ -9,14 +9,22 @@ export class MicroBatcher<T, R> {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
+  private readonly opts: {
+      maxItems: number;
+      maxDelayMs: number;
+      /** Results in the order of `items`. */
+      write: (items: T[]) => Promise<R[]>;
+    };
   constructor(
-    private readonly opts: {
+    opts: {
       maxItems: number;
       maxDelayMs: number;
       /** Results in the order of `items`. */
       write: (items: T[]) => Promise<R[]>;
     },
-  ) {}
+  ) {
+    this.opts = opts;
+  }
 
   add(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {

@@ -131,12 +131,20 @@ export class LazyNats {
   private closed = false;
   private connected = false;
   readonly ready: Promise<NatsConnection>;
+  private readonly url: string;
+  private readonly name: string;
+  private readonly log: Logger;
+  private readonly credsPath?: string;
   constructor(
-    private readonly url: string,
-    private readonly name: string,
-    private readonly log: Logger,
-    private readonly credsPath?: string,
+    url: string,
+    name: string,
+    log: Logger,
+    credsPath?: string,
   ) {
+    this.url = url;
+    this.name = name;
+    this.log = log;
+    this.credsPath = credsPath;
     this.ready = this.loop();
     this.ready.catch(() => undefined);
   }

@@ -43,13 +43,21 @@ export class RequestHeaders implements MsgHdrs {
   private full: MsgHdrs | undefined;
   private readonly requestId: string;
 
+  private readonly deadline: string;
+  private readonly traceparent: string;
+  private readonly signedAt: string;
+  private readonly signature: string;
   constructor(
     requestId: string,
-    private readonly deadline: string,
-    private readonly traceparent: string,
-    private readonly signedAt: string,
-    private readonly signature: string,
+    deadline: string,
+    traceparent: string,
+    signedAt: string,
+    signature: string,
   ) {
+    this.deadline = deadline;
+    this.traceparent = traceparent;
+    this.signedAt = signedAt;
+    this.signature = signature;
     if (LINE_BREAK.test(requestId)) throw new TypeError('header values cannot contain \\r or \\n');
     this.requestId = requestId.trim();
   }

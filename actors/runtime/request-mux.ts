@@ -27,7 +27,9 @@ export class RequestMux {
   private readonly prefix: string;
   private next = 0;
 
-  private constructor(private readonly nc: NatsConnection) {
+  private readonly nc: NatsConnection;
+  private constructor(nc: NatsConnection) {
+    this.nc = nc;
     const inboxPrefix = (nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix;
     this.prefix = createInbox(inboxPrefix);
     const sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, msg) => (err ? this.failAll(err) : this.settle(msg)) });

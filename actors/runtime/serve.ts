@@ -52,15 +52,27 @@ export class ActorHost<C extends Catalogue> {
   private readonly outages = new OutageLog();
   readonly caller: Caller<C>;
 
+  private readonly nc: NatsConnection;
+  private readonly catalogue: C;
+  private readonly signer: ContextSigner;
+  private readonly log: Logger;
+  private readonly defaultTimeoutMs: number;
+  private readonly validateReplies: boolean;
   constructor(
-    private readonly nc: NatsConnection,
-    private readonly catalogue: C,
-    private readonly signer: ContextSigner,
-    private readonly log: Logger,
-    private readonly defaultTimeoutMs = 10_000,
+    nc: NatsConnection,
+    catalogue: C,
+    signer: ContextSigner,
+    log: Logger,
+    defaultTimeoutMs = 10_000,
     /** Check replies against their schemas (SVC_VALIDATE_REPLIES): tests and development. */
-    private readonly validateReplies = true,
+    validateReplies = true,
   ) {
+    this.nc = nc;
+    this.catalogue = catalogue;
+    this.signer = signer;
+    this.log = log;
+    this.defaultTimeoutMs = defaultTimeoutMs;
+    this.validateReplies = validateReplies;
     this.caller = new Caller(() => (nc.isClosed() ? undefined : nc), catalogue, signer, defaultTimeoutMs);
   }
 

@@ -46,12 +46,16 @@ export class ContextSigner {
    */
   private readonly servedHere = new Set<string>();
 
+  readonly maxAgeMs: number;
+  private readonly now: () => number;
   constructor(
     secret: string,
     previous: readonly string[] = [],
-    readonly maxAgeMs = 30_000,
-    private readonly now: () => number = Date.now,
+    maxAgeMs = 30_000,
+    now: () => number = Date.now,
   ) {
+    this.maxAgeMs = maxAgeMs;
+    this.now = now;
     if (secret.length < 32) throw new Error('the context signing key must be at least 32 characters');
     this.current = keyOf(secret);
     this.verifiers = new Map([this.current, ...previous.filter(Boolean).map(keyOf)].map((k) => [k.id, k]));

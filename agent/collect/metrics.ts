@@ -67,7 +67,12 @@ export class MetricsCollector {
   private readonly processes = new ProcessCpuTracker();
   private readonly containers = new ContainerMetrics();
 
-  constructor(private readonly roots: Roots, private readonly engine: () => Engine | null) {}
+  private readonly roots: Roots;
+  private readonly engine: () => Engine | null;
+  constructor(roots: Roots, engine: () => Engine | null) {
+    this.roots = roots;
+    this.engine = engine;
+  }
 
   async collect(): Promise<SampleIn[]> {
     const proc = this.roots.proc;

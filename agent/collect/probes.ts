@@ -51,7 +51,10 @@ export function tcpExchange(host: string, port: number, payload: Buffer | null, 
 
 export type RespValue = string | number | null | RespError | RespValue[];
 export class RespError {
-  constructor(readonly message: string) {}
+  readonly message: string;
+  constructor(message: string) {
+    this.message = message;
+  }
 }
 
 /** One RESP value at `offset`; null when the buffer does not hold it whole yet. */

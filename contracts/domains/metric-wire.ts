@@ -47,20 +47,35 @@ export function isCompactMetricBatch(data: Uint8Array): boolean {
 
 /** A batch as the compact form carries it: a string table and columns; samples refer to strings by index. */
 export class CompactMetricBatch {
+  readonly collectedAtMs: number;
+  readonly strings: readonly string[];
+  readonly names: readonly number[];
+  readonly labelStart: readonly number[];
+  readonly pairs: readonly number[];
+  readonly values: readonly number[];
+  readonly times: readonly number[];
   constructor(
-    readonly collectedAtMs: number,
-    readonly strings: readonly string[],
+    collectedAtMs: number,
+    strings: readonly string[],
     // Plain arrays, not typed ones: a typed array of more than 64 bytes gets a backing store outside V8's heap, and
     // five of them per batch made the ingest's collector work ~3 times as hard.
     /** Per sample: its name's string index. */
-    readonly names: readonly number[],
+    names: readonly number[],
     /** Per sample i: its labels are pairs[labelStart[i] .. labelStart[i+1]) as [name, value] string indexes. */
-    readonly labelStart: readonly number[],
-    readonly pairs: readonly number[],
-    readonly values: readonly number[],
+    labelStart: readonly number[],
+    pairs: readonly number[],
+    values: readonly number[],
     /** Per sample: time_ms, or NaN for the batch's collected_at. */
-    readonly times: readonly number[],
-  ) {}
+    times: readonly number[],
+  ) {
+    this.collectedAtMs = collectedAtMs;
+    this.strings = strings;
+    this.names = names;
+    this.labelStart = labelStart;
+    this.pairs = pairs;
+    this.values = values;
+    this.times = times;
+  }
 
   get size(): number {
     return this.names.length;
@@ -103,7 +118,9 @@ const place = (what: string, sample: number): string => (sample < 0 ? what : `sa
 class Reader {
   pos = 4;
   private readonly view: DataView;
-  constructor(private readonly bytes: Uint8Array) {
+  private readonly bytes: Uint8Array;
+  constructor(bytes: Uint8Array) {
+    this.bytes = bytes;
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
   uvarint(what: string, sample = -1): number {

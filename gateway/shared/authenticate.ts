@@ -17,13 +17,24 @@ const BEARER = /^Bearer\s+(\S+)$/i;
  * enrolled, only the enrolment routes answer.
  */
 export class TokenAuthenticator implements Authenticator {
+  private readonly tokens: AccessTokens;
+  private readonly caller: Caller<Cat>;
+  private readonly cache?: AccessCache;
+  private readonly now: () => number;
+  private readonly timeoutMs: number;
   constructor(
-    private readonly tokens: AccessTokens,
-    private readonly caller: Caller<Cat>,
-    private readonly cache?: AccessCache,
-    private readonly now: () => number = Date.now,
-    private readonly timeoutMs = 5000,
-  ) {}
+    tokens: AccessTokens,
+    caller: Caller<Cat>,
+    cache?: AccessCache,
+    now: () => number = Date.now,
+    timeoutMs = 5000,
+  ) {
+    this.tokens = tokens;
+    this.caller = caller;
+    this.cache = cache;
+    this.now = now;
+    this.timeoutMs = timeoutMs;
+  }
 
   /** A cache that cannot be read is a miss: the resolver answers instead. */
   private async cached<T>(read: () => Promise<T | null>): Promise<T | null> {

@@ -17,11 +17,13 @@ export type ApiErrorCode = ErrorCode | HttpErrorCode;
 
 /** Thrown (or sent) by gateway code for an HTTP-level failure, like a DomainError for the codes above. */
 export class HttpError extends Error {
+  readonly code: HttpErrorCode;
   constructor(
-    readonly code: HttpErrorCode,
+    code: HttpErrorCode,
     message: string,
   ) {
     super(message);
+    this.code = code;
     this.name = 'HttpError';
   }
 }

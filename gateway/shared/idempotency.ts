@@ -59,7 +59,10 @@ export function isFinalError(err: ApiError): boolean {
 }
 
 export class IdempotencyStore {
-  constructor(private readonly kv: KvStore) {}
+  private readonly kv: KvStore;
+  constructor(kv: KvStore) {
+    this.kv = kv;
+  }
 
   private slot(scope: string, key: string): string {
     // Hashed: the key is the client's text and may be long; only equality matters.

@@ -71,13 +71,21 @@ export class RateWindows {
   private readonly maxBatch: number;
   private sweptAt = 0;
 
+  private readonly kv: Pick<KvStore, 'hitWindow'>;
+  private readonly limit: number;
+  private readonly windowMs: number;
+  private readonly now: () => number;
   constructor(
-    private readonly kv: Pick<KvStore, 'hitWindow'>,
-    private readonly limit: number,
-    private readonly windowMs: number,
+    kv: Pick<KvStore, 'hitWindow'>,
+    limit: number,
+    windowMs: number,
     /** Monotonic: windows are durations from Valkey's answers, so a stepped wall clock must not stretch them. */
-    private readonly now: () => number = () => performance.now(),
+    now: () => number = () => performance.now(),
   ) {
+    this.kv = kv;
+    this.limit = limit;
+    this.windowMs = windowMs;
+    this.now = now;
     this.maxBatch = Math.max(1, Math.min(MAX_BATCH, Math.floor(limit / 20)));
   }
 

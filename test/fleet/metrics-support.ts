@@ -40,7 +40,10 @@ export class MetricsFixture {
   private jsm!: JetStreamManager;
   tsdb!: Tsdb;
 
-  constructor(private readonly sys: TestSystem) {}
+  private readonly sys: TestSystem;
+  constructor(sys: TestSystem) {
+    this.sys = sys;
+  }
 
   async open(): Promise<this> {
     this.nc = await connectNats(NATS_URL, 'metrics-read-test', createLogger('silent'), NATS_CREDS);

@@ -27,7 +27,9 @@ class FreezableProxy {
   private held: [Socket, Buffer][] = [];
   private readonly sockets = new Set<Socket>();
   private readonly server: Server;
-  constructor(private readonly target: { host: string; port: number }) {
+  private readonly target: { host: string; port: number };
+  constructor(target: { host: string; port: number }) {
+    this.target = target;
     this.server = createServer((client) => {
       const upstream = connect(target.port, target.host);
       for (const s of [client, upstream]) {

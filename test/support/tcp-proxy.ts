@@ -13,10 +13,15 @@ export class TcpProxy {
   private upstreamDelayMs = 0;
   private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
 
+  private readonly server: Server;
+  readonly port: number;
   private constructor(
-    private readonly server: Server,
-    readonly port: number,
-  ) {}
+    server: Server,
+    port: number,
+  ) {
+    this.server = server;
+    this.port = port;
+  }
 
   static async start(targetHost: string, targetPort: number): Promise<TcpProxy> {
     const server = createServer();

@@ -33,11 +33,18 @@ export class ReceiverRegistry {
   private sub: Subscription | undefined;
   private log: Logger | undefined;
 
+  private readonly orm: MikroORM;
+  private readonly box: SecretBox;
+  private readonly ttlMs: number;
   constructor(
-    private readonly orm: MikroORM,
-    private readonly box: SecretBox,
-    private readonly ttlMs = 60_000,
-  ) {}
+    orm: MikroORM,
+    box: SecretBox,
+    ttlMs = 60_000,
+  ) {
+    this.orm = orm;
+    this.box = box;
+    this.ttlMs = ttlMs;
+  }
 
   async byTokenHash(hash: string): Promise<LiveReceiver | null> {
     const e = this.cache.get(hash);

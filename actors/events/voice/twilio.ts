@@ -50,13 +50,17 @@ export function validTwilioSignature(authToken: string, url: string, params: rea
 }
 
 export class VoiceProviderError extends Error {
+  readonly status: number;
+  readonly retryAfterMs?: number;
   constructor(
     message: string,
     /** 0 when the provider could not be reached. */
-    readonly status: number,
-    readonly retryAfterMs?: number,
+    status: number,
+    retryAfterMs?: number,
   ) {
     super(message);
+    this.status = status;
+    this.retryAfterMs = retryAfterMs;
     this.name = 'VoiceProviderError';
   }
   /** Worth trying again: unreachable, rate limited, or the provider's own failure. */

@@ -36,10 +36,15 @@ export class AgentRevoker {
   private waiters: Waiter[] = [];
   private busy = false;
 
+  private readonly broker: Broker | undefined;
+  private readonly log: Logger;
   private constructor(
-    private readonly broker: Broker | undefined,
-    private readonly log: Logger,
-  ) {}
+    broker: Broker | undefined,
+    log: Logger,
+  ) {
+    this.broker = broker;
+    this.log = log;
+  }
 
   static async start(config: Config, log: Logger): Promise<AgentRevoker> {
     if (!config.SVC_NATS_CREDS) {

@@ -49,7 +49,9 @@ export class ImportBatcher<T = ImportSeries> {
   private readonly now: () => number;
   private readonly samplesOf: (item: T) => number;
 
-  constructor(private readonly opts: ImportBatcherOptions<T>) {
+  private readonly opts: ImportBatcherOptions<T>;
+  constructor(opts: ImportBatcherOptions<T>) {
+    this.opts = opts;
     if (!(opts.maxDelayMs >= 0) || !(opts.maxSamples >= 1) || !Number.isInteger(opts.maxConcurrentWrites) || opts.maxConcurrentWrites < 1) {
       throw new RangeError('ImportBatcher needs maxDelayMs >= 0, maxSamples >= 1 and an integer maxConcurrentWrites >= 1');
     }

@@ -40,7 +40,10 @@ export function tenantBytes(hostId: string, environmentId: string, clientId: str
  */
 class PieceCache {
   private readonly map = new Map<string, Uint8Array>();
-  constructor(private readonly encode: (s: string) => Uint8Array) {}
+  private readonly encode: (s: string) => Uint8Array;
+  constructor(encode: (s: string) => Uint8Array) {
+    this.encode = encode;
+  }
   get(s: string): Uint8Array {
     let bytes = this.map.get(s);
     if (!bytes) {

@@ -18,11 +18,18 @@ export class HostScopes {
   /** Bumped by every forget: a row read before it may be of a host deleted since, and is not kept. */
   private forgets = 0;
 
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
   constructor(
-    private readonly ttlMs = 5_000,
-    private readonly maxEntries = 10_000,
-    private readonly now: () => number = Date.now,
-  ) {}
+    ttlMs = 5_000,
+    maxEntries = 10_000,
+    now: () => number = Date.now,
+  ) {
+    this.ttlMs = ttlMs;
+    this.maxEntries = maxEntries;
+    this.now = now;
+  }
 
   get(id: string): HostScope | undefined {
     const hit = this.entries.get(id);

@@ -53,10 +53,15 @@ export interface ImportChunk {
 
 /** A JSON batch's lines are built on arrival (their string is the work) and copied into the import. */
 class BytesChunk implements ImportChunk {
+  private readonly body: Buffer;
+  readonly samples: number;
   constructor(
-    private readonly body: Buffer,
-    readonly samples: number,
-  ) {}
+    body: Buffer,
+    samples: number,
+  ) {
+    this.body = body;
+    this.samples = samples;
+  }
   get maxBytes(): number {
     return this.body.length;
   }
@@ -67,10 +72,14 @@ class BytesChunk implements ImportChunk {
 
 class CompactChunk implements ImportChunk {
   readonly maxBytes: number;
+  private readonly batch: CompactMetricBatch;
+  private readonly tenant: Uint8Array;
   constructor(
-    private readonly batch: CompactMetricBatch,
-    private readonly tenant: Uint8Array,
+    batch: CompactMetricBatch,
+    tenant: Uint8Array,
   ) {
+    this.batch = batch;
+    this.tenant = tenant;
     this.maxBytes = compactLinesSize(batch, tenant);
   }
   get samples(): number {
@@ -108,11 +117,18 @@ export function batchToImport(agent: AgentRef, batch: MetricBatch | CompactMetri
  */
 export class ImportBuffers {
   private readonly free: Buffer[] = [];
+  private readonly keep: number;
+  private readonly keepMax: number;
+  private readonly minSize: number;
   constructor(
-    private readonly keep: number,
-    private readonly keepMax = 32 * 1024 * 1024,
-    private readonly minSize = 8 * 1024 * 1024,
-  ) {}
+    keep: number,
+    keepMax = 32 * 1024 * 1024,
+    minSize = 8 * 1024 * 1024,
+  ) {
+    this.keep = keep;
+    this.keepMax = keepMax;
+    this.minSize = minSize;
+  }
   take(bytes: number): Buffer {
     const at = this.free.findIndex((b) => b.length >= bytes);
     if (at >= 0) return this.free.splice(at, 1)[0]!;

@@ -11,11 +11,18 @@
 export class LabelNamesCache {
   private readonly entries = new Map<string, { names: Set<string>; at: number }>();
 
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
   constructor(
-    private readonly ttlMs = 10 * 60_000,
-    private readonly maxEntries = 20_000,
-    private readonly now: () => number = Date.now,
-  ) {}
+    ttlMs = 10 * 60_000,
+    maxEntries = 20_000,
+    now: () => number = Date.now,
+  ) {
+    this.ttlMs = ttlMs;
+    this.maxEntries = maxEntries;
+    this.now = now;
+  }
 
   private static key(hostId: string, metric: string): string {
     return `${hostId} ${metric}`;

@@ -199,7 +199,10 @@ const MAX_DEPTH = 64;
 class Parser {
   private i = 0;
   private depth = 0;
-  constructor(private readonly toks: Token[]) {}
+  private readonly toks: Token[];
+  constructor(toks: Token[]) {
+    this.toks = toks;
+  }
 
   parse(): PromNode {
     const node = this.expr(0);

@@ -72,7 +72,10 @@ class Parser {
   private i = 0;
   private conditions = 0;
 
-  constructor(private readonly tokens: Token[]) {}
+  private readonly tokens: Token[];
+  constructor(tokens: Token[]) {
+    this.tokens = tokens;
+  }
 
   private get t(): Token {
     return this.tokens[this.i]!;

@@ -31,10 +31,15 @@ export function agentOfSubject(subject: string): string | undefined {
 export class AgentDirectory {
   private readonly cache = new Map<string, { ref: AgentRef | null; at: number }>();
 
+  private readonly orm: MikroORM;
+  private readonly ttlMs: number;
   constructor(
-    private readonly orm: MikroORM,
-    private readonly ttlMs = 30_000,
-  ) {}
+    orm: MikroORM,
+    ttlMs = 30_000,
+  ) {
+    this.orm = orm;
+    this.ttlMs = ttlMs;
+  }
 
   async resolve(agentId: string): Promise<AgentRef | null> {
     const hit = this.cache.get(agentId);

@@ -45,11 +45,13 @@ export type SsoFailureReason =
   | 'server_error';
 
 export class SsoFailure extends Error {
+  readonly reason: SsoFailureReason;
   constructor(
-    readonly reason: SsoFailureReason,
+    reason: SsoFailureReason,
     message: string,
   ) {
     super(message);
+    this.reason = reason;
     this.name = 'SsoFailure';
   }
 }
@@ -102,10 +104,14 @@ export class SsoFlow {
   private readonly allowedDomain: string;
   private readonly secureCookie: boolean;
 
+  private readonly deps: IdentityDeps;
+  private readonly provider: OidcProvider;
   constructor(
-    private readonly deps: IdentityDeps,
-    private readonly provider: OidcProvider,
+    deps: IdentityDeps,
+    provider: OidcProvider,
   ) {
+    this.deps = deps;
+    this.provider = provider;
     this.frontend = `${trimSlash(deps.config.SVC_FRONTEND_URL)}/auth/sso/callback`;
     this.allowedDomain = deps.config.SVC_SSO_ALLOWED_DOMAIN.trim().toLowerCase();
     this.secureCookie = new URL(deps.config.SVC_BACKEND_URL).protocol === 'https:';

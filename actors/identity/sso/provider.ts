@@ -21,10 +21,14 @@ export class OidcProvider {
   private pending: Promise<oidc.Configuration> | undefined;
   readonly redirectUri: string;
 
+  private readonly config: Pick<Config, 'SVC_SSO_ISSUER_URL' | 'SVC_SSO_CLIENT_ID' | 'SVC_SSO_CLIENT_SECRET' | 'SVC_BACKEND_URL'>;
+  private readonly log: Logger;
   constructor(
-    private readonly config: Pick<Config, 'SVC_SSO_ISSUER_URL' | 'SVC_SSO_CLIENT_ID' | 'SVC_SSO_CLIENT_SECRET' | 'SVC_BACKEND_URL'>,
-    private readonly log: Logger,
+    config: Pick<Config, 'SVC_SSO_ISSUER_URL' | 'SVC_SSO_CLIENT_ID' | 'SVC_SSO_CLIENT_SECRET' | 'SVC_BACKEND_URL'>,
+    log: Logger,
   ) {
+    this.config = config;
+    this.log = log;
     this.redirectUri = callbackUrl(config);
   }
 

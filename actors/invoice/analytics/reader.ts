@@ -63,7 +63,10 @@ export interface ApplicationPeriodData {
 }
 
 export class AnalyticsReader {
-  constructor(private readonly store: AnalyticsStore) {}
+  private readonly store: AnalyticsStore;
+  constructor(store: AnalyticsStore) {
+    this.store = store;
+  }
 
   async application(key: string): Promise<ApplicationRow | undefined> {
     const [row] = await this.store.query<ApplicationRow>(`SELECT ${APP_COLUMNS} FROM applications FINAL WHERE application_key = {key:String}`, { key });

@@ -39,7 +39,10 @@ export class PdfRenderer {
   private open = 0;
   private closed = false;
 
-  constructor(private readonly opts: PdfRendererOptions) {}
+  private readonly opts: PdfRendererOptions;
+  constructor(opts: PdfRendererOptions) {
+    this.opts = opts;
+  }
 
   /** The HTML as an A4 PDF (backgrounds printed). Throws when Chromium cannot start or render. */
   async render(html: string, timeoutMs: number): Promise<Buffer> {

@@ -27,10 +27,14 @@ const nowSeconds = (): number => Math.floor(Date.now() / 1000);
  * pair, handed over as a standard creds file).
  */
 export class BrokerIssuer {
+  readonly account: string;
+  private readonly signing: KeyPair;
   constructor(
-    readonly account: string,
-    private readonly signing: KeyPair,
+    account: string,
+    signing: KeyPair,
   ) {
+    this.account = account;
+    this.signing = signing;
     if (!account.startsWith('A')) throw new Error('account must be an account public key (A…)');
   }
 
@@ -84,12 +88,21 @@ interface ClaimsReply {
  * entries: an update that lost a race is redone.
  */
 export class BrokerRevoker {
+  private readonly system: NatsConnection;
+  private readonly account: string;
+  private readonly operatorSigning: KeyPair;
+  private readonly timeoutMs: number;
   constructor(
-    private readonly system: NatsConnection,
-    private readonly account: string,
-    private readonly operatorSigning: KeyPair,
-    private readonly timeoutMs = 5_000,
-  ) {}
+    system: NatsConnection,
+    account: string,
+    operatorSigning: KeyPair,
+    timeoutMs = 5_000,
+  ) {
+    this.system = system;
+    this.account = account;
+    this.operatorSigning = operatorSigning;
+    this.timeoutMs = timeoutMs;
+  }
 
   private async current(): Promise<{ name: string; claims: Partial<Account> }> {
     const msg = await this.system.request(`$SYS.REQ.ACCOUNT.${this.account}.CLAIMS.LOOKUP`, '', { timeout: this.timeoutMs });

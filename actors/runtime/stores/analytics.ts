@@ -37,13 +37,17 @@ export type AnalyticsParams = Record<string, unknown>;
 /** An engine error with ClickHouse's numeric code and symbolic type (e.g. 60 / UNKNOWN_TABLE) when known. */
 export class AnalyticsError extends Error {
   override name = 'AnalyticsError';
+  readonly code: number | undefined;
+  readonly type: string | undefined;
   constructor(
     message: string,
-    readonly code: number | undefined,
-    readonly type: string | undefined,
+    code: number | undefined,
+    type: string | undefined,
     options?: { cause?: unknown },
   ) {
     super(message, options);
+    this.code = code;
+    this.type = type;
   }
 }
 
@@ -92,7 +96,10 @@ export async function openClickHouseAnalytics(opts: ClickHouseAnalyticsOptions):
 class ClickHouseAnalytics implements AnalyticsStore {
   readonly kind = 'clickhouse' as const;
   private closed = false;
-  constructor(private readonly client: ClickHouseClient) {}
+  private readonly client: ClickHouseClient;
+  constructor(client: ClickHouseClient) {
+    this.client = client;
+  }
 
   async query<T = Record<string, unknown>>(sql: string, params?: AnalyticsParams): Promise<T[]> {
     try {
@@ -215,10 +222,15 @@ class ChdbAnalytics implements AnalyticsStore {
   private closed = false;
   // Closing a chDB connection under a running operation aborts the engine for the whole process: track them.
   private readonly inflight = new Set<Promise<unknown>>();
+  private readonly path: string;
+  private readonly session: Session;
   constructor(
-    private readonly path: string,
-    private readonly session: Session,
-  ) {}
+    path: string,
+    session: Session,
+  ) {
+    this.path = path;
+    this.session = session;
+  }
 
   async query<T = Record<string, unknown>>(sql: string, params?: AnalyticsParams): Promise<T[]> {
     const text = await this.run(sql, params, 'JSONEachRow');

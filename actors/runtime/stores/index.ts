@@ -22,11 +22,18 @@ export class Stores {
   private analyticsP: Promise<AnalyticsStore> | undefined;
   private tsdbV: Tsdb | undefined;
 
+  private readonly config: Config;
+  private readonly log: Logger;
+  private readonly kvOptions: KvOptions;
   constructor(
-    private readonly config: Config,
-    private readonly log: Logger,
-    private readonly kvOptions: KvOptions = {},
-  ) {}
+    config: Config,
+    log: Logger,
+    kvOptions: KvOptions = {},
+  ) {
+    this.config = config;
+    this.log = log;
+    this.kvOptions = kvOptions;
+  }
 
   /**
    * The ORM, opened on first use and checked with a round trip: a server that cannot be reached fails here with a

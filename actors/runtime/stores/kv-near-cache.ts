@@ -62,13 +62,21 @@ export class NearCache implements KvReader {
   /** The last set-up failure logged: a server that cannot track is logged once, not at every check. */
   private setupFailure: string | undefined;
 
+  private readonly reads: Redis;
+  private readonly announcements: Redis;
+  private readonly prefix: string;
+  private readonly log: Logger;
   constructor(
-    private readonly reads: Redis,
-    private readonly announcements: Redis,
-    private readonly prefix: string,
-    private readonly log: Logger,
+    reads: Redis,
+    announcements: Redis,
+    prefix: string,
+    log: Logger,
     opts: NearCacheOptions = {},
   ) {
+    this.reads = reads;
+    this.announcements = announcements;
+    this.prefix = prefix;
+    this.log = log;
     this.maxEntries = opts.maxEntries ?? 10_000;
     this.maxAgeMs = opts.maxAgeMs ?? 30_000;
     this.now = opts.now ?? Date.now;

@@ -114,7 +114,9 @@ return {1, wait}`;
 
 class Script {
   readonly sha: string;
-  constructor(readonly source: string) {
+  readonly source: string;
+  constructor(source: string) {
+    this.source = source;
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 }
@@ -203,10 +205,15 @@ export function redactCredentials(url: string): string {
 
 class ValkeyKv implements KvStore {
   readonly kind = 'valkey' as const;
+  private readonly redis: Redis;
+  private readonly prefix: string;
   constructor(
-    private readonly redis: Redis,
-    private readonly prefix: string,
-  ) {}
+    redis: Redis,
+    prefix: string,
+  ) {
+    this.redis = redis;
+    this.prefix = prefix;
+  }
 
   private k(key: string): string {
     return this.prefix + key;
@@ -296,7 +303,9 @@ export class MemoryKv implements KvStore {
   private readonly map = new Map<string, Entry>();
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly prefix = DEFAULT_KEY_PREFIX) {
+  private readonly prefix: string;
+  constructor(prefix = DEFAULT_KEY_PREFIX) {
+    this.prefix = prefix;
     // Expired keys are dropped lazily on access; the sweep only bounds memory for keys never read again.
     this.sweeper = setInterval(() => this.sweep(), 30_000);
     this.sweeper.unref();

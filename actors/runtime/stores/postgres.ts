@@ -190,10 +190,12 @@ function guardCheckout(client: PoolClient, scope?: DeadlineScope): PoolClient {
 /** Routes MikroORM's own logging into pino instead of stdout. */
 class PinoOrmLogger implements OrmLogger {
   private debugMode: LoggerNamespace[] | boolean;
+  private readonly pino: Logger | undefined;
   constructor(
-    private readonly pino: Logger | undefined,
+    pino: Logger | undefined,
     debugMode: boolean | LoggerNamespace[] = false,
   ) {
+    this.pino = pino;
     this.debugMode = debugMode;
   }
   isEnabled(namespace: LoggerNamespace, context?: LogContext): boolean {

@@ -82,12 +82,16 @@ export type PromQueryData = PromMatrix | PromVector | PromScalar;
 /** Raised for any non-2xx answer; `status` is the HTTP status, `body` the response text (VictoriaMetrics' reason). */
 export class TsdbError extends Error {
   override name = 'TsdbError';
+  readonly status: number;
+  readonly body: string;
   constructor(
     message: string,
-    readonly status: number,
-    readonly body: string,
+    status: number,
+    body: string,
   ) {
     super(message);
+    this.status = status;
+    this.body = body;
   }
 }
 
@@ -358,17 +362,29 @@ interface ExchangeOptions {
  * has been read to its end or has failed; a body cut short rejects text() / json() with the exchange's reason.
  */
 export class TsdbAnswer {
+  private readonly where: string;
+  readonly status: number;
+  readonly contentType: string | undefined;
+  readonly body: Readable;
+  private readonly bodySent: Promise<void>;
+  private readonly failure: (err: unknown) => TsdbError;
   constructor(
     /** `tsdb <path>`, for messages. */
-    private readonly where: string,
-    readonly status: number,
-    readonly contentType: string | undefined,
+    where: string,
+    status: number,
+    contentType: string | undefined,
     /** The answer's bytes as they arrive (a Node stream): read it, or destroy it to give the connection up. */
-    readonly body: Readable,
-    private readonly bodySent: Promise<void>,
+    body: Readable,
+    bodySent: Promise<void>,
     release: () => void,
-    private readonly failure: (err: unknown) => TsdbError,
+    failure: (err: unknown) => TsdbError,
   ) {
+    this.where = where;
+    this.status = status;
+    this.contentType = contentType;
+    this.body = body;
+    this.bodySent = bodySent;
+    this.failure = failure;
     // However the body ends (read to its end, destroyed, cut), and once the request's own body has gone out or
     // failed, the timer and the signal's listener go.
     body.once('close', () => void bodySent.then(release, release));

@@ -15,7 +15,10 @@ const END_HEADER = 'Svc-Upload-End';
  * streams it out to where it goes and purges it; what nobody picks up expires with the stream's max age.
  */
 export class UploadStore {
-  constructor(private readonly nc: () => NatsConnection | Promise<NatsConnection>) {}
+  private readonly nc: () => NatsConnection | Promise<NatsConnection>;
+  constructor(nc: () => NatsConnection | Promise<NatsConnection>) {
+    this.nc = nc;
+  }
 
   /** Where the uploads travel (for whoever asks: the upload ticket names it). */
   get bucket(): string {

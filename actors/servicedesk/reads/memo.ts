@@ -12,7 +12,10 @@ const TTL_MS = 60_000;
  * unreachable: everything is computed, nothing is cached.
  */
 export class ReadMemo {
-  constructor(private readonly kv: KvStore) {}
+  private readonly kv: KvStore;
+  constructor(kv: KvStore) {
+    this.kv = kv;
+  }
 
   /** Call after a change to the store has committed. */
   async bump(): Promise<void> {

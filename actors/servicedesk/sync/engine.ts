@@ -47,13 +47,21 @@ export class SyncEngine {
   private stopped = false;
   private readonly abort = new AbortController();
 
+  private readonly orm: MikroORM;
+  private readonly api: TrackerApi;
+  private readonly log: Logger;
+  private readonly settings: SyncSettings;
   constructor(
-    private readonly orm: MikroORM,
-    private readonly api: TrackerApi,
+    orm: MikroORM,
+    api: TrackerApi,
     nc: NatsConnection,
-    private readonly log: Logger,
-    private readonly settings: SyncSettings,
+    log: Logger,
+    settings: SyncSettings,
   ) {
+    this.orm = orm;
+    this.api = api;
+    this.log = log;
+    this.settings = settings;
     this.lease = new Lease(nc, 'servicedesk-sync', LEASE_MS, log);
   }
 

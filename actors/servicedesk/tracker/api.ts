@@ -141,7 +141,10 @@ export type CallOpts = Pick<TrackerCall, 'deadline' | 'signal' | 'on429'>;
 
 /** Typed calls over the client. */
 export class TrackerApi {
-  constructor(readonly client: TrackerClient) {}
+  readonly client: TrackerClient;
+  constructor(client: TrackerClient) {
+    this.client = client;
+  }
 
   private async get<T extends z.ZodType>(schema: T, path: string, what: string, opts: CallOpts, query?: TrackerCall['query']): Promise<z.output<T>> {
     const res = await this.client.call({ method: 'GET', path, idempotent: true, what, ...opts, ...(query ? { query } : {}) });

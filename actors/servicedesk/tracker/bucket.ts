@@ -16,12 +16,21 @@ export class TokenBucket {
   private readonly local = new MemoryKv('sd-local:');
   private degraded = false;
 
+  private readonly kv: KvStore;
+  private readonly log: Logger;
+  readonly ratePerSecond: number;
+  readonly burst: number;
   constructor(
-    private readonly kv: KvStore,
-    private readonly log: Logger,
-    readonly ratePerSecond = TRACKER_RATE_PER_SECOND,
-    readonly burst = TRACKER_BURST,
-  ) {}
+    kv: KvStore,
+    log: Logger,
+    ratePerSecond = TRACKER_RATE_PER_SECOND,
+    burst = TRACKER_BURST,
+  ) {
+    this.kv = kv;
+    this.log = log;
+    this.ratePerSecond = ratePerSecond;
+    this.burst = burst;
+  }
 
   /** Waits for a token; a wait longer than `maxWaitMs` is refused with 429 instead (nothing is reserved then). */
   async take(maxWaitMs: number, signal?: AbortSignal): Promise<void> {

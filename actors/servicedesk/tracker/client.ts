@@ -44,11 +44,13 @@ const BACKGROUND_WAIT_MS = 120_000;
 
 /** Failed before an answer: unreachable, reset, timed out. */
 class TransportError extends Error {
+  readonly timedOut: boolean;
   constructor(
     message: string,
-    readonly timedOut: boolean,
+    timedOut: boolean,
   ) {
     super(message);
+    this.timedOut = timedOut;
   }
 }
 
@@ -63,11 +65,17 @@ export class TrackerClient {
   private readonly auth: string;
   private readonly base: string;
 
+  private readonly settings: TrackerSettings;
+  private readonly bucket: TokenBucket;
+  private readonly log: Logger;
   constructor(
-    private readonly settings: TrackerSettings,
-    private readonly bucket: TokenBucket,
-    private readonly log: Logger,
+    settings: TrackerSettings,
+    bucket: TokenBucket,
+    log: Logger,
   ) {
+    this.settings = settings;
+    this.bucket = bucket;
+    this.log = log;
     this.auth = `Basic ${Buffer.from(`${settings.email}:${settings.apiToken}`).toString('base64')}`;
     this.base = settings.baseUrl.replace(/\/+$/, '');
   }
