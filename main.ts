@@ -199,7 +199,7 @@ async function main(): Promise<void> {
     const system = await startSystem({ config, log });
     onShutdown(log, () => system.stop());
     log.info(
-      { version: VERSION, actors: config.SVC_ACTORS, gateways: config.SVC_GATEWAYS, console: system.console?.server.address(), invoicing: system.invoicing?.server.address() },
+      { version: VERSION, node: process.version, actors: config.SVC_ACTORS, gateways: config.SVC_GATEWAYS, console: system.console?.server.address(), invoicing: system.invoicing?.server.address() },
       'system started',
     );
   } catch (err) {

@@ -124,7 +124,7 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   // The fleet runs in its own process, as it would on its hosts: its CPU is not the bench loop's.
   const fleet = spawn(
     process.execPath,
-    ['--import', 'tsx', 'agent/main.ts', 'run', '--simulate', String(agents), '--state-dir', STATE_DIR, '--interval', '10', '--inventory-interval', '300'],
+    ['agent/main.ts', 'run', '--simulate', String(agents), '--state-dir', STATE_DIR, '--interval', '10', '--inventory-interval', '300'],
     { env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'inherit', 'inherit'] },
   );
 

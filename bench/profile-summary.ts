@@ -1,4 +1,4 @@
-// `npx tsx bench/profile-summary.ts <file.cpuprofile> [top] [skip-seconds]`: where a V8 CPU profile's time went, by
+// `node bench/profile-summary.ts <file.cpuprofile> [top] [skip-seconds]`: where a V8 CPU profile's time went, by
 // package (or project folder) and by function, as shares of the busy (non-idle) time. Self time only: each sample
 // counts once. `skip-seconds` leaves out the profile's first seconds (start-up: module loading and compiling).
 import { readFileSync } from 'node:fs';

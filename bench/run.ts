@@ -43,16 +43,16 @@ const log = createLogger('warn');
 const stores = new Stores(config, log);
 const children: ChildProcess[] = [];
 
-/** Starts `node --import tsx <args>` and resolves once `readyUrl` answers. */
+/** Starts `node <args>` and resolves once `readyUrl` answers. */
 async function startChild(args: string[], env: Record<string, string>, readyUrl: string): Promise<ChildProcess> {
   // BENCH_CPU_PROF=<dir>: every process the bench starts writes a V8 CPU profile there when it stops
-  // (summarise one with `npx tsx bench/profile-summary.ts <file>`).
+  // (summarise one with `node bench/profile-summary.ts <file>`).
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   // BENCH_NODE_FLAGS: more flags for them, e.g. `--trace-gc` or `--heap-prof --heap-prof-dir=/tmp/heap`.
   prof.push(...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== ''));
   // NODE_OPTIONS as `npm start` sets it (scripts/start.sh), so the processes measured run as the started system does.
   const nodeOptions = `--max-semi-space-size=64${process.env.NODE_OPTIONS ? ` ${process.env.NODE_OPTIONS}` : ''}`;
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', ...args], { env: { ...process.env, NODE_OPTIONS: nodeOptions, SVC_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [...prof, ...args], { env: { ...process.env, NODE_OPTIONS: nodeOptions, SVC_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
   children.push(child);
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));

@@ -74,7 +74,7 @@ async function main(): Promise<number> {
   }
 }
 
-// Run only as the entry point (`tsx migrations/run.ts`), not when a test imports runMigrations.
+// Run only as the entry point (`node migrations/run.ts`), not when a test imports runMigrations.
 const entry = process.argv[1];
 if (entry && import.meta.url === pathToFileURL(realpathSync(entry)).href) {
   process.exitCode = await main();

@@ -8,4 +8,4 @@ source scripts/setup.sh
 npm run migrate
 # bench/run.ts gives its processes a NATS namespace of their own (`bench`, or SVC_BENCH_NAMESPACE), so a system
 # already running on this broker never answers the bench's requests.
-exec node --import tsx bench/run.ts "$@"
+exec node bench/run.ts "$@"

@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SVC_SETUP_QUIET=1 source scripts/setup.sh
-exec node --import tsx scripts/creds.ts "$@"
+exec node scripts/creds.ts "$@"

@@ -5,8 +5,8 @@
  * detached with its data under data/nats. A server already there is kept when it accepts our service credentials;
  * one started from another checkout's data/nats (other keys) is stopped and replaced; anything else is an error.
  *
- *   node --import tsx scripts/local-nats.ts [--dir data/nats] [--url nats://127.0.0.1:4223]
- *   node --import tsx scripts/local-nats.ts --init-only --dir /nats     keys and configuration only (docker-compose)
+ *   node scripts/local-nats.ts [--dir data/nats] [--url nats://127.0.0.1:4223]
+ *   node scripts/local-nats.ts --init-only --dir /nats     keys and configuration only (docker-compose)
  */
 import { connect } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';

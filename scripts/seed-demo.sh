@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SVC_SETUP_QUIET=1 source scripts/setup.sh
-exec node --import tsx scripts/seed/seed-demo.ts "$@"
+exec node scripts/seed/seed-demo.ts "$@"

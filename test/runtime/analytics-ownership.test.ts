@@ -24,9 +24,9 @@ interface Child {
   kill: (signal: NodeJS.Signals) => void;
 }
 
-/** `node --import tsx <script>` with this run's environment (same NATS namespace and chDB path) plus `env`. */
+/** `node <script>` with this run's environment (same NATS namespace and chDB path) plus `env`. */
 function run(script: string, env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, ...brokerEnv(), SVC_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [script], { env: { ...process.env, ...brokerEnv(), SVC_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr.on('data', (d: Buffer) => (out += d.toString()));

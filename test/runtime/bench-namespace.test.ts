@@ -32,7 +32,7 @@ describe('bench namespace', () => {
     // PostgreSQL on a closed port: the bench stops at its first query, after choosing its namespace.
     const env: NodeJS.ProcessEnv = { ...process.env, SVC_NAMESPACE: '', SVC_DB_URL: 'postgresql://postgres@127.0.0.1:1/none' };
     delete env.SVC_BENCH_NAMESPACE;
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, ['bench/run.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
     proc.stderr.on('data', (d: Buffer) => (out += d.toString()));

@@ -11,7 +11,7 @@ import { brokerEnv, testConfig, testSigner } from '../support/env.ts';
 import { freePort } from '../support/processes.ts';
 
 /**
- * The real entry point, `node --import tsx main.ts`, as `npm start` and the Dockerfile run it: start-up refuses bad
+ * The real entry point, `node main.ts`, as `npm start` and the Dockerfile run it: start-up refuses bad
  * configuration and unreachable stores with a message naming the variable, and SIGTERM drains before exiting 0.
  */
 
@@ -29,7 +29,7 @@ function runMain(env: Record<string, string | undefined>): Child {
   // The broker and the signing key of the test systems, so the child and this file's actors trust each other.
   const merged: NodeJS.ProcessEnv = { ...process.env, ...brokerEnv(), SVC_LOG_LEVEL: 'info', ...env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete merged[k];
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['main.ts'], { env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -56,7 +56,7 @@ function get(port: number, path: string): Promise<{ status: number; body: string
 }
 
 describe('start-up refusals', () => {
-  // Started together (each pays tsx's start-up), awaited by the tests below.
+  // Started together (each pays its start-up), awaited by the tests below.
   let missingDb: Child;
   let badActors: Child;
   let badGateways: Child;
@@ -168,6 +168,20 @@ describe('SIGTERM to the whole process', () => {
       expect(res.status).toBe(200);
       expect(JSON.parse(res.body)).toEqual({ data: { sso_enabled: false } });
       expect(await within(child.exited, 10_000, 'exit after drain')).toBe(0);
+      // The start-up log names the runtime: the Node 24 the project pins (node_modules/.bin/node), not the system's.
+      const started = child
+        .stdout()
+        .split('\n')
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line) as { msg?: string; node?: string }];
+          } catch {
+            return [];
+          }
+        })
+        .find((l) => l.msg === 'system started');
+      expect(started?.node).toBe(process.version);
+      expect(process.version).toMatch(/^v24\./);
       expect(child.stdout()).toMatch(/"msg":"stopped"/);
     } finally {
       if (child.proc.exitCode === null) child.proc.kill('SIGKILL');

@@ -46,7 +46,7 @@ afterAll(async () => {
 });
 
 async function startChild(): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/read-actor.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['test/fixtures/read-actor.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
     proc.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     proc.once('exit', (code) => reject(new Error(`fixture exited early: ${code}`)));

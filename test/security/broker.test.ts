@@ -284,7 +284,7 @@ describe('tool credentials: read-only observers', () => {
     credsFile = join(dir, 'tool.creds');
     const out = await new Promise<string>((resolve, reject) => {
       const env = { ...process.env, SVC_NATS_URL: NATS_URL, SVC_NATS_CREDS: NATS_CREDS, SVC_NATS_ISSUER_KEY: NATS_FILES.issuerKey };
-      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/creds.ts', 'tool', '--name', 'grafana-exporter', '--out', credsFile, '--expires-in', '1d'], { env });
+      const child = spawn(process.execPath, ['scripts/creds.ts', 'tool', '--name', 'grafana-exporter', '--out', credsFile, '--expires-in', '1d'], { env });
       let text = '';
       child.stdout.on('data', (d: Buffer) => (text += d.toString()));
       child.stderr.on('data', (d: Buffer) => (text += d.toString()));

@@ -60,7 +60,7 @@ export async function openOrm(opts: OpenOrmOptions): Promise<MikroORM> {
     entityManager: DeadlineEntityManager,
     extensions: [Migrator],
     migrations: {
-      // Explicit class list: no filesystem glob (works the same under tsx and in bundles).
+      // Explicit class list: no filesystem glob (works the same under type stripping and in bundles).
       migrationsList: [...(opts.migrations ?? postgresMigrations)],
       tableName: 'mikro_orm_migrations',
       transactional: true,
