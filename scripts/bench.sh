@@ -8,4 +8,6 @@ source scripts/setup.sh
 npm run migrate
 # bench/run.ts gives its processes a NATS namespace of their own (`bench`, or SVC_BENCH_NAMESPACE), so a system
 # already running on this broker never answers the bench's requests.
+# `--runtimes [parts]` (npm run bench:runtimes): the parts on the pinned Node and on an older one side by side.
+if [[ ${1:-} == --runtimes ]]; then shift; exec node bench/runtimes.ts "$@"; fi
 exec node bench/run.ts "$@"
