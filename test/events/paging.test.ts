@@ -252,4 +252,51 @@ describe('paging by phone', () => {
     await new Promise((r) => setTimeout(r, 700));
     expect(provider.calls).toHaveLength(before);
   });
+
+  it('matches a callback to its call by CallSid and AccountSid: another call\'s or account\'s callback is 403 and changes nothing', async () => {
+    const before = provider.calls.length;
+    expectStatus(await deliver(sys, source.path, criticalFiring('page-sid-a')), 202);
+    await eventually(async () => provider.calls.length, (n) => n === before + 1, 'the first call');
+    expectStatus(await deliver(sys, source.path, criticalFiring('page-sid-b')), 202);
+    await eventually(async () => provider.calls.length, (n) => n === before + 2, 'the second call');
+    const [a, b] = [provider.calls[before]!, provider.calls[before + 1]!];
+    const [rowA] = await callRow(a.sid);
+    const [rowB] = await callRow(b.sid);
+    const gatherA = `${PUBLIC_URL}/api/v1/twilio/voice/gather?call=${rowA!.id}`;
+    const stateOf = () =>
+      sys.sql<{ id: string; digits: string | null; status: string; acknowledged_at: string | null }>(
+        `SELECT c.id, c.digits, c.status, g.acknowledged_at FROM voice_calls c JOIN alert_groups g ON g.id = c.alert_group_id WHERE c.id IN (?, ?) ORDER BY c.id`,
+        [rowA!.id, rowB!.id],
+      );
+    const untouched = await stateOf();
+    expect(untouched.every((r) => r.acknowledged_at === null && r.digits === null)).toBe(true);
+
+    // Correctly signed, but the form names call B (or another account, or no call) while the URL names call A.
+    const strays: Record<string, string>[] = [
+      callParams(b, { Digits: '1' }),
+      callParams(a, { Digits: '1', AccountSid: `AC${randomBytes(16).toString('hex')}` }),
+      Object.fromEntries(Object.entries(callParams(a, { Digits: '1' })).filter(([k]) => k !== 'CallSid')),
+      Object.fromEntries(Object.entries(callParams(a, { Digits: '1' })).filter(([k]) => k !== 'AccountSid')),
+    ];
+    for (const params of strays) {
+      const res = await callback(gatherA, params);
+      expectStatus(res, 403);
+      expect(res.json().error.message).toMatch(/CallSid|AccountSid/);
+      expectStatus(await callback(a.form.StatusCallback!, { ...params, CallStatus: 'no-answer' }), 403);
+      expectStatus(await callback(a.form.Url!, params), 403);
+    }
+    // Without the URL's call, the CallSid alone still needs the account.
+    expectStatus(await callback(`${PUBLIC_URL}/api/v1/twilio/voice/gather`, callParams(a, { Digits: '1', AccountSid: `AC${randomBytes(16).toString('hex')}` })), 403);
+    expect(await stateOf()).toEqual(untouched);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(provider.calls).toHaveLength(before + 2);
+
+    // The call's own callback still acknowledges its own group, and only that one.
+    const own = await callback(gatherA, callParams(a, { Digits: '1' }));
+    expectStatus(own, 200);
+    expect(own.body).toContain('Alert acknowledged');
+    const after = await stateOf();
+    expect(after.find((r) => r.id === rowA!.id)!.acknowledged_at).not.toBeNull();
+    expect(after.find((r) => r.id === rowB!.id)!.acknowledged_at).toBeNull();
+  });
 });

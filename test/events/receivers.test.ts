@@ -1,9 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishDurable } from '../../actors/runtime/jetstream.ts';
 import { SecretBox } from '../../actors/runtime/secret-box.ts';
 import { api, expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
 import { createClient } from '../support/identity.ts';
+import { renderGoTemplate } from '../support/go-template.ts';
 import type { TestSystem } from '../support/system.ts';
 import { createEnvironment, createHost, createReceiver, deliver, eventually, fixture, githubSignature, PUBLIC_URL, startEventsSystem, type IssuedReceiver } from './support.ts';
 
@@ -338,6 +340,114 @@ describe('Argo CD receiver', () => {
     expect((await send('sync-failed')).json().data.outcome).toBe('duplicate');
     const running = await deliver(sys, r.path, JSON.stringify({ event: 'on-sync-running', app: 'shop-api-prod', phase: 'Running' }), { authorization: `Bearer ${secret}` });
     expect(running.json().data.outcome).toBe('ignored');
+  });
+
+  /** The README's Argo CD configuration: the webhook service's headers and the template's body, as YAML reads them. */
+  function readmeArgoConfig(): { headers: Record<string, string>; body: string } {
+    const readme = readFileSync('README.md', 'utf8');
+    const yaml = /Template to configure \(argocd-notifications-cm\):\s*```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    if (!yaml) expect.fail('the README has no Argo CD template block');
+    const headers = Object.fromEntries([...yaml.matchAll(/- name: (\S+)\s*\n\s*value: (.+)/g)].map(([, k, v]) => [k!.toLowerCase(), v!.trim()]));
+    // A YAML literal block (`body: |`): the lines indented deeper than its key, less the first one's indentation.
+    const lines = yaml.split('\n');
+    const at = lines.findIndex((l) => /^\s*body: \|\s*$/.test(l));
+    const keyIndent = lines[at]!.search(/\S/);
+    const block = lines.slice(at + 1);
+    const end = block.findIndex((l) => l.trim() !== '' && l.search(/\S/) <= keyIndent);
+    const own = end < 0 ? block : block.slice(0, end);
+    const indent = own.find((l) => l.trim() !== '')!.search(/\S/);
+    return { headers, body: `${own.map((l) => l.slice(indent)).join('\n').trimEnd()}\n` };
+  }
+
+  /** An Argo CD Application as the notifications controller sees it (the Kubernetes object, JSON-decoded). */
+  function application(operationState: Record<string, unknown> | undefined): Record<string, unknown> {
+    return {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: { name: 'shop-api-prod', namespace: 'argocd' },
+      spec: {
+        project: 'storefront',
+        source: { repoURL: 'https://github.com/northwind/deploy-config.git', path: 'apps/shop-api', targetRevision: 'main' },
+        destination: { server: 'https://kubernetes.default.svc', namespace: 'shop' },
+      },
+      status: { sync: { status: 'OutOfSync', revision: '5e2b7c0d9a8f6e4d3c2b1a0f9e8d7c6b5a4f3e2d' }, health: { status: 'Missing' }, ...(operationState ? { operationState } : {}) },
+    };
+  }
+  const ARGO_CONTEXT = { argocdUrl: 'https://argocd.northwind.example', notificationType: 'webhook' };
+
+  it("records a failed sync sent through the README's template, message quoting a resource: a failed deploy marker", async () => {
+    const secret = 'argo-template';
+    const r = await createReceiver(sys, root, 'webhook-endpoints', { client_id: clientId, environment_id: envId, source: 'argocd', name: 'argo-readme', secret });
+    const { headers, body: template } = readmeArgoConfig();
+    const headersSent = { ...headers, authorization: headers.authorization!.replace('$console-webhook-secret', secret), 'user-agent': 'Go-http-client/1.1' };
+    const message = 'one or more objects failed to apply, reason: namespaces "shop" not found';
+    const failing = application({
+      operation: { sync: { revision: '5e2b7c0d9a8f6e4d3c2b1a0f9e8d7c6b5a4f3e2d' } },
+      phase: 'Failed',
+      message,
+      startedAt: '2026-11-22T09:41:05Z',
+      finishedAt: '2026-11-22T09:41:07Z',
+      syncResult: {
+        revision: '5e2b7c0d9a8f6e4d3c2b1a0f9e8d7c6b5a4f3e2d',
+        resources: [{ group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'shop', name: 'shop-api', status: 'SyncFailed', message: 'namespaces "shop" not found' }],
+      },
+    });
+    const body = renderGoTemplate(template, { app: failing, context: ARGO_CONTEXT, serviceType: 'webhook', recipient: 'console' });
+    expect(() => JSON.parse(body) as unknown).not.toThrow();
+    expectStatus(await deliver(sys, r.path, body, headersSent), 202);
+
+    const [row] = await eventually(() => deploysOf(r.id), (d) => d.length === 1, 'the failed sync');
+    expect(row).toMatchObject({ event_type: 'sync_failed', failed: true, app: 'shop-api-prod', revision: '5e2b7c0d9a8f6e4d3c2b1a0f9e8d7c6b5a4f3e2d', url: 'https://argocd.northwind.example/applications/shop-api-prod' });
+    expect(row!.summary).toContain('namespaces "shop" not found');
+    const markers = await api(sys, { token: root })('GET', `/api/v1/chart-markers?environment_id=${envId}&start=2026-11-22T09:00:00Z&end=2026-11-22T10:00:00Z&types=deploys`);
+    expectStatus(markers, 200);
+    const marker = (markers.json().data.deploys as { source: string; failed: boolean; summary: string; at: string }[]).find((d) => d.summary.includes('namespaces "shop" not found'));
+    expect(marker).toMatchObject({ source: 'argocd', failed: true });
+    expect(new Date(marker!.at).toISOString()).toBe('2026-11-22T09:41:07.000Z');
+
+    // A running sync (no finishedAt, no syncResult yet) through the same template: understood, not recorded.
+    const running = renderGoTemplate(template, { app: application({ phase: 'Running', message: 'waiting for completion of hook batch/Job/migrate', startedAt: '2026-11-22T09:45:00Z' }), context: ARGO_CONTEXT });
+    const res = await deliver(sys, r.path, running, headersSent);
+    expectStatus(res, 200);
+    expect(res.json().data.outcome).toBe('ignored');
+    // A sync failed before any operation ran (no operationState at all) still says nothing the receiver cannot read.
+    const bare = await deliver(sys, r.path, renderGoTemplate(template, { app: application(undefined), context: ARGO_CONTEXT }), headersSent);
+    expectStatus(bare, 400);
+    expect(bare.json().error.message).toContain('phase');
+  });
+
+  it("stores a failed sync from a user's own template: '<no value>' for absent fields, optional fields left out", async () => {
+    const secret = 'argo-own';
+    const r = await createReceiver(sys, root, 'webhook-endpoints', { client_id: clientId, source: 'argocd', name: 'argo-own', secret });
+    const send = (body: unknown) => deliver(sys, r.path, JSON.stringify(body), { authorization: `Bearer ${secret}` });
+    // A template without toJson, naming a variable Argo CD does not have: Go prints '<no value>' for what is missing.
+    const own =
+      '{"event": "{{.trigger}}", "app": "{{.app.metadata.name}}", "revision": "{{.app.status.operationState.syncResult.revision}}", ' +
+      '"phase": "{{.app.status.operationState.phase}}", "message": "{{.app.status.operationState.message}}", ' +
+      '"finished_at": "{{.app.status.operationState.finishedAt}}", "url": "{{.context.argocdUrl}}/applications/{{.app.metadata.name}}"}';
+    const failing = renderGoTemplate(own, { app: application({ phase: 'Error', message: 'ComparisonError: rpc error: code = Unknown' }), context: {} });
+    expect(JSON.parse(failing)).toMatchObject({ event: '<no value>', revision: '<no value>', finished_at: '<no value>', url: '<no value>/applications/shop-api-prod' });
+    expectStatus(await send(JSON.parse(failing)), 202);
+    // Only what cannot be left out.
+    expectStatus(await send({ app: 'billing-worker', phase: 'Failed' }), 202);
+    expectStatus(await send({ app: 'billing-worker', event: 'on-sync-failed', finished_at: '2026-11-22T11:00:00Z' }), 202);
+    // A running sync sent by the same template.
+    const running = await send(JSON.parse(renderGoTemplate(own, { app: application({ phase: 'Running' }), context: {} })));
+    expectStatus(running, 200);
+    expect(running.json().data.outcome).toBe('ignored');
+    expect(running.json().data.message).not.toContain('<no value>');
+
+    const rows = await eventually(() => deploysOf(r.id), (d) => d.length === 3, 'three failed syncs');
+    expect(rows.every((d) => d.failed && d.event_type === 'sync_failed')).toBe(true);
+    const fromOwn = rows.find((d) => d.app === 'shop-api-prod')!;
+    expect(fromOwn).toMatchObject({ revision: '', url: null });
+    expect(fromOwn.summary).toBe('shop-api-prod: sync of the target revision failed (ComparisonError: rpc error: code = Unknown)');
+    expect(rows.map((d) => new Date(d.at).toISOString())).toContain('2026-11-22T11:00:00.000Z');
+
+    // The application's name cannot be absent.
+    const nameless = await send({ event: 'on-sync-failed', app: '<no value>', phase: 'Failed' });
+    expectStatus(nameless, 400);
+    expect(nameless.json().error.message).toContain('app');
   });
 });
 

@@ -9,7 +9,9 @@ import { callbackUrls, validTwilioSignature, voiceConfig, type VoiceConfig } fro
 /**
  * The voice provider's callbacks (`POST /api/v1/twilio/voice/twiml/{callID}`, `…/voice/gather`, `…/voice/status`):
  * every one is checked against `X-Twilio-Signature` over the public URL it was sent to (SVC_BACKEND_URL + path and
- * query) and its form parameters, before anything is read or written; a bad signature is 403.
+ * query) and its form parameters, before anything is read or written; a bad signature is 403. A signed callback is
+ * then matched to the call it names: its `CallSid` and `AccountSid` must be the ones of the call we placed (the
+ * provider identifies a call by them, not by our URL), else 403 and nothing changes.
  */
 
 interface CallRow {
@@ -39,8 +41,8 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
     return v;
   }
 
-  /** The call a callback is about: `?call=` of the URL we gave the provider, else its CallSid. */
-  async function callOf(path: string, params: [string, string][]): Promise<CallRow> {
+  /** The call a callback is about: `?call=` of the URL we gave the provider, else its CallSid; then matched to it. */
+  async function callOf(v: VoiceConfig, path: string, params: [string, string][]): Promise<CallRow> {
     const byId = new URL(path, 'http://x').searchParams.get('call');
     const sid = params.find(([k]) => k === 'CallSid')?.[1];
     const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -51,7 +53,19 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
           ? await sql<CallRow>(fork(), `SELECT ${CALL_COLUMNS} FROM voice_calls WHERE provider_sid = ?`, [sid])
           : [];
     if (!row) throw new DomainError('not_found', 'call not found');
-    return row;
+    return matched(v, row, params);
+  }
+
+  /**
+   * The call itself, when the callback's CallSid and AccountSid are the ones it was placed with. A signature only says
+   * the provider sent the request; without this, a callback of one call could act on another through the URL's id. A
+   * call whose SID is not stored yet matches nothing.
+   */
+  function matched(v: VoiceConfig, call: CallRow, params: [string, string][]): CallRow {
+    const field = (name: string) => params.find(([k]) => k === name)?.[1];
+    if (field('AccountSid') !== v.accountSid) throw new DomainError('forbidden', 'AccountSid is not the account this call was placed from');
+    if (call.provider_sid === null || field('CallSid') !== call.provider_sid) throw new DomainError('forbidden', 'CallSid is not the call this callback is for');
+    return call;
   }
 
   async function groupOf(id: string): Promise<AlertGroupRow & { alerts: { annotations: Record<string, string> }[] }> {
@@ -63,8 +77,9 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
   return {
     'svc.events.voice.twiml': async ({ call_id, path, params, signature }) => {
       const v = verified(path, params, signature);
-      const [call] = await sql<CallRow>(fork(), `SELECT ${CALL_COLUMNS} FROM voice_calls WHERE id = ?`, [call_id]);
-      if (!call) throw new DomainError('not_found', 'call not found');
+      const [row] = await sql<CallRow>(fork(), `SELECT ${CALL_COLUMNS} FROM voice_calls WHERE id = ?`, [call_id]);
+      if (!row) throw new DomainError('not_found', 'call not found');
+      const call = matched(v, row, params);
       const g = await groupOf(call.alert_group_id);
       const summary = g.alerts[0]?.annotations.summary ?? g.alerts[0]?.annotations.description ?? '';
       const state = g.status === 'resolved' ? 'It has been resolved.' : g.acknowledged_at ? 'It is already acknowledged.' : 'It is firing.';
@@ -75,7 +90,7 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
 
     'svc.events.voice.gather': async ({ path, params, signature }, { ctx }) => {
       const v = verified(path, params, signature);
-      const call = await callOf(path, params);
+      const call = await callOf(v, path, params);
       const digits = params.find(([k]) => k === 'Digits')?.[1] ?? '';
       await sql(fork(), `UPDATE voice_calls SET digits = ?, updated_at = now() WHERE id = ?`, [digits.slice(0, 32), call.id]);
       if (digits !== '1') return twiml(`<Say>That key does nothing.</Say><Redirect method="POST">${xml(callbackUrls(v, call.id).twiml)}</Redirect>`);
@@ -102,8 +117,8 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
     },
 
     'svc.events.voice.status': async ({ path, params, signature }) => {
-      verified(path, params, signature);
-      const call = await callOf(path, params);
+      const v = verified(path, params, signature);
+      const call = await callOf(v, path, params);
       const status = (params.find(([k]) => k === 'CallStatus')?.[1] ?? '').slice(0, 32);
       if (status === '') throw new DomainError('bad_request', 'CallStatus is missing');
       // Only the first final outcome counts: a repeated callback never schedules a second retry.
