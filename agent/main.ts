@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { createLogger, type Logger } from '../actors/runtime/logger.ts';
@@ -7,32 +8,41 @@ import { EnrollError, enrollAgent } from './enroll.ts';
 import { startAgent } from './runner.ts';
 import { enrollSimulated, runSimulated, type SimulatedFleet } from './simulate/fleet.ts';
 import { NotEnrolledError } from './state.ts';
+import { AGENT_VERSION } from './version.ts';
 
 /** `npm run agent -- <enroll|run> …`: the reference agent's command line (README → Agents). */
 
-const USAGE = `Usage:
-  npm run agent -- enroll --server <console URL> --token <install token> --state-dir <dir> [--label key=value ...] [--hostname <name>]
-  npm run agent -- enroll --simulate <N> --server <console URL> --tokens-file <file> --state-dir <dir> [--label key=value ...]
-  npm run agent -- run --state-dir <dir> [--interval <seconds>] [--inventory-interval <seconds>] [--simulate <N>]
+/** Where an installed agent keeps its identity and credentials (the systemd unit's StateDirectory). */
+export const DEFAULT_STATE_DIR = '/var/lib/svc-agent';
+
+const USAGE = `Usage (svc-agent, or npm run agent -- in a checkout):
+  svc-agent enroll --server <console URL> --token <install token> [--ca-file <pem>] [--state-dir <dir>] [--label key=value ...] [--hostname <name>]
+  svc-agent enroll --simulate <N> --server <console URL> --tokens-file <file> --state-dir <dir> [--label key=value ...]
+  svc-agent run [--state-dir <dir>] [--interval <seconds>] [--inventory-interval <seconds>] [--simulate <N>]
+  svc-agent --version
 
 Options:
   --server <url>               console base URL, e.g. http://127.0.0.1:8080
   --token <token>              one-time install token
   --tokens-file <file>         with --simulate: one install token per line, agent i uses line i
-  --state-dir <dir>            where agent.json, agent.creds and config/ live (created with mode 700)
+  --ca-file <pem>              also trust this CA (PEM) for the console's HTTPS certificate (a private CA)
+  --state-dir <dir>            where agent.json, agent.creds and config/ live (created with mode 700;
+                               default ${DEFAULT_STATE_DIR})
   --label key=value            label saved in agent.json and sent with every inventory snapshot (repeatable)
   --hostname <name>            hostname to enrol with (default: this machine's)
   --interval <seconds>         heartbeat and metrics period (default 10)
   --inventory-interval <s>     inventory snapshot period (default 300)
   --simulate <N>               N synthetic agents (sim-1 … sim-N under --state-dir) from one process
   --log-level <level>          pino level (default: SVC_LOG_LEVEL or info); logs go to stderr as JSON lines
-  -h, --help                   this text`;
+  -h, --help                   this text
+  -v, --version                the agent's version`;
 
 const OPTIONS = {
   server: { type: 'string' },
   token: { type: 'string' },
   'tokens-file': { type: 'string' },
   'state-dir': { type: 'string' },
+  'ca-file': { type: 'string' },
   label: { type: 'string', multiple: true },
   hostname: { type: 'string' },
   interval: { type: 'string' },
@@ -44,7 +54,7 @@ const OPTIONS = {
 
 type OptionName = keyof typeof OPTIONS;
 const ALLOWED: Record<'enroll' | 'run', readonly OptionName[]> = {
-  enroll: ['server', 'token', 'tokens-file', 'state-dir', 'label', 'hostname', 'simulate', 'log-level', 'help'],
+  enroll: ['server', 'token', 'tokens-file', 'state-dir', 'ca-file', 'label', 'hostname', 'simulate', 'log-level', 'help'],
   run: ['state-dir', 'interval', 'inventory-interval', 'simulate', 'log-level', 'help'],
 };
 
@@ -105,9 +115,35 @@ function onSignal(log: Logger, stop: () => Promise<void>): void {
   process.on('SIGINT', handler);
 }
 
+/** The state directory: --state-dir, else the installed agent's. The simulator has no default (one dir per fleet). */
+function stateDirOf(values: Record<string, unknown>): string {
+  if (values.simulate !== undefined) return required(values, 'state-dir');
+  const v = values['state-dir'];
+  if (v === '') throw new UsageError('--state-dir must not be empty');
+  return typeof v === 'string' ? v : DEFAULT_STATE_DIR;
+}
+
+/** --ca-file: the console's HTTPS is also trusted when its certificate chains to this CA (beside the usual roots). */
+async function trustCaFile(file: string): Promise<void> {
+  let pem: string;
+  try {
+    pem = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read --ca-file ${file}: ${errMessage(err)}`);
+  }
+  const certs = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g);
+  if (!certs) throw new UsageError(`--ca-file ${file} holds no PEM certificate`);
+  try {
+    setDefaultCACertificates([...getCACertificates('default'), ...certs]);
+  } catch (err) {
+    throw new UsageError(`--ca-file ${file}: ${errMessage(err)}`);
+  }
+}
+
 async function enroll(values: Record<string, unknown>, log: Logger): Promise<void> {
   const server = required(values, 'server');
-  const stateDir = required(values, 'state-dir');
+  const stateDir = stateDirOf(values);
+  if (typeof values['ca-file'] === 'string') await trustCaFile(values['ca-file']);
   const sim = count(values.simulate as string | undefined);
   const extraLabels = labels(values.label as string[] | undefined);
   if (sim !== undefined) {
@@ -137,7 +173,7 @@ async function enroll(values: Record<string, unknown>, log: Logger): Promise<voi
 }
 
 async function run(values: Record<string, unknown>, log: Logger): Promise<void> {
-  const stateDir = required(values, 'state-dir');
+  const stateDir = stateDirOf(values);
   const intervalMs = seconds('interval', values.interval as string | undefined, 10);
   const inventoryIntervalMs = seconds('inventory-interval', values['inventory-interval'] as string | undefined, 300);
   const sim = count(values.simulate as string | undefined);
@@ -161,6 +197,10 @@ async function run(values: Record<string, unknown>, log: Logger): Promise<void> 
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === '-v' || command === '--version' || command === 'version') {
+    await out(`${AGENT_VERSION}\n`);
+    return 0;
+  }
   if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
     await out(`${USAGE}\n`);
     return command === undefined ? 2 : 0;
@@ -205,6 +245,8 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-const code = await main(process.argv.slice(2));
-// `run` keeps going (timers and the connection hold the process); everything else ends here.
-if (code !== 0 || process.argv[2] !== 'run') process.exit(code);
+// No top-level await: the packaged executable (Node's single-executable applications) runs a CommonJS bundle of this file.
+void main(process.argv.slice(2)).then((code) => {
+  // `run` keeps going (timers and the connection hold the process); everything else ends here.
+  if (code !== 0 || process.argv[2] !== 'run') process.exit(code);
+});

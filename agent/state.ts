@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { LabelMap, WatchFilesConfig } from '../contracts/domains/agent-telemetry.ts';
 import { describeZodError } from '../contracts/errors.ts';
+import { AGENT_COMMAND } from './version.ts';
 
 /**
  * The agent's files under its state directory (mode 700):
@@ -77,7 +78,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
 
 export class NotEnrolledError extends Error {
   constructor(dir: string) {
-    super(`${dir} holds no enrolled agent (agent.json is missing): enrol first with \`npm run agent -- enroll --server <url> --token <install token> --state-dir ${dir}\``);
+    super(`${dir} holds no enrolled agent (agent.json is missing): enrol first with \`${AGENT_COMMAND} enroll --server <url> --token <install token> --state-dir ${dir}\``);
     this.name = 'NotEnrolledError';
   }
 }
