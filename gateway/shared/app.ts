@@ -12,7 +12,7 @@ import type { Logger } from '../../actors/runtime/logger.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { apiError, codeForStatus, errorBody, HttpError, isEnveloped, sendError, statusOf, toApiError, type ApiError, type ServiceStyle } from './errors.ts';
 import { traceOf } from './request-context.ts';
-import { rejectNulCharacters } from './validation.ts';
+import { rejectUnstorableStrings } from './validation.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -157,8 +157,8 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
   });
 
   app.setValidatorCompiler(validatorCompiler);
-  // Before the route's schema, for every route (issue 7, item 1).
-  app.addHook('preValidation', rejectNulCharacters);
+  // Before the route's schema, for every route (issue 7, item 1; issue 25, item 12).
+  app.addHook('preValidation', rejectUnstorableStrings);
   // Response schemas are declared for the OpenAPI document only: actors already validated their replies against
   // the catalogue, so the gateway serializes plain JSON instead of parsing every reply a second time.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
