@@ -1,4 +1,9 @@
+import { jetstream } from '@nats-io/jetstream';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wireDurableSubject } from '../../actors/runtime/namespace.ts';
+import { pgJson, pgText } from '../../actors/runtime/stores/pg-values.ts';
+import { waitFor } from '../support/processes.ts';
 import { errorOf, type TestSystem } from '../support/system.ts';
 import { api, expectStatus, startAdminSystem, waitForAudit } from '../identity/admin-support.ts';
 
@@ -58,5 +63,43 @@ describe('a lone surrogate in a request', () => {
     const res = await sys.invoicingHttp({ method: 'PATCH', url: `/api/v1/invoices/${crypto.randomUUID()}`, token: root, ...rawJson('{"notes": "\\udfff"}') });
     expectStatus(res, 400);
     expect(errorOf(res)).toMatchObject({ code: 'VALIDATION_ERROR', message: `body.notes: ${LONE}` });
+  });
+});
+
+/** An audit entry as a publisher that did not check its strings would send it: JSON.stringify writes `\\udfff`. */
+const auditEntryText = (id: string, details: Record<string, unknown>, actorEmail: string | null = null): string =>
+  JSON.stringify({
+    id,
+    actor_id: null,
+    actor_email: actorEmail,
+    actor_type: 'anonymous',
+    action: 'team.updated',
+    resource_type: 'team',
+    resource_id: id,
+    details,
+    ip: null,
+    user_agent: null,
+    request_id: `lone-${id}`,
+    created_at: new Date().toISOString(),
+  });
+
+const storedDetails = async (id: string): Promise<{ details: Record<string, unknown>; actor_email: string | null } | undefined> =>
+  (await sys.sql<{ details: Record<string, unknown>; actor_email: string | null }>('SELECT details, actor_email FROM audit_log WHERE id = ?', [id]))[0];
+
+describe('jsonb writers', () => {
+  it('make every string and key storable: NUL dropped, a lone surrogate as U+FFFD, pairs kept', () => {
+    expect(pgJson({ 'k\ud800': ['a\u0000b', '\udfff lone', 'ok \u{1F680}'], n: 1, nested: { x: '\ud83d' } })).toBe(
+      '{"k\ufffd":["ab","\ufffd lone","ok \u{1F680}"],"n":1,"nested":{"x":"\ufffd"}}',
+    );
+    expect(pgText('x\u0000\udc00')).toBe('x\ufffd');
+  });
+
+  it('store an audit event that carries a lone surrogate (the consumer used to retry it until it gave up)', async () => {
+    const id = randomUUID();
+    const text = auditEntryText(id, { name: '\udfff lone', ['k\ud800']: 'v' }, 'x\udfff@example.com');
+    expect(text).toContain('\\udfff');
+    await jetstream(sys.nc).publish(wireDurableSubject('svc.evt.audit.recorded'), new TextEncoder().encode(text));
+    await waitFor(async () => (await storedDetails(id)) !== undefined, 15_000, 'the audit entry stored');
+    expect(await storedDetails(id)).toEqual({ details: { name: '\ufffd lone', 'k\ufffd': 'v' }, actor_email: 'x\ufffd@example.com' });
   });
 });
