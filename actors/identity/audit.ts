@@ -16,6 +16,8 @@ export function startAuditStore(nc: NatsConnection, orm: MikroORM, log: Logger):
     filterSubjects: ['svc.evt.audit.recorded'],
     schema: AuditEntry,
     concurrency: 4,
+    // An entry that cannot be stored is a change missing from the audit log: alerted on, and replayable.
+    alertOnDeadLetter: true,
     log,
     handler: async (e) => {
       await orm.em

@@ -1,8 +1,15 @@
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { wireDurableSubject } from '../../actors/runtime/namespace.ts';
+import { z } from 'zod';
+import { listDeadLetters } from '../../actors/runtime/dlq.ts';
+import { runConsumer } from '../../actors/runtime/jetstream.ts';
+import { wireDurableName, wireDurableSubject } from '../../actors/runtime/namespace.ts';
 import { pgJson, pgText } from '../../actors/runtime/stores/pg-values.ts';
+import { DlqHeaders, dlqSubjectFor } from '../../contracts/streams.ts';
+import { dlqCommand } from '../../scripts/dlq.ts';
+import { capturingLogger } from '../support/log-capture.ts';
 import { waitFor } from '../support/processes.ts';
 import { errorOf, type TestSystem } from '../support/system.ts';
 import { api, expectStatus, startAdminSystem, waitForAudit } from '../identity/admin-support.ts';
@@ -101,5 +108,73 @@ describe('jsonb writers', () => {
     await jetstream(sys.nc).publish(wireDurableSubject('svc.evt.audit.recorded'), new TextEncoder().encode(text));
     await waitFor(async () => (await storedDetails(id)) !== undefined, 15_000, 'the audit entry stored');
     expect(await storedDetails(id)).toEqual({ details: { name: '\ufffd lone', 'k\ufffd': 'v' }, actor_email: 'x\ufffd@example.com' });
+  });
+});
+
+const AUDIT_DURABLE = 'identity-audit-store';
+const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+/** `svc_dead_letters_total` of the audit store for `reason`, as the console gateway's /metrics serves it. */
+async function auditDeadLetters(reason: string): Promise<number> {
+  const res = await sys.http({ method: 'GET', url: '/metrics' });
+  expectStatus(res, 200);
+  const line = res.body.split('\n').find((l) => l.startsWith(`svc_dead_letters_total{durable="${wireDurableName(AUDIT_DURABLE)}",reason="${reason}"}`));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+describe('an audit event the consumer gives up on', () => {
+  it('raises the dead-letter metric and is listed in the dead-letter subject with its source sequence', async () => {
+    const before = await auditDeadLetters('malformed');
+    const ack = await jetstream(sys.nc).publish(wireDurableSubject('svc.evt.audit.recorded'), encode(JSON.stringify({ id: 'not-a-uuid' })));
+    await waitFor(async () => (await auditDeadLetters('malformed')) === before + 1, 15_000, 'the metric to count the dead letter');
+    const letters = await listDeadLetters(sys.nc, AUDIT_DURABLE);
+    expect(letters.find((d) => d.sourceSeq === String(ack.seq))).toMatchObject({ subject: wireDurableSubject('svc.evt.audit.recorded'), reason: 'malformed' });
+  });
+
+  it('is stored once its dead letter is replayed (npm run dlq -- replay)', async () => {
+    // As the consumer dead-letters an entry whose insert kept failing (the database refused it, or was down).
+    const id = randomUUID();
+    const h = natsHeaders();
+    h.set(DlqHeaders.subject, wireDurableSubject('svc.evt.audit.recorded'));
+    h.set(DlqHeaders.reason, 'failed');
+    h.set(DlqHeaders.error, 'invalid input syntax for type json');
+    h.set(DlqHeaders.streamSeq, '1');
+    h.set(DlqHeaders.durable, wireDurableName(AUDIT_DURABLE));
+    const dead = await jetstream(sys.nc).publish(dlqSubjectFor(wireDurableName(AUDIT_DURABLE)), encode(auditEntryText(id, { name: 'replayed' })), { headers: h });
+    expect(await storedDetails(id)).toBeUndefined();
+
+    const printed: string[] = [];
+    const code = await dlqCommand(sys.nc, ['replay', AUDIT_DURABLE, String(dead.seq)], capturingLogger().log, (l) => printed.push(l));
+    expect(code).toBe(0);
+    expect(JSON.parse(printed[0]!)).toEqual({ replayed: [dead.seq], skipped: [] });
+    await waitFor(async () => (await storedDetails(id)) !== undefined, 15_000, 'the replayed audit entry stored');
+    expect((await storedDetails(id))?.details).toEqual({ name: 'replayed' });
+    // Replayed dead letters leave the DLQ; a second replay of the same one is reported, not repeated.
+    expect((await listDeadLetters(sys.nc, AUDIT_DURABLE)).some((d) => d.seq === dead.seq)).toBe(false);
+    printed.length = 0;
+    expect(await dlqCommand(sys.nc, ['replay', AUDIT_DURABLE, String(dead.seq)], capturingLogger().log, (l) => printed.push(l))).toBe(1);
+    expect(JSON.parse(printed[0]!).skipped).toEqual([{ seq: dead.seq, why: `no dead letter of ${AUDIT_DURABLE} at this sequence` }]);
+  });
+
+  it('is logged at error, naming the subject and the stream sequence, by a consumer that alerts on dead letters', async () => {
+    const rand = randomUUID().slice(0, 8);
+    const subject = wireDurableSubject(`svc.evt.test_${rand}.alerting`);
+    const durable = `test_${rand}_alerting`;
+    const { log, lines } = capturingLogger('warn');
+    const handle = await runConsumer({ nc: sys.nc, stream: 'SVC_EVENTS', durable, filterSubjects: [`svc.evt.test_${rand}.alerting`], schema: z.object({ n: z.number() }), handler: async () => undefined, alertOnDeadLetter: true, log });
+    try {
+      const ack = await jetstream(sys.nc).publish(subject, encode('not json'));
+      await waitFor(() => lines.some((l) => l.level === 50), 15_000, 'the error line');
+      const line = lines.find((l) => l.level === 50)!;
+      expect(line).toMatchObject({ subject, seq: ack.seq, reason: 'malformed' });
+      expect(line.msg).toContain(`${subject} sequence ${ack.seq}`);
+      expect(line.msg).toContain(`npm run dlq -- replay ${durable}`);
+    } finally {
+      await handle.stop();
+      const jsm = await jetstreamManager(sys.nc);
+      await jsm.consumers.delete('SVC_EVENTS', wireDurableName(durable)).catch(() => undefined);
+      await jsm.streams.purge('SVC_DLQ', { filter: dlqSubjectFor(wireDurableName(durable)) }).catch(() => undefined);
+      await jsm.streams.purge('SVC_EVENTS', { filter: subject }).catch(() => undefined);
+    }
   });
 });
