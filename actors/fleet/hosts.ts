@@ -5,6 +5,7 @@ import { iso, isoOrNull, pageOf, sql } from '../runtime/stores/sql.ts';
 import { revokeAgents } from './agents/revocation.ts';
 import type { FleetDeps, FleetHandlers } from './deps.ts';
 import { HOST_COLUMNS, loadEnvironment, loadHost, type HostRow } from './scope.ts';
+import { pgJson } from '../runtime/stores/pg-values.ts';
 
 export const hostOut = (h: HostRow): Host => ({
   id: h.id,
@@ -76,7 +77,7 @@ export function hostHandlers(deps: FleetDeps): FleetHandlers {
     'svc.fleet.hosts.tags.replace': async ({ id, tags }, { ctx }) => {
       const { before, after } = await fork().transactional(async (tx) => {
         const before = await loadHost(tx, ctx, id, 'tags:write', true);
-        const [after] = await sql<HostRow>(tx, `UPDATE hosts SET tags = ?::jsonb, updated_at = now() WHERE id = ? RETURNING ${HOST_COLUMNS}`, [JSON.stringify(tags), id]);
+        const [after] = await sql<HostRow>(tx, `UPDATE hosts SET tags = ?::jsonb, updated_at = now() WHERE id = ? RETURNING ${HOST_COLUMNS}`, [pgJson(tags), id]);
         if (!after) throw new DomainError('not_found', 'host not found');
         return { before, after };
       });

@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { AuditEntry } from '../../contracts/streams.ts';
 import { runConsumer, type ConsumerHandle } from '../runtime/jetstream.ts';
 import type { Logger } from '../runtime/logger.ts';
+import { pgJson } from '../runtime/stores/pg-values.ts';
 
 export { AuditRecorder, type AuditInput } from '../runtime/audit.ts';
 
@@ -15,6 +16,8 @@ export function startAuditStore(nc: NatsConnection, orm: MikroORM, log: Logger):
     filterSubjects: ['svc.evt.audit.recorded'],
     schema: AuditEntry,
     concurrency: 4,
+    // An entry that cannot be stored is a change missing from the audit log: alerted on, and replayable.
+    alertOnDeadLetter: true,
     log,
     handler: async (e) => {
       await orm.em
@@ -23,7 +26,7 @@ export function startAuditStore(nc: NatsConnection, orm: MikroORM, log: Logger):
         .execute(
           `INSERT INTO audit_log (id, actor_id, actor_email, actor_type, action, resource_type, resource_id, details, ip_address, user_agent, request_id, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-          [e.id, e.actor_id, e.actor_email, e.actor_type, e.action, e.resource_type, e.resource_id, JSON.stringify(e.details), e.ip, e.user_agent, e.request_id, e.created_at],
+          [e.id, e.actor_id, e.actor_email, e.actor_type, e.action, e.resource_type, e.resource_id, pgJson(e.details), e.ip, e.user_agent, e.request_id, e.created_at],
         );
     },
   });

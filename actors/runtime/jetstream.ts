@@ -34,6 +34,7 @@ import {
   type StreamSpec,
 } from '../../contracts/streams.ts';
 import type { Logger } from './logger.ts';
+import { deadLetters } from './metrics.ts';
 import { wireDurableName, wireDurableSubject } from './namespace.ts';
 import { parseTraceparent } from './trace.ts';
 
@@ -254,6 +255,12 @@ export interface RunConsumerOptions<T> {
    * "failed" state). Its errors are logged, never retried: the message is already in the DLQ.
    */
   onDeadLetter?: (info: DeadLetterInfo<T>) => Promise<void>;
+  /**
+   * A dead letter is an error to alert on (logged at error, naming the subject, the stream sequence and how to replay
+   * it) rather than a warning: set where a message must not go missing (audit entries). Every dead letter counts in
+   * `svc_dead_letters_total` either way.
+   */
+  alertOnDeadLetter?: boolean;
   log: Logger;
 }
 
@@ -332,7 +339,15 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     try {
       // Dedup on the source position: a crash between this publish and the term cannot dead-letter it twice.
       await js(nc).publish(dlqSubject, m.data, { headers: h, msgID: `${durable}:${m.info.stream}:${m.seq}` });
-      mlog.warn({ reason, error, dlq: dlqSubject }, 'message dead-lettered');
+      deadLetters.inc({ durable, reason });
+      if (opts.alertOnDeadLetter) {
+        mlog.error(
+          { reason, error, dlq: dlqSubject, subject: m.subject, seq: m.seq },
+          `message dead-lettered, not handled until replayed: ${m.subject} sequence ${m.seq} (${reason}); replay with \`npm run dlq -- replay ${opts.durable}\``,
+        );
+      } else {
+        mlog.warn({ reason, error, dlq: dlqSubject }, 'message dead-lettered');
+      }
       settle(m, 'term');
       if (opts.onDeadLetter) {
         await opts.onDeadLetter({ payload, reason, error, log: mlog }).catch((err: unknown) => mlog.error({ err, reason }, 'onDeadLetter failed'));

@@ -9,10 +9,11 @@ import type { Duplex } from 'node:stream';
 import { Registry, Counter, Histogram, collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../../actors/runtime/config.ts';
 import type { Logger } from '../../actors/runtime/logger.ts';
+import { runtimeMetrics } from '../../actors/runtime/metrics.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { apiError, codeForStatus, errorBody, HttpError, isEnveloped, sendError, statusOf, toApiError, type ApiError, type ServiceStyle } from './errors.ts';
 import { traceOf } from './request-context.ts';
-import { rejectNulCharacters } from './validation.ts';
+import { rejectUnstorableStrings } from './validation.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -157,8 +158,8 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
   });
 
   app.setValidatorCompiler(validatorCompiler);
-  // Before the route's schema, for every route (issue 7, item 1).
-  app.addHook('preValidation', rejectNulCharacters);
+  // Before the route's schema, for every route (issue 7, item 1; issue 25, item 12).
+  app.addHook('preValidation', rejectUnstorableStrings);
   // Response schemas are declared for the OpenAPI document only: actors already validated their replies against
   // the catalogue, so the gateway serializes plain JSON instead of parsing every reply a second time.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -267,8 +268,10 @@ function registerMetrics(app: GatewayApp): void {
     requests.inc({ method: req.method, route, status: String(reply.statusCode) });
     duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
   });
+  // The process's runtime metrics (dead letters of its consumers) beside the gateway's own.
+  const served = Registry.merge([registry, runtimeMetrics]);
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
-    void reply.header('content-type', registry.contentType);
-    return registry.metrics();
+    void reply.header('content-type', served.contentType);
+    return served.metrics();
   });
 }

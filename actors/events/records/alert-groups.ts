@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import type { AlertFacts, AlertGroupChanged, DeliveryJob } from '../../../contracts/domains/events-records.ts';
 import { iso, isoOrNull, sql } from '../../runtime/stores/sql.ts';
+import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 export interface AlertGroupRow {
   id: string;
@@ -47,7 +48,7 @@ export async function applyNotification(tx: EntityManager, job: DeliveryJob, a: 
     job.receiver_id,
     a.group_key,
   ]);
-  const alerts = JSON.stringify(a.alerts);
+  const alerts = pgJson(a.alerts);
   const insert = async (): Promise<AlertGroupRow> => {
     const [row] = await sql<AlertGroupRow>(
       tx,

@@ -8,6 +8,7 @@ import { iso, sql } from '../../runtime/stores/sql.ts';
 import type { EventsDeps } from '../deps.ts';
 import { voiceConfigured } from '../voice/twilio.ts';
 import { applyNotification, changedEvent, type Placement } from './alert-groups.ts';
+import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 export const DELIVERIES_DURABLE = 'events-deliveries';
 
@@ -117,6 +118,6 @@ async function storeRejected(deps: EventsDeps, job: DeliveryJob, r: Extract<Deli
     deps.orm.em.fork(),
     `INSERT INTO rejected_deliveries (id, receiver_id, source, event, reason, external_id, headers, body_excerpt, received_at)
      VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?) ON CONFLICT (id) DO NOTHING`,
-    [job.delivery_id, job.receiver_id, job.source, job.event, r.reason, job.external_id, JSON.stringify(r.headers), r.body_excerpt, job.received_at],
+    [job.delivery_id, job.receiver_id, job.source, job.event, r.reason, job.external_id, pgJson(r.headers), r.body_excerpt, job.received_at],
   );
 }

@@ -16,6 +16,7 @@ import { namespace } from '../../runtime/namespace.ts';
 import type { Handlers } from '../../runtime/serve.ts';
 import { iso, sql } from '../../runtime/stores/sql.ts';
 import { loadHost } from '../scope.ts';
+import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 interface ConfigRow {
   id: string;
@@ -70,7 +71,7 @@ export function watchConfigHandlers(deps: WatchConfigDeps): Handlers<Cat, 'fleet
           `INSERT INTO host_configs (id, host_id, config_type, config_data, version) VALUES (?, ?, 'watch_files', ?::jsonb, 1)
            ON CONFLICT (host_id, config_type) DO UPDATE SET config_data = EXCLUDED.config_data, version = host_configs.version + 1, updated_at = now()
            RETURNING ${COLUMNS}`,
-          [randomUUID(), host_id, JSON.stringify(data)],
+          [randomUUID(), host_id, pgJson(data)],
         );
         return { row: saved as ConfigRow, agentId: host.agent_id };
       });

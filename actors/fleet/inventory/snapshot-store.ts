@@ -83,7 +83,7 @@ export async function storeSnapshot(em: EntityManager, target: SnapshotTarget, s
         pgText(snapshot.agent_version),
         pgJson(snapshot.labels),
         snapshot.collected_at,
-        JSON.stringify(digests),
+        pgJson(digests),
         host.id,
       ],
     );

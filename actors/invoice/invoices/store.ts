@@ -7,6 +7,7 @@ import { dec, hours, money, multiplier, price } from '../amounts/policy.ts';
 import type { InvoiceTotals } from '../amounts/totals.ts';
 import type { CustomerSnapshot } from '../render/view.ts';
 import type { LineFields } from '../amounts/lines.ts';
+import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 /**
  * SQL of the invoice tables (migrations/postgres/Migration0003_invoicing.ts). Dates are read as text (node-pg would
@@ -115,8 +116,8 @@ export async function insertInvoices(tx: EntityManager, invs: readonly NewInvoic
       'draft',
       1,
       inv.invoice_date,
-      JSON.stringify(inv.customer_snapshot),
-      JSON.stringify(inv.application_snapshot),
+      pgJson(inv.customer_snapshot),
+      pgJson(inv.application_snapshot),
       inv.created_by,
     );
   });

@@ -8,6 +8,7 @@ import { recordHistory, type HistoryEntry } from '../invoices/history.ts';
 import { fitsAmount, MAX_AMOUNT } from '../invoices/lines-input.ts';
 import { insertLines, loadInvoice, sql, textArray } from '../invoices/store.ts';
 import { deletePdf } from '../pdf/store.ts';
+import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 const FROM = ['declined', 'rejected', 'approved'] as const;
 const FIGURES = ['base_amount', 'overtime_hours', 'overtime_amount', 'total_amount', 'total_hours', 'is_overtime'] as const;
@@ -60,8 +61,8 @@ export async function regenerate(tx: EntityManager, id: string, deps: { reader: 
     [
       data.application.deal_type,
       data.application.currency,
-      JSON.stringify(data.customer ?? null),
-      JSON.stringify(data.application),
+      pgJson(data.customer ?? null),
+      pgJson(data.application),
       totals.base_amount,
       totals.overtime_hours,
       totals.overtime_amount,

@@ -9,6 +9,7 @@ import { mappingsFor } from '../scope.ts';
 import { asCategory } from '../sync/normalize.ts';
 import { dtoDate, type ApprovalDto, type AttachmentDto, type CommentDto, type TrackerUser } from '../tracker/api.ts';
 import { logAction, resolveTarget } from './target.ts';
+import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 const person = (u: TrackerUser): z.output<typeof Comment>['author'] =>
   u ? { account_id: u.accountId ?? null, display_name: u.displayName ?? null, email: u.emailAddress ?? null } : null;
@@ -142,7 +143,7 @@ export function proxyHandlers(deps: SdDeps): SdHandlers {
         created.issueKey,
         mapping.organization_id,
         createdAt.toISOString(),
-        JSON.stringify({
+        pgJson({
           issue_id: created.issueId,
           project_key: projectKey,
           issue_number: Number(created.issueKey.split('-')[1] ?? 0),

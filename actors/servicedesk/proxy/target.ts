@@ -7,6 +7,7 @@ import { trackerOf, type SdDeps } from '../deps.ts';
 import { locateOwned } from '../reads/tickets.ts';
 import { requireOwnership, type MappingRow, type Scoped } from '../scope.ts';
 import type { CallOpts, Issue } from '../tracker/api.ts';
+import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 /** The support request a proxy call acts on, after the ownership check. */
 export interface Target {
@@ -73,7 +74,7 @@ export async function logAction(deps: SdDeps, ctx: CallerContext, issueKey: stri
     action,
     actor.id,
     actor.email,
-    JSON.stringify(details),
+    pgJson(details),
   ]);
   await deps.audit.record(ctx, { action: `servicedesk.${action}`, resource_type: 'servicedesk_request', resource_id: issueKey, details });
 }

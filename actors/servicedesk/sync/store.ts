@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../../runtime/stores/sql.ts';
 import type { RequestRecord } from './normalize.ts';
+import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 /** Columns of sd_requests the sync writes, with their types for jsonb_to_recordset. */
 const COLUMNS: [string, string][] = [
@@ -57,7 +58,7 @@ export async function upsertRequests(tx: EntityManager, records: readonly Reques
      SELECT ${NAMES}, now() FROM jsonb_to_recordset(?::jsonb) AS x(${TYPED})
      ON CONFLICT (issue_key) DO UPDATE SET ${UPDATES}, synced_at = now()
      WHERE sd_requests.updated_at <= EXCLUDED.updated_at`,
-    [JSON.stringify(rows)],
+    [pgJson(rows)],
   );
   const keys = records.map((r) => r.issue_key);
   // The history of a request whose stored copy is newer than this one stays as it is.
@@ -65,7 +66,7 @@ export async function upsertRequests(tx: EntityManager, records: readonly Reques
     tx,
     `DELETE FROM sd_status_history h USING jsonb_to_recordset(?::jsonb) AS x(issue_key text, updated_at timestamptz), sd_requests r
      WHERE h.issue_key = x.issue_key AND r.issue_key = x.issue_key AND r.updated_at = x.updated_at`,
-    [JSON.stringify(records.map((r) => ({ issue_key: r.issue_key, updated_at: r.updated_at })))],
+    [pgJson(records.map((r) => ({ issue_key: r.issue_key, updated_at: r.updated_at })))],
   );
   const history = records.flatMap((r) => r.history.map((h) => ({ issue_key: r.issue_key, updated_at: r.updated_at, ...h })));
   if (history.length > 0) {
@@ -76,7 +77,7 @@ export async function upsertRequests(tx: EntityManager, records: readonly Reques
        FROM jsonb_to_recordset(?::jsonb) AS x(issue_key text, updated_at timestamptz, seq integer, from_status text, to_status text, changed_at timestamptz)
        JOIN sd_requests r ON r.issue_key = x.issue_key AND r.updated_at = x.updated_at
        ON CONFLICT (issue_key, seq) DO NOTHING`,
-      [JSON.stringify(history)],
+      [pgJson(history)],
     );
   }
   // A created request is in the store now; a transition is once the stored copy is as new as the transition.
