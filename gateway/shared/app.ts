@@ -2,7 +2,7 @@ import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -11,6 +11,7 @@ import type { Config } from '../../actors/runtime/config.ts';
 import type { Logger } from '../../actors/runtime/logger.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { apiError, codeForStatus, errorBody, HttpError, isEnveloped, sendError, statusOf, toApiError, type ApiError, type ServiceStyle } from './errors.ts';
+import { shapeDocument } from './openapi.ts';
 import { traceOf } from './request-context.ts';
 import { rejectNulCharacters } from './validation.ts';
 
@@ -28,6 +29,8 @@ export interface GatewayAppOptions {
   style: ServiceStyle;
   title: string;
   version: string;
+  /** Where clients reach this service (the OpenAPI document's `servers`); unset: relative to the document. */
+  publicUrl?: string;
   config: Pick<Config, 'SVC_CORS_ORIGINS' | 'SVC_ENABLE_DEBUG_ENDPOINTS'>;
   log: Logger;
   trustProxy?: boolean;
@@ -242,6 +245,8 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
         },
       },
       transform: jsonSchemaTransform,
+      // Components named in the schema registry (the error envelope, recursive JSON values) are defined once.
+      transformObject: (d) => shapeDocument(jsonSchemaTransformObject(d) as unknown as Record<string, unknown>, { style, publicUrl: opts.publicUrl ?? '/' }) as unknown as ReturnType<typeof jsonSchemaTransformObject>,
     });
     await app.register(swaggerUi, { routePrefix: '/swagger' });
     registerMetrics(app);
