@@ -10,3 +10,9 @@ import { z } from 'zod';
  * here (the lookup key), so the actor's normalization changes nothing and the payload sees the same string.
  */
 export const EmailLookup = z.string().trim().toLowerCase().min(1, 'must not be empty').max(320, 'is too long');
+
+/** Any JSON value; one named schema, so the OpenAPI document defines its recursion once (`#/components/schemas/JsonValue`). */
+export const JsonValue = z.json();
+// The schema z.json() recurses into is the one it returns: registered itself (not a .meta() copy), its recursion
+// refers to the named component.
+z.globalRegistry.add(JsonValue, { id: 'JsonValue' });

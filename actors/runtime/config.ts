@@ -71,6 +71,8 @@ export const ConfigSchema = z.object({
   SVC_SSO_ALLOWED_DOMAIN: z.string().default('example.com'),
   SVC_BACKEND_URL: url.default('http://localhost:8080'),
   SVC_FRONTEND_URL: url.default('http://localhost:3000'),
+  // where clients reach the invoicing gateway (its OpenAPI document's `servers`; https = served over HTTPS)
+  SVC_INVOICING_PUBLIC_URL: url.default('http://localhost:8081'),
   SVC_EMAIL_PROVIDER: z.enum(['smtp', 'resend']).default('smtp'),
   SVC_EMAIL_FROM: z.string().default('noreply@example.com'),
   SVC_EMAIL_FROM_NAME: z.string().default('Infrastructure Console'),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JsonValue } from '../fields.ts';
 import { subjects } from '../subject.ts';
 import { IssueKey, NumericId } from './servicedesk.ts';
 
@@ -45,7 +46,7 @@ export const RequestFieldValues = z
     description: z.string().max(32_767).optional(),
     priority: z.object({ id: NumericId }).optional(),
   })
-  .catchall(z.json())
+  .catchall(JsonValue)
   .superRefine((values, ctx) => {
     for (const key of Object.keys(values)) {
       if (RESERVED_FIELDS.has(key)) ctx.addIssue({ code: 'custom', path: [key], message: 'is set by the service (the organization and labels of the mapping)' });

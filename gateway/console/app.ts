@@ -12,7 +12,8 @@ import { registerConsoleRoutes } from './routes/index.ts';
 export interface ConsoleGatewayOptions {
   config: Config;
   log: Logger;
-  nats: LazyNats;
+  /** The broker connection: readiness and uploads only (an offline document build passes one that never connects). */
+  nats: Pick<LazyNats, 'ready' | 'healthy'>;
   deps: GatewayDeps;
   version: string;
 }
@@ -20,7 +21,7 @@ export interface ConsoleGatewayOptions {
 export async function buildConsoleGateway(opts: ConsoleGatewayOptions): Promise<{ app: GatewayApp; close: () => Promise<void> }> {
   const pgProbe = new PostgresProbe(opts.config.SVC_DB_URL);
   const app = await createGatewayApp(
-    { style: 'console', title: 'Infrastructure console API', version: opts.version, config: opts.config, log: opts.log },
+    { style: 'console', title: 'Infrastructure console API', version: opts.version, publicUrl: opts.config.SVC_BACKEND_URL, config: opts.config, log: opts.log },
     async (app) => {
       // A request for a route that does not exist is still a request: under /api it counts against the general limit,
       // so probing for routes is throttled like anything else. The probes below stay unlimited.

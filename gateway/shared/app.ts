@@ -1,8 +1,9 @@
 import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -12,6 +13,7 @@ import type { Logger } from '../../actors/runtime/logger.ts';
 import { runtimeMetrics } from '../../actors/runtime/metrics.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { apiError, codeForStatus, errorBody, HttpError, isEnveloped, sendError, statusOf, toApiError, type ApiError, type ServiceStyle } from './errors.ts';
+import { shapeDocument } from './openapi.ts';
 import { traceOf } from './request-context.ts';
 import { rejectUnstorableStrings } from './validation.ts';
 
@@ -29,6 +31,8 @@ export interface GatewayAppOptions {
   style: ServiceStyle;
   title: string;
   version: string;
+  /** Where clients reach this service (the OpenAPI document's `servers`); unset: relative to the document. */
+  publicUrl?: string;
   config: Pick<Config, 'SVC_CORS_ORIGINS' | 'SVC_ENABLE_DEBUG_ENDPOINTS'>;
   log: Logger;
   trustProxy?: boolean;
@@ -47,13 +51,16 @@ function requestIdOf(headers: IncomingHttpHeaders): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
+/** The API profile's headers on answers written without Fastify (parser errors, CONNECT, a refused Expect). */
+const RAW_SECURITY_HEADERS = 'X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n';
+
 /** A whole HTTP/1.1 error response, for sockets no ServerResponse exists for (parser errors, CONNECT). */
 function rawErrorResponse(style: ServiceStyle, err: ApiError, requestId: string): string {
   const status = statusOf[err.code];
   const body = JSON.stringify(errorBody(style, err, requestId));
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`
+    `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n${RAW_SECURITY_HEADERS}Connection: close\r\n\r\n${body}`
   );
 }
 
@@ -147,7 +154,7 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const id = requestIdOf(req.headers);
     const body = JSON.stringify(errorBody(style, new HttpError('expectation_failed', 'only Expect: 100-continue is supported'), id));
-    res.writeHead(statusOf.expectation_failed, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': id, connection: 'close' });
+    res.writeHead(statusOf.expectation_failed, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': id, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', connection: 'close' });
     res.end(body);
   });
   // CONNECT (a proxy tunnel) never reaches Fastify: Node would drop the connection without a word.
@@ -155,6 +162,26 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
     socket.on('error', () => undefined);
     socket.end(rawErrorResponse(style, new HttpError('method_not_allowed', 'CONNECT is not supported'), requestIdOf(req.headers)));
     setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  });
+
+  // Security headers, an API profile (issue 25, item 9), on every answer including errors: registered before the
+  // hooks below so an early refusal (missing Host, shutting down) carries them too.
+  const https = opts.publicUrl?.startsWith('https:') === true;
+  await app.register(helmet, {
+    // JSON needs nothing loaded and is never framed; a route that serves a page sets its own policy (the invoice preview).
+    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+    frameguard: { action: 'deny' },
+    referrerPolicy: { policy: 'no-referrer' },
+    // Only a service whose public URL is https may tell browsers to insist on it (a plain-HTTP one would lock them out).
+    hsts: https ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+    // Cross-origin reads are CORS's to allow (SVC_CORS_ORIGINS), not this header's to block.
+    crossOriginResourcePolicy: false,
+  });
+  app.addHook('onSend', async (_req, reply, payload) => {
+    // Tokens and anything a caller is allowed to see must not stay in a browser's or proxy's cache (RFC 6749 §5.1,
+    // OWASP ASVS): no-store unless the route chose its own caching.
+    if (!reply.hasHeader('cache-control')) void reply.header('cache-control', 'no-store');
+    return payload;
   });
 
   app.setValidatorCompiler(validatorCompiler);
@@ -243,8 +270,11 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
         },
       },
       transform: jsonSchemaTransform,
+      // Components named in the schema registry (the error envelope, recursive JSON values) are defined once.
+      transformObject: (d) => shapeDocument(jsonSchemaTransformObject(d) as unknown as Record<string, unknown>, { style, publicUrl: opts.publicUrl ?? '/' }) as unknown as ReturnType<typeof jsonSchemaTransformObject>,
     });
-    await app.register(swaggerUi, { routePrefix: '/swagger' });
+    // The explorer is a page with scripts: it sends its own policy (helmet's API profile would blank it).
+    await app.register(swaggerUi, { routePrefix: '/swagger', staticCSP: true, transformStaticCSP: (csp) => (https ? csp : csp.replace(/\s*upgrade-insecure-requests;/, '')) });
     registerMetrics(app);
   }
 

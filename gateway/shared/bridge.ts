@@ -10,6 +10,7 @@ import type { GatewayApp } from './app.ts';
 import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
 import { apiError, statusOf, toApiError } from './errors.ts';
 import { callerScope, fingerprint, idempotencyKeyOf, IdempotencyStore, isFinalError, REPLAYED_HEADER, type StoredAnswer } from './idempotency.ts';
+import { errorResponses, operationIdOf } from './openapi.ts';
 import { deadlineOf, setDeadline, traceparentOf } from './request-context.ts';
 
 /** What every route of a gateway needs to reach the actors. */
@@ -37,6 +38,8 @@ export interface BridgeRoute<C extends Catalogue, S extends SubjectName<C>, P ex
   rate?: RateClass;
   tags?: string[];
   summary?: string;
+  /** The operation's id in the OpenAPI document; default from the subject (`svc.fleet.clients.list` → `fleet_clients_list`). */
+  operationId?: string;
   params?: P;
   query?: Q;
   body?: B;
@@ -74,12 +77,19 @@ function isPlainPage(reply: z.ZodType): boolean {
   return reply instanceof z.ZodObject && Object.keys(reply.shape).sort().join() === 'items,page,per_page,total';
 }
 
+/** The documented success of a route that shapes its own answer (see its summary). */
+const CustomAnswer = z.unknown().describe('The answer this route shapes itself (see the summary).');
+
 /** The documented success body of a route: `{ data }`, the list envelope, or nothing for 204. */
 function responseSchema(reply: z.ZodType, paged: boolean, status: number): z.ZodType {
   if (status === 204) return z.null().describe('No content');
   if (paged && reply instanceof z.ZodObject && reply.shape.items) return z.object({ data: reply.shape.items as z.ZodType, meta: Meta });
   return z.object({ data: reply });
 }
+
+/** The OpenAPI security requirement of an auth mode: none for public routes (said, so tools need not guess). */
+export const securityOf = (auth: AuthMode): Record<string, string[]>[] =>
+  auth === 'public' ? [] : auth === 'authenticated' ? [{ bearer: [] }, { apiKey: [] }] : [{ bearer: [] }];
 
 /** Registers a REST route that authenticates, validates, and turns the request into a call on its subject. */
 export function bridge<
@@ -116,9 +126,13 @@ export function bridge<
       ...(route.query ? { querystring: route.query } : {}),
       ...(route.body ? { body: route.body } : {}),
       summary: route.summary ?? spec.summary,
-      ...(route.send ? {} : { response: { [route.status ?? 200]: responseSchema(spec.reply, route.paged === true, route.status ?? 200) } }),
+      operationId: route.operationId ?? operationIdOf(route.subject),
+      response: {
+        [status]: route.send ? CustomAnswer : responseSchema(spec.reply, route.paged === true, status),
+        ...errorResponses({ errors: spec.errors, auth: route.auth, limited: rate !== 'none', hasBody: route.method !== 'GET', idempotent }),
+      },
       ...(route.tags ? { tags: route.tags } : {}),
-      ...(route.auth === 'public' ? {} : { security: route.auth === 'authenticated' ? [{ bearer: [] }, { apiKey: [] }] : [{ bearer: [] }] }),
+      security: securityOf(route.auth),
     },
     // Rate limits run before body validation so an anonymous flood costs little. The request's deadline starts
     // here: the limiter, authentication (which may ask the access resolver) and the call all fit inside it.

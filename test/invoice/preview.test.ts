@@ -132,6 +132,16 @@ describe('GET preview-html', () => {
     expect(await html(inv.id)).toContain(inv.display_number);
   });
 
+  it('keeps its own sandbox policy and may be framed, with the rest of the API profile (issue 25, item 9)', async () => {
+    const res = await call('GET', `/api/v1/invoices/${(await draft()).id}/preview-html`);
+    expectStatus(res, 200);
+    expect(res.headers['content-security-policy']).toBe("sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:");
+    expect(res.headers['x-frame-options']).toBeUndefined();
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['referrer-policy']).toBe('no-referrer');
+  });
+
   it('answers 404 for an unknown id, 400 for a malformed one, 401 without a token', async () => {
     const unknown = await call('GET', '/api/v1/invoices/00000000-0000-4000-8000-000000000000/preview-html');
     expectStatus(unknown, 404);

@@ -55,6 +55,8 @@ export async function registerReceiverRoutes(app: GatewayApp, deps: GatewayDeps)
       method: 'POST',
       url: '/api/v1/alerts/webhook/:router/:token',
       subject: 'svc.events.receive',
+      // The same subject as the webhooks above: its own id keeps operation ids unique.
+      operationId: 'events_receive_alert',
       rate: 'api',
       params: AlertParams,
       input: ({ params, req }) => ({ source: sourceOf(params.router, ALERT_ROUTERS), token: params.token, headers: receiverHeaders(req), body_b64: typeof req.body === 'string' ? req.body : '' }),

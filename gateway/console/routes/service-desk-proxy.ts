@@ -14,7 +14,8 @@ import {
 } from '../../../contracts/domains/servicedesk-proxy.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { GatewayApp } from '../../shared/app.ts';
-import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
+import { routeGroup, securityOf, type GatewayDeps } from '../../shared/bridge.ts';
+import { errorResponses } from '../../shared/openapi.ts';
 import { deadlineOf, setDeadline, traceparentOf } from '../../shared/request-context.ts';
 
 const BASE = '/api/v1/service-desk';
@@ -90,6 +91,8 @@ const tooLarge = (): DomainError => new DomainError('request_too_large', `attach
  * tracker's temporary-file step.
  */
 function registerUploadRoute(app: GatewayApp, deps: GatewayDeps, uploads: UploadStore): void {
+  const prepare = deps.caller.catalogue['svc.servicedesk.attachments.prepare'];
+  const add = deps.caller.catalogue['svc.servicedesk.attachments.add'];
   void app.register(async (scope) => {
     await scope.register(multipart, { limits: { fileSize: MAX_ATTACHMENT_BYTES, files: 1, fields: 5, fieldSize: 1024, parts: 8, headerPairs: 50 } });
     scope.route({
@@ -100,7 +103,9 @@ function registerUploadRoute(app: GatewayApp, deps: GatewayDeps, uploads: Upload
         summary: 'Attaches a file (multipart part `file`, at most 10 MB) through the tracker’s temporary-file step (servicedesk:write).',
         tags: ['service-desk'],
         consumes: ['multipart/form-data'],
-        security: [{ bearer: [] }, { apiKey: [] }],
+        operationId: 'servicedesk_attachments_upload',
+        security: securityOf('authenticated'),
+        response: { 201: z.object({ data: add.reply }), ...errorResponses({ errors: [...new Set([...prepare.errors, ...add.errors])], auth: 'authenticated', limited: true, hasBody: true, idempotent: false }) },
       },
       onRequest: async (req) => {
         setDeadline(req, Date.now() + deps.requestTimeoutMs);

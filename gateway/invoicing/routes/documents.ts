@@ -20,6 +20,8 @@ export function registerDocumentRoutes(app: GatewayApp, deps: GatewayDeps): void
       reply
         .header('content-type', 'text/html; charset=utf-8')
         .header('content-security-policy', "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:")
+        // The preview is a page meant to be framed (by the console's front end): only its sandbox policy applies.
+        .removeHeader('x-frame-options')
         .header('x-content-type-options', 'nosniff')
         .header('cache-control', 'no-store')
         .send(data.html),

@@ -33,6 +33,7 @@ export function registerInvoiceRoutes(app: GatewayApp, deps: GatewayDeps): void 
       method: 'POST',
       url: `/api/v1/invoices/:id/${action}`,
       subject: 'svc.invoice.review',
+      operationId: `invoice_review_${action}`,
       params: InvoiceParams,
       body: ReviewBody.nullish(),
       input: ({ params, body }) => ({ id: params.id, action, ...(body?.comment !== undefined ? { comment: body.comment } : {}) }),
