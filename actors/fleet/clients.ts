@@ -2,8 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import { clientsWith, requirePermission } from '../../contracts/access.ts';
 import type { CallerContext } from '../../contracts/context.ts';
-import type { Client } from '../../contracts/domains/fleet.ts';
+import { CLIENT_IMMUTABLE, type Client } from '../../contracts/domains/fleet.ts';
 import { DomainError } from '../../contracts/errors.ts';
+import { refuseChanges } from '../../contracts/immutable.ts';
 import { conflictOnDuplicate, iso, pageOf, sql } from '../runtime/stores/sql.ts';
 import { revokeAgents } from './agents/revocation.ts';
 import type { FleetDeps, FleetHandlers } from './deps.ts';
@@ -61,10 +62,11 @@ export function clientHandlers(deps: FleetDeps): FleetHandlers {
       return out(row);
     },
 
-    'svc.fleet.clients.update': async ({ id, name }, { ctx }) => {
+    'svc.fleet.clients.update': async ({ id, name, ...fixed }, { ctx }) => {
       requirePermission(ctx, 'clients:write');
       const em = fork();
       const before = await reachable(em, ctx, id, 'clients:write');
+      refuseChanges(fixed, before, CLIENT_IMMUTABLE);
       if (before.name === name) return out(before);
       const [row] = await sql<ClientRow>(em, `UPDATE clients SET name = ?, updated_at = now() WHERE id = ? RETURNING ${COLUMNS}`, [name, id]);
       if (!row) throw new DomainError('not_found', 'client not found');

@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
-import type { Environment } from '../../contracts/domains/fleet.ts';
+import { ENVIRONMENT_IMMUTABLE, type Environment } from '../../contracts/domains/fleet.ts';
 import { DomainError } from '../../contracts/errors.ts';
+import { refuseChanges } from '../../contracts/immutable.ts';
 import { conflictOnDuplicate, iso, pageOf, sql } from '../runtime/stores/sql.ts';
 import { revokeAgents } from './agents/revocation.ts';
 import type { FleetDeps, FleetHandlers } from './deps.ts';
@@ -60,9 +61,10 @@ export function environmentHandlers(deps: FleetDeps): FleetHandlers {
       return withCount(em, id);
     },
 
-    'svc.fleet.environments.update': async ({ id, name }, { ctx }) => {
+    'svc.fleet.environments.update': async ({ id, name, ...fixed }, { ctx }) => {
       const em = fork();
       const before = await loadEnvironment(em, ctx, id, 'environments:write');
+      refuseChanges(fixed, before, ENVIRONMENT_IMMUTABLE);
       if (before.name !== name) {
         await sql(em, `UPDATE environments SET name = ?, updated_at = now() WHERE id = ?`, [name, id]);
         await deps.audit.record(ctx, {

@@ -1,5 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { requirePermission } from '../../contracts/access.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
+import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { AuditRecorder } from '../runtime/audit.ts';
 import type { Clock } from '../runtime/clock.ts';
@@ -47,11 +49,53 @@ export function trackerOf(deps: SdDeps): TrackerApi {
   return deps.tracker;
 }
 
-/** Every handler of the domain answers 503 naming the variables while the tracker is not configured. */
+const READ = 'servicedesk:read';
+const WRITE = 'servicedesk:write';
+
+/**
+ * The permission each subject's handler requires first (on some client). While the tracker is not configured a
+ * caller holding it gets the 503; any other gets the handler's 403, so the deployment's configuration is told only
+ * to callers allowed to use the route. Every subject of the domain must be named (a missing one fails to compile).
+ */
+export const ROUTE_PERMISSION: { readonly [S in keyof Required<SdHandlers>]: string } = {
+  'svc.servicedesk.mappings.list': 'servicedeskconfig:read',
+  'svc.servicedesk.mappings.create': 'servicedeskconfig:write',
+  'svc.servicedesk.mappings.update': 'servicedeskconfig:write',
+  'svc.servicedesk.mappings.delete': 'servicedeskconfig:delete',
+  'svc.servicedesk.sync.run': 'servicedeskconfig:write',
+  'svc.servicedesk.organizations.list': READ,
+  'svc.servicedesk.tickets.list': READ,
+  'svc.servicedesk.tickets.get': READ,
+  'svc.servicedesk.kanban': READ,
+  'svc.servicedesk.metrics.sla': READ,
+  'svc.servicedesk.metrics.delivery': READ,
+  'svc.servicedesk.metrics.summary': READ,
+  'svc.servicedesk.export': READ,
+  'svc.servicedesk.actions.list': READ,
+  'svc.servicedesk.comments.list': READ,
+  'svc.servicedesk.transitions.list': READ,
+  'svc.servicedesk.approvals.list': READ,
+  'svc.servicedesk.attachments.list': READ,
+  'svc.servicedesk.request_types.fields': READ,
+  'svc.servicedesk.comments.create': WRITE,
+  'svc.servicedesk.transitions.execute': WRITE,
+  'svc.servicedesk.approvals.decide': WRITE,
+  'svc.servicedesk.attachments.prepare': WRITE,
+  'svc.servicedesk.attachments.add': WRITE,
+  'svc.servicedesk.requests.create': WRITE,
+};
+
+/**
+ * While the tracker is not configured every handler of the domain answers 503 naming the variables, but only to a
+ * caller holding the route's permission somewhere: authorization comes before availability (403, not 503).
+ */
 export function whenConfigured(deps: SdDeps, handlers: SdHandlers): SdHandlers {
   if (deps.tracker) return handlers;
-  const refuse = async (): Promise<never> => {
-    throw notConfigured(deps.config);
-  };
-  return Object.fromEntries(Object.keys(handlers).map((k) => [k, refuse])) as SdHandlers;
+  const refuse =
+    (subject: keyof typeof ROUTE_PERMISSION) =>
+    async (_input: unknown, { ctx }: { ctx: CallerContext }): Promise<never> => {
+      requirePermission(ctx, ROUTE_PERMISSION[subject]);
+      throw notConfigured(deps.config);
+    };
+  return Object.fromEntries((Object.keys(handlers) as (keyof typeof ROUTE_PERMISSION)[]).map((k) => [k, refuse(k)])) as SdHandlers;
 }

@@ -2,8 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import { clientsWith, hasPermission, requirePermission } from '../../contracts/access.ts';
 import type { CallerContext } from '../../contracts/context.ts';
-import type { Mapping } from '../../contracts/domains/servicedesk.ts';
+import { MAPPING_IMMUTABLE, type Mapping } from '../../contracts/domains/servicedesk.ts';
 import { DomainError } from '../../contracts/errors.ts';
+import { refuseChanges } from '../../contracts/immutable.ts';
 import { requireOnClient } from '../runtime/scope.ts';
 import { conflictOnDuplicate, findById, iso, pageOf, sql } from '../runtime/stores/sql.ts';
 import { trackerOf, type SdDeps, type SdHandlers } from './deps.ts';
@@ -145,8 +146,9 @@ export function mappingHandlers(deps: SdDeps): SdHandlers {
       return mappingOut(row);
     },
 
-    'svc.servicedesk.mappings.update': async ({ id, ...body }, { ctx, deadline, signal }) => {
+    'svc.servicedesk.mappings.update': async ({ id, client_id, ...body }, { ctx, deadline, signal }) => {
       const before = await loadMapping(fork(), ctx, id, 'servicedeskconfig:write');
+      refuseChanges({ client_id }, before, MAPPING_IMMUTABLE);
       await requireOrganizationFree(fork(), ctx, body.organization_id);
       const m = await checked(deps, body, { deadline, signal });
       const em = fork();

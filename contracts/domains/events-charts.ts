@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { immutableFields } from '../immutable.ts';
 import { subjects } from '../subject.ts';
 import { WebhookSource } from './events-records.ts';
 
@@ -96,16 +97,20 @@ export const CreateNoteBody = z
   })
   .refine(endsAfter, ENDS_AFTER);
 
-/** PUT replaces kind, timestamp, ends_at and text; omitting ends_at makes a point. Scope, target and author never change. */
+/**
+ * PUT replaces kind, timestamp, ends_at and text; omitting ends_at makes a point. Scope, target and author never change:
+ * sent unchanged they are accepted, others are 400 (contracts/immutable.ts).
+ */
+export const IMMUTABLE_NOTE_FIELDS = ['scope', 'host_id', 'environment_id', 'client_id', 'created_by', 'created_by_name'] as const;
 export const UpdateNoteBody = z
   .object({
     kind: NoteKind.default('note'),
     timestamp: Rfc3339,
     ends_at: Rfc3339.nullable().optional(),
     text: NoteText,
+    ...immutableFields(Note, IMMUTABLE_NOTE_FIELDS),
   })
   .refine(endsAfter, ENDS_AFTER);
-export const IMMUTABLE_NOTE_FIELDS = ['scope', 'host_id', 'environment_id', 'client_id', 'created_by', 'created_by_name'] as const;
 
 /** Exactly one of host_id / environment_id / client_id, and the range. */
 const oneTarget = <T extends { host_id?: string | undefined; environment_id?: string | undefined; client_id?: string | undefined }>(q: T): boolean =>
@@ -191,7 +196,7 @@ export const eventsChartSubjects = subjects({
     summary: 'Replaces the kind, times and text of a note (its author, with annotations:write at its scope).',
     request: z.intersection(UpdateNoteBody, ById),
     reply: Note,
-    errors: ['forbidden', 'not_found'],
+    errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.events.annotations.delete': {
     summary: 'Deletes a note (its author, a holder of annotations:write at its scope, or a super admin).',

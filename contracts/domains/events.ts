@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { immutableFields } from '../immutable.ts';
 import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 import { AlertRouter, ReceiverSource, WebhookSource } from './events-records.ts';
@@ -58,15 +59,20 @@ export const CreateAlertSourceBody = z.object({
   oncall_phone: PhoneNumber.nullable().default(null),
 });
 
-/** PUT: `name` replaced; `environment_id`, `secret`, `oncall_phone` replaced when present (null clears); the client and source never change. */
-export const UpdateWebhookEndpointBody = z.object({
+/**
+ * PUT: `name` replaced; `environment_id`, `secret`, `oncall_phone` replaced when present (null clears); the client and
+ * source never change: sent unchanged they are accepted, others are 400 (contracts/immutable.ts).
+ */
+const UpdateReceiverBody = z.object({
   name: ReceiverName,
   environment_id: z.uuid().nullable().optional(),
   secret: SharedSecret.nullable().optional(),
   /** A new token: the old one stops working at once; the answer carries the new one (shown once). */
   rotate_token: z.boolean().default(false),
 });
-export const UpdateAlertSourceBody = UpdateWebhookEndpointBody.extend({ oncall_phone: PhoneNumber.nullable().optional() });
+export const RECEIVER_IMMUTABLE = ['client_id', 'source'] as const;
+export const UpdateWebhookEndpointBody = UpdateReceiverBody.extend(immutableFields(WebhookEndpoint, RECEIVER_IMMUTABLE));
+export const UpdateAlertSourceBody = UpdateReceiverBody.extend({ oncall_phone: PhoneNumber.nullable().optional(), ...immutableFields(AlertSource, RECEIVER_IMMUTABLE) });
 
 export const WebhookEndpointListQuery = z.object({ ...Paging, client_id: z.uuid().optional(), source: WebhookSource.optional() });
 export const AlertSourceListQuery = z.object({ ...Paging, client_id: z.uuid().optional() });
@@ -157,7 +163,7 @@ export const eventsSubjects = subjects({
     summary: 'Renames, moves, sets or clears the secret of, or rotates the token of a webhook endpoint (webhooks:write).',
     request: UpdateWebhookEndpointBody.extend(ById.shape),
     reply: IssuedWebhookEndpoint,
-    errors: ['forbidden', 'not_found'],
+    errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.events.webhook_endpoints.delete': {
     summary: 'Removes a webhook endpoint: its token answers 404 from then on; recorded deploys stay (webhooks:delete).',
@@ -191,7 +197,7 @@ export const eventsSubjects = subjects({
     summary: 'Renames, moves, sets or clears the secret or on-call number of, or rotates the token of an alert source (alertsources:write).',
     request: UpdateAlertSourceBody.extend(ById.shape),
     reply: IssuedAlertSource,
-    errors: ['forbidden', 'not_found'],
+    errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.events.alert_sources.delete': {
     summary: 'Removes an alert source: its token answers 404 from then on; alert groups stay (alertsources:delete).',

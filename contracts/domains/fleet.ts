@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { immutableFields } from '../immutable.ts';
 import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 
@@ -27,7 +28,9 @@ export const ClientListQuery = z.object({
 });
 
 export const CreateClientBody = z.object({ name: ClientName, slug: Slug });
-export const UpdateClientBody = z.object({ name: ClientName });
+/** The slug is fixed at creation: echoing it is fine, another is 400 (contracts/immutable.ts). */
+export const CLIENT_IMMUTABLE = ['slug'] as const;
+export const UpdateClientBody = z.object({ name: ClientName }).extend(immutableFields(Client, CLIENT_IMMUTABLE));
 
 const ById = z.object({ id: z.uuid() });
 const Timestamp = z.iso.datetime();
@@ -51,7 +54,9 @@ export type Environment = z.infer<typeof Environment>;
 const EnvironmentName = z.string().trim().min(1, 'must not be empty').max(200);
 export const EnvironmentListQuery = z.object(Paging);
 export const CreateEnvironmentBody = z.object({ name: EnvironmentName, slug: Slug });
-export const UpdateEnvironmentBody = z.object({ name: EnvironmentName });
+/** The client and slug are fixed at creation: echoing them is fine, others are 400 (contracts/immutable.ts). */
+export const ENVIRONMENT_IMMUTABLE = ['client_id', 'slug'] as const;
+export const UpdateEnvironmentBody = z.object({ name: EnvironmentName }).extend(immutableFields(Environment, ENVIRONMENT_IMMUTABLE));
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hosts
@@ -143,10 +148,10 @@ export const fleetSubjects = subjects({
   'svc.fleet.clients.get': { retry: 'safe', summary: 'One client (clients:read on it; 404 when out of scope).', request: ById, reply: Client, errors: ['forbidden', 'not_found'] },
   'svc.fleet.clients.create': { summary: 'Creates a client (clients:write).', request: CreateClientBody, reply: Client, errors: ['forbidden', 'conflict'] },
   'svc.fleet.clients.update': {
-    summary: 'Renames a client; the slug never changes (clients:write on it).',
-    request: ById.extend({ name: ClientName }),
+    summary: 'Renames a client; the slug never changes: sent unchanged it is accepted, another is 400 (clients:write on it).',
+    request: ById.extend(UpdateClientBody.shape),
     reply: Client,
-    errors: ['forbidden', 'not_found'],
+    errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.fleet.clients.delete': {
     summary: "Deletes a client with its grants and environments; affected users lose that access at once and its agents' broker credentials are revoked (clients:delete on it).",
@@ -170,10 +175,10 @@ export const fleetSubjects = subjects({
     errors: ['forbidden', 'not_found', 'conflict'],
   },
   'svc.fleet.environments.update': {
-    summary: 'Renames an environment; the slug never changes (environments:write).',
+    summary: 'Renames an environment; its client and slug never change: sent unchanged they are accepted, others are 400 (environments:write).',
     request: ById.extend(UpdateEnvironmentBody.shape),
     reply: Environment,
-    errors: ['forbidden', 'not_found'],
+    errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.fleet.environments.delete': {
     summary: 'Deletes an environment without hosts, with its install tokens and pending enrolments (environments:delete); 409 while it has hosts.',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { immutableFields } from '../immutable.ts';
 import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 
@@ -49,7 +50,9 @@ const MappingFields = {
   labels: z.array(Label).max(50).default([]),
 };
 export const CreateMappingBody = z.object({ client_id: z.uuid(), ...MappingFields });
-export const UpdateMappingBody = z.object(MappingFields);
+/** The client is fixed at creation: echoing it is fine, another is 400 (contracts/immutable.ts). */
+export const MAPPING_IMMUTABLE = ['client_id'] as const;
+export const UpdateMappingBody = z.object({ ...MappingFields, ...immutableFields(Mapping, MAPPING_IMMUTABLE) });
 export const MappingListQuery = z.object({ ...Paging, client_id: z.uuid().optional() });
 /** `organizations` (a read route): the mapping list, narrowed to one organization; required for super admins. */
 export const OrganizationListQuery = MappingListQuery.extend({ organization_id: NumericId.optional() });
@@ -232,7 +235,7 @@ export const servicedeskSubjects = subjects({
     errors: ['bad_request', 'forbidden', 'not_found', 'conflict', 'unavailable', 'bad_gateway', 'too_many_requests'],
   },
   'svc.servicedesk.mappings.update': {
-    summary: 'Replaces a mapping’s organization, service desks, projects and labels (servicedeskconfig:write).',
+    summary: 'Replaces a mapping’s organization, service desks, projects and labels; its client never changes (servicedeskconfig:write).',
     request: UpdateMappingBody.extend({ id: z.uuid() }),
     reply: Mapping,
     errors: ['bad_request', 'forbidden', 'not_found', 'conflict', 'unavailable', 'bad_gateway', 'too_many_requests'],

@@ -327,7 +327,7 @@ describe('changing notes', () => {
 
   it('never changes scope, target or author (400) and keeps the time rules', async () => {
     const n = await note(author.token, { scope: 'host', host_id: h1 });
-    for (const extra of [{ scope: 'client' }, { host_id: h2 }, { client_id: c }, { environment_id: e2 }, { created_by: root }]) {
+    for (const extra of [{ scope: 'client' }, { host_id: h2 }, { client_id: randomUUID() }, { environment_id: e2 }, { created_by: randomUUID() }]) {
       const res = await as(author.token)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(0), text: 'x', ...extra });
       expectStatus(res, 400);
       expect(res.json().error.message).toContain('cannot be changed');

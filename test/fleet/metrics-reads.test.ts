@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectStatus, startAdminSystem, userWith } from '../identity/admin-support.ts';
 import { errorOf, type TestSystem } from '../support/system.ts';
+import { apiKeyWith, customRole } from '../events/support.ts';
 import { MetricsFixture, series, type SeededHost } from './metrics-support.ts';
 
 /**
@@ -244,12 +245,23 @@ describe('GET /hosts/metrics/latest', () => {
     ]);
   });
 
-  it('answers nothing for hosts out of reach or without metrics:read', async () => {
+  it('answers nothing for hosts out of reach or without metrics:read, to a caller holding metrics:read elsewhere', async () => {
     expect((await latest(`host_ids=${b.host_id}&metrics=memory_usage_percent`)).json().data).toEqual([]);
-    expect((await latest(`host_ids=${live.host_id}&metrics=memory_usage_percent`, clientRoleA)).json().data).toEqual([]);
+    expect((await latest(`host_ids=${live.host_id}&metrics=memory_usage_percent`, engineerB)).json().data).toEqual([]);
     expect((await latest(`host_ids=${b.host_id}&metrics=memory_usage_percent`, engineerB)).json().data).toEqual([
       { host_id: b.host_id, metric_name: 'memory_usage_percent', value: 77, time: iso(now - MIN) },
     ]);
+  });
+
+  it('answers 403 to a caller holding metrics:read on no client, as every other metric route', async () => {
+    const denied = await latest(`host_ids=${live.host_id}&metrics=memory_usage_percent`, clientRoleA);
+    expectStatus(denied, 403);
+    expect(errorOf(denied).message).toContain('metrics:read');
+    // The service account of the report: clients:read and roles:read only.
+    const apiKey = await apiKeyWith(sys, root, await customRole(sys, ['clients:read', 'roles:read']), a.client_id);
+    const byKey = await api(sys, { apiKey })('GET', `/api/v1/hosts/metrics/latest?host_ids=${live.host_id},${randomUUID()}&metrics=memory_usage_percent`);
+    expectStatus(byKey, 403);
+    expect(errorOf(byKey).message).toContain('metrics:read');
   });
 
   it('refuses missing parameters, invalid uuids, no valid name, over 100 hosts or 50 metrics', async () => {

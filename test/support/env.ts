@@ -28,7 +28,7 @@ export const brokerEnv = (): Record<string, string> => ({
 });
 
 /** Config for tests: the machine's local services, overridable per test. */
-export function testConfig(overrides: Record<string, string> = {}): Config {
+export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
   return loadConfig({
     SVC_DB_URL: process.env.SVC_DB_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
     ...brokerEnv(),

@@ -26,7 +26,8 @@ let migrated = false;
  * Starts the whole system in this process (every actor, both gateways via inject) with a clock the test moves.
  * Rate limits are high unless the test sets them; keys in Valkey get a per-run prefix so runs never interfere.
  */
-export async function startTestSystem(overrides: Record<string, string> = {}): Promise<TestSystem> {
+/** `overrides`: a value replaces the test default; `undefined` leaves the variable unset (e.g. an unconfigured feature). */
+export async function startTestSystem(overrides: Record<string, string | undefined> = {}): Promise<TestSystem> {
   const config = testConfig({ SVC_AUTH_RATE_LIMIT: '100000', SVC_API_RATE_LIMIT: '100000', ...overrides });
   const log = createLogger(config.SVC_LOG_LEVEL);
   if (!migrated) {

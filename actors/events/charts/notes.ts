@@ -2,8 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import { hasPermission, requireUser } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
-import { NOTE_MAX_LIST, type Note } from '../../../contracts/domains/events-charts.ts';
+import { IMMUTABLE_NOTE_FIELDS, NOTE_MAX_LIST, type Note } from '../../../contracts/domains/events-charts.ts';
 import { DomainError } from '../../../contracts/errors.ts';
+import { refuseChanges } from '../../../contracts/immutable.ts';
 import { grantIn, hasOnEnvironment, inReach, inReachOfEnvironment } from '../../runtime/scope.ts';
 import { iso, isoOrNull, sql } from '../../runtime/stores/sql.ts';
 import { grantFilter, requireOn, resolveTarget, rowGrant } from '../access.ts';
@@ -128,6 +129,7 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
         const before = await load(tx, ctx, b.id, true);
         if (before.created_by !== user.user_id) throw new DomainError('forbidden', 'only the author of a note may change it');
         if (!canWriteAt(ctx, before)) throw new DomainError('forbidden', `missing permission annotations:write on this ${before.scope}`);
+        refuseChanges(b, out(before), IMMUTABLE_NOTE_FIELDS);
         const [after] = await sql<Row>(tx, `UPDATE annotations SET kind = ?, "timestamp" = ?, ends_at = ?, text = ?, updated_at = now() WHERE id = ? RETURNING ${COLUMNS}`, [
           b.kind,
           b.timestamp,

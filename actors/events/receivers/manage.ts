@@ -3,8 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { clientsWith, requirePermission } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { ReceiverSource } from '../../../contracts/domains/events-records.ts';
-import type { AlertSource, RejectedDelivery, WebhookEndpoint } from '../../../contracts/domains/events.ts';
+import { RECEIVER_IMMUTABLE, type AlertSource, type RejectedDelivery, type WebhookEndpoint } from '../../../contracts/domains/events.ts';
 import { DomainError } from '../../../contracts/errors.ts';
+import { refuseChanges } from '../../../contracts/immutable.ts';
 import { publishEvent } from '../../runtime/jetstream.ts';
 import type { RequestScope } from '../../runtime/serve.ts';
 import { requireOnClient } from '../../runtime/scope.ts';
@@ -152,12 +153,23 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
 
   async function update(
     kind: ReceiverKind,
-    b: { id: string; name: string; environment_id?: string | null | undefined; secret?: string | null | undefined; rotate_token: boolean; oncall_phone?: string | null | undefined },
+    b: {
+      id: string;
+      name: string;
+      environment_id?: string | null | undefined;
+      secret?: string | null | undefined;
+      rotate_token: boolean;
+      oncall_phone?: string | null | undefined;
+      client_id?: string | undefined;
+      source?: string | undefined;
+    },
     scope: RequestScope<Cat>,
   ): Promise<{ row: Row; token?: string }> {
     const { ctx } = scope;
     const em = fork();
     const current = await load(em, ctx, kind, b.id, 'write');
+    // Compared with what GET shows, so its answer sent back as it is passes.
+    refuseChanges(b, kind === 'webhook' ? webhookOut(current) : alertOut(current), RECEIVER_IMMUTABLE);
     if (b.environment_id !== undefined) await checkEnvironment(scope, current.client_id, b.environment_id);
     const t = b.rotate_token ? newToken(kind) : undefined;
     const { before, after } = await em.transactional(async (tx) => {

@@ -36,8 +36,9 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
 
   function verified(path: string, params: [string, string][], signature: string): VoiceConfig {
     const v = voiceConfig(deps.config);
-    if (!v) throw new DomainError('not_found', 'no voice provider is configured');
-    if (!validTwilioSignature(v.authToken, `${v.publicUrl}${path}`, params, signature)) throw new DomainError('forbidden', 'X-Twilio-Signature does not match this request');
+    // Authentication first: without a provider no signature can be valid, so every caller gets the same 403 as a bad
+    // signature, and nobody unauthenticated learns whether paging is configured.
+    if (!v || !validTwilioSignature(v.authToken, `${v.publicUrl}${path}`, params, signature)) throw new DomainError('forbidden', 'X-Twilio-Signature does not match this request');
     return v;
   }
 

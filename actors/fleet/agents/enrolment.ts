@@ -134,7 +134,6 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
     },
 
     'svc.fleet.enrol.complete': async ({ agent_id, challenge, signature }, { ctx }) => {
-      if (!issuer) throw new DomainError('unavailable', 'agent enrolment is not configured (SVC_NATS_CREDS and SVC_NATS_ISSUER_KEY)');
       const at = now();
       const outcome = await fork().transactional(async (tx) => {
         const [agent] = await sql<PendingAgent>(
@@ -148,6 +147,9 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
         if (agent.status !== 'pending' || !expected || !timingSafeEqual(expected, given)) return { refused: 'challenge is not valid or was already used', agent } as const;
         if (agent.challenge_expires_at && new Date(agent.challenge_expires_at).getTime() <= at.getTime()) return { refused: 'challenge has expired', agent } as const;
         if (!verifiesChallenge(agent.public_key, challenge, signature)) return { refused: 'signature does not verify against the enrolled public key', agent } as const;
+        // Only an agent that proved its challenge learns that the broker credentials cannot be issued (authentication
+        // before availability); the rollback leaves its challenge and install token as they were.
+        if (!issuer) throw new DomainError('unavailable', 'agent enrolment is not configured (SVC_NATS_CREDS and SVC_NATS_ISSUER_KEY)');
         // The token is consumed by the enrolment that completes, so a failed signature never burns it.
         const [token] = agent.install_token_id
           ? await sql<TokenRow>(tx, `SELECT id, environment_id, client_id, expires_at, used_at FROM install_tokens WHERE id = ? FOR UPDATE`, [agent.install_token_id])

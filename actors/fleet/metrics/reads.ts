@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { hasPermission } from '../../../contracts/access.ts';
+import { hasPermission, requirePermission } from '../../../contracts/access.ts';
 import type { Cat } from '../../../contracts/catalogue.ts';
 import { CONTAINER_COUNTERS, CONTAINER_GAUGES, LATEST_LIMITS, PROCESS_METRICS, type LatestValue, type MetricPoint } from '../../../contracts/domains/fleet-metrics.ts';
 import { DomainError } from '../../../contracts/errors.ts';
@@ -129,6 +129,9 @@ export function metricsReadHandlers(deps: MetricsReadDeps): Handlers<Cat, 'fleet
     },
 
     'svc.fleet.metrics.latest': async ({ host_ids, metrics }, { ctx, signal }) => {
+      // 403 like every other metric route for a caller who may read metrics nowhere; a holder somewhere gets the
+      // silent filtering below, which never tells which of the ids exist.
+      requirePermission(ctx, PERMISSION);
       const rows = await sql<{ id: string; client_id: string }>(fork(), 'SELECT id, client_id FROM hosts WHERE id IN (?)', [[...new Set(host_ids)]]);
       // Out of reach, without metrics:read, or unknown: such hosts simply answer nothing.
       const readable = rows.filter((r) => hasPermission(ctx, PERMISSION, r.client_id));

@@ -1,14 +1,9 @@
 import { z } from 'zod';
-import { CreateNoteBody, IMMUTABLE_NOTE_FIELDS, MarkerQuery, MarkerType, NoteListQuery, TimelineQuery, UpdateNoteBody } from '../../../contracts/domains/events-charts.ts';
+import { CreateNoteBody, MarkerQuery, MarkerType, NoteListQuery, TimelineQuery, UpdateNoteBody } from '../../../contracts/domains/events-charts.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const IdParams = z.object({ id: z.uuid() });
-
-/** Scope, target and author never change: a PUT naming them is refused. */
-const Unchangeable = z.object(
-  Object.fromEntries(IMMUTABLE_NOTE_FIELDS.map((f) => [f, z.unknown().refine((v) => v === undefined, { message: 'cannot be changed' }).optional()])),
-);
 
 /** `types=alerts,deploys` (comma-separated) into the subject's list; unknown words are 400. */
 const MarkerQueryString = z
@@ -34,8 +29,8 @@ export function registerChartRoutes(app: GatewayApp, deps: GatewayDeps): void {
     url: '/api/v1/annotations/:id',
     subject: 'svc.events.annotations.update',
     params: IdParams,
-    body: UpdateNoteBody.and(Unchangeable),
-    input: ({ params, body }) => ({ id: params.id, kind: body.kind, timestamp: body.timestamp, ends_at: body.ends_at, text: body.text }),
+    body: UpdateNoteBody,
+    input: ({ params, body }) => ({ ...body, id: params.id }),
   });
   notes({ method: 'DELETE', url: '/api/v1/annotations/:id', subject: 'svc.events.annotations.delete', params: IdParams, input: ({ params }) => params, status: 204 });
 }

@@ -4,8 +4,6 @@ import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const ClientParams = z.object({ id: z.uuid() });
-/** The slug is fixed at creation: a PUT naming one is refused rather than silently ignored. */
-const UpdateBody = UpdateClientBody.extend({ slug: z.unknown().optional() }).refine((b) => b.slug === undefined, { message: 'the slug cannot be changed', path: ['slug'] });
 
 /** Clients (console-operations.md, "Clients and environments"); permissions checked by the fleet actors. */
 export function registerClientRoutes(app: GatewayApp, deps: GatewayDeps): void {
@@ -13,6 +11,6 @@ export function registerClientRoutes(app: GatewayApp, deps: GatewayDeps): void {
   route({ method: 'GET', url: '/api/v1/clients', subject: 'svc.fleet.clients.list', query: ClientListQuery, input: ({ query }) => query, paged: true });
   route({ method: 'POST', url: '/api/v1/clients', subject: 'svc.fleet.clients.create', body: CreateClientBody, input: ({ body }) => body, status: 201 });
   route({ method: 'GET', url: '/api/v1/clients/:id', subject: 'svc.fleet.clients.get', params: ClientParams, input: ({ params }) => params });
-  route({ method: 'PUT', url: '/api/v1/clients/:id', subject: 'svc.fleet.clients.update', params: ClientParams, body: UpdateBody, input: ({ params, body }) => ({ id: params.id, name: body.name }) });
+  route({ method: 'PUT', url: '/api/v1/clients/:id', subject: 'svc.fleet.clients.update', params: ClientParams, body: UpdateClientBody, input: ({ params, body }) => ({ ...body, id: params.id }) });
   route({ method: 'DELETE', url: '/api/v1/clients/:id', subject: 'svc.fleet.clients.delete', params: ClientParams, input: ({ params }) => params, status: 204 });
 }

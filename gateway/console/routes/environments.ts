@@ -4,8 +4,6 @@ import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const IdParams = z.object({ id: z.uuid() });
-/** The slug is fixed at creation, as a client's: a PUT naming one is refused rather than silently ignored. */
-const UpdateBody = UpdateEnvironmentBody.extend({ slug: z.unknown().optional() }).refine((b) => b.slug === undefined, { message: 'the slug cannot be changed', path: ['slug'] });
 
 /** Environments of a client (console-operations.md names the list; the single-environment routes are ours). */
 export function registerEnvironmentRoutes(app: GatewayApp, deps: GatewayDeps): void {
@@ -29,6 +27,6 @@ export function registerEnvironmentRoutes(app: GatewayApp, deps: GatewayDeps): v
     status: 201,
   });
   route({ method: 'GET', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.get', params: IdParams, input: ({ params }) => params });
-  route({ method: 'PUT', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.update', params: IdParams, body: UpdateBody, input: ({ params, body }) => ({ id: params.id, name: body.name }) });
+  route({ method: 'PUT', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.update', params: IdParams, body: UpdateEnvironmentBody, input: ({ params, body }) => ({ ...body, id: params.id }) });
   route({ method: 'DELETE', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.delete', params: IdParams, input: ({ params }) => params, status: 204 });
 }

@@ -12,11 +12,6 @@ import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const IdParams = z.object({ id: z.uuid() });
-/** The client and source of a receiver never change: a PUT naming them is refused rather than silently ignored. */
-const Fixed = z
-  .object({ client_id: z.unknown().optional(), source: z.unknown().optional() })
-  .refine((b) => b.client_id === undefined, { message: 'the client of a receiver cannot be changed', path: ['client_id'] })
-  .refine((b) => b.source === undefined, { message: 'the source of a receiver cannot be changed', path: ['source'] });
 
 /**
  * Receivers of external events, managed per client: webhook endpoints (`webhooks:*`) and alert sources
@@ -32,8 +27,8 @@ export function registerReceiverAdminRoutes(app: GatewayApp, deps: GatewayDeps):
     url: '/api/v1/webhook-endpoints/:id',
     subject: 'svc.events.webhook_endpoints.update',
     params: IdParams,
-    body: UpdateWebhookEndpointBody.and(Fixed),
-    input: ({ params, body }) => ({ id: params.id, name: body.name, environment_id: body.environment_id, secret: body.secret, rotate_token: body.rotate_token }),
+    body: UpdateWebhookEndpointBody,
+    input: ({ params, body }) => ({ ...body, id: params.id }),
   });
   hooks({ method: 'DELETE', url: '/api/v1/webhook-endpoints/:id', subject: 'svc.events.webhook_endpoints.delete', params: IdParams, input: ({ params }) => params, status: 204 });
   hooks({
@@ -55,8 +50,8 @@ export function registerReceiverAdminRoutes(app: GatewayApp, deps: GatewayDeps):
     url: '/api/v1/alert-sources/:id',
     subject: 'svc.events.alert_sources.update',
     params: IdParams,
-    body: UpdateAlertSourceBody.and(Fixed),
-    input: ({ params, body }) => ({ id: params.id, name: body.name, environment_id: body.environment_id, secret: body.secret, rotate_token: body.rotate_token, oncall_phone: body.oncall_phone }),
+    body: UpdateAlertSourceBody,
+    input: ({ params, body }) => ({ ...body, id: params.id }),
   });
   sources({ method: 'DELETE', url: '/api/v1/alert-sources/:id', subject: 'svc.events.alert_sources.delete', params: IdParams, input: ({ params }) => params, status: 204 });
   sources({
