@@ -195,9 +195,11 @@ async function main(): Promise<void> {
   const log = createLogger(config.SVC_LOG_LEVEL);
   const unknown = unknownVariables();
   if (unknown.length > 0) log.warn({ variables: unknown }, `ignoring unknown variable(s) ${unknown.join(', ')}: nothing reads them (a typo?)`);
+  const starting = startSystem({ config, log });
+  // Before start-up finishes: a signal then stops whatever has started (a failed start-up has stopped it already).
+  onShutdown(log, async () => (await starting.catch(() => undefined))?.stop());
   try {
-    const system = await startSystem({ config, log });
-    onShutdown(log, () => system.stop());
+    const system = await starting;
     log.info(
       { version: VERSION, node: process.version, actors: config.SVC_ACTORS, gateways: config.SVC_GATEWAYS, console: system.console?.server.address(), invoicing: system.invoicing?.server.address() },
       'system started',

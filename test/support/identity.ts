@@ -3,6 +3,7 @@ import argon2 from 'argon2';
 import { generateSecret, generateSync } from 'otplib';
 import { AccessTokens, SecretBox } from '../../actors/identity/crypto.ts';
 import { toPgArray } from '../../actors/identity/seed.ts';
+import type { Clock } from '../../actors/runtime/clock.ts';
 import type { TestSystem } from './system.ts';
 
 export interface TestUser {
@@ -26,7 +27,7 @@ export interface CreateUserOptions {
 let hashCache: { password: string; hash: string } | undefined;
 
 /** Inserts a user straight into the database (test set-up only; the product creates users through the API). */
-export async function createUser(sys: TestSystem, opts: CreateUserOptions = {}): Promise<TestUser> {
+export async function createUser(sys: Pick<TestSystem, 'tag' | 'config' | 'stores'>, opts: CreateUserOptions = {}): Promise<TestUser> {
   const id = randomUUID();
   const email = opts.email ?? `user-${sys.tag}-${id.slice(0, 8)}@example.com`;
   const password = opts.password ?? 'correct horse battery staple';
@@ -46,7 +47,7 @@ export async function createUser(sys: TestSystem, opts: CreateUserOptions = {}):
 }
 
 /** A session and a signed access token for `user`, bypassing the login flow (for tests of other routes). */
-export async function tokenFor(sys: TestSystem, user: TestUser): Promise<string> {
+export async function tokenFor(sys: Pick<TestSystem, 'config' | 'stores'> & { clock: Clock }, user: TestUser): Promise<string> {
   const sessionId = randomUUID();
   const orm = await sys.stores.orm();
   await orm.em

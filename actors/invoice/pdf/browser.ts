@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { killGroup, killGroupOnExit } from '../../runtime/child-reaper.ts';
 import type { Logger } from '../../runtime/logger.ts';
 
 /** Chromium may still be writing its profile while it exits: retried, and never an error of the caller's. */
@@ -18,6 +19,9 @@ export const CHROMIUM_FLAGS = [
   '--disable-component-update',
   '--disable-sync',
 ] as const;
+
+/** How long close() lets Chromium shut down politely before its process group is killed. */
+const CLOSE_GRACE_MS = 5_000;
 
 export interface PdfRendererOptions {
   executablePath: string;
@@ -74,7 +78,11 @@ export class PdfRenderer {
         handleSIGINT: false,
         handleSIGHUP: false,
       });
+      // puppeteer starts Chromium as the leader of a process group of its own: killed on any exit of ours.
+      const pid = browser.process()?.pid;
+      const forget = pid === undefined ? () => undefined : killGroupOnExit(pid);
       browser.on('disconnected', () => {
+        forget();
         // A crashed browser is forgotten with its pages; the next render starts a new one.
         if (!this.closed) this.opts.log.warn('chromium disconnected; the next render starts a new browser');
         this.browser = undefined;
@@ -139,7 +147,12 @@ export class PdfRenderer {
     if (!started) return;
     try {
       const { browser, profile } = await started;
-      await browser.close();
+      const pid = browser.process()?.pid;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([browser.close().catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))]);
+      clearTimeout(timer);
+      // Whatever did not close in time (a busy or hung browser) or outlived it (a helper) goes with its group.
+      if (pid !== undefined) killGroup(pid);
       await removeProfile(profile);
     } catch {
       // Never started, or already gone: nothing to close.
