@@ -8,6 +8,8 @@ const seconds = z.coerce.number().int().positive();
 const list = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
 const url = z.url();
 const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), url.optional());
+/** A tracker custom field's id; JQL names it by its number (`cf[10031]`), so nothing else is accepted. */
+const trackerFieldId = z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^customfield_\d{1,12}$/, 'must be a custom field id such as customfield_10031').optional());
 
 /** Every SVC_* variable the system reads; names and defaults are the specs' where they give them. README lists them all. */
 export const ConfigSchema = z.object({
@@ -103,6 +105,13 @@ export const ConfigSchema = z.object({
   SVC_SD_SYNC_OVERLAP_SECONDS: z.coerce.number().int().min(60).max(86_400).default(120),
   // one attempt of a call to the tracker gives up after this long (reads are retried, within the request's deadline)
   SVC_SD_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  // the site's fields, named outright (ids such as customfield_10031); unset: found in /rest/api/3/field by their
+  // default names and SLA type (the SLAs) or by type (Organizations, else customfield_10002)
+  SVC_SD_SLA_RESOLUTION_FIELD: trackerFieldId,
+  SVC_SD_SLA_FIRST_RESPONSE_FIELD: trackerFieldId,
+  SVC_SD_ORGANIZATIONS_FIELD: trackerFieldId,
+  // how long the site's fields, statuses and the account's time zone are kept before the sync reads them again
+  SVC_SD_SITE_CACHE_SECONDS: seconds.default(3600),
   // events (issue 11): the key sealing webhook shared secrets at rest (64 hex characters; unset = derived from
   // SVC_MFA_ENCRYPTION_KEY), and the voice provider that pages on-call numbers (all three of SID, token and caller
   // number set = configured; the API URL points tests at a local peer)

@@ -12,6 +12,7 @@ import type { KvStore } from '../runtime/stores/kv.ts';
 import type { ReadMemo } from './reads/memo.ts';
 import type { SyncEngine } from './sync/engine.ts';
 import type { TrackerApi } from './tracker/api.ts';
+import type { SiteCatalog } from './tracker/site.ts';
 import type { UploadStore } from '../runtime/stores/uploads.ts';
 
 /** What the service desk's actors share. Built once per process by actors/servicedesk/index.ts. */
@@ -25,6 +26,8 @@ export interface SdDeps {
   /** Undefined when the tracker is not configured: every route then answers 503 naming the variables. */
   tracker: TrackerApi | undefined;
   sync: SyncEngine | undefined;
+  /** The site's fields (where the Organizations and SLA values are) and statuses, kept a while; with the tracker. */
+  site: SiteCatalog | undefined;
   uploads: UploadStore;
   /** Aggregates memoized per store generation; bumped after every change to the store. */
   memo: ReadMemo;
@@ -47,6 +50,12 @@ export function notConfigured(config: Config): DomainError {
 export function trackerOf(deps: SdDeps): TrackerApi {
   if (!deps.tracker) throw notConfigured(deps.config);
   return deps.tracker;
+}
+
+/** The site's fields and statuses, or 503 naming what is missing. */
+export function siteOf(deps: SdDeps): SiteCatalog {
+  if (!deps.site) throw notConfigured(deps.config);
+  return deps.site;
 }
 
 const READ = 'servicedesk:read';

@@ -13,6 +13,7 @@ import { SyncEngine } from './sync/engine.ts';
 import { TrackerApi } from './tracker/api.ts';
 import { TokenBucket } from './tracker/bucket.ts';
 import { TrackerClient } from './tracker/client.ts';
+import { SiteCatalog } from './tracker/site.ts';
 
 /**
  * Service desk over the external issue tracker: organization mappings, a read store kept in sync with the tracker
@@ -29,14 +30,17 @@ export const servicedeskDomain: DomainModule = {
     const tracker = baseUrl && email && apiToken ? new TrackerApi(new TrackerClient({ baseUrl, email, apiToken, timeoutMs: dc.config.SVC_SD_TIMEOUT_MS }, bucket, log)) : undefined;
     if (!tracker) log.warn({ missing: missingSettings(dc.config) }, `${notConfigured(dc.config).message}; every service-desk route answers 503 until then`);
     const memo = new ReadMemo(kv);
+    const overrides = { resolutionSla: dc.config.SVC_SD_SLA_RESOLUTION_FIELD, firstResponseSla: dc.config.SVC_SD_SLA_FIRST_RESPONSE_FIELD, organizations: dc.config.SVC_SD_ORGANIZATIONS_FIELD };
+    const site = tracker ? new SiteCatalog(tracker, overrides, dc.config.SVC_SD_SITE_CACHE_SECONDS * 1000, log) : undefined;
     const sync = tracker
       ? new SyncEngine(orm, tracker, dc.nc, log.child({ worker: 'servicedesk-sync' }), {
           intervalSeconds: dc.config.SVC_SD_SYNC_INTERVAL_SECONDS,
           overlapSeconds: dc.config.SVC_SD_SYNC_OVERLAP_SECONDS,
           changed: () => memo.bump(),
+          ...(site ? { site } : {}),
         })
       : undefined;
-    const deps: SdDeps = { orm, kv, audit: new AuditRecorder(dc.nc, dc.clock), config: dc.config, clock: dc.clock, log, tracker, sync, uploads: new UploadStore(() => dc.nc), memo };
+    const deps: SdDeps = { orm, kv, audit: new AuditRecorder(dc.nc, dc.clock), config: dc.config, clock: dc.clock, log, tracker, sync, site, uploads: new UploadStore(() => dc.nc), memo };
     const syncHandlers: SdHandlers = {
       'svc.servicedesk.sync.run': async (_input, { ctx }) => {
         requirePermission(ctx, 'servicedeskconfig:write');

@@ -126,12 +126,53 @@ export async function mapOrganization(sys: TestSystem, peer: TrackerPeer, organi
  * (pushed on `stores`, for the caller to close), the system's database and broker.
  */
 export async function syncEngineFor(sys: TestSystem, peer: TrackerPeer, log: Logger, stores: KvStore[], pageSize: number): Promise<SyncEngine> {
+  return new SyncEngine(await sys.stores.orm(), await trackerApiFor(peer, log, stores), sys.nc, log, { intervalSeconds: 0, overlapSeconds: 120, pageSize });
+}
+
+/** The tracker's API at `peer`, as one instance builds it: its own client and Valkey connection (pushed on `stores`). */
+export async function trackerApiFor(peer: TrackerPeer, log: Logger, stores: KvStore[]): Promise<TrackerApi> {
   const kv = await openValkeyKv(process.env.SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379', log, `svc-test:${randomUUID().slice(0, 8)}:`);
   stores.push(kv);
-  const api = new TrackerApi(new TrackerClient({ baseUrl: peer.url, email: PEER_EMAIL, apiToken: PEER_TOKEN, timeoutMs: 5_000 }, new TokenBucket(kv, log), log));
-  return new SyncEngine(await sys.stores.orm(), api, sys.nc, log, { intervalSeconds: 0, overlapSeconds: 120, pageSize });
+  return new TrackerApi(new TrackerClient({ baseUrl: peer.url, email: PEER_EMAIL, apiToken: PEER_TOKEN, timeoutMs: 5_000 }, new TokenBucket(kv, log), log));
 }
 
 /** How many requests of `organizationId` the read store holds. */
 export const storedCount = async (sys: TestSystem, organizationId: string): Promise<number> =>
   (await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_requests WHERE organization_ids @> ?::text[]`, [`{${organizationId}}`]))[0]!.n;
+
+const frtBreached = (i: PeerIssue, now: number): boolean => {
+  const f = frtMs(i);
+  return f !== null ? f > FRT_GOAL : now - i.created > FRT_GOAL;
+};
+
+/**
+ * The metrics routes' figures for `set` (one organization's requests), computed from what the peer holds: the metric
+ * definitions of the README applied to the peer's own times and goals, never to what the service stored.
+ */
+export function expectedMetrics(set: readonly PeerIssue[], now: number) {
+  const frts = set.map(frtMs).filter((x): x is number => x !== null);
+  const resolved = set.filter((i) => i.resolved !== null);
+  const days = resolved.map((i) => Math.max(0, (i.resolved! - startedAt(i)) / DAY)).sort((a, b) => a - b);
+  return {
+    sla: {
+      total_requests: set.length,
+      avg_first_response_hours: round2(avg(frts)! / HOUR),
+      avg_resolution_hours: round2(avg(resolved.map((i) => i.resolved! - i.created))! / HOUR),
+      first_response_sla_percent: round2((100 * frts.filter((x) => x <= FRT_GOAL).length) / frts.length),
+      resolution_sla_percent: round2((100 * resolved.filter((i) => !resolutionBreached(i, now)).length) / resolved.length),
+      breach_count: set.filter((i) => frtBreached(i, now) || resolutionBreached(i, now)).length,
+    },
+    delivery: {
+      resolved_count: resolved.length,
+      avg_cycle_time_days: round2(avg(days)!),
+      median_cycle_time_days: round2(percentile(days, 0.5)),
+      p90_cycle_time_days: round2(percentile(days, 0.9)),
+      on_time_percent: round2((100 * resolved.filter((i) => onTime(i, now)).length) / resolved.length),
+    },
+    summary: {
+      open_count: set.filter((i) => categoryOf(i.status) !== 'done').length,
+      resolved_count: set.filter((i) => categoryOf(i.status) === 'done').length,
+      sla_compliance_percent: round2((100 * set.filter((i) => !frtBreached(i, now) && !resolutionBreached(i, now)).length) / set.length),
+    },
+  };
+}

@@ -254,7 +254,8 @@ const dateDto = (ms: number): { iso8601: string; jira: string; friendly: string;
 const userDto = (u: PeerUser | null): unknown => (u ? { accountId: u.accountId, displayName: u.displayName, emailAddress: u.emailAddress, active: true, timeZone: 'UTC' } : null);
 
 /** An SLA as the tracker reports it: completed cycles and the ongoing one. */
-function slaDto(name: string, id: string, start: number, stop: number | null, goal: number, now: number): unknown {
+function slaDto(name: string, id: string, start: number | null, stop: number | null, goal: number, now: number, paused = false): unknown {
+  if (start === null) return { id, name, _links: {}, completedCycles: [] };
   const cycle = (end: number): Record<string, unknown> => ({
     startTime: dateDto(start),
     breachTime: dateDto(start + goal),
@@ -265,7 +266,89 @@ function slaDto(name: string, id: string, start: number, stop: number | null, go
   });
   return stop !== null
     ? { id, name, _links: {}, completedCycles: [{ ...cycle(stop), stopTime: dateDto(stop) }] }
-    : { id, name, _links: {}, completedCycles: [], ongoingCycle: { ...cycle(now), paused: false, withinCalendarHours: true } };
+    : { id, name, _links: {}, completedCycles: [], ongoingCycle: { ...cycle(now), paused, withinCalendarHours: true } };
+}
+
+/**
+ * Where a site keeps what the service desk reads. The minimal site is the spec's (Organizations at customfield_10002)
+ * with nothing else around it; a Cloud site lists what a real one does: other SLAs ("Time to close after resolution"
+ * before "Time to resolution", values in every search hit), look-alike fields, Organizations at its own id, and a
+ * resolution SLA that pauses while the request waits for the customer.
+ */
+export interface PeerSite {
+  organizations: string;
+  requestType: string;
+  firstResponse: string;
+  resolution: string;
+  /** The SLAs' names (a site may rename them). */
+  names: { firstResponse: string; resolution: string };
+  cloud: boolean;
+  /** /field leaves the Organizations field out (searches and creates still know it): only a setting can name it. */
+  unlistedOrganizations?: boolean;
+}
+const DEFAULT_SLA_NAMES = { firstResponse: 'Time to first response', resolution: 'Time to resolution' };
+export const MINIMAL_SITE: PeerSite = { organizations: 'customfield_10002', requestType: 'customfield_10010', firstResponse: 'customfield_10020', resolution: 'customfield_10021', names: DEFAULT_SLA_NAMES, cloud: false };
+export const CLOUD_SITE: PeerSite = { organizations: 'customfield_10106', requestType: 'customfield_10101', firstResponse: 'customfield_10135', resolution: 'customfield_10134', names: DEFAULT_SLA_NAMES, cloud: true };
+/** The Cloud site's "Time to close after resolution": from the resolution until the request is closed. */
+export const CLOSE_AFTER_RESOLUTION = { id: 'customfield_10133', name: 'Time to close after resolution', goal: 24 * 3_600_000 };
+
+/** When the request was closed (the move into Closed), while it is. */
+export function closedAt(issue: PeerIssue): number | null {
+  return issue.status === 'Closed' ? (issue.histories[issue.histories.length - 1]?.created ?? null) : null;
+}
+
+/** A Cloud site's resolution SLA pauses while the request waits for the customer. */
+export const resolutionPaused = (site: PeerSite, issue: PeerIssue): boolean => site.cloud && issue.resolved === null && issue.status === 'Waiting for customer';
+
+const customId = (id: string): number => Number(id.replace('customfield_', ''));
+const slaField = (id: string, name: string): Record<string, unknown> => ({
+  id,
+  key: id,
+  name,
+  untranslatedName: name,
+  custom: true,
+  orderable: true,
+  navigable: true,
+  searchable: true,
+  clauseNames: [`cf[${customId(id)}]`, name],
+  schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: customId(id) },
+});
+const customField = (id: string, name: string, schema: Record<string, unknown>): Record<string, unknown> => ({
+  id,
+  key: id,
+  name,
+  untranslatedName: name,
+  custom: true,
+  orderable: true,
+  navigable: true,
+  searchable: true,
+  clauseNames: [`cf[${customId(id)}]`, name],
+  schema: { ...schema, customId: customId(id) },
+});
+
+/** The ids of every field the site has (listed or not). */
+const fieldIds = (site: PeerSite): Set<string> => new Set([...fieldList(site, true).map((f) => String(f.id)), site.organizations]);
+
+/** /rest/api/3/field of a site. */
+function fieldList(site: PeerSite, slaInSearch: boolean): Record<string, unknown>[] {
+  const system = (id: string, name: string, type: string): Record<string, unknown> => ({ id, key: id, name, custom: false, orderable: true, navigable: true, searchable: true, clauseNames: [id], schema: { type, system: id } });
+  const organizations = customField(site.organizations, 'Organizations', { type: 'array', items: 'sd-customerorganization', custom: 'com.atlassian.servicedesk:sd-customer-organizations' });
+  const requestType = customField(site.requestType, 'Request Type', { type: 'sd-customerrequesttype', custom: 'com.atlassian.servicedesk:vp-origin' });
+  const slas = slaInSearch ? [slaField(site.firstResponse, site.names.firstResponse), slaField(site.resolution, site.names.resolution)] : [];
+  if (!site.cloud) return [system('summary', 'Summary', 'string'), organizations, requestType, ...slas];
+  return [
+    system('summary', 'Summary', 'string'),
+    system('statuscategorychangedate', 'Status Category Changed', 'datetime'),
+    ...(slaInSearch ? [slaField(CLOSE_AFTER_RESOLUTION.id, CLOSE_AFTER_RESOLUTION.name), slaField('customfield_10132', 'Time to approve normal change')] : []),
+    customField('customfield_10100', 'Organization', { type: 'option', custom: 'com.atlassian.jira.plugin.system.customfieldtypes:select' }),
+    customField('customfield_10103', 'Request participants', { type: 'array', items: 'user', custom: 'com.atlassian.servicedesk:sd-request-participants' }),
+    customField('customfield_10104', 'Satisfaction', { type: 'sd-feedback', custom: 'com.atlassian.servicedesk:sd-request-feedback' }),
+    requestType,
+    customField('customfield_10105', 'Approvals', { type: 'sd-approvals', custom: 'com.atlassian.servicedesk.approvals-plugin:sd-approvals' }),
+    ...slas.reverse(),
+    ...(site.unlistedOrganizations ? [] : [organizations]),
+    system('resolutiondate', 'Resolved', 'datetime'),
+  ];
 }
 
 export function firstResponseAt(issue: PeerIssue): number | null {
@@ -310,6 +393,8 @@ export class TrackerPeer {
    * only on /servicedeskapi/request/{key}/sla. Set before the first sync.
    */
   slaInSearch = true;
+  /** Where this site keeps the fields the service desk reads. */
+  readonly site: PeerSite;
   /** Answer delay in ms (slow tracker). */
   delayMs = 0;
   private server: Server | undefined;
@@ -317,8 +402,9 @@ export class TrackerPeer {
   url = '';
   readonly names: PeerNames;
 
-  constructor(opts: { perOrg?: [number, number, number]; seed?: number; names?: PeerNames } = {}) {
+  constructor(opts: { perOrg?: [number, number, number]; seed?: number; names?: PeerNames; site?: PeerSite } = {}) {
     this.names = opts.names ?? peerNames();
+    this.site = opts.site ?? MINIMAL_SITE;
     const { issues, customers } = generateIssues(Date.now(), this.names, opts);
     for (const i of issues) this.issues.set(i.key, i);
     this.customers = customers;
@@ -351,6 +437,38 @@ export class TrackerPeer {
     return [...this.issues.values()].filter((i) => i.serviceDeskId !== null && i.orgIds.some((o) => orgIds.includes(o)));
   }
 
+  /** A new Open request (what a customer raises in the portal), by default in the support desk for `orgIds`. */
+  open(r: { orgIds: string[]; at: number; summary?: string; desk?: PeerNames['desks'][number]; requestTypeId?: string; priority?: string; reporter?: PeerUser; labels?: string[] }): PeerIssue {
+    const desk = r.desk ?? this.names.desks[0]!;
+    const n = [...this.issues.values()].filter((i) => i.project === desk.projectKey).length + 1;
+    const issue: PeerIssue = {
+      id: String(this.nextId++),
+      key: `${desk.projectKey}-${n + 1000}`,
+      project: desk.projectKey,
+      summary: r.summary ?? `Fresh request #${n}`,
+      status: 'Open',
+      priority: r.priority ?? 'Medium',
+      type: 'Service Request',
+      assignee: null,
+      reporter: r.reporter ?? this.customers.get(r.orgIds[0] ?? '')?.[0] ?? { accountId: 'bot', displayName: 'Service bot', emailAddress: PEER_EMAIL },
+      orgIds: r.orgIds,
+      labels: r.labels ?? [],
+      serviceDeskId: desk.id,
+      requestTypeId: r.requestTypeId ?? REQUEST_TYPES.find((t) => t.serviceDeskId === desk.id)!.id,
+      created: r.at,
+      updated: r.at,
+      resolved: null,
+      due: null,
+      histories: [],
+      comments: [],
+      approvals: [],
+      attachments: [],
+      links: [],
+    };
+    this.issues.set(issue.key, issue);
+    return issue;
+  }
+
   /** Moves a request to a status now (what an agent does in the tracker itself). */
   move(key: string, to: string, at = Date.now()): void {
     const issue = this.issues.get(key)!;
@@ -378,16 +496,23 @@ export class TrackerPeer {
     return text ? (JSON.parse(text) as Record<string, unknown>) : {};
   }
 
-  private sla(issue: PeerIssue, now: number): { frt: unknown; ttr: unknown } {
+  private sla(issue: PeerIssue, now: number): { frt: unknown; ttr: unknown; close: unknown } {
     return {
-      frt: slaDto('Time to first response', '1', issue.created, firstResponseAt(issue), FRT_GOAL_MS, now),
-      ttr: slaDto('Time to resolution', '2', issue.created, issue.resolved, TTR_GOAL_MS, now),
+      frt: slaDto(this.site.names.firstResponse, '1', issue.created, firstResponseAt(issue), FRT_GOAL_MS, now),
+      ttr: slaDto(this.site.names.resolution, '2', issue.created, issue.resolved, TTR_GOAL_MS, now, resolutionPaused(this.site, issue)),
+      close: slaDto(CLOSE_AFTER_RESOLUTION.name, '3', issue.resolved, closedAt(issue), CLOSE_AFTER_RESOLUTION.goal, now),
     };
+  }
+
+  /** The first custom field of a create's values that the site does not have (Jira refuses the request then). */
+  private unknownField(values: Record<string, unknown>): string | undefined {
+    const known = fieldIds(this.site);
+    return Object.keys(values).find((k) => k.startsWith('customfield_') && !known.has(k));
   }
 
   private platformIssue(issue: PeerIssue, now: number, withChangelog: boolean): unknown {
     const status = statusByName.get(issue.status)!;
-    const { frt, ttr } = this.sla(issue, now);
+    const { frt, ttr, close } = this.sla(issue, now);
     const rt = REQUEST_TYPES.find((r) => r.id === issue.requestTypeId);
     const histories = issue.histories.map((h) => ({
       id: h.id,
@@ -413,9 +538,10 @@ export class TrackerPeer {
         duedate: issue.due,
         labels: issue.labels,
         project: { id: issue.project, key: issue.project, name: issue.project },
-        customfield_10002: issue.orgIds.map((o) => ({ id: Number(o), name: this.names.orgs.find((x) => x.id === o)?.name ?? o, _links: {} })),
-        customfield_10010: rt ? { _links: {}, requestType: { id: rt.id, name: rt.name, serviceDeskId: rt.serviceDeskId }, currentStatus: { status: issue.status } } : null,
-        ...(this.slaInSearch ? { customfield_10020: issue.serviceDeskId ? frt : null, customfield_10021: issue.serviceDeskId ? ttr : null } : {}),
+        [this.site.organizations]: issue.orgIds.map((o) => ({ id: Number(o), name: this.names.orgs.find((x) => x.id === o)?.name ?? o, _links: {} })),
+        [this.site.requestType]: rt ? { _links: {}, requestType: { id: rt.id, name: rt.name, serviceDeskId: rt.serviceDeskId }, currentStatus: { status: issue.status } } : null,
+        ...(this.slaInSearch ? { [this.site.firstResponse]: issue.serviceDeskId ? frt : null, [this.site.resolution]: issue.serviceDeskId ? ttr : null } : {}),
+        ...(this.slaInSearch && this.site.cloud ? { [CLOSE_AFTER_RESOLUTION.id]: issue.serviceDeskId ? close : null, customfield_10100: null, customfield_10104: null } : {}),
         issuelinks: issue.links.map((l, i) => ({
           id: String(i + 1),
           type: { name: 'Relates', inward: 'relates to', outward: 'relates to' },
@@ -440,7 +566,7 @@ export class TrackerPeer {
       reporter: userDto(issue.reporter),
       requestFieldValues: [
         { fieldId: 'summary', label: 'Summary', value: issue.summary },
-        { fieldId: 'customfield_10002', label: 'Organizations', value: issue.orgIds.map((o) => ({ id: Number(o), name: this.names.orgs.find((x) => x.id === o)?.name })) },
+        { fieldId: this.site.organizations, label: 'Organizations', value: issue.orgIds.map((o) => ({ id: Number(o), name: this.names.orgs.find((x) => x.id === o)?.name })) },
       ],
       currentStatus: { status: status.name, statusCategory: status.category.toUpperCase(), statusDate: dateDto(statusDate) },
       _links: { web: `${this.url}/servicedesk/customer/portal/${issue.serviceDeskId}/${issue.key}`, self: `${this.url}/rest/servicedeskapi/request/${issue.id}` },
@@ -453,7 +579,7 @@ export class TrackerPeer {
   }
 
   private search(jql: string, token: string | undefined, maxResults: number, now: number): unknown {
-    const org = /cf\[10002\]\s*=\s*(\d+)/.exec(jql)?.[1];
+    const org = new RegExp(`cf\\[${customId(this.site.organizations)}\\]\\s*=\\s*(\\d+)`).exec(jql)?.[1];
     const since = /updated\s*>=\s*"(\d{4})\/(\d\d)\/(\d\d) (\d\d):(\d\d)"/.exec(jql);
     const sinceMs = since ? zonedToUtc(Number(since[1]), Number(since[2]), Number(since[3]), Number(since[4]), Number(since[5]), PEER_TIMEZONE) : undefined;
     const all = [...this.issues.values()]
@@ -502,17 +628,7 @@ export class TrackerPeer {
     // ---- platform ----------------------------------------------------------------------------------------
     if (method === 'GET' && path === '/rest/api/3/myself') return this.json(res, 200, { accountId: 'bot', emailAddress: PEER_EMAIL, displayName: 'Service bot', timeZone: PEER_TIMEZONE, active: true });
     if (method === 'GET' && path === '/rest/api/3/field') {
-      return this.json(res, 200, [
-        { id: 'summary', name: 'Summary', custom: false, schema: { type: 'string', system: 'summary' } },
-        { id: 'customfield_10002', name: 'Organizations', custom: true, schema: { type: 'array', items: 'sd-customerorganization', custom: 'com.atlassian.servicedesk:sd-customer-organizations', customId: 10002 } },
-        { id: 'customfield_10010', name: 'Request Type', custom: true, schema: { type: 'sd-customerrequesttype', custom: 'com.atlassian.servicedesk:vp-origin', customId: 10010 } },
-        ...(this.slaInSearch
-          ? [
-              { id: 'customfield_10020', name: 'Time to first response', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10020 } },
-              { id: 'customfield_10021', name: 'Time to resolution', custom: true, schema: { type: 'sd-servicelevelagreement', custom: 'com.atlassian.servicedesk:sd-sla-field', customId: 10021 } },
-            ]
-          : []),
-      ]);
+      return this.json(res, 200, fieldList(this.site, this.slaInSearch));
     }
     if (method === 'GET' && path === '/rest/api/3/status') {
       return this.json(res, 200, STATUSES.map((s) => ({ id: s.id, name: s.name, statusCategory: { id: 1, key: s.category, name: s.category } })));
@@ -520,6 +636,9 @@ export class TrackerPeer {
     if (path === '/rest/api/3/search/jql' && (method === 'POST' || method === 'GET')) {
       const b = method === 'POST' ? await this.body(req) : { jql: q.get('jql'), nextPageToken: q.get('nextPageToken') ?? undefined, maxResults: int('maxResults', 50) };
       if (typeof b.jql !== 'string' || !/ORDER BY updated ASC/.test(b.jql)) return this.json(res, 400, { errorMessages: ['Unbounded or unsupported JQL'], errors: {} });
+      const known = new Set([...fieldIds(this.site)].map(customId));
+      const unknown = [...b.jql.matchAll(/cf\[(\d+)\]/g)].find((x) => !known.has(Number(x[1])));
+      if (unknown) return this.json(res, 400, { errorMessages: [`Field '${unknown[0]}' does not exist or you do not have permission to view it.`], errors: {} });
       return this.json(res, 200, this.search(b.jql, typeof b.nextPageToken === 'string' ? b.nextPageToken : undefined, Number(b.maxResults ?? 50), now));
     }
     if (method === 'GET' && (m = /^\/rest\/api\/3\/issue\/([^/]+)\/changelog$/.exec(path))) {
@@ -600,36 +719,23 @@ export class TrackerPeer {
       if (!sd || !rt) return this.json(res, 400, { errorMessage: 'The request type you are trying to use does not exist in this service desk.' });
       const values = (b.requestFieldValues ?? {}) as Record<string, unknown>;
       if (typeof values.summary !== 'string' || values.summary === '') return this.json(res, 400, { errorMessage: 'Summary: You must specify a summary of the issue.' });
-      const orgIds = Array.isArray(values.customfield_10002) ? values.customfield_10002.map(String) : [];
+      const unknownField = this.unknownField(values);
+      if (unknownField) return this.json(res, 400, { errorMessage: `Field '${unknownField}' cannot be set. It is not on the appropriate screen, or unknown.` });
+      const orgValue = values[this.site.organizations];
+      const orgIds = Array.isArray(orgValue) ? orgValue.map(String) : [];
       const onBehalf = typeof b.raiseOnBehalfOf === 'string' ? b.raiseOnBehalfOf : undefined;
       const everyone = [...this.customers.values()].flat();
       const reporter = onBehalf ? (everyone.find((c) => c.accountId === onBehalf || c.emailAddress === onBehalf) ?? { accountId: onBehalf, displayName: onBehalf, emailAddress: onBehalf }) : { accountId: 'bot', displayName: 'Service bot', emailAddress: PEER_EMAIL };
-      const n = [...this.issues.values()].filter((i) => i.project === sd.projectKey).length + 1;
-      const issue: PeerIssue = {
-        id: String(this.nextId++),
-        key: `${sd.projectKey}-${n + 1000}`,
-        project: sd.projectKey,
+      const issue = this.open({
+        desk: sd,
+        requestTypeId: rt.id,
         summary: values.summary,
-        status: 'Open',
         priority: PRIORITIES[Number((values.priority as { id?: string } | undefined)?.id ?? 3) - 1] ?? 'Medium',
-        type: 'Service Request',
-        assignee: null,
         reporter,
         orgIds,
         labels: Array.isArray(values.labels) ? values.labels.map(String) : [],
-        serviceDeskId: sd.id,
-        requestTypeId: rt.id,
-        created: now,
-        updated: now,
-        resolved: null,
-        due: null,
-        histories: [],
-        comments: [],
-        approvals: [],
-        attachments: [],
-        links: [],
-      };
-      this.issues.set(issue.key, issue);
+        at: now,
+      });
       return this.json(res, 201, this.customerRequest(issue));
     }
     if ((m = /^\/rest\/servicedeskapi\/request\/([^/]+)(?:\/(.+))?$/.exec(path))) {
@@ -638,8 +744,8 @@ export class TrackerPeer {
       const sub = m[2] ?? '';
       if (method === 'GET' && sub === '') return this.json(res, 200, this.customerRequest(issue));
       if (method === 'GET' && sub === 'sla') {
-        const { frt, ttr } = this.sla(issue, now);
-        return this.json(res, 200, this.paged([frt, ttr], int('start', 0), int('limit', 50)));
+        const { frt, ttr, close } = this.sla(issue, now);
+        return this.json(res, 200, this.paged(this.site.cloud ? [close, frt, ttr] : [frt, ttr], int('start', 0), int('limit', 50)));
       }
       if (sub === 'comment' && method === 'GET') {
         const list = issue.comments.map((c) => ({ id: c.id, body: c.body, public: c.public, author: userDto(c.author), created: dateDto(c.created), _links: {} }));

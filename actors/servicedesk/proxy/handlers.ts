@@ -4,7 +4,7 @@ import { requirePermission } from '../../../contracts/access.ts';
 import { RequestTypeFields, type Approval, type Attachment, type Comment } from '../../../contracts/domains/servicedesk-proxy.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { sql } from '../../runtime/stores/sql.ts';
-import { trackerOf, type SdDeps, type SdHandlers } from '../deps.ts';
+import { siteOf, trackerOf, type SdDeps, type SdHandlers } from '../deps.ts';
 import { mappingsFor } from '../scope.ts';
 import { asCategory } from '../sync/normalize.ts';
 import { dtoDate, type ApprovalDto, type AttachmentDto, type CommentDto, type TrackerUser } from '../tracker/api.ts';
@@ -125,12 +125,15 @@ export function proxyHandlers(deps: SdDeps): SdHandlers {
       if (orgs.length > 1) throw new DomainError('bad_request', `service desk ${body.service_desk_id} is mapped for several organizations (${orgs.join(', ')}): add organization_id`);
       const mapping = writable[0]!;
       const labels = [...new Set(writable.flatMap((m) => m.labels))];
+      const { organizations } = await siteOf(deps).get({ deadline, signal });
+      // The contract refuses customfield_10002; a site keeping the Organizations field elsewhere is refused the same way.
+      if (organizations in body.request_field_values) throw new DomainError('bad_request', `request_field_values.${organizations} is the Organizations field: the service sets it`);
       const created = await trackerOf(deps).createRequest(
         {
           serviceDeskId: body.service_desk_id,
           requestTypeId: body.request_type_id,
-          // The organization is ours to set (customfield_10002, the Organizations field), and a label-scoped mapping's labels.
-          requestFieldValues: { ...body.request_field_values, customfield_10002: [Number(mapping.organization_id)], ...(labels.length > 0 ? { labels } : {}) },
+          // The organization is ours to set (the site's Organizations field), and a label-scoped mapping's labels.
+          requestFieldValues: { ...body.request_field_values, [organizations]: [Number(mapping.organization_id)], ...(labels.length > 0 ? { labels } : {}) },
           ...(body.raiseOnBehalfOf ? { raiseOnBehalfOf: body.raiseOnBehalfOf } : {}),
         },
         { deadline, signal },

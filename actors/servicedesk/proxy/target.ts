@@ -3,10 +3,10 @@ import type { CallerContext } from '../../../contracts/context.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { randomUUID } from 'node:crypto';
 import { sql } from '../../runtime/stores/sql.ts';
-import { trackerOf, type SdDeps } from '../deps.ts';
+import { siteOf, trackerOf, type SdDeps } from '../deps.ts';
 import { locateOwned } from '../reads/tickets.ts';
 import { requireOwnership, type MappingRow, type Scoped } from '../scope.ts';
-import type { CallOpts, Issue } from '../tracker/api.ts';
+import { organizationIdsOf, type CallOpts, type Issue } from '../tracker/api.ts';
 import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 /** The support request a proxy call acts on, after the ownership check. */
@@ -19,12 +19,10 @@ export interface Target {
   service_desk_id: string | null;
 }
 
-const SCOPE_FIELDS = ['project', 'customfield_10002', 'labels', 'issuelinks'];
-
-const scopedOf = (issue: Issue): Scoped & { issue_key: string } => ({
+const scopedOf = (issue: Issue, organizationsField: string): Scoped & { issue_key: string } => ({
   issue_key: issue.key,
   project_key: issue.fields.project?.key ?? issue.key.split('-')[0] ?? '',
-  organization_ids: (issue.fields.customfield_10002 ?? []).map((o) => o.id),
+  organization_ids: organizationIdsOf(issue.fields, organizationsField),
   labels: issue.fields.labels ?? [],
 });
 
@@ -41,9 +39,11 @@ export async function resolveTarget(deps: SdDeps, ctx: CallerContext, key: strin
   // Not in the store yet: the tracker says which project and organization the issue (or its support request) has.
   const api = trackerOf(deps);
   const supportProjects = new Set((await sql<{ k: string }>(em, `SELECT DISTINCT unnest(project_keys) AS k FROM sd_mappings`)).map((r) => r.k));
+  const { organizations } = await siteOf(deps).get(opts);
+  const scopeFields = ['project', organizations, 'labels', 'issuelinks'];
   let issue: Issue;
   try {
-    issue = await api.issue(key, SCOPE_FIELDS, opts);
+    issue = await api.issue(key, scopeFields, opts);
   } catch (err) {
     if (err instanceof DomainError && err.code === 'not_found') throw new DomainError('not_found', `request ${key} not found`);
     throw err;
@@ -52,9 +52,9 @@ export async function resolveTarget(deps: SdDeps, ctx: CallerContext, key: strin
     // An engineering issue: the support request is the linked issue in a support project.
     const linked = (issue.fields.issuelinks ?? []).map((l) => l.outwardIssue?.key ?? l.inwardIssue?.key).find((k) => k && supportProjects.has(k.split('-')[0] ?? ''));
     if (!linked) throw new DomainError('not_found', `request ${key} not found`);
-    issue = await api.issue(linked, SCOPE_FIELDS, opts);
+    issue = await api.issue(linked, scopeFields, opts);
   }
-  const scoped = scopedOf(issue);
+  const scoped = scopedOf(issue, organizations);
   const mapping = await requireOwnership(em, ctx, scoped, permission);
   return { issue_key: scoped.issue_key, asked: key, mapping, service_desk_id: await serviceDeskOf(em, scoped.issue_key) };
 }

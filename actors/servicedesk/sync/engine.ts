@@ -5,7 +5,8 @@ import { Lease } from '../../runtime/lease.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { sql } from '../../runtime/stores/sql.ts';
 import type { History, Issue, TrackerApi } from '../tracker/api.ts';
-import { asCategory, pickSlas, slaFromField, toRecord, type RequestRecord, type SiteFields } from './normalize.ts';
+import { jqlField, SiteCatalog, type Site } from '../tracker/site.ts';
+import { pickSlas, slaFromField, toRecord, type RequestRecord } from './normalize.ts';
 import { upsertRequests } from './store.ts';
 
 export interface SyncSettings {
@@ -15,6 +16,8 @@ export interface SyncSettings {
   changed?: () => Promise<void>;
   /** Issues per search page (default 100, the tracker's maximum). */
   pageSize?: number;
+  /** The site's fields and statuses, shared with the proxy (default: its own, with no overrides, kept an hour). */
+  site?: SiteCatalog;
 }
 
 export interface SyncReport {
@@ -25,7 +28,8 @@ const PAGE_SIZE = 100;
 const LEASE_MS = 60_000;
 /** Pending writes the sync never confirmed (the request was deleted, moved out of the organization) are dropped after this. */
 const PENDING_MAX_AGE = '1 day';
-const BASE_FIELDS = ['summary', 'status', 'priority', 'issuetype', 'assignee', 'reporter', 'created', 'updated', 'resolutiondate', 'duedate', 'labels', 'project', 'customfield_10002', 'issuelinks'];
+const BASE_FIELDS = ['summary', 'status', 'priority', 'issuetype', 'assignee', 'reporter', 'created', 'updated', 'resolutiondate', 'duedate', 'labels', 'project', 'issuelinks'];
+const SITE_CACHE_MS = 3_600_000;
 
 interface StateRow {
   organization_id: string;
@@ -42,6 +46,7 @@ interface StateRow {
  */
 export class SyncEngine {
   private readonly lease: Lease;
+  private readonly site: SiteCatalog;
   private timer: NodeJS.Timeout | undefined;
   private current: Promise<SyncReport> | undefined;
   private stopped = false;
@@ -63,6 +68,7 @@ export class SyncEngine {
     this.log = log;
     this.settings = settings;
     this.lease = new Lease(nc, 'servicedesk-sync', LEASE_MS, log);
+    this.site = settings.site ?? new SiteCatalog(api, {}, SITE_CACHE_MS, log);
   }
 
   start(): void {
@@ -124,12 +130,11 @@ export class SyncEngine {
     const report: SyncReport = { organizations: [] };
     if (orgs.length === 0) return report;
     const opts = { on429: 'wait' as const, signal: this.abort.signal };
-    const [site, myself] = await Promise.all([this.site(), this.api.myself(opts)]);
-    const timeZone = myself.timeZone ?? 'UTC';
+    const site = await this.site.get(opts);
     for (const { organization_id } of orgs) {
       if (this.stopped) break;
       try {
-        const r = await this.syncOrganization(organization_id, site, timeZone);
+        const r = await this.syncOrganization(organization_id, site);
         report.organizations.push({ organization_id, ...r, error: null });
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
@@ -141,29 +146,15 @@ export class SyncEngine {
     return report;
   }
 
-  /** Where the site keeps SLA and request-type values, and the category of every status. */
-  private async site(): Promise<SiteFields> {
-    const opts = { on429: 'wait' as const, signal: this.abort.signal };
-    const [fields, statuses] = await Promise.all([this.api.fields(opts), this.api.statuses(opts)]);
-    const sla = fields.filter((f) => f.schema?.custom === 'com.atlassian.servicedesk:sd-sla-field');
-    return {
-      firstResponseSla: sla.find((f) => /first response/i.test(f.name))?.id,
-      resolutionSla: sla.find((f) => /resolution/i.test(f.name))?.id,
-      requestType: fields.find((f) => f.schema?.custom === 'com.atlassian.servicedesk:vp-origin')?.id,
-      categoryById: new Map(statuses.map((s) => [s.id, asCategory(s.statusCategory.key)])),
-      categoryByName: new Map(statuses.map((s) => [s.name.toLowerCase(), asCategory(s.statusCategory.key)])),
-    };
-  }
-
-  private async syncOrganization(organizationId: string, site: SiteFields, timeZone: string): Promise<{ requests: number; full_load: boolean }> {
+  private async syncOrganization(organizationId: string, site: Site): Promise<{ requests: number; full_load: boolean }> {
     const em = this.orm.em.fork();
     await sql(em, `INSERT INTO sd_sync_state (organization_id) VALUES (?) ON CONFLICT (organization_id) DO NOTHING`, [organizationId]);
     const [state] = await sql<StateRow>(em, `SELECT organization_id, watermark, full_load_completed_at FROM sd_sync_state WHERE organization_id = ?`, [organizationId]);
     await sql(em, `UPDATE sd_sync_state SET last_run_at = now() WHERE organization_id = ?`, [organizationId]);
     const fullLoad = !state?.full_load_completed_at;
     const since = state?.watermark ? new Date(new Date(state.watermark).getTime() - this.settings.overlapSeconds * 1000) : undefined;
-    const jql = `cf[10002] = ${organizationId}${since ? ` AND updated >= "${jqlDate(since, timeZone)}"` : ''} ORDER BY updated ASC, key ASC`;
-    const fields = [...BASE_FIELDS, ...[site.firstResponseSla, site.resolutionSla, site.requestType].filter((f): f is string => f !== undefined)];
+    const jql = `${jqlField(site.organizations)} = ${organizationId}${since ? ` AND updated >= "${jqlDate(since, site.timeZone)}"` : ''} ORDER BY updated ASC, key ASC`;
+    const fields = [...BASE_FIELDS, site.organizations, ...[site.firstResponseSla, site.resolutionSla, site.requestType].filter((f): f is string => f !== undefined)];
     const opts = { on429: 'wait' as const, signal: this.abort.signal };
     let token: string | undefined;
     let count = 0;
@@ -196,7 +187,7 @@ export class SyncEngine {
   }
 
   /** A search hit as a record; its changelog completed and its SLAs fetched when the search did not carry them. */
-  private async record(issue: Issue, site: SiteFields): Promise<RequestRecord> {
+  private async record(issue: Issue, site: Site): Promise<RequestRecord> {
     const opts = { on429: 'wait' as const, signal: this.abort.signal };
     let histories: History[] = issue.changelog?.histories ?? [];
     const total = issue.changelog?.total ?? histories.length;

@@ -1,19 +1,21 @@
 import { z } from 'zod';
 import type { SlaCycle } from '../../../contracts/domains/servicedesk.ts';
-import { dtoDate, SlaDto, trackerDate, type History, type Issue } from '../tracker/api.ts';
+import { dtoDate, organizationIdsOf, SlaDto, trackerDate, type History, type Issue } from '../tracker/api.ts';
+import { asCategory, isSlaNamed, SLA_NAMES, type Category } from '../tracker/site.ts';
 
 /** What the sync learns about the site once per run: where the SLA and request-type fields are, status categories. */
 export interface SiteFields {
   firstResponseSla: string | undefined;
   resolutionSla: string | undefined;
   requestType: string | undefined;
+  /** The Organizations field's id (customfield_10002 unless the site keeps it elsewhere). */
+  organizations: string;
   /** status id → category key, and the same by name (history items carry both). */
   categoryById: Map<string, Category>;
   categoryByName: Map<string, Category>;
 }
 
-export type Category = 'new' | 'indeterminate' | 'done';
-export const asCategory = (key: string | undefined): Category => (key === 'indeterminate' || key === 'done' ? key : 'new');
+export { asCategory, type Category };
 
 /** The tracker's priority names, most urgent first; unknown names sort below them. */
 const PRIORITY_RANK: Record<string, number> = { highest: 5, blocker: 5, critical: 5, high: 4, major: 4, medium: 3, low: 2, minor: 2, lowest: 1, trivial: 1 };
@@ -108,9 +110,9 @@ export function slaFromField(value: unknown): SlaDto | undefined {
   return r.success ? r.data : undefined;
 }
 
-/** Picks the two SLAs the metrics use out of a request's SLA list (the `/sla` endpoint's answer). */
+/** Picks the two SLAs the metrics use out of a request's SLA list (the `/sla` endpoint's answer), by their whole default names. */
 export function pickSlas(list: readonly SlaDto[]): { firstResponse: SlaDto | undefined; resolution: SlaDto | undefined } {
-  return { firstResponse: list.find((s) => /first response/i.test(s.name)), resolution: list.find((s) => /resolution/i.test(s.name)) };
+  return { firstResponse: list.find((s) => isSlaNamed(s.name, SLA_NAMES.firstResponse)), resolution: list.find((s) => isSlaNamed(s.name, SLA_NAMES.resolution)) };
 }
 
 /**
@@ -171,7 +173,7 @@ export function toRecord(issue: Issue, histories: readonly History[], site: Site
     assignee_email: f.assignee?.emailAddress?.toLowerCase() ?? null,
     reporter_name: f.reporter?.displayName ?? null,
     reporter_email: f.reporter?.emailAddress?.toLowerCase() ?? null,
-    organization_ids: (f.customfield_10002 ?? []).map((o) => o.id),
+    organization_ids: organizationIdsOf(f, site.organizations),
     labels: f.labels ?? [],
     linked_issue_key: linked,
     created_at: created.toISOString(),

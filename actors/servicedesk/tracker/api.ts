@@ -57,14 +57,19 @@ export const IssueFields = z
     duedate: z.string().nullable().optional(),
     labels: z.array(z.string()).nullable().optional(),
     project: z.object({ key: z.string() }).optional(),
-    customfield_10002: z
-      .array(z.object({ id: Str, name: z.string().optional() }))
-      .nullable()
-      .optional(),
     issuelinks: z.array(IssueLink).nullable().optional(),
   })
   .catchall(z.unknown());
 export type IssueFields = z.infer<typeof IssueFields>;
+
+/** The Organizations field's value (its id varies between sites: tracker/site.ts). */
+const OrganizationsValue = z.array(z.object({ id: Str, name: z.string().optional() })).nullable().optional();
+
+/** The organization ids of an issue's Organizations field; none when absent or unreadable. */
+export function organizationIdsOf(fields: IssueFields, fieldId: string): string[] {
+  const r = OrganizationsValue.safeParse(fields[fieldId]);
+  return r.success ? (r.data ?? []).map((o) => o.id) : [];
+}
 
 const HistoryItem = z.object({
   field: z.string(),
@@ -88,6 +93,7 @@ export type Issue = z.infer<typeof Issue>;
 const SearchPage = z.object({ issues: z.array(Issue), nextPageToken: z.string().nullable().optional(), isLast: z.boolean().optional() });
 const ChangelogPage = z.object({ startAt: z.number(), maxResults: z.number(), total: z.number(), isLast: z.boolean().optional(), values: z.array(History) });
 const FieldDto = z.object({ id: z.string(), name: z.string(), schema: z.object({ custom: z.string().optional() }).nullable().optional() });
+export type TrackerField = z.output<typeof FieldDto>;
 const StatusDto = z.object({ id: Str, name: z.string(), statusCategory: z.object({ key: z.string() }) });
 
 const Paged = <T extends z.ZodType>(item: T) =>
