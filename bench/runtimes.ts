@@ -51,6 +51,26 @@ const HEADLINES: Record<string, RegExp> = {
   servicedesk: /^routes\..*\.(warm|cold)\.p95$/,
 };
 
+const stat = (xs: number[] | undefined): string => {
+  if (!xs?.length) return '–';
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const digits = Math.abs(mean) >= 100 ? 0 : Math.abs(mean) >= 10 ? 1 : 2;
+  return `${mean.toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+};
+const mean = (xs: number[] | undefined): number => (xs?.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+const [oldRt, newRt] = runtimes as [Runtime, Runtime];
+function printTable(done: number): void {
+    console.log(`\n## Node runtimes side by side, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${done} of ${rounds} interleaved rounds per part\n`);
+  console.log(`| part | figure | ${oldRt.label} | ${newRt.label} | new / old |`);
+  console.log('|---|---|---|---|---|');
+  for (const part of parts) {
+    for (const [figure, by] of Object.entries(got[part] ?? {})) {
+      const ratio = mean(by[newRt.label]) / mean(by[oldRt.label]);
+      console.log(`| ${part} | ${figure} | ${stat(by[oldRt.label])} | ${stat(by[newRt.label])} | ${Number.isFinite(ratio) ? ratio.toFixed(2) : '–'} |`);
+    }
+}
+}
+
 const got: Record<string, Record<string, Record<string, number[]>>> = {}; // part → figure → runtime label → values
 for (let round = 0; round < rounds; round++) {
   for (const part of parts) {
@@ -73,22 +93,6 @@ for (let round = 0; round < rounds; round++) {
       }
     }
   }
-}
-
-const stat = (xs: number[] | undefined): string => {
-  if (!xs?.length) return '–';
-  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
-  const digits = Math.abs(mean) >= 100 ? 0 : Math.abs(mean) >= 10 ? 1 : 2;
-  return `${mean.toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
-};
-const mean = (xs: number[] | undefined): number => (xs?.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
-const [oldRt, newRt] = runtimes as [Runtime, Runtime];
-console.log(`\n## Node runtimes side by side, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${rounds} interleaved rounds per part\n`);
-console.log(`| part | figure | ${oldRt.label} | ${newRt.label} | new / old |`);
-console.log('|---|---|---|---|---|');
-for (const part of parts) {
-  for (const [figure, by] of Object.entries(got[part] ?? {})) {
-    const ratio = mean(by[newRt.label]) / mean(by[oldRt.label]);
-    console.log(`| ${part} | ${figure} | ${stat(by[oldRt.label])} | ${stat(by[newRt.label])} | ${Number.isFinite(ratio) ? ratio.toFixed(2) : '–'} |`);
-  }
+  // After every round, so an interrupted run still leaves its figures.
+  printTable(round + 1);
 }
