@@ -183,6 +183,17 @@ describe('PUT accepts immutable fields sent unchanged and refuses changed ones',
     await roundTrip(`/api/v1/saved-searches/${id}`, getOne(`/api/v1/saved-searches/${id}`), { name: 'web hosts, renamed', is_shared: false }, { user_id: randomUUID() });
   });
 
+  it('watch config: the record as GET shows it (config_data), host_id fixed', async () => {
+    const url = `/api/v1/hosts/${hostId}/watch-config`;
+    expectStatus(await call('PUT', url, { paths: ['/etc/nginx'] }), 200);
+    const edit = { config_data: { paths: ['/etc/nginx', '/srv'], exclude_patterns: ['*.tmp'], sensitive_files: [], max_file_size: 4096 } };
+    await roundTrip(url, getOne(url), edit, { host_id: randomUUID() }, { poison: { config_data: { ...edit.config_data, paths: ['/must-not-be-written'] } } });
+    expectStatus(await call('PUT', url, upper(await getOne(url)(), 'host_id')), 200);
+    const both = await call('PUT', url, { ...(await getOne(url)()), paths: ['/x'] });
+    expectStatus(both, 400);
+    expect(both.json().error.message).toMatch(/^body\.config_data: give the config either/);
+  });
+
   it('roles, teams and service accounts: a GET sent back with an edit is accepted (nothing fixed at creation)', async () => {
     const roleId = await customRole(sys, ['hosts:read']);
     await roundTrip(`/api/v1/roles/${roleId}`, getOne(`/api/v1/roles/${roleId}`), { description: 'edited', permissions: ['hosts:read', 'hosts:write'] }, {});
