@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { immutableFields } from '../immutable.ts';
 import { subjects } from '../subject.ts';
 import { ConfigType, FileChangeEvent, WATCH_DEFAULT_MAX_FILE_SIZE, WatchFilesConfig } from './agent-telemetry.ts';
 
@@ -60,6 +61,30 @@ export const PutWatchConfigBody = WatchFilesConfig.extend({
 
 const HostId = z.object({ host_id: z.uuid() });
 
+/** The host and the config type are fixed (the path names the host): echoed they are fine, another host is 400. */
+export const WATCH_CONFIG_IMMUTABLE = ['host_id', 'config_type'] as const;
+const WatchFixed = z.object(immutableFields(WatchConfig, WATCH_CONFIG_IMMUTABLE));
+const S = PutWatchConfigBody.shape;
+
+/**
+ * What the HTTP PUT takes: the spec's flat fields, or the config as GET shows it (`config_data`, with the record's other
+ * fields), so GET → edit → PUT works. The flat fields carry no defaults here, so a body mixing both forms is told apart.
+ */
+export const PutWatchConfigHttpBody = z
+  .object({
+    paths: S.paths.optional(),
+    exclude_patterns: S.exclude_patterns.unwrap().optional(),
+    sensitive_files: S.sensitive_files.unwrap().optional(),
+    max_file_size: S.max_file_size.unwrap().optional(),
+    config_data: PutWatchConfigBody.optional(),
+    ...WatchFixed.shape,
+  })
+  .superRefine((b, ctx) => {
+    const flat = b.paths !== undefined || b.exclude_patterns !== undefined || b.sensitive_files !== undefined || b.max_file_size !== undefined;
+    if (b.config_data !== undefined && flat) ctx.addIssue({ code: 'custom', path: ['config_data'], message: 'give the config either as its fields or as config_data (as GET shows it), not both' });
+    else if (b.config_data === undefined && b.paths === undefined) ctx.addIssue({ code: 'custom', path: ['paths'], message: 'is required (or send config_data as GET shows it)' });
+  });
+
 export const fleetAgentSubjects = subjects({
   'svc.fleet.install_tokens.create': {
     summary: 'Issues a one-time install token for an environment (agents:update on its client); shown once, stored hashed.',
@@ -87,8 +112,8 @@ export const fleetAgentSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   'svc.fleet.watch_config.put': {
-    summary: 'Stores the watch_files config (hosts:write), version +1, and sends a config_update command to the host agent.',
-    request: PutWatchConfigBody.extend(HostId.shape),
+    summary: 'Stores the watch_files config (hosts:write), version +1, and sends a config_update command to the host agent; `sent` holds the fixed fields as the body gave them.',
+    request: PutWatchConfigBody.extend({ ...HostId.shape, sent: WatchFixed.default({}) }),
     reply: WatchConfig,
     errors: ['forbidden', 'not_found'],
   },

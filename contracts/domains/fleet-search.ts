@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { immutableFields } from '../immutable.ts';
 import { subjects } from '../subject.ts';
 import { Paged, Paging } from '../paging.ts';
 
@@ -68,6 +69,10 @@ export const SavedSearchBody = z.object({
   is_shared: z.boolean().default(false),
 });
 
+/** PUT "same as create"; the owner is fixed: echoing it is fine, another is 400 (contracts/immutable.ts). */
+export const SAVED_SEARCH_IMMUTABLE = ['user_id'] as const;
+export const UpdateSavedSearchBody = SavedSearchBody.extend(immutableFields(SavedSearch, SAVED_SEARCH_IMMUTABLE));
+
 export const SavedSearchListQuery = z.object(Paging);
 
 const ById = z.object({ id: z.uuid() });
@@ -130,8 +135,8 @@ export const fleetSearchSubjects = subjects({
     errors: ['bad_request', 'forbidden'],
   },
   'svc.fleet.saved_searches.update': {
-    summary: 'Replaces a saved search (its owner or a super admin).',
-    request: ById.extend(SavedSearchBody.shape),
+    summary: 'Replaces a saved search (its owner or a super admin); its owner never changes: sent unchanged it is accepted, another is 400.',
+    request: ById.extend(UpdateSavedSearchBody.shape),
     reply: SavedSearch,
     errors: ['bad_request', 'forbidden', 'not_found'],
   },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { immutableFields } from '../immutable.ts';
 import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 
@@ -57,12 +58,18 @@ export const CreateUserBody = z.object({
   display_name: DisplayName,
 });
 
-/** Status moves by PUT: active ↔ disabled, invited → disabled (an invitation is accepted, never set). */
+/** The e-mail is fixed at creation: echoing it is fine, another is 400 (contracts/immutable.ts). */
+export const USER_IMMUTABLE = ['email'] as const;
+/**
+ * Status moves by PUT: active ↔ disabled, invited → disabled. `invited` is accepted only as an echo of an invited user
+ * (GET → PUT): an invitation is accepted, never set.
+ */
 export const UpdateUserBody = z
   .object({
     display_name: DisplayName.optional(),
     is_super_admin: z.boolean().optional(),
-    status: z.enum(['active', 'disabled']).optional(),
+    status: UserStatus.optional(),
+    ...immutableFields(UserDetail, USER_IMMUTABLE),
   })
   .refine((b) => b.display_name !== undefined || b.is_super_admin !== undefined || b.status !== undefined, {
     message: 'give at least one of display_name, is_super_admin, status',
@@ -72,7 +79,9 @@ export const UpdateUserBody = z
 
 export const Assignment = UserClient.extend({ created_at: Timestamp });
 export const AssignmentBody = z.object({ client_id: Id, role_id: Id });
-export const AssignmentRoleBody = z.object({ role_id: Id });
+/** The client, named by the path, is fixed: the listed assignment sent back is fine, another client is 400. */
+export const ASSIGNMENT_IMMUTABLE = ['client_id'] as const;
+export const AssignmentRoleBody = z.object({ role_id: Id, ...immutableFields(Assignment, ASSIGNMENT_IMMUTABLE) });
 
 // ---------------------------------------------------------------------------------------------------------------
 // Teams
@@ -95,7 +104,9 @@ export const UpdateTeamBody = z
   .object({ name: Name.optional(), description: Description.optional() })
   .refine((b) => b.name !== undefined || b.description !== undefined, { message: 'give at least one of name, description' });
 export const TeamMemberBody = z.object({ user_id: Id, role_id: Id });
-export const TeamMemberRoleBody = z.object({ role_id: Id });
+/** The member, named by the path, is fixed: the listed member sent back is fine, another user is 400. */
+export const TEAM_MEMBER_IMMUTABLE = ['user_id'] as const;
+export const TeamMemberRoleBody = z.object({ role_id: Id, ...immutableFields(TeamMember, TEAM_MEMBER_IMMUTABLE) });
 export const TeamClientBody = z.object({ client_id: Id });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -289,10 +300,10 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found', 'conflict'],
   },
   'svc.identity.users.clients.update': {
-    summary: 'Changes the role of a direct assignment (users:write on that client).',
-    request: ByUser.extend({ client_id: Id, role_id: Id }),
+    summary: 'Changes the role of a direct assignment (users:write on that client); `sent` holds the fixed fields as the body gave them.',
+    request: ByUser.extend({ client_id: Id, role_id: Id, sent: z.object(immutableFields(Assignment, ASSIGNMENT_IMMUTABLE)).default({}) }),
     reply: Assignment,
-    errors: ['forbidden', 'not_found'],
+    errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.identity.users.clients.remove': {
     summary: 'Removes a direct assignment (users:delete on that client).',
@@ -323,10 +334,10 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found', 'conflict'],
   },
   'svc.identity.teams.members.update': {
-    summary: "Changes a member's role (teams:write).",
-    request: z.object({ team_id: Id, user_id: Id, role_id: Id }),
+    summary: "Changes a member's role (teams:write); `sent` holds the fixed fields as the body gave them.",
+    request: z.object({ team_id: Id, user_id: Id, role_id: Id, sent: z.object(immutableFields(TeamMember, TEAM_MEMBER_IMMUTABLE)).default({}) }),
     reply: Team,
-    errors: ['forbidden', 'not_found'],
+    errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.identity.teams.members.remove': {
     summary: 'Removes a member (teams:write).',

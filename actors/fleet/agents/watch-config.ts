@@ -4,8 +4,9 @@ import { randomUUID } from 'node:crypto';
 import { requirePermission } from '../../../contracts/access.ts';
 import type { Cat } from '../../../contracts/catalogue.ts';
 import { ConfigUpdateCommand, type ConfigFetchReply, type WatchFilesConfig } from '../../../contracts/domains/agent-telemetry.ts';
-import type { WatchConfig } from '../../../contracts/domains/fleet-agents.ts';
+import { WATCH_CONFIG_IMMUTABLE, type WatchConfig } from '../../../contracts/domains/fleet-agents.ts';
 import { DomainError } from '../../../contracts/errors.ts';
+import { refuseChanges } from '../../../contracts/immutable.ts';
 import { agentSubjects } from '../../runtime/broker/permissions.ts';
 import type { AuditRecorder } from '../../runtime/audit.ts';
 import type { BrokerIssuer } from '../../runtime/broker/issuer.ts';
@@ -60,11 +61,12 @@ export function watchConfigHandlers(deps: WatchConfigDeps): Handlers<Cat, 'fleet
       return out(row);
     },
 
-    'svc.fleet.watch_config.put': async ({ host_id, paths, exclude_patterns, sensitive_files, max_file_size }, { ctx }) => {
+    'svc.fleet.watch_config.put': async ({ host_id, paths, exclude_patterns, sensitive_files, max_file_size, sent }, { ctx }) => {
       requirePermission(ctx, 'hosts:write');
       const data: WatchFilesConfig = { paths, exclude_patterns, sensitive_files, max_file_size };
       const { row, agentId } = await fork().transactional(async (tx) => {
         const host = await loadHost(tx, ctx, host_id, 'hosts:write', true);
+        refuseChanges(sent, { host_id, config_type: 'watch_files' }, WATCH_CONFIG_IMMUTABLE);
         // The host row lock serializes PUTs of one host, so versions go 1, 2, 3... without gaps or repeats.
         const [saved] = await sql<ConfigRow>(
           tx,

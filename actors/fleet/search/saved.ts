@@ -2,8 +2,9 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import { requirePermission, requireUser } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
-import type { SavedSearch } from '../../../contracts/domains/fleet-search.ts';
+import { SAVED_SEARCH_IMMUTABLE, type SavedSearch } from '../../../contracts/domains/fleet-search.ts';
 import { DomainError } from '../../../contracts/errors.ts';
+import { refuseChanges } from '../../../contracts/immutable.ts';
 import type { AuditRecorder } from '../../runtime/audit.ts';
 import { iso, pageOf, sql } from '../../runtime/stores/sql.ts';
 import type { FleetHandlers } from '../deps.ts';
@@ -87,11 +88,12 @@ export function savedSearchHandlers(deps: { orm: MikroORM; audit: AuditRecorder 
       return out(row!);
     },
 
-    'svc.fleet.saved_searches.update': async ({ id, name, query, description, is_shared }, { ctx }) => {
+    'svc.fleet.saved_searches.update': async ({ id, name, query, description, is_shared, ...fixed }, { ctx }) => {
       requireUser(ctx);
       requirePermission(ctx, 'search:write');
       const em = fork();
       const before = await owned(em, ctx, id);
+      refuseChanges(fixed, out(before), SAVED_SEARCH_IMMUTABLE);
       requireValidQuery(query);
       const [row] = await sql<Row>(
         em,

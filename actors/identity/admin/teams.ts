@@ -2,8 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import { requirePermission } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
-import type { Team } from '../../../contracts/domains/identity-admin.ts';
+import { TEAM_MEMBER_IMMUTABLE, type Team } from '../../../contracts/domains/identity-admin.ts';
 import { DomainError } from '../../../contracts/errors.ts';
+import { refuseChanges } from '../../../contracts/immutable.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { assertCanGrant, canSee, conflictOnDuplicate, findClient, findRole, iso, pageOf, requireOnEvery, sql, visibleClients, type IdentityHandlers, findById } from './common.ts';
 
@@ -163,13 +164,14 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       return teamDetail(fork(), ctx, team_id);
     },
 
-    'svc.identity.teams.members.update': async ({ team_id, user_id, role_id }, { ctx }) => {
+    'svc.identity.teams.members.update': async ({ team_id, user_id, role_id, sent }, { ctx }) => {
       requirePermission(ctx, 'teams:write');
       const { role, previous } = await fork().transactional(async (tx) => {
         await findTeam(tx, team_id, true);
         const clients = await guardTeam(tx, ctx, team_id, 'teams:write');
         const [member] = await sql<{ role_id: string }>(tx, `SELECT role_id FROM team_members WHERE team_id = ? AND user_id = ?`, [team_id, user_id]);
         if (!member) throw new DomainError('not_found', 'the user is not a member of this team');
+        refuseChanges(sent, { user_id }, TEAM_MEMBER_IMMUTABLE);
         const role = await findRole(tx, role_id);
         assertCanGrant(ctx, role.permissions, clients);
         await sql(tx, `UPDATE team_members SET role_id = ? WHERE team_id = ? AND user_id = ?`, [role_id, team_id, user_id]);

@@ -2,8 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import { requirePermission } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
-import type { UserDetail, UserSummary } from '../../../contracts/domains/identity-admin.ts';
+import { ASSIGNMENT_IMMUTABLE, USER_IMMUTABLE, type UserDetail, type UserSummary } from '../../../contracts/domains/identity-admin.ts';
 import { DomainError } from '../../../contracts/errors.ts';
+import { refuseChanges } from '../../../contracts/immutable.ts';
 import type { IdentityDeps } from '../deps.ts';
 import {
   assertCanGrant,
@@ -172,6 +173,12 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
       await fork().transactional(async (tx) => {
         const user = await findUser(tx, input.id, true);
         await guardTarget(tx, ctx, user.id, 'users:write');
+        refuseChanges(input, user, USER_IMMUTABLE);
+        // `invited` only travels as the echo of an invited user's GET; an invitation is accepted, never set.
+        if (input.status === 'invited' && user.status !== 'invited')
+          throw new DomainError('bad_request', `body.status: cannot be set to "invited" (it is ${JSON.stringify(user.status)}); a user becomes invited only when created or invited again`, {
+            field: 'status',
+          });
         if (input.display_name !== undefined && input.display_name !== user.display_name) changes.display_name = { from: user.display_name, to: input.display_name };
         if (input.is_super_admin !== undefined && input.is_super_admin !== user.is_super_admin) {
           if (ctx.access?.super_admin !== true) throw new DomainError('forbidden', 'only a super admin may grant or revoke super admin');
@@ -261,11 +268,12 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
       return assignmentOut(row);
     },
 
-    'svc.identity.users.clients.update': async ({ user_id, client_id, role_id }, { ctx }) => {
+    'svc.identity.users.clients.update': async ({ user_id, client_id, role_id, sent }, { ctx }) => {
       requirePermission(ctx, 'users:write', client_id);
       const { role, previous } = await fork().transactional(async (tx) => {
         const [current] = await sql<{ role_id: string }>(tx, `SELECT role_id FROM user_client_roles WHERE user_id = ? AND client_id = ? FOR UPDATE`, [user_id, client_id]);
         if (!current) throw new DomainError('not_found', 'the user has no direct assignment on this client');
+        refuseChanges(sent, { client_id }, ASSIGNMENT_IMMUTABLE);
         const role = await findRole(tx, role_id);
         assertCanGrant(ctx, role.permissions, [client_id]);
         await sql(tx, `UPDATE user_client_roles SET role_id = ? WHERE user_id = ? AND client_id = ?`, [role_id, user_id, client_id]);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SavedSearchBody, SavedSearchListQuery } from '../../../contracts/domains/fleet-search.ts';
+import { SavedSearchBody, SavedSearchListQuery, UpdateSavedSearchBody } from '../../../contracts/domains/fleet-search.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
@@ -16,7 +16,7 @@ export function registerSavedSearchRoutes(app: GatewayApp, deps: GatewayDeps): v
     url: '/api/v1/saved-searches/:id',
     subject: 'svc.fleet.saved_searches.update',
     params: ById,
-    body: SavedSearchBody,
+    body: UpdateSavedSearchBody,
     input: ({ params, body }) => ({ ...body, id: params.id }),
   });
   route({ method: 'DELETE', url: '/api/v1/saved-searches/:id', subject: 'svc.fleet.saved_searches.delete', params: ById, input: ({ params }) => params, status: 204 });

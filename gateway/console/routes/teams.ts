@@ -31,7 +31,7 @@ export function registerTeamRoutes(app: GatewayApp, deps: GatewayDeps): void {
     subject: 'svc.identity.teams.members.update',
     params: MemberParams,
     body: TeamMemberRoleBody,
-    input: ({ params, body }) => ({ team_id: params.id, user_id: params.userId, role_id: body.role_id }),
+    input: ({ params, body: { role_id, ...sent } }) => ({ team_id: params.id, user_id: params.userId, role_id, sent }),
   });
   route({
     method: 'DELETE',

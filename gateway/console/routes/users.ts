@@ -33,7 +33,7 @@ export function registerUserRoutes(app: GatewayApp, deps: GatewayDeps): void {
     subject: 'svc.identity.users.clients.update',
     params: AssignmentParams,
     body: AssignmentRoleBody,
-    input: ({ params, body }) => ({ user_id: params.id, client_id: params.clientId, role_id: body.role_id }),
+    input: ({ params, body: { role_id, ...sent } }) => ({ user_id: params.id, client_id: params.clientId, role_id, sent }),
   });
   route({
     method: 'DELETE',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PutWatchConfigBody } from '../../../contracts/domains/fleet-agents.ts';
+import { PutWatchConfigHttpBody } from '../../../contracts/domains/fleet-agents.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
@@ -14,7 +14,12 @@ export function registerWatchConfigRoutes(app: GatewayApp, deps: GatewayDeps): v
     url: '/api/v1/hosts/:hostID/watch-config',
     subject: 'svc.fleet.watch_config.put',
     params: HostParams,
-    body: PutWatchConfigBody,
-    input: ({ params, body }) => ({ ...body, host_id: params.hostID }),
+    body: PutWatchConfigHttpBody,
+    input: ({ params, body: { config_data, host_id, config_type, ...flat } }) => ({
+      // paths is there when config_data is not (the body's refinement); `[]` only satisfies the type, the subject refuses it.
+      ...(config_data ?? { ...flat, paths: flat.paths ?? [] }),
+      host_id: params.hostID,
+      sent: { ...(host_id !== undefined ? { host_id } : {}), ...(config_type !== undefined ? { config_type } : {}) },
+    }),
   });
 }
