@@ -69,6 +69,8 @@ export const ConfigSchema = z.object({
   SVC_SSO_CLIENT_SECRET: z.string().optional(),
   SVC_SSO_ISSUER_URL: z.string().default('https://accounts.google.com'),
   SVC_SSO_ALLOWED_DOMAIN: z.string().default('example.com'),
+  // token endpoint client authentication; empty: client_secret_basic, or what discovery offers when it lacks basic
+  SVC_SSO_TOKEN_AUTH_METHOD: z.enum(['', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt']).default(''),
   SVC_BACKEND_URL: url.default('http://localhost:8080'),
   SVC_FRONTEND_URL: url.default('http://localhost:3000'),
   SVC_EMAIL_PROVIDER: z.enum(['smtp', 'resend']).default('smtp'),
