@@ -80,6 +80,8 @@ export const ConfigSchema = z.object({
   SVC_SMTP_PORT: port.default(587),
   SVC_SMTP_USERNAME: z.string().optional(),
   SVC_SMTP_PASSWORD: z.string().optional(),
+  // EHLO name; empty: the host of SVC_FRONTEND_URL when it is a domain name, else the domain of SVC_EMAIL_FROM
+  SVC_SMTP_EHLO_NAME: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'must be a host name').optional()),
   SVC_RESEND_API_KEY: z.string().optional(),
   SVC_RESEND_URL: url.default('https://api.resend.com'),
   SVC_ADMIN_EMAIL: z.string().optional(),

@@ -303,6 +303,13 @@ describe('SSO with an allowed domain', () => {
     expect(await userByEmail(sys, `renamed-${run}@${domain}`)).toBeUndefined();
   });
 
+  it('provisions the address with its local part as the provider sent it, the domain lower-cased', async () => {
+    const local = `Mixed.Case-${randomUUID().slice(0, 8)}`;
+    const acct = account({ email: `${local}@${domain.toUpperCase()}` });
+    await signInForTokens(sys, provider, acct);
+    expect((await sys.sql<{ email: string }>(`SELECT email FROM users WHERE auth_provider_id = ?`, [acct.sub]))[0]?.email).toBe(`${local}@${domain}`);
+  });
+
   it('refuses to link an e-mail whose user is already linked to another identity', async () => {
     const first = account();
     await signInForTokens(sys, provider, first);
