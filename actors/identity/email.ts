@@ -40,12 +40,12 @@ const frontendLink = (config: Config, path: string, token: string): string => `$
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
-function layout(greeting: string, paragraphs: string[], link: { href: string; label: string }, footer: string): { text: string; html: string } {
-  const text = [greeting, '', ...paragraphs, '', link.href, '', footer].join('\n');
+function layout(greeting: string, paragraphs: string[], link: { href: string; label: string } | null, footer: string): { text: string; html: string } {
+  const text = [greeting, '', ...paragraphs, '', ...(link ? [link.href, ''] : []), footer].join('\n');
   const html = [
     `<p>${escapeHtml(greeting)}</p>`,
     ...paragraphs.map((p) => `<p>${escapeHtml(p)}</p>`),
-    `<p><a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a></p>`,
+    ...(link ? [`<p><a href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a></p>`] : []),
     `<p style="color:#666;font-size:12px">${escapeHtml(footer)}</p>`,
   ].join('\n');
   return { text, html };
@@ -77,6 +77,25 @@ export async function sendPasswordReset(deps: MailDeps, user: Recipient, rawToke
   await enqueueEmail(deps.nc, { to: user.email, subject: `Reset your ${product} password`, kind: 'password_reset', ...body });
 }
 
+/**
+ * The notice after a password change or reset: no link in it (a mail that asks to click after a security event is
+ * what phishing looks like), only what happened, when, from where, and what to do if it was not the owner.
+ */
+export async function sendPasswordChanged(deps: MailDeps, user: Recipient, how: 'changed' | 'reset', at: Date, ip: string | undefined): Promise<void> {
+  const product = deps.config.SVC_EMAIL_FROM_NAME;
+  const when = `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  const body = layout(
+    `Hello${user.display_name ? ` ${user.display_name}` : ''},`,
+    [
+      `The password of your ${product} account was ${how === 'reset' ? 'reset with a reset link' : 'changed'} on ${when}${ip ? ` from ${ip}` : ''}.${how === 'reset' ? ' Every session was signed out.' : ''}`,
+      `If this was you, there is nothing to do. If it wasn't, reset your password at once with "Forgot password" on the sign-in page, and tell your administrator.`,
+    ],
+    null,
+    'This notice is sent after every password change and cannot be turned off.',
+  );
+  await enqueueEmail(deps.nc, { to: user.email, subject: `Your ${product} password was ${how}`, kind: 'password_changed', ...body });
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Worker
 
@@ -87,10 +106,29 @@ function fromHeader(config: Config): string {
   return `"${config.SVC_EMAIL_FROM_NAME.replace(/["\\\r\n]/g, '')}" <${config.SVC_EMAIL_FROM}>`;
 }
 
+/** Every mail is machine-made: RFC 3834 asks auto-responders (vacation replies, ticket robots) not to answer it. */
+const AUTO_HEADERS = { 'Auto-Submitted': 'auto-generated' } as const;
+
+/**
+ * The name the client gives in EHLO: SVC_SMTP_EHLO_NAME, else the host of SVC_FRONTEND_URL when it is a domain
+ * name, else the domain of SVC_EMAIL_FROM. Receiving servers score a bare address literal such as `[127.0.0.1]`
+ * (nodemailer's fallback when the machine's host name has no dot) as a spam signal.
+ */
+export function ehloName(config: Pick<Config, 'SVC_SMTP_EHLO_NAME' | 'SVC_FRONTEND_URL' | 'SVC_EMAIL_FROM'>): string | undefined {
+  if (config.SVC_SMTP_EHLO_NAME) return config.SVC_SMTP_EHLO_NAME;
+  const isDomainName = (h: string): boolean => h.includes('.') && !/^[\d.]+$/.test(h) && !h.startsWith('[');
+  const frontendHost = new URL(config.SVC_FRONTEND_URL).hostname;
+  if (isDomainName(frontendHost)) return frontendHost;
+  const fromDomain = config.SVC_EMAIL_FROM.slice(config.SVC_EMAIL_FROM.lastIndexOf('@') + 1).toLowerCase();
+  return isDomainName(fromDomain) ? fromDomain : undefined;
+}
+
 function smtpSender(config: Config): Sender {
+  const name = ehloName(config);
   const transport = nodemailer.createTransport({
     host: config.SVC_SMTP_HOST,
     port: config.SVC_SMTP_PORT,
+    ...(name ? { name } : {}),
     // 465 is implicit TLS; otherwise plain, upgraded with STARTTLS whenever the server offers it.
     secure: config.SVC_SMTP_PORT === 465,
     ...(config.SVC_SMTP_USERNAME ? { auth: { user: config.SVC_SMTP_USERNAME, pass: config.SVC_SMTP_PASSWORD ?? '' } } : {}),
@@ -100,7 +138,14 @@ function smtpSender(config: Config): Sender {
   });
   return async (mail) => {
     try {
-      await transport.sendMail({ from: fromHeader(config), to: mail.to, subject: mail.subject, text: mail.text, ...(mail.html ? { html: mail.html } : {}) });
+      await transport.sendMail({
+        from: fromHeader(config),
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        ...(mail.html ? { html: mail.html } : {}),
+        headers: AUTO_HEADERS,
+      });
     } catch (err) {
       const responseCode = (err as { responseCode?: unknown }).responseCode;
       // 5xx is the server's permanent "no" (unknown recipient, rejected content): retrying cannot change it.
@@ -116,7 +161,7 @@ function resendSender(config: Config): Sender {
     const res = await fetch(url, {
       method: 'POST',
       headers: { authorization: `Bearer ${config.SVC_RESEND_API_KEY ?? ''}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ from: fromHeader(config), to: [mail.to], subject: mail.subject, text: mail.text, ...(mail.html ? { html: mail.html } : {}) }),
+      body: JSON.stringify({ from: fromHeader(config), to: [mail.to], subject: mail.subject, text: mail.text, ...(mail.html ? { html: mail.html } : {}), headers: AUTO_HEADERS }),
       signal: AbortSignal.timeout(15_000),
     });
     if (res.ok) return;

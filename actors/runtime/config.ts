@@ -71,6 +71,8 @@ export const ConfigSchema = z.object({
   SVC_SSO_CLIENT_SECRET: z.string().optional(),
   SVC_SSO_ISSUER_URL: z.string().default('https://accounts.google.com'),
   SVC_SSO_ALLOWED_DOMAIN: z.string().default('example.com'),
+  // token endpoint client authentication; empty: client_secret_basic, or what discovery offers when it lacks basic
+  SVC_SSO_TOKEN_AUTH_METHOD: z.enum(['', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt']).default(''),
   SVC_BACKEND_URL: url.default('http://localhost:8080'),
   SVC_FRONTEND_URL: url.default('http://localhost:3000'),
   // where clients reach the invoicing gateway (its OpenAPI document's `servers`; https = served over HTTPS)
@@ -82,6 +84,8 @@ export const ConfigSchema = z.object({
   SVC_SMTP_PORT: port.default(587),
   SVC_SMTP_USERNAME: z.string().optional(),
   SVC_SMTP_PASSWORD: z.string().optional(),
+  // EHLO name; empty: the host of SVC_FRONTEND_URL when it is a domain name, else the domain of SVC_EMAIL_FROM
+  SVC_SMTP_EHLO_NAME: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'must be a host name').optional()),
   SVC_RESEND_API_KEY: z.string().optional(),
   SVC_RESEND_URL: url.default('https://api.resend.com'),
   SVC_ADMIN_EMAIL: z.string().optional(),

@@ -107,10 +107,11 @@ export const identityAuthSubjects = subjects({
     produces: { 'svc.work.identity.password_reset': { email: 'email' } },
   },
   'svc.identity.auth.reset_password': {
-    summary: 'Sets a new password with a reset token and revokes every session of the user.',
+    summary: 'Sets a new password with a reset token, revokes every session of the user and mails them a notice.',
     request: ResetPasswordRequest,
     reply: Message,
     errors: ['bad_request'],
+    produces: { 'svc.work.email.send': {} },
   },
   'svc.identity.auth.accept_invite': {
     summary: 'Activates an invited user with an invitation token, sets the password and signs in.',
@@ -150,10 +151,11 @@ export const identityAuthSubjects = subjects({
     errors: ['bad_request', 'too_many_requests'],
   },
   'svc.identity.auth.change_password': {
-    summary: 'Changes the password of the signed-in user (policy and history checks apply).',
+    summary: 'Changes the password of the signed-in user (policy and history checks apply) and mails them a notice.',
     request: ChangePasswordRequest,
     reply: Message,
     errors: ['bad_request', 'too_many_requests'],
+    produces: { 'svc.work.email.send': {} },
   },
   'svc.identity.auth.sessions_list': {
     retry: 'safe',

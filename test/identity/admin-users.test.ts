@@ -39,7 +39,8 @@ describe('users', () => {
     const res = await api(sys, { token: root })('POST', '/api/v1/users', { email, display_name: 'New User' });
     expectStatus(res, 201);
     const user = res.json().data;
-    expect(user).toMatchObject({ email: email.toLowerCase(), display_name: 'New User', status: 'invited', is_super_admin: false, mfa_enabled: false, teams: [], clients: [] });
+    // The domain is lower-cased; the local part stays as given (RFC 5321 §2.4).
+    expect(user).toMatchObject({ email: `New.User-${sys.tag}@example.com`, display_name: 'New User', status: 'invited', is_super_admin: false, mfa_enabled: false, teams: [], clients: [] });
     expect(user.created_at).toMatch(/Z$/);
     const tokens = await rows<{ purpose: string; used_at: unknown }>(`SELECT purpose, used_at FROM one_time_tokens WHERE user_id = ?`, [user.id]);
     expect(tokens).toEqual([{ purpose: 'invite', used_at: null }]);
@@ -52,7 +53,7 @@ describe('users', () => {
     expectStatus(await api(sys, { token: root })('POST', '/api/v1/users', { email: `x-${sys.tag}@example.com`, display_name: '' }), 400);
 
     const entry = await waitForAudit(sys, root, { action: 'user.created', resource_id: user.id });
-    expect(entry).toMatchObject({ actor_id: rootId, resource_type: 'user', details: { email: email.toLowerCase() } });
+    expect(entry).toMatchObject({ actor_id: rootId, resource_type: 'user', details: { email: `New.User-${sys.tag}@example.com` } });
   });
 
   it('lists users with pagination meta and validates the page query', async () => {

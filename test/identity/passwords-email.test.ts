@@ -5,10 +5,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSender, emailTransportKind, sendInvitation } from '../../actors/identity/email.ts';
+import { buildSender, ehloName, emailTransportKind, sendInvitation } from '../../actors/identity/email.ts';
+import { RESET_MAILS_PER_HOUR } from '../../actors/identity/session/passwords.ts';
 import { createOneTimeToken } from '../../actors/identity/one-time-tokens.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
-import { createUser, login } from '../support/identity.ts';
+import { createUser, login, tokenFor } from '../support/identity.ts';
 import { errorOf, startTestSystem, type TestSystem } from '../support/system.ts';
 
 const FRONTEND = 'http://console.test/app';
@@ -20,6 +21,8 @@ interface Mail {
   to: string[];
   from: string;
   raw: string;
+  /** The name the client gave in EHLO. */
+  ehlo: string;
 }
 
 let sys: TestSystem;
@@ -46,7 +49,7 @@ beforeAll(async () => {
           callback(err);
           return;
         }
-        mails.push({ to, from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', raw });
+        mails.push({ to, from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', raw, ehlo: String(session.hostNameAppearsAs) });
         callback();
       });
     },
@@ -87,6 +90,32 @@ async function waitForMail(to: string, kind: 'reset-password' | 'accept-invite',
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`no ${kind} mail to ${to} within ${timeoutMs} ms`);
+}
+
+/** The next mail to `to` whose Subject matches, taken off the list. */
+async function waitForSubject(to: string, subject: RegExp, timeoutMs = 15_000): Promise<{ mail: Mail; text: string }> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const mail = mails.find((m) => m.to.includes(to) && subject.test(/^Subject: (.*)$/m.exec(m.raw)?.[1] ?? ''));
+    if (mail) {
+      mails.splice(mails.indexOf(mail), 1);
+      return { mail, text: decode(mail.raw) };
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no mail to ${to} with subject ${String(subject)} within ${timeoutMs} ms`);
+}
+
+/** Waits until `resourceId` has `count` audit entries `action`. */
+async function waitForAuditCount(resourceId: string, action: string, count: number, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let n = 0;
+  while (Date.now() < deadline) {
+    n = Number((await sys.sql<{ n: string }>(`SELECT count(*) AS n FROM audit_log WHERE resource_id = ? AND action = ?`, [resourceId, action]))[0]!.n);
+    if (n >= count) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${n} audit entries ${action} for ${resourceId}, expected ${count}`);
 }
 
 async function em(): Promise<EntityManager> {
@@ -150,6 +179,37 @@ describe('forgot and reset password', () => {
     const { token } = await waitForMail(user.email, 'reset-password', 20_000);
     expect(flaky.get(user.email)).toBe(0);
     expect((await reset(token, NEW_PASSWORD)).statusCode).toBe(200);
+  });
+
+  it(`mails one address at most ${RESET_MAILS_PER_HOUR} reset links an hour, answering every request the same`, async () => {
+    const user = await createUser(sys);
+    const answers = [];
+    for (let i = 0; i < RESET_MAILS_PER_HOUR + 2; i += 1) answers.push(await post('/api/v1/auth/forgot-password', { email: user.email }));
+    for (const a of answers) {
+      expect(a.statusCode).toBe(200);
+      expect(a.body).toBe(answers[0]!.body);
+    }
+    for (let i = 0; i < RESET_MAILS_PER_HOUR; i += 1) await waitForMail(user.email, 'reset-password');
+    // The requests over the limit are handled (and audited) without a token or a mail.
+    await waitForAuditCount(user.id, 'user.password_reset_throttled', 2);
+    expect(await sys.sql(`SELECT id FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset'`, [user.id])).toHaveLength(RESET_MAILS_PER_HOUR);
+    expect(mails.some((m) => m.to.includes(user.email) && decode(m.raw).includes('/reset-password?token='))).toBe(false);
+
+    // An hour later the address gets a link again, and it works.
+    sys.clock.advance(61 * 60_000);
+    expect((await post('/api/v1/auth/forgot-password', { email: user.email })).statusCode).toBe(200);
+    const { token } = await waitForMail(user.email, 'reset-password');
+    expect((await reset(token, NEW_PASSWORD)).statusCode).toBe(200);
+  });
+
+  it('mails a notice without a link after a reset', async () => {
+    const user = await createUser(sys, { displayName: 'Notice Reader' });
+    expect((await reset(await resetToken(user.id), NEW_PASSWORD)).statusCode).toBe(200);
+    const { text } = await waitForSubject(user.email, new RegExp(`^Your ${FROM_NAME} password was reset$`));
+    expect(text).toContain('Hello Notice Reader,');
+    expect(text).toMatch(/was reset with a reset link on \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/);
+    expect(text).toContain("If it wasn't, reset your password at once");
+    expect(text).not.toMatch(/https?:\/\//);
   });
 
   it('applies the password policy before redeeming the token', async () => {
@@ -229,6 +289,14 @@ describe('change password', () => {
     expect((await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token })).statusCode).toBe(200);
   });
 
+  it('mails a notice after a change', async () => {
+    const user = await createUser(sys);
+    const { access_token: token } = await login(sys, user);
+    expect((await change(token, user.password, NEW_PASSWORD)).statusCode).toBe(200);
+    const { text } = await waitForSubject(user.email, new RegExp(`^Your ${FROM_NAME} password was changed$`));
+    expect(text).toMatch(/account was changed on \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/);
+  });
+
   it('cancels outstanding reset links', async () => {
     const user = await createUser(sys);
     const { access_token: token } = await login(sys, user);
@@ -303,6 +371,21 @@ describe('invitations', () => {
     expect(await sys.sql(`SELECT id FROM sessions WHERE user_id = ?`, [user.id])).toHaveLength(1);
   });
 
+  it('stores and mails the address with its local part as given (case folding is the receiving server\'s)', async () => {
+    const admin = await createUser(sys, { superAdmin: true });
+    const given = `Jane.Doe-${sys.tag}@Example.COM`;
+    const res = await sys.http({ method: 'POST', url: '/api/v1/users', payload: { email: given, display_name: 'Jane' }, token: await tokenFor(sys, admin) });
+    expect(res.statusCode, res.body).toBe(201);
+    const stored = `Jane.Doe-${sys.tag}@example.com`;
+    expect((res.json() as { data: { email: string } }).data.email).toBe(stored);
+    const { mail, text } = await waitForMail(stored, 'accept-invite');
+    expect(mail.to).toEqual([stored]);
+    expect(text).toMatch(new RegExp(`^To: ${stored}`, 'm'));
+    // Still one account per address whatever the case.
+    const again = await sys.http({ method: 'POST', url: '/api/v1/users', payload: { email: given.toLowerCase(), display_name: 'Jane' }, token: await tokenFor(sys, admin) });
+    expect(again.statusCode).toBe(409);
+  });
+
   it('expires invitations after 24 hours and refuses reset tokens as invitations', async () => {
     const user = await invitedUser();
     const raw = await createOneTimeToken(await em(), tokenDeps(), user.id, 'invite');
@@ -317,6 +400,26 @@ describe('invitations', () => {
 
 describe('e-mail senders', () => {
   const log = createLogger('silent');
+
+  it('marks every mail Auto-Submitted: auto-generated and says EHLO with the frontend host name', async () => {
+    const user = await createUser(sys);
+    expect((await post('/api/v1/auth/forgot-password', { email: user.email })).statusCode).toBe(200);
+    const { mail, text } = await waitForMail(user.email, 'reset-password');
+    expect(text).toMatch(/^Auto-Submitted: auto-generated\r?$/m);
+    expect(mail.ehlo).toBe('console.test');
+  });
+
+  it('takes the EHLO name from SVC_SMTP_EHLO_NAME, else the frontend host, else the sender domain', async () => {
+    const base = { SVC_SMTP_EHLO_NAME: undefined, SVC_FRONTEND_URL: 'https://console.example.org/app', SVC_EMAIL_FROM: 'noreply@Mail.Example.NET' };
+    expect(ehloName(base)).toBe('console.example.org');
+    expect(ehloName({ ...base, SVC_FRONTEND_URL: 'http://localhost:3000' })).toBe('mail.example.net');
+    expect(ehloName({ ...base, SVC_FRONTEND_URL: 'http://10.1.2.3:3000' })).toBe('mail.example.net');
+    expect(ehloName({ ...base, SVC_FRONTEND_URL: 'http://localhost:3000', SVC_EMAIL_FROM: 'root@localhost' })).toBeUndefined();
+
+    const to = `ehlo-${sys.tag}@example.com`;
+    await buildSender({ ...sys.config, SVC_SMTP_EHLO_NAME: 'relay.console.test' })({ to, subject: 'Hi', text: `plain ${FRONTEND}/reset-password?token=x`, kind: 'test' }, log);
+    expect((await waitForMail(to, 'reset-password')).mail.ehlo).toBe('relay.console.test');
+  });
 
   it('posts to the hosted provider with the API key, and treats a 4xx as final', async () => {
     const seen: { auth: string | undefined; body: Record<string, unknown> }[] = [];
@@ -337,7 +440,10 @@ describe('e-mail senders', () => {
       const send = buildSender(config);
       await send({ to: 'x@example.com', subject: 'Hi', text: 'plain', html: '<p>hi</p>', kind: 'test' }, log);
       expect(seen).toEqual([
-        { auth: 'Bearer re_test_key', body: { from: `"${FROM_NAME}" <${FROM}>`, to: ['x@example.com'], subject: 'Hi', text: 'plain', html: '<p>hi</p>' } },
+        {
+          auth: 'Bearer re_test_key',
+          body: { from: `"${FROM_NAME}" <${FROM}>`, to: ['x@example.com'], subject: 'Hi', text: 'plain', html: '<p>hi</p>', headers: { 'Auto-Submitted': 'auto-generated' } },
+        },
       ]);
       status = 422;
       await expect(send({ to: 'bad', subject: 'Hi', text: 'plain', kind: 'test' }, log)).rejects.toMatchObject({ name: 'NonRetryableError' });

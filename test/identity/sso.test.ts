@@ -303,6 +303,13 @@ describe('SSO with an allowed domain', () => {
     expect(await userByEmail(sys, `renamed-${run}@${domain}`)).toBeUndefined();
   });
 
+  it('provisions the address with its local part as the provider sent it, the domain lower-cased', async () => {
+    const local = `Mixed.Case-${randomUUID().slice(0, 8)}`;
+    const acct = account({ email: `${local}@${domain.toUpperCase()}` });
+    await signInForTokens(sys, provider, acct);
+    expect((await sys.sql<{ email: string }>(`SELECT email FROM users WHERE auth_provider_id = ?`, [acct.sub]))[0]?.email).toBe(`${local}@${domain}`);
+  });
+
   it('refuses to link an e-mail whose user is already linked to another identity', async () => {
     const first = account();
     await signInForTokens(sys, provider, first);
@@ -338,6 +345,32 @@ describe('SSO with an allowed domain', () => {
     expect(ok.to.searchParams.get('code')).toBeTruthy();
     expect((await finishFlow(sys, other)).to.searchParams.get('error')).toBe('invalid_state');
     expect(await userByEmail(sys, acct.email)).toBeDefined();
+  });
+
+  it('checks the ID token signature against the provider keys: a token signed by a foreign key under a published key id is refused', async () => {
+    const acct = account();
+    provider.forgeNextIdToken();
+    expect((await signIn(sys, provider, acct)).toString()).toBe(`${FRONTEND_CALLBACK}?error=invalid_token`);
+    expect(await userByEmail(sys, acct.email)).toBeUndefined();
+    // The same sign-in, signed by the provider itself, goes through.
+    expect((await signIn(sys, provider, acct)).searchParams.get('code')).toBeTruthy();
+  });
+
+  it('authenticates at the token endpoint with client_secret_basic, the registration default of providers', async () => {
+    const before = provider.tokenAuthMethods.length;
+    await signInForTokens(sys, provider, account());
+    expect(provider.tokenAuthMethods.slice(before)).toEqual(['client_secret_basic']);
+  });
+
+  it('answers a malformed callback (repeated or over-long state) with 400 in the error envelope, not a redirect', async () => {
+    for (const query of [`code=abc&state=${'s'.repeat(43)}&state=${'t'.repeat(43)}`, `code=abc&state=${'s'.repeat(513)}`]) {
+      const res = await sys.http({ method: 'GET', url: `${CALLBACK_PATH}?${query}`, headers: { cookie: 'svc_sso_binding=whatever' } });
+      expect(res.statusCode, query.slice(0, 40)).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+      const { error } = res.json() as { error: { code: string; message: string } };
+      expect(error.code).toBe('bad_request');
+      expect(error.message).toContain('state');
+    }
   });
 
   it('refuses an ID token whose nonce is not the one bound to the flow', async () => {

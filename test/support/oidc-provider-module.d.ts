@@ -27,8 +27,18 @@ declare module 'oidc-provider' {
     save(): Promise<string>;
   }
 
+  /** The part of Koa's context the test provider's middleware reads and writes. */
+  export interface KoaContext {
+    path: string;
+    method: string;
+    body: unknown;
+    get(header: string): string;
+    oidc?: { body?: Record<string, unknown> };
+  }
+
   export interface ProviderConfiguration {
     clients?: Record<string, unknown>[];
+    clientAuthMethods?: string[];
     claims?: Record<string, string[] | null>;
     scopes?: string[];
     conformIdTokenClaims?: boolean;
@@ -50,6 +60,7 @@ declare module 'oidc-provider' {
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;
     interactionFinished(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, opts?: { mergeWithLastSubmission?: boolean }): Promise<void>;
     on(event: string, listener: (...args: unknown[]) => void): this;
+    use(middleware: (ctx: KoaContext, next: () => Promise<void>) => Promise<void>): void;
   }
 
   export default Provider;

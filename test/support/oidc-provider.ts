@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Provider, type Interaction } from 'oidc-provider';
+import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose';
+import { Provider, type Interaction, type KoaContext } from 'oidc-provider';
 
 /** The identity the provider signs in on the next authorization request, with the claims its ID token carries. */
 export interface TestAccount {
@@ -25,6 +26,13 @@ export interface TestOidcProvider {
   setAvailable(up: boolean): void;
   /** Requests made to the discovery document so far. */
   readonly discoveryHits: number;
+  /** How the client authenticated at each token request so far (`client_secret_basic`, `_post`, `_jwt`, `none`). */
+  readonly tokenAuthMethods: readonly string[];
+  /**
+   * The next token response carries an ID token with the same claims and header (key id included) but signed by a
+   * key the provider never published: what an attacker who can answer in the provider's place would send.
+   */
+  forgeNextIdToken(): void;
   close(): Promise<void>;
 }
 
@@ -34,6 +42,10 @@ export interface OidcProviderOptions {
   redirectUri: string;
   /** Start unavailable (503) to test lazy discovery. */
   available?: boolean;
+  /** The client's registered token endpoint authentication (default: the provider's, `client_secret_basic`). */
+  clientAuthMethod?: string;
+  /** What discovery lists as `token_endpoint_auth_methods_supported` (default: the provider's). */
+  clientAuthMethods?: string[];
 }
 
 /**
@@ -47,6 +59,8 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
   let nextError: string | undefined;
   let available = opts.available ?? true;
   let discoveryHits = 0;
+  const tokenAuthMethods: string[] = [];
+  let forgeNext = false;
   // Set once the provider exists (its issuer needs the port the server got).
   const routes: { handle?: (req: IncomingMessage, res: ServerResponse) => void } = {};
 
@@ -71,9 +85,10 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
         redirect_uris: [opts.redirectUri],
         response_types: ['code'],
         grant_types: ['authorization_code'],
-        token_endpoint_auth_method: 'client_secret_post',
+        ...(opts.clientAuthMethod ? { token_endpoint_auth_method: opts.clientAuthMethod } : {}),
       },
     ],
+    ...(opts.clientAuthMethods ? { clientAuthMethods: opts.clientAuthMethods } : {}),
     // Like Google: e-mail, verification flag and hosted domain are claims of the ID token itself.
     conformIdTokenClaims: false,
     claims: { openid: ['sub', 'hd'], email: ['email', 'email_verified'], profile: ['name'] },
@@ -96,6 +111,16 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
   });
   // Errors of the provider are expected in negative tests; keep them off the console.
   provider.on('server_error', () => undefined);
+  provider.use(async (ctx, next) => {
+    await next();
+    if (ctx.path !== '/token' || ctx.method !== 'POST') return;
+    tokenAuthMethods.push(authMethodOf(ctx));
+    const body = ctx.body as { id_token?: unknown } | undefined;
+    if (forgeNext && typeof body?.id_token === 'string') {
+      forgeNext = false;
+      ctx.body = { ...body, id_token: await signWithForeignKey(body.id_token) };
+    }
+  });
 
   const providerHandler = provider.callback();
   routes.handle = (req, res) => {
@@ -143,12 +168,35 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
     get discoveryHits() {
       return discoveryHits;
     },
+    get tokenAuthMethods() {
+      return tokenAuthMethods;
+    },
+    forgeNextIdToken: () => {
+      forgeNext = true;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
   };
+}
+
+/** Which client authentication a token request used, read as the provider received it. */
+function authMethodOf(ctx: KoaContext): string {
+  const form = ctx.oidc?.body ?? {};
+  if (/^basic /i.test(ctx.get('authorization'))) return 'client_secret_basic';
+  if (typeof form.client_assertion === 'string') return 'client_secret_jwt';
+  if (typeof form.client_secret === 'string') return 'client_secret_post';
+  return 'none';
+}
+
+/** The same ID token (claims and protected header, `kid` included) signed by a freshly made key nobody published. */
+async function signWithForeignKey(idToken: string): Promise<string> {
+  const header = decodeProtectedHeader(idToken);
+  const alg = header.alg ?? 'RS256';
+  const { privateKey } = await generateKeyPair(alg, { extractable: false });
+  return new SignJWT(decodeJwt(idToken)).setProtectedHeader({ ...header, alg }).sign(privateKey);
 }
 
 /** Minimal cookie jar for walking redirects by hand: name → value, every cookie sent back to the provider. */

@@ -25,6 +25,7 @@ import {
 } from './common.ts';
 import { emailSenderConfigured, sendInvitation, sendPasswordReset } from '../email.ts';
 import { cancelOneTimeTokens, createOneTimeToken } from '../one-time-tokens.ts';
+import { storedEmail } from '../email-address.ts';
 
 type Status = 'invited' | 'active' | 'disabled';
 
@@ -150,7 +151,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
 
     'svc.identity.users.create': async (input, { ctx }) => {
       requirePermission(ctx, 'users:write');
-      const email = input.email.toLowerCase();
+      const email = storedEmail(input.email);
       const display_name = input.display_name;
       const id = randomUUID();
       const em = fork();

@@ -5,7 +5,7 @@ import { Headers } from '../../../contracts/envelope.ts';
 import { PasswordResetRequested } from '../../../contracts/streams.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { publishDurable, runConsumer, type ConsumerHandle } from '../../runtime/jetstream.ts';
-import { sendPasswordReset } from '../email.ts';
+import { sendPasswordChanged, sendPasswordReset } from '../email.ts';
 import { cancelOneTimeTokens, consumeOneTimeToken, createOneTimeToken, peekOneTimeToken } from '../one-time-tokens.ts';
 import { checkPasswordHistory, checkPasswordPolicy, storePassword } from '../password-policy.ts';
 import { issueSession, revokeAllSessions } from '../sessions.ts';
@@ -21,6 +21,14 @@ export async function forgotPassword(s: SessionServices, input: { email: string 
   return { message: FORGOT_PASSWORD_MESSAGE };
 }
 
+/**
+ * Reset mails one account may receive per hour. Beyond it a request is answered the same (the answer never depends
+ * on the account) and nothing is sent: otherwise anyone could bomb a mailbox, bounded only by the per-IP rate limit.
+ * Every reset token of the hour counts, an administrator's included, since each one was a mail.
+ */
+export const RESET_MAILS_PER_HOUR = 3;
+const HOUR_MS = 60 * 60 * 1000;
+
 /** The worker behind forgot-password: a reset token and mail, only for an active account with a password. */
 export function startPasswordResetWorker(s: SessionServices): Promise<ConsumerHandle> {
   const { deps } = s;
@@ -33,22 +41,49 @@ export function startPasswordResetWorker(s: SessionServices): Promise<ConsumerHa
     maxDeliver: 5,
     log: deps.log.child({ actor: 'identity-password-reset' }),
     handler: async (job, meta) => {
-      const em = deps.orm.em.fork();
-      const rows = await em.execute<{ id: string; email: string; display_name: string }[]>(
-        `SELECT id, email, display_name FROM users WHERE lower(email) = ? AND status = 'active' AND password_hash IS NOT NULL`,
-        [job.email],
-      );
-      const user = rows[0];
-      if (!user) {
+      // The user row is locked while counting, so instances handling requests for one address at once count in turn.
+      const outcome = await deps.orm.em.fork().transactional(async (tem) => {
+        const rows = await tem.execute<{ id: string; email: string; display_name: string }[]>(
+          `SELECT id, email, display_name FROM users WHERE lower(email) = ? AND status = 'active' AND password_hash IS NOT NULL FOR UPDATE`,
+          [job.email],
+        );
+        const user = rows[0];
+        if (!user) return { kind: 'none' as const };
+        const recent = await tem.execute<{ n: number }[]>(`SELECT count(*)::int AS n FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset' AND created_at > ?`, [
+          user.id,
+          new Date(deps.clock.now() - HOUR_MS),
+        ]);
+        if ((recent[0]?.n ?? 0) >= RESET_MAILS_PER_HOUR) return { kind: 'throttled' as const, user };
+        return { kind: 'send' as const, user, token: await createOneTimeToken(tem, deps, user.id, 'reset') };
+      });
+      if (outcome.kind === 'none') {
         meta.log.info('password reset requested for no eligible account; nothing sent');
         return;
       }
-      const token = await createOneTimeToken(em, deps, user.id, 'reset');
-      await sendPasswordReset(deps, user, token);
+      const { user } = outcome;
       const ctx: CallerContext = { request_id: job.request_id, ...(job.ip ? { ip: job.ip } : {}), principal: { kind: 'anonymous' } };
-      await deps.audit.record(ctx, { action: 'user.password_reset_requested', resource_type: 'user', resource_id: user.id, actor: { id: user.id, email: user.email } });
+      const actor = { id: user.id, email: user.email };
+      if (outcome.kind === 'throttled') {
+        meta.log.warn({ user_id: user.id, limit: RESET_MAILS_PER_HOUR }, 'password reset mails per hour reached; nothing sent');
+        await deps.audit.record(ctx, { action: 'user.password_reset_throttled', resource_type: 'user', resource_id: user.id, actor, details: { limit_per_hour: RESET_MAILS_PER_HOUR } });
+        return;
+      }
+      await sendPasswordReset(deps, user, outcome.token);
+      await deps.audit.record(ctx, { action: 'user.password_reset_requested', resource_type: 'user', resource_id: user.id, actor });
     },
   });
+}
+
+/**
+ * Mails the owner that the password was changed or reset. Queued after the change is committed; a failure to queue
+ * is logged, not answered: the password did change, and the caller must not retry a change that happened.
+ */
+async function noticePasswordChanged(s: SessionServices, user: { id: string; email: string; display_name: string }, how: 'changed' | 'reset', ctx: CallerContext): Promise<void> {
+  try {
+    await sendPasswordChanged(s.deps, user, how, new Date(s.deps.clock.now()), ctx.ip);
+  } catch (err) {
+    s.deps.log.error({ err, user_id: user.id, request_id: ctx.request_id }, 'password change notice could not be queued');
+  }
 }
 
 const invalidResetToken = (): DomainError => new DomainError('bad_request', 'token: invalid or expired reset token');
@@ -71,7 +106,9 @@ export async function resetPassword(s: SessionServices, input: { token: string; 
   const result = await deps.orm.em.fork().transactional(async (tem) => {
     const redeemed = await consumeOneTimeToken(tem, deps, input.token, 'reset');
     if (!redeemed) throw invalidResetToken();
-    const users = await tem.execute<{ id: string; email: string; status: string }[]>(`SELECT id, email, status FROM users WHERE id = ? FOR UPDATE`, [redeemed.user_id]);
+    const users = await tem.execute<{ id: string; email: string; display_name: string; status: string }[]>(`SELECT id, email, display_name, status FROM users WHERE id = ? FOR UPDATE`, [
+      redeemed.user_id,
+    ]);
     const user = users[0];
     if (!user || user.status !== 'active') throw invalidResetToken();
     await storePassword(deps, tem, user.id, hash);
@@ -87,6 +124,7 @@ export async function resetPassword(s: SessionServices, input: { token: string; 
     actor: { id: result.user.id, email: result.user.email },
     details: { sessions_revoked: result.revoked },
   });
+  await noticePasswordChanged(s, result.user, 'reset', ctx);
   return { message: 'Password has been reset. Sign in with the new password.' };
 }
 
@@ -98,11 +136,14 @@ export async function changePassword(s: SessionServices, input: { current_passwo
   checkPasswordPolicy(input.new_password, 'new_password');
   await checkPasswordHistory(deps, deps.orm.em.fork(), p.user_id, input.new_password, 'new_password');
   const hash = await deps.hasher.hash(input.new_password);
-  await deps.orm.em.fork().transactional(async (tem) => {
+  const user = await deps.orm.em.fork().transactional(async (tem) => {
     await storePassword(deps, tem, p.user_id, hash);
     await cancelOneTimeTokens(tem, deps, p.user_id, 'reset');
+    const rows = await tem.execute<{ id: string; email: string; display_name: string }[]>(`SELECT id, email, display_name FROM users WHERE id = ?`, [p.user_id]);
+    return rows[0];
   });
   await deps.audit.record(ctx, { action: 'user.password_changed', resource_type: 'user', resource_id: p.user_id });
+  if (user) await noticePasswordChanged(s, user, 'changed', ctx);
   return { message: 'Password changed.' };
 }
 

@@ -7,6 +7,7 @@ import { TokenResponse } from '../../../contracts/domains/identity-auth.ts';
 import type { SsoCallbackParams } from '../../../contracts/domains/identity-sso.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { randomToken, safeEqual, sha256 } from '../crypto.ts';
+import { storedEmail } from '../email-address.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { issueSession } from '../sessions.ts';
 import { createMfaChallenge } from '../mfa-challenge.ts';
@@ -226,7 +227,7 @@ export class SsoFlow {
     const identity: Identity = {
       issuer: config.serverMetadata().issuer,
       sub: claims.sub,
-      email: claims.email.trim().toLowerCase(),
+      email: storedEmail(claims.email),
       name: typeof claims.name === 'string' && claims.name.trim() ? claims.name.trim().slice(0, 200) : undefined,
     };
 
@@ -264,7 +265,7 @@ export class SsoFlow {
       if (linked[0]) return { user: linked[0], events: [] };
       if (!this.allowedDomain) throw new SsoFailure('account_not_found', 'no linked account; linking and provisioning are off without an allowed domain');
 
-      const byEmail = await em.execute<UserRow[]>(`SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = ?`, [id.email]);
+      const byEmail = await em.execute<UserRow[]>(`SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = lower(?)`, [id.email]);
       const existing = byEmail[0];
       if (existing) {
         if (existing.auth_provider_id !== null) throw new SsoFailure('account_conflict', 'e-mail belongs to a user linked to another identity');

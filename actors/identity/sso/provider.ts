@@ -1,6 +1,7 @@
 import * as oidc from 'openid-client';
 import type { Config } from '../../runtime/config.ts';
 import type { Logger } from '../../runtime/logger.ts';
+import { chooseTokenAuthMethod, clientAuthFor } from './token-auth.ts';
 
 /** Seconds any one HTTP call to the provider may take (discovery, token endpoint, JWKS). */
 const PROVIDER_TIMEOUT_S = 5;
@@ -21,10 +22,10 @@ export class OidcProvider {
   private pending: Promise<oidc.Configuration> | undefined;
   readonly redirectUri: string;
 
-  private readonly config: Pick<Config, 'SVC_SSO_ISSUER_URL' | 'SVC_SSO_CLIENT_ID' | 'SVC_SSO_CLIENT_SECRET' | 'SVC_BACKEND_URL'>;
+  private readonly config: Pick<Config, 'SVC_SSO_ISSUER_URL' | 'SVC_SSO_CLIENT_ID' | 'SVC_SSO_CLIENT_SECRET' | 'SVC_SSO_TOKEN_AUTH_METHOD' | 'SVC_BACKEND_URL'>;
   private readonly log: Logger;
   constructor(
-    config: Pick<Config, 'SVC_SSO_ISSUER_URL' | 'SVC_SSO_CLIENT_ID' | 'SVC_SSO_CLIENT_SECRET' | 'SVC_BACKEND_URL'>,
+    config: Pick<Config, 'SVC_SSO_ISSUER_URL' | 'SVC_SSO_CLIENT_ID' | 'SVC_SSO_CLIENT_SECRET' | 'SVC_SSO_TOKEN_AUTH_METHOD' | 'SVC_BACKEND_URL'>,
     log: Logger,
   ) {
     this.config = config;
@@ -59,14 +60,25 @@ export class OidcProvider {
     // One quick second attempt covers a provider that is just starting; later requests retry on their own.
     for (let attempt = 1; attempt <= 2; attempt += 1) {
       try {
+        const secret = this.config.SVC_SSO_CLIENT_SECRET;
+        // The token endpoint's authentication depends on what discovery offers: chosen once the metadata is in.
+        let auth: oidc.ClientAuth = oidc.None();
         const config = await oidc.discovery(
           issuer,
           this.config.SVC_SSO_CLIENT_ID,
-          this.config.SVC_SSO_CLIENT_SECRET ? { client_secret: this.config.SVC_SSO_CLIENT_SECRET } : undefined,
-          this.config.SVC_SSO_CLIENT_SECRET ? oidc.ClientSecretPost(this.config.SVC_SSO_CLIENT_SECRET) : oidc.None(),
+          secret ? { client_secret: secret } : undefined,
+          (as, client, body, headers) => auth(as, client, body, headers),
           { timeout: PROVIDER_TIMEOUT_S, ...(insecure ? { execute: [oidc.allowInsecureRequests] } : {}) },
         );
-        this.log.info({ issuer: config.serverMetadata().issuer }, 'sso provider discovered');
+        // openid-client v6 checks an ID token's signature only when asked. OIDC Core 3.1.3.7 lets a client skip it
+        // only for a token received directly over TLS, and a loopback issuer is plain http: always check it.
+        oidc.enableNonRepudiationChecks(config);
+        const offered = config.serverMetadata().token_endpoint_auth_methods_supported;
+        const method = secret ? chooseTokenAuthMethod(offered, this.config.SVC_SSO_TOKEN_AUTH_METHOD) : 'none';
+        if (secret && method !== 'none') auth = clientAuthFor(method, secret);
+        // An operator's choice is used as given (metadata can be incomplete), but worth a line in the log.
+        if (offered && !offered.includes(method)) this.log.warn({ method, offered }, 'sso token endpoint authentication method not listed by the provider');
+        this.log.info({ issuer: config.serverMetadata().issuer, token_endpoint_auth_method: method }, 'sso provider discovered');
         return config;
       } catch (err) {
         lastError = err;
