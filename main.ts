@@ -24,6 +24,7 @@ import { buildInvoicingGateway } from './gateway/invoicing/app.ts';
 import type { GatewayApp } from './gateway/shared/app.ts';
 import { TokenAuthenticator } from './gateway/shared/authenticate.ts';
 import type { GatewayDeps } from './gateway/shared/bridge.ts';
+import { BrokerBreaker } from './gateway/shared/broker-breaker.ts';
 import { rateLimitGuard } from './gateway/shared/rate-limit.ts';
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -135,7 +136,11 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       const { SVC_JWT_SECRET } = requireSecrets(config, ['SVC_JWT_SECRET']);
       const caller = new Caller(() => nats.current, catalogue, signer, config.SVC_REQUEST_TIMEOUT_MS);
       const kv = await stores.kv();
+      // One broker health check for both gateways of this process; it stops with them.
+      const breaker = new BrokerBreaker((ms) => nats.healthy(ms), { log: log.child({ component: 'broker-breaker' }) }).start();
+      closers.push(async () => breaker.stop());
       const deps: GatewayDeps = {
+        breaker,
         caller,
         requestTimeoutMs: config.SVC_REQUEST_TIMEOUT_MS,
         // Verified on the same clock the identity actors sign with, so expiry is one notion of time everywhere.

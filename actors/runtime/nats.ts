@@ -177,13 +177,17 @@ export class LazyNats {
     return this.nc && this.connected && !this.nc.isClosed() ? this.nc : undefined;
   }
 
-  /** Round-trip to the server, bounded; false when disconnected. */
+  /**
+   * Round-trip to the server, bounded; false when disconnected. The verdict "no answer" waits for the event loop's next
+   * check phase: after a stall of this process (a long synchronous task) the timer is due before the socket is read,
+   * and a PONG already received must count, or a busy gateway would call a healthy broker silent (and open its breaker).
+   */
   async healthy(timeoutMs = 1000): Promise<boolean> {
     const nc = this.current;
     if (!nc) return false;
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([nc.flush(), new Promise((_, rej) => (timer = setTimeout(() => rej(new Error('timeout')), timeoutMs)))]);
+      await Promise.race([nc.flush(), new Promise((_, rej) => (timer = setTimeout(() => setImmediate(() => rej(new Error('timeout'))), timeoutMs)))]);
       return true;
     } catch {
       return false;

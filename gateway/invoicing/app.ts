@@ -22,7 +22,7 @@ const started = Date.now();
 export async function buildInvoicingGateway(opts: InvoicingGatewayOptions): Promise<{ app: GatewayApp; close: () => Promise<void> }> {
   const pgProbe = new PostgresProbe(opts.config.SVC_DB_URL);
   const app = await createGatewayApp(
-    { style: 'invoicing', title: 'Invoicing API', version: opts.version, publicUrl: opts.config.SVC_INVOICING_PUBLIC_URL, config: opts.config, log: opts.log },
+    { style: 'invoicing', title: 'Invoicing API', version: opts.version, publicUrl: opts.config.SVC_INVOICING_PUBLIC_URL, config: opts.config, log: opts.log, breaker: opts.deps.breaker },
     async (app) => {
       // As on the console: an unknown /api/ route still counts against the general limit; the probes never do.
       const guard = opts.deps.guard;

@@ -12,6 +12,7 @@ import type { Config } from '../../actors/runtime/config.ts';
 import type { Logger } from '../../actors/runtime/logger.ts';
 import { runtimeMetrics } from '../../actors/runtime/metrics.ts';
 import { DomainError } from '../../contracts/errors.ts';
+import type { BrokerBreaker } from './broker-breaker.ts';
 import { apiError, codeForStatus, errorBody, HttpError, isEnveloped, sendError, statusOf, toApiError, type ApiError, type ServiceStyle } from './errors.ts';
 import { shapeDocument } from './openapi.ts';
 import { traceOf } from './request-context.ts';
@@ -41,6 +42,8 @@ export interface GatewayAppOptions {
    * a request that arrives on one meanwhile is answered 503 with `Connection: close`. Default 1000 ms.
    */
   drainMs?: number;
+  /** Refuses new `/api/` requests at once while the message broker is not answering (broker-breaker.ts). */
+  breaker?: Pick<BrokerBreaker, 'refusal'>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -256,6 +259,16 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
     credentials: !anyOrigin,
     exposedHeaders: ['x-request-id', 'retry-after', 'content-disposition', 'idempotent-replayed'],
   });
+  // After CORS's own hook, so a preflight is still answered and the 503 carries the CORS headers a browser needs to
+  // read it. Probes, metrics and the explorer never need the broker and stay outside /api/.
+  const breaker = opts.breaker;
+  if (breaker) {
+    app.addHook('onRequest', async (req, reply) => {
+      if (!req.url.startsWith('/api/')) return;
+      const refused = breaker.refusal();
+      if (refused) return sendError(style, req, reply, refused);
+    });
+  }
 
   const debug = opts.config.SVC_ENABLE_DEBUG_ENDPOINTS;
   if (debug) {

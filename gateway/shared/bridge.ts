@@ -7,6 +7,7 @@ import { anonymousContext, type CallerContext } from '../../contracts/context.ts
 import { DomainError } from '../../contracts/errors.ts';
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
 import type { GatewayApp } from './app.ts';
+import type { BrokerBreaker } from './broker-breaker.ts';
 import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
 import { apiError, statusOf, toApiError } from './errors.ts';
 import { callerScope, fingerprint, idempotencyKeyOf, IdempotencyStore, isFinalError, REPLAYED_HEADER, type StoredAnswer } from './idempotency.ts';
@@ -22,6 +23,8 @@ export interface GatewayDeps<C extends Catalogue = Cat> {
   guard?: (req: FastifyRequest, kind: RateClass) => Promise<void>;
   /** Where answers to `Idempotency-Key` requests are kept (Valkey). Unset: in-process, correct for one instance only. */
   idempotency?: KvStore;
+  /** Shared by a process's gateways: new requests are refused at once while the broker is not answering. */
+  breaker?: BrokerBreaker;
 }
 
 /** Which rate-limit bucket a route counts against. */
