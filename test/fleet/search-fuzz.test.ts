@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIELDS, type FieldDef } from '../../actors/fleet/search/fields.ts';
 import { parsePql, pqlError } from '../../actors/fleet/search/parser.ts';
-import { compileWhere, Params } from '../../actors/fleet/search/compile.ts';
+import { compileWhere, Params, recordCountSql } from '../../actors/fleet/search/compile.ts';
+import { readOnlySearch } from '../../actors/fleet/search/run.ts';
 import { PqlError } from '../../actors/fleet/search/lexer.ts';
 import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
@@ -124,6 +125,22 @@ describe('fuzz: validate, count and search over HTTP', () => {
     const queries = Array.from({ length: HTTP_QUERIES }, next);
     const enc = encodeURIComponent;
     let valid = 0;
+    let recordCounts = 0;
+    /** A super admin's count of a lone record condition (recordCountSql) equals the hosts form's, in one snapshot. */
+    const sameRecordCount = async (q: string, what: string): Promise<void> => {
+      const tree = parsePql(q);
+      const record = new Params();
+      const recordSql = recordCountSql(tree, record);
+      if (!recordSql) return;
+      recordCounts++;
+      const general = new Params();
+      const where = compileWhere(tree, general);
+      const [a, b] = await readOnlySearch(await sys.stores.orm(), 10_000, async (query) => [
+        (await query<{ n: number }>(`SELECT count(*)::int AS n FROM hosts h WHERE ${where}`, general.values))[0]!.n,
+        (await query<{ n: number }>(recordSql, record.values))[0]!.n,
+      ]);
+      expect(b, what).toBe(a);
+    };
     const check = async (q: string): Promise<void> => {
       const validate = await sys.http({ method: 'POST', url: '/api/v1/search/validate', payload: { query: q }, token });
       const count = await sys.http({ method: 'GET', url: `/api/v1/search/count?q=${enc(q)}`, token });
@@ -139,6 +156,7 @@ describe('fuzz: validate, count and search over HTTP', () => {
         expect(count.statusCode, what).toBe(200);
         expect(search.statusCode, what).toBe(200);
         expect(search.json().meta.total, what).toBe(count.json().data.count);
+        await sameRecordCount(q, what);
       } else {
         expect(count.statusCode, what).toBe(400);
         expect(count.json().error.message, what).toBe(verdict.error);
@@ -147,5 +165,6 @@ describe('fuzz: validate, count and search over HTTP', () => {
     };
     for (let i = 0; i < queries.length; i += 8) await Promise.all(queries.slice(i, i + 8).map(check));
     expect(valid).toBeGreaterThan(HTTP_QUERIES / 5);
+    expect(recordCounts).toBeGreaterThan(20);
   }, 600_000);
 });

@@ -1,7 +1,7 @@
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
-import { compileWhere, Params } from '../../actors/fleet/search/compile.ts';
+import { compileWhere, Params, recordCountSql } from '../../actors/fleet/search/compile.ts';
 import { parsePql } from '../../actors/fleet/search/parser.ts';
 import { readOnlySearch } from '../../actors/fleet/search/run.ts';
 import { DomainError } from '../../contracts/errors.ts';
@@ -449,6 +449,44 @@ describe('execution', () => {
     expect(await plan('host.hostname ~ "WEB-*"')).toContain('hosts_search_idx');
     expect(await plan('host.hostname = "web-01"')).toContain('hosts_search_idx');
     expect(await plan('package[name = "openssl" AND version < "3.0.13"]')).toContain('host_packages_search_idx');
+  });
+
+  it('counts a lone record condition from its table: the number the hosts form gives, every host once', async () => {
+    // Each query has hosts with several matching records (every host runs many services, packages of several
+    // versions), so a count of records instead of hosts would differ.
+    const queries = [
+      'package[name = "openssl" AND version < "3.0.13"]',
+      'package.version >= "1.0"',
+      'package[version EXISTS AND NOT name = "openssl"]',
+      'service.name EXISTS',
+      'service[active_state = "active" OR enabled = false]',
+      'service.name != "sshd"',
+      'container.image ~ "*:*"',
+      'container[NOT state IN ("running")]',
+    ];
+    const orm = await sys.stores.orm();
+    for (const q of queries) {
+      const tree = parsePql(q);
+      const general = new Params();
+      const where = compileWhere(tree, general);
+      const record = new Params();
+      const recordSql = recordCountSql(tree, record);
+      expect(recordSql, q).not.toBeNull();
+      // One snapshot for both (other test files write hosts meanwhile).
+      const [a, b, records] = await readOnlySearch(orm, 5000, async (query) => [
+        (await query<{ n: number }>(`SELECT count(*)::int AS n FROM hosts h WHERE ${where}`, general.values))[0]!.n,
+        (await query<{ n: number }>(recordSql!, record.values))[0]!.n,
+        (await query<{ n: number }>(recordSql!.replace('SELECT DISTINCT r.host_id', 'SELECT r.host_id'), record.values))[0]!.n,
+      ]);
+      expect(b, q).toBe(a);
+      expect(a, q).toBeGreaterThan(0);
+      if (q === 'service.name EXISTS') expect(records, q).toBeGreaterThan(a);
+    }
+    // The super admin's count and list agree on it; other shapes keep the hosts form.
+    const q = 'package[name = "openssl" AND version < "3.0.13"]';
+    const total = (await search(root, q)).meta.total;
+    expect(await count(root, q)).toBe(total);
+    for (const other of ['NOT service.name = "nginx"', 'package.name = "openssl" AND tag.env = "prod"', 'host.os = "linux"']) expect(recordCountSql(parsePql(other), new Params()), other).toBeNull();
   });
 
   it('stops a statement at the search timeout with a clear 504', async () => {

@@ -128,6 +128,28 @@ function recordCondition(e: Expr, p: Params): string {
   }
 }
 
+/**
+ * The count of a query that is one positive record condition (`package[name = "openssl" AND version < "3.0.13"]`,
+ * `service.name = "nginx"`) over every host, as a statement of its own: the distinct hosts of the matching records,
+ * read from the record table's index without reading hosts. Every record's host exists (foreign key, and one snapshot),
+ * so it is the number `count(*) FROM hosts h WHERE EXISTS (…)` gives; that join read the whole hosts table when most
+ * hosts match (76% of 100,000 for the package comparison). null for any other shape.
+ */
+export function recordCountSql(e: Expr, p: Params): string | null {
+  let table: string;
+  let condition: string;
+  if (e.kind === 'record') {
+    table = RECORD_TABLES[e.prefix];
+    condition = recordCondition(e.cond, p);
+  } else if (e.kind === 'cmp' && (e.field.def.prefix === 'service' || e.field.def.prefix === 'container' || e.field.def.prefix === 'package')) {
+    table = RECORD_TABLES[e.field.def.prefix];
+    condition = `(${columnPredicate(`r.${e.field.def.column}`, 'r', e.field.def, e.op, e.values, p)})`;
+  } else {
+    return null;
+  }
+  return `SELECT count(*)::int AS n FROM (SELECT DISTINCT r.host_id FROM ${table} r WHERE ${condition}) m`;
+}
+
 /** The whole query as one condition on `hosts h`. */
 export function compileWhere(e: Expr, p: Params): string {
   switch (e.kind) {

@@ -5,7 +5,7 @@ import type { SearchHit } from '../../../contracts/domains/fleet-search.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { iso, offsetOf } from '../../runtime/stores/sql.ts';
 import type { FleetHandlers } from '../deps.ts';
-import { compileWhere, Params } from './compile.ts';
+import { compileWhere, Params, recordCountSql } from './compile.ts';
 import { fieldList, hostField, HOST_FIELD_NAMES, type FieldDef } from './fields.ts';
 import { PqlError, tokenize } from './lexer.ts';
 import { parsePql, pqlError, type Expr } from './parser.ts';
@@ -44,8 +44,11 @@ function parseOr400(q: string): Expr {
   }
 }
 
-/** The compiled condition on `hosts h`, tenant filter first; null when the caller reaches no client (nothing matches). */
-function compiled(ctx: CallerContext, q: string): { where: string; params: Params } | null {
+/**
+ * The compiled condition on `hosts h`, tenant filter first, and the statement that counts its hosts; null when the
+ * caller reaches no client (nothing matches).
+ */
+function compiled(ctx: CallerContext, q: string): { where: string; params: Params; count: { sql: string; params: Params } } | null {
   requirePermission(ctx, 'search:read');
   // Parsed before the scope is looked at: an invalid query is a 400 whatever the caller may reach.
   const expr = parseOr400(q);
@@ -53,7 +56,11 @@ function compiled(ctx: CallerContext, q: string): { where: string; params: Param
   if (scope !== 'all' && scope.length === 0) return null;
   const params = new Params();
   const tenant = scope === 'all' ? 'TRUE' : `h.client_id = ANY(${params.add(scope)}::uuid[])`;
-  return { where: `${tenant} AND ${compileWhere(expr, params)}`, params };
+  const where = `${tenant} AND ${compileWhere(expr, params)}`;
+  const recordParams = new Params();
+  const recordCount = scope === 'all' ? recordCountSql(expr, recordParams) : null;
+  const count = recordCount ? { sql: recordCount, params: recordParams } : { sql: `SELECT count(*)::int AS n FROM hosts h WHERE ${where}`, params };
+  return { where, params, count };
 }
 
 interface HitRow {
@@ -101,7 +108,7 @@ export function searchHandlers(deps: SearchDeps): FleetHandlers {
       const c = compiled(ctx, q);
       if (!c) return { items: [], total: 0, page, per_page };
       const { total, rows } = await run(async (query) => {
-        const [n] = await query<{ n: number }>(`SELECT count(*)::int AS n FROM hosts h WHERE ${c.where}`, c.params.values);
+        const [n] = await query<{ n: number }>(c.count.sql, c.count.params.values);
         const total = n?.n ?? 0;
         const offset = offsetOf(page, per_page);
         if (offset >= total) return { total, rows: [] };
@@ -123,7 +130,7 @@ export function searchHandlers(deps: SearchDeps): FleetHandlers {
     'svc.fleet.search.count': async ({ q }, { ctx }) => {
       const c = compiled(ctx, q);
       if (!c) return { count: 0 };
-      const [n] = await run((query) => query<{ n: number }>(`SELECT count(*)::int AS n FROM hosts h WHERE ${c.where}`, c.params.values));
+      const [n] = await run((query) => query<{ n: number }>(c.count.sql, c.count.params.values));
       return { count: n?.n ?? 0 };
     },
 

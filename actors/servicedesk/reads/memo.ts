@@ -33,7 +33,8 @@ export class ReadMemo {
       key = undefined;
     }
     const value = await compute();
-    if (key) await this.kv.set(key, JSON.stringify(value), { ttlMs: TTL_MS }).catch(() => undefined);
+    // Not waited for: the answer is known, and the reply need not wait for Valkey (an unstored value is counted again).
+    if (key) void this.kv.set(key, JSON.stringify(value), { ttlMs: TTL_MS }).catch(() => undefined);
     return value;
   }
 }

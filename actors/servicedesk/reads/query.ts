@@ -1,9 +1,8 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { Ticket, TicketFilters } from '../../../contracts/domains/servicedesk.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { iso, isoOrNull, sql } from '../../runtime/stores/sql.ts';
+import { iso, isoOrNull } from '../../runtime/stores/sql.ts';
 import { visibleWhere, type MappingRow } from '../scope.ts';
 import type { RequestColumns } from '../sync/normalize.ts';
 
@@ -74,11 +73,10 @@ export const ticketOut = (r: TicketRow): Ticket => ({
 /**
  * Where tickets are read from: the stored requests alone while nothing written through this service is waiting for
  * the sync (the common case, and the one the indexes serve), otherwise the stored requests with pending writes merged.
+ * Whether writes wait comes with the mappings (mappingsFor's withPending): one statement for both.
  */
-export async function ticketSource(em: EntityManager, mappings: readonly MappingRow[]): Promise<{ from: string; pending: string }> {
-  const orgs = [...new Set(mappings.map((m) => m.organization_id))];
-  const [row] = await sql<{ any: boolean }>(em, `SELECT EXISTS (SELECT 1 FROM sd_pending WHERE organization_id IN (?)) AS any`, [orgs.length > 0 ? orgs : ['']]);
-  if (!row?.any) return { from: 'sd_requests v', pending: 'false' };
+export function ticketSource(mappings: readonly { has_pending: boolean }[]): { from: string; pending: string } {
+  if (!mappings.some((m) => m.has_pending)) return { from: 'sd_requests v', pending: 'false' };
   return { from: `(${WITH_TRANSITIONS} UNION ALL ${PENDING_CREATES}) v`, pending: 'v.pending' };
 }
 

@@ -144,9 +144,9 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
   /** The caller's mappings for a read, and where/how tickets are read under the filters. */
   const prepare = async (em: EntityManager, f: Filters, ctx: Parameters<typeof ticketWhere>[2]) => {
     requireOrganizationFilter(ctx, f);
-    const mappings = await mappingsFor(em, ctx, 'servicedesk:read', f);
+    const mappings = await mappingsFor(em, ctx, 'servicedesk:read', f, { withPending: true });
     if (mappings.length === 0) return undefined;
-    const source = await ticketSource(em, mappings);
+    const source = ticketSource(mappings);
     const where = ticketWhere(mappings, f, ctx);
     // With no pending writes to merge and only grouped columns filtered, the maintained totals hold the count.
     const counted =
