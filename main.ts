@@ -72,7 +72,7 @@ export function selectProcess(config: Config): { domains: DomainModule[]; gatewa
   else if (gateways.length > 0) requireSecrets(config, ['SVC_JWT_SECRET']);
   // Every request between services is signed: whoever runs an actor or a gateway holds the context key.
   requireSecrets(config, ['SVC_CONTEXT_KEY']);
-  for (const name of ['SVC_NATS_CREDS', 'SVC_NATS_ISSUER_KEY', 'SVC_NATS_OPERATOR_KEY', 'SVC_NATS_SYSTEM_CREDS'] as const) {
+  for (const name of ['SVC_NATS_CREDS', 'SVC_NATS_ISSUER_KEY', 'SVC_NATS_OPERATOR_KEY', 'SVC_NATS_SYSTEM_CREDS', 'SVC_NATS_CA'] as const) {
     const path = config[name];
     if (path === undefined) continue;
     try {
@@ -95,7 +95,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   const { domains, gateways } = selectProcess(config);
 
   const signer = contextSigner(config);
-  const nats = new LazyNats(config.SVC_NATS_URL, `svc-${process.pid}`, log, config.SVC_NATS_CREDS);
+  const nats = new LazyNats(config.SVC_NATS_URL, `svc-${process.pid}`, log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   const stores = new Stores(config, log, opts.kvPrefix ? { keyPrefix: opts.kvPrefix } : {});
   const handles: DomainHandle[] = [];
   const closers: (() => Promise<void>)[] = [];
