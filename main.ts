@@ -13,6 +13,7 @@ import { ensureStreams } from './actors/runtime/jetstream.ts';
 import { onShutdown } from './actors/runtime/lifecycle.ts';
 import { createLogger, type Logger } from './actors/runtime/logger.ts';
 import { setNamespace } from './actors/runtime/namespace.ts';
+import { setBrokerReplicas } from './actors/runtime/replicas.ts';
 import { LazyNats } from './actors/runtime/nats.ts';
 import { ActorHost } from './actors/runtime/serve.ts';
 import { contextSigner } from './actors/runtime/signing.ts';
@@ -192,6 +193,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   setNamespace(config.SVC_NAMESPACE);
+  setBrokerReplicas(config.SVC_NATS_REPLICAS);
   const log = createLogger(config.SVC_LOG_LEVEL);
   const unknown = unknownVariables();
   if (unknown.length > 0) log.warn({ variables: unknown }, `ignoring unknown variable(s) ${unknown.join(', ')}: nothing reads them (a typo?)`);

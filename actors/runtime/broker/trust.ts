@@ -142,7 +142,7 @@ export const samePermissions = (a: Permissions, b: Permissions): boolean => cano
  * refuses a client that does not upgrade); its files are named by absolute path, so a copy of this file elsewhere (a
  * test's private server) still finds them.
  */
-export function serverConfig(opts: { operatorJwt: string; systemAccount: string; preload: Record<string, string>; tls?: BrokerTlsFiles }): string {
+export function serverConfig(opts: { operatorJwt: string; systemAccount: string; preload: Record<string, string>; tls?: BrokerTlsFiles; cluster?: ClusterNode }): string {
   const preload = Object.entries(opts.preload)
     .map(([k, v]) => `  ${k}: ${v}`)
     .join('\n');
@@ -160,8 +160,39 @@ export function serverConfig(opts: { operatorJwt: string; systemAccount: string;
     'ping_interval: "20s"',
     'ping_max: 3',
     ...(opts.tls ? [tlsBlock('tls', opts.tls)] : []),
+    ...(opts.cluster ? clusterBlock(opts.cluster, opts.tls) : []),
     '',
   ].join('\n');
+}
+
+/** One node of a JetStream cluster: its unique name, where its route port listens, and every node's route URL. */
+export interface ClusterNode {
+  cluster: string;
+  serverName: string;
+  listen: string;
+  routes: string[];
+}
+
+/**
+ * Routes between the nodes: JetStream's meta group and every stream's and consumer's raft group run over them, and so
+ * do account updates (a revocation pushed to one node reaches the others' full resolvers). With `tls`, routes speak
+ * TLS both ways (`verify`: a node must present a certificate of the same CA, which is how peers authenticate).
+ */
+function clusterBlock(node: ClusterNode, tls: BrokerTlsFiles | undefined): string[] {
+  const routes = node.routes.map((r) => `    ${JSON.stringify(r)}`).join('\n');
+  const inner = [`  name: ${JSON.stringify(node.cluster)}`, `  listen: ${JSON.stringify(node.listen)}`, `  routes: [\n${routes}\n  ]`];
+  if (tls) inner.push(tlsBlock('tls', tls, true).replace(/^/gm, '  '));
+  return [`server_name: ${JSON.stringify(node.serverName)}`, `cluster {\n${inner.join('\n')}\n}`];
+}
+
+/** The JWTs a server configuration is written from, as ensureTrust left them in `dir`. */
+export async function readTrust(dir: string): Promise<{ operatorJwt: string; systemAccount: string; preload: Record<string, string> }> {
+  const read = async (f: string): Promise<string> => (await readFile(join(dir, f), 'utf8')).trim();
+  const operatorJwt = await read(TRUST_FILES.operatorJwt);
+  const systemJwt = await read(TRUST_FILES.systemAccountJwt);
+  const accountJwt = await read(TRUST_FILES.accountJwt);
+  const systemAccount = subjectOf(systemJwt);
+  return { operatorJwt, systemAccount, preload: { [systemAccount]: systemJwt, [subjectOf(accountJwt)]: accountJwt } };
 }
 
 /** A nats-server `tls {}` block; `verify` also asks the peer for a certificate of the same CA (cluster routes). */
