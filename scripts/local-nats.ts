@@ -10,6 +10,9 @@
  *
  *   node scripts/local-nats.ts [--dir data/nats] [--url nats://127.0.0.1:4223]
  *   node scripts/local-nats.ts --init-only --dir /nats [--san nats-1 --san nats-2]   keys, certificates, configuration
+ *   node scripts/local-nats.ts --init-only --dir /nats --cluster nats-1,nats-2,nats-3
+ *       also one configuration per node (nats-server-<node>.conf): server name, routes to the others on port 6222 over
+ *       TLS with peer verification; the certificate then names every node (docker-compose's three-node broker)
  */
 import { connect } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
@@ -19,7 +22,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { brokerAuth, brokerTls } from '../actors/runtime/nats.ts';
 import { ensureBrokerCertificates, type BrokerTlsFiles } from '../actors/runtime/broker/certificates.ts';
-import { ensureTrust, TRUST_FILES } from '../actors/runtime/broker/trust.ts';
+import { ensureTrust, readTrust, serverConfig, TRUST_FILES } from '../actors/runtime/broker/trust.ts';
 
 const { values } = parseArgs({
   options: {
@@ -27,6 +30,7 @@ const { values } = parseArgs({
     url: { type: 'string', default: 'nats://127.0.0.1:4223' },
     'init-only': { type: 'boolean', default: false },
     san: { type: 'string', multiple: true, default: [] },
+    cluster: { type: 'string', default: '' },
   },
 });
 const dir = resolve(values.dir);
@@ -36,6 +40,22 @@ const port = Number(url.port || 4222);
 const creds = join(dir, TRUST_FILES.serviceCreds);
 const say = (msg: string): void => void process.stderr.write(`[local-nats] ${msg}\n`);
 const env = (name: string): string | undefined => process.env[name] || undefined;
+const clusterNodes = (values.cluster ?? '')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+const ROUTE_PORT = 6222;
+
+/** One configuration per cluster node, beside the single-server one: same trust and TLS, its name and its routes. */
+async function writeClusterConfigs(tlsFiles: BrokerTlsFiles): Promise<void> {
+  const trust = await readTrust(dir);
+  for (const node of clusterNodes) {
+    const routes = clusterNodes.filter((n) => n !== node).map((n) => `nats-route://${n}:${ROUTE_PORT}`);
+    const conf = serverConfig({ ...trust, tls: tlsFiles, cluster: { cluster: 'svc', serverName: node, listen: `0.0.0.0:${ROUTE_PORT}`, routes } });
+    writeFileSync(join(dir, `nats-server-${node}.conf`), conf, { mode: 0o600 });
+  }
+  say(`wrote the configurations of cluster nodes ${clusterNodes.join(', ')}`);
+}
 
 /** The operator's own certificate when both halves are named, else this directory's (made once, kept). */
 function brokerCertificates(): BrokerTlsFiles {
@@ -47,7 +67,7 @@ function brokerCertificates(): BrokerTlsFiles {
     const ca = env('SVC_NATS_CA');
     return { cert: resolve(cert), key: resolve(key), ...(ca ? { ca: resolve(ca) } : {}) };
   }
-  const made = ensureBrokerCertificates(dir, [host, ...(values.san ?? [])]);
+  const made = ensureBrokerCertificates(dir, [host, ...(values.san ?? []), ...clusterNodes]);
   if (made.issued) say(`issued the broker's TLS certificate (CA ${made.ca})`);
   return made;
 }
@@ -118,6 +138,7 @@ async function main(): Promise<void> {
   tls = brokerCertificates();
   const trust = await ensureTrust(dir, { tls });
   if (trust.created) say(`created the broker's operator, accounts and service credentials in ${dir}`);
+  if (clusterNodes.length > 0) await writeClusterConfigs(tls);
   if (values['init-only']) return;
   let state = await probe();
   // Our own server started from another configuration (a changed limit, or one started before this check existed)
