@@ -13,6 +13,7 @@ import { ensureStreams } from './actors/runtime/jetstream.ts';
 import { onShutdown } from './actors/runtime/lifecycle.ts';
 import { createLogger, type Logger } from './actors/runtime/logger.ts';
 import { setNamespace } from './actors/runtime/namespace.ts';
+import { setBrokerReplicas } from './actors/runtime/replicas.ts';
 import { LazyNats } from './actors/runtime/nats.ts';
 import { ActorHost } from './actors/runtime/serve.ts';
 import { contextSigner } from './actors/runtime/signing.ts';
@@ -73,7 +74,7 @@ export function selectProcess(config: Config): { domains: DomainModule[]; gatewa
   else if (gateways.length > 0) requireSecrets(config, ['SVC_JWT_SECRET']);
   // Every request between services is signed: whoever runs an actor or a gateway holds the context key.
   requireSecrets(config, ['SVC_CONTEXT_KEY']);
-  for (const name of ['SVC_NATS_CREDS', 'SVC_NATS_ISSUER_KEY', 'SVC_NATS_OPERATOR_KEY', 'SVC_NATS_SYSTEM_CREDS'] as const) {
+  for (const name of ['SVC_NATS_CREDS', 'SVC_NATS_ISSUER_KEY', 'SVC_NATS_OPERATOR_KEY', 'SVC_NATS_SYSTEM_CREDS', 'SVC_NATS_CA'] as const) {
     const path = config[name];
     if (path === undefined) continue;
     try {
@@ -96,7 +97,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   const { domains, gateways } = selectProcess(config);
 
   const signer = contextSigner(config);
-  const nats = new LazyNats(config.SVC_NATS_URL, `svc-${process.pid}`, log, config.SVC_NATS_CREDS);
+  const nats = new LazyNats(config.SVC_NATS_URL, `svc-${process.pid}`, log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   const stores = new Stores(config, log, opts.kvPrefix ? { keyPrefix: opts.kvPrefix } : {});
   const handles: DomainHandle[] = [];
   const closers: (() => Promise<void>)[] = [];
@@ -197,6 +198,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   setNamespace(config.SVC_NAMESPACE);
+  setBrokerReplicas(config.SVC_NATS_REPLICAS);
   const log = createLogger(config.SVC_LOG_LEVEL);
   const unknown = unknownVariables();
   if (unknown.length > 0) log.warn({ variables: unknown }, `ignoring unknown variable(s) ${unknown.join(', ')}: nothing reads them (a typo?)`);

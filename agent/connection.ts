@@ -73,6 +73,11 @@ export interface LinkOptions {
   /** The only inbox space the agent may subscribe to: replies (config fetch, PubAcks) arrive under it. */
   inboxPrefix: string;
   credentials: AgentCredentials;
+  /**
+   * The broker's CA (PEM) from enrolment: the only CA trusted for the broker. Without it the system's roots are.
+   * Either way the link speaks TLS only: a server that does not offer it is refused, never spoken to in plain text.
+   */
+  ca?: string;
   log: Logger;
   /** The client's own reconnect pacing while a connection exists (default 2 s + up to 2 s of jitter). */
   reconnectTimeWaitMs?: number;
@@ -157,6 +162,8 @@ export class AgentLink {
           name: this.opts.name,
           inboxPrefix: this.opts.inboxPrefix,
           authenticator: credsAuthenticator(() => this.opts.credentials.current()),
+          // `ca` replaces Node's default roots for this connection (pinning); `tls` set at all makes TLS required.
+          tls: this.opts.ca ? { ca: this.opts.ca } : {},
           maxReconnectAttempts: -1,
           reconnectTimeWait: this.opts.reconnectTimeWaitMs ?? 2_000,
           reconnectJitter: this.opts.reconnectJitterMs ?? 2_000,

@@ -1,17 +1,18 @@
 import { fmtCreds } from '@nats-io/jwt';
 import { createUser } from '@nats-io/nkeys';
+import { X509Certificate } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import { arch as nodeArch, hostname as nodeHostname } from 'node:os';
 import { z } from 'zod';
 import { LabelMap } from '../contracts/domains/agent-telemetry.ts';
 import { describeZodError } from '../contracts/errors.ts';
-import { AgentStateFile, privateDir, statePaths, writeAgentState, writeCredsFile } from './state.ts';
+import { AgentStateFile, privateDir, statePaths, writeAgentState, writeBrokerCa, writeCredsFile } from './state.ts';
 
 /**
  * Enrolment over HTTPS (console-operations.md, agent enrollment): the agent makes its own NATS user key pair (the
  * seed never leaves the host), presents the public key with a one-time install token, signs the challenge it gets
- * back, and receives a user JWT for that key with the broker's addresses. It then writes agent.creds (mode 600) and
- * agent.json into its state directory (mode 700), agent.json last: its presence means "enrolled".
+ * back, and receives a user JWT for that key with the broker's addresses and CA. It then writes agent.creds (mode 600),
+ * broker-ca.pem and agent.json into its state directory (mode 700), agent.json last: its presence means "enrolled".
  */
 
 export interface EnrollOptions {
@@ -33,6 +34,8 @@ export interface EnrollResult {
   host_id: string;
   state_dir: string;
   nats_servers: string[];
+  /** Whether the broker's CA came with the reply and is pinned. */
+  nats_ca_pinned: boolean;
 }
 
 /** Enrolment failed: `message` is what the server said (or what went wrong before it could). */
@@ -62,8 +65,23 @@ const CompleteReply = z.object({
     nats_servers: z.array(z.string().min(1)).min(1),
     user_jwt: z.string().min(1),
     inbox_prefix: z.string().min(1),
+    /** The CA the broker's certificate chains to (PEM): the agent trusts no other for the broker. */
+    nats_ca: z.string().min(1).optional(),
   }),
 });
+
+/** The certificates of a PEM bundle; an EnrollError when it holds none or one that does not parse. */
+export function parseCaBundle(pem: string): X509Certificate[] {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) throw new EnrollError('enrolment reply cannot be used: nats_ca holds no PEM certificate');
+  return blocks.map((b) => {
+    try {
+      return new X509Certificate(b);
+    } catch (err) {
+      throw new EnrollError(`enrolment reply cannot be used: nats_ca holds a certificate that does not parse (${err instanceof Error ? err.message : String(err)})`);
+    }
+  });
+}
 const ErrorReply = z.object({ error: z.object({ code: z.string(), message: z.string(), request_id: z.string().optional() }) });
 
 const UNAME_ARCH: Record<string, string> = { x64: 'x86_64', arm64: 'aarch64', ia32: 'i686', arm: 'armv7l' };
@@ -155,8 +173,10 @@ export async function enrollAgent(opts: EnrollOptions): Promise<EnrollResult> {
     labels: labels.data,
   });
   if (!state.success) throw new EnrollError(`enrolment reply cannot be used: ${describeZodError(state.error)}`);
+  if (done.nats_ca !== undefined) parseCaBundle(done.nats_ca);
   await privateDir(opts.stateDir);
   await writeCredsFile(opts.stateDir, fmtCreds(done.user_jwt, kp));
+  if (done.nats_ca !== undefined) await writeBrokerCa(opts.stateDir, done.nats_ca);
   await writeAgentState(opts.stateDir, state.data);
-  return { agent_id: done.agent_id, host_id: done.host_id, state_dir: opts.stateDir, nats_servers: done.nats_servers };
+  return { agent_id: done.agent_id, host_id: done.host_id, state_dir: opts.stateDir, nats_servers: done.nats_servers, nats_ca_pinned: done.nats_ca !== undefined };
 }

@@ -3,5 +3,5 @@ export { enrollAgent, EnrollError, type EnrollOptions, type EnrollResult } from 
 export { startAgent, type AgentStats, type RunningAgent, type StartAgentOptions } from './runner.ts';
 export { enrollSimulated, runSimulated, simDir, type FleetSummary, type SimulatedFleet } from './simulate/fleet.ts';
 export { createSyntheticCollector, createSyntheticWatcher } from './simulate/synthetic.ts';
-export { readAgentState, statePaths, type AgentState } from './state.ts';
+export { readAgentState, readBrokerCa, statePaths, type AgentState } from './state.ts';
 export { AGENT_VERSION } from './version.ts';

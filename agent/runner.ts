@@ -18,7 +18,7 @@ import type { Collector, FileChangeIn, FileWatcher, OnFileChanges } from './coll
 import { ConfigApplier, ConfigSync, subscribeCommands } from './commands.ts';
 import { AgentCredentials, AgentLink, errMessage, type LinkOptions } from './connection.ts';
 import { Outbox, streamSender, type OutboxOptions, type OutboxStats } from './outbox.ts';
-import { readAgentState } from './state.ts';
+import { readAgentState, readBrokerCa } from './state.ts';
 import { AGENT_VERSION } from './version.ts';
 import { createFileWatcher } from './watch/files.ts';
 
@@ -104,6 +104,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
   const state = await readAgentState(opts.stateDir);
   const log = (opts.log ?? createLogger(undefined, 'agent')).child({ agent_id: state.agent_id });
   const credentials = await AgentCredentials.load(opts.stateDir, log);
+  const ca = await readBrokerCa(opts.stateDir);
   const intervalMs = opts.intervalMs ?? 10_000;
   const inventoryIntervalMs = opts.inventoryIntervalMs ?? 300_000;
   const integrationsConfigIntervalMs = opts.integrationsConfigIntervalMs ?? 300_000;
@@ -126,6 +127,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
     name: `agent-${state.agent_id}`,
     inboxPrefix: state.inbox_prefix,
     credentials,
+    ...(ca ? { ca } : {}),
     log,
     ...opts.connection,
   });

@@ -10,6 +10,7 @@ import { AGENT_COMMAND } from './version.ts';
  * The agent's files under its state directory (mode 700):
  * - `agent.json`: who it is (written last at enrolment, so its presence means "enrolled");
  * - `agent.creds`: the NATS user JWT and the nkey seed (mode 600; the seed never leaves the host);
+ * - `broker-ca.pem`: the broker's CA from the enrolment reply, the only CA the agent trusts for the broker (pinned);
  * - `config/watch_files.json`: the last applied watch config `{version, payload}`.
  */
 
@@ -31,6 +32,7 @@ export interface StatePaths {
   dir: string;
   agent: string;
   creds: string;
+  brokerCa: string;
   configDir: string;
   watchFiles: string;
 }
@@ -40,6 +42,7 @@ export function statePaths(dir: string): StatePaths {
     dir,
     agent: join(dir, 'agent.json'),
     creds: join(dir, 'agent.creds'),
+    brokerCa: join(dir, 'broker-ca.pem'),
     configDir: join(dir, 'config'),
     watchFiles: join(dir, 'config', 'watch_files.json'),
   };
@@ -126,6 +129,20 @@ export async function readCredsFile(dir: string): Promise<{ bytes: Uint8Array; l
 
 export async function writeCredsFile(dir: string, creds: Uint8Array): Promise<void> {
   await writeFileAtomic(statePaths(dir).creds, creds, 0o600);
+}
+
+/** The pinned broker CA (PEM); undefined when enrolment brought none (the broker's certificate is publicly signed). */
+export async function readBrokerCa(dir: string): Promise<string | undefined> {
+  try {
+    return await readFile(statePaths(dir).brokerCa, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+export async function writeBrokerCa(dir: string, pem: string): Promise<void> {
+  await writeFileAtomic(statePaths(dir).brokerCa, pem, 0o600);
 }
 
 /** The saved watch config; undefined when there is none; throws naming the file when it is unusable. */

@@ -42,7 +42,7 @@ const accessCache = new AccessCache(await stores.kvReads());
 const resolver = new AccessResolver(() => orm.em.fork(), kv, systemClock);
 const tokens = new AccessTokens(config.SVC_JWT_SECRET!, config.SVC_JWT_ACCESS_TTL);
 // The list handler reads and never audits; the recorder gets a real connection all the same (nothing is typed away).
-const nc = await connectNats(config.SVC_NATS_URL, 'bench-direct', log, config.SVC_NATS_CREDS);
+const nc = await connectNats(config.SVC_NATS_URL, 'bench-direct', log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
 const revoker = await AgentRevoker.start(config, log);
 const list = clientHandlers({ orm, audit: new AuditRecorder(nc, systemClock), revoker })['svc.fleet.clients.list']!;
 

@@ -10,10 +10,11 @@ import { readFileSync, rmSync } from 'node:fs';
 import { EVENTS_DURABLE, HEARTBEAT_DURABLE } from '../actors/fleet/agents/status.ts';
 import { INVENTORY_DURABLE } from '../actors/fleet/inventory/ingest.ts';
 import { METRICS_DURABLE } from '../actors/fleet/metrics/ingest.ts';
-import { enrollAgent, enrollSimulated, readAgentState, statePaths } from '../agent/index.ts';
+import { enrollAgent, enrollSimulated, readAgentState, readBrokerCa, statePaths } from '../agent/index.ts';
 import type { Config } from '../actors/runtime/config.ts';
 import type { Logger } from '../actors/runtime/logger.ts';
 import { wireDurableName } from '../actors/runtime/namespace.ts';
+import { brokerTls } from '../actors/runtime/nats.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
 import { telemetrySubject } from '../contracts/streams.ts';
 import { percentile, spread, type Spread } from './stats.ts';
@@ -119,7 +120,7 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   if (enrolled.failed.length > 0) throw new Error(`${enrolled.failed.length} simulated agents failed to enrol: ${enrolled.failed[0]?.message}`);
   console.log(`\n## fleet: ${agents} agents enrolled in ${enrolSeconds.toFixed(1)} s; starting them (heartbeat + metrics every 10 s, a ~365 KB snapshot every 5 min, phases spread over the 5 minutes)`);
 
-  const svc = await connect({ servers: deps.config.SVC_NATS_URL.split(','), authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)) });
+  const svc = await connect({ servers: deps.config.SVC_NATS_URL.split(','), authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)), ...brokerTls(deps.config.SVC_NATS_CA) });
   const jsm = await jetstreamManager(svc);
   // The fleet runs in its own process, as it would on its hosts: its CPU is not the bench loop's.
   const fleet = spawn(
@@ -134,7 +135,7 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
     const dir = `${STATE_DIR}/probe-${i}`;
     await enrollAgent({ server: base, token: tokens[agents + i]!, stateDir: dir, hostname: `probe-${i}`, os: 'linux', arch: 'x86_64' });
     const state = await readAgentState(dir);
-    const nc = await connect({ servers: state.nats_servers, authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)), inboxPrefix: state.inbox_prefix });
+    const nc = await connect({ servers: state.nats_servers, authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)), tls: { ca: await readBrokerCa(dir) }, inboxPrefix: state.inbox_prefix });
     probes.push({ nc, agentId: state.agent_id, hostId: state.host_id });
   }
   const headers = { authorization: `Bearer ${deps.token}` };

@@ -15,9 +15,10 @@ import { hostFilter, selector } from '../actors/fleet/metrics/store-reads.ts';
 import type { Config } from '../actors/runtime/config.ts';
 import type { Logger } from '../actors/runtime/logger.ts';
 import { wireDurableName } from '../actors/runtime/namespace.ts';
+import { brokerTls } from '../actors/runtime/nats.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
 import { Tsdb, type ImportSeries } from '../actors/runtime/stores/tsdb.ts';
-import { enrollSimulated, readAgentState, simDir, statePaths } from '../agent/index.ts';
+import { enrollSimulated, readAgentState, readBrokerCa, simDir, statePaths } from '../agent/index.ts';
 import type { MetricSample } from '../contracts/domains/agent-telemetry.ts';
 import { decodeCompactMetricBatch, encodeCompactMetricBatch } from '../contracts/domains/metric-wire.ts';
 import { streams, telemetrySubject } from '../contracts/streams.ts';
@@ -113,7 +114,7 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
   const system = await deps.start(['main.ts'], { ...deps.env, SVC_SERVER_PORT: String(METRICS_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,fleet' }, `${base}/readyz`);
   const tsdb = new Tsdb(deps.config.SVC_TSDB_URL, { timeoutMs: 60_000 });
   const conn = (await deps.stores.orm()).em.fork().getConnection();
-  const svc = await connect({ servers: deps.config.SVC_NATS_URL.split(','), authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)) });
+  const svc = await connect({ servers: deps.config.SVC_NATS_URL.split(','), authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)), ...brokerTls(deps.config.SVC_NATS_CA) });
   const jsm = await jetstreamManager(svc);
   const connections: Agent[] = [];
   const benchHosts: string[] = [];
@@ -137,7 +138,7 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       const dir = simDir(STATE_DIR, i);
       const state = await readAgentState(dir);
       // As the reference agent connects (agent/connection.ts): its own user and inbox prefix, no async traces.
-      const nc = await connect({ servers: state.nats_servers, authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)), inboxPrefix: state.inbox_prefix, noAsyncTraces: true });
+      const nc = await connect({ servers: state.nats_servers, authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)), tls: { ca: await readBrokerCa(dir) }, inboxPrefix: state.inbox_prefix, noAsyncTraces: true });
       connections.push({ nc, js: jetstream(nc), agentId: state.agent_id, hostId: state.host_id });
       benchHosts.push(state.host_id);
     }

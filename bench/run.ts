@@ -245,7 +245,7 @@ async function me(token: string): Promise<Record<string, unknown>> {
 /** Permission resolution straight on its subject: cold (cache entry dropped before each call) and warm. */
 async function resolve(userId: string): Promise<Record<string, unknown>> {
   await single();
-  const nc = await connectNats(config.SVC_NATS_URL, 'bench', log, config.SVC_NATS_CREDS);
+  const nc = await connectNats(config.SVC_NATS_URL, 'bench', log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   const caller = new Caller(() => nc, catalogue, contextSigner(config));
   const kv = await stores.kv();
   const times = async (n: number, before?: () => Promise<unknown>): Promise<number[]> => {
@@ -259,7 +259,7 @@ async function resolve(userId: string): Promise<Record<string, unknown>> {
     return out.sort((x, y) => x - y);
   };
   // The floor: a bare request-reply to an echo on another connection of this process (no envelope, no store).
-  const echoNc = await connectNats(config.SVC_NATS_URL, 'bench-echo', log, config.SVC_NATS_CREDS);
+  const echoNc = await connectNats(config.SVC_NATS_URL, 'bench-echo', log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   const echoSubject = `${namespace}.svc.bench.echo`;
   echoNc.subscribe(echoSubject, { callback: (_e, m) => void m.respond(m.data) });
   await echoNc.flush();
@@ -341,7 +341,7 @@ async function signing(): Promise<Record<string, unknown>> {
 
 /** Invoicing: finalize with its PDF vs a bare render, preview-html of 200 lines, generate-bulk of 1,000 (bench/invoice.ts). */
 async function invoice(token: string): Promise<Record<string, unknown>> {
-  const nc = await connectNats(config.SVC_NATS_URL, 'bench-invoice', log, config.SVC_NATS_CREDS);
+  const nc = await connectNats(config.SVC_NATS_URL, 'bench-invoice', log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   try {
     return { ...(await invoiceBench({ config, stores, nc, token, rounds: ROUNDS, seconds: SECONDS, start: startChild, env })) };
   } finally {
@@ -369,7 +369,7 @@ async function servicedesk(token: string): Promise<Record<string, unknown>> {
 
 /** Events: receiver throughput, store drain, delivery-to-marker lag, notes list of a host chart (bench/events.ts). */
 async function events(token: string): Promise<Record<string, unknown>> {
-  const nc = await connectNats(config.SVC_NATS_URL, 'bench-events', log, config.SVC_NATS_CREDS);
+  const nc = await connectNats(config.SVC_NATS_URL, 'bench-events', log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   try {
     return { ...(await eventsBench({ config, stores, nc, token, log, rounds: ROUNDS, seconds: SECONDS, start: startChild, env })) };
   } finally {
@@ -402,7 +402,7 @@ const once = <T,>(f: () => Promise<T>): (() => Promise<T>) => {
  * backlog (dead-lettering it: those agents are gone) in the middle of the hop's measurement.
  */
 async function dropDurables(suffix: string): Promise<void> {
-  const nc = await connectNats(config.SVC_NATS_URL, 'bench-durables', log, config.SVC_NATS_CREDS);
+  const nc = await connectNats(config.SVC_NATS_URL, 'bench-durables', log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   try {
     const jsm = await jetstreamManager(nc);
     for await (const stream of jsm.streams.list()) {

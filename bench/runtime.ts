@@ -23,7 +23,7 @@ export interface RuntimeFigures {
 }
 
 export async function runtimeBench(deps: { config: Config; log: Logger; rounds: number; seconds: number }): Promise<RuntimeFigures> {
-  const nc = await connectNats(deps.config.SVC_NATS_URL, 'bench-runtime', deps.log, deps.config.SVC_NATS_CREDS);
+  const nc = await connectNats(deps.config.SVC_NATS_URL, 'bench-runtime', deps.log, deps.config.SVC_NATS_CREDS, deps.config.SVC_NATS_CA);
   // Replies are not checked against their schemas, as in production (SVC_VALIDATE_REPLIES=false).
   const host = new ActorHost(nc, catalogue, contextSigner(deps.config), deps.log, 10_000, false);
   try {

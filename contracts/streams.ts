@@ -32,8 +32,7 @@ export const StreamSpec = z.object({
   /** -1 = unlimited. */
   maxBytes: z.number().int().default(-1),
   maxMsgSize: z.number().int().default(-1),
-  /** 1 on a single server; 3 in a clustered deployment. */
-  replicas: z.number().int().min(1).max(5).default(1),
+  // No replicas here: every stream gets the deployment's (SVC_NATS_REPLICAS, actors/runtime/replicas.ts).
 });
 export type StreamSpec = z.output<typeof StreamSpec>;
 

@@ -1,7 +1,8 @@
 /**
  * `npm run creds -- <command>`: issues and revokes NATS credentials of the application account (README → Security
  * model). Reads the same variables as the services (SVC_NATS_URL, SVC_NATS_CREDS, SVC_NATS_ISSUER_KEY, and for
- * revocation SVC_NATS_OPERATOR_KEY and SVC_NATS_SYSTEM_CREDS); `npm run creds` fills them with the local defaults.
+ * revocation SVC_NATS_OPERATOR_KEY, SVC_NATS_SYSTEM_CREDS and SVC_NATS_CA); `npm run creds` fills them with the local
+ * defaults.
  *
  *   tool    --name <name> --out <file> [--expires-in <duration, e.g. 90d, 12h, 0 = never>]   read-only observer
  *   service --name <name> --out <file> [--expires-in <duration>]                            another gateway/actor process
@@ -55,7 +56,7 @@ async function main(argv: string[]): Promise<void> {
     if (positionals.length === 0 || positionals.some((k) => !/^U[A-Z2-7]{55}$/.test(k))) throw new UsageError('revoke takes one or more user public keys (U…, 56 characters)');
     const account = await accountOfCreds(need('SVC_NATS_CREDS'));
     const log = createLogger('warn');
-    const nc = await connectNats(process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223', 'creds-revoke', log, need('SVC_NATS_SYSTEM_CREDS'));
+    const nc = await connectNats(process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223', 'creds-revoke', log, need('SVC_NATS_SYSTEM_CREDS'), process.env.SVC_NATS_CA || undefined);
     try {
       await new BrokerRevoker(nc, account, seedFromFile(need('SVC_NATS_OPERATOR_KEY'))).revoke(positionals);
     } finally {

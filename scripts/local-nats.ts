@@ -4,9 +4,15 @@
  * nats-server with that configuration listens on the address of SVC_NATS_URL (default 127.0.0.1:4223), started
  * detached with its data under data/nats. A server already there is kept when it accepts our service credentials;
  * one started from another checkout's data/nats (other keys) is stopped and replaced; anything else is an error.
+ * The client port speaks TLS only: with the certificate and key an operator names in SVC_NATS_TLS_CERT and
+ * SVC_NATS_TLS_KEY (and their CA in SVC_NATS_CA), else with a CA and server certificate made once under the same
+ * directory (actors/runtime/broker/certificates.ts; --san adds names the certificate must cover).
  *
  *   node scripts/local-nats.ts [--dir data/nats] [--url nats://127.0.0.1:4223]
- *   node scripts/local-nats.ts --init-only --dir /nats     keys and configuration only (docker-compose)
+ *   node scripts/local-nats.ts --init-only --dir /nats [--san nats-1 --san nats-2]   keys, certificates, configuration
+ *   node scripts/local-nats.ts --init-only --dir /nats --cluster nats-1,nats-2,nats-3
+ *       also one configuration per node (nats-server-<node>.conf): server name, routes to the others on port 6222 over
+ *       TLS with peer verification; the certificate then names every node (docker-compose's three-node broker)
  */
 import { connect } from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
@@ -14,11 +20,18 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } fr
 import { createConnection } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { brokerAuth } from '../actors/runtime/nats.ts';
-import { ensureTrust, TRUST_FILES } from '../actors/runtime/broker/trust.ts';
+import { brokerAuth, brokerTls } from '../actors/runtime/nats.ts';
+import { ensureBrokerCertificates, type BrokerTlsFiles } from '../actors/runtime/broker/certificates.ts';
+import { ensureTrust, readTrust, serverConfig, TRUST_FILES } from '../actors/runtime/broker/trust.ts';
 
 const { values } = parseArgs({
-  options: { dir: { type: 'string', default: 'data/nats' }, url: { type: 'string', default: 'nats://127.0.0.1:4223' }, 'init-only': { type: 'boolean', default: false } },
+  options: {
+    dir: { type: 'string', default: 'data/nats' },
+    url: { type: 'string', default: 'nats://127.0.0.1:4223' },
+    'init-only': { type: 'boolean', default: false },
+    san: { type: 'string', multiple: true, default: [] },
+    cluster: { type: 'string', default: '' },
+  },
 });
 const dir = resolve(values.dir);
 const url = new URL(values.url);
@@ -26,6 +39,38 @@ const host = url.hostname || '127.0.0.1';
 const port = Number(url.port || 4222);
 const creds = join(dir, TRUST_FILES.serviceCreds);
 const say = (msg: string): void => void process.stderr.write(`[local-nats] ${msg}\n`);
+const env = (name: string): string | undefined => process.env[name] || undefined;
+const clusterNodes = (values.cluster ?? '')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+const ROUTE_PORT = 6222;
+
+/** One configuration per cluster node, beside the single-server one: same trust and TLS, its name and its routes. */
+async function writeClusterConfigs(tlsFiles: BrokerTlsFiles): Promise<void> {
+  const trust = await readTrust(dir);
+  for (const node of clusterNodes) {
+    const routes = clusterNodes.filter((n) => n !== node).map((n) => `nats-route://${n}:${ROUTE_PORT}`);
+    const conf = serverConfig({ ...trust, tls: tlsFiles, cluster: { cluster: 'svc', serverName: node, listen: `0.0.0.0:${ROUTE_PORT}`, routes } });
+    writeFileSync(join(dir, `nats-server-${node}.conf`), conf, { mode: 0o600 });
+  }
+  say(`wrote the configurations of cluster nodes ${clusterNodes.join(', ')}`);
+}
+
+/** The operator's own certificate when both halves are named, else this directory's (made once, kept). */
+function brokerCertificates(): BrokerTlsFiles {
+  const cert = env('SVC_NATS_TLS_CERT');
+  const key = env('SVC_NATS_TLS_KEY');
+  if (cert || key) {
+    if (!cert || !key) throw new Error('set both SVC_NATS_TLS_CERT and SVC_NATS_TLS_KEY (the broker certificate and its key), or neither');
+    for (const f of [cert, key]) if (!existsSync(f)) throw new Error(`${f} does not exist`);
+    const ca = env('SVC_NATS_CA');
+    return { cert: resolve(cert), key: resolve(key), ...(ca ? { ca: resolve(ca) } : {}) };
+  }
+  const made = ensureBrokerCertificates(dir, [host, ...(values.san ?? []), ...clusterNodes]);
+  if (made.issued) say(`issued the broker's TLS certificate (CA ${made.ca})`);
+  return made;
+}
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 type Probe = 'ok' | 'refused' | 'closed';
@@ -40,7 +85,7 @@ function portOpen(): Promise<boolean> {
 
 async function connects(withCreds: boolean): Promise<boolean> {
   try {
-    const nc = await connect({ servers: `${host}:${port}`, ...(withCreds ? brokerAuth(creds) : {}), reconnect: false, timeout: 2000 });
+    const nc = await connect({ servers: `${host}:${port}`, ...(withCreds ? brokerAuth(creds) : {}), ...brokerTls(tls?.ca), reconnect: false, timeout: 2000 });
     await nc.close();
     return true;
   } catch {
@@ -87,9 +132,13 @@ async function stop(pid: number): Promise<void> {
   process.kill(pid, 'SIGKILL');
 }
 
+let tls: BrokerTlsFiles | undefined;
+
 async function main(): Promise<void> {
-  const trust = await ensureTrust(dir);
+  tls = brokerCertificates();
+  const trust = await ensureTrust(dir, { tls });
   if (trust.created) say(`created the broker's operator, accounts and service credentials in ${dir}`);
+  if (clusterNodes.length > 0) await writeClusterConfigs(tls);
   if (values['init-only']) return;
   let state = await probe();
   // Our own server started from another configuration (a changed limit, or one started before this check existed)
@@ -114,7 +163,7 @@ async function main(): Promise<void> {
   }
   if (state === 'closed') {
     const bin = existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
-    say(`starting nats-server on ${host}:${port} (operator mode, JetStream, data and log in ${dir})`);
+    say(`starting nats-server on ${host}:${port} (operator mode, JetStream, TLS, data and log in ${dir})`);
     // Detached in its own session: it outlives this script and a Ctrl-C of `npm start`, like the other local services.
     const child = spawn(bin, ['-c', TRUST_FILES.serverConfig, '-a', host, '-p', String(port), '-P', 'nats-server.pid', '-l', 'nats-server.log'], {
       cwd: dir,

@@ -8,7 +8,8 @@
 #                       node_modules/.bin/node once installed; before the first install the same tarball is fetched
 #                       into data/runtime (integrity checked against the lock) so that npm ci itself runs on it
 #   1. npm ci           when node_modules is missing or package-lock.json changed since the last install
-#   2. apt packages     nats-server, victoria-metrics and chromium, when missing (apt-get update once, then install)
+#   2. apt packages     nats-server, victoria-metrics, chromium and openssl (the broker's certificates), when
+#                       missing (apt-get update once, then install)
 #   3. local services   PostgreSQL :5432, Redis :6379, VictoriaMetrics :8428, each started with the machine's own
 #                       command when its port is closed, then waited for; NATS :4223 in operator mode with this
 #                       project's configuration and keys (scripts/local-nats.ts, data/nats); a VictoriaMetrics of
@@ -106,7 +107,7 @@ _svc_installed() { [[ $(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)
 
 _svc_apt() {
   local pkg missing=()
-  for pkg in nats-server victoria-metrics chromium; do _svc_installed "$pkg" || missing+=("$pkg"); done
+  for pkg in nats-server victoria-metrics chromium openssl; do _svc_installed "$pkg" || missing+=("$pkg"); done
   (( ${#missing[@]} )) || return 0
   _svc_log "installing Debian packages: ${missing[*]} (once; this takes a few minutes)"
   local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600)
@@ -181,9 +182,12 @@ _svc_nats() {
   _svc_default SVC_NATS_ISSUER_KEY "$dir/account-signing.nk"
   _svc_default SVC_NATS_OPERATOR_KEY "$dir/operator-signing.nk"
   _svc_default SVC_NATS_SYSTEM_CREDS "$dir/system.creds"
+  # TLS on the client port: clients verify the broker against the CA local-nats.ts makes there, unless the operator
+  # brings the broker's certificate (SVC_NATS_TLS_CERT/KEY), whose CA they then name in SVC_NATS_CA themselves.
+  [[ -n ${SVC_NATS_TLS_CERT:-} ]] || _svc_default SVC_NATS_CA "$dir/ca.pem"
   (cd "$_svc_dir" && node scripts/local-nats.ts --dir "$dir" --url "$SVC_NATS_URL") \
     || _svc_err "the local NATS server could not be started (see $dir/nats-server.log)" || return 1
-  _svc_ready+=("NATS:$_svc_port(operator mode)")
+  _svc_ready+=("NATS:$_svc_port(operator mode, TLS)")
 }
 
 # The local VictoriaMetrics' command line for a data directory. -dedup.minScrapeInterval=1ms collapses samples of

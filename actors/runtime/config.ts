@@ -21,6 +21,14 @@ export const ConfigSchema = z.object({
   SVC_NATS_ISSUER_KEY: z.string().optional(),
   SVC_NATS_OPERATOR_KEY: z.string().optional(),
   SVC_NATS_SYSTEM_CREDS: z.string().optional(),
+  // TLS (README → Security model): the CA every client verifies the broker against (also handed to enrolling agents,
+  // who pin it), and the broker's own certificate and key when an operator brings them (scripts/local-nats.ts;
+  // otherwise it makes a CA and certificate under data/nats)
+  SVC_NATS_CA: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  SVC_NATS_TLS_CERT: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  SVC_NATS_TLS_KEY: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  // copies of every stream, KV bucket and durable consumer the system creates (3 in a three-node cluster)
+  SVC_NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   SVC_CONTEXT_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   SVC_CONTEXT_KEY_PREVIOUS: list.default([]),
   SVC_CONTEXT_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(600).default(30),

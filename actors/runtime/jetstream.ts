@@ -36,6 +36,7 @@ import {
 import type { Logger } from './logger.ts';
 import { deadLetters } from './metrics.ts';
 import { wireDurableName, wireDurableSubject } from './namespace.ts';
+import { brokerReplicas } from './replicas.ts';
 import { parseTraceparent } from './trace.ts';
 
 // JetStream API error codes we branch on (server/errors.json).
@@ -65,8 +66,15 @@ function js(nc: NatsConnection): JetStreamClient {
 // ---------------------------------------------------------------------------------------------------------------
 // Streams
 
-/** The declared spec in the server's terms (durations in nanoseconds). */
-export function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name: string } {
+/**
+ * How long a declaration (stream or durable create/update) may take: in a cluster it is a proposal to the meta leader
+ * and, for a change of replicas, a new raft group; during a leader election (about 8 s on a loaded machine) the
+ * client's 5 s default fails a start-up that would have succeeded.
+ */
+const DECLARE_TIMEOUT_MS = 30_000;
+
+/** The declared spec in the server's terms (durations in nanoseconds), at the deployment's replicas. */
+export function toStreamConfig(spec: StreamSpec, replicas = brokerReplicas()): Partial<StreamConfig> & { name: string } {
   return {
     name: spec.name,
     description: spec.description,
@@ -77,18 +85,20 @@ export function toStreamConfig(spec: StreamSpec): Partial<StreamConfig> & { name
     duplicate_window: nanos(spec.duplicateWindowMs),
     max_bytes: spec.maxBytes,
     max_msg_size: spec.maxMsgSize,
-    num_replicas: spec.replicas,
+    num_replicas: replicas,
     discard: DiscardPolicy.Old,
   };
 }
 
 /**
- * Declares each stream, idempotently: create it, or bring an existing one to the declared limits. Never deletes a
- * stream: a change the server cannot apply in place (retention, storage) fails loudly, and an operator migrates.
+ * Declares each stream, idempotently: create it, or bring an existing one to the declared limits and replicas. Never
+ * deletes a stream: a change the server cannot apply in place (retention, storage) fails loudly, and an operator
+ * migrates. A stream with fewer replicas than configured (an R1 stream of a single server now in a cluster) is scaled up
+ * in place by that update: the server copies its messages to the new peers, nothing is lost or re-published.
  * Two processes booting at once are fine: an identical create succeeds, a lost race falls through to an update.
  */
 export async function ensureStreams(nc: NatsConnection, specs: readonly StreamSpec[]): Promise<StreamInfo[]> {
-  const jsm = await jetstreamManager(nc);
+  const jsm = await jetstreamManager(nc, { timeout: DECLARE_TIMEOUT_MS });
   const out: StreamInfo[] = [];
   for (const spec of specs) out.push(await ensureStream(jsm, spec));
   return out;
@@ -135,13 +145,15 @@ export interface DurableConsumerConfig {
 
 /** A durable pull consumer with explicit acks, created or brought to `config` (idempotent, race-safe). */
 export async function ensureConsumer(nc: NatsConnection, stream: string, config: DurableConsumerConfig): Promise<ConsumerInfo> {
-  const jsm = await jetstreamManager(nc);
+  const jsm = await jetstreamManager(nc, { timeout: DECLARE_TIMEOUT_MS });
   const filters = config.filterSubjects ?? [];
   const settable: Partial<ConsumerConfig> = {
     description: config.description,
     max_deliver: config.maxDeliver,
     ack_wait: nanos(config.ackWaitMs),
     max_ack_pending: config.maxAckPending ?? 1000,
+    // Explicit rather than inherited, so a durable created before the stream was scaled up follows it.
+    num_replicas: brokerReplicas(),
     // Both keys are always present so an update can also clear or switch a filter.
     filter_subject: filters.length === 1 ? filters[0] : undefined,
     filter_subjects: filters.length > 1 ? [...filters] : undefined,

@@ -1,8 +1,10 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from './logger.ts';
 import { namespace } from './namespace.ts';
+import { brokerReplicas } from './replicas.ts';
 
 /**
  * A lease in JetStream KV: at most one holder per name across every instance, however many run. The holder renews it
@@ -34,8 +36,17 @@ export class Lease {
   private async bucket(): Promise<KV> {
     const ns = namespace();
     // One bucket per TTL: the bucket's max age is what expires an abandoned lease.
-    this.kv ??= await new Kvm(this.nc).create(`svc_leases_${Math.round(this.ttlMs)}${ns ? `_${ns}` : ''}`, { ttl: this.ttlMs, history: 1 });
-    return this.kv;
+    if (this.kv) return this.kv;
+    const name = `svc_leases_${Math.round(this.ttlMs)}${ns ? `_${ns}` : ''}`;
+    const kv = await new Kvm(this.nc).create(name, { ttl: this.ttlMs, history: 1, replicas: brokerReplicas() });
+    // `create` opens an existing bucket as it is: one made at fewer replicas (before a cluster) is scaled up here.
+    const status = await kv.status();
+    if (status.replicas < brokerReplicas()) {
+      const jsm = await jetstreamManager(this.nc);
+      await jsm.streams.update(status.streamInfo.config.name, { num_replicas: brokerReplicas() });
+    }
+    this.kv = kv;
+    return kv;
   }
 
   /** True when this instance holds the lease now (acquired or renewed by this call). */

@@ -26,6 +26,16 @@ export function brokerAuth(credsPath: string | undefined): Partial<ConnectionOpt
   return credsPath ? { authenticator: credsAuthenticator(() => readFileSync(credsPath)) } : {};
 }
 
+/**
+ * TLS towards the broker: with a CA file (SVC_NATS_CA) the server must present a certificate chaining to it, and the
+ * client refuses a server that does not offer TLS. Without one, a server that requires TLS is still spoken to over
+ * TLS, verified against the system's roots (an operator's publicly signed certificate). The file is read on every
+ * (re)connect, so a rotated CA bundle is picked up without a restart.
+ */
+export function brokerTls(caPath: string | undefined): Partial<ConnectionOptions> {
+  return caPath ? { tls: { caFile: caPath } } : {};
+}
+
 /** How long `close()` lets a drain run (it cannot finish while the server is unreachable) before closing outright. */
 const DRAIN_TIMEOUT_MS = 5_000;
 
@@ -33,8 +43,8 @@ const DRAIN_TIMEOUT_MS = 5_000;
  * Connects and keeps reconnecting forever. `waitOnFirstConnect` lets a process start while NATS is still down: the
  * promise settles once a server answers.
  */
-export async function connectNats(url: string, name: string, log: Logger, credsPath?: string): Promise<NatsConnection> {
-  const nc = await connect({ servers: url.split(','), name, ...RECONNECT, ...brokerAuth(credsPath), waitOnFirstConnect: true });
+export async function connectNats(url: string, name: string, log: Logger, credsPath?: string, caPath?: string): Promise<NatsConnection> {
+  const nc = await connect({ servers: url.split(','), name, ...RECONNECT, ...brokerAuth(credsPath), ...brokerTls(caPath), waitOnFirstConnect: true });
   watchStatus(nc, log, () => undefined);
   batchWrites(nc);
   return nc;
@@ -135,16 +145,19 @@ export class LazyNats {
   private readonly name: string;
   private readonly log: Logger;
   private readonly credsPath?: string;
+  private readonly caPath?: string;
   constructor(
     url: string,
     name: string,
     log: Logger,
     credsPath?: string,
+    caPath?: string,
   ) {
     this.url = url;
     this.name = name;
     this.log = log;
     this.credsPath = credsPath;
+    this.caPath = caPath;
     this.ready = this.loop();
     this.ready.catch(() => undefined);
   }
@@ -153,7 +166,7 @@ export class LazyNats {
     for (let attempt = 0; ; attempt++) {
       if (this.closed) throw new Error('closed before connecting');
       try {
-        const nc = await connect({ servers: this.url.split(','), name: this.name, ...RECONNECT, ...brokerAuth(this.credsPath), timeout: 2000 });
+        const nc = await connect({ servers: this.url.split(','), name: this.name, ...RECONNECT, ...brokerAuth(this.credsPath), ...brokerTls(this.caPath), timeout: 2000 });
         if (this.closed) {
           await nc.close();
           throw new Error('closed before connecting');

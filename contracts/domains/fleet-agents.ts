@@ -39,6 +39,8 @@ export const EnrollCompleteReply = z.object({
   nats_servers: z.array(z.string()),
   user_jwt: z.string(),
   inbox_prefix: z.string(),
+  /** The broker's CA (PEM, SVC_NATS_CA): agents pin it. Absent when the broker's certificate is publicly signed. */
+  nats_ca: z.string().optional(),
 });
 
 /** Watch config as stored and shown (console-operations.md, "Watch config"). */

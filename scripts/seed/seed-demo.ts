@@ -65,7 +65,7 @@ async function main(): Promise<number> {
   // Imported here so a test importing seedDemo does not load the whole system.
   const { startSystem } = await import('../../main.ts');
   const { LazyNats } = await import('../../actors/runtime/nats.ts');
-  const nats = new LazyNats(config.SVC_NATS_URL, `seed-demo-${process.pid}`, log, config.SVC_NATS_CREDS);
+  const nats = new LazyNats(config.SVC_NATS_URL, `seed-demo-${process.pid}`, log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   let system: { stop(): Promise<void> } | undefined;
   try {
     const nc = await nats.ready;

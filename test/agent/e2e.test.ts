@@ -11,7 +11,7 @@ import { createLogger } from '../../actors/runtime/logger.ts';
 import { wireDurableSubject } from '../../actors/runtime/namespace.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { FileChanged } from '../../contracts/domains/fleet-agents.ts';
-import { NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 import { createClient } from '../support/identity.ts';
 import { stopProcess, waitFor } from '../support/processes.ts';
 import type { TestSystem } from '../support/system.ts';
@@ -74,7 +74,7 @@ beforeAll(async () => {
   // The agent speaks HTTP to a real port, as it would to a deployed console.
   await sys.console!.listen({ host: '127.0.0.1', port: 0 });
   baseUrl = `http://127.0.0.1:${(sys.console!.server.address() as AddressInfo).port}`;
-  service = await connectNats(NATS_URL, 'agent-e2e', createLogger('silent'), NATS_CREDS);
+  service = await connectNats(NATS_URL, 'agent-e2e', createLogger('silent'), NATS_CREDS, NATS_CA);
   clientId = (await createClient(sys)).id;
   const env = await call('POST', `/api/v1/clients/${clientId}/environments`, { name: 'Production', slug: 'production' });
   expectStatus(env, 201);

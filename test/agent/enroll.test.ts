@@ -18,7 +18,7 @@ import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { EnrollError, enrollAgent } from '../../agent/enroll.ts';
 import { readAgentState, statePaths } from '../../agent/state.ts';
-import { NATS_CREDS, NATS_FILES, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL } from '../support/env.ts';
 import { waitFor } from '../support/processes.ts';
 
 /**
@@ -34,7 +34,7 @@ let baseUrl: string;
 let issuer: BrokerIssuer;
 let service: NatsConnection;
 const dirs: string[] = [];
-const challenges = new Map<string, { challenge: string; publicKey: string }>();
+const challenges = new Map<string, { challenge: string; publicKey: string; badCa: boolean }>();
 const enrolRequests: Record<string, unknown>[] = [];
 
 const send = (res: ServerResponse, status: number, body: unknown): void => {
@@ -48,10 +48,10 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   const body = JSON.parse(text) as Record<string, string>;
   if (req.url === '/api/v1/agents/enroll') {
     enrolRequests.push(body);
-    if (body.install_token !== 'good-token' && body.install_token !== 'good-token-2') return fail(res, 401, 'unauthorized', 'install token is invalid, expired or already used');
+    if (!['good-token', 'good-token-2', 'bad-ca-token'].includes(body.install_token!)) return fail(res, 401, 'unauthorized', 'install token is invalid, expired or already used');
     const agentId = randomUUID();
     const challenge = randomUUID();
-    challenges.set(agentId, { challenge, publicKey: body.public_key! });
+    challenges.set(agentId, { challenge, publicKey: body.public_key!, badCa: body.install_token === 'bad-ca-token' });
     return send(res, 200, { data: { agent_id: agentId, challenge } });
   }
   if (req.url === '/api/v1/agents/enroll/complete') {
@@ -60,7 +60,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     const ok = fromPublic(pending.publicKey).verify(new TextEncoder().encode(pending.challenge), Buffer.from(body.signature!, 'base64url'));
     if (!ok) return fail(res, 401, 'unauthorized', 'signature does not match the public key');
     const issued = await issuer.agent(body.agent_id!, pending.publicKey, 3600);
-    return send(res, 200, { data: { agent_id: body.agent_id, host_id: randomUUID(), nats_servers: [NATS_URL], user_jwt: issued.jwt, inbox_prefix: issued.inboxPrefix } });
+    return send(res, 200, { data: { agent_id: body.agent_id, host_id: randomUUID(), nats_servers: [NATS_URL], user_jwt: issued.jwt, inbox_prefix: issued.inboxPrefix, nats_ca: pending.badCa ? '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n' : readFileSync(NATS_CA, 'utf8') } });
   }
   fail(res, 404, 'not_found', 'no such route');
 }
@@ -99,7 +99,7 @@ function cli(args: string[], opts: { until?: (stderr: string) => boolean; signal
 
 beforeAll(async () => {
   issuer = await BrokerIssuer.fromFiles(NATS_CREDS, NATS_FILES.issuerKey);
-  service = await connectNats(NATS_URL, 'agent-enrol-test', log, NATS_CREDS);
+  service = await connectNats(NATS_URL, 'agent-enrol-test', log, NATS_CREDS, NATS_CA);
   await ensureStreams(service, allStreams);
   http = createServer((req, res) => void handle(req, res).catch((err: unknown) => fail(res, 500, 'internal', String(err))));
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
@@ -122,6 +122,9 @@ describe('enrollAgent', () => {
     expect(String(enrolRequests.at(-1)!.public_key)).toMatch(/^U[A-Z0-9]{55}$/);
     const creds = readFileSync(statePaths(dir).creds, 'utf8');
     expect(creds).toContain('BEGIN NATS USER JWT');
+    // The broker's CA from the reply, pinned for every connection (agent/connection.ts).
+    expect(readFileSync(statePaths(dir).brokerCa, 'utf8')).toBe(readFileSync(NATS_CA, 'utf8'));
+    expect(result.nats_ca_pinned).toBe(true);
     expect(creds).toMatch(/^SU[A-Z0-9]+$/m);
     // The seed is only on disk, never sent.
     const seed = /^(SU[A-Z0-9]+)$/m.exec(creds)![1]!;
@@ -136,6 +139,12 @@ describe('enrollAgent', () => {
     const err = await enrollAgent({ server: baseUrl, token: 'used-token', stateDir: dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EnrollError);
     expect(err).toMatchObject({ message: 'install token is invalid, expired or already used', code: 'unauthorized', requestId: 'req-test-1', status: 401 });
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('refuses a reply whose broker CA does not parse, and writes nothing', async () => {
+    const dir = join(tempDir(), 'state');
+    await expect(enrollAgent({ server: baseUrl, token: 'bad-ca-token', stateDir: dir })).rejects.toThrow(/nats_ca holds a certificate that does not parse/);
     expect(existsSync(dir)).toBe(false);
   });
 

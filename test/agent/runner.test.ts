@@ -18,9 +18,9 @@ import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { startAgent, type RunningAgent, type StartAgentOptions } from '../../agent/runner.ts';
 import { createSyntheticCollector } from '../../agent/simulate/synthetic.ts';
-import { statePaths, writeAgentState, writeCredsFile, writeWatchConfig } from '../../agent/state.ts';
+import { statePaths, writeAgentState, writeBrokerCa, writeCredsFile, writeWatchConfig } from '../../agent/state.ts';
 import type { FileWatcher, OnFileChanges } from '../../agent/collect/types.ts';
-import { NATS_CREDS, NATS_FILES, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL } from '../support/env.ts';
 import { freePort, sleep, startNatsServer, stopProcess, waitFor } from '../support/processes.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
 
@@ -54,6 +54,7 @@ async function provision(opts: { ttlSeconds?: number; servers?: string[]; labels
   const dir = mkdtempSync(join(tmpdir(), 'agent-test-'));
   dirs.push(dir);
   await writeCredsFile(dir, fmtCreds(issued.jwt, kp));
+  await writeBrokerCa(dir, readFileSync(NATS_CA, 'utf8'));
   await writeAgentState(dir, { agent_id: id, host_id: randomUUID(), nats_servers: opts.servers ?? [NATS_URL], inbox_prefix: issued.inboxPrefix, enrolled_at: new Date().toISOString(), labels: opts.labels ?? {} });
   return { id, dir, kp };
 }
@@ -137,7 +138,7 @@ function configResponder(agentId: string, reply: (n: number) => unknown, nc: Nat
 const watchConfig = (path: string): WatchFilesConfig => ({ paths: [path], exclude_patterns: [], sensitive_files: [], max_file_size: 1024 });
 
 beforeAll(async () => {
-  service = await connectNats(NATS_URL, 'agent-test', log, NATS_CREDS);
+  service = await connectNats(NATS_URL, 'agent-test', log, NATS_CREDS, NATS_CA);
   await ensureStreams(service, allStreams);
   issuer = await BrokerIssuer.fromFiles(NATS_CREDS, NATS_FILES.issuerKey);
 });
@@ -226,7 +227,7 @@ describe('config fetch', () => {
     dirs.push(storeDir);
     server = startNatsServer(port, storeDir);
     ownUrl = `nats://127.0.0.1:${port}`;
-    own = await connectNats(ownUrl, 'agent-test-own', log, NATS_CREDS);
+    own = await connectNats(ownUrl, 'agent-test-own', log, NATS_CREDS, NATS_CA);
     await ensureStreams(own, [streams.SVC_TELEMETRY]);
   });
   afterAll(async () => {

@@ -2,7 +2,7 @@ import { createUser as createNkeyUser } from '@nats-io/jwt';
 import { connect, jwtAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { BrokerIssuer } from '../../actors/runtime/broker/issuer.ts';
-import { NATS_CREDS, NATS_FILES, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL } from '../support/env.ts';
 import type { TestSystem } from '../support/system.ts';
 
 /**
@@ -119,7 +119,7 @@ export async function connectAgent(agentId = randomUUID()): Promise<LiveAgent> {
   const issuer = await BrokerIssuer.fromFiles(NATS_CREDS, NATS_FILES.issuerKey);
   const kp = createNkeyUser();
   const issued = await issuer.agent(agentId, kp.getPublicKey(), 3600);
-  const nc = await connect({ servers, authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()), inboxPrefix: issued.inboxPrefix, reconnect: false, timeout: 3000 });
+  const nc = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()), inboxPrefix: issued.inboxPrefix, reconnect: false, timeout: 3000 });
   return { id: agentId, publicKey: kp.getPublicKey(), nc, jwt: issued.jwt, seed: kp.getSeed(), inboxPrefix: issued.inboxPrefix };
 }
 
@@ -134,7 +134,7 @@ export async function closedWithin(nc: NatsConnection, ms: number): Promise<bool
 /** A new connection with the agent's (revoked) credentials: the error it is refused with, or undefined if accepted. */
 export async function reconnectError(agent: LiveAgent): Promise<Error | undefined> {
   try {
-    const nc = await connect({ servers, authenticator: jwtAuthenticator(agent.jwt, agent.seed), inboxPrefix: agent.inboxPrefix, reconnect: false, timeout: 3000 });
+    const nc = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(agent.jwt, agent.seed), inboxPrefix: agent.inboxPrefix, reconnect: false, timeout: 3000 });
     await nc.close();
     return undefined;
   } catch (err) {

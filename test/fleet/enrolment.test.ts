@@ -1,4 +1,5 @@
 import { createUser as createNkey, type KeyPair } from '@nats-io/nkeys';
+import { readFileSync } from 'node:fs';
 import { connect, jwtAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { decode } from '@nats-io/jwt';
 import { randomUUID } from 'node:crypto';
@@ -11,7 +12,7 @@ import { ConfigFetchReply, ConfigUpdateCommand } from '../../contracts/domains/a
 import { AgentStatusChanged } from '../../contracts/domains/fleet-agents.ts';
 import { jetstream } from '@nats-io/jetstream';
 import { createClient } from '../support/identity.ts';
-import { NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 import { waitFor } from '../support/processes.ts';
 import type { TestSystem } from '../support/system.ts';
 import { api, expectStatus, startAdminSystem, userWith, waitForAudit, type Method } from '../identity/admin-support.ts';
@@ -48,6 +49,7 @@ interface Enrolled {
   nats_servers: string[];
   user_jwt: string;
   inbox_prefix: string;
+  nats_ca?: string;
   kp: KeyPair;
 }
 
@@ -62,7 +64,7 @@ async function enrol(token: string, hostname = `web-${randomUUID().slice(0, 6)}`
 }
 
 async function agentConnection(a: Enrolled): Promise<NatsConnection> {
-  const nc = await connect({ servers, authenticator: jwtAuthenticator(a.user_jwt, a.kp.getSeed()), inboxPrefix: a.inbox_prefix, reconnect: false, timeout: 5000 });
+  const nc = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(a.user_jwt, a.kp.getSeed()), inboxPrefix: a.inbox_prefix, reconnect: false, timeout: 5000 });
   opened.push(nc);
   return nc;
 }
@@ -99,7 +101,7 @@ async function eventsOn<T>(subject: string, match: (p: T) => boolean, timeoutMs 
 beforeAll(async () => {
   ({ sys, root } = await startAdminSystem({ SVC_AGENT_STALE_TIMEOUT_SECONDS: '2' }));
   call = api(sys, { token: root });
-  service = await connectNats(NATS_URL, 'enrolment-test', log, NATS_CREDS);
+  service = await connectNats(NATS_URL, 'enrolment-test', log, NATS_CREDS, NATS_CA);
 });
 
 afterAll(async () => {
@@ -141,6 +143,8 @@ describe('enrolment', () => {
     const a = await enrol(token, 'db-1');
     expect(a.inbox_prefix).toBe(`_INBOX.agent-${a.agent_id}`);
     expect(a.nats_servers.length).toBeGreaterThan(0);
+    // The broker's CA, for the agent to pin (SVC_NATS_CA).
+    expect(a.nats_ca).toBe(readFileSync(NATS_CA, 'utf8'));
     const claims = decode<{ pub: { allow: string[] }; sub: { allow: string[] } }>(a.user_jwt);
     expect(claims.sub).toBe(a.kp.getPublicKey());
     expect(claims.nats.pub?.allow.sort()).toEqual([`svc.agent.${a.agent_id}.>`, `svc.system.agent.config.${a.agent_id}`].sort());
@@ -221,7 +225,7 @@ describe('credential renewal', () => {
     const [row] = await sys.sql<{ credentials_expires_at: Date }>(`SELECT credentials_expires_at FROM agents WHERE id = ?`, [a.agent_id]);
     expect(new Date(row!.credentials_expires_at).toISOString()).toBe(renewed!.expires_at);
     // The renewed JWT connects.
-    const fresh = await connect({ servers, authenticator: jwtAuthenticator(renewed!.user_jwt, a.kp.getSeed()), inboxPrefix: a.inbox_prefix, reconnect: false, timeout: 5000 });
+    const fresh = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(renewed!.user_jwt, a.kp.getSeed()), inboxPrefix: a.inbox_prefix, reconnect: false, timeout: 5000 });
     opened.push(fresh);
     expect((await fetchConfig(fresh, a.agent_id)).ok).toBe(true);
   });

@@ -14,7 +14,7 @@ import { connectNats } from '../../actors/runtime/nats.ts';
 import { Tsdb } from '../../actors/runtime/stores/tsdb.ts';
 import type { MetricSample } from '../../contracts/domains/agent-telemetry.ts';
 import { streams, telemetrySubject } from '../../contracts/streams.ts';
-import { NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 import { freePort, waitFor } from '../support/processes.ts';
 import type { TestSystem } from '../support/system.ts';
 
@@ -46,7 +46,7 @@ export class MetricsFixture {
   }
 
   async open(): Promise<this> {
-    this.nc = await connectNats(NATS_URL, 'metrics-read-test', createLogger('silent'), NATS_CREDS);
+    this.nc = await connectNats(NATS_URL, 'metrics-read-test', createLogger('silent'), NATS_CREDS, NATS_CA);
     this.jsm = await jetstreamManager(this.nc);
     this.tsdb = new Tsdb(this.sys.config.SVC_TSDB_URL);
     return this;

@@ -12,7 +12,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
 import { bridge, type GatewayDeps } from '../../gateway/shared/bridge.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
-import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 
 /**
  * `Idempotency-Key` on creating POSTs: the first complete answer is kept (Valkey, 24 h) per caller and key; a repeat
@@ -72,7 +72,7 @@ let app: GatewayApp;
 let invoicing: GatewayApp;
 
 beforeAll(async () => {
-  nc = await connectNats(NATS_URL, 'gw-idem-test', log, NATS_CREDS);
+  nc = await connectNats(NATS_URL, 'gw-idem-test', log, NATS_CREDS, NATS_CA);
   host = new ActorHost(nc, testCatalogue, testSigner(), log);
   await host.serve('rtest', 'rtest-idem', {
     'svc.rtest.echo': async ({ name }) => {

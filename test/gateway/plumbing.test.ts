@@ -13,7 +13,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
 import { bridge, PageQuery, type GatewayDeps } from '../../gateway/shared/bridge.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
-import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 
 const log = createLogger('silent');
 let nc: NatsConnection;
@@ -55,7 +55,7 @@ let consoleApp: GatewayApp;
 let invoicingApp: GatewayApp;
 
 beforeAll(async () => {
-  nc = await connectNats(NATS_URL, 'gw-test', log, NATS_CREDS);
+  nc = await connectNats(NATS_URL, 'gw-test', log, NATS_CREDS, NATS_CA);
   host = new ActorHost(nc, testCatalogue, testSigner(), log);
   await host.serve('rtest', 'rtest-gw', {
     'svc.rtest.echo': async ({ name }) => ({ greeting: `hi ${name}`, instance: 'gw' }),

@@ -12,7 +12,7 @@ import { DomainError } from '../../contracts/errors.ts';
 import { buildConsoleGateway } from '../../gateway/console/app.ts';
 import { buildInvoicingGateway } from '../../gateway/invoicing/app.ts';
 import type { GatewayDeps } from '../../gateway/shared/bridge.ts';
-import { NATS_CREDS, NATS_URL, testConfig, testSigner } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL, testConfig, testSigner } from '../support/env.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 import { waitFor, freePort, startNatsServer, stopProcess } from '../support/processes.ts';
 
@@ -60,7 +60,7 @@ describe('probes of the running system', () => {
 
 describe('probes when a dependency is down', () => {
   it('console /readyz is 503 when PostgreSQL is on a closed port', async () => {
-    const nats = new LazyNats(NATS_URL, 'probe-test', log, NATS_CREDS);
+    const nats = new LazyNats(NATS_URL, 'probe-test', log, NATS_CREDS, NATS_CA);
     await nats.ready;
     const gw = await buildConsoleGateway({ config: testConfig({ SVC_DB_URL: CLOSED_PORT }), log, nats, deps: depsFor(nats), version: 't' });
     try {
@@ -142,7 +142,7 @@ describe('probes across a NATS outage (private server)', () => {
 
   it('console /readyz follows NATS: 503 before it starts, 200 once up, 503 while it restarts, 200 again', async () => {
     // The gateway starts before the broker: it must serve probes (503) and connect when NATS appears.
-    const nats = new LazyNats(`nats://127.0.0.1:${port}`, 'probe-outage', log, NATS_CREDS);
+    const nats = new LazyNats(`nats://127.0.0.1:${port}`, 'probe-outage', log, NATS_CREDS, NATS_CA);
     const gw = await buildConsoleGateway({ config: testConfig(), log, nats, deps: depsFor(nats), version: 't' });
     const caller = new Caller(() => nats.current, catalogue, testSigner());
     try {

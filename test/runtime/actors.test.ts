@@ -14,7 +14,7 @@ import { Headers } from '../../contracts/envelope.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
-import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 import { SignatureHeaders } from '../../actors/runtime/signing.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
 
@@ -59,7 +59,7 @@ async function serveEcho(host: ActorHost<TestCat>, instance: string): Promise<vo
 }
 
 beforeAll(async () => {
-  nc = await connectNats(NATS, 'actors-test', log, NATS_CREDS);
+  nc = await connectNats(NATS, 'actors-test', log, NATS_CREDS, NATS_CA);
   hostA = new ActorHost(nc, testCatalogue, testSigner(), log);
   hostB = new ActorHost(nc, testCatalogue, testSigner(), log);
   await serveEcho(hostA, 'a');
@@ -192,7 +192,7 @@ describe('actor runtime', () => {
 describe('serve', () => {
   it('resolves only once the broker has the subscriptions, so another connection is answered at once', async () => {
     const proxy = await TcpProxy.forNats(NATS);
-    const slowNc = await connectNats(proxy.url, 'actors-test-slow-link', log, NATS_CREDS);
+    const slowNc = await connectNats(proxy.url, 'actors-test-slow-link', log, NATS_CREDS, NATS_CA);
     const host = new ActorHost(slowNc, testCatalogue, testSigner(), log);
     try {
       // The serving connection's bytes reach the broker 300 ms late: without waiting for the broker, serve resolved

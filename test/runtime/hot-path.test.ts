@@ -9,7 +9,7 @@ import { ActorHost } from '../../actors/runtime/serve.ts';
 import { SignatureHeaders } from '../../actors/runtime/signing.ts';
 import { continueTrace, newTrace, parseTraceparent, formatTraceparent } from '../../actors/runtime/trace.ts';
 import { Headers } from '../../contracts/envelope.ts';
-import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 import { testCatalogue } from '../support/test-catalogue.ts';
 
 /** The shortcuts taken on the per-request path (README → Benchmarks) keep their behaviour. */
@@ -47,7 +47,7 @@ describe('envelopes without zod on the hot path', () => {
   let nc: NatsConnection;
   let host: ActorHost<typeof testCatalogue>;
   beforeAll(async () => {
-    nc = await connectNats(NATS_URL, 'hot-path-test', log, NATS_CREDS);
+    nc = await connectNats(NATS_URL, 'hot-path-test', log, NATS_CREDS, NATS_CA);
     host = new ActorHost(nc, testCatalogue, testSigner(), log);
     await host.serve('rtest', 'rtest-hot', { 'svc.rtest.echo': async ({ name, times }) => ({ greeting: `hello ${name}`.repeat(times), instance: 'hot' }) });
   });

@@ -21,7 +21,7 @@ import { connectNats } from '../../actors/runtime/nats.ts';
 import { agentOfTelemetrySubject, allStreams, DlqHeaders, dlqSubjectFor, streams, StreamSpec, telemetryFilter, telemetrySubject } from '../../contracts/streams.ts';
 import { setNamespace } from '../../actors/runtime/namespace.ts';
 import { sleep, waitFor, freePort, startNatsServer, stopProcess } from '../support/processes.ts';
-import { NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 
 // These tests address raw stream subjects and consumers (already unique per run), so no namespace is applied.
 setNamespace('');
@@ -94,7 +94,7 @@ async function consumerState(durable: string): Promise<{ pending: number; ackPen
 }
 
 beforeAll(async () => {
-  nc = await connectNats(NATS, 'jetstream-test', log, NATS_CREDS);
+  nc = await connectNats(NATS, 'jetstream-test', log, NATS_CREDS, NATS_CA);
   await ensureStreams(nc, allStreams);
   jsm = await jetstreamManager(nc);
 });
@@ -420,7 +420,7 @@ describe('runConsumer resilience', () => {
     const name = 'crash';
     const durable = durableOf(name);
     // The "process" that dies: its own connection, closed from inside the handler, which never settles.
-    const doomed = await connectNats(NATS, 'jetstream-crash-test', log, NATS_CREDS);
+    const doomed = await connectNats(NATS, 'jetstream-crash-test', log, NATS_CREDS, NATS_CA);
     let crashed = false;
     let unblock: () => void = () => undefined;
     await runConsumer<Job>({
@@ -486,7 +486,7 @@ describe('runConsumer resilience', () => {
     const port = await freePort();
     const storeDir = await mkdtemp(join(tmpdir(), 'js-test-'));
     let server = startNatsServer(port, storeDir);
-    const pnc = await connectNats(`nats://127.0.0.1:${port}`, 'jetstream-restart-test', log, NATS_CREDS);
+    const pnc = await connectNats(`nats://127.0.0.1:${port}`, 'jetstream-restart-test', log, NATS_CREDS, NATS_CA);
     let handle: ConsumerHandle | undefined;
     try {
       await ensureStreams(pnc, [streams.SVC_WORK, streams.SVC_DLQ]);

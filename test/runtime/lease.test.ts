@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Lease } from '../../actors/runtime/lease.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
-import { NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 
 const log = createLogger('silent');
@@ -12,8 +12,8 @@ let a: NatsConnection;
 let b: NatsConnection;
 
 beforeAll(async () => {
-  a = await connectNats(NATS_URL, 'lease-a', log, NATS_CREDS);
-  b = await connectNats(NATS_URL, 'lease-b', log, NATS_CREDS);
+  a = await connectNats(NATS_URL, 'lease-a', log, NATS_CREDS, NATS_CA);
+  b = await connectNats(NATS_URL, 'lease-b', log, NATS_CREDS, NATS_CA);
 });
 afterAll(async () => {
   await a?.drain();

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
-import { NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 
 /** batchWrites (nats.ts): one write per event-loop turn, in order, and nothing lost when the connection closes. */
 const log = createLogger('silent');
@@ -50,7 +50,7 @@ async function collect(s: string, count: number, ms = 5000): Promise<{ arrived: 
 }
 
 beforeAll(async () => {
-  reader = await connectNats(NATS_URL, 'batch-reader', log, NATS_CREDS);
+  reader = await connectNats(NATS_URL, 'batch-reader', log, NATS_CREDS, NATS_CA);
 });
 afterAll(async () => {
   await reader.drain();
@@ -58,7 +58,7 @@ afterAll(async () => {
 
 describe('batched NATS writes', () => {
   it('sends what separate callbacks of one event-loop turn publish in one write, in order', async () => {
-    const nc = await connectNats(NATS_URL, 'batch-writer', log, NATS_CREDS);
+    const nc = await connectNats(NATS_URL, 'batch-writer', log, NATS_CREDS, NATS_CA);
     try {
       await nc.flush();
       const { arrived } = await collect(`${subject}.turn`, 20);
@@ -78,7 +78,7 @@ describe('batched NATS writes', () => {
   });
 
   it('holds a small message to the end of the turn, but writes a full buffer at once', async () => {
-    const nc = await connectNats(NATS_URL, 'batch-writer-big', log, NATS_CREDS);
+    const nc = await connectNats(NATS_URL, 'batch-writer-big', log, NATS_CREDS, NATS_CA);
     try {
       await nc.flush();
       const { arrived } = await collect(`${subject}.big`, 2);
@@ -99,7 +99,7 @@ describe('batched NATS writes', () => {
 
   it('loses nothing published just before close() or drain()', async () => {
     for (const end of ['close', 'drain'] as const) {
-      const nc = await connectNats(NATS_URL, `batch-${end}`, log, NATS_CREDS);
+      const nc = await connectNats(NATS_URL, `batch-${end}`, log, NATS_CREDS, NATS_CA);
       await nc.flush();
       const { arrived } = await collect(`${subject}.${end}`, 5);
       for (let i = 0; i < 5; i++) nc.publish(`${subject}.${end}`, enc.encode(`${end}-${i}`));

@@ -6,7 +6,7 @@ import { connectNats } from '../../actors/runtime/nats.ts';
 import { ActorHost } from '../../actors/runtime/serve.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
-import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 import { capturingLogger, type LogLine } from '../support/log-capture.ts';
 
 /** Issue 7, item 11: a store outage is logged once per transition at warn; real faults stay at error with a stack. */
@@ -24,7 +24,7 @@ let storeDown = true;
 const ctx = () => anonymousContext(randomUUID());
 
 beforeAll(async () => {
-  nc = await connectNats(NATS_URL, 'outage-log-test', log, NATS_CREDS);
+  nc = await connectNats(NATS_URL, 'outage-log-test', log, NATS_CREDS, NATS_CA);
   host = new ActorHost(nc, testCatalogue, testSigner(), log);
   await host.serve('rtest', 'rtest-outage', {
     'svc.rtest.storedown': async () => {

@@ -7,7 +7,7 @@ import { connectNats } from '../../actors/runtime/nats.ts';
 import { ActorHost } from '../../actors/runtime/serve.ts';
 import { catalogue } from '../../contracts/catalogue.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { brokerEnv, testConfig, testSigner } from '../support/env.ts';
+import { brokerEnv, NATS_CA, testConfig, testSigner } from '../support/env.ts';
 import { freePort } from '../support/processes.ts';
 
 /**
@@ -106,7 +106,7 @@ describe('SIGTERM to the whole process', () => {
   beforeAll(async () => {
     // The actor behind GET /api/v1/auth/config, served from this test: it holds the request until released, so the
     // request is surely in flight when the signal arrives.
-    nc = await connectNats(base.SVC_NATS_URL, 'process-test', log, base.SVC_NATS_CREDS);
+    nc = await connectNats(base.SVC_NATS_URL, 'process-test', log, base.SVC_NATS_CREDS, NATS_CA);
     slow = new ActorHost(nc, catalogue, testSigner(), log);
     await slow.serve('identity', `identity-slow-${randomUUID().slice(0, 6)}`, {
       'svc.identity.sso.config': async () => {

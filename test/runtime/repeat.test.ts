@@ -9,7 +9,7 @@ import { ActorHost } from '../../actors/runtime/serve.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { sleep } from '../support/processes.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
-import { NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 
 /**
  * Issue 7, item 6: an actor instance SIGKILLed with requests in flight. NATS never tells the requester; without a
@@ -25,7 +25,7 @@ let child: ChildProcess | undefined;
 const ctx = () => anonymousContext(randomUUID());
 
 beforeAll(async () => {
-  nc = await connectNats(NATS, 'repeat-test', log, NATS_CREDS);
+  nc = await connectNats(NATS, 'repeat-test', log, NATS_CREDS, NATS_CA);
   host = new ActorHost(nc, testCatalogue, testSigner(), log);
   await host.serve('rtest', 'rtest-read-local', {
     'svc.rtest.read': async ({ ms }) => {

@@ -5,7 +5,7 @@ import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { ConnectionGoneError, RequestMux } from '../../actors/runtime/request-mux.ts';
 import { sleep } from '../support/processes.ts';
-import { NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 
 /** The callers' request-reply (call.ts) over the real authenticated broker. */
 const log = createLogger('silent');
@@ -16,8 +16,8 @@ let requester: NatsConnection;
 const subject = `svc.muxtest.${randomUUID().slice(0, 8)}`;
 
 beforeAll(async () => {
-  responder = await connectNats(NATS_URL, 'mux-responder', log, NATS_CREDS);
-  requester = await connectNats(NATS_URL, 'mux-requester', log, NATS_CREDS);
+  responder = await connectNats(NATS_URL, 'mux-responder', log, NATS_CREDS, NATS_CA);
+  requester = await connectNats(NATS_URL, 'mux-requester', log, NATS_CREDS, NATS_CA);
   // Echoes after the delay the request asks for.
   responder.subscribe(`${subject}.echo`, {
     callback: (_e, m) => {
@@ -55,7 +55,7 @@ describe('RequestMux', () => {
   });
 
   it('fails requests still waiting when the connection closes, without waiting for their timeouts', async () => {
-    const nc = await connectNats(NATS_URL, 'mux-closing', log, NATS_CREDS);
+    const nc = await connectNats(NATS_URL, 'mux-closing', log, NATS_CREDS, NATS_CA);
     const waiting = RequestMux.of(nc).request(`${subject}.echo`, enc.encode(JSON.stringify({ ms: 2000, n: 3 })), { timeout: 10_000 });
     await nc.flush();
     const started = Date.now();

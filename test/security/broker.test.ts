@@ -16,7 +16,7 @@ import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { ContextSigner, SignatureHeaders } from '../../actors/runtime/signing.ts';
 import { Headers } from '../../contracts/envelope.ts';
-import { NATS_CREDS, NATS_FILES, NATS_URL, TEST_CONTEXT_KEY } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL, TEST_CONTEXT_KEY } from '../support/env.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 
@@ -47,7 +47,7 @@ async function newAgent(ttlSeconds = 3600): Promise<{ id: string; publicKey: str
   const id = randomUUID();
   const kp = createUser();
   const issued = await issuer.agent(id, kp.getPublicKey(), ttlSeconds);
-  const nc = await connect({ servers, authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()), inboxPrefix: issued.inboxPrefix, reconnectTimeWait: 100, maxReconnectAttempts: 20 });
+  const nc = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()), inboxPrefix: issued.inboxPrefix, reconnectTimeWait: 100, maxReconnectAttempts: 20 });
   opened.push(nc);
   return { id, publicKey: kp.getPublicKey(), nc, jwt: issued.jwt, seed: kp.getSeed(), inboxPrefix: issued.inboxPrefix };
 }
@@ -71,7 +71,7 @@ async function rawRequest(nc: NatsConnection, subject: string, body: Uint8Array,
 beforeAll(async () => {
   // A short replay window, so the stale-envelope test waits a second or two rather than thirty.
   sys = await startTestSystem({ SVC_CONTEXT_MAX_AGE_SECONDS: '2' });
-  service = await connectNats(NATS_URL, 'security-test', log, NATS_CREDS);
+  service = await connectNats(NATS_URL, 'security-test', log, NATS_CREDS, NATS_CA);
   issuer = await BrokerIssuer.fromFiles(NATS_CREDS, NATS_FILES.issuerKey);
 });
 
@@ -83,14 +83,14 @@ afterAll(async () => {
 
 describe('who may connect', () => {
   it('refuses a connection without credentials', async () => {
-    await expect(connect({ servers, reconnect: false, timeout: 3000 })).rejects.toThrow(/Authorization Violation|authentication/i);
+    await expect(connect({ servers, tls: { caFile: NATS_CA }, reconnect: false, timeout: 3000 })).rejects.toThrow(/Authorization Violation|authentication/i);
   });
 
   it('refuses a user whose JWT was not signed by the account (a self-made key pair)', async () => {
     const kp = createUser();
     const { encodeUser, createAccount } = await import('@nats-io/jwt');
     const jwt = await encodeUser('intruder', kp, createAccount(), { pub: { allow: ['>'] }, sub: { allow: ['>'] } });
-    await expect(connect({ servers, authenticator: credsAuthenticator(fmtCreds(jwt, kp)), reconnect: false, timeout: 3000 })).rejects.toThrow(/Authorization Violation/);
+    await expect(connect({ servers, tls: { caFile: NATS_CA }, authenticator: credsAuthenticator(fmtCreds(jwt, kp)), reconnect: false, timeout: 3000 })).rejects.toThrow(/Authorization Violation/);
   });
 });
 
@@ -220,7 +220,7 @@ describe('agent credentials: only their own subjects', () => {
     const kp = createUser();
     const { jwt } = await issuer.agent(id, kp.getPublicKey(), 1);
     await sleep(2100);
-    await expect(connect({ servers, authenticator: jwtAuthenticator(jwt, kp.getSeed()), reconnect: false, timeout: 3000 })).rejects.toThrow();
+    await expect(connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(jwt, kp.getSeed()), reconnect: false, timeout: 3000 })).rejects.toThrow();
   });
 
   it('is disconnected at once when revoked, and refused when it reconnects', async () => {
@@ -230,13 +230,13 @@ describe('agent credentials: only their own subjects', () => {
     void (async () => {
       for await (const s of a.nc.status()) statuses.push(s.type);
     })();
-    const system = await connectNats(NATS_URL, 'security-revoker', log, NATS_FILES.systemCreds);
+    const system = await connectNats(NATS_URL, 'security-revoker', log, NATS_FILES.systemCreds, NATS_CA);
     opened.push(system);
     const revoker = new BrokerRevoker(system, await accountOfCreds(NATS_CREDS), seedFromFile(NATS_FILES.operatorKey));
     await revoker.revoke([a.publicKey]);
     expect(await revoker.revoked(a.publicKey)).toBeGreaterThan(0);
     await waitFor(() => statuses.includes('disconnect'), 5000, 'the revoked agent being disconnected');
-    await expect(connect({ servers, authenticator: jwtAuthenticator(a.jwt, a.seed), reconnect: false, timeout: 3000 })).rejects.toThrow(/Authorization Violation/);
+    await expect(connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(a.jwt, a.seed), reconnect: false, timeout: 3000 })).rejects.toThrow(/Authorization Violation/);
     // Its own reconnect loop keeps being refused; another agent is untouched.
     await sleep(500);
     expect(a.nc.isClosed() || statuses.filter((s) => s === 'reconnect').length === 0).toBe(true);
@@ -294,7 +294,7 @@ describe('tool credentials: read-only observers', () => {
     expect(inboxPrefix).toBe('_INBOX.tool-grafana-exporter');
     expect(statSync(credsFile).mode & 0o777).toBe(0o600);
     expect(readFileSync(credsFile, 'utf8')).toMatch(/-----BEGIN NATS USER JWT-----[\s\S]+-----BEGIN USER NKEY SEED-----/);
-    tool = await connect({ servers, authenticator: credsAuthenticator(readFileSync(credsFile)), inboxPrefix });
+    tool = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: credsAuthenticator(readFileSync(credsFile)), inboxPrefix });
     opened.push(tool);
   });
 

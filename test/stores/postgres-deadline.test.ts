@@ -10,7 +10,7 @@ import { ActorHost } from '../../actors/runtime/serve.ts';
 import { openOrm, type MikroORM } from '../../actors/runtime/stores/postgres.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { subjects } from '../../contracts/subject.ts';
-import { NATS_CREDS, testConfig, testSigner } from '../support/env.ts';
+import { NATS_CA, NATS_CREDS, testConfig, testSigner } from '../support/env.ts';
 import { capturingLogger } from '../support/log-capture.ts';
 import { waitFor } from '../support/processes.ts';
 
@@ -103,7 +103,7 @@ beforeAll(async () => {
   orm = await openOrm({ url: viaProxy.toString(), poolMax: POOL_MAX, applicationName: appName });
   direct = await openOrm({ url: config.SVC_DB_URL, poolMax: 1 });
   pool = await orm.driver.getConnection().getNativeClient();
-  nc = await connectNats(config.SVC_NATS_URL, 'pg-deadline-test', log, NATS_CREDS);
+  nc = await connectNats(config.SVC_NATS_URL, 'pg-deadline-test', log, NATS_CREDS, NATS_CA);
   host = new ActorHost(nc, catalogue, testSigner(), log);
   await host.serve('rtpg', 'rtpg', {
     'svc.rtpg.tx': async ({ sleep_s }) =>

@@ -10,9 +10,12 @@ export const NATS_FILES = {
   operatorKey: join(NATS_DIR, 'operator-signing.nk'),
   systemCreds: join(NATS_DIR, 'system.creds'),
   serverConfig: join(NATS_DIR, 'nats-server.conf'),
+  ca: join(NATS_DIR, 'ca.pem'),
 };
 export const NATS_URL = process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223';
 export const NATS_CREDS = process.env.SVC_NATS_CREDS ?? NATS_FILES.serviceCreds;
+/** The CA the broker's TLS certificate chains to (setup.sh's default: the one local-nats.ts made). */
+export const NATS_CA = process.env.SVC_NATS_CA ?? NATS_FILES.ca;
 /** Signs the requests tests send and verifies them in the test systems (never the one in data/secrets.env). */
 export const TEST_CONTEXT_KEY = 'test-context-key-test-context-key-0123456789';
 export const testSigner = (): ContextSigner => new ContextSigner(TEST_CONTEXT_KEY);
@@ -24,6 +27,7 @@ export const brokerEnv = (): Record<string, string> => ({
   SVC_NATS_ISSUER_KEY: process.env.SVC_NATS_ISSUER_KEY ?? NATS_FILES.issuerKey,
   SVC_NATS_OPERATOR_KEY: process.env.SVC_NATS_OPERATOR_KEY ?? NATS_FILES.operatorKey,
   SVC_NATS_SYSTEM_CREDS: process.env.SVC_NATS_SYSTEM_CREDS ?? NATS_FILES.systemCreds,
+  SVC_NATS_CA: NATS_CA,
   SVC_CONTEXT_KEY: TEST_CONTEXT_KEY,
 });
 

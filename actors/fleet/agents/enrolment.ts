@@ -1,6 +1,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { fromPublic } from '@nats-io/nkeys';
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { requirePermission } from '../../../contracts/access.ts';
 import type { Cat } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
@@ -38,6 +39,15 @@ export const agentNatsServers = (config: Config): string[] =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+
+/**
+ * The broker's CA handed to enrolling agents (SVC_NATS_CA), read once: the process's own connection already trusts
+ * this file, so an unreadable one fails start-up (main.ts) before any enrolment gets here.
+ */
+export function agentNatsCa(config: Config): () => Promise<string | undefined> {
+  let pem: Promise<string | undefined> | undefined;
+  return () => (pem ??= config.SVC_NATS_CA ? readFile(config.SVC_NATS_CA, 'utf8') : Promise.resolve(undefined));
+}
 
 function decodeBase64Url(value: string): Buffer | undefined {
   const buf = Buffer.from(value, 'base64url');
@@ -81,6 +91,7 @@ interface PendingAgent {
 export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | undefined): Handlers<Cat, 'fleet'> {
   const fork = (): EntityManager => deps.orm.em.fork();
   const now = (): Date => new Date(deps.clock.now());
+  const natsCa = agentNatsCa(deps.config);
 
   /** Every refused enrolment step is audited with its reason, then answered 401 with a message that says what failed. */
   const refuse = async (ctx: CallerContext, step: string, reason: string, details: Record<string, unknown>): Promise<never> => {
@@ -134,6 +145,8 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
     },
 
     'svc.fleet.enrol.complete': async ({ agent_id, challenge, signature }, { ctx }) => {
+      // Before anything is written: a CA that cannot be read must not leave an agent enrolled without its reply.
+      const ca = await natsCa();
       const at = now();
       const outcome = await fork().transactional(async (tx) => {
         const [agent] = await sql<PendingAgent>(
@@ -187,7 +200,7 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
         resource_id: agent.id,
         details: { host_id: hostId, environment_id: agent.environment_id, client_id: agent.client_id, hostname: agent.hostname, public_key: agent.public_key },
       });
-      return { agent_id: agent.id, host_id: hostId, nats_servers: agentNatsServers(deps.config), user_jwt: credentials.jwt, inbox_prefix: credentials.inboxPrefix };
+      return { agent_id: agent.id, host_id: hostId, nats_servers: agentNatsServers(deps.config), user_jwt: credentials.jwt, inbox_prefix: credentials.inboxPrefix, ...(ca ? { nats_ca: ca } : {}) };
     },
   };
 }

@@ -55,7 +55,7 @@ export class AgentRevoker {
     if (missing.length > 0) throw new ConfigError(`invalid configuration:\n  ${missing.map((k) => `${k}: is required by the fleet domain to revoke agents`).join('\n  ')}`);
     const account = await accountOfCreds(config.SVC_NATS_CREDS);
     const signing = seedFromFile(config.SVC_NATS_OPERATOR_KEY!);
-    const nats = new LazyNats(config.SVC_NATS_URL, `svc-fleet-revoker-${process.pid}`, log, config.SVC_NATS_SYSTEM_CREDS);
+    const nats = new LazyNats(config.SVC_NATS_URL, `svc-fleet-revoker-${process.pid}`, log, config.SVC_NATS_SYSTEM_CREDS, config.SVC_NATS_CA);
     return new AgentRevoker({ nats, account, signing }, log);
   }
 

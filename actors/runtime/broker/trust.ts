@@ -2,6 +2,7 @@ import { createAccount, createOperator, createUser, encodeAccount, encodeOperato
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { BrokerTlsFiles } from './certificates.ts';
 import { servicePermissions, systemPermissions } from './permissions.ts';
 
 /**
@@ -59,7 +60,7 @@ export async function newUserCreds(name: string, account: string, signing: KeyPa
  * Creates the trust chain in `dir` when it is missing (or completes what is missing of it, never replacing a key),
  * then writes the server configuration from the stored JWTs.
  */
-export async function ensureTrust(dir: string): Promise<TrustSummary> {
+export async function ensureTrust(dir: string, opts: { tls?: BrokerTlsFiles } = {}): Promise<TrustSummary> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
   const has = (f: string): boolean => existsSync(join(dir, f));
@@ -105,7 +106,7 @@ export async function ensureTrust(dir: string): Promise<TrustSummary> {
     const renewed = await newUserCreds('service', account, await readSeed(dir, TRUST_FILES.accountSigningSeed), servicePermissions());
     await writeSecret(serviceCredsPath, renewed.creds);
   }
-  await writeSecret(join(dir, TRUST_FILES.serverConfig), serverConfig({ operatorJwt, systemAccount, preload: { [systemAccount]: systemJwt, [account]: accountJwt } }));
+  await writeSecret(join(dir, TRUST_FILES.serverConfig), serverConfig({ operatorJwt, systemAccount, preload: { [systemAccount]: systemJwt, [account]: accountJwt }, ...(opts.tls ? { tls: opts.tls } : {}) }));
   return { operator: operator?.getPublicKey() ?? subjectOf(operatorJwt), systemAccount, account, created };
 }
 
@@ -137,9 +138,11 @@ export const samePermissions = (a: Permissions, b: Permissions): boolean => cano
  * nats-server configuration: operator mode with the full account resolver (account JWTs and their updates kept on
  * disk, so a revocation survives a restart; the preloads only seed an empty directory, a newer stored JWT wins).
  * Paths are relative: the server runs with this directory as its working directory (locally and in docker-compose),
- * and the listen address comes from the command line.
+ * and the listen address comes from the command line. With `tls`, the client port speaks only TLS (nats-server then
+ * refuses a client that does not upgrade); its files are named by absolute path, so a copy of this file elsewhere (a
+ * test's private server) still finds them.
  */
-export function serverConfig(opts: { operatorJwt: string; systemAccount: string; preload: Record<string, string> }): string {
+export function serverConfig(opts: { operatorJwt: string; systemAccount: string; preload: Record<string, string>; tls?: BrokerTlsFiles; cluster?: ClusterNode }): string {
   const preload = Object.entries(opts.preload)
     .map(([k, v]) => `  ${k}: ${v}`)
     .join('\n');
@@ -156,6 +159,44 @@ export function serverConfig(opts: { operatorJwt: string; systemAccount: string;
     // Clients that stop answering pings are dropped within a minute, like the services' own ping setting.
     'ping_interval: "20s"',
     'ping_max: 3',
+    ...(opts.tls ? [tlsBlock('tls', opts.tls)] : []),
+    ...(opts.cluster ? clusterBlock(opts.cluster, opts.tls) : []),
     '',
   ].join('\n');
+}
+
+/** One node of a JetStream cluster: its unique name, where its route port listens, and every node's route URL. */
+export interface ClusterNode {
+  cluster: string;
+  serverName: string;
+  listen: string;
+  routes: string[];
+}
+
+/**
+ * Routes between the nodes: JetStream's meta group and every stream's and consumer's raft group run over them, and so
+ * do account updates (a revocation pushed to one node reaches the others' full resolvers). With `tls`, routes speak
+ * TLS both ways (`verify`: a node must present a certificate of the same CA, which is how peers authenticate).
+ */
+function clusterBlock(node: ClusterNode, tls: BrokerTlsFiles | undefined): string[] {
+  const routes = node.routes.map((r) => `    ${JSON.stringify(r)}`).join('\n');
+  const inner = [`  name: ${JSON.stringify(node.cluster)}`, `  listen: ${JSON.stringify(node.listen)}`, `  routes: [\n${routes}\n  ]`];
+  if (tls) inner.push(tlsBlock('tls', tls, true).replace(/^/gm, '  '));
+  return [`server_name: ${JSON.stringify(node.serverName)}`, `cluster {\n${inner.join('\n')}\n}`];
+}
+
+/** The JWTs a server configuration is written from, as ensureTrust left them in `dir`. */
+export async function readTrust(dir: string): Promise<{ operatorJwt: string; systemAccount: string; preload: Record<string, string> }> {
+  const read = async (f: string): Promise<string> => (await readFile(join(dir, f), 'utf8')).trim();
+  const operatorJwt = await read(TRUST_FILES.operatorJwt);
+  const systemJwt = await read(TRUST_FILES.systemAccountJwt);
+  const accountJwt = await read(TRUST_FILES.accountJwt);
+  const systemAccount = subjectOf(systemJwt);
+  return { operatorJwt, systemAccount, preload: { [systemAccount]: systemJwt, [subjectOf(accountJwt)]: accountJwt } };
+}
+
+/** A nats-server `tls {}` block; `verify` also asks the peer for a certificate of the same CA (cluster routes). */
+export function tlsBlock(name: string, files: BrokerTlsFiles, verify = false): string {
+  const lines = [`  cert_file: ${JSON.stringify(files.cert)}`, `  key_file: ${JSON.stringify(files.key)}`, ...(files.ca ? [`  ca_file: ${JSON.stringify(files.ca)}`] : []), ...(verify ? ['  verify: true'] : []), '  timeout: 5'];
+  return `${name} {\n${lines.join('\n')}\n}`;
 }
