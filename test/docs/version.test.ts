@@ -1,0 +1,36 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestSystem, type TestSystem } from '../support/system.ts';
+
+/** One release number: package.json's, which /healthz, the agent's --version and CHANGELOG.md all show. */
+
+const execFileAsync = promisify(execFile);
+const packageVersion = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+let sys: TestSystem;
+
+beforeAll(async () => {
+  sys = await startTestSystem({ SVC_ACTORS: 'none', SVC_GATEWAYS: 'invoicing' });
+});
+
+afterAll(async () => {
+  await sys?.stop();
+});
+
+describe('version', () => {
+  it('the agent prints package.json’s version for --version', async () => {
+    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', 'agent/main.ts', '--version'], { encoding: 'utf8', timeout: 60_000 });
+    expect(stdout).toBe(`${packageVersion}\n`);
+  });
+
+  it('the invoicing /healthz reports package.json’s version', async () => {
+    const res = await sys.invoicingHttp({ method: 'GET', url: '/healthz' });
+    expect(res.statusCode).toBe(200);
+    expect((res.json() as { version: string }).version).toBe(packageVersion);
+  });
+
+  it('CHANGELOG.md has a section for package.json’s version', () => {
+    expect(readFileSync('CHANGELOG.md', 'utf8')).toMatch(new RegExp(`^## \\[${packageVersion.replaceAll('.', '\\.')}\\]`, 'm'));
+  });
+});
