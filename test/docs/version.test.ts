@@ -20,7 +20,10 @@ afterAll(async () => {
 
 describe('version', () => {
   it('the agent prints package.json’s version for --version', async () => {
-    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', 'agent/main.ts', '--version'], { encoding: 'utf8', timeout: 60_000 });
+    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', 'agent/main.ts', '--version'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(stdout).toBe(`${packageVersion}\n`);
   });
 
@@ -31,6 +34,8 @@ describe('version', () => {
   });
 
   it('CHANGELOG.md has a section for package.json’s version', () => {
-    expect(readFileSync('CHANGELOG.md', 'utf8')).toMatch(new RegExp(`^## \\[${packageVersion.replaceAll('.', '\\.')}\\]`, 'm'));
+    expect(readFileSync('CHANGELOG.md', 'utf8')).toMatch(
+      new RegExp(`^## \\[${packageVersion.replaceAll('.', '\\.')}\\]`, 'm'),
+    );
   });
 });
