@@ -20,7 +20,7 @@ afterAll(async () => {
 
 describe('version', () => {
   it('the agent prints package.json’s version for --version', async () => {
-    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', 'agent/main.ts', '--version'], {
+    const { stdout } = await execFileAsync(process.execPath, ['agent/main.ts', '--version'], {
       encoding: 'utf8',
       timeout: 60_000,
     });
