@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
@@ -31,6 +32,19 @@ describe('version', () => {
     const res = await sys.invoicingHttp({ method: 'GET', url: '/healthz' });
     expect(res.statusCode).toBe(200);
     expect((res.json() as { version: string }).version).toBe(packageVersion);
+  });
+
+  it('no source file carries a copy of the version (agent/, gateway/, actors/, contracts/, main.ts)', () => {
+    const sources = (dir: string): string[] =>
+      readdirSync(dir).flatMap((name) => {
+        const path = join(dir, name);
+        return statSync(path).isDirectory() ? sources(path) : path.endsWith('.ts') ? [path] : [];
+      });
+    const literal = new RegExp(`['"\`]${packageVersion.replaceAll('.', '\\.')}['"\`]`);
+    const copies = [...['agent', 'gateway', 'actors', 'contracts'].flatMap(sources), 'main.ts'].filter((f) =>
+      literal.test(readFileSync(f, 'utf8')),
+    );
+    expect(copies).toEqual([]);
   });
 
   it('CHANGELOG.md has a section for package.json’s version', () => {
