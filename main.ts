@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { selectDomains } from './actors/index.ts';
 import type { DomainHandle, DomainModule } from './actors/domain.ts';
@@ -19,6 +19,7 @@ import { ActorHost } from './actors/runtime/serve.ts';
 import { contextSigner } from './actors/runtime/signing.ts';
 import { Stores } from './actors/runtime/stores/index.ts';
 import { catalogue } from './contracts/catalogue.ts';
+import { VERSION } from './contracts/version.ts';
 import { allStreams } from './contracts/streams.ts';
 import { buildConsoleGateway } from './gateway/console/app.ts';
 import { buildInvoicingGateway } from './gateway/invoicing/app.ts';
@@ -28,7 +29,7 @@ import type { GatewayDeps } from './gateway/shared/bridge.ts';
 import { BrokerBreaker } from './gateway/shared/broker-breaker.ts';
 import { rateLimitGuard } from './gateway/shared/rate-limit.ts';
 
-export const VERSION: string = (JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export { VERSION };
 
 export interface SystemOptions {
   config: Config;

@@ -10,7 +10,7 @@ import { enrollSimulated, runSimulated, type SimulatedFleet } from './simulate/f
 import { NotEnrolledError } from './state.ts';
 import { AGENT_VERSION } from './version.ts';
 
-/** `npm run agent -- <enroll|run> …`: the reference agent's command line (README → Agents). */
+/** `npm run agent -- <enroll|run> …`: the reference agent's command line (docs/api/fleet.md → The reference agent). */
 
 /** Where an installed agent keeps its identity and credentials (the systemd unit's StateDirectory). */
 export const DEFAULT_STATE_DIR = '/var/lib/svc-agent';

@@ -1,6 +1,8 @@
-// `npm run bench:report`: the figures of data/bench/latest.json as the README's markdown table, so the README shows
-// exactly what the last run of each part measured (with its spread over the rounds and its date).
-import { readFileSync } from 'node:fs';
+// `npm run bench:report`: the figures of data/bench/latest.json as the markdown table of docs/benchmarks.md (written
+// there in place, and printed), so the page shows exactly what the last run of each part measured (with its spread
+// over the rounds and its date).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { REPORT_DOC, replaceFiguresTable, TABLE_HEADER } from './report-doc.ts';
 import type { FleetFigures } from './fleet.ts';
 import type { ServiceDeskFigures } from './servicedesk.ts';
 import type { EventsFigures } from './events.ts';
@@ -204,6 +206,7 @@ if (latest.servicedesk) {
   const exportRun = `${d.at.slice(0, 16).replace('T', ' ')} UTC, ${d.export.calls ?? 5} sequential export calls after one warm-up`;
   rows.push(['service desk `reports/export`, 10,000 rows as CSV', `median ${d.export.median_ms.toFixed(0)} ms, worst **${d.export.max_ms.toFixed(0)} ms** (${(d.export.bytes / 1e6).toFixed(1)} MB)`, '≤ 1 s', exportRun]);
 }
-console.log('| what | figure: mean (min–max of the rounds) | target | run |');
-console.log('|---|---|---|---|');
-for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+const table = [TABLE_HEADER, '|---|---|---|---|', ...rows.map((r) => `| ${r.join(' | ')} |`)];
+console.log(table.join('\n'));
+writeFileSync(REPORT_DOC, replaceFiguresTable(readFileSync(REPORT_DOC, 'utf8'), table));
+console.error(`bench:report: ${rows.length} rows written to ${REPORT_DOC}`);

@@ -1,5 +1,5 @@
 /**
- * `npm run creds -- <command>`: issues and revokes NATS credentials of the application account (README → Security
+ * `npm run creds -- <command>`: issues and revokes NATS credentials of the application account (docs/operations.md → Security
  * model). Reads the same variables as the services (SVC_NATS_URL, SVC_NATS_CREDS, SVC_NATS_ISSUER_KEY, and for
  * revocation SVC_NATS_OPERATOR_KEY, SVC_NATS_SYSTEM_CREDS and SVC_NATS_CA); `npm run creds` fills them with the local
  * defaults.

@@ -11,11 +11,11 @@ const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), url.optional
 /** A tracker custom field's id; JQL names it by its number (`cf[10031]`), so nothing else is accepted. */
 const trackerFieldId = z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^customfield_\d{1,12}$/, 'must be a custom field id such as customfield_10031').optional());
 
-/** Every SVC_* variable the system reads; names and defaults are the specs' where they give them. README lists them all. */
+/** Every SVC_* variable the system reads; names and defaults are the specs' where they give them. docs/operations.md lists them all. */
 export const ConfigSchema = z.object({
   SVC_DB_URL: z.string({ error: 'is required (a PostgreSQL URL such as postgresql://postgres@127.0.0.1:5432/test)' }).regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
   SVC_NATS_URL: z.string().default('nats://127.0.0.1:4223'),
-  // broker security (README → Security model): this process's NATS user, the keys that issue and revoke users, and
+  // broker security (docs/operations.md → Security model): this process's NATS user, the keys that issue and revoke users, and
   // the key that signs caller contexts between services
   SVC_NATS_CREDS: z.string().optional(),
   SVC_NATS_ISSUER_KEY: z.string().optional(),

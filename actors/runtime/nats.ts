@@ -6,7 +6,7 @@ import type { Logger } from './logger.ts';
  * Reconnect forever, with jitter so a fleet of processes does not reconnect in lock-step; ping every 20 s so a
  * connection whose peer vanished without a FIN is noticed within a minute instead of the client's default four.
  * No async traces: the client would otherwise allocate an Error (with a captured stack) for every request it sends,
- * a measurable share of the per-request CPU (README → Benchmarks); our errors name the subject instead.
+ * a measurable share of the per-request CPU (docs/benchmarks.md); our errors name the subject instead.
  */
 const RECONNECT: Partial<ConnectionOptions> = {
   noAsyncTraces: true,

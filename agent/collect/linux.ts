@@ -1,4 +1,5 @@
 import { InventorySnapshot } from '../../contracts/domains/agent-telemetry.ts';
+import { AGENT_VERSION } from '../version.ts';
 import { collectCertificates } from './certificates.ts';
 import { collectContainers, DEFAULT_ENGINES, findEngine, type Engine } from './containers.ts';
 import { collectCronJobs } from './cron.ts';
@@ -36,7 +37,7 @@ export interface LinuxCollectorOptions {
   systemdRuntimeDir?: string;
 }
 
-export const AGENT_VERSION = '0.1.0';
+export { AGENT_VERSION };
 
 /** Reads the Linux machine the agent runs on (see agent/collect/*.ts for each source). */
 export function createLinuxCollector(opts: LinuxCollectorOptions = {}): Collector {

@@ -6,7 +6,7 @@ import { readRequestHeaders, RequestHeaders } from '../../actors/runtime/request
 import { ContextSigner, SignatureHeaders } from '../../actors/runtime/signing.ts';
 import { Headers } from '../../contracts/envelope.ts';
 
-/** The per-request savings of the NATS hop (README → Benchmarks, hop) keep the behaviour they replaced. */
+/** The per-request savings of the NATS hop (docs/benchmarks.md, hop) keep the behaviour they replaced. */
 
 const KEY = 'k'.repeat(40);
 const SUBJECT = 'svc.rtest.echo';

@@ -12,7 +12,7 @@ import { Headers } from '../../contracts/envelope.ts';
 import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 import { testCatalogue } from '../support/test-catalogue.ts';
 
-/** The shortcuts taken on the per-request path (README → Benchmarks) keep their behaviour. */
+/** The shortcuts taken on the per-request path (docs/benchmarks.md) keep their behaviour. */
 
 describe('timestamps from PostgreSQL text', () => {
   const slow = (v: string): string => new Date(Date.parse(v.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'))).toISOString();

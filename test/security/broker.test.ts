@@ -22,7 +22,7 @@ import { startTestSystem, type TestSystem } from '../support/system.ts';
 
 /**
  * The broker as an outsider meets it: a real nats-server in operator mode with the project's configuration
- * (scripts/local-nats.ts), the credential classes of README → Security model, and actors that believe only a caller
+ * (scripts/local-nats.ts), the credential classes of docs/operations.md → Security model, and actors that believe only a caller
  * context a service signed.
  */
 

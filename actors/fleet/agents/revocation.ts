@@ -23,7 +23,7 @@ interface Waiter {
 }
 
 /**
- * Revokes agents' broker credentials (README → Security model): the agent's public nkey goes into the account JWT's
+ * Revokes agents' broker credentials (docs/operations.md → Security model): the agent's public nkey goes into the account JWT's
  * revocation list, so the broker disconnects it at once and refuses it from then on. One per fleet process, over its
  * own system-account connection. Revocations requested while one is being pushed are pushed together next (each
  * push waits for the next whole second), so concurrent deletions cost one account update, not one each.

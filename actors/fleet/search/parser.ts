@@ -2,7 +2,7 @@ import { FIELDS, findField, isRecordPrefix, PREFIXES, RECORD_PREFIXES, type Fiel
 import { PqlError, tokenize, type GlobPart, type Token } from './lexer.ts';
 
 /**
- * PQL parser: hand-written recursive descent over the grammar in the README (EBNF). Every error names what was
+ * PQL parser: hand-written recursive descent over the grammar in docs/api/search.md (EBNF). Every error names what was
  * expected and the 1-based position where it was expected (`expected a value after '=' at position 14`).
  */
 

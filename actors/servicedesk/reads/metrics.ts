@@ -6,7 +6,7 @@ import { checkRange, rangeEndExclusive, rangeStart } from './query.ts';
 
 /**
  * The metrics routes read the store only (no pending writes), over the requests the caller's mappings cover.
- * Definitions (README): hours and days are wall-clock; percentages are 0-100 with two decimals, null without data.
+ * Definitions (docs/api/service-desk.md): hours and days are wall-clock; percentages are 0-100 with two decimals, null without data.
  */
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Math.round(Number(v) * 100) / 100);

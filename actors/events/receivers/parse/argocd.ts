@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { bodyDigest, deployOf, isoTime, jsonOf, nonEmpty, OptStr, rejectedOr, shaped, Unusable, type Delivery, type Parsed } from './common.ts';
 
 /**
- * Argo CD notifications (argocd-notifications' webhook service): the body is whatever the template says, so the
- * README documents the template this receiver reads (operation phase, app, revision, URL, finish time). Sync succeeded
+ * Argo CD notifications (argocd-notifications' webhook service): the body is whatever the template says, so
+ * docs/api/events.md documents the template this receiver reads (operation phase, app, revision, URL, finish time). Sync succeeded
  * and sync failed become deploys; other phases (Running) are ignored. Templates written by users are read leniently:
  * Go's text/template prints `<no value>` for a variable the notification does not have (a running sync's
  * `finishedAt`, a `{{.trigger}}` that Argo CD never defines), which counts as absent, like a field left out.
