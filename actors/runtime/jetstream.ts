@@ -100,8 +100,26 @@ export function toStreamConfig(spec: StreamSpec, replicas = brokerReplicas()): P
 export async function ensureStreams(nc: NatsConnection, specs: readonly StreamSpec[]): Promise<StreamInfo[]> {
   const jsm = await jetstreamManager(nc, { timeout: DECLARE_TIMEOUT_MS });
   const out: StreamInfo[] = [];
-  for (const spec of specs) out.push(await ensureStream(jsm, spec));
+  for (const spec of specs) out.push(await withRetries(() => ensureStream(jsm, spec)));
   return out;
+}
+
+/** A declaration that must not change in place: retrying cannot help. */
+class DeclarationConflict extends Error {}
+
+/**
+ * A young or electing cluster refuses declarations for a moment ("error creating store for stream" while a raft group
+ * forms, timeouts during an election): a start-up retries for about half a minute before giving up.
+ */
+async function withRetries<T>(fn: () => Promise<T>, attempts = 6): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof DeclarationConflict || attempt >= attempts) throw err;
+      await new Promise((r) => setTimeout(r, 1_000 * attempt));
+    }
+  }
 }
 
 async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<StreamInfo> {
@@ -114,7 +132,7 @@ async function ensureStream(jsm: JetStreamManager, spec: StreamSpec): Promise<St
   const current = await jsm.streams.info(spec.name);
   for (const field of ['retention', 'storage'] as const) {
     if (current.config[field] !== cfg[field]) {
-      throw new Error(
+      throw new DeclarationConflict(
         `stream ${spec.name} exists with ${field}=${current.config[field]}, declared ${cfg[field]}: this cannot change in place and recreating would lose data; migrate it by hand`,
       );
     }

@@ -132,6 +132,8 @@ export class NatsCluster {
 
   async close(): Promise<void> {
     for (let i = 0; i < this.nodes.length; i++) await this.kill(i);
-    rmSync(this.root, { recursive: true, force: true });
+    // NATS_CLUSTER_KEEP=1 keeps the nodes' logs and data for a look after a failure.
+    if (process.env.NATS_CLUSTER_KEEP === '1') process.stderr.write(`[nats-cluster] kept ${this.root}\n`);
+    else rmSync(this.root, { recursive: true, force: true });
   }
 }
