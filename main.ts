@@ -67,7 +67,10 @@ export function selectProcess(config: Config): { domains: DomainModule[]; gatewa
   }
   const gateways = config.SVC_GATEWAYS.filter((g) => g !== 'none');
   const unknown = gateways.filter((g) => !(GATEWAYS as readonly string[]).includes(g));
-  if (unknown.length > 0) throw new ConfigError(`invalid configuration:\n  SVC_GATEWAYS: unknown gateway(s) ${unknown.join(', ')}; known: ${GATEWAYS.join(', ')}, none`);
+  if (unknown.length > 0)
+    throw new ConfigError(
+      `invalid configuration:\n  SVC_GATEWAYS: unknown gateway(s) ${unknown.join(', ')}; known: ${GATEWAYS.join(', ')}, none`,
+    );
   // Secrets this selection needs, checked before anything connects (identity checks its own again when it starts).
   if (domains.some((d) => d.name === 'identity')) requireSecrets(config, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY']);
   // The events domain seals webhook secrets with its own key, or one derived from identity's.
@@ -75,7 +78,13 @@ export function selectProcess(config: Config): { domains: DomainModule[]; gatewa
   else if (gateways.length > 0) requireSecrets(config, ['SVC_JWT_SECRET']);
   // Every request between services is signed: whoever runs an actor or a gateway holds the context key.
   requireSecrets(config, ['SVC_CONTEXT_KEY']);
-  for (const name of ['SVC_NATS_CREDS', 'SVC_NATS_ISSUER_KEY', 'SVC_NATS_OPERATOR_KEY', 'SVC_NATS_SYSTEM_CREDS', 'SVC_NATS_CA'] as const) {
+  for (const name of [
+    'SVC_NATS_CREDS',
+    'SVC_NATS_ISSUER_KEY',
+    'SVC_NATS_OPERATOR_KEY',
+    'SVC_NATS_SYSTEM_CREDS',
+    'SVC_NATS_CA',
+  ] as const) {
     const path = config[name];
     if (path === undefined) continue;
     try {
@@ -86,7 +95,6 @@ export function selectProcess(config: Config): { domains: DomainModule[]; gatewa
   }
   return { domains, gateways };
 }
-
 
 /**
  * Starts the selected actors and gateways in this process (everything by default). On failure whatever was already
@@ -126,32 +134,62 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
   try {
     const nc = await nats.ready;
     await ensureStreams(nc, allStreams);
-    const actorHost = new ActorHost(nc, catalogue, signer, log, config.SVC_REQUEST_TIMEOUT_MS, config.SVC_VALIDATE_REPLIES);
+    const actorHost = new ActorHost(
+      nc,
+      catalogue,
+      signer,
+      log,
+      config.SVC_REQUEST_TIMEOUT_MS,
+      config.SVC_VALIDATE_REPLIES,
+    );
     host = actorHost;
     for (const d of domains) {
       handles.push(await d.start({ config, log: log.child({ domain: d.name }), nc, host: actorHost, stores, clock }));
       log.info({ domain: d.name }, 'domain started');
     }
 
-    const running: RunningSystem = { nc, stores, host: actorHost, caller: actorHost.caller, stop: async () => undefined };
+    const running: RunningSystem = {
+      nc,
+      stores,
+      host: actorHost,
+      caller: actorHost.caller,
+      stop: async () => undefined,
+    };
     if (gateways.length > 0) {
       const { SVC_JWT_SECRET } = requireSecrets(config, ['SVC_JWT_SECRET']);
       const caller = new Caller(() => nats.current, catalogue, signer, config.SVC_REQUEST_TIMEOUT_MS);
       const kv = await stores.kv();
       // One broker health check for both gateways of this process; it stops with them.
-      const breaker = new BrokerBreaker((ms) => nats.healthy(ms), { log: log.child({ component: 'broker-breaker' }) }).start();
+      const breaker = new BrokerBreaker((ms) => nats.healthy(ms), {
+        log: log.child({ component: 'broker-breaker' }),
+      }).start();
       closers.push(async () => breaker.stop());
       const deps: GatewayDeps = {
         breaker,
         caller,
         requestTimeoutMs: config.SVC_REQUEST_TIMEOUT_MS,
         // Verified on the same clock the identity actors sign with, so expiry is one notion of time everywhere.
-        auth: new TokenAuthenticator(new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL, () => clock.now()), caller, new AccessCache(await stores.kvReads()), () => clock.now()),
+        auth: new TokenAuthenticator(
+          new AccessTokens(SVC_JWT_SECRET, config.SVC_JWT_ACCESS_TTL, () => clock.now()),
+          caller,
+          new AccessCache(await stores.kvReads()),
+          () => clock.now(),
+        ),
         idempotency: kv,
-        guard: rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT }, onceEvery(10_000, (err) => log.warn({ err }, 'rate limiter unavailable; requests pass unlimited'))),
+        guard: rateLimitGuard(
+          kv,
+          { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT },
+          onceEvery(10_000, (err) => log.warn({ err }, 'rate limiter unavailable; requests pass unlimited')),
+        ),
       };
       if (gateways.includes('console')) {
-        const gw = await buildConsoleGateway({ config, log: log.child({ gateway: 'console' }), nats, deps, version: VERSION });
+        const gw = await buildConsoleGateway({
+          config,
+          log: log.child({ gateway: 'console' }),
+          nats,
+          deps,
+          version: VERSION,
+        });
         running.console = gw.app;
         closers.push(async () => {
           await gw.app.close();
@@ -160,13 +198,19 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
         if (opts.listen !== false) await gw.app.listen({ host: config.SVC_SERVER_BIND, port: config.SVC_SERVER_PORT });
       }
       if (gateways.includes('invoicing')) {
-        const gw = await buildInvoicingGateway({ config, log: log.child({ gateway: 'invoicing' }), deps, version: VERSION });
+        const gw = await buildInvoicingGateway({
+          config,
+          log: log.child({ gateway: 'invoicing' }),
+          deps,
+          version: VERSION,
+        });
         running.invoicing = gw.app;
         closers.push(async () => {
           await gw.app.close();
           await gw.close();
         });
-        if (opts.listen !== false) await gw.app.listen({ host: config.SVC_SERVER_BIND, port: config.SVC_INVOICING_PORT });
+        if (opts.listen !== false)
+          await gw.app.listen({ host: config.SVC_SERVER_BIND, port: config.SVC_INVOICING_PORT });
       }
     }
     let stopping: Promise<void> | undefined;
@@ -202,14 +246,25 @@ async function main(): Promise<void> {
   setBrokerReplicas(config.SVC_NATS_REPLICAS);
   const log = createLogger(config.SVC_LOG_LEVEL);
   const unknown = unknownVariables();
-  if (unknown.length > 0) log.warn({ variables: unknown }, `ignoring unknown variable(s) ${unknown.join(', ')}: nothing reads them (a typo?)`);
+  if (unknown.length > 0)
+    log.warn(
+      { variables: unknown },
+      `ignoring unknown variable(s) ${unknown.join(', ')}: nothing reads them (a typo?)`,
+    );
   const starting = startSystem({ config, log });
   // Before start-up finishes: a signal then stops whatever has started (a failed start-up has stopped it already).
   onShutdown(log, async () => (await starting.catch(() => undefined))?.stop());
   try {
     const system = await starting;
     log.info(
-      { version: VERSION, node: process.version, actors: config.SVC_ACTORS, gateways: config.SVC_GATEWAYS, console: system.console?.server.address(), invoicing: system.invoicing?.server.address() },
+      {
+        version: VERSION,
+        node: process.version,
+        actors: config.SVC_ACTORS,
+        gateways: config.SVC_GATEWAYS,
+        console: system.console?.server.address(),
+        invoicing: system.invoicing?.server.address(),
+      },
       'system started',
     );
   } catch (err) {

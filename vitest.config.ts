@@ -17,7 +17,11 @@ export default defineConfig({
     hookTimeout: 60_000,
     reporters: ['default'],
     // A namespace per run keeps concurrent runs on one NATS server (two developers, CI beside a session) apart.
-    env: { SVC_LOG_LEVEL: process.env.SVC_LOG_LEVEL ?? 'silent', SVC_NAMESPACE: namespace, SVC_ANALYTICS_PATH: analyticsPath },
+    env: {
+      SVC_LOG_LEVEL: process.env.SVC_LOG_LEVEL ?? 'silent',
+      SVC_NAMESPACE: namespace,
+      SVC_ANALYTICS_PATH: analyticsPath,
+    },
     globalSetup: ['test/global-setup.ts'],
   },
 });

@@ -1,12 +1,18 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { AgentReply, agentCommandSubject, agentConfigSubject, ConfigFetchReply, ConfigUpdateCommand, type WatchFilesConfig } from '../contracts/domains/agent-telemetry.ts';
+import {
+  AgentReply,
+  agentCommandSubject,
+  agentConfigSubject,
+  ConfigFetchReply,
+  ConfigUpdateCommand,
+  type WatchFilesConfig,
+} from '../contracts/domains/agent-telemetry.ts';
 import { describeZodError } from '../contracts/errors.ts';
 import type { Logger } from '../actors/runtime/logger.ts';
 import type { AgentCredentials, AgentLink } from './connection.ts';
 import { errMessage } from './connection.ts';
 import type { FileWatcher } from './collect/types.ts';
 import { readWatchConfig, writeWatchConfig } from './state.ts';
-
 
 /**
  * The watch config the agent runs with. A config (from a command or a fetch reply) is applied only when its version
@@ -20,11 +26,7 @@ export class ConfigApplier {
   private readonly stateDir: string;
   private readonly watcher: FileWatcher;
   private readonly log: Logger;
-  constructor(
-    stateDir: string,
-    watcher: FileWatcher,
-    log: Logger,
-  ) {
+  constructor(stateDir: string, watcher: FileWatcher, log: Logger) {
     this.stateDir = stateDir;
     this.watcher = watcher;
     this.log = log;
@@ -72,10 +74,16 @@ export class ConfigApplier {
 
 const encoder = new TextEncoder();
 const replyOk = encoder.encode(JSON.stringify({ ok: true }));
-const replyError = (code: string, message: string): Uint8Array => encoder.encode(JSON.stringify({ ok: false, error: { code, message } }));
+const replyError = (code: string, message: string): Uint8Array =>
+  encoder.encode(JSON.stringify({ ok: false, error: { code, message } }));
 
 /** Commands on `svc.system.commands.<agent_id>`: a config_update is applied; a request is answered. */
-export function subscribeCommands(nc: NatsConnection, agentId: string, applier: ConfigApplier, log: Logger): Subscription {
+export function subscribeCommands(
+  nc: NatsConnection,
+  agentId: string,
+  applier: ConfigApplier,
+  log: Logger,
+): Subscription {
   const sub = nc.subscribe(agentCommandSubject(agentId), {
     callback: (err, msg) => {
       if (err) {
@@ -228,7 +236,8 @@ export class ConfigSync {
       const max = this.opts.retryMaxMs ?? 60_000;
       const delay = Math.min(max, min * 2 ** Math.min(this.failures, 16));
       this.failures++;
-      if (this.failures === 1 || this.failures % 10 === 0) log.warn({ err: errMessage(err), retry_ms: delay, attempts: this.failures }, 'config fetch failed; retrying');
+      if (this.failures === 1 || this.failures % 10 === 0)
+        log.warn({ err: errMessage(err), retry_ms: delay, attempts: this.failures }, 'config fetch failed; retrying');
       this.schedule(delay / 2 + Math.random() * (delay / 2));
     } finally {
       this.running = false;
@@ -237,7 +246,8 @@ export class ConfigSync {
 
   private async applyReply(reply: ConfigFetchReply): Promise<void> {
     const { log } = this.opts;
-    if (reply.agent_id !== this.opts.agentId) throw new Error(`config fetch answered for another agent (${reply.agent_id})`);
+    if (reply.agent_id !== this.opts.agentId)
+      throw new Error(`config fetch answered for another agent (${reply.agent_id})`);
     if (reply.credentials) {
       await this.opts.credentials.renew(reply.credentials.user_jwt);
       log.info({ expires_at: reply.credentials.expires_at }, 'broker credentials renewed; used from the next connect');

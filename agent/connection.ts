@@ -12,12 +12,7 @@ export class AgentCredentials {
   private jwt: string;
   private seed: string;
   private creds: Uint8Array;
-  private constructor(
-    stateDir: string,
-    jwt: string,
-    seed: string,
-    creds: Uint8Array,
-  ) {
+  private constructor(stateDir: string, jwt: string, seed: string, creds: Uint8Array) {
     this.stateDir = stateDir;
     this.jwt = jwt;
     this.seed = seed;
@@ -174,7 +169,11 @@ export class AgentLink {
         });
       } catch (err) {
         if (this.closed) return;
-        if (attempt % 10 === 0) log.warn({ err: errMessage(err), servers: this.opts.servers, retry_ms: delay }, 'broker not reachable; buffering and retrying');
+        if (attempt % 10 === 0)
+          log.warn(
+            { err: errMessage(err), servers: this.opts.servers, retry_ms: delay },
+            'broker not reachable; buffering and retrying',
+          );
         await this.sleep(delay + Math.random() * delay);
         delay = Math.min(max, delay * 2);
         // An operator may have dropped in re-issued credentials meanwhile.
@@ -254,7 +253,10 @@ export class AgentLink {
             () => false,
           )
         : Promise.resolve(false);
-      const ok = await Promise.race([drained, new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
+      const ok = await Promise.race([
+        drained,
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs))),
+      ]);
       clearTimeout(timer);
       if (!ok) await nc.close().catch(() => undefined);
     }
@@ -267,6 +269,9 @@ export class AgentLink {
 
 export function errMessage(err: unknown): string | undefined {
   if (err === undefined || err === null) return undefined;
-  if (err instanceof Error) return err.cause instanceof Error && !err.message.includes(err.cause.message) ? `${err.message}: ${err.cause.message}` : err.message;
+  if (err instanceof Error)
+    return err.cause instanceof Error && !err.message.includes(err.cause.message)
+      ? `${err.message}: ${err.cause.message}`
+      : err.message;
   return String(err);
 }

@@ -43,12 +43,7 @@ export class EnrollError extends Error {
   readonly code?: string;
   readonly requestId?: string;
   readonly status?: number;
-  constructor(
-    message: string,
-    code?: string,
-    requestId?: string,
-    status?: number,
-  ) {
+  constructor(message: string, code?: string, requestId?: string, status?: number) {
     super(message);
     this.code = code;
     this.requestId = requestId;
@@ -78,11 +73,15 @@ export function parseCaBundle(pem: string): X509Certificate[] {
     try {
       return new X509Certificate(b);
     } catch (err) {
-      throw new EnrollError(`enrolment reply cannot be used: nats_ca holds a certificate that does not parse (${err instanceof Error ? err.message : String(err)})`);
+      throw new EnrollError(
+        `enrolment reply cannot be used: nats_ca holds a certificate that does not parse (${err instanceof Error ? err.message : String(err)})`,
+      );
     }
   });
 }
-const ErrorReply = z.object({ error: z.object({ code: z.string(), message: z.string(), request_id: z.string().optional() }) });
+const ErrorReply = z.object({
+  error: z.object({ code: z.string(), message: z.string(), request_id: z.string().optional() }),
+});
 
 const UNAME_ARCH: Record<string, string> = { x64: 'x86_64', arm64: 'aarch64', ia32: 'i686', arm: 'armv7l' };
 
@@ -93,7 +92,8 @@ export function baseUrl(server: string): URL {
   } catch {
     throw new EnrollError(`--server must be a URL like http://127.0.0.1:8080 (got ${JSON.stringify(server)})`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new EnrollError('--server must be an http:// or https:// URL');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new EnrollError('--server must be an http:// or https:// URL');
   if (!url.pathname.endsWith('/')) url.pathname += '/';
   return url;
 }
@@ -121,11 +121,18 @@ async function post<T>(base: URL, path: string, body: unknown, schema: z.ZodType
   }
   if (!res.ok) {
     const err = ErrorReply.safeParse(json);
-    if (err.success) throw new EnrollError(err.data.error.message, err.data.error.code, err.data.error.request_id, res.status);
+    if (err.success)
+      throw new EnrollError(err.data.error.message, err.data.error.code, err.data.error.request_id, res.status);
     throw new EnrollError(`${url.pathname} answered HTTP ${res.status}`, undefined, undefined, res.status);
   }
   const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new EnrollError(`${url.pathname} answered an unexpected body: ${describeZodError(parsed.error)}`, undefined, undefined, res.status);
+  if (!parsed.success)
+    throw new EnrollError(
+      `${url.pathname} answered an unexpected body: ${describeZodError(parsed.error)}`,
+      undefined,
+      undefined,
+      res.status,
+    );
   return parsed.data;
 }
 
@@ -141,7 +148,10 @@ export async function enrollAgent(opts: EnrollOptions): Promise<EnrollResult> {
   const labels = LabelMap.safeParse(opts.labels ?? {});
   if (!labels.success) throw new EnrollError(`invalid labels: ${describeZodError(labels.error)}`);
   const paths = statePaths(opts.stateDir);
-  if (await exists(paths.agent)) throw new EnrollError(`${opts.stateDir} already holds an enrolled agent (agent.json); use another --state-dir, or remove it to enrol again`);
+  if (await exists(paths.agent))
+    throw new EnrollError(
+      `${opts.stateDir} already holds an enrolled agent (agent.json); use another --state-dir, or remove it to enrol again`,
+    );
   const timeoutMs = opts.timeoutMs ?? 15_000;
 
   const kp = createUser();
@@ -160,8 +170,11 @@ export async function enrollAgent(opts: EnrollOptions): Promise<EnrollResult> {
   );
   const { agent_id, challenge } = started.data;
   const signature = Buffer.from(kp.sign(new TextEncoder().encode(challenge))).toString('base64url');
-  const done = (await post(base, 'api/v1/agents/enroll/complete', { agent_id, challenge, signature }, CompleteReply, timeoutMs)).data;
-  if (done.agent_id !== agent_id) throw new EnrollError(`enrolment completed for another agent (${done.agent_id}, expected ${agent_id})`);
+  const done = (
+    await post(base, 'api/v1/agents/enroll/complete', { agent_id, challenge, signature }, CompleteReply, timeoutMs)
+  ).data;
+  if (done.agent_id !== agent_id)
+    throw new EnrollError(`enrolment completed for another agent (${done.agent_id}, expected ${agent_id})`);
 
   // Checked before anything is written, so a reply the agent could not run with leaves no half-enrolled directory.
   const state = AgentStateFile.safeParse({
@@ -178,5 +191,11 @@ export async function enrollAgent(opts: EnrollOptions): Promise<EnrollResult> {
   await writeCredsFile(opts.stateDir, fmtCreds(done.user_jwt, kp));
   if (done.nats_ca !== undefined) await writeBrokerCa(opts.stateDir, done.nats_ca);
   await writeAgentState(opts.stateDir, state.data);
-  return { agent_id: done.agent_id, host_id: done.host_id, state_dir: opts.stateDir, nats_servers: done.nats_servers, nats_ca_pinned: done.nats_ca !== undefined };
+  return {
+    agent_id: done.agent_id,
+    host_id: done.host_id,
+    state_dir: opts.stateDir,
+    nats_servers: done.nats_servers,
+    nats_ca_pinned: done.nats_ca !== undefined,
+  };
 }

@@ -54,7 +54,18 @@ const OPTIONS = {
 
 type OptionName = keyof typeof OPTIONS;
 const ALLOWED: Record<'enroll' | 'run', readonly OptionName[]> = {
-  enroll: ['server', 'token', 'tokens-file', 'state-dir', 'ca-file', 'label', 'hostname', 'simulate', 'log-level', 'help'],
+  enroll: [
+    'server',
+    'token',
+    'tokens-file',
+    'state-dir',
+    'ca-file',
+    'label',
+    'hostname',
+    'simulate',
+    'log-level',
+    'help',
+  ],
   run: ['state-dir', 'interval', 'inventory-interval', 'simulate', 'log-level', 'help'],
 };
 
@@ -66,14 +77,16 @@ const out = (text: string): Promise<void> => new Promise((resolve) => process.st
 function seconds(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback * 1000;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0.1 || n > 86_400) throw new UsageError(`--${name} must be a number of seconds between 0.1 and 86400 (got ${JSON.stringify(raw)})`);
+  if (!Number.isFinite(n) || n < 0.1 || n > 86_400)
+    throw new UsageError(`--${name} must be a number of seconds between 0.1 and 86400 (got ${JSON.stringify(raw)})`);
   return Math.round(n * 1000);
 }
 
 function count(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new UsageError(`--simulate must be a whole number from 1 to 100000 (got ${JSON.stringify(raw)})`);
+  if (!Number.isInteger(n) || n < 1 || n > 100_000)
+    throw new UsageError(`--simulate must be a whole number from 1 to 100000 (got ${JSON.stringify(raw)})`);
   return n;
 }
 
@@ -147,7 +160,8 @@ async function enroll(values: Record<string, unknown>, log: Logger): Promise<voi
   const sim = count(values.simulate as string | undefined);
   const extraLabels = labels(values.label as string[] | undefined);
   if (sim !== undefined) {
-    if (values.token !== undefined || values.hostname !== undefined) throw new UsageError('with --simulate, give --tokens-file (one token per line), not --token or --hostname');
+    if (values.token !== undefined || values.hostname !== undefined)
+      throw new UsageError('with --simulate, give --tokens-file (one token per line), not --token or --hostname');
     const file = required(values, 'tokens-file');
     let text: string;
     try {
@@ -162,13 +176,21 @@ async function enroll(values: Record<string, unknown>, log: Logger): Promise<voi
     const result = await enrollSimulated({ server, tokens, stateDir, count: sim, labels: extraLabels, log });
     await out(`${JSON.stringify(result)}\n`);
     if (result.failed.length > 0) {
-      process.stderr.write(`${result.failed.length} of ${sim} simulated agents could not be enrolled (first: sim-${result.failed[0]!.index}: ${result.failed[0]!.message})\n`);
+      process.stderr.write(
+        `${result.failed.length} of ${sim} simulated agents could not be enrolled (first: sim-${result.failed[0]!.index}: ${result.failed[0]!.message})\n`,
+      );
       process.exitCode = 1;
     }
     return;
   }
   if (values['tokens-file'] !== undefined) throw new UsageError('--tokens-file goes with --simulate');
-  const result = await enrollAgent({ server, token: required(values, 'token'), stateDir, labels: extraLabels, hostname: values.hostname as string | undefined });
+  const result = await enrollAgent({
+    server,
+    token: required(values, 'token'),
+    stateDir,
+    labels: extraLabels,
+    hostname: values.hostname as string | undefined,
+  });
   await out(`${JSON.stringify(result)}\n`);
 }
 
@@ -184,7 +206,14 @@ async function run(values: Record<string, unknown>, log: Logger): Promise<void> 
       abort.abort();
       await running.fleet?.stop(5_000);
     });
-    running.fleet = await runSimulated({ stateDir, count: sim, intervalMs, inventoryIntervalMs, log, signal: abort.signal });
+    running.fleet = await runSimulated({
+      stateDir,
+      count: sim,
+      intervalMs,
+      inventoryIntervalMs,
+      log,
+      signal: abort.signal,
+    });
     // A signal during the ramp stopped only what had started by then.
     if (abort.signal.aborted) await running.fleet.stop(5_000);
     return;
@@ -213,7 +242,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const parsed = parseArgs({ args: rest, options: OPTIONS, strict: true, allowPositionals: false });
     values = parsed.values;
-    for (const name of Object.keys(values) as OptionName[]) if (!ALLOWED[command].includes(name)) throw new UsageError(`--${name} does not apply to ${command}`);
+    for (const name of Object.keys(values) as OptionName[])
+      if (!ALLOWED[command].includes(name)) throw new UsageError(`--${name} does not apply to ${command}`);
   } catch (err) {
     process.stderr.write(`${errMessage(err)}\n\n${USAGE}\n`);
     return 2;
@@ -224,7 +254,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   const level = (values['log-level'] as string | undefined) ?? process.env.SVC_LOG_LEVEL ?? 'info';
   if (level !== 'silent' && !(level in pino.levels.values)) {
-    process.stderr.write(`--log-level must be one of ${[...Object.keys(pino.levels.values), 'silent'].join(', ')} (got ${JSON.stringify(level)})\n`);
+    process.stderr.write(
+      `--log-level must be one of ${[...Object.keys(pino.levels.values), 'silent'].join(', ')} (got ${JSON.stringify(level)})\n`,
+    );
     return 2;
   }
   const log = createLogger(level, 'agent', pino.destination(2));

@@ -33,7 +33,10 @@ export interface OutboxMessage {
 }
 
 /** What became of one send: stored (or already stored), worth retrying, or never going to be stored. */
-export type SendResult = { outcome: 'stored'; duplicate: boolean } | { outcome: 'retry'; reason: string } | { outcome: 'reject'; reason: string };
+export type SendResult =
+  | { outcome: 'stored'; duplicate: boolean }
+  | { outcome: 'retry'; reason: string }
+  | { outcome: 'reject'; reason: string };
 export type Send = (msg: OutboxMessage) => Promise<SendResult>;
 
 export interface OutboxOptions {
@@ -48,7 +51,13 @@ export interface OutboxOptions {
   retryMaxMs?: number;
 }
 
-export const OUTBOX_DEFAULTS = { maxMessages: 10_000, maxBytes: 64 * 1024 * 1024, maxInFlight: 32, retryMinMs: 500, retryMaxMs: 30_000 } as const;
+export const OUTBOX_DEFAULTS = {
+  maxMessages: 10_000,
+  maxBytes: 64 * 1024 * 1024,
+  maxInFlight: 32,
+  retryMinMs: 500,
+  retryMaxMs: 30_000,
+} as const;
 
 /** Kinds of which only the newest pending message matters. */
 const LATEST_ONLY: ReadonlySet<TelemetryKind> = new Set(['heartbeat', 'inventory']);
@@ -86,7 +95,12 @@ export class Outbox {
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private emptyWaiters: (() => void)[] = [];
-  private readonly kinds: Record<TelemetryKind, KindStats> = { heartbeat: emptyKind(), inventory: emptyKind(), metrics: emptyKind(), events: emptyKind() };
+  private readonly kinds: Record<TelemetryKind, KindStats> = {
+    heartbeat: emptyKind(),
+    inventory: emptyKind(),
+    metrics: emptyKind(),
+    events: emptyKind(),
+  };
   private readonly maxMessages: number;
   private readonly maxBytes: number;
   private readonly maxInFlight: number;
@@ -101,12 +115,22 @@ export class Outbox {
 
   /** Queues a message and starts sending when possible; false when it was refused (larger than the whole outbox). */
   add(msg: { id: string; kind: TelemetryKind; subject: string; data: Uint8Array }): boolean {
-    const entry: OutboxMessage = { ...msg, size: msg.data.byteLength + msg.subject.length + msg.id.length, addedAt: Date.now(), attempts: 0, inFlight: false, superseded: false };
+    const entry: OutboxMessage = {
+      ...msg,
+      size: msg.data.byteLength + msg.subject.length + msg.id.length,
+      addedAt: Date.now(),
+      attempts: 0,
+      inFlight: false,
+      superseded: false,
+    };
     const stats = this.kinds[msg.kind];
     stats.added++;
     if (entry.size > this.maxBytes) {
       stats.dropped++;
-      this.opts.log.warn({ kind: msg.kind, bytes: entry.size }, 'telemetry message larger than the whole outbox; dropped');
+      this.opts.log.warn(
+        { kind: msg.kind, bytes: entry.size },
+        'telemetry message larger than the whole outbox; dropped',
+      );
       return false;
     }
     if (LATEST_ONLY.has(msg.kind)) {
@@ -135,7 +159,11 @@ export class Outbox {
       this.removeAt(victim);
       dropped++;
     }
-    if (dropped > 0) this.opts.log.warn({ dropped, pending: this.queue.length, pending_bytes: this.bytes }, 'telemetry outbox full; dropped the oldest messages');
+    if (dropped > 0)
+      this.opts.log.warn(
+        { dropped, pending: this.queue.length, pending_bytes: this.bytes },
+        'telemetry outbox full; dropped the oldest messages',
+      );
   }
 
   private victimIndex(keep: OutboxMessage): number {
@@ -199,7 +227,10 @@ export class Outbox {
       this.remove(m);
     } else if (result.outcome === 'reject') {
       stats.rejected++;
-      this.opts.log.error({ kind: m.kind, msg_id: m.id, reason: result.reason }, 'telemetry message refused by the stream; dropped');
+      this.opts.log.error(
+        { kind: m.kind, msg_id: m.id, reason: result.reason },
+        'telemetry message refused by the stream; dropped',
+      );
       this.remove(m);
     } else {
       this.sendFailures++;
@@ -210,7 +241,11 @@ export class Outbox {
         const base = Math.min(max, min * 2 ** Math.min(this.failures, 16));
         this.failures++;
         const delay = base / 2 + Math.random() * (base / 2);
-        if (this.failures === 1 || this.failures % 10 === 0) this.opts.log.warn({ kind: m.kind, reason: result.reason, retry_ms: Math.round(delay), pending: this.queue.length }, 'telemetry not stored yet; retrying');
+        if (this.failures === 1 || this.failures % 10 === 0)
+          this.opts.log.warn(
+            { kind: m.kind, reason: result.reason, retry_ms: Math.round(delay), pending: this.queue.length },
+            'telemetry not stored yet; retrying',
+          );
         this.retryTimer = setTimeout(() => {
           this.retryTimer = undefined;
           this.pump();
@@ -233,7 +268,10 @@ export class Outbox {
     this.resume();
     let timer: NodeJS.Timeout | undefined;
     const emptied = new Promise<boolean>((resolve) => this.emptyWaiters.push(() => resolve(true)));
-    const ok = await Promise.race([emptied, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)))]);
+    const ok = await Promise.race([
+      emptied,
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+    ]);
     clearTimeout(timer);
     return ok;
   }
@@ -290,7 +328,8 @@ export function interpretPubAck(data: Uint8Array): SendResult {
     const reason = `${ack.error.description ?? 'stream error'} (${ack.error.code ?? '?'}/${ack.error.err_code ?? '?'})`;
     return (ack.error.code ?? 500) >= 500 ? { outcome: 'retry', reason } : { outcome: 'reject', reason };
   }
-  if (ack && typeof ack === 'object' && typeof ack.stream === 'string' && typeof ack.seq === 'number') return { outcome: 'stored', duplicate: ack.duplicate === true };
+  if (ack && typeof ack === 'object' && typeof ack.stream === 'string' && typeof ack.seq === 'number')
+    return { outcome: 'stored', duplicate: ack.duplicate === true };
   return { outcome: 'retry', reason: 'reply is not a PubAck' };
 }
 

@@ -49,7 +49,12 @@ export interface StartAgentOptions {
   /** Check every payload against its schema before sending (default true; the simulator's payloads are checked once). */
   validate?: boolean;
   outbox?: Partial<Pick<OutboxOptions, 'maxMessages' | 'maxBytes' | 'maxInFlight' | 'retryMinMs' | 'retryMaxMs'>>;
-  connection?: Partial<Pick<LinkOptions, 'reconnectTimeWaitMs' | 'reconnectJitterMs' | 'pingIntervalMs' | 'retryMinMs' | 'retryMaxMs' | 'connectTimeoutMs'>>;
+  connection?: Partial<
+    Pick<
+      LinkOptions,
+      'reconnectTimeWaitMs' | 'reconnectJitterMs' | 'pingIntervalMs' | 'retryMinMs' | 'retryMaxMs' | 'connectTimeoutMs'
+    >
+  >;
   /** Delay before the first collection (the simulator spreads a fleet's schedules). Default 0. */
   firstTickDelayMs?: number;
   /**
@@ -89,7 +94,12 @@ export interface RunningAgent {
 }
 
 const encoder = new TextEncoder();
-const SCHEMAS: Record<TelemetryKind, z.ZodType> = { heartbeat: Heartbeat, inventory: InventorySnapshot, metrics: MetricBatch, events: AgentEventBatch };
+const SCHEMAS: Record<TelemetryKind, z.ZodType> = {
+  heartbeat: Heartbeat,
+  inventory: InventorySnapshot,
+  metrics: MetricBatch,
+  events: AgentEventBatch,
+};
 const MAX_EVENTS_PER_BATCH = 1_000;
 
 /**
@@ -131,7 +141,12 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
     log,
     ...opts.connection,
   });
-  const outbox = new Outbox({ send: streamSender(() => link.current, opts.publishTimeoutMs ?? 5_000), ready: () => link.isUp, log, ...opts.outbox });
+  const outbox = new Outbox({
+    send: streamSender(() => link.current, opts.publishTimeoutMs ?? 5_000),
+    ready: () => link.isUp,
+    log,
+    ...opts.outbox,
+  });
   link.onUp(() => outbox.resume());
 
   /** Queues one message; its `Nats-Msg-Id`, or undefined when it was not queued. */
@@ -142,7 +157,10 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
       const parsed = SCHEMAS[kind].safeParse(payload);
       if (!parsed.success) {
         invalidPayloads++;
-        log.error({ kind, reason: describeZodError(parsed.error) }, 'collected payload does not match its schema; not sent');
+        log.error(
+          { kind, reason: describeZodError(parsed.error) },
+          'collected payload does not match its schema; not sent',
+        );
         return undefined;
       }
       checked = parsed.data;
@@ -151,7 +169,10 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
     // Metric batches in the compact form (contracts/domains/metric-wire.ts: a seventh of the bytes); the rest as JSON.
     let data: Uint8Array;
     try {
-      data = kind === 'metrics' ? encodeCompactMetricBatch(checked as MetricBatchIn) : encoder.encode(JSON.stringify(payload));
+      data =
+        kind === 'metrics'
+          ? encodeCompactMetricBatch(checked as MetricBatchIn)
+          : encoder.encode(JSON.stringify(payload));
     } catch (err) {
       invalidPayloads++;
       log.error({ kind, reason: errMessage(err) }, 'collected payload could not be encoded; not sent');
@@ -168,7 +189,8 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
     eventTimer = undefined;
     const events = pendingEvents;
     pendingEvents = [];
-    for (let i = 0; i < events.length; i += MAX_EVENTS_PER_BATCH) publish('events', { events: events.slice(i, i + MAX_EVENTS_PER_BATCH) });
+    for (let i = 0; i < events.length; i += MAX_EVENTS_PER_BATCH)
+      publish('events', { events: events.slice(i, i + MAX_EVENTS_PER_BATCH) });
   };
   const onChanges: OnFileChanges = (events) => {
     if (stopped || events.length === 0) return;
@@ -179,7 +201,9 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
 
   const watcher = await (opts.watcher ?? createFileWatcher)(onChanges);
   const applier = new ConfigApplier(opts.stateDir, watcher, log);
-  await applier.loadSaved().catch((err: unknown) => log.error({ err: errMessage(err) }, 'saved watch config could not be applied'));
+  await applier
+    .loadSaved()
+    .catch((err: unknown) => log.error({ err: errMessage(err) }, 'saved watch config could not be applied'));
   link.onConnect((nc) => subscribeCommands(nc, state.agent_id, applier, log));
   const configSync = new ConfigSync({
     link,
@@ -198,7 +222,14 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
   let integrationsConfigAt = -Infinity;
   let integrationsWithConfig: z.input<typeof Heartbeat>['integrations'];
   let inventoryDueAt = Date.now() + (opts.firstInventoryDelayMs ?? 0);
-  let lastHeartbeat: { id: string; facts: z.input<typeof Heartbeat>['facts']; integrations: z.input<typeof Heartbeat>['integrations']; withConfig: boolean } | undefined;
+  let lastHeartbeat:
+    | {
+        id: string;
+        facts: z.input<typeof Heartbeat>['facts'];
+        integrations: z.input<typeof Heartbeat>['integrations'];
+        withConfig: boolean;
+      }
+    | undefined;
 
   async function collect<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
     try {
@@ -213,7 +244,11 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
   async function tick(): Promise<void> {
     ticks++;
     const now = Date.now();
-    const heartbeat: z.input<typeof Heartbeat> = { sent_at: new Date(now).toISOString(), agent_version: AGENT_VERSION, uptime_seconds: Math.floor((now - startedAt) / 1000) };
+    const heartbeat: z.input<typeof Heartbeat> = {
+      sent_at: new Date(now).toISOString(),
+      agent_version: AGENT_VERSION,
+      uptime_seconds: Math.floor((now - startedAt) / 1000),
+    };
     if (now - factsCheckedAt >= factsCheckMs) {
       const facts = await collect('facts', () => collector.facts());
       if (facts) {
@@ -241,7 +276,13 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
       if (lastHeartbeat.withConfig && !withConfig) heartbeat.integrations = lastHeartbeat.integrations;
     }
     const id = publish('heartbeat', heartbeat);
-    if (id) lastHeartbeat = { id, facts: heartbeat.facts, integrations: heartbeat.integrations, withConfig: withConfig || lastHeartbeat?.withConfig === true };
+    if (id)
+      lastHeartbeat = {
+        id,
+        facts: heartbeat.facts,
+        integrations: heartbeat.integrations,
+        withConfig: withConfig || lastHeartbeat?.withConfig === true,
+      };
 
     const metrics = await collect('metrics', () => collector.metrics());
     if (metrics && metrics.samples.length > 0) publish('metrics', metrics);
@@ -250,8 +291,15 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
       inventoryDueAt = now + inventoryIntervalMs;
       const snapshot = await collect('inventory', () => collector.inventory(state.labels));
       if (snapshot) {
-        const withIntegrations: z.input<typeof IntegrationReport>[] | undefined = snapshot.integrations?.length ? snapshot.integrations : integrationsWithConfig;
-        publish('inventory', { ...snapshot, agent_version: AGENT_VERSION, labels: snapshot.labels ?? state.labels, integrations: withIntegrations ?? [] });
+        const withIntegrations: z.input<typeof IntegrationReport>[] | undefined = snapshot.integrations?.length
+          ? snapshot.integrations
+          : integrationsWithConfig;
+        publish('inventory', {
+          ...snapshot,
+          agent_version: AGENT_VERSION,
+          labels: snapshot.labels ?? state.labels,
+          integrations: withIntegrations ?? [],
+        });
       }
     }
   }
@@ -268,7 +316,15 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
     }, delayMs);
   };
   schedule(opts.firstTickDelayMs ?? 0);
-  log.info({ servers: state.nats_servers, interval_ms: intervalMs, inventory_interval_ms: inventoryIntervalMs, config_version: applier.version }, 'agent started');
+  log.info(
+    {
+      servers: state.nats_servers,
+      interval_ms: intervalMs,
+      inventory_interval_ms: inventoryIntervalMs,
+      config_version: applier.version,
+    },
+    'agent started',
+  );
 
   return {
     agentId: state.agent_id,
@@ -302,12 +358,15 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
       // A collection round under way finishes first (its messages are worth sending), unless it hangs.
       await Promise.race([ticking, new Promise((r) => setTimeout(r, Math.max(0, (until - Date.now()) / 2)).unref())]);
       flushEvents();
-      await watcher.stop().catch((err: unknown) => log.warn({ err: errMessage(err) }, 'file watcher did not stop cleanly'));
+      await watcher
+        .stop()
+        .catch((err: unknown) => log.warn({ err: errMessage(err) }, 'file watcher did not stop cleanly'));
       // Most of the budget goes to getting buffered telemetry stored; the rest to draining the connection.
       const flushed = await outbox.flush(Math.max(0, until - Date.now() - 1_000));
       outbox.close();
       const left = outbox.stats();
-      if (!flushed) log.warn({ pending: left.pending }, 'stopping with telemetry not yet stored (lost: the outbox is in memory)');
+      if (!flushed)
+        log.warn({ pending: left.pending }, 'stopping with telemetry not yet stored (lost: the outbox is in memory)');
       await link.close(Math.max(200, until - Date.now()));
       log.info('agent stopped');
       return flushed;

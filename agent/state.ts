@@ -18,7 +18,9 @@ export const AgentStateFile = z.object({
   agent_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'agent_id must be a subject token'),
   host_id: z.string().min(1),
   nats_servers: z.array(z.string().min(1)).min(1),
-  inbox_prefix: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'inbox_prefix must be subject tokens without wildcards'),
+  inbox_prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'inbox_prefix must be subject tokens without wildcards'),
   enrolled_at: z.iso.datetime({ offset: true }),
   labels: LabelMap.default({}),
 });
@@ -81,7 +83,9 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
 
 export class NotEnrolledError extends Error {
   constructor(dir: string) {
-    super(`${dir} holds no enrolled agent (agent.json is missing): enrol first with \`${AGENT_COMMAND} enroll --server <url> --token <install token> --state-dir ${dir}\``);
+    super(
+      `${dir} holds no enrolled agent (agent.json is missing): enrol first with \`${AGENT_COMMAND} enroll --server <url> --token <install token> --state-dir ${dir}\``,
+    );
     this.name = 'NotEnrolledError';
   }
 }
@@ -122,7 +126,8 @@ export async function readCredsFile(dir: string): Promise<{ bytes: Uint8Array; l
     }
     return { bytes: await readFile(path), loosened };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`${path} is missing: the agent's NATS credentials are written at enrolment`);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new Error(`${path} is missing: the agent's NATS credentials are written at enrolment`);
     throw err;
   }
 }

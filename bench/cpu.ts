@@ -35,7 +35,8 @@ function pidsByComm(comm: RegExp): number[] {
   return out;
 }
 
-const groupTicks = (g: ProcessGroup): Map<number, number> => new Map((g.pids?.() ?? pidsByComm(g.comm!)).map((pid) => [pid, ticksOf(pid)]));
+const groupTicks = (g: ProcessGroup): Map<number, number> =>
+  new Map((g.pids?.() ?? pidsByComm(g.comm!)).map((pid) => [pid, ticksOf(pid)]));
 
 /** Starts counting; the returned function gives each group's CPU milliseconds since then. */
 export function cpuMeter(groups: ProcessGroup[]): () => Record<string, number> {

@@ -64,7 +64,14 @@ async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<C
   const user = (await accessCache.user(claims.sub)) ?? (await resolver.resolveUser(claims.sub));
   return {
     request_id: randomUUID(),
-    principal: { kind: 'user' as const, user_id: user.user_id, session_id: claims.sid, email: user.email, is_super_admin: user.is_super_admin, mfa_enabled: user.mfa_enabled },
+    principal: {
+      kind: 'user' as const,
+      user_id: user.user_id,
+      session_id: claims.sid,
+      email: user.email,
+      is_super_admin: user.is_super_admin,
+      mfa_enabled: user.mfa_enabled,
+    },
     access: user.access,
   };
 }
@@ -83,9 +90,13 @@ function scopeOf(ctx: Ctx): RequestScope<Cat> {
 }
 
 /** The fleet actor's list handler with the scope ActorHost would give it, inside the same deadline scope. */
-async function listClients(ctx: Ctx): Promise<{ data: unknown[]; meta: { total: number; page: number; per_page: number } }> {
+async function listClients(
+  ctx: Ctx,
+): Promise<{ data: unknown[]; meta: { total: number; page: number; per_page: number } }> {
   const scope = scopeOf(ctx);
-  const page = await runWithDeadline({ deadline: scope.deadline, signal: scope.signal }, () => list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope));
+  const page = await runWithDeadline({ deadline: scope.deadline, signal: scope.signal }, () =>
+    list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope),
+  );
   return { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } };
 }
 
@@ -122,14 +133,23 @@ await app.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_DIRECT_PORT
 const inProcess = {
   catalogue,
   callForwardedPage: async (subject: string, input: unknown, ctx: Ctx): Promise<Uint8Array> => {
-    if (subject !== 'svc.fleet.clients.list') throw new DomainError('internal_error', `the bench's in-process caller serves only the client list, not ${subject}`);
+    if (subject !== 'svc.fleet.clients.list')
+      throw new DomainError(
+        'internal_error',
+        `the bench's in-process caller serves only the client list, not ${subject}`,
+      );
     const parsed = catalogue['svc.fleet.clients.list'].request.parse(input);
-    const page = await runWithDeadline({ deadline: Date.now() + 10_000, signal: new AbortController().signal }, () => list(parsed, scopeOf(ctx)));
-    return Buffer.from(JSON.stringify({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } }));
+    const page = await runWithDeadline({ deadline: Date.now() + 10_000, signal: new AbortController().signal }, () =>
+      list(parsed, scopeOf(ctx)),
+    );
+    return Buffer.from(
+      JSON.stringify({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } }),
+    );
   },
   // The authenticator's call on an access-cache miss, answered by the same resolver the bare path uses.
   call: async (subject: string, input: { user_id: string }): Promise<unknown> => {
-    if (subject !== 'svc.identity.access.resolve') throw new DomainError('internal_error', `the bench's in-process caller does not serve ${subject}`);
+    if (subject !== 'svc.identity.access.resolve')
+      throw new DomainError('internal_error', `the bench's in-process caller does not serve ${subject}`);
     return resolver.resolveUser(input.user_id);
   },
 } as unknown as Caller<Cat>;
@@ -140,7 +160,10 @@ const gatewayDeps: GatewayDeps = {
   auth: new TokenAuthenticator(tokens, inProcess, accessCache),
   guard,
 };
-const gateway = await createGatewayApp({ style: 'console', title: 'bench', version: '0', config, log: gatewayLog }, (a) => registerClientRoutes(a, gatewayDeps));
+const gateway = await createGatewayApp(
+  { style: 'console', title: 'bench', version: '0', config, log: gatewayLog },
+  (a) => registerClientRoutes(a, gatewayDeps),
+);
 await gateway.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_GATEWAY_NOHOP_PORT ?? 18091) });
 
 process.on('SIGTERM', () => {

@@ -44,17 +44,31 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
   // The fleet (whose lookups the events domain asks) in a process of its own, as docker-compose runs it: its telemetry
   // consumers take every agent's messages on the broker, and they must not share the measured event loop.
   await deps.start(['main.ts'], { ...deps.env, SVC_GATEWAYS: 'none', SVC_ACTORS: 'fleet' }, '');
-  await deps.start(['main.ts'], { ...deps.env, SVC_SERVER_PORT: String(EVENTS_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,events' }, `${base}/readyz`);
+  await deps.start(
+    ['main.ts'],
+    { ...deps.env, SVC_SERVER_PORT: String(EVENTS_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,events' },
+    `${base}/readyz`,
+  );
   const conn = (await deps.stores.orm()).em.fork().getConnection();
   const auth = { authorization: `Bearer ${deps.token}`, 'content-type': 'application/json' };
   const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`${base}${path}`, { method, headers: auth, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: auth,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     return ((await res.json()) as { data: T }).data;
   };
 
   // The fleet process has no HTTP port: it is up once a fleet route answers through the gateway.
-  for (let i = 0; i < 300 && (await fetch(`${base}/api/v1/clients?per_page=1`, { headers: auth }).catch(() => undefined))?.status !== 200; i++) await sleep(100);
+  for (
+    let i = 0;
+    i < 300 &&
+    (await fetch(`${base}/api/v1/clients?per_page=1`, { headers: auth }).catch(() => undefined))?.status !== 200;
+    i++
+  )
+    await sleep(100);
 
   // A client of its own per run part, emptied first (its receivers, deploys and notes cascade away).
   await conn.execute(`DELETE FROM clients WHERE slug IN ('bench-events', 'bench-notes')`);
@@ -62,9 +76,24 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
   const loadEnv = randomUUID();
   const lagEnv = randomUUID();
   await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, 'Bench events', 'bench-events')`, [clientId]);
-  await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Load', 'load'), (?, ?, 'Lag', 'lag')`, [loadEnv, clientId, lagEnv, clientId]);
-  const hook = await api<{ url: string }>('POST', '/api/v1/webhook-endpoints', { client_id: clientId, environment_id: loadEnv, source: 'github', name: 'bench', secret: SECRET });
-  const lagHook = await api<{ url: string }>('POST', '/api/v1/webhook-endpoints', { client_id: clientId, environment_id: lagEnv, source: 'github', name: 'bench-lag', secret: SECRET });
+  await conn.execute(
+    `INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Load', 'load'), (?, ?, 'Lag', 'lag')`,
+    [loadEnv, clientId, lagEnv, clientId],
+  );
+  const hook = await api<{ url: string }>('POST', '/api/v1/webhook-endpoints', {
+    client_id: clientId,
+    environment_id: loadEnv,
+    source: 'github',
+    name: 'bench',
+    secret: SECRET,
+  });
+  const lagHook = await api<{ url: string }>('POST', '/api/v1/webhook-endpoints', {
+    client_id: clientId,
+    environment_id: lagEnv,
+    source: 'github',
+    name: 'bench-lag',
+    secret: SECRET,
+  });
   const pathOf = (url: string): string => new URL(url).pathname;
   const template = JSON.parse(readFileSync('test/fixtures/webhooks/github/create-tag.json', 'utf8')) as { ref: string };
   const run = randomUUID().slice(0, 8);
@@ -73,7 +102,15 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
   const delivery = (): { body: string; headers: Record<string, string> } => {
     const i = n++;
     const body = JSON.stringify({ ...template, ref: `bench-${run}-${i}` });
-    return { body, headers: { 'content-type': 'application/json', 'x-github-event': 'create', 'x-github-delivery': `${run}-${i}`, 'x-hub-signature-256': sign(body) } };
+    return {
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'create',
+        'x-github-delivery': `${run}-${i}`,
+        'x-hub-signature-256': sign(body),
+      },
+    };
   };
 
   // Which measurements to run (all by default): BENCH_EVENTS_PARTS=receiver,lag,notes.
@@ -112,7 +149,12 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
 
     // ---- the consumer catches up: every delivery sent (warm-up included) stored as a deploy -------------------
     const drainStart = Date.now();
-    const stored = async (): Promise<number> => Number((await conn.execute<{ n: string }[]>(`SELECT count(*)::text AS n FROM deploys WHERE client_id = ?`, [clientId]))[0]!.n);
+    const stored = async (): Promise<number> =>
+      Number(
+        (
+          await conn.execute<{ n: string }[]>(`SELECT count(*)::text AS n FROM deploys WHERE client_id = ?`, [clientId])
+        )[0]!.n,
+      );
     let last = -1;
     let still = Date.now();
     for (;;) {
@@ -133,7 +175,9 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
     for (let i = 0; i < 600; i++) {
       let pending = 0;
       for (const stream of ['SVC_WORK', 'SVC_EVENTS']) {
-        for await (const c of jsm.consumers.list(stream)) if (c.name.startsWith('events-') && c.name.endsWith(`-${namespace()}`)) pending += c.num_pending + c.num_ack_pending;
+        for await (const c of jsm.consumers.list(stream))
+          if (c.name.startsWith('events-') && c.name.endsWith(`-${namespace()}`))
+            pending += c.num_pending + c.num_ack_pending;
       }
       if (pending === 0) break;
       await sleep(200);
@@ -151,7 +195,10 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
       if (res.status !== 202) throw new Error(`lag delivery answered ${res.status}`);
       const range = `start=${new Date(Date.now() - 3_600_000).toISOString()}&end=${new Date(Date.now() + 3_600_000).toISOString()}`;
       for (;;) {
-        const m = await api<{ deploys: { revision: string }[] }>('GET', `/api/v1/chart-markers?environment_id=${lagEnv}&${range}&types=deploys`);
+        const m = await api<{ deploys: { revision: string }[] }>(
+          'GET',
+          `/api/v1/chart-markers?environment_id=${lagEnv}&${range}&types=deploys`,
+        );
         if (m.deploys.some((x) => x.revision === revision)) break;
         if (performance.now() - t0 > 30_000) throw new Error('marker never visible');
       }
@@ -167,12 +214,14 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
     await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, 'Bench notes', 'bench-notes')`, [notesClient]);
     const envs = Array.from({ length: 10 }, () => randomUUID());
     const hosts = Array.from({ length: 200 }, (_, i) => ({ id: randomUUID(), env: envs[i % envs.length]! }));
-    await conn.execute(`INSERT INTO environments (id, client_id, name, slug) SELECT e, ?, 'Env ' || n, 'env-' || n FROM unnest(?::uuid[]) WITH ORDINALITY AS t(e, n)`, [notesClient, `{${envs.join(',')}}`]);
-    await conn.execute(`INSERT INTO hosts (id, environment_id, client_id, hostname) SELECT h, e, ?, 'host-' || n FROM unnest(?::uuid[], ?::uuid[]) WITH ORDINALITY AS t(h, e, n)`, [
-      notesClient,
-      `{${hosts.map((h) => h.id).join(',')}}`,
-      `{${hosts.map((h) => h.env).join(',')}}`,
-    ]);
+    await conn.execute(
+      `INSERT INTO environments (id, client_id, name, slug) SELECT e, ?, 'Env ' || n, 'env-' || n FROM unnest(?::uuid[]) WITH ORDINALITY AS t(e, n)`,
+      [notesClient, `{${envs.join(',')}}`],
+    );
+    await conn.execute(
+      `INSERT INTO hosts (id, environment_id, client_id, hostname) SELECT h, e, ?, 'host-' || n FROM unnest(?::uuid[], ?::uuid[]) WITH ORDINALITY AS t(h, e, n)`,
+      [notesClient, `{${hosts.map((h) => h.id).join(',')}}`, `{${hosts.map((h) => h.env).join(',')}}`],
+    );
     const author = randomUUID();
     // A year of notes: 80% on hosts, 15% on environments, 5% client-wide; one in ten a range of up to two days.
     await conn.execute(
@@ -190,7 +239,14 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
               -- spread over the year by a hash of i (a volatile random() here would be computed once for all rows)
               LATERAL (SELECT now() - ((hashint4(i) & 2147483647) % 31536000) * interval '1 second' AS ts) t,
               (SELECT ?::uuid[] AS envs, ?::uuid[] AS hosts, ?::uuid[] AS henvs) a`,
-      [notesClient, author, total, `{${envs.join(',')}}`, `{${hosts.map((h) => h.id).join(',')}}`, `{${hosts.map((h) => h.env).join(',')}}`],
+      [
+        notesClient,
+        author,
+        total,
+        `{${envs.join(',')}}`,
+        `{${hosts.map((h) => h.id).join(',')}}`,
+        `{${hosts.map((h) => h.env).join(',')}}`,
+      ],
     );
     // Autovacuum is off on the bench machine: fresh statistics for the planner, as a live system would have.
     await conn.execute(`VACUUM (ANALYZE) annotations`);
@@ -200,7 +256,10 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
       const end = new Date();
       const start = new Date(end.getTime() - 30 * 86_400_000);
       const t0 = performance.now();
-      const notes = await api<unknown[]>('GET', `/api/v1/annotations?host_id=${host}&start=${start.toISOString()}&end=${end.toISOString()}`);
+      const notes = await api<unknown[]>(
+        'GET',
+        `/api/v1/annotations?host_id=${host}&start=${start.toISOString()}&end=${end.toISOString()}`,
+      );
       return { ms: performance.now() - t0, count: notes.length };
     };
     let returned = 0;
@@ -219,9 +278,26 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
   }
   const fmt2 = (s: Spread): string => `${s.mean.toFixed(1)} (${s.min.toFixed(1)}–${s.max.toFixed(1)})`;
   console.log(`\n## events: receivers, markers, notes (${deps.rounds}×${deps.seconds}s)`);
-  if (receiver && store) console.log(`receiver: ${fmt2(receiver.rps)} deliveries/s accepted (202), p50 ${fmt2(receiver.p50)} ms, p99 ${fmt2(receiver.p99)} ms, non-2xx ${receiver.non2xx}, errors ${receiver.errors}`);
-  if (store) console.log(`store: ${store.deliveries} deploys stored, backlog drained ${store.drainSeconds.toFixed(1)} s after the load, ${store.perSecond.toFixed(0)} stored/s overall`);
-  if (markerLag) console.log(`delivery → marker visible: p50 ${markerLag.p50.toFixed(1)} ms, p99 ${markerLag.p99.toFixed(1)} ms, max ${markerLag.max.toFixed(1)} ms (${markerLag.samples} sequential deliveries)`);
-  if (notesFigures) console.log(`notes, host chart over 30 days, ${notesFigures.total} notes in the client (${notesFigures.returned} returned): p50 ${fmt2(notesFigures.p50)} ms, p99 ${fmt2(notesFigures.p99)} ms (target p99 ≤ 50 ms)`);
-  return { ...(receiver ? { receiver } : {}), ...(store ? { store } : {}), ...(markerLag ? { markerLag } : {}), ...(notesFigures ? { notes: notesFigures } : {}) };
+  if (receiver && store)
+    console.log(
+      `receiver: ${fmt2(receiver.rps)} deliveries/s accepted (202), p50 ${fmt2(receiver.p50)} ms, p99 ${fmt2(receiver.p99)} ms, non-2xx ${receiver.non2xx}, errors ${receiver.errors}`,
+    );
+  if (store)
+    console.log(
+      `store: ${store.deliveries} deploys stored, backlog drained ${store.drainSeconds.toFixed(1)} s after the load, ${store.perSecond.toFixed(0)} stored/s overall`,
+    );
+  if (markerLag)
+    console.log(
+      `delivery → marker visible: p50 ${markerLag.p50.toFixed(1)} ms, p99 ${markerLag.p99.toFixed(1)} ms, max ${markerLag.max.toFixed(1)} ms (${markerLag.samples} sequential deliveries)`,
+    );
+  if (notesFigures)
+    console.log(
+      `notes, host chart over 30 days, ${notesFigures.total} notes in the client (${notesFigures.returned} returned): p50 ${fmt2(notesFigures.p50)} ms, p99 ${fmt2(notesFigures.p99)} ms (target p99 ≤ 50 ms)`,
+    );
+  return {
+    ...(receiver ? { receiver } : {}),
+    ...(store ? { store } : {}),
+    ...(markerLag ? { markerLag } : {}),
+    ...(notesFigures ? { notes: notesFigures } : {}),
+  };
 }

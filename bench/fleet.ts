@@ -94,7 +94,11 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   const measureSeconds = Number(process.env.BENCH_FLEET_SECONDS ?? 320);
   const warmupSeconds = Number(process.env.BENCH_FLEET_WARMUP_SECONDS ?? 20);
   const base = `http://127.0.0.1:${FLEET_PORT}`;
-  const system = await deps.start(['main.ts'], { ...deps.env, SVC_SERVER_PORT: String(FLEET_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,fleet' }, `${base}/readyz`);
+  const system = await deps.start(
+    ['main.ts'],
+    { ...deps.env, SVC_SERVER_PORT: String(FLEET_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,fleet' },
+    `${base}/readyz`,
+  );
   const systemPid = system.pid!;
 
   // A client of its own, emptied each run (its hosts, agents and inventory cascade away), and fresh agents.
@@ -103,7 +107,10 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   const clientId = randomUUID();
   const envId = randomUUID();
   await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, 'Bench fleet', 'bench-fleet')`, [clientId]);
-  await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Bench', 'bench')`, [envId, clientId]);
+  await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Bench', 'bench')`, [
+    envId,
+    clientId,
+  ]);
   const tokens = Array.from({ length: agents + PROBES }, () => `svc_it_${randomBytes(32).toString('base64url')}`);
   for (let i = 0; i < tokens.length; i += 500) {
     const chunk = tokens.slice(i, i + 500);
@@ -115,17 +122,42 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   }
   rmSync(STATE_DIR, { recursive: true, force: true });
   const t0 = performance.now();
-  const enrolled = await enrollSimulated({ server: base, tokens: tokens.slice(0, agents), stateDir: STATE_DIR, count: agents, concurrency: 16, log: deps.log });
+  const enrolled = await enrollSimulated({
+    server: base,
+    tokens: tokens.slice(0, agents),
+    stateDir: STATE_DIR,
+    count: agents,
+    concurrency: 16,
+    log: deps.log,
+  });
   const enrolSeconds = (performance.now() - t0) / 1000;
-  if (enrolled.failed.length > 0) throw new Error(`${enrolled.failed.length} simulated agents failed to enrol: ${enrolled.failed[0]?.message}`);
-  console.log(`\n## fleet: ${agents} agents enrolled in ${enrolSeconds.toFixed(1)} s; starting them (heartbeat + metrics every 10 s, a ~365 KB snapshot every 5 min, phases spread over the 5 minutes)`);
+  if (enrolled.failed.length > 0)
+    throw new Error(`${enrolled.failed.length} simulated agents failed to enrol: ${enrolled.failed[0]?.message}`);
+  console.log(
+    `\n## fleet: ${agents} agents enrolled in ${enrolSeconds.toFixed(1)} s; starting them (heartbeat + metrics every 10 s, a ~365 KB snapshot every 5 min, phases spread over the 5 minutes)`,
+  );
 
-  const svc = await connect({ servers: deps.config.SVC_NATS_URL.split(','), authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)), ...brokerTls(deps.config.SVC_NATS_CA) });
+  const svc = await connect({
+    servers: deps.config.SVC_NATS_URL.split(','),
+    authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)),
+    ...brokerTls(deps.config.SVC_NATS_CA),
+  });
   const jsm = await jetstreamManager(svc);
   // The fleet runs in its own process, as it would on its hosts: its CPU is not the bench loop's.
   const fleet = spawn(
     process.execPath,
-    ['agent/main.ts', 'run', '--simulate', String(agents), '--state-dir', STATE_DIR, '--interval', '10', '--inventory-interval', '300'],
+    [
+      'agent/main.ts',
+      'run',
+      '--simulate',
+      String(agents),
+      '--state-dir',
+      STATE_DIR,
+      '--interval',
+      '10',
+      '--inventory-interval',
+      '300',
+    ],
     { env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'inherit', 'inherit'] },
   );
 
@@ -133,9 +165,21 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   const probes: { nc: NatsConnection; agentId: string; hostId: string }[] = [];
   for (let i = 0; i < PROBES; i++) {
     const dir = `${STATE_DIR}/probe-${i}`;
-    await enrollAgent({ server: base, token: tokens[agents + i]!, stateDir: dir, hostname: `probe-${i}`, os: 'linux', arch: 'x86_64' });
+    await enrollAgent({
+      server: base,
+      token: tokens[agents + i]!,
+      stateDir: dir,
+      hostname: `probe-${i}`,
+      os: 'linux',
+      arch: 'x86_64',
+    });
     const state = await readAgentState(dir);
-    const nc = await connect({ servers: state.nats_servers, authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)), tls: { ca: await readBrokerCa(dir) }, inboxPrefix: state.inbox_prefix });
+    const nc = await connect({
+      servers: state.nats_servers,
+      authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)),
+      tls: { ca: await readBrokerCa(dir) },
+      inboxPrefix: state.inbox_prefix,
+    });
     probes.push({ nc, agentId: state.agent_id, hostId: state.host_id });
   }
   const headers = { authorization: `Bearer ${deps.token}` };
@@ -150,10 +194,15 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
       const version = `probe-${randomUUID().slice(0, 8)}`;
       const sent = performance.now();
       try {
-        await p.nc.request(telemetrySubject(p.agentId, 'heartbeat'), encoder.encode(JSON.stringify({ sent_at: new Date().toISOString(), agent_version: version })), { timeout: 5000 });
+        await p.nc.request(
+          telemetrySubject(p.agentId, 'heartbeat'),
+          encoder.encode(JSON.stringify({ sent_at: new Date().toISOString(), agent_version: version })),
+          { timeout: 5000 },
+        );
         for (;;) {
           const res = await fetch(`${base}/api/v1/hosts/${p.hostId}`, { headers });
-          if (res.ok && ((await res.json()) as { data: { agent_version: string } }).data.agent_version === version) break;
+          if (res.ok && ((await res.json()) as { data: { agent_version: string } }).data.agent_version === version)
+            break;
           if (performance.now() - sent > 30_000) throw new Error('not visible after 30 s');
           await sleep(10);
         }
@@ -190,7 +239,9 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   for (const p of probes) await p.nc.close();
   await svc.close();
 
-  const ingested = Object.fromEntries(DURABLES.map((d) => [d.replace('fleet-telemetry-', ''), ((last.acked[d] ?? 0) - (first.acked[d] ?? 0)) / seconds]));
+  const ingested = Object.fromEntries(
+    DURABLES.map((d) => [d.replace('fleet-telemetry-', ''), ((last.acked[d] ?? 0) - (first.acked[d] ?? 0)) / seconds]),
+  );
   const sorted = [...lags].sort((a, b) => a - b);
   const half = Math.floor(pendingSeries.length / 2);
   const avg = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
@@ -201,16 +252,31 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
     backlogFirstHalf: Math.round(avg(pendingSeries.slice(0, half))),
     backlogSecondHalf: Math.round(avg(pendingSeries.slice(half))),
     backlogMax: Math.max(0, ...pendingSeries),
-    lagMs: { p50: sorted.length ? percentile(sorted, 50) : Number.NaN, p99: sorted.length ? percentile(sorted, 99) : Number.NaN, max: Math.max(0, ...lags), samples: lags.length },
+    lagMs: {
+      p50: sorted.length ? percentile(sorted, 50) : Number.NaN,
+      p99: sorted.length ? percentile(sorted, 99) : Number.NaN,
+      max: Math.max(0, ...lags),
+      samples: lags.length,
+    },
     probeFailures,
     rssMiB: { ...spread(rss), last: rss.at(-1) },
     cpuCores: cpuShare,
     enrolSeconds,
   };
-  console.log(`ingest, acknowledged messages/s by kind: ${Object.entries(ingested).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')} over ${result.measureSeconds} s`);
-  console.log(`backlog (pending + unacked, all four consumers): first half avg ${result.backlogFirstHalf}, second half avg ${result.backlogSecondHalf}, max ${result.backlogMax} (target: no growth)`);
-  console.log(`lag publish → visible in GET /api/v1/hosts/:id: p50 ${result.lagMs.p50.toFixed(0)} ms, p99 ${result.lagMs.p99.toFixed(0)} ms over ${lags.length} probes (target p99 ≤ 2000 ms); ${probeFailures} failed`);
-  console.log(`ingesting process: RSS ${result.rssMiB.mean.toFixed(0)} MiB mean, ${result.rssMiB.max.toFixed(0)} MiB max; CPU ${(cpuShare * 100).toFixed(0)}% of one core`);
+  console.log(
+    `ingest, acknowledged messages/s by kind: ${Object.entries(ingested)
+      .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+      .join(', ')} over ${result.measureSeconds} s`,
+  );
+  console.log(
+    `backlog (pending + unacked, all four consumers): first half avg ${result.backlogFirstHalf}, second half avg ${result.backlogSecondHalf}, max ${result.backlogMax} (target: no growth)`,
+  );
+  console.log(
+    `lag publish → visible in GET /api/v1/hosts/:id: p50 ${result.lagMs.p50.toFixed(0)} ms, p99 ${result.lagMs.p99.toFixed(0)} ms over ${lags.length} probes (target p99 ≤ 2000 ms); ${probeFailures} failed`,
+  );
+  console.log(
+    `ingesting process: RSS ${result.rssMiB.mean.toFixed(0)} MiB mean, ${result.rssMiB.max.toFixed(0)} MiB max; CPU ${(cpuShare * 100).toFixed(0)}% of one core`,
+  );
   system.kill('SIGTERM');
   return result;
 }

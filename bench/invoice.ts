@@ -58,7 +58,16 @@ export interface InvoiceFigures {
 }
 
 const pad = (n: number, w: number): string => String(n).padStart(w, '0');
-const TASKS = ['Fix checkout rounding', 'Upgrade framework', 'Add SSO login', 'Improve search ranking', 'Nightly export job', 'Accessibility review', 'Refactor billing module', 'Performance tuning'];
+const TASKS = [
+  'Fix checkout rounding',
+  'Upgrade framework',
+  'Add SSO login',
+  'Improve search ranking',
+  'Nightly export job',
+  'Accessibility review',
+  'Refactor billing module',
+  'Performance tuning',
+];
 const TIERS = [
   { rate_tier: 'bench-standard', name: 'Standard hours', multiplier: '1.0000' },
   { rate_tier: 'bench-after-hours', name: 'After hours', multiplier: '1.5000' },
@@ -94,11 +103,20 @@ function benchData(): { records: number; batches: AnalyticsBatchIn[] } {
     overtime_rate: deal === 'RET' ? '120.00' : '0',
   });
   const applications = [
-    ...Array.from({ length: BULK_APPS }, (_, i) => app(`${BULK_PREFIX}${pad(i + 1, 4)}`, i, true, deals[i % deals.length]!)),
+    ...Array.from({ length: BULK_APPS }, (_, i) =>
+      app(`${BULK_PREFIX}${pad(i + 1, 4)}`, i, true, deals[i % deals.length]!),
+    ),
     app(PDF_APP, 0, false, 'TM'),
     app(PREVIEW_APP, 1, false, 'TM'),
   ];
-  const worklog = (application_key: string, n: number, tracker: string, tier: string, day: number, seconds: number) => ({
+  const worklog = (
+    application_key: string,
+    n: number,
+    tracker: string,
+    tier: string,
+    day: number,
+    seconds: number,
+  ) => ({
     worklog_id: `bench-wl-${application_key}-${n}`,
     application_key,
     tracker_key: tracker,
@@ -113,16 +131,23 @@ function benchData(): { records: number; batches: AnalyticsBatchIn[] } {
   const worklogs: ReturnType<typeof worklog>[] = [];
   for (let a = 0; a < BULK_APPS; a++) {
     const key = `${BULK_PREFIX}${pad(a + 1, 4)}`;
-    for (let n = 0; n < WORKLOGS_PER_APP; n++) worklogs.push(worklog(key, n, `B${a}-${n % 8}`, TIERS[n % TIERS.length]!.rate_tier, n, 900 + ((a * 37 + n * 113) % 20_000)));
+    for (let n = 0; n < WORKLOGS_PER_APP; n++)
+      worklogs.push(
+        worklog(key, n, `B${a}-${n % 8}`, TIERS[n % TIERS.length]!.rate_tier, n, 900 + ((a * 37 + n * 113) % 20_000)),
+      );
   }
   for (const [key, lines] of [
     [PDF_APP, 100],
     [PREVIEW_APP, 200],
   ] as const)
-    for (let n = 0; n < lines; n++) worklogs.push(worklog(key, n, `T-${pad(n + 1, 3)}`, TIERS[0]!.rate_tier, n, 1800 + n * 60));
-  const batches: AnalyticsBatchIn[] = [{ batch_id: 'bench-master-0', customers, rate_tiers: TIERS, applications: applications.slice(0, 1_000) }];
+    for (let n = 0; n < lines; n++)
+      worklogs.push(worklog(key, n, `T-${pad(n + 1, 3)}`, TIERS[0]!.rate_tier, n, 1800 + n * 60));
+  const batches: AnalyticsBatchIn[] = [
+    { batch_id: 'bench-master-0', customers, rate_tiers: TIERS, applications: applications.slice(0, 1_000) },
+  ];
   batches.push({ batch_id: 'bench-master-1', applications: applications.slice(1_000) });
-  for (let i = 0; i < worklogs.length; i += 2_000) batches.push({ batch_id: `bench-worklogs-${i / 2_000}`, worklogs: worklogs.slice(i, i + 2_000) });
+  for (let i = 0; i < worklogs.length; i += 2_000)
+    batches.push({ batch_id: `bench-worklogs-${i / 2_000}`, worklogs: worklogs.slice(i, i + 2_000) });
   return { records: customers.length + TIERS.length + applications.length + worklogs.length, batches };
 }
 
@@ -156,14 +181,25 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
   // The system under test: identity (token checks) and invoice on one event loop, the invoicing gateway only.
   await deps.start(
     ['main.ts'],
-    { ...deps.env, SVC_ACTORS: 'identity,invoice', SVC_GATEWAYS: 'invoicing', SVC_INVOICING_PORT: String(INVOICING_PORT), SVC_ANALYTICS_PATH: ANALYTICS_PATH },
+    {
+      ...deps.env,
+      SVC_ACTORS: 'identity,invoice',
+      SVC_GATEWAYS: 'invoicing',
+      SVC_INVOICING_PORT: String(INVOICING_PORT),
+      SVC_ANALYTICS_PATH: ANALYTICS_PATH,
+    },
     `${base}/readyz`,
   );
   const auth = { authorization: `Bearer ${deps.token}` };
   const call = async <T>(method: 'GET' | 'POST', path: string, body?: unknown, expect = 200): Promise<T> => {
-    const res = await fetch(`${base}${path}`, { method, headers: { ...auth, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { ...auth, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
     const text = await res.text();
-    if (res.status !== expect) throw new Error(`${method} ${path}: expected ${expect}, got ${res.status}: ${text.slice(0, 300)}`);
+    if (res.status !== expect)
+      throw new Error(`${method} ${path}: expected ${expect}, got ${res.status}: ${text.slice(0, 300)}`);
     return (JSON.parse(text) as { data: T }).data;
   };
 
@@ -175,22 +211,37 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
   // stored again, not dropped as a duplicate publish.
   const run = Date.now().toString(36);
   for (let i = 0; i < data.batches.length; i += 8)
-    await Promise.all(data.batches.slice(i, i + 8).map((b) => publishDurable(nc, INGEST_SUBJECT, b, { msgId: `${namespace()}:${b.batch_id}:${run}`, timeoutMs: 30_000 })));
+    await Promise.all(
+      data.batches
+        .slice(i, i + 8)
+        .map((b) =>
+          publishDurable(nc, INGEST_SUBJECT, b, { msgId: `${namespace()}:${b.batch_id}:${run}`, timeoutMs: 30_000 }),
+        ),
+    );
   await waitForIngest(nc, 300_000);
   const ingest = { batches: data.batches.length, records: data.records, seconds: (performance.now() - t0) / 1000 };
-  console.log(`\n## invoice: ${data.batches.length} batches (${data.records} records) ingested through ${INGEST_SUBJECT} in ${ingest.seconds.toFixed(1)} s`);
+  console.log(
+    `\n## invoice: ${data.batches.length} batches (${data.records} records) ingested through ${INGEST_SUBJECT} in ${ingest.seconds.toFixed(1)} s`,
+  );
 
   // Invoices of earlier bench runs go: bulk must create 1,000 drafts, and the bench database must not grow run by run.
   const em = (await deps.stores.orm()).em.fork();
   // Autovacuum is off on this machine's PostgreSQL: without a VACUUM the deleted rows (300k line items after three
   // runs) stay behind and slow every later round; with it each round starts from the same tables.
-  const vacuum = (): Promise<unknown> => em.fork().execute(`VACUUM (ANALYZE) invoices, invoice_line_items, invoice_edit_history, invoice_pdfs, invoice_counters`);
+  const vacuum = (): Promise<unknown> =>
+    em
+      .fork()
+      .execute(`VACUUM (ANALYZE) invoices, invoice_line_items, invoice_edit_history, invoice_pdfs, invoice_counters`);
   await em.execute(`DELETE FROM invoices WHERE application_key LIKE 'BENCH-%'`);
   await vacuum();
 
   const generate = async (app: string, lines: number): Promise<string> => {
-    const preview = await call<{ line_items: unknown[] }>('POST', '/api/v1/invoices/prefill', { application_key: app, ...PERIOD });
-    if (preview.line_items.length !== lines) throw new Error(`${app}: expected ${lines} lines, the prefill has ${preview.line_items.length}`);
+    const preview = await call<{ line_items: unknown[] }>('POST', '/api/v1/invoices/prefill', {
+      application_key: app,
+      ...PERIOD,
+    });
+    if (preview.line_items.length !== lines)
+      throw new Error(`${app}: expected ${lines} lines, the prefill has ${preview.line_items.length}`);
     return (await call<{ id: string }>('POST', '/api/v1/invoices/generate', preview, 201)).id;
   };
 
@@ -218,7 +269,10 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
     for (let i = 0; i < n; i++) {
       const id = await generate(PDF_APP, 100);
       const doc = await loadRenderable(em.fork(), id);
-      out.push({ id, html: renderInvoiceHtml({ ...doc, invoice: { ...doc.invoice, status: 'needs_review' } }, sellerOf(deps.config)) });
+      out.push({
+        id,
+        html: renderInvoiceHtml({ ...doc, invoice: { ...doc.invoice, status: 'needs_review' } }, sellerOf(deps.config)),
+      });
     }
     return out;
   };
@@ -243,7 +297,12 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
     // Warm-up (not counted): the system's browser starts on its first finalize, the bench's is warmed the same way.
     await pairs(await drafts(5));
     for (let r = 0; r < deps.rounds; r++) finRounds.push(await pairs(await drafts(FINALIZES)));
-    const [stored] = await em.fork().execute<{ byte_size: string }[]>(`SELECT p.byte_size::text AS byte_size FROM invoice_pdfs p JOIN invoices i ON i.id = p.invoice_id WHERE i.application_key = ? ORDER BY p.created_at DESC LIMIT 1`, [PDF_APP]);
+    const [stored] = await em
+      .fork()
+      .execute<{ byte_size: string }[]>(
+        `SELECT p.byte_size::text AS byte_size FROM invoice_pdfs p JOIN invoices i ON i.id = p.invoice_id WHERE i.application_key = ? ORDER BY p.created_at DESC LIMIT 1`,
+        [PDF_APP],
+      );
     pdfBytes = Number(stored?.byte_size ?? 0);
   } finally {
     await bare.close();
@@ -273,10 +332,20 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
   const previewRounds: number[][] = [];
   const previewLoad: LoadResult[] = [];
   // Sequential calls (the latency a person sees), then 8 connections at once (what the process sustains), per round.
-  await load('preview-html, 8 connections', previewUrl, { headers: auth, seconds: Math.min(3, deps.seconds), connections: 8 });
+  await load('preview-html, 8 connections', previewUrl, {
+    headers: auth,
+    seconds: Math.min(3, deps.seconds),
+    connections: 8,
+  });
   for (let r = 0; r < deps.rounds; r++) {
     previewRounds.push(await previews(PREVIEWS));
-    previewLoad.push(await load('GET preview-html (200 lines), 8 connections', previewUrl, { headers: auth, seconds: deps.seconds, connections: 8 }));
+    previewLoad.push(
+      await load('GET preview-html (200 lines), 8 connections', previewUrl, {
+        headers: auth,
+        seconds: deps.seconds,
+        connections: 8,
+      }),
+    );
   }
 
   // ---- generate-bulk for 1,000 applications ----
@@ -284,12 +353,19 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
     const t = performance.now();
     const entries = await call<{ skipped: boolean }[]>('POST', '/api/v1/invoices/generate-bulk', PERIOD);
     const ms = performance.now() - t;
-    if (entries.length !== BULK_APPS) throw new Error(`generate-bulk answered ${entries.length} entries, expected ${BULK_APPS}`);
+    if (entries.length !== BULK_APPS)
+      throw new Error(`generate-bulk answered ${entries.length} entries, expected ${BULK_APPS}`);
     const skipped = entries.filter((e) => e.skipped).length;
     return { ms, created: entries.length - skipped, skipped };
   };
   const clearBulk = async (): Promise<void> => {
-    await em.fork().execute(`DELETE FROM invoices WHERE application_key LIKE ? AND period_start = ? AND period_end = ?`, [`${BULK_PREFIX}%`, PERIOD.period_start, PERIOD.period_end]);
+    await em
+      .fork()
+      .execute(`DELETE FROM invoices WHERE application_key LIKE ? AND period_start = ? AND period_end = ?`, [
+        `${BULK_PREFIX}%`,
+        PERIOD.period_start,
+        PERIOD.period_end,
+      ]);
     await vacuum();
   };
   const bulkMs: number[] = [];
@@ -303,7 +379,8 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
     if (fresh.created !== BULK_APPS) throw new Error(`generate-bulk created ${fresh.created}, expected ${BULK_APPS}`);
     bulkMs.push(fresh.ms);
     const again = await bulkOnce();
-    if (again.skipped !== BULK_APPS) throw new Error(`generate-bulk again skipped ${again.skipped}, expected ${BULK_APPS}`);
+    if (again.skipped !== BULK_APPS)
+      throw new Error(`generate-bulk again skipped ${again.skipped}, expected ${BULK_APPS}`);
     repeatMs.push(again.ms);
   }
 
@@ -313,16 +390,38 @@ export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigur
     bare: { p50: at(bareRounds, 50), p95: at(bareRounds, 95), pdfBytes: barePdfBytes },
     p50Ratio: spread(finRounds.map((r) => percentile(r.fin, 50) / percentile(r.bare, 50))),
     p95Ratio: spread(finRounds.map((r) => percentile(r.fin, 95) / percentile(r.bare, 95))),
-    preview: { lines: 200, perRound: PREVIEWS, htmlBytes, p50: at(previewRounds, 50), p99: at(previewRounds, 99), load: figures(previewLoad) },
-    bulk: { applications: BULK_APPS, worklogs: BULK_APPS * WORKLOGS_PER_APP, seconds: spread(bulkMs.map((m) => m / 1000)), repeatSeconds: spread(repeatMs.map((m) => m / 1000)) },
+    preview: {
+      lines: 200,
+      perRound: PREVIEWS,
+      htmlBytes,
+      p50: at(previewRounds, 50),
+      p99: at(previewRounds, 99),
+      load: figures(previewLoad),
+    },
+    bulk: {
+      applications: BULK_APPS,
+      worklogs: BULK_APPS * WORKLOGS_PER_APP,
+      seconds: spread(bulkMs.map((m) => m / 1000)),
+      repeatSeconds: spread(repeatMs.map((m) => m / 1000)),
+    },
     ingest,
   };
-  console.log(`finalize (100 lines, ${result.via}), ${FINALIZES} per round, warm-up + ${deps.rounds} interleaved rounds, ms:`);
-  console.log(`  finalize  p50 ${fmt(result.finalize.p50, 1)}  p95 ${fmt(result.finalize.p95, 1)} (target ≤ 1000)   PDF ${pdfBytes} bytes`);
-  console.log(`  bare      p50 ${fmt(result.bare.p50, 1)}  p95 ${fmt(result.bare.p95, 1)}   PDF ${barePdfBytes} bytes (page.setContent + page.pdf, own browser, warm page)`);
+  console.log(
+    `finalize (100 lines, ${result.via}), ${FINALIZES} per round, warm-up + ${deps.rounds} interleaved rounds, ms:`,
+  );
+  console.log(
+    `  finalize  p50 ${fmt(result.finalize.p50, 1)}  p95 ${fmt(result.finalize.p95, 1)} (target ≤ 1000)   PDF ${pdfBytes} bytes`,
+  );
+  console.log(
+    `  bare      p50 ${fmt(result.bare.p50, 1)}  p95 ${fmt(result.bare.p95, 1)}   PDF ${barePdfBytes} bytes (page.setContent + page.pdf, own browser, warm page)`,
+  );
   console.log(`  finalize / bare: p50 ${fmt(result.p50Ratio, 2)} (target ≤ 1.50)   p95 ${fmt(result.p95Ratio, 2)}`);
-  console.log(`preview-html (200 lines, ${htmlBytes} bytes), ${PREVIEWS} sequential calls per round, ms: p50 ${fmt(result.preview.p50, 2)}  p99 ${fmt(result.preview.p99, 2)} (target ≤ 50)`);
+  console.log(
+    `preview-html (200 lines, ${htmlBytes} bytes), ${PREVIEWS} sequential calls per round, ms: p50 ${fmt(result.preview.p50, 2)}  p99 ${fmt(result.preview.p99, 2)} (target ≤ 50)`,
+  );
   console.log(pathTable([result.preview.load]));
-  console.log(`generate-bulk, ${BULK_APPS} active applications, ${result.bulk.worklogs} worklogs in the period, s: fresh ${fmt(result.bulk.seconds, 2)} (target ≤ 10)   again, all skipped ${fmt(result.bulk.repeatSeconds, 2)}`);
+  console.log(
+    `generate-bulk, ${BULK_APPS} active applications, ${result.bulk.worklogs} worklogs in the period, s: fresh ${fmt(result.bulk.seconds, 2)} (target ≤ 10)   again, all skipped ${fmt(result.bulk.repeatSeconds, 2)}`,
+  );
   return result;
 }

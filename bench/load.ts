@@ -19,7 +19,14 @@ export interface LoadResult {
 export async function load(
   name: string,
   url: string,
-  opts: { headers?: Record<string, string>; method?: 'GET' | 'POST'; body?: string; bodies?: string[]; connections?: number; seconds?: number },
+  opts: {
+    headers?: Record<string, string>;
+    method?: 'GET' | 'POST';
+    body?: string;
+    bodies?: string[];
+    connections?: number;
+    seconds?: number;
+  },
 ): Promise<LoadResult> {
   let next = 0;
   const bodies = opts.bodies;
@@ -33,5 +40,13 @@ export async function load(
     connections: opts.connections ?? 32,
     duration: opts.seconds ?? 10,
   });
-  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx, total: result.requests.total };
+  return {
+    name,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    total: result.requests.total,
+  };
 }

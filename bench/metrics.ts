@@ -73,7 +73,15 @@ export interface MetricsFigures {
   };
   chart6h: ChartFigures;
   chart24h: ChartFigures;
-  query: { calls: number; bytes: number; directBytes: number; gatewayP50: number; gatewayP99: number; directP50: number; directP99: number };
+  query: {
+    calls: number;
+    bytes: number;
+    directBytes: number;
+    gatewayP50: number;
+    gatewayP99: number;
+    directP50: number;
+    directP99: number;
+  };
 }
 
 interface Agent {
@@ -87,8 +95,13 @@ interface Agent {
 function batchSamples(series: number, seed: number): MetricSample[] {
   const out: MetricSample[] = [];
   for (let i = 0; i < series; i++) {
-    const labels: Record<string, string> = i < 20 ? {} : { pid: String(1000 + (i % 40)), process_name: `proc-${i % 40}` };
-    out.push({ name: i < 20 ? `bench_host_metric_${i}` : `bench_process_metric_${Math.floor(i / 40)}`, value: (seed * 31 + i) % 1000, labels });
+    const labels: Record<string, string> =
+      i < 20 ? {} : { pid: String(1000 + (i % 40)), process_name: `proc-${i % 40}` };
+    out.push({
+      name: i < 20 ? `bench_host_metric_${i}` : `bench_process_metric_${Math.floor(i / 40)}`,
+      value: (seed * 31 + i) % 1000,
+      labels,
+    });
   }
   return out;
 }
@@ -111,10 +124,18 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
   // BENCH_METRICS_WIRE=json: the agents send JSON batches instead of the reference agent's compact form.
   const wire = process.env.BENCH_METRICS_WIRE === 'json' ? 'json' : 'compact';
   const base = `http://127.0.0.1:${METRICS_PORT}`;
-  const system = await deps.start(['main.ts'], { ...deps.env, SVC_SERVER_PORT: String(METRICS_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,fleet' }, `${base}/readyz`);
+  const system = await deps.start(
+    ['main.ts'],
+    { ...deps.env, SVC_SERVER_PORT: String(METRICS_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,fleet' },
+    `${base}/readyz`,
+  );
   const tsdb = new Tsdb(deps.config.SVC_TSDB_URL, { timeoutMs: 60_000 });
   const conn = (await deps.stores.orm()).em.fork().getConnection();
-  const svc = await connect({ servers: deps.config.SVC_NATS_URL.split(','), authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)), ...brokerTls(deps.config.SVC_NATS_CA) });
+  const svc = await connect({
+    servers: deps.config.SVC_NATS_URL.split(','),
+    authenticator: credsAuthenticator(readFileSync(deps.config.SVC_NATS_CREDS!)),
+    ...brokerTls(deps.config.SVC_NATS_CA),
+  });
   const jsm = await jetstreamManager(svc);
   const connections: Agent[] = [];
   const benchHosts: string[] = [];
@@ -124,7 +145,10 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     const clientId = randomUUID();
     const envId = randomUUID();
     await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, 'Bench metrics', 'bench-metrics')`, [clientId]);
-    await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Bench', 'bench')`, [envId, clientId]);
+    await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Bench', 'bench')`, [
+      envId,
+      clientId,
+    ]);
     const tokens = Array.from({ length: agents }, () => `svc_it_${randomBytes(32).toString('base64url')}`);
     await conn.execute(
       `INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at)
@@ -132,13 +156,27 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       [envId, clientId, tokens.map((t) => createHash('sha256').update(t).digest('hex')).join(',')],
     );
     rmSync(STATE_DIR, { recursive: true, force: true });
-    const enrolled = await enrollSimulated({ server: base, tokens, stateDir: STATE_DIR, count: agents, concurrency: 8, log: deps.log });
-    if (enrolled.failed.length > 0) throw new Error(`${enrolled.failed.length} bench agents failed to enrol: ${enrolled.failed[0]?.message}`);
+    const enrolled = await enrollSimulated({
+      server: base,
+      tokens,
+      stateDir: STATE_DIR,
+      count: agents,
+      concurrency: 8,
+      log: deps.log,
+    });
+    if (enrolled.failed.length > 0)
+      throw new Error(`${enrolled.failed.length} bench agents failed to enrol: ${enrolled.failed[0]?.message}`);
     for (let i = 1; i <= agents; i++) {
       const dir = simDir(STATE_DIR, i);
       const state = await readAgentState(dir);
       // As the reference agent connects (agent/connection.ts): its own user and inbox prefix, no async traces.
-      const nc = await connect({ servers: state.nats_servers, authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)), tls: { ca: await readBrokerCa(dir) }, inboxPrefix: state.inbox_prefix, noAsyncTraces: true });
+      const nc = await connect({
+        servers: state.nats_servers,
+        authenticator: credsAuthenticator(readFileSync(statePaths(dir).creds)),
+        tls: { ca: await readBrokerCa(dir) },
+        inboxPrefix: state.inbox_prefix,
+        noAsyncTraces: true,
+      });
       connections.push({ nc, js: jetstream(nc), agentId: state.agent_id, hostId: state.host_id });
       benchHosts.push(state.host_id);
     }
@@ -158,7 +196,10 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       // What the reference agent publishes (its compact form), or JSON text as any other agent may send it.
       const payloads = connections.map((_, a) =>
         Array.from({ length: batchesPerAgent }, (__, b) => {
-          const batch = { collected_at: new Date(t0 + b * 10_000).toISOString(), samples: batchSamples(seriesPerBatch, a * 7 + b) };
+          const batch = {
+            collected_at: new Date(t0 + b * 10_000).toISOString(),
+            samples: batchSamples(seriesPerBatch, a * 7 + b),
+          };
           return wire === 'json' ? encoder.encode(JSON.stringify(batch)) : encodeCompactMetricBatch(batch);
         }),
       );
@@ -170,7 +211,9 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
           // Up to 16 publishes in flight per agent, as the agent's outbox allows 32.
           const mine = payloads[a]!;
           for (let i = 0; i < mine.length; i += 16) {
-            const acks = await Promise.all(mine.slice(i, i + 16).map((p) => agent.js.publish(telemetrySubject(agent.agentId, 'metrics'), p)));
+            const acks = await Promise.all(
+              mine.slice(i, i + 16).map((p) => agent.js.publish(telemetrySubject(agent.agentId, 'metrics'), p)),
+            );
             for (const ack of acks) maxSeq = Math.max(maxSeq, ack.seq);
           }
         }),
@@ -189,7 +232,10 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       rawHosts.forEach((hostId, a) => {
         const sender = { agent_id: '', host_id: hostId, environment_id: envId, client_id: clientId };
         for (let b = 0; b < batchesPerAgent; b++) {
-          const batch = { collected_at: new Date(t0 + b * 10_000).toISOString(), samples: batchSamples(seriesPerBatch, a * 7 + b) };
+          const batch = {
+            collected_at: new Date(t0 + b * 10_000).toISOString(),
+            samples: batchSamples(seriesPerBatch, a * 7 + b),
+          };
           pending.push(batchToImport(sender, decodeCompactMetricBatch(encodeCompactMetricBatch(batch))).body);
           pendingSamples += seriesPerBatch;
           if (pendingSamples >= METRICS_INGEST_DEFAULTS.flushMaxSamples) {
@@ -213,7 +259,9 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       );
       return samplesPerRound / ((performance.now() - started) / 1000);
     };
-    console.log(`\n## metrics ingest: ${agents} agents × ${batchesPerAgent} batches × ${seriesPerBatch} samples = ${samplesPerRound} samples per round, warm-up + ${deps.rounds} interleaved rounds`);
+    console.log(
+      `\n## metrics ingest: ${agents} agents × ${batchesPerAgent} batches × ${seriesPerBatch} samples = ${samplesPerRound} samples per round, warm-up + ${deps.rounds} interleaved rounds`,
+    );
     await pipelineRound();
     await rawRound();
     const pipeline: number[] = [];
@@ -263,20 +311,39 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       raw.push(await metered('raw', rawRound));
       deferred.raw += await settle();
     }
-    const ingest = { agents, samplesPerRound, pipeline: spread(pipeline), raw: spread(raw), ratio: spread(pipeline.map((p, i) => p / raw[i]!)), steal: { pipeline: spread(stolen.pipeline), raw: spread(stolen.raw) } };
-    console.log(`agents → JetStream → consumer → VictoriaMetrics: ${ingest.pipeline.mean.toFixed(0)} samples/s (${ingest.pipeline.min.toFixed(0)}–${ingest.pipeline.max.toFixed(0)})`);
-    console.log(`VictoriaMetrics /api/v1/import of the same samples: ${ingest.raw.mean.toFixed(0)} samples/s (${ingest.raw.min.toFixed(0)}–${ingest.raw.max.toFixed(0)})`);
-    console.log(`pipeline / raw: ${ingest.ratio.mean.toFixed(2)} (${ingest.ratio.min.toFixed(2)}–${ingest.ratio.max.toFixed(2)}) (target ≥ 0.50)`);
-    console.log(`steal (the machine's CPU time taken by other tenants) during the rounds: pipeline ${pct(ingest.steal.pipeline)}, raw ${pct(ingest.steal.raw)}`);
+    const ingest = {
+      agents,
+      samplesPerRound,
+      pipeline: spread(pipeline),
+      raw: spread(raw),
+      ratio: spread(pipeline.map((p, i) => p / raw[i]!)),
+      steal: { pipeline: spread(stolen.pipeline), raw: spread(stolen.raw) },
+    };
+    console.log(
+      `agents → JetStream → consumer → VictoriaMetrics: ${ingest.pipeline.mean.toFixed(0)} samples/s (${ingest.pipeline.min.toFixed(0)}–${ingest.pipeline.max.toFixed(0)})`,
+    );
+    console.log(
+      `VictoriaMetrics /api/v1/import of the same samples: ${ingest.raw.mean.toFixed(0)} samples/s (${ingest.raw.min.toFixed(0)}–${ingest.raw.max.toFixed(0)})`,
+    );
+    console.log(
+      `pipeline / raw: ${ingest.ratio.mean.toFixed(2)} (${ingest.ratio.min.toFixed(2)}–${ingest.ratio.max.toFixed(2)}) (target ≥ 0.50)`,
+    );
+    console.log(
+      `steal (the machine's CPU time taken by other tenants) during the rounds: pipeline ${pct(ingest.steal.pipeline)}, raw ${pct(ingest.steal.raw)}`,
+    );
     const perK = (ms: number): number => Math.round(((ms * 1000) / (samplesPerRound * deps.rounds)) * 1000) / 1000;
     const cpuMsPer1kSamples = { pipeline: {} as Record<string, number>, raw: {} as Record<string, number> };
     for (const path of ['pipeline', 'raw'] as const) {
       for (const g of groups) cpuMsPer1kSamples[path][g.name] = perK(cpu[path][g.name] ?? 0);
       const total = Object.values(cpuMsPer1kSamples[path]).reduce((a, b) => a + b, 0);
-      console.log(`CPU ms per 1,000 samples, ${path.padEnd(8)}: ${groups.map((g) => `${g.name} ${cpuMsPer1kSamples[path][g.name]!.toFixed(3)}`).join('  ')}  total ${total.toFixed(3)}`);
+      console.log(
+        `CPU ms per 1,000 samples, ${path.padEnd(8)}: ${groups.map((g) => `${g.name} ${cpuMsPer1kSamples[path][g.name]!.toFixed(3)}`).join('  ')}  total ${total.toFixed(3)}`,
+      );
     }
     const deferredPerK = { pipeline: perK(deferred.pipeline), raw: perK(deferred.raw) };
-    console.log(`VictoriaMetrics' CPU after the round's clock stopped (flush, merges), ms per 1,000 samples: pipeline ${deferredPerK.pipeline.toFixed(3)}, raw ${deferredPerK.raw.toFixed(3)}`);
+    console.log(
+      `VictoriaMetrics' CPU after the round's clock stopped (flush, merges), ms per 1,000 samples: pipeline ${deferredPerK.pipeline.toFixed(3)}, raw ${deferredPerK.raw.toFixed(3)}`,
+    );
     Object.assign(ingest, { cpuMsPer1kSamples, vmDeferredMsPer1kSamples: deferredPerK });
 
     // ---- charts ----------------------------------------------------------------------------------------------------
@@ -286,12 +353,22 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     // A host with 24 hours of 10-second samples: the host-level series and 8 per-CPU ones sharing its name.
     const chartHost = randomUUID();
     benchHosts.push(chartHost);
-    await conn.execute(`INSERT INTO hosts (id, environment_id, client_id, hostname) VALUES (?, ?, ?, 'bench-chart')`, [chartHost, envId, clientId]);
+    await conn.execute(`INSERT INTO hosts (id, environment_id, client_id, hostname) VALUES (?, ?, ?, 'bench-chart')`, [
+      chartHost,
+      envId,
+      clientId,
+    ]);
     const now = Date.now();
     const from = now - 24 * 3_600_000;
     const timestamps = Array.from({ length: 8_640 }, (_, i) => from + i * 10_000);
     const chartRows: ImportSeries[] = [undefined, ...Array.from({ length: 8 }, (_, i) => String(i))].map((cpu) => ({
-      metric: { __name__: 'cpu_usage_percent', ...(cpu !== undefined ? { cpu } : {}), host_id: chartHost, environment_id: envId, client_id: clientId },
+      metric: {
+        __name__: 'cpu_usage_percent',
+        ...(cpu !== undefined ? { cpu } : {}),
+        host_id: chartHost,
+        environment_id: envId,
+        client_id: clientId,
+      },
       values: timestamps.map((t, i) => Math.round((50 + 40 * Math.sin(i / 90) + (t % 7)) * 100) / 100),
       timestamps,
     }));
@@ -304,7 +381,11 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       const gatewayUrl = `${base}/api/v1/hosts/${chartHost}/metrics/cpu_usage_percent?start=${new Date(start).toISOString()}&end=${new Date(end).toISOString()}`;
       // The query_range the fleet actor sends for this chart (reads.ts, store-reads.ts gaugeBuckets).
       const b = bucketsOf({ startMs: start, endMs: end });
-      const exact = selector([['__name__', '=', 'cpu_usage_percent'], ['host_id', '=', chartHost], ['cpu', '=', '']]);
+      const exact = selector([
+        ['__name__', '=', 'cpu_usage_percent'],
+        ['host_id', '=', chartHost],
+        ['cpu', '=', ''],
+      ]);
       const form = new URLSearchParams({
         query: `aggr_over_time(("count_over_time","sum_over_time","min_over_time","max_over_time"), ${exact}[${b.sizeMs}ms] offset 1ms) keep_metric_names`,
         start: String((b.firstMs + b.sizeMs) / 1000),
@@ -378,12 +459,19 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
         kdamondMsPerS,
       };
       const f = (s: Spread): string => `${s.mean.toFixed(2)} (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
-      console.log(`\n## metrics chart, ${hours} h (${b.sizeMs === 60_000 ? '1-minute' : 'hourly'} buckets, ${points} points), ${chartCalls} sequential calls per path per round, ms`);
+      console.log(
+        `\n## metrics chart, ${hours} h (${b.sizeMs === 60_000 ? '1-minute' : 'hourly'} buckets, ${points} points), ${chartCalls} sequential calls per path per round, ms`,
+      );
       console.log(`through the gateway: p50 ${f(fig.gateway.p50)}  p99 ${f(fig.gateway.p99)}`);
       console.log(`straight to VictoriaMetrics: p50 ${f(fig.direct.p50)}  p99 ${f(fig.direct.p99)}`);
-      console.log(`for scale, GET /hosts/:id through the gateway (no store): p50 ${f(fig.hostRoute.p50)}  p99 ${f(fig.hostRoute.p99)}`);
+      console.log(
+        `for scale, GET /hosts/:id through the gateway (no store): p50 ${f(fig.hostRoute.p50)}  p99 ${f(fig.hostRoute.p99)}`,
+      );
       console.log(`gateway / direct: p50 ${f(fig.p50Ratio)}  p99 ${f(fig.p99Ratio)} (target p99 ≤ 1.50)`);
-      if (kdamondMsPerS > 0) console.log(`the kernel's memory monitor (kdamond, DAMON) ran ${kdamondMsPerS.toFixed(1)} ms per second during these calls`);
+      if (kdamondMsPerS > 0)
+        console.log(
+          `the kernel's memory monitor (kdamond, DAMON) ran ${kdamondMsPerS.toFixed(1)} ms per second during these calls`,
+        );
       return fig;
     };
     const chart6h = await chart(6);
@@ -391,21 +479,35 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
 
     // POST /metrics/query streamed through the gateway vs the same confined query_range straight to the store: 24 h
     // of 10-second points of all 9 series (~78,000 points, a few MB).
-    const body = JSON.stringify({ query: 'cpu_usage_percent', start: new Date(from).toISOString(), end: new Date(now).toISOString(), step: '10s', host_id: chartHost });
+    const body = JSON.stringify({
+      query: 'cpu_usage_percent',
+      start: new Date(from).toISOString(),
+      end: new Date(now).toISOString(),
+      step: '10s',
+      host_id: chartHost,
+    });
     const queryForm = new URLSearchParams({
       query: '{__name__="cpu_usage_percent"}',
       start: String(from / 1000),
       end: String(now / 1000),
       step: '10',
       nocache: '1',
-      'extra_filters[]': selector([['client_id', '=', clientId], ['host_id', '=', chartHost]]),
+      'extra_filters[]': selector([
+        ['client_id', '=', clientId],
+        ['host_id', '=', chartHost],
+      ]),
     });
     let bytes = [0, 0];
     const streamed = async (): Promise<number> => {
       const t0 = performance.now();
-      const res = await fetch(`${base}/api/v1/metrics/query`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
+      const res = await fetch(`${base}/api/v1/metrics/query`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body,
+      });
       const text = await res.text();
-      if (!res.ok || !text.startsWith('{"status":"success"')) throw new Error(`query through the gateway: HTTP ${res.status} ${text.slice(0, 200)}`);
+      if (!res.ok || !text.startsWith('{"status":"success"'))
+        throw new Error(`query through the gateway: HTTP ${res.status} ${text.slice(0, 200)}`);
       bytes = [text.length, bytes[1]!];
       return performance.now() - t0;
     };
@@ -429,21 +531,35 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     }
     qs.sort((x, y) => x - y);
     ds.sort((x, y) => x - y);
-    const query = { calls: qs.length, bytes: bytes[0]!, directBytes: bytes[1]!, gatewayP50: percentile(qs, 50), gatewayP99: percentile(qs, 99), directP50: percentile(ds, 50), directP99: percentile(ds, 99) };
-    console.log(`\n## POST /metrics/query, 24 h at 10 s of 9 series (${(query.bytes / 1e6).toFixed(1)} MB streamed; ${(query.directBytes / 1e6).toFixed(1)} MB straight), ${query.calls} sequential calls, ms`);
-    console.log(`through the gateway: p50 ${query.gatewayP50.toFixed(1)}  p99 ${query.gatewayP99.toFixed(1)}   straight: p50 ${query.directP50.toFixed(1)}  p99 ${query.directP99.toFixed(1)}`);
+    const query = {
+      calls: qs.length,
+      bytes: bytes[0]!,
+      directBytes: bytes[1]!,
+      gatewayP50: percentile(qs, 50),
+      gatewayP99: percentile(qs, 99),
+      directP50: percentile(ds, 50),
+      directP99: percentile(ds, 99),
+    };
+    console.log(
+      `\n## POST /metrics/query, 24 h at 10 s of 9 series (${(query.bytes / 1e6).toFixed(1)} MB streamed; ${(query.directBytes / 1e6).toFixed(1)} MB straight), ${query.calls} sequential calls, ms`,
+    );
+    console.log(
+      `through the gateway: p50 ${query.gatewayP50.toFixed(1)}  p99 ${query.gatewayP99.toFixed(1)}   straight: p50 ${query.directP50.toFixed(1)}  p99 ${query.directP99.toFixed(1)}`,
+    );
     return { ingest, chart6h, chart24h, query };
   } finally {
     for (const a of connections) await a.nc.close().catch(() => undefined);
     await svc.close().catch(() => undefined);
     await tsdb.flush().catch(() => undefined);
-    for (let i = 0; i < benchHosts.length; i += 50) await tsdb.deleteSeries([`{host_id=~"${benchHosts.slice(i, i + 50).join('|')}"}`]).catch(() => undefined);
+    for (let i = 0; i < benchHosts.length; i += 50)
+      await tsdb.deleteSeries([`{host_id=~"${benchHosts.slice(i, i + 50).join('|')}"}`]).catch(() => undefined);
     // Waits for its exit, so that a CPU profile it writes at exit (BENCH_CPU_PROF) is complete before the bench ends.
     if (system.exitCode === null && system.signalCode === null) {
       const exited = new Promise((resolve) => system.once('exit', resolve));
       system.kill('SIGTERM');
       // Its own shutdown gives up after 25 s; a process that never handled the signal is killed.
-      if ((await Promise.race([exited.then(() => true), sleep(30_000).then(() => false)])) === false) system.kill('SIGKILL');
+      if ((await Promise.race([exited.then(() => true), sleep(30_000).then(() => false)])) === false)
+        system.kill('SIGKILL');
     }
   }
 }

@@ -54,4 +54,6 @@ const show = (m: Map<string, number>): string =>
     .slice(0, top)
     .map(([k, t]) => `${((t / total) * 100).toFixed(1).padStart(5)}%  ${k}`)
     .join('\n');
-console.log(`${(total / 1e6).toFixed(1)} s busy\n\n## by area (self)\n${show(areas)}\n\n## by function (self)\n${show(functions)}`);
+console.log(
+  `${(total / 1e6).toFixed(1)} s busy\n\n## by area (self)\n${show(areas)}\n\n## by function (self)\n${show(functions)}`,
+);

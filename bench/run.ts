@@ -52,7 +52,10 @@ async function startChild(args: string[], env: Record<string, string>, readyUrl:
   prof.push(...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== ''));
   // NODE_OPTIONS as `npm start` sets it (scripts/start.sh), so the processes measured run as the started system does.
   const nodeOptions = `--max-semi-space-size=64${process.env.NODE_OPTIONS ? ` ${process.env.NODE_OPTIONS}` : ''}`;
-  const child = spawn(process.execPath, [...prof, ...args], { env: { ...process.env, NODE_OPTIONS: nodeOptions, SVC_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [...prof, ...args], {
+    env: { ...process.env, NODE_OPTIONS: nodeOptions, SVC_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   children.push(child);
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
@@ -77,16 +80,24 @@ async function seed(): Promise<{ token: string; userId: string; email: string; p
   const email = `bench-${userId.slice(0, 8)}@example.com`;
   const password = 'bench password 0123456789';
   const box = new SecretBox(config.SVC_MFA_ENCRYPTION_KEY!);
-  await conn.execute(`INSERT INTO users (id, email, display_name, status, is_super_admin, password_hash, mfa_enabled, mfa_secret_enc) VALUES (?, ?, 'Bench', 'active', true, ?, true, ?)`, [
-    userId,
-    email,
-    await argon2.hash(password, { type: argon2.argon2id }),
-    box.seal(generateSecret()),
-  ]);
-  const existing = await conn.execute<{ n: string }[]>(`SELECT count(*)::text AS n FROM clients WHERE slug LIKE 'bench-%'`);
-  for (let i = Number(existing[0]?.n ?? 0); i < 60; i++) await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)`, [randomUUID(), `Bench ${i}`, `bench-${i}`]);
+  await conn.execute(
+    `INSERT INTO users (id, email, display_name, status, is_super_admin, password_hash, mfa_enabled, mfa_secret_enc) VALUES (?, ?, 'Bench', 'active', true, ?, true, ?)`,
+    [userId, email, await argon2.hash(password, { type: argon2.argon2id }), box.seal(generateSecret())],
+  );
+  const existing = await conn.execute<{ n: string }[]>(
+    `SELECT count(*)::text AS n FROM clients WHERE slug LIKE 'bench-%'`,
+  );
+  for (let i = Number(existing[0]?.n ?? 0); i < 60; i++)
+    await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)`, [
+      randomUUID(),
+      `Bench ${i}`,
+      `bench-${i}`,
+    ]);
   const sessionId = randomUUID();
-  await conn.execute(`INSERT INTO sessions (id, user_id, last_active_at, expires_at) VALUES (?, ?, now(), now() + interval '1 day')`, [sessionId, userId]);
+  await conn.execute(
+    `INSERT INTO sessions (id, user_id, last_active_at, expires_at) VALUES (?, ?, now(), now() + interval '1 day')`,
+    [sessionId, userId],
+  );
   const token = await new AccessTokens(config.SVC_JWT_SECRET!, 3600).sign({ sub: userId, sid: sessionId, email });
   return { token, userId, email, password };
 }
@@ -95,8 +106,12 @@ async function seed(): Promise<{ token: string; userId: string; email: string; p
  * One warm-up (not counted), then ROUNDS interleaved rounds of every path: each round runs them back to back. With
  * `groups`, each counted round also records the CPU per request of each process group (bench/cpu.ts).
  */
-async function interleaved(paths: { name: string; url: string; groups?: ProcessGroup[] }[], headers: Record<string, string>): Promise<LoadResult[][]> {
-  for (const p of paths) await load(p.name, p.url, { headers, seconds: Math.min(3, SECONDS), connections: CONNECTIONS });
+async function interleaved(
+  paths: { name: string; url: string; groups?: ProcessGroup[] }[],
+  headers: Record<string, string>,
+): Promise<LoadResult[][]> {
+  for (const p of paths)
+    await load(p.name, p.url, { headers, seconds: Math.min(3, SECONDS), connections: CONNECTIONS });
   const rounds: LoadResult[][] = paths.map(() => []);
   for (let r = 0; r < ROUNDS; r++)
     for (const [i, p] of paths.entries()) {
@@ -105,7 +120,8 @@ async function interleaved(paths: { name: string; url: string; groups?: ProcessG
       const result = await load(p.name, p.url, { headers, seconds: SECONDS, connections: CONNECTIONS });
       result.steal = stolen();
       const used = meter?.();
-      if (used) result.cpu = Object.fromEntries(Object.entries(used).map(([k, ms]) => [k, ms / Math.max(1, result.total)]));
+      if (used)
+        result.cpu = Object.fromEntries(Object.entries(used).map(([k, ms]) => [k, ms / Math.max(1, result.total)]));
       rounds[i]!.push(result);
     }
   return rounds;
@@ -113,7 +129,13 @@ async function interleaved(paths: { name: string; url: string; groups?: ProcessG
 
 function cpuTable(rows: Record<string, Record<string, Spread>>): string {
   const cols = Object.keys(Object.values(rows)[0] ?? {});
-  const lines = Object.entries(rows).map(([path, cpu]) => [path, ...cols.map((c) => fmt(cpu[c]!, 3)), Object.values(cpu).reduce((a, s) => a + s.mean, 0).toFixed(3)]);
+  const lines = Object.entries(rows).map(([path, cpu]) => [
+    path,
+    ...cols.map((c) => fmt(cpu[c]!, 3)),
+    Object.values(cpu)
+      .reduce((a, s) => a + s.mean, 0)
+      .toFixed(3),
+  ]);
   const head = ['path', ...cols, 'total'];
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   return [head, ...lines].map((cells) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')).join('\n');
@@ -139,14 +161,37 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     { name: 'valkey', comm: /^redis-server$/ },
     { name: 'load generator', pids: () => [process.pid] },
   ];
-  const own = (name: string, ps: ChildProcess[]): ProcessGroup[] => [{ name: `${name}`, pids: () => ps.map((p) => p.pid!) }, ...shared];
+  const own = (name: string, ps: ChildProcess[]): ProcessGroup[] => [
+    { name: `${name}`, pids: () => ps.map((p) => p.pid!) },
+    ...shared,
+  ];
   const [one, two, floor, noHop, viaBare] = await interleaved(
     [
-      { name: 'single process: gateway → NATS → actor → PG', url: `http://127.0.0.1:${GATEWAY_PORT}/api/v1/clients`, groups: own('system', [system]) },
-      { name: 'split: gateway process → NATS → actor process → PG', url: `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/api/v1/clients`, groups: own('system', splitProcesses) },
-      { name: 'floor: bare Fastify → bare NATS request → PG', url: `http://127.0.0.1:${DIRECT_PORT}/floor/clients`, groups: own('system', [bare]) },
-      { name: 'gateway stack, no hop: the console gateway app → handler in-process → PG', url: `http://127.0.0.1:${GATEWAY_NOHOP_PORT}/api/v1/clients`, groups: own('system', [bare]) },
-      { name: 'bare Fastify → PG', url: `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients`, groups: own('system', [bare]) },
+      {
+        name: 'single process: gateway → NATS → actor → PG',
+        url: `http://127.0.0.1:${GATEWAY_PORT}/api/v1/clients`,
+        groups: own('system', [system]),
+      },
+      {
+        name: 'split: gateway process → NATS → actor process → PG',
+        url: `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/api/v1/clients`,
+        groups: own('system', splitProcesses),
+      },
+      {
+        name: 'floor: bare Fastify → bare NATS request → PG',
+        url: `http://127.0.0.1:${DIRECT_PORT}/floor/clients`,
+        groups: own('system', [bare]),
+      },
+      {
+        name: 'gateway stack, no hop: the console gateway app → handler in-process → PG',
+        url: `http://127.0.0.1:${GATEWAY_NOHOP_PORT}/api/v1/clients`,
+        groups: own('system', [bare]),
+      },
+      {
+        name: 'bare Fastify → PG',
+        url: `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients`,
+        groups: own('system', [bare]),
+      },
     ],
     headers,
   );
@@ -166,19 +211,47 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     singleP99Ratio: ratios(one!, viaBare!, (r) => r.p99),
     splitThroughputRatio: ratios(two!, viaBare!, (r) => r.rps),
     splitP99Ratio: ratios(two!, viaBare!, (r) => r.p99),
-    cpuPerRequest: { single: cpuRow(one!), split: cpuRow(two!), floor: cpuRow(floor!), noHop: cpuRow(noHop!), direct: cpuRow(viaBare!) },
-    steal: { single: stealOf(one!), split: stealOf(two!), floor: stealOf(floor!), noHop: stealOf(noHop!), direct: stealOf(viaBare!) },
+    cpuPerRequest: {
+      single: cpuRow(one!),
+      split: cpuRow(two!),
+      floor: cpuRow(floor!),
+      noHop: cpuRow(noHop!),
+      direct: cpuRow(viaBare!),
+    },
+    steal: {
+      single: stealOf(one!),
+      split: stealOf(two!),
+      floor: stealOf(floor!),
+      noHop: stealOf(noHop!),
+      direct: stealOf(viaBare!),
+    },
   };
-  console.log(`\n## hop: authenticated GET /api/v1/clients, ${CONNECTIONS} connections, warm-up + ${ROUNDS}×${SECONDS}s interleaved`);
+  console.log(
+    `\n## hop: authenticated GET /api/v1/clients, ${CONNECTIONS} connections, warm-up + ${ROUNDS}×${SECONDS}s interleaved`,
+  );
   console.log(pathTable([result.single, result.split, result.floor, result.noHop, result.direct]));
-  console.log(`single process / bare: throughput ${fmt(result.singleThroughputRatio, 2)} (target ≥ 0.80)   p99 ${fmt(result.singleP99Ratio, 2)} (target ≤ 1.50)`);
-  console.log(`split / bare:          throughput ${fmt(result.splitThroughputRatio, 2)}   p99 ${fmt(result.splitP99Ratio, 2)}`);
-  console.log(`floor / bare:          throughput ${fmt(result.floorThroughputRatio, 2)}   p99 ${fmt(result.floorP99Ratio, 2)}   (one bare NATS request-reply, nothing else)`);
-  console.log(`gateway stack without the hop / bare: throughput ${fmt(result.noHopThroughputRatio, 2)}   p99 ${fmt(result.noHopP99Ratio, 2)}   (the gateway's own hooks, validation and logging)`);
-  console.log(`single process / gateway stack without the hop: throughput ${fmt(result.singleToNoHopThroughputRatio, 2)}   p99 ${fmt(result.singleToNoHopP99Ratio, 2)}   (the hop alone)`);
+  console.log(
+    `single process / bare: throughput ${fmt(result.singleThroughputRatio, 2)} (target ≥ 0.80)   p99 ${fmt(result.singleP99Ratio, 2)} (target ≤ 1.50)`,
+  );
+  console.log(
+    `split / bare:          throughput ${fmt(result.splitThroughputRatio, 2)}   p99 ${fmt(result.splitP99Ratio, 2)}`,
+  );
+  console.log(
+    `floor / bare:          throughput ${fmt(result.floorThroughputRatio, 2)}   p99 ${fmt(result.floorP99Ratio, 2)}   (one bare NATS request-reply, nothing else)`,
+  );
+  console.log(
+    `gateway stack without the hop / bare: throughput ${fmt(result.noHopThroughputRatio, 2)}   p99 ${fmt(result.noHopP99Ratio, 2)}   (the gateway's own hooks, validation and logging)`,
+  );
+  console.log(
+    `single process / gateway stack without the hop: throughput ${fmt(result.singleToNoHopThroughputRatio, 2)}   p99 ${fmt(result.singleToNoHopP99Ratio, 2)}   (the hop alone)`,
+  );
   console.log(`CPU ms per request, by process (mean of the rounds, min–max):`);
   console.log(cpuTable(result.cpuPerRequest));
-  console.log(`steal (the machine's CPU time taken by other tenants) during each path's rounds: ${Object.entries(result.steal).map(([k, s]) => `${k} ${pct(s)}`).join(', ')}`);
+  console.log(
+    `steal (the machine's CPU time taken by other tenants) during each path's rounds: ${Object.entries(result.steal)
+      .map(([k, s]) => `${k} ${pct(s)}`)
+      .join(', ')}`,
+  );
   return result;
 }
 
@@ -195,7 +268,10 @@ async function login(): Promise<Record<string, unknown>> {
   for (let i = 0; i < 8; i++) {
     const email = `bench-login-${randomUUID().slice(0, 8)}@example.com`;
     loginEmails.push(email);
-    await conn.execute(`INSERT INTO users (id, email, display_name, status, password_hash) VALUES (?, ?, 'Login', 'active', ?)`, [randomUUID(), email, hash]);
+    await conn.execute(
+      `INSERT INTO users (id, email, display_name, status, password_hash) VALUES (?, ?, 'Login', 'active', ?)`,
+      [randomUUID(), email, hash],
+    );
   }
   const raw = async (seconds: number): Promise<number> => {
     const end = Date.now() + seconds * 1000;
@@ -226,16 +302,27 @@ async function login(): Promise<Record<string, unknown>> {
     rawRounds.push(await raw(SECONDS));
     loginRounds.push(await logins(SECONDS));
   }
-  const result = { login: figures(loginRounds), raw: spread(rawRounds), ratio: spread(loginRounds.map((l, i) => l.rps / rawRounds[i]!)) };
-  console.log(`\n## login: POST /auth/login (8 accounts without MFA, 8 connections) vs raw argon2id, warm-up + ${ROUNDS}×${SECONDS}s interleaved`);
+  const result = {
+    login: figures(loginRounds),
+    raw: spread(rawRounds),
+    ratio: spread(loginRounds.map((l, i) => l.rps / rawRounds[i]!)),
+  };
+  console.log(
+    `\n## login: POST /auth/login (8 accounts without MFA, 8 connections) vs raw argon2id, warm-up + ${ROUNDS}×${SECONDS}s interleaved`,
+  );
   console.log(pathTable([result.login]));
-  console.log(`raw argon2id verifications/s (4 parallel): ${fmt(result.raw, 1)}   login/raw: ${fmt(result.ratio, 2)} (target ≥ 0.90)`);
+  console.log(
+    `raw argon2id verifications/s (4 parallel): ${fmt(result.raw, 1)}   login/raw: ${fmt(result.ratio, 2)} (target ≥ 0.90)`,
+  );
   return result;
 }
 
 async function me(token: string): Promise<Record<string, unknown>> {
   await single();
-  const [rounds] = await interleaved([{ name: 'GET /auth/me (warm cache)', url: `http://127.0.0.1:${GATEWAY_PORT}/api/v1/auth/me` }], { authorization: `Bearer ${token}` });
+  const [rounds] = await interleaved(
+    [{ name: 'GET /auth/me (warm cache)', url: `http://127.0.0.1:${GATEWAY_PORT}/api/v1/auth/me` }],
+    { authorization: `Bearer ${token}` },
+  );
   const result = figures(rounds!);
   console.log(`\n## me: GET /auth/me, warm access cache, warm-up + ${ROUNDS}×${SECONDS}s`);
   console.log(pathTable([result]));
@@ -289,10 +376,20 @@ async function resolve(userId: string): Promise<Record<string, unknown>> {
   await echoNc.drain();
   await nc.drain();
   const at = (rounds: number[][], p: number): Spread => spread(rounds.map((xs) => percentile(xs, p)));
-  const result = { cold: { p50: at(cold, 50), p99: at(cold, 99) }, warm: { p50: at(warm, 50), p99: at(warm, 99) }, bare: { p50: at(bare, 50), p99: at(bare, 99) } };
-  console.log(`\n## resolve: svc.identity.access.resolve over NATS, ${ROUNDS} rounds (500 cold, 2000 warm calls each), ms`);
-  console.log(`cold p50 ${fmt(result.cold.p50, 2)}  p99 ${fmt(result.cold.p99, 2)}   warm p50 ${fmt(result.warm.p50, 2)}  p99 ${fmt(result.warm.p99, 2)} (target warm p99 ≤ 2 ms)`);
-  console.log(`floor, a bare NATS request-reply to an echo (2000 calls per round): p50 ${fmt(result.bare.p50, 2)}  p99 ${fmt(result.bare.p99, 2)}`);
+  const result = {
+    cold: { p50: at(cold, 50), p99: at(cold, 99) },
+    warm: { p50: at(warm, 50), p99: at(warm, 99) },
+    bare: { p50: at(bare, 50), p99: at(bare, 99) },
+  };
+  console.log(
+    `\n## resolve: svc.identity.access.resolve over NATS, ${ROUNDS} rounds (500 cold, 2000 warm calls each), ms`,
+  );
+  console.log(
+    `cold p50 ${fmt(result.cold.p50, 2)}  p99 ${fmt(result.cold.p99, 2)}   warm p50 ${fmt(result.warm.p50, 2)}  p99 ${fmt(result.warm.p99, 2)} (target warm p99 ≤ 2 ms)`,
+  );
+  console.log(
+    `floor, a bare NATS request-reply to an echo (2000 calls per round): p50 ${fmt(result.bare.p50, 2)}  p99 ${fmt(result.bare.p99, 2)}`,
+  );
   return result;
 }
 
@@ -308,15 +405,31 @@ async function signing(): Promise<Record<string, unknown>> {
   const remote = contextSigner(config);
   const elsewhere = contextSigner(config);
   const local = contextSigner(config);
-  const ctx = { request_id: randomUUID(), ip: '127.0.0.1', user_agent: 'autocannon', principal: { kind: 'user', user_id: randomUUID(), session_id: randomUUID(), email: 'bench@example.com', is_super_admin: true, mfa_enabled: true }, access: { super_admin: true, all_clients: [], clients: {} } };
-  const payload = new TextEncoder().encode(JSON.stringify({ ctx, input: { page: 1, per_page: 20, sort: 'name', order: 'asc' } }));
+  const ctx = {
+    request_id: randomUUID(),
+    ip: '127.0.0.1',
+    user_agent: 'autocannon',
+    principal: {
+      kind: 'user',
+      user_id: randomUUID(),
+      session_id: randomUUID(),
+      email: 'bench@example.com',
+      is_super_admin: true,
+      mfa_enabled: true,
+    },
+    access: { super_admin: true, all_clients: [], clients: {} },
+  };
+  const payload = new TextEncoder().encode(
+    JSON.stringify({ ctx, input: { page: 1, per_page: 20, sort: 'name', order: 'asc' } }),
+  );
   const subject = 'bench.svc.fleet.clients.list';
   local.servesHere(subject);
   type Signer = typeof local;
   const once = (signer: Signer, verifier: Signer): void => {
     const deadline = Date.now() + 10_000;
     const s = signer.sign(subject, ctx.request_id, deadline, payload);
-    if (!verifier.verify(subject, ctx.request_id, String(deadline), s.signedAt, s.signature, payload).ok) throw new Error('signature did not verify');
+    if (!verifier.verify(subject, ctx.request_id, String(deadline), s.signedAt, s.signature, payload).ok)
+      throw new Error('signature did not verify');
   };
   const time = (signer: Signer, verifier: Signer): number[] => {
     for (let i = 0; i < 20_000; i++) once(signer, verifier);
@@ -331,11 +444,17 @@ async function signing(): Promise<Record<string, unknown>> {
   };
   const micros = spread(time(remote, elsewhere));
   const localMicros = spread(time(local, local));
-  const rps = (results.hop as { single?: PathFigures } | undefined)?.single?.rps.mean ?? (previous.hop as { single?: { rps: Spread } } | undefined)?.single?.rps.mean;
+  const rps =
+    (results.hop as { single?: PathFigures } | undefined)?.single?.rps.mean ??
+    (previous.hop as { single?: { rps: Spread } } | undefined)?.single?.rps.mean;
   const share = rps ? (micros.mean * rps) / 1e6 : undefined;
   console.log(`\n## signing: HMAC-SHA256 sign + verify of a ${payload.length}-byte envelope, ${ROUNDS}×100k`);
-  console.log(`µs per request, verified in another process: ${fmt(micros, 2)}${share !== undefined ? `   share of an actor-path request's CPU at ${rps!.toFixed(0)} req/s: ${(share * 100).toFixed(2)}% (target < 3%)` : ''}`);
-  console.log(`µs per request, verified in the signing process (comparison with what it signed): ${fmt(localMicros, 2)}`);
+  console.log(
+    `µs per request, verified in another process: ${fmt(micros, 2)}${share !== undefined ? `   share of an actor-path request's CPU at ${rps!.toFixed(0)} req/s: ${(share * 100).toFixed(2)}% (target < 3%)` : ''}`,
+  );
+  console.log(
+    `µs per request, verified in the signing process (comparison with what it signed): ${fmt(localMicros, 2)}`,
+  );
   return { micros, localMicros, payloadBytes: payload.length, share };
 }
 
@@ -343,7 +462,9 @@ async function signing(): Promise<Record<string, unknown>> {
 async function invoice(token: string): Promise<Record<string, unknown>> {
   const nc = await connectNats(config.SVC_NATS_URL, 'bench-invoice', log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   try {
-    return { ...(await invoiceBench({ config, stores, nc, token, rounds: ROUNDS, seconds: SECONDS, start: startChild, env })) };
+    return {
+      ...(await invoiceBench({ config, stores, nc, token, rounds: ROUNDS, seconds: SECONDS, start: startChild, env })),
+    };
   } finally {
     await nc.drain();
   }
@@ -355,7 +476,9 @@ async function fleet(token: string): Promise<Record<string, unknown>> {
 }
 
 /** Host search: PQL count and first page over 100,000 seeded hosts (bench/search.ts). */
-const search = async (token: string): Promise<Record<string, unknown>> => ({ ...(await searchBench({ config, stores, token, ensureSystem: single, gatewayPort: GATEWAY_PORT })) });
+const search = async (token: string): Promise<Record<string, unknown>> => ({
+  ...(await searchBench({ config, stores, token, ensureSystem: single, gatewayPort: GATEWAY_PORT })),
+});
 
 /** Metrics: ingest through agents and JetStream vs a raw import, host charts via the gateway vs straight (bench/metrics.ts). */
 async function metrics(token: string): Promise<Record<string, unknown>> {
@@ -371,14 +494,41 @@ async function servicedesk(token: string): Promise<Record<string, unknown>> {
 async function events(token: string): Promise<Record<string, unknown>> {
   const nc = await connectNats(config.SVC_NATS_URL, 'bench-events', log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
   try {
-    return { ...(await eventsBench({ config, stores, nc, token, log, rounds: ROUNDS, seconds: SECONDS, start: startChild, env })) };
+    return {
+      ...(await eventsBench({
+        config,
+        stores,
+        nc,
+        token,
+        log,
+        rounds: ROUNDS,
+        seconds: SECONDS,
+        start: startChild,
+        env,
+      })),
+    };
   } finally {
     await nc.drain();
   }
 }
 
-const runtime = async (): Promise<Record<string, unknown>> => ({ ...(await runtimeBench({ config, log, rounds: ROUNDS, seconds: SECONDS })) });
-const PARTS = { hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events } as const;
+const runtime = async (): Promise<Record<string, unknown>> => ({
+  ...(await runtimeBench({ config, log, rounds: ROUNDS, seconds: SECONDS })),
+});
+const PARTS = {
+  hop,
+  runtime,
+  login,
+  me,
+  resolve,
+  signing,
+  invoice,
+  fleet,
+  search,
+  metrics,
+  servicedesk,
+  events,
+} as const;
 type Part = keyof typeof PARTS;
 const results: Record<string, unknown> = {};
 let previous: Record<string, unknown> = {};
@@ -392,7 +542,7 @@ const env = {
   SVC_AUTH_RATE_LIMIT: '1000000000',
   BENCH_DIRECT_PORT: String(DIRECT_PORT),
 };
-const once = <T,>(f: () => Promise<T>): (() => Promise<T>) => {
+const once = <T>(f: () => Promise<T>): (() => Promise<T>) => {
   let p: Promise<T> | undefined;
   return () => (p ??= f());
 };
@@ -425,19 +575,38 @@ const split = once(async (): Promise<ChildProcess[]> => {
   const url = `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/api/v1/clients`;
   const started = await Promise.all([
     startChild(['main.ts'], { ...env, ...ns, SVC_GATEWAYS: 'none' }, ''),
-    startChild(['main.ts'], { ...env, ...ns, SVC_ACTORS: 'none', SVC_SERVER_PORT: String(SPLIT_GATEWAY_PORT) }, `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/readyz`),
+    startChild(
+      ['main.ts'],
+      { ...env, ...ns, SVC_ACTORS: 'none', SVC_SERVER_PORT: String(SPLIT_GATEWAY_PORT) },
+      `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/readyz`,
+    ),
   ]);
-  for (let i = 0; i < 300 && (await fetch(url, { headers: { authorization: `Bearer ${benchToken}` } }).catch(() => undefined))?.status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+  for (
+    let i = 0;
+    i < 300 &&
+    (await fetch(url, { headers: { authorization: `Bearer ${benchToken}` } }).catch(() => undefined))?.status !== 200;
+    i++
+  )
+    await new Promise((r) => setTimeout(r, 100));
   return started;
 });
-const direct = once(() => startChild(['bench/direct-server.ts'], { ...env, BENCH_GATEWAY_NOHOP_PORT: String(GATEWAY_NOHOP_PORT) }, `http://127.0.0.1:${GATEWAY_NOHOP_PORT}/api/v1/clients`));
+const direct = once(() =>
+  startChild(
+    ['bench/direct-server.ts'],
+    { ...env, BENCH_GATEWAY_NOHOP_PORT: String(GATEWAY_NOHOP_PORT) },
+    `http://127.0.0.1:${GATEWAY_NOHOP_PORT}/api/v1/clients`,
+  ),
+);
 
 async function main(): Promise<void> {
   const asked = process.argv.slice(2).filter((a) => a !== '--');
   const unknown = asked.filter((a) => !(a in PARTS));
-  if (unknown.length > 0) throw new Error(`unknown bench part(s) ${unknown.join(', ')}; parts: ${Object.keys(PARTS).join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`unknown bench part(s) ${unknown.join(', ')}; parts: ${Object.keys(PARTS).join(', ')}`);
   const parts = (asked.length > 0 ? asked : Object.keys(PARTS)) as Part[];
-  console.log(`bench: NATS namespace ${namespace} (request subjects ${namespace}.svc.…); parts ${parts.join(', ')}; ${ROUNDS} rounds of ${SECONDS}s`);
+  console.log(
+    `bench: NATS namespace ${namespace} (request subjects ${namespace}.svc.…); parts ${parts.join(', ')}; ${ROUNDS} rounds of ${SECONDS}s`,
+  );
   try {
     previous = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Record<string, unknown>;
   } catch {
@@ -446,12 +615,35 @@ async function main(): Promise<void> {
   const user = await seed();
   benchToken = user.token;
   for (const part of parts) {
-    results[part] = await (part === 'hop' ? hop(user.token) : part === 'me' ? me(user.token) : part === 'invoice' ? invoice(user.token) : part === 'fleet' ? fleet(user.token) : part === 'metrics' ? metrics(user.token) : part === 'servicedesk' ? servicedesk(user.token) : part === 'events' ? events(user.token) : part === 'resolve' ? resolve(user.userId) : part === 'search' ? search(user.token) : PARTS[part as 'login' | 'signing' | 'runtime']());
+    results[part] = await (part === 'hop'
+      ? hop(user.token)
+      : part === 'me'
+        ? me(user.token)
+        : part === 'invoice'
+          ? invoice(user.token)
+          : part === 'fleet'
+            ? fleet(user.token)
+            : part === 'metrics'
+              ? metrics(user.token)
+              : part === 'servicedesk'
+                ? servicedesk(user.token)
+                : part === 'events'
+                  ? events(user.token)
+                  : part === 'resolve'
+                    ? resolve(user.userId)
+                    : part === 'search'
+                      ? search(user.token)
+                      : PARTS[part as 'login' | 'signing' | 'runtime']());
   }
   mkdirSync('data/bench', { recursive: true });
   // Parts run now replace their figures; the others keep those of their last run (each part carries its date).
   const at = new Date().toISOString();
-  const merged = { ...previous, ...Object.fromEntries(Object.entries(results).map(([k, v]) => [k, { at, rounds: ROUNDS, seconds: SECONDS, ...(v as object) }])) };
+  const merged = {
+    ...previous,
+    ...Object.fromEntries(
+      Object.entries(results).map(([k, v]) => [k, { at, rounds: ROUNDS, seconds: SECONDS, ...(v as object) }]),
+    ),
+  };
   writeFileSync('data/bench/latest.json', JSON.stringify(merged, null, 2));
   console.log('\nfigures written to data/bench/latest.json');
 }

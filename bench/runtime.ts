@@ -22,13 +22,30 @@ export interface RuntimeFigures {
   concurrency: number;
 }
 
-export async function runtimeBench(deps: { config: Config; log: Logger; rounds: number; seconds: number }): Promise<RuntimeFigures> {
-  const nc = await connectNats(deps.config.SVC_NATS_URL, 'bench-runtime', deps.log, deps.config.SVC_NATS_CREDS, deps.config.SVC_NATS_CA);
+export async function runtimeBench(deps: {
+  config: Config;
+  log: Logger;
+  rounds: number;
+  seconds: number;
+}): Promise<RuntimeFigures> {
+  const nc = await connectNats(
+    deps.config.SVC_NATS_URL,
+    'bench-runtime',
+    deps.log,
+    deps.config.SVC_NATS_CREDS,
+    deps.config.SVC_NATS_CA,
+  );
   // Replies are not checked against their schemas, as in production (SVC_VALIDATE_REPLIES=false).
   const host = new ActorHost(nc, catalogue, contextSigner(deps.config), deps.log, 10_000, false);
   try {
     const now = new Date().toISOString();
-    const items = Array.from({ length: 20 }, (_, i) => ({ id: randomUUID(), name: `Bench ${i}`, slug: `bench-${i}`, created_at: now, updated_at: now }));
+    const items = Array.from({ length: 20 }, (_, i) => ({
+      id: randomUUID(),
+      name: `Bench ${i}`,
+      slug: `bench-${i}`,
+      created_at: now,
+      updated_at: now,
+    }));
     const page = { items, total: 60, page: 1, per_page: 20 };
     await host.serve('fleet', 'bench-runtime', { 'svc.fleet.clients.list': async () => page as never });
     const bareSubject = wireRequestSubject('svc.bench.runtime.bare');
@@ -36,7 +53,9 @@ export async function runtimeBench(deps: { config: Config; log: Logger; rounds: 
       queue: 'bench-runtime',
       callback: (_e, m) => {
         m.json();
-        m.respond(JSON.stringify({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } }));
+        m.respond(
+          JSON.stringify({ data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } }),
+        );
       },
     });
     await nc.flush();
@@ -44,12 +63,20 @@ export async function runtimeBench(deps: { config: Config; log: Logger; rounds: 
       request_id: randomUUID(),
       ip: '127.0.0.1',
       user_agent: 'autocannon',
-      principal: { kind: 'user', user_id: randomUUID(), session_id: randomUUID(), email: 'bench@example.com', is_super_admin: true, mfa_enabled: true },
+      principal: {
+        kind: 'user',
+        user_id: randomUUID(),
+        session_id: randomUUID(),
+        email: 'bench@example.com',
+        is_super_admin: true,
+        mfa_enabled: true,
+      },
       access: { super_admin: true, all_clients: [], clients: {} },
     });
     const input = { page: 1, per_page: 20, sort: 'name', order: 'asc' } as const;
     const paths = {
-      runtime: (): Promise<unknown> => host.caller.callForwardedPage('svc.fleet.clients.list', input, ctx(), { timeoutMs: 5000 }),
+      runtime: (): Promise<unknown> =>
+        host.caller.callForwardedPage('svc.fleet.clients.list', input, ctx(), { timeoutMs: 5000 }),
       bare: (): Promise<unknown> => nc.request(bareSubject, JSON.stringify({ ctx: ctx(), input }), { timeout: 5000 }),
     };
     const concurrency = 32;
@@ -73,13 +100,25 @@ export async function runtimeBench(deps: { config: Config; log: Logger; rounds: 
     const got = { runtime: [] as number[], bare: [] as number[] };
     // More, shorter rounds than the HTTP parts: each is a few seconds of one process, and the spread shows the noise.
     for (let r = 0; r < deps.rounds * 2; r++) {
-      for (const k of r % 2 === 0 ? (['runtime', 'bare'] as const) : (['bare', 'runtime'] as const)) got[k].push(await cpuPerCall(paths[k], (deps.seconds * 1000) / 2));
+      for (const k of r % 2 === 0 ? (['runtime', 'bare'] as const) : (['bare', 'runtime'] as const))
+        got[k].push(await cpuPerCall(paths[k], (deps.seconds * 1000) / 2));
     }
-    const figures = { runtime: spread(got.runtime), bare: spread(got.bare), extra: spread(got.runtime.map((x, i) => x - got.bare[i]!)), concurrency };
+    const figures = {
+      runtime: spread(got.runtime),
+      bare: spread(got.bare),
+      extra: spread(got.runtime.map((x, i) => x - got.bare[i]!)),
+      concurrency,
+    };
     const f = (s: Spread): string => `${s.mean.toFixed(1)} (${s.min.toFixed(1)}–${s.max.toFixed(1)})`;
-    console.log(`\n## runtime: CPU µs of one process per request-reply, ${concurrency} in flight, ${got.runtime.length} interleaved rounds of ${deps.seconds / 2}s`);
-    console.log(`Caller → NATS → ActorHost (signed envelope, headers, schema, deadline, page forwarded): ${f(figures.runtime)}`);
-    console.log(`bare nats.js request-reply, same JSON both ways: ${f(figures.bare)}   runtime − bare: ${f(figures.extra)}`);
+    console.log(
+      `\n## runtime: CPU µs of one process per request-reply, ${concurrency} in flight, ${got.runtime.length} interleaved rounds of ${deps.seconds / 2}s`,
+    );
+    console.log(
+      `Caller → NATS → ActorHost (signed envelope, headers, schema, deadline, page forwarded): ${f(figures.runtime)}`,
+    );
+    console.log(
+      `bare nats.js request-reply, same JSON both ways: ${f(figures.bare)}   runtime − bare: ${f(figures.extra)}`,
+    );
     return figures;
   } finally {
     await host.drain(1000);

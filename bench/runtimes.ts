@@ -60,15 +60,19 @@ const stat = (xs: number[] | undefined): string => {
 const mean = (xs: number[] | undefined): number => (xs?.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 const [oldRt, newRt] = runtimes as [Runtime, Runtime];
 function printTable(done: number): void {
-    console.log(`\n## Node runtimes side by side, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${done} of ${rounds} interleaved rounds per part\n`);
+  console.log(
+    `\n## Node runtimes side by side, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${done} of ${rounds} interleaved rounds per part\n`,
+  );
   console.log(`| part | figure | ${oldRt.label} | ${newRt.label} | new / old |`);
   console.log('|---|---|---|---|---|');
   for (const part of parts) {
     for (const [figure, by] of Object.entries(got[part] ?? {})) {
       const ratio = mean(by[newRt.label]) / mean(by[oldRt.label]);
-      console.log(`| ${part} | ${figure} | ${stat(by[oldRt.label])} | ${stat(by[newRt.label])} | ${Number.isFinite(ratio) ? ratio.toFixed(2) : '–'} |`);
+      console.log(
+        `| ${part} | ${figure} | ${stat(by[oldRt.label])} | ${stat(by[newRt.label])} | ${Number.isFinite(ratio) ? ratio.toFixed(2) : '–'} |`,
+      );
     }
-}
+  }
 }
 
 const got: Record<string, Record<string, Record<string, number[]>>> = {}; // part → figure → runtime label → values
@@ -78,7 +82,11 @@ for (let round = 0; round < rounds; round++) {
       console.log(`\n# round ${round + 1}/${rounds}: ${part} on ${rt.label}`);
       const res = spawnSync(rt.node, ['bench/run.ts', part], {
         stdio: 'inherit',
-        env: { ...process.env, BENCH_ROUNDS: '1', NODE_OPTIONS: [rt.nodeOptions, process.env.NODE_OPTIONS ?? ''].filter(Boolean).join(' ') },
+        env: {
+          ...process.env,
+          BENCH_ROUNDS: '1',
+          NODE_OPTIONS: [rt.nodeOptions, process.env.NODE_OPTIONS ?? ''].filter(Boolean).join(' '),
+        },
       });
       if (res.status !== 0) {
         console.error(`${part} on ${rt.label} exited ${res.status}; its round is left out`);

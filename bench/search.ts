@@ -25,7 +25,10 @@ export const BENCH_QUERIES: readonly { name: string; q: string }[] = [
   { name: 'glob on hostname', q: 'host.hostname ~ "web-euw1-*"' },
   { name: 'package version comparison', q: 'package[name = "openssl" AND version < "3.0.13"]' },
   { name: 'NOT over services', q: 'NOT service.name = "nginx"' },
-  { name: 'three-way AND/OR', q: 'tag.env = "prod" AND (label.region = "eu-west-1" OR label.region = "eu-central-1") AND host.cpu_cores >= 8' },
+  {
+    name: 'three-way AND/OR',
+    q: 'tag.env = "prod" AND (label.region = "eu-west-1" OR label.region = "eu-central-1") AND host.cpu_cores >= 8',
+  },
 ];
 
 export interface SearchBenchDeps {
@@ -53,7 +56,8 @@ const ROLE = `(ARRAY['web','web','web','api','api','worker','worker','db','cache
 const REGION = `(ARRAY['eu-west-1','eu-central-1','us-east-1','us-west-2','ap-southeast-1','sa-east-1'])[1 + g % 6]`;
 const REGION_SHORT = `(ARRAY['euw1','euc1','use1','usw2','apse1','sae1'])[1 + g % 6]`;
 /** A version-4-shaped uuid from a seed text (the API's schemas accept RFC 4122 ids only). */
-const UUID_OF = (seed: string): string => `(SELECT (substr(m, 1, 12) || '4' || substr(m, 14, 3) || '8' || substr(m, 18))::uuid FROM md5(${seed}) m)`;
+const UUID_OF = (seed: string): string =>
+  `(SELECT (substr(m, 1, 12) || '4' || substr(m, 14, 3) || '8' || substr(m, 18))::uuid FROM md5(${seed}) m)`;
 const HOST_ID = UUID_OF(`'bsrch-host-' || g::text`);
 /** The names the seed gives: role-region-b<sequence number>. */
 const SEEDED_NAME = '^[a-z0-9]+-[a-z0-9]+-b[0-9]+$';
@@ -64,9 +68,11 @@ async function seed(deps: SearchBenchDeps): Promise<void> {
   const orm = await deps.stores.orm();
   const conn = orm.em.fork().getConnection();
   const exec = (sql: string, params: unknown[] = []): Promise<unknown> => conn.execute(sql, params);
-  const [marker] = await conn.execute<{ hosts: string; packages: string }[]>(
-    `SELECT (SELECT count(*) FROM hosts WHERE hostname ~ '${SEEDED_NAME}') AS hosts, (SELECT value FROM bench_search_meta WHERE key = 'packages') AS packages`,
-  ).catch(() => [{ hosts: '0', packages: '' }]);
+  const [marker] = await conn
+    .execute<{ hosts: string; packages: string }[]>(
+      `SELECT (SELECT count(*) FROM hosts WHERE hostname ~ '${SEEDED_NAME}') AS hosts, (SELECT value FROM bench_search_meta WHERE key = 'packages') AS packages`,
+    )
+    .catch(() => [{ hosts: '0', packages: '' }]);
   if (Number(marker?.hosts) === HOSTS && marker?.packages === String(PACKAGES)) {
     console.log(`search: reusing the seeded fleet (${HOSTS} hosts, ${PACKAGES} packages each)`);
     // What autovacuum would have done since (it is off on this machine): the fleet part's heartbeats and snapshots
@@ -74,12 +80,16 @@ async function seed(deps: SearchBenchDeps): Promise<void> {
     await exec(`VACUUM ANALYZE hosts, environments, host_services, host_packages, host_containers`);
     return;
   }
-  console.log(`search: seeding ${HOSTS} hosts with ${PACKAGES} packages each into the bench database (once; later runs reuse it)…`);
+  console.log(
+    `search: seeding ${HOSTS} hosts with ${PACKAGES} packages each into the bench database (once; later runs reuse it)…`,
+  );
   const started = Date.now();
   await exec(`CREATE TABLE IF NOT EXISTS bench_search_meta (key text PRIMARY KEY, value text NOT NULL)`);
   await exec(`DELETE FROM bench_search_meta`);
   // A fleet of another size: start again (inventory goes with its hosts).
-  await exec(`DELETE FROM hosts h WHERE hostname ~ '${SEEDED_NAME}' AND id = ${UUID_OF(`'bsrch-host-' || substring(h.hostname FROM '-b([0-9]+)$')`)}`);
+  await exec(
+    `DELETE FROM hosts h WHERE hostname ~ '${SEEDED_NAME}' AND id = ${UUID_OF(`'bsrch-host-' || substring(h.hostname FROM '-b([0-9]+)$')`)}`,
+  );
   await exec(
     `INSERT INTO environments (id, client_id, name, slug)
      SELECT ${UUID_OF(`'bsrch-env-' || c.id || '-' || k`)}, c.id, k, 'bsrch-' || k FROM clients c, unnest(ARRAY['prod', 'staging', 'dev']) k
@@ -164,7 +174,8 @@ async function seed(deps: SearchBenchDeps): Promise<void> {
         [lo, hi],
       );
     }
-    if (hi % 20_000 === 0 || hi === HOSTS) console.log(`search: ${hi} hosts seeded (${Math.round((Date.now() - started) / 1000)} s)`);
+    if (hi % 20_000 === 0 || hi === HOSTS)
+      console.log(`search: ${hi} hosts seeded (${Math.round((Date.now() - started) / 1000)} s)`);
   }
   // Statistics for the planner, and the visibility map for index-only scans.
   await exec(`VACUUM ANALYZE hosts, environments, host_services, host_packages, host_containers`);
@@ -178,18 +189,24 @@ async function scopedEngineer(deps: SearchBenchDeps): Promise<string> {
   const conn = orm.em.fork().getConnection();
   const id = randomUUID();
   const email = `bench-search-${id.slice(0, 8)}@example.com`;
-  await conn.execute(`INSERT INTO users (id, email, display_name, status, password_hash, mfa_enabled, mfa_secret_enc) VALUES (?, ?, 'Bench search', 'active', ?, true, ?)`, [
-    id,
-    email,
-    await argon2.hash(randomUUID(), { type: argon2.argon2id }),
-    new SecretBox(deps.config.SVC_MFA_ENCRYPTION_KEY!).seal(generateSecret()),
-  ]);
+  await conn.execute(
+    `INSERT INTO users (id, email, display_name, status, password_hash, mfa_enabled, mfa_secret_enc) VALUES (?, ?, 'Bench search', 'active', ?, true, ?)`,
+    [
+      id,
+      email,
+      await argon2.hash(randomUUID(), { type: argon2.argon2id }),
+      new SecretBox(deps.config.SVC_MFA_ENCRYPTION_KEY!).seal(generateSecret()),
+    ],
+  );
   await conn.execute(
     `INSERT INTO user_client_roles (user_id, client_id, role_id) SELECT ?, id, ? FROM clients WHERE slug ~ '^bench-[0-9]+$' ORDER BY slug LIMIT 10`,
     [id, roleIdByName('Engineer')],
   );
   const sessionId = randomUUID();
-  await conn.execute(`INSERT INTO sessions (id, user_id, last_active_at, expires_at) VALUES (?, ?, now(), now() + interval '1 day')`, [sessionId, id]);
+  await conn.execute(
+    `INSERT INTO sessions (id, user_id, last_active_at, expires_at) VALUES (?, ?, now(), now() + interval '1 day')`,
+    [sessionId, id],
+  );
   return new AccessTokens(deps.config.SVC_JWT_SECRET!, 3600).sign({ sub: id, sid: sessionId, email });
 }
 
@@ -221,7 +238,13 @@ async function measure(base: string, token: string): Promise<QueryFigures[]> {
     }
     counts.sort((a, b) => a - b);
     pages.sort((a, b) => a - b);
-    out.push({ query: name, q, matches, count: { p50: percentile(counts, 50), p95: percentile(counts, 95) }, page: { p50: percentile(pages, 50), p95: percentile(pages, 95) } });
+    out.push({
+      query: name,
+      q,
+      matches,
+      count: { p50: percentile(counts, 50), p95: percentile(counts, 95) },
+      page: { p50: percentile(pages, 50), p95: percentile(pages, 95) },
+    });
   }
   return out;
 }
@@ -229,7 +252,14 @@ async function measure(base: string, token: string): Promise<QueryFigures[]> {
 function table(title: string, rows: QueryFigures[]): string {
   const head = ['query', 'matches', 'count p50', 'count p95', 'page p50', 'page p95'];
   const ok = (v: number, target: number): string => `${v.toFixed(1)}${v <= target ? '' : ' !'}`;
-  const lines = rows.map((r) => [r.query, String(r.matches), r.count.p50.toFixed(1), ok(r.count.p95, TARGET.count), r.page.p50.toFixed(1), ok(r.page.p95, TARGET.page)]);
+  const lines = rows.map((r) => [
+    r.query,
+    String(r.matches),
+    r.count.p50.toFixed(1),
+    ok(r.count.p95, TARGET.count),
+    r.page.p50.toFixed(1),
+    ok(r.page.p95, TARGET.page),
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ');
   return [title, line(head), ...lines.map(line)].join('\n');
@@ -249,7 +279,9 @@ export async function searchBench(deps: SearchBenchDeps): Promise<SearchFigures>
   const base = `http://127.0.0.1:${deps.gatewayPort}`;
   const admin = await measure(base, deps.token);
   const engineer = await measure(base, await scopedEngineer(deps));
-  console.log(`\n## search: PQL over ${HOSTS} hosts (${PACKAGES} packages, ~26 services, containers on web/api/k8s hosts), ${SAMPLES} sequential requests each, ms`);
+  console.log(
+    `\n## search: PQL over ${HOSTS} hosts (${PACKAGES} packages, ~26 services, containers on web/api/k8s hosts), ${SAMPLES} sequential requests each, ms`,
+  );
   console.log(`targets: count p95 ≤ ${TARGET.count} ms, first page p95 ≤ ${TARGET.page} ms ('!' marks a miss)`);
   for (const { q, name } of BENCH_QUERIES) console.log(`  ${name}: ${q}`);
   console.log(table('\nsuper admin (every host):', admin));

@@ -35,21 +35,31 @@ async function seedStore(stores: Stores): Promise<{ organizationId: string; proj
   const reusable = earlier.length === 1 && Number(earlier[0]!.n) === ROWS ? earlier[0]! : undefined;
   if (reusable) return { organizationId: reusable.organization_id, projectKey: reusable.project_key };
   if (earlier.length > 0) {
-    await conn.execute(`DELETE FROM sd_requests WHERE project_key IN (SELECT unnest(m.project_keys) FROM sd_mappings m JOIN clients c ON c.id = m.client_id WHERE c.slug LIKE 'bench-sd-%')`);
-    await conn.execute(`DELETE FROM sd_mappings WHERE client_id IN (SELECT id FROM clients WHERE slug LIKE 'bench-sd-%')`);
+    await conn.execute(
+      `DELETE FROM sd_requests WHERE project_key IN (SELECT unnest(m.project_keys) FROM sd_mappings m JOIN clients c ON c.id = m.client_id WHERE c.slug LIKE 'bench-sd-%')`,
+    );
+    await conn.execute(
+      `DELETE FROM sd_mappings WHERE client_id IN (SELECT id FROM clients WHERE slug LIKE 'bench-sd-%')`,
+    );
     await conn.execute(`DELETE FROM clients WHERE slug LIKE 'bench-sd-%'`);
     await conn.execute(`VACUUM FULL sd_requests`);
   }
   const organizationId = String(900_000_000 + Math.floor(Math.random() * 90_000_000));
-  const projectKey = `B${randomUUID().replaceAll('-', '').slice(0, 6).toUpperCase().replace(/^[0-9]/, 'X')}`;
+  const projectKey = `B${randomUUID()
+    .replaceAll('-', '')
+    .slice(0, 6)
+    .toUpperCase()
+    .replace(/^[0-9]/, 'X')}`;
   const clientId = randomUUID();
-  await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)`, [clientId, `Bench desk ${projectKey}`, `bench-sd-${projectKey.toLowerCase()}`]);
-  await conn.execute(`INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Bench org', '{1}', ?::text[])`, [
-    randomUUID(),
+  await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)`, [
     clientId,
-    organizationId,
-    `{${projectKey}}`,
+    `Bench desk ${projectKey}`,
+    `bench-sd-${projectKey.toLowerCase()}`,
   ]);
+  await conn.execute(
+    `INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Bench org', '{1}', ?::text[])`,
+    [randomUUID(), clientId, organizationId, `{${projectKey}}`],
+  );
   // Statuses over the three categories, priorities, assignees, two years of creation dates, SLA outcomes.
   await conn.execute(
     `INSERT INTO sd_requests (issue_key, issue_id, project_key, issue_number, service_desk_id, request_type_id, request_type, summary, status, status_category,
@@ -119,20 +129,34 @@ export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<Serv
   );
   const org = `organization_id=${organizationId}`;
   const paths: { name: string; url: string }[] = [
-    { name: 'tickets: status + priority filter, sorted by created', url: `${base}/tickets?${org}&status=In%20Progress&priority=High&sort_by=created&sort_dir=DESC&per_page=50` },
+    {
+      name: 'tickets: status + priority filter, sorted by created',
+      url: `${base}/tickets?${org}&status=In%20Progress&priority=High&sort_by=created&sort_dir=DESC&per_page=50`,
+    },
     { name: 'tickets: default page (updated desc)', url: `${base}/tickets?${org}` },
-    { name: 'tickets: sorted by priority, page 50', url: `${base}/tickets?${org}&sort_by=priority&page=50&per_page=20` },
+    {
+      name: 'tickets: sorted by priority, page 50',
+      url: `${base}/tickets?${org}&sort_by=priority&page=50&per_page=20`,
+    },
     { name: 'tickets: search on summary', url: `${base}/tickets?${org}&search=printer&sort_by=created` },
     { name: 'kanban (500 of 100k)', url: `${base}/kanban?${org}` },
-    { name: 'metrics/sla (last 90 days)', url: `${base}/metrics/sla?${org}&date_from=${new Date(Date.now() - 90 * 86_400_000).toISOString().slice(0, 10)}` },
+    {
+      name: 'metrics/sla (last 90 days)',
+      url: `${base}/metrics/sla?${org}&date_from=${new Date(Date.now() - 90 * 86_400_000).toISOString().slice(0, 10)}`,
+    },
     { name: 'metrics/delivery (all time)', url: `${base}/metrics/delivery?${org}` },
     { name: 'metrics/summary', url: `${base}/metrics/summary?${org}` },
   ];
   // Warm: the same question again (totals and metrics memoized for the store's generation). Cold: the store changed
   // before every request (the generation bumped, as a sync page or a write does), so everything is counted afresh.
   const kv = await deps.stores.kv();
-  const out: Record<string, { warm: { p50: number; p95: number; max: number }; cold: { p50: number; p95: number; max: number } }> = {};
-  console.log(`\n## servicedesk: ${ROWS} requests in the read store (project ${projectKey}), ${SAMPLES} sequential requests per route, warm and cold`);
+  const out: Record<
+    string,
+    { warm: { p50: number; p95: number; max: number }; cold: { p50: number; p95: number; max: number } }
+  > = {};
+  console.log(
+    `\n## servicedesk: ${ROWS} requests in the read store (project ${projectKey}), ${SAMPLES} sequential requests per route, warm and cold`,
+  );
   const sample = async (url: string, n: number, cold: boolean): Promise<{ p50: number; p95: number; max: number }> => {
     const ms: number[] = [];
     for (let i = 0; i < n; i++) {
@@ -144,7 +168,8 @@ export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<Serv
     ms.sort((a, b) => a - b);
     return { p50: percentile(ms, 50), p95: percentile(ms, 95), max: ms[ms.length - 1]! };
   };
-  const show = (f: { p50: number; p95: number }): string => `p50 ${f.p50.toFixed(1).padStart(6)} ms  p95 ${f.p95.toFixed(1).padStart(6)} ms`;
+  const show = (f: { p50: number; p95: number }): string =>
+    `p50 ${f.p50.toFixed(1).padStart(6)} ms  p95 ${f.p95.toFixed(1).padStart(6)} ms`;
   for (const p of paths) {
     for (let i = 0; i < 10; i++) await timed(p.url, deps.token);
     const warm = await sample(p.url, SAMPLES, false);
@@ -161,7 +186,14 @@ export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<Serv
     if (i > 0) exports.push(r.ms);
   }
   exports.sort((a, b) => a - b);
-  const csv = { median_ms: percentile(exports, 50), max_ms: exports[exports.length - 1]!, bytes, calls: exports.length };
-  console.log(`${'reports/export: 10,000 rows as CSV'.padEnd(55)} median ${csv.median_ms.toFixed(0)} ms, worst ${csv.max_ms.toFixed(0)} ms, ${(bytes / 1e6).toFixed(1)} MB   (target ≤ 1 s)`);
+  const csv = {
+    median_ms: percentile(exports, 50),
+    max_ms: exports[exports.length - 1]!,
+    bytes,
+    calls: exports.length,
+  };
+  console.log(
+    `${'reports/export: 10,000 rows as CSV'.padEnd(55)} median ${csv.median_ms.toFixed(0)} ms, worst ${csv.max_ms.toFixed(0)} ms, ${(bytes / 1e6).toFixed(1)} MB   (target ≤ 1 s)`,
+  );
   return { rows: ROWS, samples: SAMPLES, routes: out, export: csv };
 }

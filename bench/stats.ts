@@ -8,10 +8,15 @@ export interface Spread {
 }
 
 export function spread(values: number[]): Spread {
-  return { mean: values.reduce((a, b) => a + b, 0) / values.length, min: Math.min(...values), max: Math.max(...values) };
+  return {
+    mean: values.reduce((a, b) => a + b, 0) / values.length,
+    min: Math.min(...values),
+    max: Math.max(...values),
+  };
 }
 
-export const fmt = (s: Spread, digits = 0): string => `${s.mean.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+export const fmt = (s: Spread, digits = 0): string =>
+  `${s.mean.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
 
 /** Throughput and latency of one path over its rounds. */
 export interface PathFigures {
@@ -43,9 +48,12 @@ export function pathTable(rows: PathFigures[]): string {
 }
 
 /** Per-round ratios a/b (rounds were interleaved, so each pair ran under the same machine conditions). */
-export const ratios = (a: LoadResult[], b: LoadResult[], f: (r: LoadResult) => number): Spread => spread(a.map((r, i) => f(r) / f(b[i]!)));
+export const ratios = (a: LoadResult[], b: LoadResult[], f: (r: LoadResult) => number): Spread =>
+  spread(a.map((r, i) => f(r) / f(b[i]!)));
 
-export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
+export const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
 
 /** A share (0..1) as a percentage with its spread: `12% (8–17%)`. */
-export const pct = (s: Spread): string => `${(s.mean * 100).toFixed(0)}% (${(s.min * 100).toFixed(0)}–${(s.max * 100).toFixed(0)}%)`;
+export const pct = (s: Spread): string =>
+  `${(s.mean * 100).toFixed(0)}% (${(s.min * 100).toFixed(0)}–${(s.max * 100).toFixed(0)}%)`;

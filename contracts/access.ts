@@ -17,7 +17,8 @@ export function hasPermission(ctx: CallerContext, permission: string, clientId?:
 }
 
 export function requirePermission(ctx: CallerContext, permission: string, clientId?: string): void {
-  if (!hasPermission(ctx, permission, clientId)) throw new DomainError('forbidden', `missing permission ${permission}${clientId ? ' on this client' : ''}`);
+  if (!hasPermission(ctx, permission, clientId))
+    throw new DomainError('forbidden', `missing permission ${permission}${clientId ? ' on this client' : ''}`);
 }
 
 /** Clients on which the caller holds `permission`: `'all'` for super admins and all-client grants. */
@@ -31,6 +32,10 @@ export function clientsWith(ctx: CallerContext, permission: string): 'all' | str
 }
 
 export function requireUser(ctx: CallerContext): Extract<CallerContext['principal'], { kind: 'user' }> {
-  if (ctx.principal.kind !== 'user') throw new DomainError(ctx.principal.kind === 'anonymous' ? 'unauthorized' : 'forbidden', 'this action needs a signed-in user');
+  if (ctx.principal.kind !== 'user')
+    throw new DomainError(
+      ctx.principal.kind === 'anonymous' ? 'unauthorized' : 'forbidden',
+      'this action needs a signed-in user',
+    );
   return ctx.principal;
 }

@@ -23,7 +23,10 @@ export const Principal = z.discriminatedUnion('kind', [
 export type Principal = z.infer<typeof Principal>;
 
 /** Permissions granted on single environments: environment uuid → its client and the permissions. */
-export const EnvironmentAccessMap = z.record(z.string(), z.object({ client_id: z.string(), permissions: z.array(z.string()) }));
+export const EnvironmentAccessMap = z.record(
+  z.string(),
+  z.object({ client_id: z.string(), permissions: z.array(z.string()) }),
+);
 export type EnvironmentAccessMap = z.infer<typeof EnvironmentAccessMap>;
 
 /**
@@ -50,7 +53,10 @@ export const CallerContext = z.object({
 });
 export type CallerContext = z.infer<typeof CallerContext>;
 
-export const anonymousContext = (request_id: string, extra: { ip?: string; user_agent?: string } = {}): CallerContext => ({
+export const anonymousContext = (
+  request_id: string,
+  extra: { ip?: string; user_agent?: string } = {},
+): CallerContext => ({
   request_id,
   ...extra,
   principal: { kind: 'anonymous' },

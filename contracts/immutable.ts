@@ -12,8 +12,13 @@ import { DomainError } from './errors.ts';
  * The immutable `fields` of `resource` (the reply schema its GET answers with), each optional: the shape an update body
  * adds so a client may echo them. Typed as the GET shows them, so an echo always parses.
  */
-export function immutableFields<S extends z.ZodRawShape, K extends keyof S & string>(resource: z.ZodObject<S>, fields: readonly K[]): { [P in K]: z.ZodOptional<S[P]> } {
-  return Object.fromEntries(fields.map((f) => [f, z.optional(resource.shape[f] as S[K])])) as { [P in K]: z.ZodOptional<S[P]> };
+export function immutableFields<S extends z.ZodRawShape, K extends keyof S & string>(
+  resource: z.ZodObject<S>,
+  fields: readonly K[],
+): { [P in K]: z.ZodOptional<S[P]> } {
+  return Object.fromEntries(fields.map((f) => [f, z.optional(resource.shape[f] as S[K])])) as {
+    [P in K]: z.ZodOptional<S[P]>;
+  };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -21,14 +26,28 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Whether `sent` is the value `current` shows: a UUID in another letter case is the same id (RFC 9562 §4). */
 export function sameValue(sent: unknown, current: unknown): boolean {
   if (sent === current) return true;
-  return typeof sent === 'string' && typeof current === 'string' && UUID.test(sent) && UUID.test(current) && sent.toLowerCase() === current.toLowerCase();
+  return (
+    typeof sent === 'string' &&
+    typeof current === 'string' &&
+    UUID.test(sent) &&
+    UUID.test(current) &&
+    sent.toLowerCase() === current.toLowerCase()
+  );
 }
 
 /** 400 `body.slug: cannot be changed (it is "acme")` for the first field of `fields` sent with a value `current` does not have. */
-export function refuseChanges<T extends object, K extends keyof T & string>(sent: { readonly [P in K]?: unknown }, current: T, fields: readonly K[]): void {
+export function refuseChanges<T extends object, K extends keyof T & string>(
+  sent: { readonly [P in K]?: unknown },
+  current: T,
+  fields: readonly K[],
+): void {
   for (const field of fields) {
     const value = sent[field];
     if (value === undefined || sameValue(value, current[field])) continue;
-    throw new DomainError('bad_request', `body.${field}: cannot be changed (it is ${JSON.stringify(current[field])}); send it unchanged or leave it out`, { field });
+    throw new DomainError(
+      'bad_request',
+      `body.${field}: cannot be changed (it is ${JSON.stringify(current[field])}); send it unchanged or leave it out`,
+      { field },
+    );
   }
 }

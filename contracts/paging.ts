@@ -13,4 +13,9 @@ export const Paging = {
  * development (SVC_VALIDATE_REPLIES refuses a reply its schema would trim), as for every forwarded answer.
  */
 export const Paged = <T extends z.ZodType>(item: T) =>
-  z.object({ items: z.array(item), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) });
+  z.object({
+    items: z.array(item),
+    total: z.number().int().nonnegative(),
+    page: z.number().int().min(1),
+    per_page: z.number().int().min(1),
+  });

@@ -28,7 +28,11 @@ export const StreamSpec = z.object({
   /** 0 keeps messages until another limit (or, for work queues, the ack) removes them. */
   maxAgeMs: z.number().int().nonnegative().default(0),
   /** How long a `Nats-Msg-Id` is remembered: a publish retried within it is stored once. */
-  duplicateWindowMs: z.number().int().positive().default(2 * MINUTE),
+  duplicateWindowMs: z
+    .number()
+    .int()
+    .positive()
+    .default(2 * MINUTE),
   /** -1 = unlimited. */
   maxBytes: z.number().int().default(-1),
   maxMsgSize: z.number().int().default(-1),
@@ -39,14 +43,16 @@ export type StreamSpec = z.output<typeof StreamSpec>;
 const stream = (spec: z.input<typeof StreamSpec>): StreamSpec => {
   const parsed = StreamSpec.parse(spec);
   // A duplicate window longer than the max age is rejected by the server; catch it at import time instead.
-  if (parsed.maxAgeMs > 0 && parsed.duplicateWindowMs > parsed.maxAgeMs) throw new Error(`${parsed.name}: duplicate window exceeds max age`);
+  if (parsed.maxAgeMs > 0 && parsed.duplicateWindowMs > parsed.maxAgeMs)
+    throw new Error(`${parsed.name}: duplicate window exceeds max age`);
   return parsed;
 };
 
 export const streams = {
   SVC_EVENTS: stream({
     name: 'SVC_EVENTS',
-    description: 'Domain events (audit entries, cache invalidations, invoice finalized, agent status, deploys, alerts); durable consumers.',
+    description:
+      'Domain events (audit entries, cache invalidations, invoice finalized, agent status, deploys, alerts); durable consumers.',
     subjects: ['svc.evt.>'],
     retention: 'limits',
     storage: 'file',
@@ -55,7 +61,8 @@ export const streams = {
   }),
   SVC_WORK: stream({
     name: 'SVC_WORK',
-    description: 'Jobs that must survive a crash: e-mail, PDF rendering, accounting sync, bulk generation. Removed once acked.',
+    description:
+      'Jobs that must survive a crash: e-mail, PDF rendering, accounting sync, bulk generation. Removed once acked.',
     subjects: ['svc.work.>'],
     retention: 'workqueue',
     storage: 'file',
@@ -63,7 +70,8 @@ export const streams = {
   }),
   SVC_DLQ: stream({
     name: 'SVC_DLQ',
-    description: 'Dead letters: messages a durable consumer gave up on, on svc.dlq.<durable>, with the reason in headers.',
+    description:
+      'Dead letters: messages a durable consumer gave up on, on svc.dlq.<durable>, with the reason in headers.',
     subjects: ['svc.dlq.>'],
     retention: 'limits',
     storage: 'file',
@@ -79,7 +87,8 @@ export const streams = {
   }),
   SVC_UPLOADS: stream({
     name: 'SVC_UPLOADS',
-    description: 'Files on their way from a gateway to an actor (service-desk attachments), in chunks on svc.upload.<ns>.<id>; purged once used.',
+    description:
+      'Files on their way from a gateway to an actor (service-desk attachments), in chunks on svc.upload.<ns>.<id>; purged once used.',
     subjects: ['svc.upload.>'],
     retention: 'limits',
     storage: 'file',
@@ -132,7 +141,10 @@ export const AuditEntry = z.object({
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
 /** Drop cached access maps: of some users, or of everyone (a role's permissions changed). */
-export const AccessInvalidated = z.union([z.object({ all: z.literal(true) }), z.object({ user_ids: z.array(z.uuid()) })]);
+export const AccessInvalidated = z.union([
+  z.object({ all: z.literal(true) }),
+  z.object({ user_ids: z.array(z.uuid()) }),
+]);
 export type AccessInvalidated = z.infer<typeof AccessInvalidated>;
 
 /** One e-mail to send. `kind` names the template/purpose (invite, password_reset, invoice, ...) for logs and metrics. */
@@ -147,48 +159,82 @@ export type EmailSend = z.infer<typeof EmailSend>;
 
 const coreEvents = defineEvents({
   'svc.evt.audit.recorded': { payload: AuditEntry, summary: 'An audit entry was recorded; the audit actor stores it.' },
-  'svc.evt.access.invalidated': { payload: AccessInvalidated, summary: 'Cached access maps are stale; every gateway/actor cache drops them.' },
+  'svc.evt.access.invalidated': {
+    payload: AccessInvalidated,
+    summary: 'Cached access maps are stale; every gateway/actor cache drops them.',
+  },
 });
 
 /** A forgot-password request: handled off the request path so every e-mail gets the same answer in the same time. */
-export const PasswordResetRequested = z.object({ email: EmailLookup, request_id: z.string(), ip: z.string().optional() });
+export const PasswordResetRequested = z.object({
+  email: EmailLookup,
+  request_id: z.string(),
+  ip: z.string().optional(),
+});
 export type PasswordResetRequested = z.infer<typeof PasswordResetRequested>;
 
 const coreWork = defineWork({
-  'svc.work.email.send': { payload: EmailSend, summary: 'Send one e-mail (SMTP, hosted provider, or stdout when none is configured).' },
-  'svc.work.identity.password_reset': { payload: PasswordResetRequested, summary: 'Issue a reset token and mail it, when the e-mail belongs to an active account.' },
+  'svc.work.email.send': {
+    payload: EmailSend,
+    summary: 'Send one e-mail (SMTP, hosted provider, or stdout when none is configured).',
+  },
+  'svc.work.identity.password_reset': {
+    payload: PasswordResetRequested,
+    summary: 'Issue a reset token and mail it, when the e-mail belongs to an active account.',
+  },
 });
 
 /** The invoicing domain's durable work (its payload schemas live in contracts/domains/invoice-ingest.ts). */
 const invoiceWork = defineWork({
   'svc.work.invoice.analytics_ingest': {
     payload: AnalyticsBatch,
-    summary: 'A batch of analytics records (customers, applications, rate tiers, worklogs, usage) stored idempotently by the invoice domain.',
+    summary:
+      'A batch of analytics records (customers, applications, rate tiers, worklogs, usage) stored idempotently by the invoice domain.',
   },
   'svc.work.invoice.accounting_sync': {
     payload: AccountingSyncJob,
-    summary: 'Push one invoice to the accounting system (SVC_ACCOUNTING_URL), retried with jittered backoff and Retry-After, dead-lettered when refused or exhausted.',
+    summary:
+      'Push one invoice to the accounting system (SVC_ACCOUNTING_URL), retried with jittered backoff and Retry-After, dead-lettered when refused or exhausted.',
   },
 });
 
 /** The fleet domain's events (payload schemas in contracts/domains/fleet-agents.ts). */
 const fleetEvents = defineEvents({
-  'svc.evt.fleet.agent_status': { payload: AgentStatusChanged, summary: 'An agent went online or offline (the event timeline stores these).' },
-  'svc.evt.fleet.file_change': { payload: FileChanged, summary: 'A file under a watched path changed on a host (the event timeline stores these).' },
+  'svc.evt.fleet.agent_status': {
+    payload: AgentStatusChanged,
+    summary: 'An agent went online or offline (the event timeline stores these).',
+  },
+  'svc.evt.fleet.file_change': {
+    payload: FileChanged,
+    summary: 'A file under a watched path changed on a host (the event timeline stores these).',
+  },
 });
 
 /** The events domain's events and work (payload schemas in contracts/domains/events-records.ts). */
 const eventsEvents = defineEvents({
-  'svc.evt.events.deploy': { payload: DeployRecorded, summary: 'A deploy was recorded from a receiver (the event timeline stores these).' },
-  'svc.evt.events.alert': { payload: AlertGroupChanged, summary: 'An alert group fired, resolved or was acknowledged (the event timeline stores these).' },
-  'svc.evt.events.receiver_changed': { payload: ReceiverChanged, summary: 'A webhook receiver or alert source changed or was removed: cached tokens are dropped.' },
+  'svc.evt.events.deploy': {
+    payload: DeployRecorded,
+    summary: 'A deploy was recorded from a receiver (the event timeline stores these).',
+  },
+  'svc.evt.events.alert': {
+    payload: AlertGroupChanged,
+    summary: 'An alert group fired, resolved or was acknowledged (the event timeline stores these).',
+  },
+  'svc.evt.events.receiver_changed': {
+    payload: ReceiverChanged,
+    summary: 'A webhook receiver or alert source changed or was removed: cached tokens are dropped.',
+  },
 });
 const eventsWork = defineWork({
   'svc.work.events.delivery': {
     payload: DeliveryJob,
-    summary: 'A delivery a receiver accepted (answered 202) or rejected: stored as a deploy, an alert group or a rejected delivery by a consumer.',
+    summary:
+      'A delivery a receiver accepted (answered 202) or rejected: stored as a deploy, an alert group or a rejected delivery by a consumer.',
   },
-  'svc.work.events.page': { payload: PageJob, summary: "Call an alert group's on-call number through the voice provider (bounded attempts)." },
+  'svc.work.events.page': {
+    payload: PageJob,
+    summary: "Call an alert group's on-call number through the voice provider (bounded attempts).",
+  },
 });
 
 /** Every typed event subject. Add a domain's table here: `...invoiceEvents`. */
@@ -208,7 +254,8 @@ export type DurableOut<S extends DurableSubject> = z.output<(typeof durableSubje
 export const isDurableSubject = (subject: string): subject is DurableSubject => Object.hasOwn(durableSubjects, subject);
 
 /** The payload schema of a typed durable subject, for `runConsumer({ schema })`. */
-export const payloadSchema = <S extends DurableSubject>(subject: S): (typeof durableSubjects)[S]['payload'] => durableSubjects[subject].payload;
+export const payloadSchema = <S extends DurableSubject>(subject: S): (typeof durableSubjects)[S]['payload'] =>
+  durableSubjects[subject].payload;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Subject builders

@@ -38,7 +38,10 @@ export async function migratePostgres(orm: MikroORM, log?: Logger, opts: { schem
  * applied here only on a ClickHouse server: chDB is held by the process running the invoice domain, which applies it
  * at start-up (opening it here would fail with the directory's lock while the system runs).
  */
-export async function runMigrations(config: Pick<Config, 'SVC_DB_URL' | 'SVC_CLICKHOUSE_URL' | 'SVC_ANALYTICS_PATH'>, log: Logger): Promise<MigrationReport> {
+export async function runMigrations(
+  config: Pick<Config, 'SVC_DB_URL' | 'SVC_CLICKHOUSE_URL' | 'SVC_ANALYTICS_PATH'>,
+  log: Logger,
+): Promise<MigrationReport> {
   const orm = await openOrm({ url: config.SVC_DB_URL, entities: [], log, poolMax: 2, applicationName: 'svc-migrate' });
   let postgres: string[];
   try {
@@ -66,7 +69,10 @@ async function main(): Promise<number> {
     const config = loadConfig();
     log = createLogger(config.SVC_LOG_LEVEL, 'migrate');
     const report = await runMigrations(config, log);
-    log.info({ postgres: report.postgres, analytics: report.analytics }, report.postgres.length + report.analytics.length === 0 ? 'migrations: nothing to apply' : 'migrations applied');
+    log.info(
+      { postgres: report.postgres, analytics: report.analytics },
+      report.postgres.length + report.analytics.length === 0 ? 'migrations: nothing to apply' : 'migrations applied',
+    );
     return 0;
   } catch (err) {
     log.error({ err }, 'migration failed');

@@ -7,7 +7,16 @@
 // Options: --out <dir> (default dist/agent).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
@@ -27,10 +36,13 @@ const say = (text: string): void => void process.stderr.write(`[agent:package] $
 
 export async function packageAgent(outDir: string, root = process.cwd()): Promise<AgentPackage> {
   const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
-  if (!/^\d+\.\d+\.\d+([-+~][0-9A-Za-z.+~-]+)?$/.test(version)) throw new Error(`package.json's version ${JSON.stringify(version)} is not a Debian-compatible version`);
+  if (!/^\d+\.\d+\.\d+([-+~][0-9A-Za-z.+~-]+)?$/.test(version))
+    throw new Error(`package.json's version ${JSON.stringify(version)} is not a Debian-compatible version`);
   // The executable embeds the Node that runs this script: the project's pinned Node 24 (node_modules/.bin/node).
-  if (!process.version.startsWith('v24.')) throw new Error(`run with the project's Node 24 (npm run agent:package), not ${process.version}`);
-  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error(`the package is built for linux-x64 on linux-x64 (this is ${process.platform}-${process.arch})`);
+  if (!process.version.startsWith('v24.'))
+    throw new Error(`run with the project's Node 24 (npm run agent:package), not ${process.version}`);
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    throw new Error(`the package is built for linux-x64 on linux-x64 (this is ${process.platform}-${process.arch})`);
 
   const work = join(outDir, 'build');
   rmSync(work, { recursive: true, force: true });
@@ -55,7 +67,16 @@ export async function packageAgent(outDir: string, root = process.cwd()): Promis
   // 2. The SEA preparation blob, with V8's code cache so the agent starts without compiling its bundle.
   const blob = join(work, 'svc-agent.blob');
   const seaConfig = join(work, 'sea-config.json');
-  writeFileSync(seaConfig, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, useSnapshot: false }));
+  writeFileSync(
+    seaConfig,
+    JSON.stringify({
+      main: bundle,
+      output: blob,
+      disableExperimentalSEAWarning: true,
+      useCodeCache: true,
+      useSnapshot: false,
+    }),
+  );
   execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], { stdio: ['ignore', 'ignore', 'inherit'] });
 
   // 3. A copy of the node binary with the blob injected.
@@ -66,7 +87,10 @@ export async function packageAgent(outDir: string, root = process.cwd()): Promis
   say(`injecting the blob into ${basename(executable)} (postject)`);
   await inject(executable, 'NODE_SEA_BLOB', readFileSync(blob), { sentinelFuse: SEA_FUSE });
   const reported = execFileSync(executable, ['--version'], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } }).trim();
-  if (reported !== version) throw new Error(`the built executable says version ${JSON.stringify(reported)}, package.json ${JSON.stringify(version)}`);
+  if (reported !== version)
+    throw new Error(
+      `the built executable says version ${JSON.stringify(reported)}, package.json ${JSON.stringify(version)}`,
+    );
 
   // 4. The Debian package.
   const deb = join(outDir, `svc-agent_${version}_amd64.deb`);
@@ -83,7 +107,9 @@ export async function packageAgent(outDir: string, root = process.cwd()): Promis
   place(join(assets, 'README.install'), 'usr/share/doc/svc-agent/README.install', 0o644);
   for (const script of ['postinst', 'prerm', 'postrm']) place(join(assets, script), `DEBIAN/${script}`, 0o755);
   writeFileSync(join(tree, 'DEBIAN/conffiles'), '/etc/default/svc-agent\n');
-  const installedKiB = Math.ceil(Number(execFileSync('du', ['-sk', '--exclude=DEBIAN', tree], { encoding: 'utf8' }).split('\t')[0]));
+  const installedKiB = Math.ceil(
+    Number(execFileSync('du', ['-sk', '--exclude=DEBIAN', tree], { encoding: 'utf8' }).split('\t')[0]),
+  );
   writeFileSync(
     join(tree, 'DEBIAN/control'),
     [
@@ -96,7 +122,7 @@ export async function packageAgent(outDir: string, root = process.cwd()): Promis
       'Section: admin',
       'Priority: optional',
       'Description: reference agent of the infrastructure console',
-      ' Sends this host\'s heartbeat, metrics and inventory (processes, packages, users, certificates, services) to the',
+      " Sends this host's heartbeat, metrics and inventory (processes, packages, users, certificates, services) to the",
       ' console over its NATS broker, with credentials scoped to this host. One self-contained executable (Node.js',
       ' inside) and a hardened systemd unit. Enrol with `svc-agent enroll`, then `systemctl enable --now svc-agent`.',
       '',
@@ -104,14 +130,19 @@ export async function packageAgent(outDir: string, root = process.cwd()): Promis
   );
   say(`building ${basename(deb)} (dpkg-deb)`);
   rmSync(deb, { force: true });
-  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-z6', '--build', tree, deb], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-z6', '--build', tree, deb], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 
   // 5. Checksums, as `sha256sum -c SHA256SUMS` reads them.
   const sums = join(outDir, 'SHA256SUMS');
-  const line = (file: string): string => `${createHash('sha256').update(readFileSync(file)).digest('hex')}  ${basename(file)}\n`;
+  const line = (file: string): string =>
+    `${createHash('sha256').update(readFileSync(file)).digest('hex')}  ${basename(file)}\n`;
   writeFileSync(sums, line(executable) + line(deb));
   rmSync(work, { recursive: true, force: true });
-  say(`done: ${basename(executable)} (${(statSync(executable).size / 1048576).toFixed(1)} MiB), ${basename(deb)} (${(statSync(deb).size / 1048576).toFixed(1)} MiB), SHA256SUMS in ${outDir}`);
+  say(
+    `done: ${basename(executable)} (${(statSync(executable).size / 1048576).toFixed(1)} MiB), ${basename(deb)} (${(statSync(deb).size / 1048576).toFixed(1)} MiB), SHA256SUMS in ${outDir}`,
+  );
   return { version, executable, deb, sums };
 }
 

@@ -22,7 +22,8 @@ class UsageError extends Error {}
 
 function need(name: string): string {
   const v = process.env[name];
-  if (!v) throw new UsageError(`${name} is not set (npm run creds sets the local defaults; elsewhere point it at the file)`);
+  if (!v)
+    throw new UsageError(`${name} is not set (npm run creds sets the local defaults; elsewhere point it at the file)`);
   return v;
 }
 
@@ -41,22 +42,35 @@ async function main(argv: string[]): Promise<void> {
     options: { name: { type: 'string' }, out: { type: 'string' }, 'expires-in': { type: 'string', default: '90d' } },
   });
   if (command === 'tool' || command === 'service') {
-    if (!values.name || !TOOL_NAME.test(values.name)) throw new UsageError('--name is required: 1-64 letters, digits, _ or -');
+    if (!values.name || !TOOL_NAME.test(values.name))
+      throw new UsageError('--name is required: 1-64 letters, digits, _ or -');
     if (!values.out) throw new UsageError('--out <file> is required');
     const issuer = await BrokerIssuer.fromFiles(need('SVC_NATS_CREDS'), need('SVC_NATS_ISSUER_KEY'));
     const ttl = parseDuration(values['expires-in']);
     const issued = command === 'tool' ? await issuer.tool(values.name, ttl) : await issuer.service(values.name, ttl);
     writeFileSync(values.out, issued.creds, { mode: 0o600 });
     const expires = issued.expiresAt ? new Date(issued.expiresAt * 1000).toISOString() : 'never';
-    process.stdout.write(`wrote ${values.out}: ${command} "${values.name}", user ${issued.publicKey}, expires ${expires}\n`);
-    if ('inboxPrefix' in issued) process.stdout.write(`connect with inbox prefix ${issued.inboxPrefix} (nats CLI: --inbox-prefix ${issued.inboxPrefix})\n`);
+    process.stdout.write(
+      `wrote ${values.out}: ${command} "${values.name}", user ${issued.publicKey}, expires ${expires}\n`,
+    );
+    if ('inboxPrefix' in issued)
+      process.stdout.write(
+        `connect with inbox prefix ${issued.inboxPrefix} (nats CLI: --inbox-prefix ${issued.inboxPrefix})\n`,
+      );
     return;
   }
   if (command === 'revoke') {
-    if (positionals.length === 0 || positionals.some((k) => !/^U[A-Z2-7]{55}$/.test(k))) throw new UsageError('revoke takes one or more user public keys (U…, 56 characters)');
+    if (positionals.length === 0 || positionals.some((k) => !/^U[A-Z2-7]{55}$/.test(k)))
+      throw new UsageError('revoke takes one or more user public keys (U…, 56 characters)');
     const account = await accountOfCreds(need('SVC_NATS_CREDS'));
     const log = createLogger('warn');
-    const nc = await connectNats(process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223', 'creds-revoke', log, need('SVC_NATS_SYSTEM_CREDS'), process.env.SVC_NATS_CA || undefined);
+    const nc = await connectNats(
+      process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223',
+      'creds-revoke',
+      log,
+      need('SVC_NATS_SYSTEM_CREDS'),
+      process.env.SVC_NATS_CA || undefined,
+    );
     try {
       await new BrokerRevoker(nc, account, seedFromFile(need('SVC_NATS_OPERATOR_KEY'))).revoke(positionals);
     } finally {

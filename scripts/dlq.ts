@@ -14,7 +14,12 @@ import { connectNats } from '../actors/runtime/nats.ts';
  */
 const USAGE = 'usage: npm run dlq -- list <durable> | replay <durable> [dlq-seq ...]';
 
-export async function dlqCommand(nc: NatsConnection, args: readonly string[], log: Logger, print: (line: string) => void): Promise<number> {
+export async function dlqCommand(
+  nc: NatsConnection,
+  args: readonly string[],
+  log: Logger,
+  print: (line: string) => void,
+): Promise<number> {
   const [command, durable, ...rest] = args;
   const seqs = rest.map(Number);
   if (!durable || (command !== 'list' && command !== 'replay') || seqs.some((n) => !Number.isSafeInteger(n) || n < 1)) {

@@ -51,7 +51,11 @@ async function writeClusterConfigs(tlsFiles: BrokerTlsFiles): Promise<void> {
   const trust = await readTrust(dir);
   for (const node of clusterNodes) {
     const routes = clusterNodes.filter((n) => n !== node).map((n) => `nats-route://${n}:${ROUTE_PORT}`);
-    const conf = serverConfig({ ...trust, tls: tlsFiles, cluster: { cluster: 'svc', serverName: node, listen: `0.0.0.0:${ROUTE_PORT}`, routes } });
+    const conf = serverConfig({
+      ...trust,
+      tls: tlsFiles,
+      cluster: { cluster: 'svc', serverName: node, listen: `0.0.0.0:${ROUTE_PORT}`, routes },
+    });
     writeFileSync(join(dir, `nats-server-${node}.conf`), conf, { mode: 0o600 });
   }
   say(`wrote the configurations of cluster nodes ${clusterNodes.join(', ')}`);
@@ -62,7 +66,10 @@ function brokerCertificates(): BrokerTlsFiles {
   const cert = env('SVC_NATS_TLS_CERT');
   const key = env('SVC_NATS_TLS_KEY');
   if (cert || key) {
-    if (!cert || !key) throw new Error('set both SVC_NATS_TLS_CERT and SVC_NATS_TLS_KEY (the broker certificate and its key), or neither');
+    if (!cert || !key)
+      throw new Error(
+        'set both SVC_NATS_TLS_CERT and SVC_NATS_TLS_KEY (the broker certificate and its key), or neither',
+      );
     for (const f of [cert, key]) if (!existsSync(f)) throw new Error(`${f} does not exist`);
     const ca = env('SVC_NATS_CA');
     return { cert: resolve(cert), key: resolve(key), ...(ca ? { ca: resolve(ca) } : {}) };
@@ -85,7 +92,13 @@ function portOpen(): Promise<boolean> {
 
 async function connects(withCreds: boolean): Promise<boolean> {
   try {
-    const nc = await connect({ servers: `${host}:${port}`, ...(withCreds ? brokerAuth(creds) : {}), ...brokerTls(tls?.ca), reconnect: false, timeout: 2000 });
+    const nc = await connect({
+      servers: `${host}:${port}`,
+      ...(withCreds ? brokerAuth(creds) : {}),
+      ...brokerTls(tls?.ca),
+      reconnect: false,
+      timeout: 2000,
+    });
     await nc.close();
     return true;
   } catch {
@@ -111,7 +124,12 @@ function staleServers(): number[] {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       if (!args[0]?.endsWith('nats-server') || args[args.indexOf('-p') + 1] !== String(port)) continue;
       // A checkout deleted while its server ran shows as `…/data/nats (deleted)`: that server is stale too.
-      if (readlinkSync(`/proc/${entry}/cwd`).replace(/ \(deleted\)$/, '').endsWith('/data/nats')) found.push(Number(entry));
+      if (
+        readlinkSync(`/proc/${entry}/cwd`)
+          .replace(/ \(deleted\)$/, '')
+          .endsWith('/data/nats')
+      )
+        found.push(Number(entry));
     } catch {
       // gone meanwhile, or not ours to read
     }
@@ -156,7 +174,10 @@ async function main(): Promise<void> {
   }
   if (state === 'refused') {
     const stale = staleServers();
-    if (stale.length === 0) throw new Error(`${host}:${port} is taken by a server that refuses this checkout's credentials (${creds}); stop it or set SVC_NATS_URL`);
+    if (stale.length === 0)
+      throw new Error(
+        `${host}:${port} is taken by a server that refuses this checkout's credentials (${creds}); stop it or set SVC_NATS_URL`,
+      );
     say(`stopping a nats-server of another checkout on ${host}:${port} (pid ${stale.join(', ')})`);
     for (const pid of stale) await stop(pid);
     state = 'closed';
@@ -165,15 +186,33 @@ async function main(): Promise<void> {
     const bin = existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
     say(`starting nats-server on ${host}:${port} (operator mode, JetStream, TLS, data and log in ${dir})`);
     // Detached in its own session: it outlives this script and a Ctrl-C of `npm start`, like the other local services.
-    const child = spawn(bin, ['-c', TRUST_FILES.serverConfig, '-a', host, '-p', String(port), '-P', 'nats-server.pid', '-l', 'nats-server.log'], {
-      cwd: dir,
-      detached: true,
-      stdio: 'ignore',
-    });
+    const child = spawn(
+      bin,
+      [
+        '-c',
+        TRUST_FILES.serverConfig,
+        '-a',
+        host,
+        '-p',
+        String(port),
+        '-P',
+        'nats-server.pid',
+        '-l',
+        'nats-server.log',
+      ],
+      {
+        cwd: dir,
+        detached: true,
+        stdio: 'ignore',
+      },
+    );
     child.unref();
     writeFileSync(started, conf, { mode: 0o600 });
     for (let i = 0; i < 150 && (state = await probe()) !== 'ok'; i++) await sleep(200);
-    if (state !== 'ok') throw new Error(`nats-server did not accept our credentials on ${host}:${port} within 30 s (see ${join(dir, 'nats-server.log')})`);
+    if (state !== 'ok')
+      throw new Error(
+        `nats-server did not accept our credentials on ${host}:${port} within 30 s (see ${join(dir, 'nats-server.log')})`,
+      );
   }
 }
 

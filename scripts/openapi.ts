@@ -23,7 +23,8 @@ export interface OpenApiDocuments {
   invoicing: Record<string, unknown>;
 }
 
-const offline = (): Promise<never> => Promise.reject(new DomainError('unavailable', 'offline: built for its OpenAPI document only'));
+const offline = (): Promise<never> =>
+  Promise.reject(new DomainError('unavailable', 'offline: built for its OpenAPI document only'));
 
 /** Both documents, from gateways built with the debug endpoints on and nothing behind them. */
 export async function buildOpenApiDocuments(config: Config): Promise<OpenApiDocuments> {
@@ -31,7 +32,12 @@ export async function buildOpenApiDocuments(config: Config): Promise<OpenApiDocu
   const cfg: Config = { ...config, SVC_ENABLE_DEBUG_ENDPOINTS: true };
   // Nothing is ever called: a document is built from the routes' schemas. A call would find no connection.
   const deps: GatewayDeps = {
-    caller: new Caller(() => undefined, catalogue, new ContextSigner('offline-document-build-offline-document-build'), 1000),
+    caller: new Caller(
+      () => undefined,
+      catalogue,
+      new ContextSigner('offline-document-build-offline-document-build'),
+      1000,
+    ),
     auth: { authenticate: offline },
     requestTimeoutMs: 1000,
   };
@@ -47,7 +53,15 @@ export async function buildOpenApiDocuments(config: Config): Promise<OpenApiDocu
     }
   };
   return {
-    console: await documentOf(await buildConsoleGateway({ config: cfg, log, nats: { ready, healthy: async () => false }, deps, version: VERSION })),
+    console: await documentOf(
+      await buildConsoleGateway({
+        config: cfg,
+        log,
+        nats: { ready, healthy: async () => false },
+        deps,
+        version: VERSION,
+      }),
+    ),
     invoicing: await documentOf(await buildInvoicingGateway({ config: cfg, log, deps, version: VERSION })),
   };
 }
@@ -58,7 +72,8 @@ async function main(dir: string | undefined): Promise<void> {
   const config = loadConfig({ SVC_DB_URL: 'postgresql://offline@127.0.0.1:1/offline', ...process.env });
   const docs = await buildOpenApiDocuments(config);
   mkdirSync(dir, { recursive: true });
-  for (const [name, doc] of Object.entries(docs)) writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(doc, null, 2)}\n`);
+  for (const [name, doc] of Object.entries(docs))
+    writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(doc, null, 2)}\n`);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

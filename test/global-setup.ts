@@ -15,7 +15,9 @@ export default function setup(): () => Promise<void> {
     if (path && path.includes('/runs/')) await rm(path, { recursive: true, force: true });
     const ns = process.env.SVC_NAMESPACE;
     if (!ns) return;
-    const nc = await connectNats(NATS_URL, 'test-teardown', createLogger('silent'), NATS_CREDS, NATS_CA).catch(() => undefined);
+    const nc = await connectNats(NATS_URL, 'test-teardown', createLogger('silent'), NATS_CREDS, NATS_CA).catch(
+      () => undefined,
+    );
     if (!nc) return;
     try {
       const jsm = await jetstreamManager(nc);

@@ -1,7 +1,15 @@
 import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { CallOptions } from '../runtime/call.ts';
-import { grantIn, grantsOf, hasOnEnvironment, inReach, inReachOfEnvironment, type ClientGrant, type Grants } from '../runtime/scope.ts';
+import {
+  grantIn,
+  grantsOf,
+  hasOnEnvironment,
+  inReach,
+  inReachOfEnvironment,
+  type ClientGrant,
+  type Grants,
+} from '../runtime/scope.ts';
 import type { FleetDirectory } from './fleet-directory.ts';
 
 /**
@@ -28,12 +36,14 @@ export async function resolveTarget(
 ): Promise<Target> {
   if (q.host_id !== undefined) {
     const h = await fleet.host(ctx, q.host_id, opts);
-    if (!h || !inReachOfEnvironment(ctx, h.client_id, h.environment_id)) throw new DomainError('not_found', 'host not found');
+    if (!h || !inReachOfEnvironment(ctx, h.client_id, h.environment_id))
+      throw new DomainError('not_found', 'host not found');
     return { kind: 'host', id: h.id, client_id: h.client_id, environment_id: h.environment_id, host_id: h.id };
   }
   if (q.environment_id !== undefined) {
     const e = await fleet.environment(ctx, q.environment_id, opts);
-    if (!e || !inReachOfEnvironment(ctx, e.client_id, e.id)) throw new DomainError('not_found', 'environment not found');
+    if (!e || !inReachOfEnvironment(ctx, e.client_id, e.id))
+      throw new DomainError('not_found', 'environment not found');
     return { kind: 'environment', id: e.id, client_id: e.client_id, environment_id: e.id, host_id: null };
   }
   if (q.client_id !== undefined) {
@@ -55,11 +65,13 @@ export function holdsOn(ctx: CallerContext, permission: string, t: Target): bool
 }
 
 export function requireOn(ctx: CallerContext, permission: string, t: Target): void {
-  if (!holdsOn(ctx, permission, t)) throw new DomainError('forbidden', `missing permission ${permission} on this ${t.kind}`);
+  if (!holdsOn(ctx, permission, t))
+    throw new DomainError('forbidden', `missing permission ${permission} on this ${t.kind}`);
 }
 
 /** Which rows of the target's client a reader with `permission` sees. */
-export const rowGrant = (ctx: CallerContext, permission: string, t: Target): ClientGrant => grantIn(ctx, t.client_id, permission);
+export const rowGrant = (ctx: CallerContext, permission: string, t: Target): ClientGrant =>
+  grantIn(ctx, t.client_id, permission);
 
 /**
  * `AND …` limiting rows of one client to a grant (`env` is the row's environment column): nothing for a client-wide

@@ -3,7 +3,10 @@ import type { ClientRef, EnvironmentRef, HostRef } from '../../contracts/domains
 import type { Cat } from '../../contracts/catalogue.ts';
 import type { CallOptions, Caller } from '../runtime/call.ts';
 
-type Lookup = { kind: 'host'; value: HostRef } | { kind: 'environment'; value: EnvironmentRef } | { kind: 'client'; value: ClientRef };
+type Lookup =
+  | { kind: 'host'; value: HostRef }
+  | { kind: 'environment'; value: EnvironmentRef }
+  | { kind: 'client'; value: ClientRef };
 
 /**
  * What the events domain knows of the fleet's clients, environments and hosts, asked through the fleet's lookup
@@ -15,10 +18,7 @@ export class FleetDirectory {
 
   private readonly caller: Caller<Cat>;
   private readonly ttlMs: number;
-  constructor(
-    caller: Caller<Cat>,
-    ttlMs = 30_000,
-  ) {
+  constructor(caller: Caller<Cat>, ttlMs = 30_000) {
     this.caller = caller;
     this.ttlMs = ttlMs;
   }
@@ -34,7 +34,11 @@ export class FleetDirectory {
   }
 
   /** Resolves ids, from the cache or in one request; what does not exist is absent from the answer. */
-  async resolve(ctx: CallerContext, ids: { hosts?: string[]; environments?: string[]; clients?: string[] }, opts: CallOptions = {}): Promise<Map<string, Lookup>> {
+  async resolve(
+    ctx: CallerContext,
+    ids: { hosts?: string[]; environments?: string[]; clients?: string[] },
+    opts: CallOptions = {},
+  ): Promise<Map<string, Lookup>> {
     const out = new Map<string, Lookup>();
     const missing = { host: [] as string[], environment: [] as string[], client: [] as string[] };
     const want = (kind: 'host' | 'environment' | 'client', list: string[] | undefined): void => {
@@ -48,12 +52,18 @@ export class FleetDirectory {
     want('environment', ids.environments);
     want('client', ids.clients);
     if (missing.host.length + missing.environment.length + missing.client.length > 0) {
-      const r = await this.caller.call('svc.fleet.lookup.resolve', { host_ids: missing.host, environment_ids: missing.environment, client_ids: missing.client }, ctx, opts);
+      const r = await this.caller.call(
+        'svc.fleet.lookup.resolve',
+        { host_ids: missing.host, environment_ids: missing.environment, client_ids: missing.client },
+        ctx,
+        opts,
+      );
       const found = new Set<string>();
       for (const h of r.hosts) found.add(this.put(out, { kind: 'host', value: h }));
       for (const e of r.environments) found.add(this.put(out, { kind: 'environment', value: e }));
       for (const c of r.clients) found.add(this.put(out, { kind: 'client', value: c }));
-      for (const [kind, list] of Object.entries(missing)) for (const id of list) if (!found.has(`${kind}:${id}`)) this.remember(`${kind}:${id}`, null);
+      for (const [kind, list] of Object.entries(missing))
+        for (const id of list) if (!found.has(`${kind}:${id}`)) this.remember(`${kind}:${id}`, null);
     }
     return out;
   }
@@ -81,9 +91,20 @@ export class FleetDirectory {
   }
 
   /** The host a set of names designates within a client (and environment), as the fleet matches it; not cached. */
-  async matchHost(ctx: CallerContext, clientId: string, environmentId: string | null, names: string[], opts: CallOptions = {}): Promise<HostRef | null> {
+  async matchHost(
+    ctx: CallerContext,
+    clientId: string,
+    environmentId: string | null,
+    names: string[],
+    opts: CallOptions = {},
+  ): Promise<HostRef | null> {
     if (names.length === 0) return null;
-    const { host } = await this.caller.call('svc.fleet.lookup.match_host', { client_id: clientId, environment_id: environmentId, names: names.slice(0, 10) }, ctx, opts);
+    const { host } = await this.caller.call(
+      'svc.fleet.lookup.match_host',
+      { client_id: clientId, environment_id: environmentId, names: names.slice(0, 10) },
+      ctx,
+      opts,
+    );
     return host;
   }
 }

@@ -18,14 +18,30 @@ interface ClientRow {
   updated_at: string;
 }
 
-const out = (c: ClientRow): Client => ({ id: c.id, name: c.name, slug: c.slug, created_at: iso(c.created_at), updated_at: iso(c.updated_at) });
+const out = (c: ClientRow): Client => ({
+  id: c.id,
+  name: c.name,
+  slug: c.slug,
+  created_at: iso(c.created_at),
+  updated_at: iso(c.updated_at),
+});
 const COLUMNS = 'id, name, slug, created_at, updated_at';
 
 /** A client the caller may act on with `permission`: 404 out of reach, 403 in reach without it. */
-const reachable = (em: EntityManager, ctx: CallerContext, id: string, permission: string, lock = false): Promise<ClientRow> =>
-  loadClient<ClientRow>(em, ctx, id, permission, COLUMNS, lock);
+const reachable = (
+  em: EntityManager,
+  ctx: CallerContext,
+  id: string,
+  permission: string,
+  lock = false,
+): Promise<ClientRow> => loadClient<ClientRow>(em, ctx, id, permission, COLUMNS, lock);
 
-const SORT: Record<'name' | 'slug' | 'created_at' | 'updated_at', string> = { name: 'lower(name)', slug: 'slug', created_at: 'created_at', updated_at: 'updated_at' };
+const SORT: Record<'name' | 'slug' | 'created_at' | 'updated_at', string> = {
+  name: 'lower(name)',
+  slug: 'slug',
+  created_at: 'created_at',
+  updated_at: 'updated_at',
+};
 
 export function clientHandlers(deps: FleetDeps): FleetHandlers {
   const fork = (): EntityManager => deps.orm.em.fork();
@@ -39,7 +55,12 @@ export function clientHandlers(deps: FleetDeps): FleetHandlers {
       const dir = order === 'desc' ? 'DESC' : 'ASC';
       return pageOf(
         fork(),
-        { columns: COLUMNS, from: scope === 'all' ? 'clients' : 'clients WHERE id IN (?)', params: scope === 'all' ? [] : [scope], order: `${SORT[sort]} ${dir}, id ${dir}` },
+        {
+          columns: COLUMNS,
+          from: scope === 'all' ? 'clients' : 'clients WHERE id IN (?)',
+          params: scope === 'all' ? [] : [scope],
+          order: `${SORT[sort]} ${dir}, id ${dir}`,
+        },
         { page, per_page },
         (rows: ClientRow[]) => rows.map(out),
       );
@@ -55,8 +76,15 @@ export function clientHandlers(deps: FleetDeps): FleetHandlers {
       requirePermission(ctx, 'clients:write');
       const id = randomUUID();
       const em = fork();
-      await conflictOnDuplicate('a client with this slug already exists', () => sql(em, `INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)`, [id, name, slug]));
-      await deps.audit.record(ctx, { action: 'client.created', resource_type: 'client', resource_id: id, details: { name, slug } });
+      await conflictOnDuplicate('a client with this slug already exists', () =>
+        sql(em, `INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)`, [id, name, slug]),
+      );
+      await deps.audit.record(ctx, {
+        action: 'client.created',
+        resource_type: 'client',
+        resource_id: id,
+        details: { name, slug },
+      });
       const [row] = await sql<ClientRow>(em, `SELECT ${COLUMNS} FROM clients WHERE id = ?`, [id]);
       if (!row) throw new DomainError('not_found', 'client not found');
       return out(row);
@@ -68,9 +96,18 @@ export function clientHandlers(deps: FleetDeps): FleetHandlers {
       const before = await reachable(em, ctx, id, 'clients:write');
       refuseChanges(fixed, before, CLIENT_IMMUTABLE);
       if (before.name === name) return out(before);
-      const [row] = await sql<ClientRow>(em, `UPDATE clients SET name = ?, updated_at = now() WHERE id = ? RETURNING ${COLUMNS}`, [name, id]);
+      const [row] = await sql<ClientRow>(
+        em,
+        `UPDATE clients SET name = ?, updated_at = now() WHERE id = ? RETURNING ${COLUMNS}`,
+        [name, id],
+      );
       if (!row) throw new DomainError('not_found', 'client not found');
-      await deps.audit.record(ctx, { action: 'client.updated', resource_type: 'client', resource_id: id, details: { changes: { name: { from: before.name, to: name } } } });
+      await deps.audit.record(ctx, {
+        action: 'client.updated',
+        resource_type: 'client',
+        resource_id: id,
+        details: { changes: { name: { from: before.name, to: name } } },
+      });
       return out(row);
     },
 
@@ -93,7 +130,12 @@ export function clientHandlers(deps: FleetDeps): FleetHandlers {
         action: 'client.deleted',
         resource_type: 'client',
         resource_id: id,
-        details: { name: client.name, slug: client.slug, affected_users, revoked_agents: agents.filter((a) => a.previous === 'active').length },
+        details: {
+          name: client.name,
+          slug: client.slug,
+          affected_users,
+          revoked_agents: agents.filter((a) => a.previous === 'active').length,
+        },
       });
       return {};
     },

@@ -9,7 +9,10 @@ export const ClientEntity = defineEntity({
     name: p.string(),
     slug: p.string(),
     created_at: p.datetime().onCreate(() => new Date()),
-    updated_at: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updated_at: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type Client = InferEntity<typeof ClientEntity>;

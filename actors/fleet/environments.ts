@@ -37,8 +37,16 @@ export function environmentHandlers(deps: FleetDeps): FleetHandlers {
     'svc.fleet.environments.list': async ({ client_id, page, per_page }, { ctx }) => {
       const em = fork();
       await loadClient(em, ctx, client_id, 'environments:read');
-      return pageOf(em, { columns: COLUMNS, from: 'environments e WHERE e.client_id = ?', params: [client_id], order: 'lower(e.name) ASC, e.slug ASC, e.id ASC' }, { page, per_page }, (rows: EnvironmentOut[]) =>
-        rows.map(out),
+      return pageOf(
+        em,
+        {
+          columns: COLUMNS,
+          from: 'environments e WHERE e.client_id = ?',
+          params: [client_id],
+          order: 'lower(e.name) ASC, e.slug ASC, e.id ASC',
+        },
+        { page, per_page },
+        (rows: EnvironmentOut[]) => rows.map(out),
       );
     },
 
@@ -54,10 +62,19 @@ export function environmentHandlers(deps: FleetDeps): FleetHandlers {
       const id = randomUUID();
       // Inserted only while the client exists: no foreign-key error for a client deleted meanwhile.
       const inserted = await conflictOnDuplicate('an environment with this slug already exists in this client', () =>
-        sql<{ id: string }>(em, `INSERT INTO environments (id, client_id, name, slug) SELECT ?, id, ?, ? FROM clients WHERE id = ? RETURNING id`, [id, name, slug, client_id]),
+        sql<{ id: string }>(
+          em,
+          `INSERT INTO environments (id, client_id, name, slug) SELECT ?, id, ?, ? FROM clients WHERE id = ? RETURNING id`,
+          [id, name, slug, client_id],
+        ),
       );
       if (inserted.length === 0) throw new DomainError('not_found', 'client not found');
-      await deps.audit.record(ctx, { action: 'environment.created', resource_type: 'environment', resource_id: id, details: { client_id, name, slug } });
+      await deps.audit.record(ctx, {
+        action: 'environment.created',
+        resource_type: 'environment',
+        resource_id: id,
+        details: { client_id, name, slug },
+      });
       return withCount(em, id);
     },
 
@@ -81,16 +98,27 @@ export function environmentHandlers(deps: FleetDeps): FleetHandlers {
       const env = await fork().transactional(async (tx) => {
         // The row lock keeps an enrolment from adding a host (its insert references this row) until we are done.
         const env = await loadEnvironment(tx, ctx, id, 'environments:delete', true);
-        const [hosts] = await sql<{ n: number }>(tx, `SELECT count(*)::int AS n FROM hosts WHERE environment_id = ?`, [id]);
+        const [hosts] = await sql<{ n: number }>(tx, `SELECT count(*)::int AS n FROM hosts WHERE environment_id = ?`, [
+          id,
+        ]);
         const n = hosts?.n ?? 0;
-        if (n > 0) throw new DomainError('conflict', `the environment still has ${n} host${n === 1 ? '' : 's'}: delete ${n === 1 ? 'it' : 'them'} first`);
+        if (n > 0)
+          throw new DomainError(
+            'conflict',
+            `the environment still has ${n} host${n === 1 ? '' : 's'}: delete ${n === 1 ? 'it' : 'them'} first`,
+          );
         // Install tokens and pending enrolments go with it (cascade); an agent that completed enrolment meanwhile
         // loses its credentials first.
         await revokeAgents(tx, deps.revoker, { sql: 'environment_id = ?', params: [id] });
         await sql(tx, `DELETE FROM environments WHERE id = ?`, [id]);
         return env;
       });
-      await deps.audit.record(ctx, { action: 'environment.deleted', resource_type: 'environment', resource_id: id, details: { client_id: env.client_id, name: env.name, slug: env.slug } });
+      await deps.audit.record(ctx, {
+        action: 'environment.deleted',
+        resource_type: 'environment',
+        resource_id: id,
+        details: { client_id: env.client_id, name: env.name, slug: env.slug },
+      });
       return {};
     },
   };

@@ -12,9 +12,15 @@ export function hostLookupHandlers(deps: { orm: MikroORM }): FleetHandlers {
     'svc.fleet.lookup.resolve': async ({ client_ids, environment_ids, host_ids }) => {
       const em = deps.orm.em.fork();
       const [clients, environments, hosts] = await Promise.all([
-        client_ids.length > 0 ? sql<ClientRef>(em, `SELECT id, name FROM clients WHERE id IN (?)`, [client_ids]) : Promise.resolve([]),
-        environment_ids.length > 0 ? sql<EnvironmentRef>(em, `SELECT id, client_id, name FROM environments WHERE id IN (?)`, [environment_ids]) : Promise.resolve([]),
-        host_ids.length > 0 ? sql<HostRef>(em, `SELECT id, environment_id, client_id, hostname FROM hosts WHERE id IN (?)`, [host_ids]) : Promise.resolve([]),
+        client_ids.length > 0
+          ? sql<ClientRef>(em, `SELECT id, name FROM clients WHERE id IN (?)`, [client_ids])
+          : Promise.resolve([]),
+        environment_ids.length > 0
+          ? sql<EnvironmentRef>(em, `SELECT id, client_id, name FROM environments WHERE id IN (?)`, [environment_ids])
+          : Promise.resolve([]),
+        host_ids.length > 0
+          ? sql<HostRef>(em, `SELECT id, environment_id, client_id, hostname FROM hosts WHERE id IN (?)`, [host_ids])
+          : Promise.resolve([]),
       ]);
       return { clients, environments, hosts };
     },
@@ -33,7 +39,17 @@ export function hostLookupHandlers(deps: { orm: MikroORM }): FleetHandlers {
           WHERE client_id = ? AND (?::uuid IS NULL OR environment_id = ?)
             AND (lower(hostname) IN (?) OR ip_address IN (?) OR split_part(lower(hostname), '.', 1) IN (?) OR lower(hostname) IN (?))
           LIMIT 20`,
-        [lowered, lowered, client_id, environment_id, environment_id, lowered, lowered, lowered.map((n) => n.split('.')[0]!), lowered.map((n) => n.split('.')[0]!)],
+        [
+          lowered,
+          lowered,
+          client_id,
+          environment_id,
+          environment_id,
+          lowered,
+          lowered,
+          lowered.map((n) => n.split('.')[0]!),
+          lowered.map((n) => n.split('.')[0]!),
+        ],
       );
       const exact = rows.filter((r) => r.exact);
       const pick = exact.length > 0 ? exact : rows;

@@ -31,7 +31,10 @@ export const hostOut = (h: HostRow): Host => ({
 });
 
 /** Sort columns of the host list; hosts never seen sort after the others in both directions. */
-const SORT: Record<'hostname' | 'last_seen_at' | 'created_at' | 'agent_status' | 'ip_address', (dir: string) => string> = {
+const SORT: Record<
+  'hostname' | 'last_seen_at' | 'created_at' | 'agent_status' | 'ip_address',
+  (dir: string) => string
+> = {
   hostname: (dir) => `hostname ${dir}, id ${dir}`,
   last_seen_at: (dir) => `last_seen_at ${dir} NULLS LAST, hostname ASC, id ASC`,
   created_at: (dir) => `created_at ${dir}, id ${dir}`,
@@ -40,7 +43,10 @@ const SORT: Record<'hostname' | 'last_seen_at' | 'created_at' | 'agent_status' |
 };
 
 /** Which keys were added, changed or removed between two tag maps (for the audit entry). */
-function tagChanges(before: Record<string, string>, after: Record<string, string>): Record<string, { from: string | null; to: string | null }> {
+function tagChanges(
+  before: Record<string, string>,
+  after: Record<string, string>,
+): Record<string, { from: string | null; to: string | null }> {
   const changes: Record<string, { from: string | null; to: string | null }> = {};
   for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
     const from = Object.hasOwn(before, key) ? before[key]! : null;
@@ -77,13 +83,22 @@ export function hostHandlers(deps: FleetDeps): FleetHandlers {
     'svc.fleet.hosts.tags.replace': async ({ id, tags }, { ctx }) => {
       const { before, after } = await fork().transactional(async (tx) => {
         const before = await loadHost(tx, ctx, id, 'tags:write', true);
-        const [after] = await sql<HostRow>(tx, `UPDATE hosts SET tags = ?::jsonb, updated_at = now() WHERE id = ? RETURNING ${HOST_COLUMNS}`, [pgJson(tags), id]);
+        const [after] = await sql<HostRow>(
+          tx,
+          `UPDATE hosts SET tags = ?::jsonb, updated_at = now() WHERE id = ? RETURNING ${HOST_COLUMNS}`,
+          [pgJson(tags), id],
+        );
         if (!after) throw new DomainError('not_found', 'host not found');
         return { before, after };
       });
       const changes = tagChanges(before.tags, after.tags);
       if (Object.keys(changes).length > 0) {
-        await deps.audit.record(ctx, { action: 'host.tags.updated', resource_type: 'host', resource_id: id, details: { client_id: before.client_id, hostname: before.hostname, changes } });
+        await deps.audit.record(ctx, {
+          action: 'host.tags.updated',
+          resource_type: 'host',
+          resource_id: id,
+          details: { client_id: before.client_id, hostname: before.hostname, changes },
+        });
       }
       return hostOut(after);
     },
@@ -92,7 +107,13 @@ export function hostHandlers(deps: FleetDeps): FleetHandlers {
       const { host, agents } = await fork().transactional(async (tx) => {
         const host = await loadHost(tx, ctx, id, 'hosts:delete', true);
         // Its agent (and any earlier one of the same host) loses its broker credentials before the host goes.
-        const agents = await revokeAgents(tx, deps.revoker, host.agent_id ? { sql: 'host_id = ? OR id = ?', params: [id, host.agent_id] } : { sql: 'host_id = ?', params: [id] });
+        const agents = await revokeAgents(
+          tx,
+          deps.revoker,
+          host.agent_id
+            ? { sql: 'host_id = ? OR id = ?', params: [id, host.agent_id] }
+            : { sql: 'host_id = ?', params: [id] },
+        );
         // Inventory, integrations and watch config cascade with the host.
         await sql(tx, `DELETE FROM hosts WHERE id = ?`, [id]);
         return { host, agents };
@@ -102,10 +123,20 @@ export function hostHandlers(deps: FleetDeps): FleetHandlers {
         action: 'host.deleted',
         resource_type: 'host',
         resource_id: id,
-        details: { client_id: host.client_id, environment_id: host.environment_id, hostname: host.hostname, revoked_agents: agents.map((a) => a.id) },
+        details: {
+          client_id: host.client_id,
+          environment_id: host.environment_id,
+          hostname: host.hostname,
+          revoked_agents: agents.map((a) => a.id),
+        },
       });
       for (const a of agents) {
-        await deps.audit.record(ctx, { action: 'agent.revoked', resource_type: 'agent', resource_id: a.id, details: { client_id: a.client_id, host_id: id, reason: 'host deleted' } });
+        await deps.audit.record(ctx, {
+          action: 'agent.revoked',
+          resource_type: 'agent',
+          resource_id: a.id,
+          details: { client_id: a.client_id, host_id: id, reason: 'host deleted' },
+        });
       }
       return {};
     },

@@ -40,7 +40,11 @@ export const fleetDomain: DomainModule = {
       await dc.host.serve('fleet', 'fleet-hosts', hostHandlers(deps));
       await dc.host.serve('fleet', 'fleet-lookup', hostLookupHandlers({ orm }));
       await dc.host.serve('fleet', 'fleet-agents-admin', agentAdminHandlers(deps));
-      await dc.host.serve('fleet', 'fleet-enrolment', enrolmentHandlers({ orm, audit, clock: dc.clock, config: dc.config }, issuer));
+      await dc.host.serve(
+        'fleet',
+        'fleet-enrolment',
+        enrolmentHandlers({ orm, audit, clock: dc.clock, config: dc.config }, issuer),
+      );
       await dc.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: dc.nc, audit, log }));
       await dc.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
       await dc.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
@@ -48,13 +52,30 @@ export const fleetDomain: DomainModule = {
         ...metricsReadHandlers({ orm, tsdb: dc.stores.tsdb(), clock: dc.clock, hostScopes }),
         ...metricsQueryHandlers({ orm, queryTimeoutMs: dc.config.SVC_METRICS_QUERY_TIMEOUT_MS }),
       });
-      await dc.host.serve('fleet', 'fleet-search', { ...searchHandlers({ orm, timeoutMs: dc.config.SVC_SEARCH_TIMEOUT_MS }), ...savedSearchHandlers({ orm, audit }) });
+      await dc.host.serve('fleet', 'fleet-search', {
+        ...searchHandlers({ orm, timeoutMs: dc.config.SVC_SEARCH_TIMEOUT_MS }),
+        ...savedSearchHandlers({ orm, audit }),
+      });
       const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
-      await dc.host.serveAgents({ domain: 'fleet', name: 'fleet-agent-config', prefix: AGENT_CONFIG_PREFIX, request: ConfigFetchRequest, handler: (agentId) => fetchConfig(agentId) });
+      await dc.host.serveAgents({
+        domain: 'fleet',
+        name: 'fleet-agent-config',
+        prefix: AGENT_CONFIG_PREFIX,
+        request: ConfigFetchRequest,
+        handler: (agentId) => fetchConfig(agentId),
+      });
 
       // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
       const directory = new AgentDirectory(orm);
-      const statusDeps = { nc: dc.nc, orm, directory, clock: dc.clock, log, staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS, integrations: upsertIntegrationsOfHosts };
+      const statusDeps = {
+        nc: dc.nc,
+        orm,
+        directory,
+        clock: dc.clock,
+        log,
+        staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS,
+        integrations: upsertIntegrationsOfHosts,
+      };
       const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
       const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
       const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });

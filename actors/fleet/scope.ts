@@ -33,8 +33,18 @@ export interface EnvironmentRow {
 export const ENVIRONMENT_COLUMNS = 'id, client_id, name, slug, created_at, updated_at';
 
 /** An environment the caller may act on with `permission` (404 / 403 as above); `lock` holds it for the transaction. */
-export async function loadEnvironment(em: EntityManager, ctx: CallerContext, id: string, permission: string, lock = false): Promise<EnvironmentRow> {
-  const [row] = await sql<EnvironmentRow>(em, `SELECT ${ENVIRONMENT_COLUMNS} FROM environments WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
+export async function loadEnvironment(
+  em: EntityManager,
+  ctx: CallerContext,
+  id: string,
+  permission: string,
+  lock = false,
+): Promise<EnvironmentRow> {
+  const [row] = await sql<EnvironmentRow>(
+    em,
+    `SELECT ${ENVIRONMENT_COLUMNS} FROM environments WHERE id = ?${lock ? ' FOR UPDATE' : ''}`,
+    [id],
+  );
   if (!row) throw new DomainError('not_found', 'environment not found');
   requireOnClient(ctx, row.client_id, permission, 'environment');
   return row;
@@ -65,8 +75,16 @@ export const HOST_COLUMNS =
   'id, environment_id, client_id, agent_id, hostname, ip_address, os, os_version, kernel_version, arch, cpu_cores, memory_total_bytes, agent_status, agent_version, last_seen_at, tags, labels, created_at, updated_at';
 
 /** A host the caller may act on with `permission` (404 / 403 as above). */
-export async function loadHost(em: EntityManager, ctx: CallerContext, id: string, permission: string, lock = false): Promise<HostRow> {
-  const [row] = await sql<HostRow>(em, `SELECT ${HOST_COLUMNS} FROM hosts WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
+export async function loadHost(
+  em: EntityManager,
+  ctx: CallerContext,
+  id: string,
+  permission: string,
+  lock = false,
+): Promise<HostRow> {
+  const [row] = await sql<HostRow>(em, `SELECT ${HOST_COLUMNS} FROM hosts WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [
+    id,
+  ]);
   if (!row) throw new DomainError('not_found', 'host not found');
   requireOnClient(ctx, row.client_id, permission, 'host');
   return row;

@@ -87,11 +87,7 @@ export class AccessResolver {
   private readonly em: () => EntityManager;
   private readonly kv: KvStore;
   private readonly clock: Clock;
-  constructor(
-    em: () => EntityManager,
-    kv: KvStore,
-    clock: Clock,
-  ) {
+  constructor(em: () => EntityManager, kv: KvStore, clock: Clock) {
     this.em = em;
     this.kv = kv;
     this.clock = clock;
@@ -110,7 +106,11 @@ export class AccessResolver {
       status: user.status,
       is_super_admin: user.is_super_admin,
       mfa_enabled: user.mfa_enabled,
-      access: { super_admin: user.is_super_admin, all_clients: [], clients: user.is_super_admin ? {} : await computeClientAccess(em, userId) },
+      access: {
+        super_admin: user.is_super_admin,
+        all_clients: [],
+        clients: user.is_super_admin ? {} : await computeClientAccess(em, userId),
+      },
     };
     await this.remember(userKey(userId), resolved);
     return resolved;
@@ -128,11 +128,15 @@ export class AccessResolver {
       const access: Access = sa.client_scope.includes('*')
         ? { super_admin: false, all_clients: perms, clients: {} }
         : { super_admin: false, all_clients: [], clients: Object.fromEntries(sa.client_scope.map((c) => [c, perms])) };
-      entry = { resolved: { service_account_id: sa.id, name: sa.name, access }, expires_at: sa.expires_at ? sa.expires_at.getTime() : null };
+      entry = {
+        resolved: { service_account_id: sa.id, name: sa.name, access },
+        expires_at: sa.expires_at ? sa.expires_at.getTime() : null,
+      };
       await this.remember(keyKey(hash), entry);
       // last_used_at is kept on each resolution from the database, so to within the cache lifetime (15 minutes),
       // without a write on every request.
-      if (!entry.expires_at || entry.expires_at > this.clock.now()) await em.nativeUpdate(ServiceAccountEntity, { id: sa.id }, { last_used_at: new Date(this.clock.now()) });
+      if (!entry.expires_at || entry.expires_at > this.clock.now())
+        await em.nativeUpdate(ServiceAccountEntity, { id: sa.id }, { last_used_at: new Date(this.clock.now()) });
     }
     return liveKey(entry, this.clock.now());
   }
@@ -164,10 +168,12 @@ export class AccessResolver {
   /** Everyone whose access depends on a role: team members and direct assignees holding it, and its service accounts. */
   async invalidateRole(roleId: string): Promise<void> {
     const em = this.em();
-    const users = await em.getConnection().execute<{ user_id: string }[]>(
-      `SELECT user_id FROM team_members WHERE role_id = ? UNION SELECT user_id FROM user_client_roles WHERE role_id = ?`,
-      [roleId, roleId],
-    );
+    const users = await em
+      .getConnection()
+      .execute<{ user_id: string }[]>(
+        `SELECT user_id FROM team_members WHERE role_id = ? UNION SELECT user_id FROM user_client_roles WHERE role_id = ?`,
+        [roleId, roleId],
+      );
     await this.invalidateUsers(users.map((u) => u.user_id));
     const keys = await em.find(ServiceAccountEntity, { role_id: roleId }, { fields: ['api_key_hash'] });
     await this.invalidateApiKeys(keys.map((k) => k.api_key_hash));
@@ -186,7 +192,9 @@ export class AccessResolver {
   }
 
   async invalidateTeam(teamId: string): Promise<void> {
-    const users = await this.em().getConnection().execute<{ user_id: string }[]>(`SELECT user_id FROM team_members WHERE team_id = ?`, [teamId]);
+    const users = await this.em()
+      .getConnection()
+      .execute<{ user_id: string }[]>(`SELECT user_id FROM team_members WHERE team_id = ?`, [teamId]);
     await this.invalidateUsers(users.map((u) => u.user_id));
   }
 }

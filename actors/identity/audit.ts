@@ -26,7 +26,20 @@ export function startAuditStore(nc: NatsConnection, orm: MikroORM, log: Logger):
         .execute(
           `INSERT INTO audit_log (id, actor_id, actor_email, actor_type, action, resource_type, resource_id, details, ip_address, user_agent, request_id, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-          [e.id, e.actor_id, e.actor_email, e.actor_type, e.action, e.resource_type, e.resource_id, pgJson(e.details), e.ip, e.user_agent, e.request_id, e.created_at],
+          [
+            e.id,
+            e.actor_id,
+            e.actor_email,
+            e.actor_type,
+            e.action,
+            e.resource_type,
+            e.resource_id,
+            pgJson(e.details),
+            e.ip,
+            e.user_agent,
+            e.request_id,
+            e.created_at,
+          ],
         );
     },
   });

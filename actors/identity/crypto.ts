@@ -43,16 +43,17 @@ export class AccessTokens {
   readonly ttlSeconds: number;
   private readonly now: () => number;
   private readonly maxKept: number;
-  constructor(
-    secret: string,
-    ttlSeconds: number,
-    now: () => number = Date.now,
-    maxKept = VERIFIED_KEPT,
-  ) {
+  constructor(secret: string, ttlSeconds: number, now: () => number = Date.now, maxKept = VERIFIED_KEPT) {
     this.ttlSeconds = ttlSeconds;
     this.now = now;
     this.maxKept = maxKept;
-    this.key = globalThis.crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+    this.key = globalThis.crypto.subtle.importKey(
+      'raw',
+      new TextEncoder().encode(secret),
+      { name: 'HMAC', hash: 'SHA-256' },
+      false,
+      ['sign', 'verify'],
+    );
   }
 
   /** How many verified tokens are kept now. */
@@ -86,7 +87,12 @@ export class AccessTokens {
         // A token without an expiry would be valid forever: refused even when correctly signed.
         requiredClaims: ['exp', 'iat', 'sub'],
       });
-      if (payload.typ !== 'access' || typeof payload.sub !== 'string' || typeof payload.sid !== 'string' || typeof payload.email !== 'string')
+      if (
+        payload.typ !== 'access' ||
+        typeof payload.sub !== 'string' ||
+        typeof payload.sid !== 'string' ||
+        typeof payload.email !== 'string'
+      )
         throw new DomainError('unauthorized', 'invalid token');
       const claims = { sub: payload.sub, sid: payload.sid, email: payload.email };
       // Only the canonical spelling of a signature is kept: base64 decoding ignores a last character's unused bits (and

@@ -36,11 +36,18 @@ interface Recipient {
   display_name?: string | null;
 }
 
-const frontendLink = (config: Config, path: string, token: string): string => `${config.SVC_FRONTEND_URL.replace(/\/+$/, '')}${path}?token=${encodeURIComponent(token)}`;
+const frontendLink = (config: Config, path: string, token: string): string =>
+  `${config.SVC_FRONTEND_URL.replace(/\/+$/, '')}${path}?token=${encodeURIComponent(token)}`;
 
-const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+const escapeHtml = (s: string): string =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
-function layout(greeting: string, paragraphs: string[], link: { href: string; label: string } | null, footer: string): { text: string; html: string } {
+function layout(
+  greeting: string,
+  paragraphs: string[],
+  link: { href: string; label: string } | null,
+  footer: string,
+): { text: string; html: string } {
   const text = [greeting, '', ...paragraphs, '', ...(link ? [link.href, ''] : []), footer].join('\n');
   const html = [
     `<p>${escapeHtml(greeting)}</p>`,
@@ -57,7 +64,10 @@ export async function sendInvitation(deps: MailDeps, user: Recipient, rawToken: 
   const href = frontendLink(deps.config, '/accept-invite', rawToken);
   const body = layout(
     `Hello${user.display_name ? ` ${user.display_name}` : ''},`,
-    [`You have been invited to ${product}.`, 'Open the link below to choose a password and activate your account. The link is valid for 24 hours and can be used once.'],
+    [
+      `You have been invited to ${product}.`,
+      'Open the link below to choose a password and activate your account. The link is valid for 24 hours and can be used once.',
+    ],
     { href, label: 'Accept the invitation' },
     'If you did not expect this invitation, you can ignore this e-mail.',
   );
@@ -70,18 +80,32 @@ export async function sendPasswordReset(deps: MailDeps, user: Recipient, rawToke
   const href = frontendLink(deps.config, '/reset-password', rawToken);
   const body = layout(
     `Hello${user.display_name ? ` ${user.display_name}` : ''},`,
-    [`A password reset was requested for your ${product} account.`, 'Open the link below to choose a new password. The link is valid for 1 hour and can be used once; signing in elsewhere is ended when the password is reset.'],
+    [
+      `A password reset was requested for your ${product} account.`,
+      'Open the link below to choose a new password. The link is valid for 1 hour and can be used once; signing in elsewhere is ended when the password is reset.',
+    ],
     { href, label: 'Reset your password' },
     'If you did not ask for this, you can ignore this e-mail: your password stays as it is.',
   );
-  await enqueueEmail(deps.nc, { to: user.email, subject: `Reset your ${product} password`, kind: 'password_reset', ...body });
+  await enqueueEmail(deps.nc, {
+    to: user.email,
+    subject: `Reset your ${product} password`,
+    kind: 'password_reset',
+    ...body,
+  });
 }
 
 /**
  * The notice after a password change or reset: no link in it (a mail that asks to click after a security event is
  * what phishing looks like), only what happened, when, from where, and what to do if it was not the owner.
  */
-export async function sendPasswordChanged(deps: MailDeps, user: Recipient, how: 'changed' | 'reset', at: Date, ip: string | undefined): Promise<void> {
+export async function sendPasswordChanged(
+  deps: MailDeps,
+  user: Recipient,
+  how: 'changed' | 'reset',
+  at: Date,
+  ip: string | undefined,
+): Promise<void> {
   const product = deps.config.SVC_EMAIL_FROM_NAME;
   const when = `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
   const body = layout(
@@ -93,7 +117,12 @@ export async function sendPasswordChanged(deps: MailDeps, user: Recipient, how: 
     null,
     'This notice is sent after every password change and cannot be turned off.',
   );
-  await enqueueEmail(deps.nc, { to: user.email, subject: `Your ${product} password was ${how}`, kind: 'password_changed', ...body });
+  await enqueueEmail(deps.nc, {
+    to: user.email,
+    subject: `Your ${product} password was ${how}`,
+    kind: 'password_changed',
+    ...body,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -114,7 +143,9 @@ const AUTO_HEADERS = { 'Auto-Submitted': 'auto-generated' } as const;
  * name, else the domain of SVC_EMAIL_FROM. Receiving servers score a bare address literal such as `[127.0.0.1]`
  * (nodemailer's fallback when the machine's host name has no dot) as a spam signal.
  */
-export function ehloName(config: Pick<Config, 'SVC_SMTP_EHLO_NAME' | 'SVC_FRONTEND_URL' | 'SVC_EMAIL_FROM'>): string | undefined {
+export function ehloName(
+  config: Pick<Config, 'SVC_SMTP_EHLO_NAME' | 'SVC_FRONTEND_URL' | 'SVC_EMAIL_FROM'>,
+): string | undefined {
   if (config.SVC_SMTP_EHLO_NAME) return config.SVC_SMTP_EHLO_NAME;
   const isDomainName = (h: string): boolean => h.includes('.') && !/^[\d.]+$/.test(h) && !h.startsWith('[');
   const frontendHost = new URL(config.SVC_FRONTEND_URL).hostname;
@@ -131,7 +162,9 @@ function smtpSender(config: Config): Sender {
     ...(name ? { name } : {}),
     // 465 is implicit TLS; otherwise plain, upgraded with STARTTLS whenever the server offers it.
     secure: config.SVC_SMTP_PORT === 465,
-    ...(config.SVC_SMTP_USERNAME ? { auth: { user: config.SVC_SMTP_USERNAME, pass: config.SVC_SMTP_PASSWORD ?? '' } } : {}),
+    ...(config.SVC_SMTP_USERNAME
+      ? { auth: { user: config.SVC_SMTP_USERNAME, pass: config.SVC_SMTP_PASSWORD ?? '' } }
+      : {}),
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 30_000,
@@ -149,7 +182,8 @@ function smtpSender(config: Config): Sender {
     } catch (err) {
       const responseCode = (err as { responseCode?: unknown }).responseCode;
       // 5xx is the server's permanent "no" (unknown recipient, rejected content): retrying cannot change it.
-      if (typeof responseCode === 'number' && responseCode >= 500) throw new NonRetryableError(`SMTP ${responseCode}: ${(err as Error).message}`, { cause: err });
+      if (typeof responseCode === 'number' && responseCode >= 500)
+        throw new NonRetryableError(`SMTP ${responseCode}: ${(err as Error).message}`, { cause: err });
       throw err;
     }
   };
@@ -161,20 +195,31 @@ function resendSender(config: Config): Sender {
     const res = await fetch(url, {
       method: 'POST',
       headers: { authorization: `Bearer ${config.SVC_RESEND_API_KEY ?? ''}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ from: fromHeader(config), to: [mail.to], subject: mail.subject, text: mail.text, ...(mail.html ? { html: mail.html } : {}), headers: AUTO_HEADERS }),
+      body: JSON.stringify({
+        from: fromHeader(config),
+        to: [mail.to],
+        subject: mail.subject,
+        text: mail.text,
+        ...(mail.html ? { html: mail.html } : {}),
+        headers: AUTO_HEADERS,
+      }),
       signal: AbortSignal.timeout(15_000),
     });
     if (res.ok) return;
     const detail = (await res.text().catch(() => '')).slice(0, 300);
     // 4xx other than 429 means the request itself is wrong (bad address, bad key): retrying would not help.
-    if (res.status >= 400 && res.status < 500 && res.status !== 429) throw new NonRetryableError(`e-mail provider answered ${res.status}: ${detail}`);
+    if (res.status >= 400 && res.status < 500 && res.status !== 429)
+      throw new NonRetryableError(`e-mail provider answered ${res.status}: ${detail}`);
     throw new Error(`e-mail provider answered ${res.status}: ${detail}`);
   };
 }
 
 const logSender: Sender = async (mail, log) => {
   // No sender configured (development): the mail, links included, goes to the log instead.
-  log.info({ to: mail.to, subject: mail.subject, kind: mail.kind, text: mail.text }, 'e-mail not sent (no sender configured); logged instead');
+  log.info(
+    { to: mail.to, subject: mail.subject, kind: mail.kind, text: mail.text },
+    'e-mail not sent (no sender configured); logged instead',
+  );
 };
 
 export function buildSender(config: Config): Sender {

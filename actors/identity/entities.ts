@@ -2,7 +2,6 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 
 /** Identity tables (migrations/postgres/Migration0002_identity.ts). Foreign keys are plain uuid columns. */
 
-
 export const UserEntity = defineEntity({
   name: 'User',
   tableName: 'users',
@@ -20,7 +19,10 @@ export const UserEntity = defineEntity({
     auth_provider_id: p.string().nullable(),
     last_login_at: p.datetime().nullable(),
     created_at: p.datetime().onCreate(() => new Date()),
-    updated_at: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updated_at: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type User = InferEntity<typeof UserEntity>;
@@ -102,7 +104,10 @@ export const RoleEntity = defineEntity({
     permissions: p.array().columnType('text[]'),
     is_system: p.boolean().default(false),
     created_at: p.datetime().onCreate(() => new Date()),
-    updated_at: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updated_at: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type Role = InferEntity<typeof RoleEntity>;
@@ -115,7 +120,10 @@ export const TeamEntity = defineEntity({
     name: p.string(),
     description: p.string().default(''),
     created_at: p.datetime().onCreate(() => new Date()),
-    updated_at: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updated_at: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 
@@ -167,7 +175,10 @@ export const ServiceAccountEntity = defineEntity({
     created_by: p.uuid().nullable(),
     last_used_at: p.datetime().nullable(),
     created_at: p.datetime().onCreate(() => new Date()),
-    updated_at: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updated_at: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type ServiceAccount = InferEntity<typeof ServiceAccountEntity>;
@@ -190,7 +201,6 @@ export const AuditEntryEntity = defineEntity({
     created_at: p.datetime(),
   },
 });
-
 
 export const identityEntities = [
   UserEntity,

@@ -54,11 +54,7 @@ export class Lockout {
   private readonly kv: KvStore;
   private readonly clock: Clock;
   private readonly namespace: string;
-  constructor(
-    kv: KvStore,
-    clock: Clock,
-    namespace: string,
-  ) {
+  constructor(kv: KvStore, clock: Clock, namespace: string) {
     this.kv = kv;
     this.clock = clock;
     this.namespace = namespace;
@@ -124,5 +120,7 @@ export class Lockout {
 
 function locked(ms: number): DomainError {
   const seconds = Math.max(1, Math.ceil(ms / 1000));
-  return new DomainError('too_many_requests', `too many failed attempts; try again in ${seconds} seconds`, { retry_after_seconds: seconds });
+  return new DomainError('too_many_requests', `too many failed attempts; try again in ${seconds} seconds`, {
+    retry_after_seconds: seconds,
+  });
 }

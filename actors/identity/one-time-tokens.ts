@@ -13,7 +13,12 @@ export const ONE_TIME_TTL_MS: Record<OneTimePurpose, number> = { reset: 60 * 60 
  * exists in clear. Only its SHA-256 is stored. Older unused tokens of the same purpose stop working at once (marked
  * used), so only the latest link in the user's mailbox is valid. One statement: the two steps cannot half-happen.
  */
-export async function createOneTimeToken(em: EntityManager, deps: Pick<IdentityDeps, 'clock'>, userId: string, purpose: OneTimePurpose): Promise<string> {
+export async function createOneTimeToken(
+  em: EntityManager,
+  deps: Pick<IdentityDeps, 'clock'>,
+  userId: string,
+  purpose: OneTimePurpose,
+): Promise<string> {
   const raw = randomToken();
   const now = deps.clock.now();
   await em.execute(
@@ -21,7 +26,17 @@ export async function createOneTimeToken(em: EntityManager, deps: Pick<IdentityD
        UPDATE one_time_tokens SET used_at = ? WHERE user_id = ? AND purpose = ? AND used_at IS NULL
      )
      INSERT INTO one_time_tokens (id, user_id, purpose, token_hash, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-    [new Date(now), userId, purpose, randomUUID(), userId, purpose, sha256(raw), new Date(now + ONE_TIME_TTL_MS[purpose]), new Date(now)],
+    [
+      new Date(now),
+      userId,
+      purpose,
+      randomUUID(),
+      userId,
+      purpose,
+      sha256(raw),
+      new Date(now + ONE_TIME_TTL_MS[purpose]),
+      new Date(now),
+    ],
   );
   return raw;
 }
@@ -31,7 +46,12 @@ export async function createOneTimeToken(em: EntityManager, deps: Pick<IdentityD
  * gets the user id and the other gets null. Run it inside the transaction that uses the token, so a failure after it
  * rolls the redemption back too.
  */
-export async function consumeOneTimeToken(em: EntityManager, deps: Pick<IdentityDeps, 'clock'>, rawToken: string, purpose: OneTimePurpose): Promise<{ user_id: string } | null> {
+export async function consumeOneTimeToken(
+  em: EntityManager,
+  deps: Pick<IdentityDeps, 'clock'>,
+  rawToken: string,
+  purpose: OneTimePurpose,
+): Promise<{ user_id: string } | null> {
   const now = new Date(deps.clock.now());
   const rows = await em.execute<{ user_id: string }[]>(
     `UPDATE one_time_tokens SET used_at = ? WHERE token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ? RETURNING user_id`,
@@ -41,7 +61,12 @@ export async function consumeOneTimeToken(em: EntityManager, deps: Pick<Identity
 }
 
 /** The user a token would redeem for, without redeeming it (to run checks before the redeeming transaction). */
-export async function peekOneTimeToken(em: EntityManager, deps: Pick<IdentityDeps, 'clock'>, rawToken: string, purpose: OneTimePurpose): Promise<{ user_id: string } | null> {
+export async function peekOneTimeToken(
+  em: EntityManager,
+  deps: Pick<IdentityDeps, 'clock'>,
+  rawToken: string,
+  purpose: OneTimePurpose,
+): Promise<{ user_id: string } | null> {
   const rows = await em.execute<{ user_id: string }[]>(
     `SELECT user_id FROM one_time_tokens WHERE token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?`,
     [sha256(rawToken), purpose, new Date(deps.clock.now())],
@@ -50,6 +75,15 @@ export async function peekOneTimeToken(em: EntityManager, deps: Pick<IdentityDep
 }
 
 /** Voids a user's outstanding tokens of one purpose (a password change cancels pending reset links). */
-export async function cancelOneTimeTokens(em: EntityManager, deps: Pick<IdentityDeps, 'clock'>, userId: string, purpose: OneTimePurpose): Promise<void> {
-  await em.execute(`UPDATE one_time_tokens SET used_at = ? WHERE user_id = ? AND purpose = ? AND used_at IS NULL`, [new Date(deps.clock.now()), userId, purpose]);
+export async function cancelOneTimeTokens(
+  em: EntityManager,
+  deps: Pick<IdentityDeps, 'clock'>,
+  userId: string,
+  purpose: OneTimePurpose,
+): Promise<void> {
+  await em.execute(`UPDATE one_time_tokens SET used_at = ? WHERE user_id = ? AND purpose = ? AND used_at IS NULL`, [
+    new Date(deps.clock.now()),
+    userId,
+    purpose,
+  ]);
 }

@@ -24,15 +24,23 @@ export const isCommonPassword = (password: string): boolean => commonPasswords()
 
 /** The checks that need no user: length (in characters, not bytes) and the blocklist. Throws 400 naming the rule. */
 export function checkPasswordPolicy(password: string, field = 'password'): void {
-  if ([...password].length < MIN_PASSWORD_LENGTH) throw new DomainError('bad_request', `${field}: must be at least ${MIN_PASSWORD_LENGTH} characters`);
-  if (isCommonPassword(password)) throw new DomainError('bad_request', `${field}: is one of the 10,000 most common passwords; choose another`);
+  if ([...password].length < MIN_PASSWORD_LENGTH)
+    throw new DomainError('bad_request', `${field}: must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (isCommonPassword(password))
+    throw new DomainError('bad_request', `${field}: is one of the 10,000 most common passwords; choose another`);
 }
 
 /**
  * Refuses a password equal to one of the user's last PASSWORD_HISTORY passwords: the current hash and the most recent
  * history entries (the current one is normally the newest entry; users created without history still have it).
  */
-export async function checkPasswordHistory(deps: IdentityDeps, em: EntityManager, userId: string, password: string, field = 'password'): Promise<void> {
+export async function checkPasswordHistory(
+  deps: IdentityDeps,
+  em: EntityManager,
+  userId: string,
+  password: string,
+  field = 'password',
+): Promise<void> {
   const rows = await em.execute<{ password_hash: string }[]>(
     `SELECT password_hash FROM (
        SELECT password_hash, 0 AS ord, NULL::timestamptz AS created_at FROM users WHERE id = ? AND password_hash IS NOT NULL
@@ -50,7 +58,12 @@ export async function checkPasswordHistory(deps: IdentityDeps, em: EntityManager
 }
 
 /** Stores a new password hash on the user and in the history (run inside the caller's transaction). */
-export async function storePassword(deps: IdentityDeps, em: EntityManager, userId: string, hash: string): Promise<void> {
+export async function storePassword(
+  deps: IdentityDeps,
+  em: EntityManager,
+  userId: string,
+  hash: string,
+): Promise<void> {
   const now = new Date(deps.clock.now());
   await em.execute(`UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?`, [hash, now, userId]);
   // Strictly after the previous entry even when the clock has not moved (tests, clock skew): order is what counts.

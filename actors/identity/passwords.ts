@@ -12,10 +12,7 @@ export class PasswordHasher {
 
   private readonly maxConcurrent: number;
   private readonly maxQueue: number;
-  constructor(
-    maxConcurrent = 4,
-    maxQueue = 256,
-  ) {
+  constructor(maxConcurrent = 4, maxQueue = 256) {
     this.maxConcurrent = maxConcurrent;
     this.maxQueue = maxQueue;
   }
@@ -26,7 +23,8 @@ export class PasswordHasher {
 
   private async slot<T>(fn: () => Promise<T>): Promise<T> {
     if (this.active >= this.maxConcurrent) {
-      if (this.waiting.length >= this.maxQueue) throw new DomainError('unavailable', 'too many sign-ins at once; retry shortly', { retry_after_seconds: 1 });
+      if (this.waiting.length >= this.maxQueue)
+        throw new DomainError('unavailable', 'too many sign-ins at once; retry shortly', { retry_after_seconds: 1 });
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     } else {
       this.active++;

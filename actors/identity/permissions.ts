@@ -43,13 +43,26 @@ const registry: Record<string, readonly string[]> = {
 };
 
 /** Every `resource:action` pair, in registry order. */
-export const ALL_PERMISSIONS: readonly string[] = Object.entries(registry).flatMap(([resource, acts]) => acts.map((a) => `${resource}:${a}`));
+export const ALL_PERMISSIONS: readonly string[] = Object.entries(registry).flatMap(([resource, acts]) =>
+  acts.map((a) => `${resource}:${a}`),
+);
 const known = new Set(ALL_PERMISSIONS);
 export const isKnownPermission = (p: string): boolean => known.has(p);
 
 const without = (excluded: string[]): string[] => ALL_PERMISSIONS.filter((p) => !excluded.includes(p));
 
-const engineer = ['hosts:read', 'hosts:write', 'metrics:read', 'integrations:read', 'integrations:write', 'tags:read', 'tags:write', 'search:read', 'search:write', 'chat:read'];
+const engineer = [
+  'hosts:read',
+  'hosts:write',
+  'metrics:read',
+  'integrations:read',
+  'integrations:write',
+  'tags:read',
+  'tags:write',
+  'search:read',
+  'search:write',
+  'chat:read',
+];
 const client = ['clients:read', 'hosts:read', 'assets:read', 'servicedesk:read', 'servicedesk:write'];
 
 export interface SystemRole {
@@ -61,7 +74,12 @@ export interface SystemRole {
 
 /** Fixed ids so every instance seeds the same rows and references survive re-seeding. */
 export const SYSTEM_ROLES: readonly SystemRole[] = [
-  { id: '00000000-0000-4000-8000-000000000001', name: 'Super Admin', description: 'All permissions', permissions: ALL_PERMISSIONS },
+  {
+    id: '00000000-0000-4000-8000-000000000001',
+    name: 'Super Admin',
+    description: 'All permissions',
+    permissions: ALL_PERMISSIONS,
+  },
   {
     id: '00000000-0000-4000-8000-000000000002',
     name: 'Admin',
@@ -74,20 +92,44 @@ export const SYSTEM_ROLES: readonly SystemRole[] = [
     description: 'Engineer permissions plus read access to users, teams, roles and the audit log',
     permissions: [...engineer, 'users:read', 'teams:read', 'roles:read', 'audit:read'],
   },
-  { id: '00000000-0000-4000-8000-000000000004', name: 'Engineer', description: 'Works on hosts, integrations, tags and search', permissions: engineer },
+  {
+    id: '00000000-0000-4000-8000-000000000004',
+    name: 'Engineer',
+    description: 'Works on hosts, integrations, tags and search',
+    permissions: engineer,
+  },
   {
     id: '00000000-0000-4000-8000-000000000005',
     name: 'Executive',
     description: 'Reads clients, hosts, metrics, integrations and health checks',
     permissions: ['clients:read', 'hosts:read', 'metrics:read', 'integrations:read', 'healthcheck:read'],
   },
-  { id: '00000000-0000-4000-8000-000000000006', name: 'Viewer', description: 'Reads hosts, metrics and health checks', permissions: ['hosts:read', 'metrics:read', 'healthcheck:read'] },
-  { id: '00000000-0000-4000-8000-000000000007', name: 'Client', description: 'A customer: clients, hosts, assets and the service desk', permissions: client },
+  {
+    id: '00000000-0000-4000-8000-000000000006',
+    name: 'Viewer',
+    description: 'Reads hosts, metrics and health checks',
+    permissions: ['hosts:read', 'metrics:read', 'healthcheck:read'],
+  },
+  {
+    id: '00000000-0000-4000-8000-000000000007',
+    name: 'Client',
+    description: 'A customer: clients, hosts, assets and the service desk',
+    permissions: client,
+  },
   {
     id: '00000000-0000-4000-8000-000000000008',
     name: 'Client Engineer',
     description: 'Client permissions plus operational read access',
-    permissions: [...client, 'metrics:read', 'logs:read', 'processes:read', 'changes:read', 'alerts:read', 'healthcheck:read', 'compliance:read'],
+    permissions: [
+      ...client,
+      'metrics:read',
+      'logs:read',
+      'processes:read',
+      'changes:read',
+      'alerts:read',
+      'healthcheck:read',
+      'compliance:read',
+    ],
   },
 ];
 

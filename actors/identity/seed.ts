@@ -19,7 +19,9 @@ export async function seedIdentity(deps: IdentityDeps): Promise<void> {
   }
   const { SVC_ADMIN_EMAIL: email, SVC_ADMIN_PASSWORD: password } = deps.config;
   if (email && password) {
-    const existing = await conn.execute<{ id: string }[]>(`SELECT id FROM users WHERE lower(email) = lower(?)`, [email]);
+    const existing = await conn.execute<{ id: string }[]>(`SELECT id FROM users WHERE lower(email) = lower(?)`, [
+      email,
+    ]);
     if (existing.length === 0) {
       const id = randomUUID();
       const hash = await deps.hasher.hash(password);
@@ -29,13 +31,23 @@ export async function seedIdentity(deps: IdentityDeps): Promise<void> {
         [id, email, 'Administrator', hash],
       );
       if (inserted.length > 0) {
-        await conn.execute(`INSERT INTO password_history (id, user_id, password_hash) VALUES (?, ?, ?)`, [randomUUID(), id, hash]);
+        await conn.execute(`INSERT INTO password_history (id, user_id, password_hash) VALUES (?, ?, ?)`, [
+          randomUUID(),
+          id,
+          hash,
+        ]);
         deps.log.info({ email }, 'seeded super admin');
-        await deps.audit.record(anonymousContext('seed'), { action: 'user.seeded', resource_type: 'user', resource_id: id, details: { email, is_super_admin: true } });
+        await deps.audit.record(anonymousContext('seed'), {
+          action: 'user.seeded',
+          resource_type: 'user',
+          resource_id: id,
+          details: { email, is_super_admin: true },
+        });
       }
     }
   }
 }
 
 /** text[] literal for a parameter: {"a","b"} with quotes escaped. */
-export const toPgArray = (values: readonly string[]): string => `{${values.map((v) => `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`;
+export const toPgArray = (values: readonly string[]): string =>
+  `{${values.map((v) => `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`;

@@ -8,7 +8,9 @@ import type { IdentityDeps } from './deps.ts';
 export function userLookupHandlers(deps: Pick<IdentityDeps, 'orm'>): Handlers<Cat, 'identity'> {
   return {
     'svc.identity.lookup.user_names': async ({ user_ids }) => ({
-      users: await sql<UserName>(deps.orm.em.fork(), `SELECT id, display_name, email FROM users WHERE id IN (?)`, [user_ids]),
+      users: await sql<UserName>(deps.orm.em.fork(), `SELECT id, display_name, email FROM users WHERE id IN (?)`, [
+        user_ids,
+      ]),
     }),
   };
 }

@@ -35,13 +35,26 @@ export const invoiceDomain: DomainModule = {
     const reader = new AnalyticsReader(analytics);
     await dc.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader, clock: dc.clock }));
     // One warm browser per process, started by the first finalize, closed when the domain stops.
-    const renderer = new PdfRenderer({ executablePath: dc.config.SVC_CHROMIUM_PATH, pages: dc.config.SVC_PDF_PAGES, log: dc.log.child({ actor: 'invoice-pdf' }) });
-    await dc.host.serve('invoice', 'invoice-documents', documentHandlers({ orm, seller: sellerOf(dc.config), renderer, reader, log: dc.log }));
+    const renderer = new PdfRenderer({
+      executablePath: dc.config.SVC_CHROMIUM_PATH,
+      pages: dc.config.SVC_PDF_PAGES,
+      log: dc.log.child({ actor: 'invoice-pdf' }),
+    });
+    await dc.host.serve(
+      'invoice',
+      'invoice-documents',
+      documentHandlers({ orm, seller: sellerOf(dc.config), renderer, reader, log: dc.log }),
+    );
     // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
     const ingest = await startIngestConsumer(dc.nc, analytics, dc.log.child({ actor: 'invoice-ingest' }));
     // Accounting sync: the route queues a durable job; the worker pushes it with retries (actors/invoice/accounting/).
     await dc.host.serve('invoice', 'invoice-accounting', accountingHandlers({ orm, nc: dc.nc, config: dc.config }));
-    const accounting = await startAccountingWorker({ nc: dc.nc, orm, config: dc.config, log: dc.log.child({ actor: 'invoice-accounting-sync' }) });
+    const accounting = await startAccountingWorker({
+      nc: dc.nc,
+      orm,
+      config: dc.config,
+      log: dc.log.child({ actor: 'invoice-accounting-sync' }),
+    });
     return {
       stop: async () => {
         await accounting.stop();

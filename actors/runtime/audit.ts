@@ -21,10 +21,7 @@ export interface AuditInput {
 export class AuditRecorder {
   private readonly nc: NatsConnection;
   private readonly clock: Clock;
-  constructor(
-    nc: NatsConnection,
-    clock: Clock,
-  ) {
+  constructor(nc: NatsConnection, clock: Clock) {
     this.nc = nc;
     this.clock = clock;
   }
@@ -33,7 +30,11 @@ export class AuditRecorder {
     const p = ctx.principal;
     const actor =
       input.actor ??
-      (p.kind === 'user' ? { id: p.user_id, email: p.email } : p.kind === 'service_account' ? { id: p.service_account_id, email: `service-account:${p.name}` } : null);
+      (p.kind === 'user'
+        ? { id: p.user_id, email: p.email }
+        : p.kind === 'service_account'
+          ? { id: p.service_account_id, email: `service-account:${p.name}` }
+          : null);
     const entry: AuditEntry = {
       id: randomUUID(),
       actor_id: actor?.id ?? null,
@@ -51,4 +52,3 @@ export class AuditRecorder {
     await publishEvent(this.nc, 'svc.evt.audit.recorded', entry, { msgId: entry.id });
   }
 }
-

@@ -5,15 +5,28 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().positive();
-const list = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
+const list = z.string().transform((v) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
 const url = z.url();
 const optionalUrl = z.preprocess((v) => (v === '' ? undefined : v), url.optional());
 /** A tracker custom field's id; JQL names it by its number (`cf[10031]`), so nothing else is accepted. */
-const trackerFieldId = z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^customfield_\d{1,12}$/, 'must be a custom field id such as customfield_10031').optional());
+const trackerFieldId = z.preprocess(
+  (v) => (v === '' ? undefined : v),
+  z
+    .string()
+    .regex(/^customfield_\d{1,12}$/, 'must be a custom field id such as customfield_10031')
+    .optional(),
+);
 
 /** Every SVC_* variable the system reads; names and defaults are the specs' where they give them. docs/operations.md lists them all. */
 export const ConfigSchema = z.object({
-  SVC_DB_URL: z.string({ error: 'is required (a PostgreSQL URL such as postgresql://postgres@127.0.0.1:5432/test)' }).regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
+  SVC_DB_URL: z
+    .string({ error: 'is required (a PostgreSQL URL such as postgresql://postgres@127.0.0.1:5432/test)' })
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
   SVC_NATS_URL: z.string().default('nats://127.0.0.1:4223'),
   // broker security (docs/operations.md → Security model): this process's NATS user, the keys that issue and revoke users, and
   // the key that signs caller contexts between services
@@ -32,7 +45,10 @@ export const ConfigSchema = z.object({
   SVC_CONTEXT_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   SVC_CONTEXT_KEY_PREVIOUS: list.default([]),
   SVC_CONTEXT_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
-  SVC_NAMESPACE: z.string().regex(/^([a-z0-9_-]{1,32})?$/i, 'must be 1-32 letters, digits, _ or -').default(''),
+  SVC_NAMESPACE: z
+    .string()
+    .regex(/^([a-z0-9_-]{1,32})?$/i, 'must be 1-32 letters, digits, _ or -')
+    .default(''),
   SVC_VALKEY_URL: optionalUrl,
   SVC_CLICKHOUSE_URL: optionalUrl,
   SVC_ANALYTICS_PATH: z.string().default('./data/analytics'),
@@ -65,14 +81,26 @@ export const ConfigSchema = z.object({
   // repeats) and the longest Retry-After honoured (a longer one is capped to it)
   SVC_ACCOUNTING_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
   SVC_ACCOUNTING_BACKOFF_MS: list
-    .pipe(z.array(z.string().regex(/^\d{1,7}$/, 'must be milliseconds (a whole number up to 7 digits)').transform(Number)).min(1, 'give at least one delay'))
+    .pipe(
+      z
+        .array(
+          z
+            .string()
+            .regex(/^\d{1,7}$/, 'must be milliseconds (a whole number up to 7 digits)')
+            .transform(Number),
+        )
+        .min(1, 'give at least one delay'),
+    )
     .default([2_000, 10_000, 30_000, 60_000, 120_000, 300_000]),
   SVC_ACCOUNTING_RETRY_AFTER_MAX_SECONDS: z.coerce.number().int().min(0).max(3600).default(300),
   // identity (console-identity.md)
   SVC_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   SVC_JWT_ACCESS_TTL: seconds.default(900),
   SVC_JWT_REFRESH_TTL: seconds.default(604800),
-  SVC_MFA_ENCRYPTION_KEY: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)').optional(),
+  SVC_MFA_ENCRYPTION_KEY: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)')
+    .optional(),
   SVC_API_RATE_LIMIT: z.coerce.number().int().positive().default(1000),
   SVC_AUTH_RATE_LIMIT: z.coerce.number().int().positive().default(5),
   SVC_SSO_CLIENT_ID: z.string().default(''),
@@ -93,7 +121,13 @@ export const ConfigSchema = z.object({
   SVC_SMTP_USERNAME: z.string().optional(),
   SVC_SMTP_PASSWORD: z.string().optional(),
   // EHLO name; empty: the host of SVC_FRONTEND_URL when it is a domain name, else the domain of SVC_EMAIL_FROM
-  SVC_SMTP_EHLO_NAME: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'must be a host name').optional()),
+  SVC_SMTP_EHLO_NAME: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .regex(/^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'must be a host name')
+      .optional(),
+  ),
   SVC_RESEND_API_KEY: z.string().optional(),
   SVC_RESEND_URL: url.default('https://api.resend.com'),
   SVC_ADMIN_EMAIL: z.string().optional(),
@@ -127,10 +161,31 @@ export const ConfigSchema = z.object({
   // events (issue 11): the key sealing webhook shared secrets at rest (64 hex characters; unset = derived from
   // SVC_MFA_ENCRYPTION_KEY), and the voice provider that pages on-call numbers (all three of SID, token and caller
   // number set = configured; the API URL points tests at a local peer)
-  SVC_EVENTS_ENCRYPTION_KEY: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)').optional()),
-  SVC_TWILIO_ACCOUNT_SID: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^AC[0-9a-zA-Z]{32}$/, 'must be an account SID (AC and 32 characters)').optional()),
-  SVC_TWILIO_AUTH_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16, 'must be at least 16 characters').optional()),
-  SVC_TWILIO_FROM: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 number such as +15005550006').optional()),
+  SVC_EVENTS_ENCRYPTION_KEY: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)')
+      .optional(),
+  ),
+  SVC_TWILIO_ACCOUNT_SID: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .regex(/^AC[0-9a-zA-Z]{32}$/, 'must be an account SID (AC and 32 characters)')
+      .optional(),
+  ),
+  SVC_TWILIO_AUTH_TOKEN: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.string().min(16, 'must be at least 16 characters').optional(),
+  ),
+  SVC_TWILIO_FROM: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z
+      .string()
+      .regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 number such as +15005550006')
+      .optional(),
+  ),
   SVC_TWILIO_API_URL: url.default('https://api.twilio.com'),
   // an unanswered page is called again this many times in all, this long apart
   SVC_TWILIO_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
@@ -168,8 +223,12 @@ export function unknownVariables(env: NodeJS.ProcessEnv = process.env): string[]
 }
 
 /** Secrets the identity domain cannot run without; checked only by processes that need them. */
-export function requireSecrets<K extends 'SVC_JWT_SECRET' | 'SVC_MFA_ENCRYPTION_KEY' | 'SVC_CONTEXT_KEY'>(config: Config, keys: readonly K[]): { [P in K]: string } {
+export function requireSecrets<K extends 'SVC_JWT_SECRET' | 'SVC_MFA_ENCRYPTION_KEY' | 'SVC_CONTEXT_KEY'>(
+  config: Config,
+  keys: readonly K[],
+): { [P in K]: string } {
   const missing = keys.filter((k) => !config[k]);
-  if (missing.length > 0) throw new ConfigError(`invalid configuration:\n  ${missing.map((k) => `${k}: is required`).join('\n  ')}`);
+  if (missing.length > 0)
+    throw new ConfigError(`invalid configuration:\n  ${missing.map((k) => `${k}: is required`).join('\n  ')}`);
   return Object.fromEntries(keys.map((k) => [k, config[k] as string])) as { [P in K]: string };
 }

@@ -32,10 +32,7 @@ export class RequestDeadline implements DeadlineScope {
 
   readonly deadline: number;
   private readonly reason: () => Error;
-  constructor(
-    deadline: number,
-    reason: () => Error,
-  ) {
+  constructor(deadline: number, reason: () => Error) {
     this.deadline = deadline;
     this.reason = reason;
   }

@@ -65,14 +65,21 @@ export interface ReplayResult {
  * the dead letters present when it starts are replayed: one that fails again is dead-lettered anew, not looped on.
  * The publish id is the DLQ position, so a replay interrupted between publish and removal, and run again, is stored once.
  */
-export async function replayDeadLetters(nc: NatsConnection, durable: string, log: Logger, only?: readonly number[]): Promise<ReplayResult> {
+export async function replayDeadLetters(
+  nc: NatsConnection,
+  durable: string,
+  log: Logger,
+  only?: readonly number[],
+): Promise<ReplayResult> {
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const wired = wireDurableName(durable);
   const present = await listDeadLetters(nc, durable);
   const wanted = only ? new Set(only) : undefined;
   const result: ReplayResult = { replayed: [], skipped: [] };
-  for (const seq of wanted ?? []) if (!present.some((d) => d.seq === seq)) result.skipped.push({ seq, why: `no dead letter of ${durable} at this sequence` });
+  for (const seq of wanted ?? [])
+    if (!present.some((d) => d.seq === seq))
+      result.skipped.push({ seq, why: `no dead letter of ${durable} at this sequence` });
   for (const d of present) {
     if (wanted && !wanted.has(d.seq)) continue;
     if (!REPLAYABLE.test(d.subject)) {
@@ -88,7 +95,10 @@ export async function replayDeadLetters(nc: NatsConnection, durable: string, log
     }
     await js.publish(d.subject, m.data, { headers: h, msgID: `replay:${wired}:${d.seq}` });
     await jsm.streams.deleteMessage(DLQ, d.seq);
-    log.info({ durable: wired, dlq_seq: d.seq, subject: d.subject, source_seq: d.sourceSeq, reason: d.reason }, 'dead letter replayed');
+    log.info(
+      { durable: wired, dlq_seq: d.seq, subject: d.subject, source_seq: d.sourceSeq, reason: d.reason },
+      'dead letter replayed',
+    );
     result.replayed.push(d.seq);
   }
   return result;

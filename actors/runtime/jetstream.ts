@@ -74,7 +74,10 @@ function js(nc: NatsConnection): JetStreamClient {
 const DECLARE_TIMEOUT_MS = 30_000;
 
 /** The declared spec in the server's terms (durations in nanoseconds), at the deployment's replicas. */
-export function toStreamConfig(spec: StreamSpec, replicas = brokerReplicas()): Partial<StreamConfig> & { name: string } {
+export function toStreamConfig(
+  spec: StreamSpec,
+  replicas = brokerReplicas(),
+): Partial<StreamConfig> & { name: string } {
   return {
     name: spec.name,
     description: spec.description,
@@ -162,7 +165,11 @@ export interface DurableConsumerConfig {
 }
 
 /** A durable pull consumer with explicit acks, created or brought to `config` (idempotent, race-safe). */
-export async function ensureConsumer(nc: NatsConnection, stream: string, config: DurableConsumerConfig): Promise<ConsumerInfo> {
+export async function ensureConsumer(
+  nc: NatsConnection,
+  stream: string,
+  config: DurableConsumerConfig,
+): Promise<ConsumerInfo> {
   const jsm = await jetstreamManager(nc, { timeout: DECLARE_TIMEOUT_MS });
   const filters = config.filterSubjects ?? [];
   const settable: Partial<ConsumerConfig> = {
@@ -193,7 +200,8 @@ export async function ensureConsumer(nc: NatsConnection, stream: string, config:
   return jsm.consumers.update(stream, config.durable, settable);
 }
 
-const isConsumerNotFound = (err: unknown): boolean => err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
+const isConsumerNotFound = (err: unknown): boolean =>
+  err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 
 async function consumerExists(jsm: JetStreamManager, stream: string, durable: string): Promise<boolean> {
   try {
@@ -222,11 +230,7 @@ export class NonRetryableError extends Error {
  */
 export class RetryLaterError extends Error {
   readonly delayMs: number;
-  constructor(
-    message: string,
-    delayMs: number,
-    options?: ErrorOptions,
-  ) {
+  constructor(message: string, delayMs: number, options?: ErrorOptions) {
     super(message, options);
     this.delayMs = delayMs;
     this.name = 'RetryLaterError';
@@ -350,7 +354,13 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     }
   };
 
-  const deadLetter = async (m: JsMsg, reason: DlqReason, error: string, mlog: Logger, payload?: T): Promise<boolean> => {
+  const deadLetter = async (
+    m: JsMsg,
+    reason: DlqReason,
+    error: string,
+    mlog: Logger,
+    payload?: T,
+  ): Promise<boolean> => {
     const h = natsHeaders();
     for (const [k, values] of m.headers ?? []) {
       // The original's Nats-* headers (msg id, expectations) must not act on the DLQ stream.
@@ -380,7 +390,9 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
       }
       settle(m, 'term');
       if (opts.onDeadLetter) {
-        await opts.onDeadLetter({ payload, reason, error, log: mlog }).catch((err: unknown) => mlog.error({ err, reason }, 'onDeadLetter failed'));
+        await opts
+          .onDeadLetter({ payload, reason, error, log: mlog })
+          .catch((err: unknown) => mlog.error({ err, reason }, 'onDeadLetter failed'));
       }
       return true;
     } catch (err) {
@@ -395,7 +407,13 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     const msgId = m.headers?.get('Nats-Msg-Id') || undefined;
     const requestId = m.headers?.get(Headers.requestId) || undefined;
     const traceId = parseTraceparent(m.headers?.get(Headers.traceparent))?.traceId;
-    const mlog = log.child({ subject: m.subject, seq: m.seq, delivery: deliveryCount, ...(requestId ? { request_id: requestId } : {}), ...(traceId ? { trace_id: traceId } : {}) });
+    const mlog = log.child({
+      subject: m.subject,
+      seq: m.seq,
+      delivery: deliveryCount,
+      ...(requestId ? { request_id: requestId } : {}),
+      ...(traceId ? { trace_id: traceId } : {}),
+    });
 
     let payload: T | undefined;
     {
@@ -403,7 +421,12 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
       try {
         decoded = decode(m.data, m.subject);
       } catch (err) {
-        await deadLetter(m, 'malformed', opts.decode && err instanceof Error ? err.message : 'payload is not JSON', mlog);
+        await deadLetter(
+          m,
+          'malformed',
+          opts.decode && err instanceof Error ? err.message : 'payload is not JSON',
+          mlog,
+        );
         return;
       }
       let parsed: ReturnType<typeof schema.safeParse>;
@@ -421,21 +444,38 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
       payload = parsed.data;
     }
     if (deliveryCount > maxDeliver) {
-      await deadLetter(m, 'exhausted', `delivery ${deliveryCount} exceeds maxDeliver ${maxDeliver}: the last attempt did not settle (ack timeout, crash, or failed dead-letter)`, mlog, payload);
+      await deadLetter(
+        m,
+        'exhausted',
+        `delivery ${deliveryCount} exceeds maxDeliver ${maxDeliver}: the last attempt did not settle (ack timeout, crash, or failed dead-letter)`,
+        mlog,
+        payload,
+      );
       return;
     }
 
     // Keeps the server from redelivering while a slow handler is still working; stops if this process dies.
-    const heartbeat = setInterval(() => {
-      try {
-        m.working();
-      } catch {
-        // Connection gone: the server redelivers after ack_wait, nothing to do here.
-      }
-    }, Math.max(Math.floor(ackWaitMs / 3), 50));
+    const heartbeat = setInterval(
+      () => {
+        try {
+          m.working();
+        } catch {
+          // Connection gone: the server redelivers after ack_wait, nothing to do here.
+        }
+      },
+      Math.max(Math.floor(ackWaitMs / 3), 50),
+    );
     const started = performance.now();
     try {
-      const handled = handler(payload, { subject: m.subject, deliveryCount, msgId, headers: m.headers, streamSequence: m.seq, log: mlog, signal: stopping.signal });
+      const handled = handler(payload, {
+        subject: m.subject,
+        deliveryCount,
+        msgId,
+        headers: m.headers,
+        streamSequence: m.seq,
+        log: mlog,
+        signal: stopping.signal,
+      });
       // Only onDeadLetter needs the payload after the handler: without it, the payload is not kept alive while the
       // handler waits (the metrics ingest has hundreds waiting for their imports, and what outlived two scavenges
       // was promoted and left to the full collections).
@@ -450,7 +490,10 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
       } else if (deliveryCount >= maxDeliver) {
         await deadLetter(m, 'failed', message, mlog, payload);
       } else {
-        const delay = err instanceof RetryLaterError ? Math.max(0, err.delayMs) : (backoff[deliveryCount - 1] ?? backoff[backoff.length - 1]);
+        const delay =
+          err instanceof RetryLaterError
+            ? Math.max(0, err.delayMs)
+            : (backoff[deliveryCount - 1] ?? backoff[backoff.length - 1]);
         mlog.warn({ err, retry_in_ms: delay }, 'handler failed; will retry');
         settle(m, 'nak', delay);
       }
@@ -519,7 +562,13 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
 }
 
 /** Binds to the durable, recreating it when it was deleted under us. */
-async function openMessages(nc: NatsConnection, stream: string, config: DurableConsumerConfig, concurrency: number, log: Logger): Promise<ConsumerMessages> {
+async function openMessages(
+  nc: NatsConnection,
+  stream: string,
+  config: DurableConsumerConfig,
+  concurrency: number,
+  log: Logger,
+): Promise<ConsumerMessages> {
   let consumer: Consumer;
   try {
     consumer = await js(nc).consumers.get(stream, config.durable);
@@ -541,7 +590,8 @@ function watchStatus(messages: ConsumerMessages, log: Logger): void {
         await messages.close();
         return;
       }
-      if (s.type === 'heartbeats_missed' || s.type === 'stream_not_found' || s.type === 'no_responders') log.warn({ status: s }, 'consumer status');
+      if (s.type === 'heartbeats_missed' || s.type === 'stream_not_found' || s.type === 'no_responders')
+        log.warn({ status: s }, 'consumer status');
     }
   })().catch((err: unknown) => log.warn({ err }, 'consumer status watcher ended'));
 }
@@ -582,7 +632,12 @@ export type DurablePayload<S extends string> = S extends DurableSubject ? Durabl
  * Publishes to JetStream and waits for the stream's ack. A subject in the durable table is parsed against its schema
  * first (a mismatch throws before anything is sent), and the parsed value is what is sent.
  */
-export async function publishDurable<S extends string>(nc: NatsConnection, subject: S, payload: DurablePayload<S>, opts: PublishDurableOptions = {}): Promise<PubAck> {
+export async function publishDurable<S extends string>(
+  nc: NatsConnection,
+  subject: S,
+  payload: DurablePayload<S>,
+  opts: PublishDurableOptions = {},
+): Promise<PubAck> {
   let body: unknown = payload;
   if (isDurableSubject(subject)) {
     const parsed = durableSubjects[subject].payload.safeParse(payload);
@@ -599,6 +654,11 @@ export async function publishDurable<S extends string>(nc: NatsConnection, subje
 }
 
 /** `publishDurable` restricted to the event table: an unknown event or a wrong payload is a compile error. */
-export function publishEvent<S extends EventSubject>(nc: NatsConnection, subject: S, payload: DurableIn<S>, opts: PublishDurableOptions = {}): Promise<PubAck> {
+export function publishEvent<S extends EventSubject>(
+  nc: NatsConnection,
+  subject: S,
+  payload: DurableIn<S>,
+  opts: PublishDurableOptions = {},
+): Promise<PubAck> {
   return publishDurable<S>(nc, subject, payload as DurablePayload<S>, opts);
 }

@@ -21,12 +21,7 @@ export class Lease {
   private readonly name: string;
   private readonly ttlMs: number;
   private readonly log: Logger;
-  constructor(
-    nc: NatsConnection,
-    name: string,
-    ttlMs: number,
-    log: Logger,
-  ) {
+  constructor(nc: NatsConnection, name: string, ttlMs: number, log: Logger) {
     this.nc = nc;
     this.name = name;
     this.ttlMs = ttlMs;

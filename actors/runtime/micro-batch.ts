@@ -10,19 +10,17 @@ export class MicroBatcher<T, R> {
   private running: Promise<void> | undefined;
 
   private readonly opts: {
-      maxItems: number;
-      maxDelayMs: number;
-      /** Results in the order of `items`. */
-      write: (items: T[]) => Promise<R[]>;
-    };
-  constructor(
-    opts: {
-      maxItems: number;
-      maxDelayMs: number;
-      /** Results in the order of `items`. */
-      write: (items: T[]) => Promise<R[]>;
-    },
-  ) {
+    maxItems: number;
+    maxDelayMs: number;
+    /** Results in the order of `items`. */
+    write: (items: T[]) => Promise<R[]>;
+  };
+  constructor(opts: {
+    maxItems: number;
+    maxDelayMs: number;
+    /** Results in the order of `items`. */
+    write: (items: T[]) => Promise<R[]>;
+  }) {
     this.opts = opts;
   }
 

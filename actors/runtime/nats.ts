@@ -43,8 +43,21 @@ const DRAIN_TIMEOUT_MS = 5_000;
  * Connects and keeps reconnecting forever. `waitOnFirstConnect` lets a process start while NATS is still down: the
  * promise settles once a server answers.
  */
-export async function connectNats(url: string, name: string, log: Logger, credsPath?: string, caPath?: string): Promise<NatsConnection> {
-  const nc = await connect({ servers: url.split(','), name, ...RECONNECT, ...brokerAuth(credsPath), ...brokerTls(caPath), waitOnFirstConnect: true });
+export async function connectNats(
+  url: string,
+  name: string,
+  log: Logger,
+  credsPath?: string,
+  caPath?: string,
+): Promise<NatsConnection> {
+  const nc = await connect({
+    servers: url.split(','),
+    name,
+    ...RECONNECT,
+    ...brokerAuth(credsPath),
+    ...brokerTls(caPath),
+    waitOnFirstConnect: true,
+  });
   watchStatus(nc, log, () => undefined);
   batchWrites(nc);
   return nc;
@@ -68,7 +81,12 @@ interface Protocol {
 export function batchWrites(nc: NatsConnection): void {
   const proto = (nc as unknown as { protocol?: Partial<Protocol> }).protocol;
   // Another nats.js release without these: keep its own flushing rather than break the connection.
-  if (typeof proto?.flushPending !== 'function' || typeof proto.close !== 'function' || typeof proto.outbound?.size !== 'function') return;
+  if (
+    typeof proto?.flushPending !== 'function' ||
+    typeof proto.close !== 'function' ||
+    typeof proto.outbound?.size !== 'function'
+  )
+    return;
   const buffered = proto.outbound;
   const limit = (): number => proto.pendingLimit ?? 32 * 1024;
   const flushNow = proto.flushPending.bind(proto);
@@ -122,7 +140,10 @@ export async function closeNats(nc: NatsConnection, log: Logger, timeoutMs = DRA
     () => true,
     () => false,
   );
-  const ok = await Promise.race([drained, new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)))]);
+  const ok = await Promise.race([
+    drained,
+    new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs))),
+  ]);
   clearTimeout(timer);
   if (!ok) {
     log.warn('nats drain did not finish; closing the connection');
@@ -146,13 +167,7 @@ export class LazyNats {
   private readonly log: Logger;
   private readonly credsPath?: string;
   private readonly caPath?: string;
-  constructor(
-    url: string,
-    name: string,
-    log: Logger,
-    credsPath?: string,
-    caPath?: string,
-  ) {
+  constructor(url: string, name: string, log: Logger, credsPath?: string, caPath?: string) {
     this.url = url;
     this.name = name;
     this.log = log;
@@ -166,7 +181,14 @@ export class LazyNats {
     for (let attempt = 0; ; attempt++) {
       if (this.closed) throw new Error('closed before connecting');
       try {
-        const nc = await connect({ servers: this.url.split(','), name: this.name, ...RECONNECT, ...brokerAuth(this.credsPath), ...brokerTls(this.caPath), timeout: 2000 });
+        const nc = await connect({
+          servers: this.url.split(','),
+          name: this.name,
+          ...RECONNECT,
+          ...brokerAuth(this.credsPath),
+          ...brokerTls(this.caPath),
+          timeout: 2000,
+        });
         if (this.closed) {
           await nc.close();
           throw new Error('closed before connecting');
@@ -200,7 +222,10 @@ export class LazyNats {
     if (!nc) return false;
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([nc.flush(), new Promise((_, rej) => (timer = setTimeout(() => setImmediate(() => rej(new Error('timeout'))), timeoutMs)))]);
+      await Promise.race([
+        nc.flush(),
+        new Promise((_, rej) => (timer = setTimeout(() => setImmediate(() => rej(new Error('timeout'))), timeoutMs))),
+      ]);
       return true;
     } catch {
       return false;

@@ -4,8 +4,16 @@ import { pgErrorOf } from './store-errors.ts';
 /** Which backing store an unavailability error comes from, for the outage log (`postgres`, `kv`, `tsdb`, ...). */
 export function storeOf(err: unknown): string {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (pgErrorOf(e) || /Connection terminated|trying to connect|PostgreSQL|ConnectionException/.test(`${e.name} ${e.message}`)) return 'postgres';
-    if (e.name === 'MaxRetriesPerRequestError' || /Connection is closed|Stream isn't writeable|Command timed out/.test(e.message)) return 'kv';
+    if (
+      pgErrorOf(e) ||
+      /Connection terminated|trying to connect|PostgreSQL|ConnectionException/.test(`${e.name} ${e.message}`)
+    )
+      return 'postgres';
+    if (
+      e.name === 'MaxRetriesPerRequestError' ||
+      /Connection is closed|Stream isn't writeable|Command timed out/.test(e.message)
+    )
+      return 'kv';
     if (e.name === 'TsdbError') return 'tsdb';
     const { address, port } = e as Error & { address?: unknown; port?: unknown };
     if (typeof address === 'string' && typeof port === 'number') return `${address}:${port}`;

@@ -47,13 +47,7 @@ export class RequestHeaders implements MsgHdrs {
   private readonly traceparent: string;
   private readonly signedAt: string;
   private readonly signature: string;
-  constructor(
-    requestId: string,
-    deadline: string,
-    traceparent: string,
-    signedAt: string,
-    signature: string,
-  ) {
+  constructor(requestId: string, deadline: string, traceparent: string, signedAt: string, signature: string) {
     this.deadline = deadline;
     this.traceparent = traceparent;
     this.signedAt = signedAt;

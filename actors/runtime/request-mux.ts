@@ -1,4 +1,11 @@
-import { createInbox, NoRespondersError, TimeoutError, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import {
+  createInbox,
+  NoRespondersError,
+  TimeoutError,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+} from '@nats-io/transport-node';
 
 interface Pending {
   resolve: (data: Uint8Array) => void;
@@ -32,7 +39,9 @@ export class RequestMux {
     this.nc = nc;
     const inboxPrefix = (nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix;
     this.prefix = createInbox(inboxPrefix);
-    const sub = nc.subscribe(`${this.prefix}.*`, { callback: (err, msg) => (err ? this.failAll(err) : this.settle(msg)) });
+    const sub = nc.subscribe(`${this.prefix}.*`, {
+      callback: (err, msg) => (err ? this.failAll(err) : this.settle(msg)),
+    });
     void sub.closed.then(
       () => this.failAll(new ConnectionGoneError()),
       (err: unknown) => this.failAll(err instanceof Error ? err : new ConnectionGoneError()),
@@ -61,7 +70,10 @@ export class RequestMux {
       }, opts.timeout);
       this.pending.set(token, { resolve, reject, timer, subject });
       try {
-        this.nc.publish(subject, payload, { reply: `${this.prefix}.${token}`, ...(opts.headers ? { headers: opts.headers } : {}) });
+        this.nc.publish(subject, payload, {
+          reply: `${this.prefix}.${token}`,
+          ...(opts.headers ? { headers: opts.headers } : {}),
+        });
       } catch (err) {
         clearTimeout(timer);
         this.pending.delete(token);

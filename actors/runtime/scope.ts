@@ -21,7 +21,12 @@ function environmentGrants(ctx: CallerContext, clientId: string): { id: string; 
 export function inReach(ctx: CallerContext, clientId: string): boolean {
   const access = ctx.access;
   if (!access) return false;
-  return access.super_admin || access.all_clients.length > 0 || access.clients[clientId] !== undefined || environmentGrants(ctx, clientId).length > 0;
+  return (
+    access.super_admin ||
+    access.all_clients.length > 0 ||
+    access.clients[clientId] !== undefined ||
+    environmentGrants(ctx, clientId).length > 0
+  );
 }
 
 /** Throws 404 (`what` not found) out of reach, 403 in reach without `permission` on the whole client. */
@@ -51,7 +56,12 @@ export function inReachOfEnvironment(ctx: CallerContext, clientId: string, envir
 }
 
 /** `permission` on one environment of a client: client-wide, or granted on that environment. */
-export function hasOnEnvironment(ctx: CallerContext, permission: string, clientId: string, environmentId: string): boolean {
+export function hasOnEnvironment(
+  ctx: CallerContext,
+  permission: string,
+  clientId: string,
+  environmentId: string,
+): boolean {
   if (hasPermission(ctx, permission, clientId)) return true;
   const g = ctx.access?.environments?.[environmentId];
   return g !== undefined && g.client_id === clientId && g.permissions.includes(permission);
@@ -70,7 +80,8 @@ export interface Grants {
 export function grantsOf(ctx: CallerContext, permission: string): Grants {
   const access = ctx.access;
   if (!access) return { all: false, clients: [], environments: [] };
-  if (access.super_admin || access.all_clients.includes(permission)) return { all: true, clients: [], environments: [] };
+  if (access.super_admin || access.all_clients.includes(permission))
+    return { all: true, clients: [], environments: [] };
   const clients = Object.entries(access.clients)
     .filter(([, perms]) => perms.includes(permission))
     .map(([id]) => id);

@@ -6,7 +6,16 @@ import { isDeepStrictEqual } from 'node:util';
 import type { CallerContext } from '../../contracts/context.ts';
 import type { RequestEnvelope, ReplyEnvelope } from '../../contracts/envelope.ts';
 import { DomainError, describeZodError } from '../../contracts/errors.ts';
-import { domainOf, type Catalogue, type DomainSubjects, type ReplyIn, type ReplyOut, type RequestIn, type RequestOut, type SubjectName } from '../../contracts/subject.ts';
+import {
+  domainOf,
+  type Catalogue,
+  type DomainSubjects,
+  type ReplyIn,
+  type ReplyOut,
+  type RequestIn,
+  type RequestOut,
+  type SubjectName,
+} from '../../contracts/subject.ts';
 import { Caller, type CallOptions } from './call.ts';
 import { RequestDeadline, runWithDeadline } from './deadline.ts';
 import type { Logger } from './logger.ts';
@@ -31,7 +40,10 @@ export interface RequestScope<C extends Catalogue> {
   call: <S extends SubjectName<C>>(subject: S, input: RequestIn<C, S>, opts?: CallOptions) => Promise<ReplyOut<C, S>>;
 }
 
-export type Handler<C extends Catalogue, S extends SubjectName<C>> = (input: RequestOut<C, S>, scope: RequestScope<C>) => Promise<ReplyIn<C, S>>;
+export type Handler<C extends Catalogue, S extends SubjectName<C>> = (
+  input: RequestOut<C, S>,
+  scope: RequestScope<C>,
+) => Promise<ReplyIn<C, S>>;
 export type Handlers<C extends Catalogue, D extends string> = Partial<{ [S in DomainSubjects<C, D>]: Handler<C, S> }>;
 
 const decoder = new TextDecoder();
@@ -132,7 +144,12 @@ export class ActorHost<C extends Catalogue> {
     // The subject is never namespaced, so systems sharing a broker each need their own queue group to see every request
     // (and stay silent for agents they do not know: see `handler`).
     const queue = namespace() ? `${opts.domain}-${namespace()}` : opts.domain;
-    const svc = await new Svcm(this.nc).add({ name: opts.name, version: '1.0.0', queue, description: `${opts.domain} agent endpoint ${opts.name}` });
+    const svc = await new Svcm(this.nc).add({
+      name: opts.name,
+      version: '1.0.0',
+      queue,
+      description: `${opts.domain} agent endpoint ${opts.name}`,
+    });
     this.services.push(svc);
     const depth = opts.prefix.split('.').length;
     svc.addEndpoint(opts.name.replaceAll('-', '_'), {
@@ -157,7 +174,10 @@ export class ActorHost<C extends Catalogue> {
   private async handleAgent<Req, Res>(
     msg: ServiceMsg,
     depth: number,
-    opts: { request: z.ZodType<Req>; handler: (agentId: string, input: Req, scope: { log: Logger; signal: AbortSignal }) => Promise<Res | undefined> },
+    opts: {
+      request: z.ZodType<Req>;
+      handler: (agentId: string, input: Req, scope: { log: Logger; signal: AbortSignal }) => Promise<Res | undefined>;
+    },
   ): Promise<void> {
     const agentId = msg.subject.split('.')[depth] ?? '';
     const log = this.log.child({ agent_id: agentId, subject: msg.subject });
@@ -202,7 +222,8 @@ export class ActorHost<C extends Catalogue> {
     const h = readRequestHeaders(msg.headers);
     const deadlineHeader = h.deadline;
     const claimed = Number(deadlineHeader);
-    const deadline = Number.isFinite(claimed) && claimed > 0 ? Math.min(claimed, now + MAX_REQUEST_MS) : now + this.defaultTimeoutMs;
+    const deadline =
+      Number.isFinite(claimed) && claimed > 0 ? Math.min(claimed, now + MAX_REQUEST_MS) : now + this.defaultTimeoutMs;
     const requestId = h.requestId || randomUUID();
     const trace = continueTrace(h.traceparent);
     const traceparent = formatTraceparent(trace);
@@ -253,7 +274,11 @@ export class ActorHost<C extends Catalogue> {
           this.caller.call(s, input, ctx, {
             traceparent,
             ...opts,
-            deadline: Math.min(deadline, opts.deadline ?? deadline, opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : deadline),
+            deadline: Math.min(
+              deadline,
+              opts.deadline ?? deadline,
+              opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : deadline,
+            ),
           }),
       };
       // The deadline also reaches code without the scope (the PostgreSQL pool and transactions).
@@ -267,7 +292,10 @@ export class ActorHost<C extends Catalogue> {
         // Production sends the handler's value unchecked, so the check must be a pure check: a reply it would have
         // trimmed (extra keys) or converted (defaults, transforms) is a bug here, where tests run.
         if (!sameOnTheWire(out, checked.data)) {
-          log().error({ subject }, 'handler reply differs from what its schema yields (extra keys, defaults or transforms)');
+          log().error(
+            { subject },
+            'handler reply differs from what its schema yields (extra keys, defaults or transforms)',
+          );
           throw new DomainError('internal_error', 'internal error');
         }
       }
@@ -301,7 +329,8 @@ export class ActorHost<C extends Catalogue> {
       log().warn({ err }, 'could not send the reply');
       return;
     }
-    if (this.log.isLevelEnabled('debug')) log().debug({ ms: Math.round(performance.now() - started), ok: reply.ok }, 'handled');
+    if (this.log.isLevelEnabled('debug'))
+      log().debug({ ms: Math.round(performance.now() - started), ok: reply.ok }, 'handled');
   }
 
   /**
@@ -310,7 +339,11 @@ export class ActorHost<C extends Catalogue> {
    */
   private logFailure(log: Logger, subject: string, err: unknown, answered: DomainError): void {
     if (answered.code === 'unavailable') this.outages.failed(log, subject, err);
-    else if (answered.code !== 'internal_error') log.info({ code: answered.code, sqlstate: sqlStateOf(err), reason: answered.message }, 'store refused the request');
+    else if (answered.code !== 'internal_error')
+      log.info(
+        { code: answered.code, sqlstate: sqlStateOf(err), reason: answered.message },
+        'store refused the request',
+      );
     else log.error({ err, code: answered.code }, 'handler failed');
   }
 
@@ -321,32 +354,56 @@ export class ActorHost<C extends Catalogue> {
    */
   drain(graceMs = 15_000): Promise<void> {
     this.draining ??= (async () => {
-      await Promise.all(this.services.map((s) => s.stop().catch((err: unknown) => this.log.warn({ err }, 'service stop failed'))));
+      await Promise.all(
+        this.services.map((s) => s.stop().catch((err: unknown) => this.log.warn({ err }, 'service stop failed'))),
+      );
       const all = Promise.allSettled([...this.inflight]);
       let timer: NodeJS.Timeout | undefined;
-      const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+      const timedOut = await Promise.race([
+        all.then(() => false),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs))),
+      ]);
       clearTimeout(timer);
-      if (timedOut) this.log.warn({ inflight: this.inflight.size, grace_ms: graceMs }, 'drain grace period over; requests still in flight are abandoned');
+      if (timedOut)
+        this.log.warn(
+          { inflight: this.inflight.size, grace_ms: graceMs },
+          'drain grace period over; requests still in flight are abandoned',
+        );
     })();
     return this.draining;
   }
 }
 
 /** Equal once serialized as JSON, key order aside. */
-const sameOnTheWire = (a: unknown, b: unknown): boolean => isDeepStrictEqual(JSON.parse(JSON.stringify(a) ?? 'null'), JSON.parse(JSON.stringify(b) ?? 'null'));
+const sameOnTheWire = (a: unknown, b: unknown): boolean =>
+  isDeepStrictEqual(JSON.parse(JSON.stringify(a) ?? 'null'), JSON.parse(JSON.stringify(b) ?? 'null'));
 
 const isEnvelope = (body: unknown): body is RequestEnvelope =>
-  typeof body === 'object' && body !== null && 'input' in body && typeof (body as { ctx?: unknown }).ctx === 'object' && (body as { ctx?: unknown }).ctx !== null;
+  typeof body === 'object' &&
+  body !== null &&
+  'input' in body &&
+  typeof (body as { ctx?: unknown }).ctx === 'object' &&
+  (body as { ctx?: unknown }).ctx !== null;
 
 function errorEnvelope(err: DomainError): ReplyEnvelope {
   return { ok: false, error: err.toBody() };
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
 // PostgreSQL SQLSTATEs of an unreachable or refusing server: class 08 (connection exception), 57P01-03 (shutdown,
 // crash, starting up), 53300 (too many connections).
 const PG_UNAVAILABLE = /^(08\w{3}|57P0[123]|53300)$/;
-const UNAVAILABLE_MESSAGES = /Connection is closed|Command timed out|Stream isn't writeable|timeout exceeded when trying to connect|Connection terminated/i;
+const UNAVAILABLE_MESSAGES =
+  /Connection is closed|Command timed out|Stream isn't writeable|timeout exceeded when trying to connect|Connection terminated/i;
 
 /** True when `err` (or one of its causes) says a backing store or peer cannot be reached right now. */
 export function isUnavailableError(err: unknown): boolean {

@@ -7,7 +7,9 @@ export const SignatureHeaders = {
   signature: 'Svc-Signature',
 } as const;
 
-export type VerifyResult = { ok: true } | { ok: false; reason: 'unsigned' | 'malformed' | 'unknown key' | 'bad signature' | 'stale' | 'from the future' };
+export type VerifyResult =
+  | { ok: true }
+  | { ok: false; reason: 'unsigned' | 'malformed' | 'unknown key' | 'bad signature' | 'stale' | 'from the future' };
 
 interface Key {
   id: string;
@@ -19,7 +21,10 @@ interface Key {
  * call, which cost 15-25 µs per MAC here (4 µs with a KeyObject, as on Node 20 either way), the whole of the runtime's
  * extra cost per request on Node 24 (CPU profile of the bench's `runtime` part: internal/crypto/keys at 7%).
  */
-const keyOf = (secret: string): Key => ({ id: createHash('sha256').update(secret).digest('hex').slice(0, 8), secret: createSecretKey(Buffer.from(secret, 'utf8')) });
+const keyOf = (secret: string): Key => ({
+  id: createHash('sha256').update(secret).digest('hex').slice(0, 8),
+  secret: createSecretKey(Buffer.from(secret, 'utf8')),
+});
 
 const SIGNATURE = /^v1=([0-9a-f]{8}):([A-Za-z0-9_-]{43})$/;
 
@@ -41,7 +46,10 @@ export class ContextSigner {
    * verify cost per request) would prove nothing more. The replay window still applies; a request verified once
    * leaves the map, so a repeat of it (the caller's retry, a replay) is verified the full way.
    */
-  private readonly signed = new Map<string, { subject: string; requestId: string; deadline: string; signedAt: string; at: number; payload: Uint8Array }>();
+  private readonly signed = new Map<
+    string,
+    { subject: string; requestId: string; deadline: string; signedAt: string; at: number; payload: Uint8Array }
+  >();
   /** Payload bytes the entries above hold. */
   private signedBytes = 0;
   private sweptAt = 0;
@@ -53,12 +61,7 @@ export class ContextSigner {
 
   readonly maxAgeMs: number;
   private readonly now: () => number;
-  constructor(
-    secret: string,
-    previous: readonly string[] = [],
-    maxAgeMs = 30_000,
-    now: () => number = Date.now,
-  ) {
+  constructor(secret: string, previous: readonly string[] = [], maxAgeMs = 30_000, now: () => number = Date.now) {
     this.maxAgeMs = maxAgeMs;
     this.now = now;
     if (secret.length < 32) throw new Error('the context signing key must be at least 32 characters');
@@ -66,16 +69,39 @@ export class ContextSigner {
     this.verifiers = new Map([this.current, ...previous.filter(Boolean).map(keyOf)].map((k) => [k.id, k]));
   }
 
-  private mac(key: Key, subject: string, requestId: string, deadline: string, signedAt: string, payload: Uint8Array): Buffer {
-    return createHmac('sha256', key.secret).update(`${subject}\n${requestId}\n${deadline}\n${signedAt}\n`).update(payload).digest();
+  private mac(
+    key: Key,
+    subject: string,
+    requestId: string,
+    deadline: string,
+    signedAt: string,
+    payload: Uint8Array,
+  ): Buffer {
+    return createHmac('sha256', key.secret)
+      .update(`${subject}\n${requestId}\n${deadline}\n${signedAt}\n`)
+      .update(payload)
+      .digest();
   }
 
   /** The two header values to send with `payload` on `subject`. */
-  sign(subject: string, requestId: string, deadline: number, payload: Uint8Array): { signedAt: string; signature: string } {
+  sign(
+    subject: string,
+    requestId: string,
+    deadline: number,
+    payload: Uint8Array,
+  ): { signedAt: string; signature: string } {
     const signedAt = String(this.now());
     const mac = this.mac(this.current, subject, requestId, String(deadline), signedAt, payload);
     const signature = `v1=${this.current.id}:${mac.toString('base64url')}`;
-    if (this.servedHere.has(subject)) this.remember(signature, { subject, requestId, deadline: String(deadline), signedAt, at: Number(signedAt), payload });
+    if (this.servedHere.has(subject))
+      this.remember(signature, {
+        subject,
+        requestId,
+        deadline: String(deadline),
+        signedAt,
+        at: Number(signedAt),
+        payload,
+      });
     return { signedAt, signature };
   }
 
@@ -90,7 +116,10 @@ export class ContextSigner {
    * pool would pin an 8 KB block), the latest SIGNED_KEPT of them, SIGNED_BYTES at most, none older than the replay
    * window. Most of what a gateway signs is served by other processes and never comes back here.
    */
-  private remember(signature: string, entry: { subject: string; requestId: string; deadline: string; signedAt: string; at: number; payload: Uint8Array }): void {
+  private remember(
+    signature: string,
+    entry: { subject: string; requestId: string; deadline: string; signedAt: string; at: number; payload: Uint8Array },
+  ): void {
     if (entry.payload.length > SIGNED_PAYLOAD_MAX) return;
     const copy = new Uint8Array(entry.payload);
     this.signed.set(signature, { ...entry, payload: copy });
@@ -112,7 +141,14 @@ export class ContextSigner {
     this.signedBytes -= payload.length;
   }
 
-  verify(subject: string, requestId: string, deadline: string, signedAt: string | undefined, signature: string | undefined, payload: Uint8Array): VerifyResult {
+  verify(
+    subject: string,
+    requestId: string,
+    deadline: string,
+    signedAt: string | undefined,
+    signature: string | undefined,
+    payload: Uint8Array,
+  ): VerifyResult {
     if (!signature || !signedAt) return { ok: false, reason: 'unsigned' };
     const m = SIGNATURE.exec(signature);
     const at = Number(signedAt);
@@ -122,10 +158,18 @@ export class ContextSigner {
     // Looked up once: a match or not, the entry goes, so a repeat, a replay or a near-copy is verified the full way.
     const mine = this.signed.get(signature);
     if (mine !== undefined) this.forget(signature, mine.payload);
-    if (mine === undefined || mine.subject !== subject || mine.requestId !== requestId || mine.deadline !== deadline || mine.signedAt !== signedAt || !sameBytes(mine.payload, payload)) {
+    if (
+      mine === undefined ||
+      mine.subject !== subject ||
+      mine.requestId !== requestId ||
+      mine.deadline !== deadline ||
+      mine.signedAt !== signedAt ||
+      !sameBytes(mine.payload, payload)
+    ) {
       const expected = this.mac(key, subject, requestId, deadline, signedAt, payload);
       const given = Buffer.from(m[2]!, 'base64url');
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad signature' };
+      if (given.length !== expected.length || !timingSafeEqual(given, expected))
+        return { ok: false, reason: 'bad signature' };
     }
     // Checked after the MAC, so a forger learns nothing about the window; a little skew ahead is allowed for clocks.
     const age = this.now() - at;
@@ -140,8 +184,13 @@ const SIGNED_KEPT = 4096;
 const SIGNED_BYTES = 4 * 1024 * 1024;
 const SIGNED_PAYLOAD_MAX = 16 * 1024;
 
-const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.length).equals(b);
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
+  a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.length).equals(b);
 
 /** The signer of a process's requests and verifier of those it serves, from SVC_CONTEXT_KEY (and its predecessors). */
 export const contextSigner = (config: Config): ContextSigner =>
-  new ContextSigner(requireSecrets(config, ['SVC_CONTEXT_KEY']).SVC_CONTEXT_KEY, config.SVC_CONTEXT_KEY_PREVIOUS, config.SVC_CONTEXT_MAX_AGE_SECONDS * 1000);
+  new ContextSigner(
+    requireSecrets(config, ['SVC_CONTEXT_KEY']).SVC_CONTEXT_KEY,
+    config.SVC_CONTEXT_KEY_PREVIOUS,
+    config.SVC_CONTEXT_MAX_AGE_SECONDS * 1000,
+  );

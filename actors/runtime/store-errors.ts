@@ -78,7 +78,11 @@ export function storeErrorToDomain(err: unknown): DomainError | undefined {
   switch (code) {
     case '23503': {
       const fk = foreignKeyParts(e);
-      if (fk.removing) return new DomainError('conflict', `the ${resourceName(undefined, str(e.table))} is still in use${fk.table ? ` by ${fk.table.replaceAll('_', ' ')}` : ''}`);
+      if (fk.removing)
+        return new DomainError(
+          'conflict',
+          `the ${resourceName(undefined, str(e.table))} is still in use${fk.table ? ` by ${fk.table.replaceAll('_', ' ')}` : ''}`,
+        );
       return new DomainError('not_found', `${resourceName(fk.column, fk.table)} not found`);
     }
     case '23505': {

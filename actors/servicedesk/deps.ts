@@ -43,7 +43,10 @@ export function missingSettings(config: Config): string[] {
 }
 
 export function notConfigured(config: Config): DomainError {
-  return new DomainError('unavailable', `the service desk is not configured: set ${SD_VARIABLES.join(', ')} (missing: ${missingSettings(config).join(', ')})`);
+  return new DomainError(
+    'unavailable',
+    `the service desk is not configured: set ${SD_VARIABLES.join(', ')} (missing: ${missingSettings(config).join(', ')})`,
+  );
 }
 
 /** The tracker's API, or 503 naming what is missing. */
@@ -106,5 +109,7 @@ export function whenConfigured(deps: SdDeps, handlers: SdHandlers): SdHandlers {
       requirePermission(ctx, ROUTE_PERMISSION[subject]);
       throw notConfigured(deps.config);
     };
-  return Object.fromEntries((Object.keys(handlers) as (keyof typeof ROUTE_PERMISSION)[]).map((k) => [k, refuse(k)])) as SdHandlers;
+  return Object.fromEntries(
+    (Object.keys(handlers) as (keyof typeof ROUTE_PERMISSION)[]).map((k) => [k, refuse(k)]),
+  ) as SdHandlers;
 }

@@ -27,11 +27,26 @@ export const servicedeskDomain: DomainModule = {
     const [orm, kv] = await Promise.all([dc.stores.orm(), dc.stores.kv()]);
     const { SVC_SD_BASE_URL: baseUrl, SVC_SD_EMAIL: email, SVC_SD_API_TOKEN: apiToken } = dc.config;
     const bucket = new TokenBucket(kv, log);
-    const tracker = baseUrl && email && apiToken ? new TrackerApi(new TrackerClient({ baseUrl, email, apiToken, timeoutMs: dc.config.SVC_SD_TIMEOUT_MS }, bucket, log)) : undefined;
-    if (!tracker) log.warn({ missing: missingSettings(dc.config) }, `${notConfigured(dc.config).message}; every service-desk route answers 503 until then`);
+    const tracker =
+      baseUrl && email && apiToken
+        ? new TrackerApi(
+            new TrackerClient({ baseUrl, email, apiToken, timeoutMs: dc.config.SVC_SD_TIMEOUT_MS }, bucket, log),
+          )
+        : undefined;
+    if (!tracker)
+      log.warn(
+        { missing: missingSettings(dc.config) },
+        `${notConfigured(dc.config).message}; every service-desk route answers 503 until then`,
+      );
     const memo = new ReadMemo(kv);
-    const overrides = { resolutionSla: dc.config.SVC_SD_SLA_RESOLUTION_FIELD, firstResponseSla: dc.config.SVC_SD_SLA_FIRST_RESPONSE_FIELD, organizations: dc.config.SVC_SD_ORGANIZATIONS_FIELD };
-    const site = tracker ? new SiteCatalog(tracker, overrides, dc.config.SVC_SD_SITE_CACHE_SECONDS * 1000, log) : undefined;
+    const overrides = {
+      resolutionSla: dc.config.SVC_SD_SLA_RESOLUTION_FIELD,
+      firstResponseSla: dc.config.SVC_SD_SLA_FIRST_RESPONSE_FIELD,
+      organizations: dc.config.SVC_SD_ORGANIZATIONS_FIELD,
+    };
+    const site = tracker
+      ? new SiteCatalog(tracker, overrides, dc.config.SVC_SD_SITE_CACHE_SECONDS * 1000, log)
+      : undefined;
     const sync = tracker
       ? new SyncEngine(orm, tracker, dc.nc, log.child({ worker: 'servicedesk-sync' }), {
           intervalSeconds: dc.config.SVC_SD_SYNC_INTERVAL_SECONDS,
@@ -40,7 +55,19 @@ export const servicedeskDomain: DomainModule = {
           ...(site ? { site } : {}),
         })
       : undefined;
-    const deps: SdDeps = { orm, kv, audit: new AuditRecorder(dc.nc, dc.clock), config: dc.config, clock: dc.clock, log, tracker, sync, site, uploads: new UploadStore(() => dc.nc), memo };
+    const deps: SdDeps = {
+      orm,
+      kv,
+      audit: new AuditRecorder(dc.nc, dc.clock),
+      config: dc.config,
+      clock: dc.clock,
+      log,
+      tracker,
+      sync,
+      site,
+      uploads: new UploadStore(() => dc.nc),
+      memo,
+    };
     const syncHandlers: SdHandlers = {
       'svc.servicedesk.sync.run': async (_input, { ctx }) => {
         requirePermission(ctx, 'servicedeskconfig:write');
@@ -48,9 +75,21 @@ export const servicedeskDomain: DomainModule = {
         return deps.sync.run();
       },
     };
-    await dc.host.serve('servicedesk', 'servicedesk-config', whenConfigured(deps, { ...mappingHandlers(deps), ...syncHandlers }));
-    await dc.host.serve('servicedesk', 'servicedesk-reads', whenConfigured(deps, { ...ticketHandlers(deps), ...metricsHandlers(deps) }));
-    await dc.host.serve('servicedesk', 'servicedesk-proxy', whenConfigured(deps, { ...proxyHandlers(deps), ...attachmentHandlers(deps) }));
+    await dc.host.serve(
+      'servicedesk',
+      'servicedesk-config',
+      whenConfigured(deps, { ...mappingHandlers(deps), ...syncHandlers }),
+    );
+    await dc.host.serve(
+      'servicedesk',
+      'servicedesk-reads',
+      whenConfigured(deps, { ...ticketHandlers(deps), ...metricsHandlers(deps) }),
+    );
+    await dc.host.serve(
+      'servicedesk',
+      'servicedesk-proxy',
+      whenConfigured(deps, { ...proxyHandlers(deps), ...attachmentHandlers(deps) }),
+    );
     sync?.start();
     return {
       stop: async () => {

@@ -35,13 +35,18 @@ interface MappingInput {
  * there. The organization's name is taken from the tracker, and without project keys the mapping covers the
  * projects of its service desks.
  */
-async function checked(deps: SdDeps, input: MappingInput, opts: CallOpts): Promise<MappingInput & { organization_name: string }> {
+async function checked(
+  deps: SdDeps,
+  input: MappingInput,
+  opts: CallOpts,
+): Promise<MappingInput & { organization_name: string }> {
   const api = trackerOf(deps);
   const asInput = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
     } catch (err) {
-      if (err instanceof DomainError && err.code === 'not_found') throw new DomainError('bad_request', `${what} does not exist in the issue tracker`);
+      if (err instanceof DomainError && err.code === 'not_found')
+        throw new DomainError('bad_request', `${what} does not exist in the issue tracker`);
       throw err;
     }
   };
@@ -50,8 +55,15 @@ async function checked(deps: SdDeps, input: MappingInput, opts: CallOpts): Promi
     asInput(`organization ${input.organization_id}`, () => api.organization(input.organization_id, opts)),
     Promise.all(serviceDeskIds.map((id) => asInput(`service desk ${id}`, () => api.serviceDesk(id, opts)))),
   ]);
-  const projectKeys = input.project_keys.length > 0 ? [...new Set(input.project_keys)] : [...new Set(desks.map((d) => d.projectKey))];
-  return { organization_id: input.organization_id, organization_name: org.name, service_desk_ids: serviceDeskIds, project_keys: projectKeys, labels: [...new Set(input.labels)] };
+  const projectKeys =
+    input.project_keys.length > 0 ? [...new Set(input.project_keys)] : [...new Set(desks.map((d) => d.projectKey))];
+  return {
+    organization_id: input.organization_id,
+    organization_name: org.name,
+    service_desk_ids: serviceDeskIds,
+    project_keys: projectKeys,
+    labels: [...new Set(input.labels)],
+  };
 }
 
 /**
@@ -61,12 +73,24 @@ async function checked(deps: SdDeps, input: MappingInput, opts: CallOpts): Promi
  * requests. An organization nobody maps yet is free. `locked`: inside the write's transaction, under a lock per
  * organization, so two admins mapping the same new organization at once cannot both pass.
  */
-async function requireOrganizationFree(em: EntityManager, ctx: CallerContext, organizationId: string, locked = false): Promise<void> {
+async function requireOrganizationFree(
+  em: EntityManager,
+  ctx: CallerContext,
+  organizationId: string,
+  locked = false,
+): Promise<void> {
   if (locked) await sql(em, `SELECT pg_advisory_xact_lock(hashtext(?))`, [`sd_mappings:${organizationId}`]);
   if (ctx.access?.super_admin) return;
-  const owners = await sql<{ client_id: string }>(em, `SELECT DISTINCT client_id FROM sd_mappings WHERE organization_id = ?`, [organizationId]);
+  const owners = await sql<{ client_id: string }>(
+    em,
+    `SELECT DISTINCT client_id FROM sd_mappings WHERE organization_id = ?`,
+    [organizationId],
+  );
   if (owners.some((o) => !hasPermission(ctx, 'servicedeskconfig:write', o.client_id))) {
-    throw new DomainError('forbidden', `organization ${organizationId} is already mapped to a client outside your reach (servicedeskconfig:write); only a super admin can map it to another client`);
+    throw new DomainError(
+      'forbidden',
+      `organization ${organizationId} is already mapped to a client outside your reach (servicedeskconfig:write); only a super admin can map it to another client`,
+    );
   }
 }
 
@@ -103,7 +127,12 @@ async function listMappings(
   }
   return pageOf(
     em,
-    { columns: MAPPING_COLUMNS, from: `sd_mappings${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`, params, order: 'organization_name, organization_id, client_id, id' },
+    {
+      columns: MAPPING_COLUMNS,
+      from: `sd_mappings${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`,
+      params,
+      order: 'organization_name, organization_id, client_id, id',
+    },
     q,
     (rows: MappingRow[]) => rows.map(mappingOut),
   );
@@ -118,7 +147,8 @@ export function mappingHandlers(deps: SdDeps): SdHandlers {
     'svc.servicedesk.organizations.list': async (q, { ctx }) => {
       requireOrganizationFilter(ctx, q);
       const page = await listMappings(fork(), ctx, 'servicedesk:read', q);
-      if (q.organization_id && page.total === 0) throw new DomainError('not_found', `organization ${q.organization_id} is not mapped for you`);
+      if (q.organization_id && page.total === 0)
+        throw new DomainError('not_found', `organization ${q.organization_id} is not mapped for you`);
       return page;
     },
 
@@ -135,12 +165,25 @@ export function mappingHandlers(deps: SdDeps): SdHandlers {
           await sql(
             tx,
             `INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys, labels) VALUES (?, ?, ?, ?, ?::text[], ?::text[], ?::text[])`,
-            [id, body.client_id, m.organization_id, m.organization_name, pgTextArray(m.service_desk_ids), pgTextArray(m.project_keys), pgTextArray(m.labels)],
+            [
+              id,
+              body.client_id,
+              m.organization_id,
+              m.organization_name,
+              pgTextArray(m.service_desk_ids),
+              pgTextArray(m.project_keys),
+              pgTextArray(m.labels),
+            ],
           );
         }),
       );
       const row = await findById<MappingRow>(em, 'sd_mappings', MAPPING_COLUMNS, id, 'organization mapping');
-      await deps.audit.record(ctx, { action: 'servicedesk.mapping_created', resource_type: 'servicedesk_mapping', resource_id: id, details: { ...mappingOut(row) } });
+      await deps.audit.record(ctx, {
+        action: 'servicedesk.mapping_created',
+        resource_type: 'servicedesk_mapping',
+        resource_id: id,
+        details: { ...mappingOut(row) },
+      });
       // A newly mapped organization is loaded in the background; reads show it as the load goes.
       deps.sync?.kick();
       return mappingOut(row);
@@ -159,12 +202,24 @@ export function mappingHandlers(deps: SdDeps): SdHandlers {
             tx,
             `UPDATE sd_mappings SET organization_id = ?, organization_name = ?, service_desk_ids = ?::text[], project_keys = ?::text[], labels = ?::text[], updated_at = now()
              WHERE id = ? RETURNING ${MAPPING_COLUMNS}`,
-            [m.organization_id, m.organization_name, pgTextArray(m.service_desk_ids), pgTextArray(m.project_keys), pgTextArray(m.labels), id],
+            [
+              m.organization_id,
+              m.organization_name,
+              pgTextArray(m.service_desk_ids),
+              pgTextArray(m.project_keys),
+              pgTextArray(m.labels),
+              id,
+            ],
           );
         }),
       );
       if (!row) throw new DomainError('not_found', 'organization mapping not found');
-      await deps.audit.record(ctx, { action: 'servicedesk.mapping_updated', resource_type: 'servicedesk_mapping', resource_id: id, details: { before: mappingOut(before), after: mappingOut(row) } });
+      await deps.audit.record(ctx, {
+        action: 'servicedesk.mapping_updated',
+        resource_type: 'servicedesk_mapping',
+        resource_id: id,
+        details: { before: mappingOut(before), after: mappingOut(row) },
+      });
       if (before.organization_id !== row.organization_id) deps.sync?.kick();
       return mappingOut(row);
     },
@@ -173,7 +228,12 @@ export function mappingHandlers(deps: SdDeps): SdHandlers {
       const em = fork();
       const row = await loadMapping(em, ctx, id, 'servicedeskconfig:delete');
       await sql(em, `DELETE FROM sd_mappings WHERE id = ?`, [id]);
-      await deps.audit.record(ctx, { action: 'servicedesk.mapping_deleted', resource_type: 'servicedesk_mapping', resource_id: id, details: { ...mappingOut(row) } });
+      await deps.audit.record(ctx, {
+        action: 'servicedesk.mapping_deleted',
+        resource_type: 'servicedesk_mapping',
+        resource_id: id,
+        details: { ...mappingOut(row) },
+      });
       return {};
     },
   };

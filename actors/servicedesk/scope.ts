@@ -22,7 +22,8 @@ export interface MappingRow {
   created_at: string;
   updated_at: string;
 }
-export const MAPPING_COLUMNS = 'id, client_id, organization_id, organization_name, service_desk_ids, project_keys, labels, created_at, updated_at';
+export const MAPPING_COLUMNS =
+  'id, client_id, organization_id, organization_name, service_desk_ids, project_keys, labels, created_at, updated_at';
 
 /** A PostgreSQL array literal for a `?::text[]` parameter (the driver would spread a JS array into a list). */
 export function pgTextArray(values: readonly string[]): string {
@@ -45,13 +46,30 @@ export function requireOrganizationFilter(ctx: CallerContext, filter: ScopeFilte
  * The mappings the caller may use with `permission`, narrowed by the filter: 403 without the permission anywhere, 404
  * for a client or organization out of reach.
  */
-export async function mappingsFor(em: EntityManager, ctx: CallerContext, permission: string, filter: ScopeFilter): Promise<MappingRow[]>;
+export async function mappingsFor(
+  em: EntityManager,
+  ctx: CallerContext,
+  permission: string,
+  filter: ScopeFilter,
+): Promise<MappingRow[]>;
 /**
  * `withPending`: each mapping also says whether its organization has writes waiting for the sync (sd_pending), in the
  * same statement: the ticket reads need both before anything else, and asked one after the other they cost a round trip more.
  */
-export async function mappingsFor(em: EntityManager, ctx: CallerContext, permission: string, filter: ScopeFilter, opts: { withPending: true }): Promise<(MappingRow & { has_pending: boolean })[]>;
-export async function mappingsFor(em: EntityManager, ctx: CallerContext, permission: string, filter: ScopeFilter, opts?: { withPending: true }): Promise<MappingRow[]> {
+export async function mappingsFor(
+  em: EntityManager,
+  ctx: CallerContext,
+  permission: string,
+  filter: ScopeFilter,
+  opts: { withPending: true },
+): Promise<(MappingRow & { has_pending: boolean })[]>;
+export async function mappingsFor(
+  em: EntityManager,
+  ctx: CallerContext,
+  permission: string,
+  filter: ScopeFilter,
+  opts?: { withPending: true },
+): Promise<MappingRow[]> {
   requirePermission(ctx, permission);
   if (filter.client_id) requireOnClient(ctx, filter.client_id, permission, 'client');
   const scope = clientsWith(ctx, permission);
@@ -70,9 +88,16 @@ export async function mappingsFor(em: EntityManager, ctx: CallerContext, permiss
     where.push('organization_id = ?');
     params.push(filter.organization_id);
   }
-  const pending = opts?.withPending ? ', EXISTS (SELECT 1 FROM sd_pending p WHERE p.organization_id = sd_mappings.organization_id) AS has_pending' : '';
-  const rows = await sql<MappingRow>(em, `SELECT ${MAPPING_COLUMNS}${pending} FROM sd_mappings${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY organization_id, client_id`, params);
-  if (filter.organization_id && rows.length === 0) throw new DomainError('not_found', `organization ${filter.organization_id} is not mapped for you`);
+  const pending = opts?.withPending
+    ? ', EXISTS (SELECT 1 FROM sd_pending p WHERE p.organization_id = sd_mappings.organization_id) AS has_pending'
+    : '';
+  const rows = await sql<MappingRow>(
+    em,
+    `SELECT ${MAPPING_COLUMNS}${pending} FROM sd_mappings${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY organization_id, client_id`,
+    params,
+  );
+  if (filter.organization_id && rows.length === 0)
+    throw new DomainError('not_found', `organization ${filter.organization_id} is not mapped for you`);
   return rows;
 }
 
@@ -84,7 +109,9 @@ export interface Scoped {
 }
 
 export const covers = (m: MappingRow, r: Scoped): boolean =>
-  r.organization_ids.includes(m.organization_id) && m.project_keys.includes(r.project_key) && (m.labels.length === 0 || m.labels.some((l) => r.labels.includes(l)));
+  r.organization_ids.includes(m.organization_id) &&
+  m.project_keys.includes(r.project_key) &&
+  (m.labels.length === 0 || m.labels.some((l) => r.labels.includes(l)));
 
 /**
  * SQL condition over a request row (`alias.organization_ids`, `.project_key`, `.labels`) that holds for the requests
@@ -113,13 +140,21 @@ export function visibleWhere(mappings: readonly MappingRow[], alias = 'v'): { sq
  * caller's reach altogether it is 404 (as if it did not exist); covered only by clients the caller reaches without
  * the permission, 403.
  */
-export async function requireOwnership(em: EntityManager, ctx: CallerContext, request: Scoped & { issue_key: string }, permission: string): Promise<MappingRow> {
-  const mappings = await sql<MappingRow>(em, `SELECT ${MAPPING_COLUMNS} FROM sd_mappings WHERE organization_id IN (?) ORDER BY created_at`, [
-    request.organization_ids.length > 0 ? request.organization_ids : [''],
-  ]);
+export async function requireOwnership(
+  em: EntityManager,
+  ctx: CallerContext,
+  request: Scoped & { issue_key: string },
+  permission: string,
+): Promise<MappingRow> {
+  const mappings = await sql<MappingRow>(
+    em,
+    `SELECT ${MAPPING_COLUMNS} FROM sd_mappings WHERE organization_id IN (?) ORDER BY created_at`,
+    [request.organization_ids.length > 0 ? request.organization_ids : ['']],
+  );
   const covering = mappings.filter((m) => covers(m, request));
   const allowed = covering.find((m) => hasPermission(ctx, permission, m.client_id));
   if (allowed) return allowed;
-  if (covering.some((m) => inReach(ctx, m.client_id))) throw new DomainError('forbidden', `missing permission ${permission} on this request's client`);
+  if (covering.some((m) => inReach(ctx, m.client_id)))
+    throw new DomainError('forbidden', `missing permission ${permission} on this request's client`);
   throw new DomainError('not_found', `request ${request.issue_key} not found`);
 }

@@ -5,12 +5,24 @@ import type { CertificateIn } from './shapes.ts';
 import { listDir, type Roots } from './read.ts';
 
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
-const CURVE_BITS: Record<string, number> = { prime256v1: 256, secp256k1: 256, secp384r1: 384, secp521r1: 521, 'P-256': 256, 'P-384': 384, 'P-521': 521 };
+const CURVE_BITS: Record<string, number> = {
+  prime256v1: 256,
+  secp256k1: 256,
+  secp384r1: 384,
+  secp521r1: 521,
+  'P-256': 256,
+  'P-384': 384,
+  'P-521': 521,
+};
 const MAX_CERTS = 5_000;
 /** A bigger file is not a certificate store (the Debian bundle is ~220 KB). */
 const MAX_FILE = 4 * 1024 * 1024;
 
-const oneLine = (dn: string): string => dn.split('\n').filter((p) => p !== '').join(', ');
+const oneLine = (dn: string): string =>
+  dn
+    .split('\n')
+    .filter((p) => p !== '')
+    .join(', ');
 
 /** One certificate record; null when the block does not parse. */
 export function certificateRecord(pem: string, path: string): CertificateIn | null {
@@ -23,7 +35,10 @@ export function certificateRecord(pem: string, path: string): CertificateIn | nu
   const key = c.publicKey;
   const type = key.asymmetricKeyType ?? 'unknown';
   const d = key.asymmetricKeyDetails;
-  const bits = d?.modulusLength ?? (d?.namedCurve ? CURVE_BITS[d.namedCurve] : undefined) ?? (type === 'ed25519' ? 256 : type === 'ed448' ? 456 : undefined);
+  const bits =
+    d?.modulusLength ??
+    (d?.namedCurve ? CURVE_BITS[d.namedCurve] : undefined) ??
+    (type === 'ed25519' ? 256 : type === 'ed448' ? 456 : undefined);
   const from = new Date(c.validFrom);
   const to = new Date(c.validTo);
   if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime())) return null;
@@ -57,14 +72,23 @@ export function certificatesIn(text: string, path: string, seenBlocks = new Set<
 async function certFiles(dir: string): Promise<string[]> {
   const isCert = (n: string) => /\.(pem|crt)$/i.test(n);
   const entries = (await listDir(dir)).sort();
-  const nested = await Promise.all(entries.filter((n) => !isCert(n) && !n.startsWith('.')).map(async (n) => {
-    const p = join(dir, n);
-    try {
-      return (await stat(p)).isDirectory() ? (await listDir(p)).filter(isCert).sort().map((x) => join(p, x)) : [];
-    } catch {
-      return [];
-    }
-  }));
+  const nested = await Promise.all(
+    entries
+      .filter((n) => !isCert(n) && !n.startsWith('.'))
+      .map(async (n) => {
+        const p = join(dir, n);
+        try {
+          return (await stat(p)).isDirectory()
+            ? (await listDir(p))
+                .filter(isCert)
+                .sort()
+                .map((x) => join(p, x))
+            : [];
+        } catch {
+          return [];
+        }
+      }),
+  );
   return [...entries.filter(isCert).map((n) => join(dir, n)), ...nested.flat()];
 }
 
@@ -73,8 +97,16 @@ async function certFiles(dir: string): Promise<string[]> {
  * /usr/local/share/ca-certificates, /etc/letsencrypt/live/<name>. Each certificate once (by SHA-256 fingerprint, at
  * the first path found: single-certificate files before bundles); files are read once even when linked many times.
  */
-export async function collectCertificates(roots: Roots, extraDirs: string[] = ['/usr/local/share/ca-certificates']): Promise<CertificateIn[]> {
-  const dirs = [join(roots.etc, 'ssl', 'certs'), join(roots.etc, 'pki', 'tls', 'certs'), ...extraDirs, join(roots.etc, 'letsencrypt', 'live')];
+export async function collectCertificates(
+  roots: Roots,
+  extraDirs: string[] = ['/usr/local/share/ca-certificates'],
+): Promise<CertificateIn[]> {
+  const dirs = [
+    join(roots.etc, 'ssl', 'certs'),
+    join(roots.etc, 'pki', 'tls', 'certs'),
+    ...extraDirs,
+    join(roots.etc, 'letsencrypt', 'live'),
+  ];
   const files = (await Promise.all(dirs.map(certFiles))).flat();
   const seenFiles = new Set<string>();
   const texts: { path: string; text: string }[] = [];

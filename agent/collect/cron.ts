@@ -25,7 +25,13 @@ export function parseCrontab(text: string, source: string, owner: string | null)
     const username = userColumn ? f[timeFields]! : owner;
     // The command keeps its own spacing: cut the line after the schedule (and user) tokens.
     const rest = line.replace(new RegExp(`^(?:\\S+\\s+){${need - 1}}`), '');
-    out.push({ username: username.slice(0, 255), schedule: schedule.slice(0, 255), command: rest.slice(0, 4096), source: source.slice(0, 1024), is_active: true });
+    out.push({
+      username: username.slice(0, 255),
+      schedule: schedule.slice(0, 255),
+      command: rest.slice(0, 4096),
+      source: source.slice(0, 1024),
+      is_active: true,
+    });
   }
   return out;
 }
@@ -81,9 +87,25 @@ async function systemdTimers(systemdRuntimeDir: string): Promise<CronJobIn[]> {
   if (!existsSync(systemdRuntimeDir)) return [];
   const list = await run('systemctl', ['list-units', '--type=timer', '--all', '--no-legend', '--plain', '--no-pager']);
   if (list?.code !== 0) return [];
-  const names = list.stdout.split('\n').map((l) => l.replace(/^[\s●*×]+/u, '').trim().split(/\s+/)[0] ?? '').filter((n) => n.endsWith('.timer'));
+  const names = list.stdout
+    .split('\n')
+    .map(
+      (l) =>
+        l
+          .replace(/^[\s●*×]+/u, '')
+          .trim()
+          .split(/\s+/)[0] ?? '',
+    )
+    .filter((n) => n.endsWith('.timer'));
   if (names.length === 0) return [];
-  const show = await run('systemctl', ['show', '--no-pager', '-p', 'Id,ActiveState,TimersCalendar,TimersMonotonic,Triggers', '--', ...names]);
+  const show = await run('systemctl', [
+    'show',
+    '--no-pager',
+    '-p',
+    'Id,ActiveState,TimersCalendar,TimersMonotonic,Triggers',
+    '--',
+    ...names,
+  ]);
   if (show?.code !== 0) return [];
   return parseSystemctlShow(show.stdout)
     .filter((u) => u.Id)

@@ -14,7 +14,15 @@ export function parseOsRelease(text: string): Record<string, string> {
   return out;
 }
 
-const ARCH: Record<string, string> = { x64: 'x86_64', arm64: 'aarch64', ia32: 'i686', arm: 'armv7l', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+const ARCH: Record<string, string> = {
+  x64: 'x86_64',
+  arm64: 'aarch64',
+  ia32: 'i686',
+  arm: 'armv7l',
+  ppc64: 'ppc64le',
+  s390x: 's390x',
+  riscv64: 'riscv64',
+};
 
 /** The interface of the IPv4 default route with the lowest metric (/proc/net/route: destination and mask 0, RTF_UP). */
 export function defaultRouteInterface(routeText: string): string | null {
@@ -52,7 +60,11 @@ export async function primaryAddress(proc: string): Promise<string> {
 }
 
 export async function collectFacts(roots: Roots): Promise<FactsIn> {
-  const [osRelease, ip, memory] = await Promise.all([readText(join(roots.etc, 'os-release')), primaryAddress(roots.proc), memTotalBytes(roots.proc)]);
+  const [osRelease, ip, memory] = await Promise.all([
+    readText(join(roots.etc, 'os-release')),
+    primaryAddress(roots.proc),
+    memTotalBytes(roots.proc),
+  ]);
   const os = osRelease === null ? {} : parseOsRelease(osRelease);
   return {
     hostname: hostname().slice(0, 255) || 'localhost',

@@ -4,7 +4,8 @@ import { run } from './read.ts';
 /** Shell-like split that keeps "quoted strings" (iptables-save quotes comments) as one token. */
 function tokens(line: string): string[] {
   const out: string[] = [];
-  for (const m of line.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!);
+  for (const m of line.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g))
+    out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!);
   return out;
 }
 
@@ -68,9 +69,19 @@ export function parseNftRuleset(text: string): FirewallRuleIn[] {
       chain = chainM[1]!;
       chainDepth = depth + 1;
       n = 0;
-    } else if (chain !== null && depth === chainDepth && line !== '' && line !== '}' && !/^(type|policy|comment|devices?)\b/.test(line) && !line.startsWith('#')) {
+    } else if (
+      chain !== null &&
+      depth === chainDepth &&
+      line !== '' &&
+      line !== '}' &&
+      !/^(type|policy|comment|devices?)\b/.test(line) &&
+      !line.startsWith('#')
+    ) {
       const verdicts = [...line.matchAll(VERDICT)].map((m) => m[1]!);
-      const proto = /\b(?:meta\s+l4proto|ip\s+protocol|ip6\s+nexthdr)\s+(\S+)/.exec(line)?.[1] ?? /\b(tcp|udp|sctp|icmpv6|icmp)\b/.exec(line)?.[1] ?? '';
+      const proto =
+        /\b(?:meta\s+l4proto|ip\s+protocol|ip6\s+nexthdr)\s+(\S+)/.exec(line)?.[1] ??
+        /\b(tcp|udp|sctp|icmpv6|icmp)\b/.exec(line)?.[1] ??
+        '';
       const port = /\bdport\s+(\{[^}]*\}|\S+)/.exec(line)?.[1]?.replace(/[{}\s]/g, '') ?? '';
       out.push({
         chain: chain.slice(0, 128),
@@ -95,7 +106,10 @@ export function parseNftRuleset(text: string): FirewallRuleIn[] {
  */
 export async function collectFirewall(): Promise<FirewallRuleIn[]> {
   const [v4, v6] = await Promise.all([run('iptables-save', []), run('ip6tables-save', [])]);
-  const rules = [...(v4?.code === 0 ? parseIptablesSave(v4.stdout, 'iptables') : []), ...(v6?.code === 0 ? parseIptablesSave(v6.stdout, 'ip6tables') : [])];
+  const rules = [
+    ...(v4?.code === 0 ? parseIptablesSave(v4.stdout, 'iptables') : []),
+    ...(v6?.code === 0 ? parseIptablesSave(v6.stdout, 'ip6tables') : []),
+  ];
   if (rules.length > 0) return rules.slice(0, 10_000);
   const nft = await run('nft', ['list', 'ruleset']);
   return nft?.code === 0 ? parseNftRuleset(nft.stdout).slice(0, 10_000) : [];

@@ -6,12 +6,20 @@ import { listDir, readLink, readNumber, readText, readTrimmed, run, type Roots }
 const VENDORS: Record<string, string> = { '0x10de': 'NVIDIA', '0x1002': 'AMD' };
 
 /** `nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id --format=csv,noheader,nounits`. */
-export function parseNvidiaSmi(text: string): { index: number; name: string; driver: string; memoryMiB: number | null; busId: string }[] {
+export function parseNvidiaSmi(
+  text: string,
+): { index: number; name: string; driver: string; memoryMiB: number | null; busId: string }[] {
   return text
     .split('\n')
     .map((l) => l.split(',').map((f) => f.trim()))
     .filter((f) => f.length >= 5 && /^\d+$/.test(f[0]!))
-    .map((f) => ({ index: Number(f[0]), name: f[1]!, driver: f[2]!, memoryMiB: /^\d+$/.test(f[3]!) ? Number(f[3]) : null, busId: f[4]! }));
+    .map((f) => ({
+      index: Number(f[0]),
+      name: f[1]!,
+      driver: f[2]!,
+      memoryMiB: /^\d+$/.test(f[3]!) ? Number(f[3]) : null,
+      busId: f[4]!,
+    }));
 }
 
 /** nvidia-smi prints `00000000:01:00.0`; sysfs names the device `0000:01:00.0`. */
@@ -28,18 +36,29 @@ export async function collectGpus(roots: Roots): Promise<GpuIn[]> {
     const dir = join(base, bus);
     const [cls, vendor] = await Promise.all([readTrimmed(join(dir, 'class')), readTrimmed(join(dir, 'vendor'))]);
     if (!cls?.startsWith('0x03') || !vendor || !VENDORS[vendor]) continue;
-    const [device, driverLink, vram] = await Promise.all([readTrimmed(join(dir, 'device')), readLink(join(dir, 'driver')), readNumber(join(dir, 'mem_info_vram_total'))]);
+    const [device, driverLink, vram] = await Promise.all([
+      readTrimmed(join(dir, 'device')),
+      readLink(join(dir, 'driver')),
+      readNumber(join(dir, 'mem_info_vram_total')),
+    ]);
     found.push({ bus, vendor, device: device ?? '', driver: driverLink ? basename(driverLink) : '', vram });
   }
   if (found.length === 0) return [];
   const smi = found.some((g) => g.vendor === '0x10de')
-    ? await run('nvidia-smi', ['--query-gpu=index,name,driver_version,memory.total,pci.bus_id', '--format=csv,noheader,nounits'], 3_000)
+    ? await run(
+        'nvidia-smi',
+        ['--query-gpu=index,name,driver_version,memory.total,pci.bus_id', '--format=csv,noheader,nounits'],
+        3_000,
+      )
     : null;
   const nvidia = smi?.code === 0 ? parseNvidiaSmi(smi.stdout) : [];
   const out: GpuIn[] = [];
   for (const [i, g] of found.entries()) {
     const s = nvidia.find((n) => shortBusId(n.busId) === g.bus.toLowerCase());
-    const driverVersion = s?.driver ?? (g.driver ? (await readText(join(roots.sys, 'module', g.driver, 'version')))?.trim() : undefined) ?? '';
+    const driverVersion =
+      s?.driver ??
+      (g.driver ? (await readText(join(roots.sys, 'module', g.driver, 'version')))?.trim() : undefined) ??
+      '';
     out.push({
       device_index: s?.index ?? i,
       name: (s?.name ?? `${VENDORS[g.vendor]} device ${g.device}`).slice(0, 255),

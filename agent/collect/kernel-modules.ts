@@ -12,7 +12,14 @@ export function parseProcModules(text: string): KernelModuleIn[] {
       name: f[0]!.slice(0, 128),
       size_bytes: Number(f[1]),
       instances: Number(f[2]),
-      used_by: f[3] === '-' ? [] : f[3]!.split(',').filter((m) => m !== '').map((m) => m.slice(0, 128)).slice(0, 256),
+      used_by:
+        f[3] === '-'
+          ? []
+          : f[3]!
+              .split(',')
+              .filter((m) => m !== '')
+              .map((m) => m.slice(0, 128))
+              .slice(0, 256),
     });
   }
   return out;

@@ -59,24 +59,39 @@ export function createLinuxCollector(opts: LinuxCollectorOptions = {}): Collecto
     async inventory(labels) {
       const passwd = await orElse(() => readPasswd(roots.etc), []);
       const names = userNameMap(passwd);
-      const [f, processes, services, packages, ports, interfaces, users, cron_jobs, gpu_devices, firewall_rules, certificates, kernel_modules, security_items, containers, integrations] =
-        await Promise.all([
-          facts(),
-          orElse(() => collectProcesses(roots, processCpu, names), []),
-          orElse(() => collectServices(systemd), []),
-          orElse(() => collectPackages(roots), []),
-          orElse(() => collectPorts(roots.proc), []),
-          orElse(() => collectInterfaces(roots), []),
-          orElse(() => collectUsers(roots, passwd), []),
-          orElse(() => collectCronJobs(roots, systemd), []),
-          orElse(() => collectGpus(roots), []),
-          orElse(() => collectFirewall(), []),
-          orElse(() => collectCertificates(roots, opts.certificateDirs), []),
-          orElse(() => collectKernelModules(roots.proc), []),
-          orElse(() => collectSecurityItems(roots, passwd), []),
-          orElse(() => collectContainers(engine()), []),
-          orElse(() => collectIntegrations(roots, true, opts.credentials, engines), []),
-        ]);
+      const [
+        f,
+        processes,
+        services,
+        packages,
+        ports,
+        interfaces,
+        users,
+        cron_jobs,
+        gpu_devices,
+        firewall_rules,
+        certificates,
+        kernel_modules,
+        security_items,
+        containers,
+        integrations,
+      ] = await Promise.all([
+        facts(),
+        orElse(() => collectProcesses(roots, processCpu, names), []),
+        orElse(() => collectServices(systemd), []),
+        orElse(() => collectPackages(roots), []),
+        orElse(() => collectPorts(roots.proc), []),
+        orElse(() => collectInterfaces(roots), []),
+        orElse(() => collectUsers(roots, passwd), []),
+        orElse(() => collectCronJobs(roots, systemd), []),
+        orElse(() => collectGpus(roots), []),
+        orElse(() => collectFirewall(), []),
+        orElse(() => collectCertificates(roots, opts.certificateDirs), []),
+        orElse(() => collectKernelModules(roots.proc), []),
+        orElse(() => collectSecurityItems(roots, passwd), []),
+        orElse(() => collectContainers(engine()), []),
+        orElse(() => collectIntegrations(roots, true, opts.credentials, engines), []),
+      ]);
       const snapshot = {
         collected_at: new Date().toISOString(),
         agent_version: opts.agentVersion ?? AGENT_VERSION,

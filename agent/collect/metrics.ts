@@ -3,7 +3,15 @@ import { join } from 'node:path';
 import type { SampleIn } from './shapes.ts';
 import { ContainerMetrics, type Engine } from './containers.ts';
 import { listDir, parseMeminfo, procPath, readText, sleep, type Roots } from './read.ts';
-import { pageSize, processName, ProcessCpuTracker, readAllStats, readCpuTimes, round2, type CpuTimes } from './processes.ts';
+import {
+  pageSize,
+  processName,
+  ProcessCpuTracker,
+  readAllStats,
+  readCpuTimes,
+  round2,
+  type CpuTimes,
+} from './processes.ts';
 
 /** /proc/diskstats: bytes read and written per device (sectors there are always 512 bytes). */
 export function parseDiskstats(text: string): Map<string, { read: number; written: number }> {
@@ -22,7 +30,10 @@ export function parseNetDev(text: string): Map<string, { rx: number; tx: number 
   for (const line of text.split('\n').slice(2)) {
     const colon = line.indexOf(':');
     if (colon < 0) continue;
-    const f = line.slice(colon + 1).trim().split(/\s+/);
+    const f = line
+      .slice(colon + 1)
+      .trim()
+      .split(/\s+/);
     out.set(line.slice(0, colon).trim(), { rx: Number(f[0]), tx: Number(f[8]) });
   }
   return out;
@@ -35,7 +46,8 @@ export interface Mount {
 }
 
 const VIRTUAL_FS = new Set(['squashfs', 'iso9660', 'udf', 'nsfs', 'autofs']);
-const unescapeMount = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+const unescapeMount = (s: string): string =>
+  s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 
 /**
  * /proc/mounts reduced to real filesystems: block devices (and ZFS datasets), a container's overlay root; read-only
@@ -48,7 +60,10 @@ export function realFilesystems(mountsText: string): Mount[] {
     const [device, mp, fstype] = line.split(' ');
     if (!device || !mp || !fstype) continue;
     const mountpoint = unescapeMount(mp);
-    const real = (device.startsWith('/dev/') && !VIRTUAL_FS.has(fstype)) || fstype === 'zfs' || (fstype === 'overlay' && mountpoint === '/');
+    const real =
+      (device.startsWith('/dev/') && !VIRTUAL_FS.has(fstype)) ||
+      fstype === 'zfs' ||
+      (fstype === 'overlay' && mountpoint === '/');
     if (!real || seen.has(device)) continue;
     seen.add(device);
     out.push({ device, mountpoint, fstype });
@@ -101,7 +116,9 @@ export class MetricsCollector {
 
     if (times && this.cpuPrev) {
       const pct = (now: { busy: number; total: number }, before?: { busy: number; total: number }) =>
-        before && now.total > before.total ? round2(((now.busy - before.busy) / (now.total - before.total)) * 100) : null;
+        before && now.total > before.total
+          ? round2(((now.busy - before.busy) / (now.total - before.total)) * 100)
+          : null;
       const total = pct(times.total, this.cpuPrev.total);
       if (total !== null) add('cpu_usage_percent', total);
       const dt = times.total.total - this.cpuPrev.total.total;
@@ -139,7 +156,11 @@ export class MetricsCollector {
     if (diskstats) {
       // Whole physical disks: /sys/block entries backed by a device (loop, ram, zram, dm, md have no `device` link).
       const disks = await listDir(join(this.roots.sys, 'block'));
-      const physical = (await Promise.all(disks.map(async (d) => ((await listDir(join(this.roots.sys, 'block', d, 'device'))).length > 0 ? d : null)))).filter((d): d is string => d !== null);
+      const physical = (
+        await Promise.all(
+          disks.map(async (d) => ((await listDir(join(this.roots.sys, 'block', d, 'device'))).length > 0 ? d : null)),
+        )
+      ).filter((d): d is string => d !== null);
       const io = parseDiskstats(diskstats);
       for (const device of physical) {
         const d = io.get(device);
@@ -157,7 +178,9 @@ export class MetricsCollector {
     }
 
     if (mounts) {
-      const fss = await Promise.all(realFilesystems(mounts).map(async (m) => ({ m, s: await statfs(m.mountpoint).catch(() => null) })));
+      const fss = await Promise.all(
+        realFilesystems(mounts).map(async (m) => ({ m, s: await statfs(m.mountpoint).catch(() => null) })),
+      );
       for (const { m, s } of fss) {
         if (!s || s.blocks === 0) continue;
         const size = s.blocks * s.bsize;
@@ -175,7 +198,9 @@ export class MetricsCollector {
     add('processes_total', stats.size);
     if (times) {
       const cpu = this.processes.update(stats, times);
-      const top = [...stats.values()].sort((a, b) => (cpu.get(b.pid) ?? 0) - (cpu.get(a.pid) ?? 0) || b.rssPages - a.rssPages).slice(0, TOP_PROCESSES);
+      const top = [...stats.values()]
+        .sort((a, b) => (cpu.get(b.pid) ?? 0) - (cpu.get(a.pid) ?? 0) || b.rssPages - a.rssPages)
+        .slice(0, TOP_PROCESSES);
       const cmdlines = await Promise.all(top.map((s) => readText(procPath(proc, s.pid, 'cmdline'))));
       top.forEach((s, i) => {
         const labels = { pid: String(s.pid), process_name: processName(s.comm, (cmdlines[i] ?? '').split('\0')) };

@@ -41,7 +41,8 @@ export function parseDpkgStatus(text: string): PackageIn[] {
       architecture: (s.Architecture ?? '').slice(0, 32),
       manager: 'dpkg',
       description: (s.Description ?? '').split('\n')[0]!.slice(0, 1024),
-      installed_size_bytes: s['Installed-Size'] !== undefined && Number.isInteger(size) && size >= 0 ? size * 1024 : null,
+      installed_size_bytes:
+        s['Installed-Size'] !== undefined && Number.isInteger(size) && size >= 0 ? size * 1024 : null,
     });
   }
   return out;

@@ -47,7 +47,7 @@ export function formatIpv6(bytes: number[]): string {
   if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) return `::ffff:${bytes.slice(12).join('.')}`;
   let best = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;
@@ -99,9 +99,13 @@ export function parseNetSockets(protocol: SocketProtocol, text: string): SocketE
 }
 
 /** Listening TCP sockets and every bound UDP socket: what the host offers, not its outgoing connections. */
-export const isOffered = (s: SocketEntry): boolean => (s.protocol.startsWith('tcp') ? s.state === 'LISTEN' : s.localPort !== 0);
+export const isOffered = (s: SocketEntry): boolean =>
+  s.protocol.startsWith('tcp') ? s.state === 'LISTEN' : s.localPort !== 0;
 
-export async function readSockets(proc: string, protocols: SocketProtocol[] = SOCKET_PROTOCOLS): Promise<SocketEntry[]> {
+export async function readSockets(
+  proc: string,
+  protocols: SocketProtocol[] = SOCKET_PROTOCOLS,
+): Promise<SocketEntry[]> {
   const texts = await Promise.all(protocols.map((p) => readText(join(proc, 'net', p))));
   return texts.flatMap((t, i) => (t === null ? [] : parseNetSockets(protocols[i]!, t)));
 }
@@ -135,10 +139,17 @@ export async function collectPorts(proc: string): Promise<PortIn[]> {
   const sockets = (await readSockets(proc)).filter(isOffered);
   const owners = await socketOwners(proc, new Set(sockets.map((s) => s.inode).filter((i) => i > 0)));
   const pids = [...new Set(owners.values())];
-  const names = new Map(await Promise.all(pids.map(async (pid) => {
-    const [comm, cmdline] = await Promise.all([readText(procPath(proc, pid, 'comm')), readText(procPath(proc, pid, 'cmdline'))]);
-    return [pid, processName((comm ?? '').trim(), (cmdline ?? '').split('\0'))] as const;
-  })));
+  const names = new Map(
+    await Promise.all(
+      pids.map(async (pid) => {
+        const [comm, cmdline] = await Promise.all([
+          readText(procPath(proc, pid, 'comm')),
+          readText(procPath(proc, pid, 'cmdline')),
+        ]);
+        return [pid, processName((comm ?? '').trim(), (cmdline ?? '').split('\0'))] as const;
+      }),
+    ),
+  );
   return sockets.slice(0, 10_000).map((s) => {
     const pid = owners.get(s.inode) ?? null;
     return {

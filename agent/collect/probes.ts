@@ -20,7 +20,13 @@ export const PROBE_TIMEOUT_MS = 1_000;
  * Opens a TCP connection, writes `payload` (if any) and collects bytes until `complete(buffer)` says the answer is
  * whole; rejects on refusal, an early close or the deadline. The socket is always destroyed.
  */
-export function tcpExchange(host: string, port: number, payload: Buffer | null, complete: (data: Buffer) => boolean, timeoutMs = PROBE_TIMEOUT_MS): Promise<Buffer> {
+export function tcpExchange(
+  host: string,
+  port: number,
+  payload: Buffer | null,
+  complete: (data: Buffer) => boolean,
+  timeoutMs = PROBE_TIMEOUT_MS,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     let data = Buffer.alloc(0);
     let settled = false;
@@ -33,7 +39,10 @@ export function tcpExchange(host: string, port: number, payload: Buffer | null, 
       if (err) reject(err);
       else resolve(data);
     };
-    const timer = setTimeout(() => finish(new Error(`no answer from ${host}:${port} within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(new Error(`no answer from ${host}:${port} within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     socket.on('connect', () => {
       if (payload) socket.write(payload);
     });
@@ -108,7 +117,8 @@ export function parseRespReplies(buf: Buffer, count: number): RespValue[] | null
   return out;
 }
 
-export const respCommand = (...args: string[]): string => `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
+export const respCommand = (...args: string[]): string =>
+  `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
 
 /** `INFO` text: `key:value` lines under `# Section` headers. */
 export function parseRedisInfo(text: string): Record<string, string> {
@@ -131,7 +141,15 @@ const REDIS_CONFIG: { key: string; category: string; unit?: string; kind: 'numbe
   { key: 'save', category: 'persistence', kind: 'string' },
   { key: 'databases', category: 'server', kind: 'number' },
 ];
-const REDIS_INFO = ['redis_version', 'valkey_version', 'redis_mode', 'server_mode', 'tcp_port', 'config_file', 'executable'];
+const REDIS_INFO = [
+  'redis_version',
+  'valkey_version',
+  'redis_mode',
+  'server_mode',
+  'tcp_port',
+  'config_file',
+  'executable',
+];
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
@@ -139,7 +157,12 @@ const errorText = (e: unknown): string => (e instanceof Error ? e.message : Stri
  * PING (status only) or the configuration: one `CONFIG GET <key>` per setting (pipelined; multi-key CONFIG GET is
  * Redis 7+ only) and `INFO server`. A password, when configured for the agent, is sent with AUTH first.
  */
-export async function probeRedis(host: string, port: number, withConfig: boolean, password?: string): Promise<ProbeResult> {
+export async function probeRedis(
+  host: string,
+  port: number,
+  withConfig: boolean,
+  password?: string,
+): Promise<ProbeResult> {
   const commands: string[][] = [];
   if (password) commands.push(['AUTH', password]);
   if (withConfig) {
@@ -148,7 +171,12 @@ export async function probeRedis(host: string, port: number, withConfig: boolean
   } else commands.push(['PING']);
   let replies: RespValue[];
   try {
-    const buf = await tcpExchange(host, port, Buffer.from(commands.map((c) => respCommand(...c)).join('')), (b) => parseRespReplies(b, commands.length) !== null);
+    const buf = await tcpExchange(
+      host,
+      port,
+      Buffer.from(commands.map((c) => respCommand(...c)).join('')),
+      (b) => parseRespReplies(b, commands.length) !== null,
+    );
     replies = parseRespReplies(buf, commands.length)!;
   } catch (e) {
     return { status: 'error', message: `${host}:${port}: ${errorText(e)}`, config: {} };
@@ -161,8 +189,18 @@ export async function probeRedis(host: string, port: number, withConfig: boolean
       const r = replies[offset + i];
       if (!Array.isArray(r) || typeof r[1] !== 'string') return;
       const raw = r[1];
-      const value = c.kind === 'number' && raw !== '' && Number.isFinite(Number(raw)) ? Number(raw) : c.kind === 'bool' ? raw === 'yes' : raw;
-      config[c.key] = { value, ...(c.unit ? { unit: c.unit } : {}), source: `CONFIG GET ${c.key}`, category: c.category };
+      const value =
+        c.kind === 'number' && raw !== '' && Number.isFinite(Number(raw))
+          ? Number(raw)
+          : c.kind === 'bool'
+            ? raw === 'yes'
+            : raw;
+      config[c.key] = {
+        value,
+        ...(c.unit ? { unit: c.unit } : {}),
+        source: `CONFIG GET ${c.key}`,
+        category: c.category,
+      };
     });
     const info = replies.at(-1);
     if (typeof info === 'string') {
@@ -170,7 +208,11 @@ export async function probeRedis(host: string, port: number, withConfig: boolean
       for (const k of REDIS_INFO) {
         const v = fields[k];
         if (v === undefined || v === '') continue;
-        config[k] = { value: k === 'tcp_port' ? Number(v) : v.slice(0, 4096), source: 'INFO server', category: 'server' };
+        config[k] = {
+          value: k === 'tcp_port' ? Number(v) : v.slice(0, 4096),
+          source: 'INFO server',
+          category: 'server',
+        };
       }
     }
   }
@@ -222,12 +264,21 @@ export async function probeNats(host: string, port: number, withConfig: boolean)
     for (const c of NATS_CONFIG) {
       const v = info[c.key];
       if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) {
-        config[c.key] = { value: typeof v === 'string' ? v.slice(0, 4096) : v, ...(c.unit ? { unit: c.unit } : {}), source: 'INFO', category: c.category };
+        config[c.key] = {
+          value: typeof v === 'string' ? v.slice(0, 4096) : v,
+          ...(c.unit ? { unit: c.unit } : {}),
+          source: 'INFO',
+          category: c.category,
+        };
       }
     }
     if (config.jetstream === undefined) config.jetstream = { value: false, source: 'INFO', category: 'jetstream' };
   }
-  return { status: 'ok', message: `${host}:${port}${typeof info.version === 'string' ? ` (nats-server ${info.version})` : ''}`, config };
+  return {
+    status: 'ok',
+    message: `${host}:${port}${typeof info.version === 'string' ? ` (nats-server ${info.version})` : ''}`,
+    config,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -316,9 +367,15 @@ export async function probePostgres(t: PgTarget, withConfig: boolean): Promise<P
         'SELECT name, current_setting(name) AS value FROM pg_settings WHERE name = ANY($1::text[])',
         [Object.keys(PG_SETTINGS)],
       );
-      for (const row of res.rows) config[row.name] = { ...pgValue(row.value), source: `SHOW ${row.name}`, category: PG_SETTINGS[row.name] ?? 'server' };
+      for (const row of res.rows)
+        config[row.name] = {
+          ...pgValue(row.value),
+          source: `SHOW ${row.name}`,
+          category: PG_SETTINGS[row.name] ?? 'server',
+        };
     } else await client.query('SELECT 1');
-    const version = typeof config.server_version?.value === 'string' ? ` (PostgreSQL ${config.server_version.value})` : '';
+    const version =
+      typeof config.server_version?.value === 'string' ? ` (PostgreSQL ${config.server_version.value})` : '';
     return { status: 'ok', message: `${where}${version}`, config };
   } catch (e) {
     const code = (e as { code?: string }).code;

@@ -21,7 +21,10 @@ export function parseProcStat(text: string): ProcStat | null {
   const open = text.indexOf('(');
   const close = text.lastIndexOf(')');
   if (open < 0 || close < open) return null;
-  const f = text.slice(close + 2).trim().split(/\s+/);
+  const f = text
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/);
   // f[0] is field 3 (state): field n is f[n - 3].
   const n = (field: number) => Number(f[field - 3] ?? 0);
   if (f.length < 22) return null;
@@ -95,10 +98,12 @@ export async function readCpuTimes(proc: string): Promise<CpuTimes | null> {
 /** /proc/[pid]/stat of every live process (a process that exits mid-scan is simply absent). */
 export async function readAllStats(proc: string): Promise<Map<number, ProcStat>> {
   const pids = await listPids(proc);
-  const stats = await Promise.all(pids.map(async (pid) => {
-    const text = await readText(procPath(proc, pid, 'stat'));
-    return text === null ? null : parseProcStat(text);
-  }));
+  const stats = await Promise.all(
+    pids.map(async (pid) => {
+      const text = await readText(procPath(proc, pid, 'stat'));
+      return text === null ? null : parseProcStat(text);
+    }),
+  );
   const out = new Map<number, ProcStat>();
   for (const s of stats) if (s) out.set(s.pid, s);
   return out;
@@ -162,34 +167,48 @@ export const MAX_COMMAND = 4096;
  * Every process with its command line, user, state, CPU since the tracker's previous sample (the first call samples
  * twice 250 ms apart), memory share of MemTotal, and start time (boot time + starttime / CLK_TCK).
  */
-export async function collectProcesses(roots: Roots, tracker: ProcessCpuTracker, userNames: Map<number, string>): Promise<ProcessIn[]> {
+export async function collectProcesses(
+  roots: Roots,
+  tracker: ProcessCpuTracker,
+  userNames: Map<number, string>,
+): Promise<ProcessIn[]> {
   if (!tracker.primed) {
     const [stats, times] = await Promise.all([readAllStats(roots.proc), readCpuTimes(roots.proc)]);
     if (times) tracker.update(stats, times);
     await sleep(250);
   }
-  const [stats, times, memTotal, page] = await Promise.all([readAllStats(roots.proc), readCpuTimes(roots.proc), memTotalBytes(roots.proc), pageSize()]);
+  const [stats, times, memTotal, page] = await Promise.all([
+    readAllStats(roots.proc),
+    readCpuTimes(roots.proc),
+    memTotalBytes(roots.proc),
+    pageSize(),
+  ]);
   const cpu = times ? tracker.update(stats, times) : new Map<number, number>();
   const btime = times?.btime ?? 0;
-  const rows = await Promise.all([...stats.values()].map(async (s): Promise<ProcessIn> => {
-    const [status, cmdline] = await Promise.all([readText(procPath(roots.proc, s.pid, 'status')), readText(procPath(roots.proc, s.pid, 'cmdline'))]);
-    const argv = (cmdline ?? '').split('\0').filter((a) => a !== '');
-    const uid = status === null ? null : parseStatusUid(status);
-    const rss = s.rssPages * page;
-    return {
-      pid: s.pid,
-      name: processName(s.comm, argv).slice(0, 255),
-      command: (argv.length > 0 ? argv.join(' ') : `[${s.comm}]`).slice(0, MAX_COMMAND),
-      username: (uid === null ? '' : (userNames.get(uid) ?? String(uid))).slice(0, 255),
-      state: stateName(s.state),
-      ppid: s.ppid,
-      threads: s.threads,
-      cpu_percent: cpu.get(s.pid) ?? 0,
-      memory_percent: memTotal > 0 ? round2((rss / memTotal) * 100) : 0,
-      memory_rss_bytes: rss,
-      memory_vms_bytes: s.vsize,
-      started_at: btime > 0 ? new Date((btime + s.starttime / CLK_TCK) * 1000).toISOString() : null,
-    };
-  }));
+  const rows = await Promise.all(
+    [...stats.values()].map(async (s): Promise<ProcessIn> => {
+      const [status, cmdline] = await Promise.all([
+        readText(procPath(roots.proc, s.pid, 'status')),
+        readText(procPath(roots.proc, s.pid, 'cmdline')),
+      ]);
+      const argv = (cmdline ?? '').split('\0').filter((a) => a !== '');
+      const uid = status === null ? null : parseStatusUid(status);
+      const rss = s.rssPages * page;
+      return {
+        pid: s.pid,
+        name: processName(s.comm, argv).slice(0, 255),
+        command: (argv.length > 0 ? argv.join(' ') : `[${s.comm}]`).slice(0, MAX_COMMAND),
+        username: (uid === null ? '' : (userNames.get(uid) ?? String(uid))).slice(0, 255),
+        state: stateName(s.state),
+        ppid: s.ppid,
+        threads: s.threads,
+        cpu_percent: cpu.get(s.pid) ?? 0,
+        memory_percent: memTotal > 0 ? round2((rss / memTotal) * 100) : 0,
+        memory_rss_bytes: rss,
+        memory_vms_bytes: s.vsize,
+        started_at: btime > 0 ? new Date((btime + s.starttime / CLK_TCK) * 1000).toISOString() : null,
+      };
+    }),
+  );
   return rows.sort((a, b) => a.pid - b.pid);
 }

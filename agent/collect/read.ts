@@ -70,12 +70,17 @@ export interface CommandResult {
  */
 export function run(file: string, args: string[], timeoutMs = 2_000): Promise<CommandResult | null> {
   return new Promise((resolve) => {
-    execFile(file, args, { timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, env: { ...process.env, LC_ALL: 'C' } }, (err, stdout, stderr) => {
-      if (!err) return resolve({ stdout, stderr, code: 0 });
-      const e = err as NodeJS.ErrnoException & { code?: string | number };
-      if (typeof e.code === 'string') return resolve(null);
-      resolve({ stdout, stderr, code: typeof e.code === 'number' ? e.code : 1 });
-    });
+    execFile(
+      file,
+      args,
+      { timeout: timeoutMs, maxBuffer: 32 * 1024 * 1024, env: { ...process.env, LC_ALL: 'C' } },
+      (err, stdout, stderr) => {
+        if (!err) return resolve({ stdout, stderr, code: 0 });
+        const e = err as NodeJS.ErrnoException & { code?: string | number };
+        if (typeof e.code === 'string') return resolve(null);
+        resolve({ stdout, stderr, code: typeof e.code === 'number' ? e.code : 1 });
+      },
+    );
   });
 }
 
@@ -91,7 +96,11 @@ export async function orElse<T>(fn: () => Promise<T>, fallback: T): Promise<T> {
 }
 
 /** Splits a text file into non-empty trimmed lines. */
-export const lines = (text: string): string[] => text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+export const lines = (text: string): string[] =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
 
 /** /proc/meminfo as kB values by key (MemTotal, MemAvailable, SwapTotal, ...). */
 export function parseMeminfo(text: string): Map<string, number> {

@@ -4,14 +4,33 @@ import { listDir, readText, readTrimmed, type Roots } from './read.ts';
 import type { PasswdEntry } from './users.ts';
 
 /** sshd's defaults (OpenSSH 7+) for the settings reported when the config leaves them unset. */
-const SSHD_DEFAULTS: Record<string, string> = { permitrootlogin: 'prohibit-password', passwordauthentication: 'yes', port: '22', pubkeyauthentication: 'yes', permitemptypasswords: 'no', x11forwarding: 'no' };
-const SSHD_NAMES: Record<string, string> = { permitrootlogin: 'PermitRootLogin', passwordauthentication: 'PasswordAuthentication', port: 'Port', pubkeyauthentication: 'PubkeyAuthentication', permitemptypasswords: 'PermitEmptyPasswords', x11forwarding: 'X11Forwarding' };
+const SSHD_DEFAULTS: Record<string, string> = {
+  permitrootlogin: 'prohibit-password',
+  passwordauthentication: 'yes',
+  port: '22',
+  pubkeyauthentication: 'yes',
+  permitemptypasswords: 'no',
+  x11forwarding: 'no',
+};
+const SSHD_NAMES: Record<string, string> = {
+  permitrootlogin: 'PermitRootLogin',
+  passwordauthentication: 'PasswordAuthentication',
+  port: 'Port',
+  pubkeyauthentication: 'PubkeyAuthentication',
+  permitemptypasswords: 'PermitEmptyPasswords',
+  x11forwarding: 'X11Forwarding',
+};
 
 /**
  * sshd_config with its `Include`d files (glob `*` in the last path element): sshd keeps the FIRST value of a keyword,
  * so the first one found wins; `Match` blocks are conditional and are ignored (only global settings count).
  */
-export async function readSshdSettings(path: string, etc: string, depth = 0, into = new Map<string, string>()): Promise<Map<string, string> | null> {
+export async function readSshdSettings(
+  path: string,
+  etc: string,
+  depth = 0,
+  into = new Map<string, string>(),
+): Promise<Map<string, string> | null> {
   const text = await readText(path);
   if (text === null) return null;
   for (const raw of text.split('\n')) {
@@ -26,8 +45,14 @@ export async function readSshdSettings(path: string, etc: string, depth = 0, int
         const full = pattern.startsWith('/') ? pattern.replace(/^\/etc(?=\/)/, etc) : join(etc, 'ssh', pattern);
         const dir = full.slice(0, full.lastIndexOf('/'));
         const glob = full.slice(full.lastIndexOf('/') + 1);
-        const re = new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
-        for (const f of (await listDir(dir)).filter((n) => re.test(n)).sort()) await readSshdSettings(join(dir, f), etc, depth + 1, into);
+        const re = new RegExp(
+          `^${glob
+            .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+            .replace(/\*/g, '.*')
+            .replace(/\?/g, '.')}$`,
+        );
+        for (const f of (await listDir(dir)).filter((n) => re.test(n)).sort())
+          await readSshdSettings(join(dir, f), etc, depth + 1, into);
       }
       continue;
     }
@@ -70,9 +95,24 @@ export async function collectSecurityItems(roots: Roots, passwd: PasswdEntry[]):
     const v = sysctls[i];
     if (v !== null && v !== undefined) items.push({ category: 'kernel', key: s.replace(/\//g, '.'), value: v });
   });
-  const [enforce, apparmor] = await Promise.all([readTrimmed(join(roots.sys, 'fs', 'selinux', 'enforce')), readTrimmed(join(roots.sys, 'module', 'apparmor', 'parameters', 'enabled'))]);
-  items.push({ category: 'selinux', key: 'mode', value: enforce === '1' ? 'enforcing' : enforce === '0' ? 'permissive' : 'disabled' });
+  const [enforce, apparmor] = await Promise.all([
+    readTrimmed(join(roots.sys, 'fs', 'selinux', 'enforce')),
+    readTrimmed(join(roots.sys, 'module', 'apparmor', 'parameters', 'enabled')),
+  ]);
+  items.push({
+    category: 'selinux',
+    key: 'mode',
+    value: enforce === '1' ? 'enforcing' : enforce === '0' ? 'permissive' : 'disabled',
+  });
   items.push({ category: 'apparmor', key: 'enabled', value: apparmor === 'Y' ? 'yes' : 'no' });
-  if (passwd.length > 0) items.push({ category: 'accounts', key: 'uid0_accounts', value: passwd.filter((p) => p.uid === 0).map((p) => p.username).join(',') });
+  if (passwd.length > 0)
+    items.push({
+      category: 'accounts',
+      key: 'uid0_accounts',
+      value: passwd
+        .filter((p) => p.uid === 0)
+        .map((p) => p.username)
+        .join(','),
+    });
   return items.map((i) => ({ ...i, value: i.value.slice(0, 4096) }));
 }

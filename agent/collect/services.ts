@@ -23,7 +23,10 @@ export function parseSystemctlShow(text: string): Record<string, string>[] {
 export function parseUnitList(text: string): { name: string; rest: string[] }[] {
   const out: { name: string; rest: string[] }[] = [];
   for (const raw of text.split('\n')) {
-    const f = raw.replace(/^[\s●*×]+/u, '').trim().split(/\s+/);
+    const f = raw
+      .replace(/^[\s●*×]+/u, '')
+      .trim()
+      .split(/\s+/);
     if (!f[0] || !f[0].endsWith('.service')) continue;
     out.push({ name: f[0], rest: f.slice(1) });
   }
@@ -53,7 +56,17 @@ export async function collectServices(systemdRuntimeDir = '/run/systemd/system')
   ]);
   if (!units || units.code !== 0) return [];
   const loaded = parseUnitList(units.stdout).map((u) => u.name);
-  const show = loaded.length === 0 ? null : await run('systemctl', ['show', '--no-pager', '-p', 'Id,Description,LoadState,ActiveState,SubState,UnitFileState,MainPID', '--', ...loaded]);
+  const show =
+    loaded.length === 0
+      ? null
+      : await run('systemctl', [
+          'show',
+          '--no-pager',
+          '-p',
+          'Id,Description,LoadState,ActiveState,SubState,UnitFileState,MainPID',
+          '--',
+          ...loaded,
+        ]);
   const out: ServiceIn[] = [];
   const seen = new Set<string>();
   for (const u of show?.code === 0 ? parseSystemctlShow(show.stdout) : []) {
@@ -75,7 +88,14 @@ export async function collectServices(systemdRuntimeDir = '/run/systemd/system')
     // Templates (foo@.service) are not services by themselves; their instances are loaded units above.
     if (seen.has(f.name) || f.name.includes('@.')) continue;
     seen.add(f.name);
-    out.push({ name: name(f.name).slice(0, 255), load_state: 'not-loaded', active_state: 'inactive', sub_state: 'dead', enabled: unitFileEnabled(f.rest[0]), manager: 'systemd' });
+    out.push({
+      name: name(f.name).slice(0, 255),
+      load_state: 'not-loaded',
+      active_state: 'inactive',
+      sub_state: 'dead',
+      enabled: unitFileEnabled(f.rest[0]),
+      manager: 'systemd',
+    });
   }
   return out.slice(0, 5_000);
 }

@@ -1,5 +1,12 @@
 import type { z } from 'zod';
-import type { FileChangeEvent, HostFacts, IntegrationReport, InventorySnapshotIn, MetricBatchIn, WatchFilesConfig } from '../../contracts/domains/agent-telemetry.ts';
+import type {
+  FileChangeEvent,
+  HostFacts,
+  IntegrationReport,
+  InventorySnapshotIn,
+  MetricBatchIn,
+  WatchFilesConfig,
+} from '../../contracts/domains/agent-telemetry.ts';
 
 /**
  * What the reference agent reads from the machine it runs on. Every method reads the real machine (/proc, /sys, /etc,

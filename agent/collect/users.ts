@@ -18,7 +18,14 @@ export function parsePasswd(text: string): PasswdEntry[] {
     if (line === '' || line.startsWith('#') || line.startsWith('+') || line.startsWith('-')) continue;
     const f = line.split(':');
     if (f.length < 7 || !/^\d+$/.test(f[2]!) || !/^\d+$/.test(f[3]!)) continue;
-    out.push({ username: f[0]!, uid: Number(f[2]), gid: Number(f[3]), gecos: f[4]!, home: f[5]!, shell: f.slice(6).join(':') });
+    out.push({
+      username: f[0]!,
+      uid: Number(f[2]),
+      gid: Number(f[3]),
+      gecos: f[4]!,
+      home: f[5]!,
+      shell: f.slice(6).join(':'),
+    });
   }
   return out;
 }
@@ -36,7 +43,14 @@ export function parseGroup(text: string): GroupEntry[] {
     if (line === '' || line.startsWith('#') || line.startsWith('+') || line.startsWith('-')) continue;
     const f = line.split(':');
     if (f.length < 4 || !/^\d+$/.test(f[2]!)) continue;
-    out.push({ name: f[0]!, gid: Number(f[2]), members: f[3]!.split(',').map((m) => m.trim()).filter((m) => m !== '') });
+    out.push({
+      name: f[0]!,
+      gid: Number(f[2]),
+      members: f[3]!
+        .split(',')
+        .map((m) => m.trim())
+        .filter((m) => m !== ''),
+    });
   }
   return out;
 }

@@ -42,7 +42,10 @@ export interface SimEnrollResult {
 }
 
 export async function enrollSimulated(opts: SimEnrollOptions): Promise<SimEnrollResult> {
-  if (opts.tokens.length < opts.count) throw new EnrollError(`--simulate ${opts.count} needs ${opts.count} install tokens; the tokens file has ${opts.tokens.length}`);
+  if (opts.tokens.length < opts.count)
+    throw new EnrollError(
+      `--simulate ${opts.count} needs ${opts.count} install tokens; the tokens file has ${opts.tokens.length}`,
+    );
   const result: SimEnrollResult = { enrolled: 0, skipped: 0, failed: [] };
   let next = 1;
   const worker = async (): Promise<void> => {
@@ -53,7 +56,15 @@ export async function enrollSimulated(opts: SimEnrollOptions): Promise<SimEnroll
         continue;
       }
       try {
-        await enrollAgent({ server: opts.server, token: opts.tokens[i - 1]!, stateDir: dir, hostname: `sim-${i}`, os: 'linux', arch: 'x86_64', labels: { simulated: 'true', ...opts.labels } });
+        await enrollAgent({
+          server: opts.server,
+          token: opts.tokens[i - 1]!,
+          stateDir: dir,
+          hostname: `sim-${i}`,
+          os: 'linux',
+          arch: 'x86_64',
+          labels: { simulated: 'true', ...opts.labels },
+        });
         result.enrolled++;
       } catch (err) {
         result.failed.push({ index: i, message: errMessage(err) ?? 'failed' });
@@ -98,7 +109,15 @@ export interface SimulatedFleet {
 }
 
 function summarize(stats: AgentStats[]): FleetSummary {
-  const s: FleetSummary = { agents: stats.length, connected: 0, pending: 0, stored: 0, dropped: 0, send_failures: 0, collect_errors: 0 };
+  const s: FleetSummary = {
+    agents: stats.length,
+    connected: 0,
+    pending: 0,
+    stored: 0,
+    dropped: 0,
+    send_failures: 0,
+    collect_errors: 0,
+  };
   for (const a of stats) {
     if (a.connected) s.connected++;
     s.pending += a.outbox.pending;
@@ -125,12 +144,19 @@ function openFileLimit(): number | undefined {
 export async function runSimulated(opts: SimRunOptions): Promise<SimulatedFleet> {
   const { log } = opts;
   const missing: number[] = [];
-  for (let i = 1; i <= opts.count; i++) if (!(await exists(statePaths(simDir(opts.stateDir, i)).agent))) missing.push(i);
+  for (let i = 1; i <= opts.count; i++)
+    if (!(await exists(statePaths(simDir(opts.stateDir, i)).agent))) missing.push(i);
   if (missing.length > 0) {
-    throw new Error(`${missing.length} of ${opts.count} simulated agents are not enrolled (first: ${simDir(opts.stateDir, missing[0]!)}); run \`npm run agent -- enroll --simulate ${opts.count} --server <url> --tokens-file <file> --state-dir ${opts.stateDir}\``);
+    throw new Error(
+      `${missing.length} of ${opts.count} simulated agents are not enrolled (first: ${simDir(opts.stateDir, missing[0]!)}); run \`npm run agent -- enroll --simulate ${opts.count} --server <url> --tokens-file <file> --state-dir ${opts.stateDir}\``,
+    );
   }
   const limit = openFileLimit();
-  if (limit !== undefined && limit < opts.count + 64) log.warn({ open_files_limit: limit, agents: opts.count }, 'the open-files limit is close to the number of agents (one socket each); raise it with `ulimit -n`');
+  if (limit !== undefined && limit < opts.count + 64)
+    log.warn(
+      { open_files_limit: limit, agents: opts.count },
+      'the open-files limit is close to the number of agents (one socket each); raise it with `ulimit -n`',
+    );
 
   const intervalMs = opts.intervalMs ?? 10_000;
   const staggerMs = opts.staggerMs ?? Math.min(20, intervalMs / opts.count);
@@ -169,7 +195,8 @@ export async function runSimulated(opts: SimRunOptions): Promise<SimulatedFleet>
       if (summaryTimer) clearInterval(summaryTimer);
       const results = await Promise.allSettled(agents.map((a) => a.stop(timeoutMs)));
       const unflushed = results.filter((r) => r.status === 'rejected' || !r.value).length;
-      for (const r of results) if (r.status === 'rejected') log.warn({ err: errMessage(r.reason) }, 'simulated agent did not stop cleanly');
+      for (const r of results)
+        if (r.status === 'rejected') log.warn({ err: errMessage(r.reason) }, 'simulated agent did not stop cleanly');
       log.info({ ...summary(), unflushed }, 'simulated agents stopped');
     },
   };

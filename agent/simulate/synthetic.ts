@@ -36,15 +36,126 @@ const pick = <T>(rnd: () => number, items: readonly T[]): T => items[Math.floor(
 const round2 = (n: number): number => Math.round(n * 100) / 100;
 
 const STEMS = [
-  'acl', 'adduser', 'apt', 'attr', 'base-files', 'bash', 'bsdutils', 'bzip2', 'ca-certificates', 'coreutils', 'cron', 'curl', 'dash', 'dbus',
-  'debconf', 'diffutils', 'dpkg', 'e2fsprogs', 'findutils', 'gcc', 'gzip', 'grep', 'gnupg', 'hostname', 'init', 'iproute2', 'iptables', 'kmod',
-  'less', 'login', 'logrotate', 'lsb', 'mawk', 'mount', 'ncurses', 'netbase', 'openssh', 'openssl', 'passwd', 'perl', 'procps', 'python3',
-  'readline', 'rsyslog', 'sed', 'sensible-utils', 'systemd', 'sudo', 'tar', 'tzdata', 'udev', 'util-linux', 'vim', 'wget', 'xz-utils', 'zlib',
-  'krb5', 'ldap', 'sasl2', 'nghttp2', 'brotli', 'zstd', 'lz4', 'pcre2', 'gmp', 'nettle', 'gnutls', 'p11-kit', 'tasn1', 'unistring', 'idn2',
-  'psl', 'ssh2', 'rtmp', 'expat', 'xml2', 'xslt', 'yaml', 'json-c', 'jansson', 'uuid', 'blkid', 'fdisk', 'smartcols', 'cap2', 'seccomp',
-  'selinux', 'semanage', 'sepol', 'apparmor', 'audit', 'pam', 'nss', 'nspr', 'sqlite3', 'db5.3', 'gdbm', 'ffi', 'mpfr', 'isl', 'elf', 'dw',
+  'acl',
+  'adduser',
+  'apt',
+  'attr',
+  'base-files',
+  'bash',
+  'bsdutils',
+  'bzip2',
+  'ca-certificates',
+  'coreutils',
+  'cron',
+  'curl',
+  'dash',
+  'dbus',
+  'debconf',
+  'diffutils',
+  'dpkg',
+  'e2fsprogs',
+  'findutils',
+  'gcc',
+  'gzip',
+  'grep',
+  'gnupg',
+  'hostname',
+  'init',
+  'iproute2',
+  'iptables',
+  'kmod',
+  'less',
+  'login',
+  'logrotate',
+  'lsb',
+  'mawk',
+  'mount',
+  'ncurses',
+  'netbase',
+  'openssh',
+  'openssl',
+  'passwd',
+  'perl',
+  'procps',
+  'python3',
+  'readline',
+  'rsyslog',
+  'sed',
+  'sensible-utils',
+  'systemd',
+  'sudo',
+  'tar',
+  'tzdata',
+  'udev',
+  'util-linux',
+  'vim',
+  'wget',
+  'xz-utils',
+  'zlib',
+  'krb5',
+  'ldap',
+  'sasl2',
+  'nghttp2',
+  'brotli',
+  'zstd',
+  'lz4',
+  'pcre2',
+  'gmp',
+  'nettle',
+  'gnutls',
+  'p11-kit',
+  'tasn1',
+  'unistring',
+  'idn2',
+  'psl',
+  'ssh2',
+  'rtmp',
+  'expat',
+  'xml2',
+  'xslt',
+  'yaml',
+  'json-c',
+  'jansson',
+  'uuid',
+  'blkid',
+  'fdisk',
+  'smartcols',
+  'cap2',
+  'seccomp',
+  'selinux',
+  'semanage',
+  'sepol',
+  'apparmor',
+  'audit',
+  'pam',
+  'nss',
+  'nspr',
+  'sqlite3',
+  'db5.3',
+  'gdbm',
+  'ffi',
+  'mpfr',
+  'isl',
+  'elf',
+  'dw',
 ];
-const SUFFIXES = ['', '-common', '-dev', '-data', '-utils', '-bin', '-doc', '-tools', '-dbg', '-modules', '-base', '-extra', '-plugins', '-runtime', '-locale'];
+const SUFFIXES = [
+  '',
+  '-common',
+  '-dev',
+  '-data',
+  '-utils',
+  '-bin',
+  '-doc',
+  '-tools',
+  '-dbg',
+  '-modules',
+  '-base',
+  '-extra',
+  '-plugins',
+  '-runtime',
+  '-locale',
+];
 
 let sharedPackages: Pkg[] | undefined;
 /** ~1,480 packages every simulated host has (one array for the whole process). */
@@ -72,12 +183,27 @@ function basePackages(): Pkg[] {
 }
 
 const PROCESS_NAMES = [
-  ['systemd', '/sbin/init splash'], ['kthreadd', ''], ['sshd', 'sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups'], ['cron', '/usr/sbin/cron -f'],
-  ['rsyslogd', '/usr/sbin/rsyslogd -n -iNONE'], ['systemd-journal', '/lib/systemd/systemd-journald'], ['systemd-udevd', '/lib/systemd/systemd-udevd'],
-  ['dbus-daemon', '@dbus-daemon --system --address=systemd: --nofork --nopidfile --systemd-activation --syslog-only'], ['nginx', 'nginx: worker process'],
-  ['postgres', 'postgres: 15/main: checkpointer'], ['redis-server', '/usr/bin/redis-server 127.0.0.1:6379'], ['node', 'node /srv/app/server.js'],
-  ['python3', '/usr/bin/python3 /opt/worker/run.py --queue default'], ['containerd', '/usr/bin/containerd'], ['dockerd', '/usr/bin/dockerd -H fd://'],
-  ['kworker/0:1', ''], ['ksoftirqd/0', ''], ['migration/0', ''], ['rcu_sched', ''], ['bash', '-bash'], ['agetty', '/sbin/agetty -o -p -- \\u --noclear tty1 linux'],
+  ['systemd', '/sbin/init splash'],
+  ['kthreadd', ''],
+  ['sshd', 'sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups'],
+  ['cron', '/usr/sbin/cron -f'],
+  ['rsyslogd', '/usr/sbin/rsyslogd -n -iNONE'],
+  ['systemd-journal', '/lib/systemd/systemd-journald'],
+  ['systemd-udevd', '/lib/systemd/systemd-udevd'],
+  ['dbus-daemon', '@dbus-daemon --system --address=systemd: --nofork --nopidfile --systemd-activation --syslog-only'],
+  ['nginx', 'nginx: worker process'],
+  ['postgres', 'postgres: 15/main: checkpointer'],
+  ['redis-server', '/usr/bin/redis-server 127.0.0.1:6379'],
+  ['node', 'node /srv/app/server.js'],
+  ['python3', '/usr/bin/python3 /opt/worker/run.py --queue default'],
+  ['containerd', '/usr/bin/containerd'],
+  ['dockerd', '/usr/bin/dockerd -H fd://'],
+  ['kworker/0:1', ''],
+  ['ksoftirqd/0', ''],
+  ['migration/0', ''],
+  ['rcu_sched', ''],
+  ['bash', '-bash'],
+  ['agetty', '/sbin/agetty -o -p -- \\u --noclear tty1 linux'],
 ] as const;
 const USERS = ['root', 'www-data', 'postgres', 'redis', 'syslog', 'messagebus', 'deploy', 'nobody'];
 
@@ -121,38 +247,127 @@ function buildHost(index: number) {
   }
 
   const own: Pkg[] = [];
-  for (let i = 0; i < 20; i++) own.push({ name: `app-${index % 50}-component-${i}`, version: `2.${index % 7}.${i}`, architecture: 'amd64', manager: 'dpkg', description: 'in-house component', installed_size_bytes: 512 * 1024 });
+  for (let i = 0; i < 20; i++)
+    own.push({
+      name: `app-${index % 50}-component-${i}`,
+      version: `2.${index % 7}.${i}`,
+      architecture: 'amd64',
+      manager: 'dpkg',
+      description: 'in-house component',
+      installed_size_bytes: 512 * 1024,
+    });
   const packages = [...basePackages(), ...own];
 
   const services: In<typeof ServiceRecord>[] = [];
   for (let i = 0; i < 60; i++) {
-    const name = i < PROCESS_NAMES.length ? `${PROCESS_NAMES[i]![0].replace(/[/:].*$/, '')}.service` : `unit-${i}.service`;
+    const name =
+      i < PROCESS_NAMES.length ? `${PROCESS_NAMES[i]![0].replace(/[/:].*$/, '')}.service` : `unit-${i}.service`;
     const active = rnd() < 0.8;
-    services.push({ name, description: `Simulated ${name}`, load_state: 'loaded', active_state: active ? 'active' : 'inactive', sub_state: active ? 'running' : 'dead', enabled: active, main_pid: active ? processes[i % 300]!.pid : null, manager: 'systemd' });
+    services.push({
+      name,
+      description: `Simulated ${name}`,
+      load_state: 'loaded',
+      active_state: active ? 'active' : 'inactive',
+      sub_state: active ? 'running' : 'dead',
+      enabled: active,
+      main_pid: active ? processes[i % 300]!.pid : null,
+      manager: 'systemd',
+    });
   }
   const ports: In<typeof PortRecord>[] = [
-    { protocol: 'tcp', local_address: '0.0.0.0', local_port: 22, state: 'LISTEN', pid: processes[2]!.pid, process_name: 'sshd' },
-    { protocol: 'tcp6', local_address: '::', local_port: 22, state: 'LISTEN', pid: processes[2]!.pid, process_name: 'sshd' },
+    {
+      protocol: 'tcp',
+      local_address: '0.0.0.0',
+      local_port: 22,
+      state: 'LISTEN',
+      pid: processes[2]!.pid,
+      process_name: 'sshd',
+    },
+    {
+      protocol: 'tcp6',
+      local_address: '::',
+      local_port: 22,
+      state: 'LISTEN',
+      pid: processes[2]!.pid,
+      process_name: 'sshd',
+    },
     { protocol: 'udp', local_address: '127.0.0.53', local_port: 53, state: 'UNCONN', pid: null, process_name: '' },
   ];
-  for (let i = 0; i < 15; i++) ports.push({ protocol: 'tcp', local_address: ip, local_port: 443, remote_address: `10.0.${i}.${(index + i) % 250}`, remote_port: 40_000 + i, state: 'ESTABLISHED', pid: processes[8]!.pid, process_name: 'nginx' });
+  for (let i = 0; i < 15; i++)
+    ports.push({
+      protocol: 'tcp',
+      local_address: ip,
+      local_port: 443,
+      remote_address: `10.0.${i}.${(index + i) % 250}`,
+      remote_port: 40_000 + i,
+      state: 'ESTABLISHED',
+      pid: processes[8]!.pid,
+      process_name: 'nginx',
+    });
   const interfaces: In<typeof InterfaceRecord>[] = [
-    { name: 'lo', ipv4_addresses: ['127.0.0.1'], ipv6_addresses: ['::1'], mtu: 65536, state: 'up', rx_bytes: 0, tx_bytes: 0 },
-    { name: 'eth0', mac_address: `02:00:${[(index >> 24) & 255, (index >> 16) & 255, (index >> 8) & 255, index & 255].map((b) => b.toString(16).padStart(2, '0')).join(':')}`, ipv4_addresses: [ip], mtu: 1500, state: 'up', speed_mbps: 10_000 },
+    {
+      name: 'lo',
+      ipv4_addresses: ['127.0.0.1'],
+      ipv6_addresses: ['::1'],
+      mtu: 65536,
+      state: 'up',
+      rx_bytes: 0,
+      tx_bytes: 0,
+    },
+    {
+      name: 'eth0',
+      mac_address: `02:00:${[(index >> 24) & 255, (index >> 16) & 255, (index >> 8) & 255, index & 255].map((b) => b.toString(16).padStart(2, '0')).join(':')}`,
+      ipv4_addresses: [ip],
+      mtu: 1500,
+      state: 'up',
+      speed_mbps: 10_000,
+    },
   ];
   const users: In<typeof SystemUserRecord>[] = [];
   for (let i = 0; i < 30; i++) {
     const name = i < USERS.length ? USERS[i]! : `user${i}`;
     const uid = name === 'root' ? 0 : i < USERS.length ? 100 + i : 1000 + i;
-    users.push({ username: name, uid, gid: uid, home: name === 'root' ? '/root' : `/home/${name}`, shell: uid >= 1000 || uid === 0 ? '/bin/bash' : '/usr/sbin/nologin', is_system: uid > 0 && uid < 1000, groups: uid >= 1000 ? [name, 'sudo'] : [name] });
+    users.push({
+      username: name,
+      uid,
+      gid: uid,
+      home: name === 'root' ? '/root' : `/home/${name}`,
+      shell: uid >= 1000 || uid === 0 ? '/bin/bash' : '/usr/sbin/nologin',
+      is_system: uid > 0 && uid < 1000,
+      groups: uid >= 1000 ? [name, 'sudo'] : [name],
+    });
   }
   const cron: In<typeof CronJobRecord>[] = [
-    { username: 'root', schedule: '17 * * * *', command: 'cd / && run-parts --report /etc/cron.hourly', source: '/etc/crontab', is_active: true },
-    { username: 'root', schedule: '25 6 * * *', command: 'test -x /usr/sbin/anacron || run-parts --report /etc/cron.daily', source: '/etc/crontab', is_active: true },
-    { username: 'deploy', schedule: `*/${5 + (index % 10)} * * * *`, command: '/opt/app/bin/sync --quiet', source: 'crontab:deploy', is_active: true },
+    {
+      username: 'root',
+      schedule: '17 * * * *',
+      command: 'cd / && run-parts --report /etc/cron.hourly',
+      source: '/etc/crontab',
+      is_active: true,
+    },
+    {
+      username: 'root',
+      schedule: '25 6 * * *',
+      command: 'test -x /usr/sbin/anacron || run-parts --report /etc/cron.daily',
+      source: '/etc/crontab',
+      is_active: true,
+    },
+    {
+      username: 'deploy',
+      schedule: `*/${5 + (index % 10)} * * * *`,
+      command: '/opt/app/bin/sync --quiet',
+      source: 'crontab:deploy',
+      is_active: true,
+    },
   ];
   const modules: In<typeof KernelModuleRecord>[] = [];
-  for (let i = 0; i < 80; i++) modules.push({ name: `mod_${STEMS[i % STEMS.length]!.replace(/[^a-z0-9]/g, '_')}_${i}`, size_bytes: 16_384 + i * 1024, instances: i % 3, used_by: i % 5 === 0 ? ['ip_tables'] : [] });
+  for (let i = 0; i < 80; i++)
+    modules.push({
+      name: `mod_${STEMS[i % STEMS.length]!.replace(/[^a-z0-9]/g, '_')}_${i}`,
+      size_bytes: 16_384 + i * 1024,
+      instances: i % 3,
+      used_by: i % 5 === 0 ? ['ip_tables'] : [],
+    });
   const security: In<typeof SecurityItemRecord>[] = [
     { category: 'sshd', key: 'PermitRootLogin', value: index % 10 === 0 ? 'yes' : 'prohibit-password' },
     { category: 'sshd', key: 'PasswordAuthentication', value: 'no' },
@@ -161,24 +376,77 @@ function buildHost(index: number) {
     { category: 'updates', key: 'security_updates_pending', value: String(index % 7) },
   ];
   const firewall: In<typeof FirewallRuleRecord>[] = [];
-  for (let i = 0; i < 10; i++) firewall.push({ chain: 'INPUT', rule_number: i + 1, target: i === 9 ? 'DROP' : 'ACCEPT', protocol: 'tcp', port: String([22, 80, 443, 5432, 6379, 8080, 9100, 9090, 3000, 0][i]), tool: 'iptables', table_name: 'filter', rule_text: `-A INPUT -p tcp --dport ${[22, 80, 443, 5432, 6379, 8080, 9100, 9090, 3000, 0][i]} -j ACCEPT` });
-  const fingerprint = Array.from({ length: 32 }, (_, i) => ((index * 31 + i * 17) & 255).toString(16).padStart(2, '0').toUpperCase()).join(':');
+  for (let i = 0; i < 10; i++)
+    firewall.push({
+      chain: 'INPUT',
+      rule_number: i + 1,
+      target: i === 9 ? 'DROP' : 'ACCEPT',
+      protocol: 'tcp',
+      port: String([22, 80, 443, 5432, 6379, 8080, 9100, 9090, 3000, 0][i]),
+      tool: 'iptables',
+      table_name: 'filter',
+      rule_text: `-A INPUT -p tcp --dport ${[22, 80, 443, 5432, 6379, 8080, 9100, 9090, 3000, 0][i]} -j ACCEPT`,
+    });
+  const fingerprint = Array.from({ length: 32 }, (_, i) =>
+    ((index * 31 + i * 17) & 255).toString(16).padStart(2, '0').toUpperCase(),
+  ).join(':');
   const certificates: In<typeof CertificateRecord>[] = [
-    { subject: `CN=sim-${index}.example.internal`, issuer: 'CN=Simulated Internal CA', not_before: '2026-01-01T00:00:00Z', not_after: '2027-01-01T00:00:00Z', fingerprint_sha256: fingerprint, is_ca: false, key_algorithm: 'RSA', key_bits: 2048, path: '/etc/ssl/certs/host.pem' },
+    {
+      subject: `CN=sim-${index}.example.internal`,
+      issuer: 'CN=Simulated Internal CA',
+      not_before: '2026-01-01T00:00:00Z',
+      not_after: '2027-01-01T00:00:00Z',
+      fingerprint_sha256: fingerprint,
+      is_ca: false,
+      key_algorithm: 'RSA',
+      key_bits: 2048,
+      path: '/etc/ssl/certs/host.pem',
+    },
   ];
   const containers: In<typeof ContainerRecord>[] = [];
   if (index % 4 === 0) {
-    for (let i = 0; i < 5; i++) containers.push({ container_id: `${index.toString(16).padStart(8, '0')}${i.toString(16).padStart(56, '0')}`, name: `app-${i}`, image: `registry.example.internal/app-${i}:1.${index % 9}`, state: 'running', status: 'Up 3 days', runtime: 'docker', created_at: new Date(bootedAt).toISOString(), labels: { 'com.example.team': 'core' } });
+    for (let i = 0; i < 5; i++)
+      containers.push({
+        container_id: `${index.toString(16).padStart(8, '0')}${i.toString(16).padStart(56, '0')}`,
+        name: `app-${i}`,
+        image: `registry.example.internal/app-${i}:1.${index % 9}`,
+        state: 'running',
+        status: 'Up 3 days',
+        runtime: 'docker',
+        created_at: new Date(bootedAt).toISOString(),
+        labels: { 'com.example.team': 'core' },
+      });
   }
 
   const integrations: In<typeof IntegrationReport>[] = [];
-  if (index % 3 === 0) integrations.push({ integration_id: 'postgresql', collector_name: 'postgresql', status: 'ok', status_message: '' });
-  if (index % 4 === 0) integrations.push({ integration_id: 'redis', collector_name: 'redis', status: index % 40 === 0 ? 'warning' : 'ok', status_message: index % 40 === 0 ? 'memory above 80 %' : '' });
-  if (index % 2 === 0) integrations.push({ integration_id: 'nginx', collector_name: 'nginx', status: 'ok', status_message: '' });
+  if (index % 3 === 0)
+    integrations.push({ integration_id: 'postgresql', collector_name: 'postgresql', status: 'ok', status_message: '' });
+  if (index % 4 === 0)
+    integrations.push({
+      integration_id: 'redis',
+      collector_name: 'redis',
+      status: index % 40 === 0 ? 'warning' : 'ok',
+      status_message: index % 40 === 0 ? 'memory above 80 %' : '',
+    });
+  if (index % 2 === 0)
+    integrations.push({ integration_id: 'nginx', collector_name: 'nginx', status: 'ok', status_message: '' });
   const integrationConfig: Record<string, NonNullable<In<typeof IntegrationReport>['config']>> = {
-    postgresql: { max_connections: { value: 100 + (index % 5) * 50, source: '/etc/postgresql/15/main/postgresql.conf', category: 'connections' }, shared_buffers: { value: 128, unit: 'MB', source: '/etc/postgresql/15/main/postgresql.conf', category: 'memory' } },
-    redis: { maxmemory: { value: 256, unit: 'MB', source: '/etc/redis/redis.conf', category: 'memory' }, appendonly: { value: false, source: '/etc/redis/redis.conf', category: 'persistence' } },
-    nginx: { worker_processes: { value: 'auto', source: '/etc/nginx/nginx.conf', category: 'workers' }, keepalive_timeout: { value: 65, unit: 's', source: '/etc/nginx/nginx.conf', category: 'connections' } },
+    postgresql: {
+      max_connections: {
+        value: 100 + (index % 5) * 50,
+        source: '/etc/postgresql/15/main/postgresql.conf',
+        category: 'connections',
+      },
+      shared_buffers: { value: 128, unit: 'MB', source: '/etc/postgresql/15/main/postgresql.conf', category: 'memory' },
+    },
+    redis: {
+      maxmemory: { value: 256, unit: 'MB', source: '/etc/redis/redis.conf', category: 'memory' },
+      appendonly: { value: false, source: '/etc/redis/redis.conf', category: 'persistence' },
+    },
+    nginx: {
+      worker_processes: { value: 'auto', source: '/etc/nginx/nginx.conf', category: 'workers' },
+      keepalive_timeout: { value: 65, unit: 's', source: '/etc/nginx/nginx.conf', category: 'connections' },
+    },
   };
 
   // Metric series: fixed names and label objects, values moved per batch.
@@ -203,8 +471,20 @@ function buildHost(index: number) {
     series.push({ name: 'host_disk_read', labels: { device }, base: rnd() * 1e10, spread: 1e6, counter: true });
     series.push({ name: 'host_disk_write', labels: { device }, base: rnd() * 1e10, spread: 2e6, counter: true });
   }
-  series.push({ name: 'host_network_receive', labels: { interface: 'eth0' }, base: rnd() * 1e11, spread: 5e6, counter: true });
-  series.push({ name: 'host_network_transmit', labels: { interface: 'eth0' }, base: rnd() * 1e11, spread: 3e6, counter: true });
+  series.push({
+    name: 'host_network_receive',
+    labels: { interface: 'eth0' },
+    base: rnd() * 1e11,
+    spread: 5e6,
+    counter: true,
+  });
+  series.push({
+    name: 'host_network_transmit',
+    labels: { interface: 'eth0' },
+    base: rnd() * 1e11,
+    spread: 3e6,
+    counter: true,
+  });
   const top = processes.slice(0, 20);
   for (const p of top.slice(0, 10)) {
     const labels = { process_name: p.name, pid: String(p.pid) };
@@ -219,10 +499,33 @@ function buildHost(index: number) {
   }
   while (series.length < 50) {
     const p = top[series.length % top.length]!;
-    series.push({ name: 'process_threads', labels: { process_name: p.name, pid: String(p.pid), slot: String(series.length) }, base: p.threads, spread: 0, counter: false });
+    series.push({
+      name: 'process_threads',
+      labels: { process_name: p.name, pid: String(p.pid), slot: String(series.length) },
+      base: p.threads,
+      spread: 0,
+      counter: false,
+    });
   }
 
-  return { facts, processes, packages, services, ports, interfaces, users, cron, modules, security, firewall, certificates, containers, integrations, integrationConfig, series };
+  return {
+    facts,
+    processes,
+    packages,
+    services,
+    ports,
+    interfaces,
+    users,
+    cron,
+    modules,
+    security,
+    firewall,
+    certificates,
+    containers,
+    integrations,
+    integrationConfig,
+    series,
+  };
 }
 
 export interface SyntheticCollector extends Collector {

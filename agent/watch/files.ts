@@ -23,14 +23,23 @@ const MAX_BATCH = 1_000;
  * file, `/etc/ssl/*` everything under /etc/ssl, `/etc/shadow` exactly that file.
  */
 export function globMatcher(patterns: string[]): (path: string) => boolean {
-  const res = patterns.map((p) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*+/g, '.*').replace(/\?/g, '.')}$`));
+  const res = patterns.map(
+    (p) =>
+      new RegExp(
+        `^${p
+          .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+          .replace(/\*+/g, '.*')
+          .replace(/\?/g, '.')}$`,
+      ),
+  );
   return (path) => {
     const name = basename(path);
     return res.some((re) => re.test(path) || re.test(name));
   };
 }
 
-const under = (path: string, root: string): boolean => path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+const under = (path: string, root: string): boolean =>
+  path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 
 async function sha256(path: string): Promise<string> {
   const hash = createHash('sha256');
@@ -154,7 +163,15 @@ export function createFileWatcher(onChanges: OnFileChanges, opts: FileWatcherOpt
       const gone = a.known.has(path) ? [path] : [...a.known].filter((k) => under(k, path)).sort();
       for (const k of gone) {
         a.known.delete(k);
-        emit({ type: 'file_change', time, path: k, change: 'deleted', size_bytes: null, sha256: null, sensitive: a.sensitive(k) });
+        emit({
+          type: 'file_change',
+          time,
+          path: k,
+          change: 'deleted',
+          size_bytes: null,
+          sha256: null,
+          sensitive: a.sensitive(k),
+        });
       }
       for (const [dir, w] of a.watchers) {
         if (!under(dir, path)) continue;
@@ -171,7 +188,15 @@ export function createFileWatcher(onChanges: OnFileChanges, opts: FileWatcherOpt
     a.known.add(path);
     let hash: string | null = null;
     if (st.isFile() && !sensitive && st.size <= a.config.max_file_size) hash = await sha256(path).catch(() => null);
-    emit({ type: 'file_change', time, path, change, size_bytes: st.isFile() ? st.size : null, sha256: hash, sensitive });
+    emit({
+      type: 'file_change',
+      time,
+      path,
+      change,
+      size_bytes: st.isFile() ? st.size : null,
+      sha256: hash,
+      sensitive,
+    });
   }
 
   async function arm(config: WatchFilesConfig): Promise<Armed> {

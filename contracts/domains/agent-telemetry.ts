@@ -21,7 +21,9 @@ const NonNeg = z.number().int().nonnegative();
 const Num = z.number().finite();
 const Time = z.iso.datetime({ offset: true });
 /** Agent labels and integration/container labels: short string keys and values. */
-export const LabelMap = z.record(z.string().min(1).max(128), z.string().max(1024)).refine((m) => Object.keys(m).length <= 200, 'at most 200 labels');
+export const LabelMap = z
+  .record(z.string().min(1).max(128), z.string().max(1024))
+  .refine((m) => Object.keys(m).length <= 200, 'at most 200 labels');
 
 /** Host facts an agent reports with every snapshot (and, when they change, with a heartbeat). */
 export const HostFacts = z.object({
@@ -236,9 +238,15 @@ export const MetricSample = z.object({
   /** Milliseconds since the epoch; absent = the batch's `collected_at`. */
   time_ms: NonNeg.optional(),
   labels: z
-    .record(z.string().max(LABEL_NAME_MAX).regex(LABEL_NAME, 'label names are [a-zA-Z_][a-zA-Z0-9_]*'), z.string().max(LABEL_VALUE_MAX))
+    .record(
+      z.string().max(LABEL_NAME_MAX).regex(LABEL_NAME, 'label names are [a-zA-Z_][a-zA-Z0-9_]*'),
+      z.string().max(LABEL_VALUE_MAX),
+    )
     .refine((m) => Object.keys(m).length <= LABELS_PER_SAMPLE, `at most ${LABELS_PER_SAMPLE} labels per sample`)
-    .refine((m) => !RESERVED_LABELS.some((r) => Object.hasOwn(m, r)), `labels ${RESERVED_LABELS.join(', ')} are set by the server`)
+    .refine(
+      (m) => !RESERVED_LABELS.some((r) => Object.hasOwn(m, r)),
+      `labels ${RESERVED_LABELS.join(', ')} are set by the server`,
+    )
     .default({}),
 });
 export type MetricSample = z.infer<typeof MetricSample>;
@@ -250,7 +258,8 @@ export const MetricBatch = z.object({
 export type MetricBatch = z.infer<typeof MetricBatch>;
 export type MetricBatchIn = z.input<typeof MetricBatch>;
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 const SAMPLE_KEYS = new Set(['name', 'value', 'time_ms', 'labels']);
 const RESERVED = new Set<string>(RESERVED_LABELS);
 
@@ -278,7 +287,8 @@ function fastMetricBatch(v: unknown): v is MetricBatch {
     const { name, value, time_ms: timeMs, labels } = s;
     if (typeof name !== 'string' || name.length > SAMPLE_NAME_MAX || !METRIC_NAME.test(name)) return false;
     if (typeof value !== 'number' || !Number.isFinite(value)) return false;
-    if (timeMs !== undefined && (typeof timeMs !== 'number' || !Number.isSafeInteger(timeMs) || timeMs < 0)) return false;
+    if (timeMs !== undefined && (typeof timeMs !== 'number' || !Number.isSafeInteger(timeMs) || timeMs < 0))
+      return false;
     if (labels === undefined) {
       s.labels = {};
       continue;
@@ -319,7 +329,11 @@ export const FileChangeEvent = z.object({
   path: z.string().min(1).max(4096),
   change: z.enum(['created', 'modified', 'deleted']),
   size_bytes: NonNeg.nullable().default(null),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/).nullable().default(null),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable()
+    .default(null),
   /** A sensitive file's content hash is never sent; the event only says that it changed. */
   sensitive: z.boolean().default(false),
 });
@@ -334,7 +348,12 @@ export const WatchFilesConfig = z.object({
   paths: z.array(z.string().min(1).max(4096)).min(1, 'must not be empty').max(1_000),
   exclude_patterns: z.array(z.string().min(1).max(4096)).max(1_000).default([]),
   sensitive_files: z.array(z.string().min(1).max(4096)).max(1_000).default([]),
-  max_file_size: z.number().int().min(1).max(1024 * 1024 * 1024).default(WATCH_DEFAULT_MAX_FILE_SIZE),
+  max_file_size: z
+    .number()
+    .int()
+    .min(1)
+    .max(1024 * 1024 * 1024)
+    .default(WATCH_DEFAULT_MAX_FILE_SIZE),
 });
 export type WatchFilesConfig = z.infer<typeof WatchFilesConfig>;
 
@@ -362,7 +381,14 @@ export const ConfigFetchRequest = z.object({}).strict();
 export const ConfigFetchReply = z.object({
   agent_id: z.uuid(),
   host_id: z.uuid(),
-  configs: z.array(z.object({ config_type: ConfigType, version: z.number().int().min(1), payload: WatchFilesConfig, updated_at: Time })),
+  configs: z.array(
+    z.object({
+      config_type: ConfigType,
+      version: z.number().int().min(1),
+      payload: WatchFilesConfig,
+      updated_at: Time,
+    }),
+  ),
   /** Fresh broker credentials when the agent's current ones pass half their lifetime; the agent rewrites its creds file. */
   credentials: z.object({ user_jwt: z.string(), expires_at: Time }).optional(),
 });
@@ -370,4 +396,7 @@ export type ConfigFetchReply = z.infer<typeof ConfigFetchReply>;
 
 /** Reply envelope of config fetch: agents cannot sign, so this side of the wire is plain JSON. */
 export const AgentReply = <T extends z.ZodType>(data: T) =>
-  z.union([z.object({ ok: z.literal(true), data }), z.object({ ok: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) })]);
+  z.union([
+    z.object({ ok: z.literal(true), data }),
+    z.object({ ok: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) }),
+  ]);

@@ -90,9 +90,15 @@ export const CreateNoteBody = z
   })
   .superRefine((b, ctx) => {
     const want = SCOPE_TARGET[b.scope];
-    if (b[want] === undefined) ctx.addIssue({ code: 'custom', message: `is required for scope ${b.scope}`, path: [want] });
+    if (b[want] === undefined)
+      ctx.addIssue({ code: 'custom', message: `is required for scope ${b.scope}`, path: [want] });
     for (const other of TARGETS) {
-      if (other !== want && b[other] !== undefined) ctx.addIssue({ code: 'custom', message: `must not be given for scope ${b.scope} (give only ${want})`, path: [other] });
+      if (other !== want && b[other] !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          message: `must not be given for scope ${b.scope} (give only ${want})`,
+          path: [other],
+        });
     }
   })
   .refine(endsAfter, ENDS_AFTER);
@@ -101,7 +107,14 @@ export const CreateNoteBody = z
  * PUT replaces kind, timestamp, ends_at and text; omitting ends_at makes a point. Scope, target and author never change:
  * sent unchanged they are accepted, others are 400 (contracts/immutable.ts).
  */
-export const IMMUTABLE_NOTE_FIELDS = ['scope', 'host_id', 'environment_id', 'client_id', 'created_by', 'created_by_name'] as const;
+export const IMMUTABLE_NOTE_FIELDS = [
+  'scope',
+  'host_id',
+  'environment_id',
+  'client_id',
+  'created_by',
+  'created_by_name',
+] as const;
 export const UpdateNoteBody = z
   .object({
     kind: NoteKind.default('note'),
@@ -113,13 +126,22 @@ export const UpdateNoteBody = z
   .refine(endsAfter, ENDS_AFTER);
 
 /** Exactly one of host_id / environment_id / client_id, and the range. */
-const oneTarget = <T extends { host_id?: string | undefined; environment_id?: string | undefined; client_id?: string | undefined }>(q: T): boolean =>
-  TARGETS.filter((t) => q[t] !== undefined).length === 1;
+const oneTarget = <
+  T extends { host_id?: string | undefined; environment_id?: string | undefined; client_id?: string | undefined },
+>(
+  q: T,
+): boolean => TARGETS.filter((t) => q[t] !== undefined).length === 1;
 const ONE_TARGET = { message: 'give exactly one of host_id, environment_id, client_id', path: ['host_id'] };
 const ORDERED = { message: 'must not be before start', path: ['end'] };
 
 export const NoteListQuery = z
-  .object({ host_id: z.uuid().optional(), environment_id: z.uuid().optional(), client_id: z.uuid().optional(), start: Rfc3339, end: Rfc3339 })
+  .object({
+    host_id: z.uuid().optional(),
+    environment_id: z.uuid().optional(),
+    client_id: z.uuid().optional(),
+    start: Rfc3339,
+    end: Rfc3339,
+  })
   .refine(oneTarget, ONE_TARGET)
   .refine((q) => ms(q.start) <= ms(q.end), ORDERED);
 
@@ -165,7 +187,10 @@ export const MarkerQuery = z
   })
   .refine(oneTarget, ONE_TARGET)
   .refine((q) => ms(q.start) <= ms(q.end), ORDERED)
-  .refine((q) => ms(q.end) - ms(q.start) <= MARKER_MAX_RANGE_MS, { message: 'the range is at most 30 days', path: ['end'] });
+  .refine((q) => ms(q.end) - ms(q.start) <= MARKER_MAX_RANGE_MS, {
+    message: 'the range is at most 30 days',
+    path: ['end'],
+  });
 
 const ById = z.object({ id: z.uuid() });
 
@@ -180,14 +205,16 @@ export const eventsChartSubjects = subjects({
   },
 
   'svc.events.annotations.create': {
-    summary: 'Creates a note on a host, environment or client chart (annotations:write at its scope; signed-in users only).',
+    summary:
+      'Creates a note on a host, environment or client chart (annotations:write at its scope; signed-in users only).',
     request: CreateNoteBody,
     reply: Note,
     errors: ['forbidden', 'not_found'],
   },
   'svc.events.annotations.list': {
     retry: 'safe',
-    summary: 'Notes shown on a chart, inherited from its environment and client (metrics:read on the target; rows within the caller’s metrics:read scope).',
+    summary:
+      'Notes shown on a chart, inherited from its environment and client (metrics:read on the target; rows within the caller’s metrics:read scope).',
     request: NoteListQuery,
     reply: z.array(Note),
     errors: ['forbidden', 'not_found'],
@@ -207,7 +234,8 @@ export const eventsChartSubjects = subjects({
 
   'svc.events.chart_markers': {
     retry: 'safe',
-    summary: 'Alert windows and deploys to mark on a host, environment or client chart (metrics:read; alerts need alerts:read, deploys changes:read).',
+    summary:
+      'Alert windows and deploys to mark on a host, environment or client chart (metrics:read; alerts need alerts:read, deploys changes:read).',
     request: MarkerQuery,
     reply: z.object({ alerts: z.array(AlertMarker), deploys: z.array(DeployMarker) }),
     errors: ['forbidden', 'not_found'],

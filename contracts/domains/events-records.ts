@@ -126,5 +126,8 @@ export const AlertGroupChanged = z.object({
 export type AlertGroupChanged = z.infer<typeof AlertGroupChanged>;
 
 /** `svc.evt.events.receiver_changed`: a receiver was changed or removed; every instance forgets its cached token. */
-export const ReceiverChanged = z.object({ receiver_id: z.uuid(), token_hashes: z.array(z.string().regex(/^[0-9a-f]{64}$/)) });
+export const ReceiverChanged = z.object({
+  receiver_id: z.uuid(),
+  token_hashes: z.array(z.string().regex(/^[0-9a-f]{64}$/)),
+});
 export type ReceiverChanged = z.infer<typeof ReceiverChanged>;

@@ -40,8 +40,16 @@ export type AlertSource = z.infer<typeof AlertSource>;
 
 /** Creation (and token rotation) answers the token once, with the full receiver URL. */
 const Issued = { token: z.string(), url: z.string() };
-export const IssuedWebhookEndpoint = WebhookEndpoint.extend({ ...Issued, token: Issued.token.optional(), url: Issued.url.optional() });
-export const IssuedAlertSource = AlertSource.extend({ ...Issued, token: Issued.token.optional(), url: Issued.url.optional() });
+export const IssuedWebhookEndpoint = WebhookEndpoint.extend({
+  ...Issued,
+  token: Issued.token.optional(),
+  url: Issued.url.optional(),
+});
+export const IssuedAlertSource = AlertSource.extend({
+  ...Issued,
+  token: Issued.token.optional(),
+  url: Issued.url.optional(),
+});
 
 export const CreateWebhookEndpointBody = z.object({
   client_id: z.uuid(),
@@ -71,10 +79,19 @@ const UpdateReceiverBody = z.object({
   rotate_token: z.boolean().default(false),
 });
 export const RECEIVER_IMMUTABLE = ['client_id', 'source'] as const;
-export const UpdateWebhookEndpointBody = UpdateReceiverBody.extend(immutableFields(WebhookEndpoint, RECEIVER_IMMUTABLE));
-export const UpdateAlertSourceBody = UpdateReceiverBody.extend({ oncall_phone: PhoneNumber.nullable().optional(), ...immutableFields(AlertSource, RECEIVER_IMMUTABLE) });
+export const UpdateWebhookEndpointBody = UpdateReceiverBody.extend(
+  immutableFields(WebhookEndpoint, RECEIVER_IMMUTABLE),
+);
+export const UpdateAlertSourceBody = UpdateReceiverBody.extend({
+  oncall_phone: PhoneNumber.nullable().optional(),
+  ...immutableFields(AlertSource, RECEIVER_IMMUTABLE),
+});
 
-export const WebhookEndpointListQuery = z.object({ ...Paging, client_id: z.uuid().optional(), source: WebhookSource.optional() });
+export const WebhookEndpointListQuery = z.object({
+  ...Paging,
+  client_id: z.uuid().optional(),
+  source: WebhookSource.optional(),
+});
 export const AlertSourceListQuery = z.object({ ...Paging, client_id: z.uuid().optional() });
 export const RejectedListQuery = z.object(Paging);
 
@@ -152,15 +169,23 @@ export const eventsSubjects = subjects({
     reply: Paged(WebhookEndpoint),
     errors: ['forbidden', 'not_found'],
   },
-  'svc.events.webhook_endpoints.get': { retry: 'safe', summary: 'One webhook endpoint (webhooks:read).', request: ById, reply: WebhookEndpoint, errors: ['forbidden', 'not_found'] },
+  'svc.events.webhook_endpoints.get': {
+    retry: 'safe',
+    summary: 'One webhook endpoint (webhooks:read).',
+    request: ById,
+    reply: WebhookEndpoint,
+    errors: ['forbidden', 'not_found'],
+  },
   'svc.events.webhook_endpoints.create': {
-    summary: 'Creates a webhook endpoint for a client (webhooks:write); its token is shown once with the receiver URL and stored hashed.',
+    summary:
+      'Creates a webhook endpoint for a client (webhooks:write); its token is shown once with the receiver URL and stored hashed.',
     request: CreateWebhookEndpointBody,
     reply: IssuedWebhookEndpoint,
     errors: ['forbidden', 'not_found'],
   },
   'svc.events.webhook_endpoints.update': {
-    summary: 'Renames, moves, sets or clears the secret of, or rotates the token of a webhook endpoint (webhooks:write).',
+    summary:
+      'Renames, moves, sets or clears the secret of, or rotates the token of a webhook endpoint (webhooks:write).',
     request: UpdateWebhookEndpointBody.extend(ById.shape),
     reply: IssuedWebhookEndpoint,
     errors: ['forbidden', 'not_found', 'bad_request'],
@@ -173,7 +198,8 @@ export const eventsSubjects = subjects({
   },
   'svc.events.webhook_endpoints.rejected': {
     retry: 'safe',
-    summary: "Deliveries of a webhook endpoint that could not be used, newest first, with their reason (webhooks:read).",
+    summary:
+      'Deliveries of a webhook endpoint that could not be used, newest first, with their reason (webhooks:read).',
     request: RejectedListQuery.extend(ById.shape),
     reply: Paged(RejectedDelivery),
     errors: ['forbidden', 'not_found'],
@@ -186,15 +212,23 @@ export const eventsSubjects = subjects({
     reply: Paged(AlertSource),
     errors: ['forbidden', 'not_found'],
   },
-  'svc.events.alert_sources.get': { retry: 'safe', summary: 'One alert source (alertsources:read).', request: ById, reply: AlertSource, errors: ['forbidden', 'not_found'] },
+  'svc.events.alert_sources.get': {
+    retry: 'safe',
+    summary: 'One alert source (alertsources:read).',
+    request: ById,
+    reply: AlertSource,
+    errors: ['forbidden', 'not_found'],
+  },
   'svc.events.alert_sources.create': {
-    summary: 'Creates an alert source for a client (alertsources:write), optionally with an on-call phone number; its token is shown once.',
+    summary:
+      'Creates an alert source for a client (alertsources:write), optionally with an on-call phone number; its token is shown once.',
     request: CreateAlertSourceBody,
     reply: IssuedAlertSource,
     errors: ['forbidden', 'not_found'],
   },
   'svc.events.alert_sources.update': {
-    summary: 'Renames, moves, sets or clears the secret or on-call number of, or rotates the token of an alert source (alertsources:write).',
+    summary:
+      'Renames, moves, sets or clears the secret or on-call number of, or rotates the token of an alert source (alertsources:write).',
     request: UpdateAlertSourceBody.extend(ById.shape),
     reply: IssuedAlertSource,
     errors: ['forbidden', 'not_found', 'bad_request'],
@@ -207,7 +241,8 @@ export const eventsSubjects = subjects({
   },
   'svc.events.alert_sources.rejected': {
     retry: 'safe',
-    summary: 'Deliveries of an alert source that could not be used, newest first, with their reason (alertsources:read).',
+    summary:
+      'Deliveries of an alert source that could not be used, newest first, with their reason (alertsources:read).',
     request: RejectedListQuery.extend(ById.shape),
     reply: Paged(RejectedDelivery),
     errors: ['forbidden', 'not_found'],
@@ -222,7 +257,8 @@ export const eventsSubjects = subjects({
   },
 
   'svc.events.voice.twiml': {
-    summary: 'Voice provider callback: the TwiML that reads the alert of a call and gathers one digit (signature checked).',
+    summary:
+      'Voice provider callback: the TwiML that reads the alert of a call and gathers one digit (signature checked).',
     request: z.object({ call_id: z.uuid(), ...VoiceCallback }),
     reply: TwimlReply,
     errors: ['forbidden', 'not_found'],
@@ -234,7 +270,8 @@ export const eventsSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   'svc.events.voice.status': {
-    summary: 'Voice provider callback: the outcome of a call; an unanswered call is placed again, a bounded number of times (signature checked).',
+    summary:
+      'Voice provider callback: the outcome of a call; an unanswered call is placed again, a bounded number of times (signature checked).',
     request: z.object(VoiceCallback),
     reply: NoContent,
     errors: ['bad_request', 'forbidden', 'not_found'],

@@ -12,7 +12,12 @@ import { ConfigType, FileChangeEvent, WATCH_DEFAULT_MAX_FILE_SIZE, WatchFilesCon
 const MAX_TOKEN_TTL = 7 * 86_400;
 
 export const CreateInstallTokenBody = z.object({
-  expires_in_seconds: z.number().int().min(60, 'must be at least 60 seconds').max(MAX_TOKEN_TTL, 'must be at most 7 days (604800 seconds)').default(86_400),
+  expires_in_seconds: z
+    .number()
+    .int()
+    .min(60, 'must be at least 60 seconds')
+    .max(MAX_TOKEN_TTL, 'must be at most 7 days (604800 seconds)')
+    .default(86_400),
 });
 export const InstallToken = z.object({ id: z.uuid(), token: z.string(), expires_at: z.iso.datetime() });
 
@@ -31,7 +36,10 @@ export const EnrollReply = z.object({ agent_id: z.uuid(), challenge: z.string() 
 export const EnrollCompleteBody = z.object({
   agent_id: z.uuid(),
   challenge: z.string().min(1).max(200),
-  signature: z.string().regex(/^[A-Za-z0-9_-]+={0,2}$/, 'must be base64url').max(200),
+  signature: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+={0,2}$/, 'must be base64url')
+    .max(200),
 });
 export const EnrollCompleteReply = z.object({
   agent_id: z.uuid(),
@@ -48,7 +56,12 @@ export const WatchConfig = z.object({
   id: z.uuid(),
   host_id: z.uuid(),
   config_type: ConfigType,
-  config_data: z.object({ paths: z.array(z.string()), exclude_patterns: z.array(z.string()), sensitive_files: z.array(z.string()), max_file_size: z.number().int() }),
+  config_data: z.object({
+    paths: z.array(z.string()),
+    exclude_patterns: z.array(z.string()),
+    sensitive_files: z.array(z.string()),
+    max_file_size: z.number().int(),
+  }),
   version: z.number().int().min(1),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
@@ -58,7 +71,12 @@ export type WatchConfig = z.infer<typeof WatchConfig>;
 /** PUT body: `paths` required and non-empty; `max_file_size` defaults to 1 MB. */
 export const PutWatchConfigBody = WatchFilesConfig.extend({
   paths: z.array(z.string().min(1, 'must not be empty').max(4096)).min(1, 'must not be empty').max(1_000),
-  max_file_size: z.number().int().min(1).max(1024 * 1024 * 1024).default(WATCH_DEFAULT_MAX_FILE_SIZE),
+  max_file_size: z
+    .number()
+    .int()
+    .min(1)
+    .max(1024 * 1024 * 1024)
+    .default(WATCH_DEFAULT_MAX_FILE_SIZE),
 });
 
 const HostId = z.object({ host_id: z.uuid() });
@@ -82,14 +100,25 @@ export const PutWatchConfigHttpBody = z
     ...WatchFixed.shape,
   })
   .superRefine((b, ctx) => {
-    const flat = b.paths !== undefined || b.exclude_patterns !== undefined || b.sensitive_files !== undefined || b.max_file_size !== undefined;
-    if (b.config_data !== undefined && flat) ctx.addIssue({ code: 'custom', path: ['config_data'], message: 'give the config either as its fields or as config_data (as GET shows it), not both' });
-    else if (b.config_data === undefined && b.paths === undefined) ctx.addIssue({ code: 'custom', path: ['paths'], message: 'is required (or send config_data as GET shows it)' });
+    const flat =
+      b.paths !== undefined ||
+      b.exclude_patterns !== undefined ||
+      b.sensitive_files !== undefined ||
+      b.max_file_size !== undefined;
+    if (b.config_data !== undefined && flat)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['config_data'],
+        message: 'give the config either as its fields or as config_data (as GET shows it), not both',
+      });
+    else if (b.config_data === undefined && b.paths === undefined)
+      ctx.addIssue({ code: 'custom', path: ['paths'], message: 'is required (or send config_data as GET shows it)' });
   });
 
 export const fleetAgentSubjects = subjects({
   'svc.fleet.install_tokens.create': {
-    summary: 'Issues a one-time install token for an environment (agents:update on its client); shown once, stored hashed.',
+    summary:
+      'Issues a one-time install token for an environment (agents:update on its client); shown once, stored hashed.',
     request: CreateInstallTokenBody.extend({ environment_id: z.uuid() }),
     reply: InstallToken,
     errors: ['forbidden', 'not_found'],
@@ -101,7 +130,8 @@ export const fleetAgentSubjects = subjects({
     errors: ['unauthorized', 'bad_request'],
   },
   'svc.fleet.enrol.complete': {
-    summary: 'Second step (public): the nkey signature of the challenge creates the host and issues agent-class broker credentials.',
+    summary:
+      'Second step (public): the nkey signature of the challenge creates the host and issues agent-class broker credentials.',
     request: EnrollCompleteBody,
     reply: EnrollCompleteReply,
     errors: ['unauthorized', 'bad_request'],
@@ -114,7 +144,8 @@ export const fleetAgentSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   'svc.fleet.watch_config.put': {
-    summary: 'Stores the watch_files config (hosts:write), version +1, and sends a config_update command to the host agent; `sent` holds the fixed fields as the body gave them.',
+    summary:
+      'Stores the watch_files config (hosts:write), version +1, and sends a config_update command to the host agent; `sent` holds the fixed fields as the body gave them.',
     request: PutWatchConfigBody.extend({ ...HostId.shape, sent: WatchFixed.default({}) }),
     reply: WatchConfig,
     errors: ['forbidden', 'not_found'],
@@ -138,5 +169,11 @@ export const AgentStatusChanged = z.object({
 export type AgentStatusChanged = z.infer<typeof AgentStatusChanged>;
 
 /** A change under a watched path, as the agent reported it, with the host and tenant the fleet resolved. */
-export const FileChanged = FileChangeEvent.extend({ host_id: z.uuid(), agent_id: z.uuid(), environment_id: z.uuid(), client_id: z.uuid(), hostname: z.string() });
+export const FileChanged = FileChangeEvent.extend({
+  host_id: z.uuid(),
+  agent_id: z.uuid(),
+  environment_id: z.uuid(),
+  client_id: z.uuid(),
+  hostname: z.string(),
+});
 export type FileChanged = z.infer<typeof FileChanged>;

@@ -263,7 +263,8 @@ export const fleetInventorySubjects = subjects({
   },
   'svc.fleet.inventory.cron_jobs': {
     retry: 'safe',
-    summary: 'Crontab entries, cron.d files and timers of a host, in the order the agent found them, paginated (hosts:read).',
+    summary:
+      'Crontab entries, cron.d files and timers of a host, in the order the agent found them, paginated (hosts:read).',
     request: ByHost.extend(CronJobListQuery.shape),
     reply: Paged(HostCronJob),
     errors: [...HOST_ERRORS],
@@ -277,7 +278,8 @@ export const fleetInventorySubjects = subjects({
   },
   'svc.fleet.inventory.security': {
     retry: 'safe',
-    summary: 'Firewall rules, certificates, kernel modules and security items of a host, read in parallel (hosts:read).',
+    summary:
+      'Firewall rules, certificates, kernel modules and security items of a host, read in parallel (hosts:read).',
     request: ByHost,
     reply: SecurityOverview,
     errors: [...HOST_ERRORS],
@@ -285,7 +287,8 @@ export const fleetInventorySubjects = subjects({
 
   'svc.fleet.integrations.list': {
     retry: 'safe',
-    summary: 'Every integration type with its host count and status summary over the hosts the caller can read (integrations:read).',
+    summary:
+      'Every integration type with its host count and status summary over the hosts the caller can read (integrations:read).',
     request: z.object({}),
     reply: z.array(IntegrationType),
     errors: ['forbidden'],

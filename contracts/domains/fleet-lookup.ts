@@ -20,7 +20,8 @@ const Ids = z.array(z.uuid()).max(200).default([]);
 export const fleetLookupSubjects = subjects({
   'svc.fleet.lookup.resolve': {
     retry: 'safe',
-    summary: 'Clients, environments and hosts by id (what exists of them), with the environment and client each belongs to.',
+    summary:
+      'Clients, environments and hosts by id (what exists of them), with the environment and client each belongs to.',
     request: z.object({ client_ids: Ids, environment_ids: Ids, host_ids: Ids }),
     reply: z.object({ clients: z.array(ClientRef), environments: z.array(EnvironmentRef), hosts: z.array(HostRef) }),
     errors: [],
@@ -29,7 +30,11 @@ export const fleetLookupSubjects = subjects({
     retry: 'safe',
     summary:
       'The one host of a client (optionally of one environment) that a name designates: its hostname (case-insensitive, or its short name), or its IP address; null when none or several match.',
-    request: z.object({ client_id: z.uuid(), environment_id: z.uuid().nullable().default(null), names: z.array(z.string().min(1).max(255)).min(1).max(10) }),
+    request: z.object({
+      client_id: z.uuid(),
+      environment_id: z.uuid().nullable().default(null),
+      names: z.array(z.string().min(1).max(255)).min(1).max(10),
+    }),
     reply: z.object({ host: HostRef.nullable() }),
     errors: [],
   },

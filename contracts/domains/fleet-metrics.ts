@@ -61,14 +61,24 @@ export const LatestMetricsQuery = z.object({
     .pipe(z.array(z.string()).min(1, 'no valid metric name')),
 });
 
-export const LatestValue = z.object({ host_id: Id, metric_name: z.string(), value: z.number(), time: z.iso.datetime() });
+export const LatestValue = z.object({
+  host_id: Id,
+  metric_name: z.string(),
+  value: z.number(),
+  time: z.iso.datetime(),
+});
 export type LatestValue = z.infer<typeof LatestValue>;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Process and container metrics
 
 /** The spec's process-metric names and the series the reference agent stores them as (labels pid, process_name). */
-export const PROCESS_METRICS = { cpu_usage: 'process_cpu_usage', memory_usage: 'process_memory_usage', memory_rss: 'process_memory_rss', threads: 'process_threads' } as const;
+export const PROCESS_METRICS = {
+  cpu_usage: 'process_cpu_usage',
+  memory_usage: 'process_memory_usage',
+  memory_rss: 'process_memory_rss',
+  threads: 'process_threads',
+} as const;
 /** Container metrics (labels container_id, container_name); the counters are answered as per-second rates. */
 export const CONTAINER_GAUGES = {
   cpu_usage: 'container_cpu_usage',
@@ -84,7 +94,12 @@ export const CONTAINER_COUNTERS = {
 } as const;
 
 const Points = z.array(MetricPoint);
-export const ProcessMetrics = z.object({ cpu_usage: Points, memory_usage: Points, memory_rss: Points, threads: Points });
+export const ProcessMetrics = z.object({
+  cpu_usage: Points,
+  memory_usage: Points,
+  memory_rss: Points,
+  threads: Points,
+});
 export const ContainerMetrics = z.object({
   cpu_usage: Points,
   memory_used: Points,
@@ -99,7 +114,11 @@ export const ContainerMetrics = z.object({
 export const ProcessMetricsQuery = TimeRangeQuery.extend({
   process_name: z.string({ error: 'is required' }).min(1, 'is required').max(1024),
 });
-export const Pid = z.coerce.number({ error: 'must be a process id' }).int('must be a process id').min(0, 'must be a process id').max(2 ** 31 - 1, 'must be a process id');
+export const Pid = z.coerce
+  .number({ error: 'must be a process id' })
+  .int('must be a process id')
+  .min(0, 'must be a process id')
+  .max(2 ** 31 - 1, 'must be a process id');
 export const ContainerId = z
   .string()
   .min(1)
@@ -130,11 +149,16 @@ const MetricsQueryFields = {
 
 /** POST /metrics/query: top-level fields, nothing else (no caller-supplied extra_label / extra_filters). */
 export const MetricsQueryBody = z
-  .strictObject(
-    MetricsQueryFields,
-    { error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}: the service sets the tenant filters itself` : undefined) },
-  )
-  .refine((b) => b.host_id !== undefined || b.environment_id !== undefined, { message: 'host_id or environment_id is required', path: ['host_id'] });
+  .strictObject(MetricsQueryFields, {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown field(s) ${issue.keys.join(', ')}: the service sets the tenant filters itself`
+        : undefined,
+  })
+  .refine((b) => b.host_id !== undefined || b.environment_id !== undefined, {
+    message: 'host_id or environment_id is required',
+    path: ['host_id'],
+  });
 
 /**
  * The confined upstream request the fleet domain builds for a query: the canonical query text the guard approved, the
@@ -164,21 +188,24 @@ export const fleetMetricsSubjects = subjects({
   },
   'svc.fleet.metrics.series': {
     retry: 'safe',
-    summary: "Distinct labels_key strings of a host's metric in the last 31 days, the empty string included (metrics:read).",
+    summary:
+      "Distinct labels_key strings of a host's metric in the last 31 days, the empty string included (metrics:read).",
     request: ByHost.extend({ metric: MetricName }),
     reply: z.array(z.string()),
     errors: [...HOST_ERRORS],
   },
   'svc.fleet.metrics.points': {
     retry: 'safe',
-    summary: 'One series of a host as bucketed data points: 1-minute buckets up to 6 hours, hourly beyond (metrics:read).',
+    summary:
+      'One series of a host as bucketed data points: 1-minute buckets up to 6 hours, hourly beyond (metrics:read).',
     request: ByHost.extend({ metric: MetricName, ...MetricPointsQuery.shape }),
     reply: z.array(MetricPoint),
     errors: [...HOST_ERRORS],
   },
   'svc.fleet.metrics.latest': {
     retry: 'safe',
-    summary: "The newest value (last 60 minutes) of each named metric's unlabelled series on each host the caller reads (metrics:read); other hosts answer nothing.",
+    summary:
+      "The newest value (last 60 minutes) of each named metric's unlabelled series on each host the caller reads (metrics:read); other hosts answer nothing.",
     request: z.object({
       host_ids: z.array(Id).min(1).max(LATEST_LIMITS.hosts),
       metrics: z.array(MetricName).min(1).max(LATEST_LIMITS.metrics),

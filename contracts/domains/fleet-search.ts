@@ -41,7 +41,10 @@ export const AggregateRequest = z.object({
   /** Groups returned, the largest first (default 100, at most 1,000). */
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
-export const AggregateBucket = z.object({ value: z.union([z.string(), z.number(), z.null()]), count: z.number().int().nonnegative() });
+export const AggregateBucket = z.object({
+  value: z.union([z.string(), z.number(), z.null()]),
+  count: z.number().int().nonnegative(),
+});
 
 export const ValidateBody = z.object({ query: Pql });
 export const ValidateReply = z.object({ valid: z.boolean(), error: z.string() });
@@ -81,7 +84,8 @@ const Count = z.number().int().nonnegative();
 export const fleetSearchSubjects = subjects({
   'svc.fleet.search.hosts': {
     retry: 'safe',
-    summary: 'Hosts matching a PQL query, limited to clients where the caller holds hosts:read and search:read; ordered by hostname.',
+    summary:
+      'Hosts matching a PQL query, limited to clients where the caller holds hosts:read and search:read; ordered by hostname.',
     request: SearchRequest,
     reply: Paged(SearchHit),
     errors: ['bad_request', 'forbidden', 'timeout'],
@@ -123,7 +127,8 @@ export const fleetSearchSubjects = subjects({
   },
   'svc.fleet.saved_searches.get': {
     retry: 'safe',
-    summary: 'One saved search: shared ones to anyone who may search, private ones to their owner and super admins (404 otherwise).',
+    summary:
+      'One saved search: shared ones to anyone who may search, private ones to their owner and super admins (404 otherwise).',
     request: ById,
     reply: SavedSearch,
     errors: ['forbidden', 'not_found'],
@@ -135,7 +140,8 @@ export const fleetSearchSubjects = subjects({
     errors: ['bad_request', 'forbidden'],
   },
   'svc.fleet.saved_searches.update': {
-    summary: 'Replaces a saved search (its owner or a super admin); its owner never changes: sent unchanged it is accepted, another is 400.',
+    summary:
+      'Replaces a saved search (its owner or a super admin); its owner never changes: sent unchanged it is accepted, another is 400.',
     request: ById.extend(UpdateSavedSearchBody.shape),
     reply: SavedSearch,
     errors: ['bad_request', 'forbidden', 'not_found'],

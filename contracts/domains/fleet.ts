@@ -7,7 +7,9 @@ import { subjects } from '../subject.ts';
 
 /** Lower-case letters, digits and hyphens; 1 to 63 characters; starts and ends with a letter or digit. */
 export const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-export const Slug = z.string().regex(SLUG, 'must be 1-63 lower-case letters, digits or hyphens, starting and ending with a letter or digit');
+export const Slug = z
+  .string()
+  .regex(SLUG, 'must be 1-63 lower-case letters, digits or hyphens, starting and ending with a letter or digit');
 
 export const Client = z.object({
   id: z.uuid(),
@@ -56,7 +58,9 @@ export const EnvironmentListQuery = z.object(Paging);
 export const CreateEnvironmentBody = z.object({ name: EnvironmentName, slug: Slug });
 /** The client and slug are fixed at creation: echoing them is fine, others are 400 (contracts/immutable.ts). */
 export const ENVIRONMENT_IMMUTABLE = ['client_id', 'slug'] as const;
-export const UpdateEnvironmentBody = z.object({ name: EnvironmentName }).extend(immutableFields(Environment, ENVIRONMENT_IMMUTABLE));
+export const UpdateEnvironmentBody = z
+  .object({ name: EnvironmentName })
+  .extend(immutableFields(Environment, ENVIRONMENT_IMMUTABLE));
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hosts
@@ -68,12 +72,24 @@ export const TAG_KEY = /^[A-Za-z0-9_./-]{1,128}$/;
 export const MAX_TAGS = 100;
 export const MAX_TAG_VALUE = 1024;
 const clip = (s: string): string => (s.length > 40 ? `${s.slice(0, 40)}…` : s);
-export const Tags = z.record(z.string(), z.string({ error: 'tag values must be strings' }).max(MAX_TAG_VALUE, `tag values are at most ${MAX_TAG_VALUE} characters`)).superRefine((tags, ctx) => {
-  const keys = Object.keys(tags);
-  if (keys.length > MAX_TAGS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_TAGS} tags (got ${keys.length})` });
-  const bad = keys.find((k) => !TAG_KEY.test(k));
-  if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `tag key ${JSON.stringify(clip(bad))} must be 1-128 characters of letters, digits, _ - . or /` });
-});
+export const Tags = z
+  .record(
+    z.string(),
+    z
+      .string({ error: 'tag values must be strings' })
+      .max(MAX_TAG_VALUE, `tag values are at most ${MAX_TAG_VALUE} characters`),
+  )
+  .superRefine((tags, ctx) => {
+    const keys = Object.keys(tags);
+    if (keys.length > MAX_TAGS)
+      ctx.addIssue({ code: 'custom', message: `at most ${MAX_TAGS} tags (got ${keys.length})` });
+    const bad = keys.find((k) => !TAG_KEY.test(k));
+    if (bad !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: `tag key ${JSON.stringify(clip(bad))} must be 1-128 characters of letters, digits, _ - . or /`,
+      });
+  });
 
 export const Host = z.object({
   id: z.uuid(),
@@ -145,16 +161,29 @@ export const fleetSubjects = subjects({
     reply: Paged(Client),
     errors: ['forbidden'],
   },
-  'svc.fleet.clients.get': { retry: 'safe', summary: 'One client (clients:read on it; 404 when out of scope).', request: ById, reply: Client, errors: ['forbidden', 'not_found'] },
-  'svc.fleet.clients.create': { summary: 'Creates a client (clients:write).', request: CreateClientBody, reply: Client, errors: ['forbidden', 'conflict'] },
+  'svc.fleet.clients.get': {
+    retry: 'safe',
+    summary: 'One client (clients:read on it; 404 when out of scope).',
+    request: ById,
+    reply: Client,
+    errors: ['forbidden', 'not_found'],
+  },
+  'svc.fleet.clients.create': {
+    summary: 'Creates a client (clients:write).',
+    request: CreateClientBody,
+    reply: Client,
+    errors: ['forbidden', 'conflict'],
+  },
   'svc.fleet.clients.update': {
-    summary: 'Renames a client; the slug never changes: sent unchanged it is accepted, another is 400 (clients:write on it).',
+    summary:
+      'Renames a client; the slug never changes: sent unchanged it is accepted, another is 400 (clients:write on it).',
     request: ById.extend(UpdateClientBody.shape),
     reply: Client,
     errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.fleet.clients.delete': {
-    summary: "Deletes a client with its grants and environments; affected users lose that access at once and its agents' broker credentials are revoked (clients:delete on it).",
+    summary:
+      "Deletes a client with its grants and environments; affected users lose that access at once and its agents' broker credentials are revoked (clients:delete on it).",
     request: ById,
     reply: NoContent,
     errors: ['forbidden', 'not_found', 'unavailable'],
@@ -167,7 +196,13 @@ export const fleetSubjects = subjects({
     reply: Paged(Environment),
     errors: ['forbidden', 'not_found'],
   },
-  'svc.fleet.environments.get': { retry: 'safe', summary: 'One environment (environments:read).', request: ById, reply: Environment, errors: ['forbidden', 'not_found'] },
+  'svc.fleet.environments.get': {
+    retry: 'safe',
+    summary: 'One environment (environments:read).',
+    request: ById,
+    reply: Environment,
+    errors: ['forbidden', 'not_found'],
+  },
   'svc.fleet.environments.create': {
     summary: 'Creates an environment in a client; the slug is unique within the client (environments:write).',
     request: CreateEnvironmentBody.extend({ client_id: z.uuid() }),
@@ -175,13 +210,15 @@ export const fleetSubjects = subjects({
     errors: ['forbidden', 'not_found', 'conflict'],
   },
   'svc.fleet.environments.update': {
-    summary: 'Renames an environment; its client and slug never change: sent unchanged they are accepted, others are 400 (environments:write).',
+    summary:
+      'Renames an environment; its client and slug never change: sent unchanged they are accepted, others are 400 (environments:write).',
     request: ById.extend(UpdateEnvironmentBody.shape),
     reply: Environment,
     errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.fleet.environments.delete': {
-    summary: 'Deletes an environment without hosts, with its install tokens and pending enrolments (environments:delete); 409 while it has hosts.',
+    summary:
+      'Deletes an environment without hosts, with its install tokens and pending enrolments (environments:delete); 409 while it has hosts.',
     request: ById,
     reply: NoContent,
     errors: ['forbidden', 'not_found', 'conflict', 'unavailable'],
@@ -194,7 +231,13 @@ export const fleetSubjects = subjects({
     reply: Paged(Host),
     errors: ['forbidden', 'not_found'],
   },
-  'svc.fleet.hosts.get': { retry: 'safe', summary: 'One host (hosts:read).', request: ById, reply: Host, errors: ['forbidden', 'not_found'] },
+  'svc.fleet.hosts.get': {
+    retry: 'safe',
+    summary: 'One host (hosts:read).',
+    request: ById,
+    reply: Host,
+    errors: ['forbidden', 'not_found'],
+  },
   'svc.fleet.hosts.tags.replace': {
     summary: "Replaces a host's user tags (tags:write).",
     request: ById.extend(PutTagsBody.shape),
@@ -216,7 +259,8 @@ export const fleetSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   'svc.fleet.agents.revoke': {
-    summary: "Revokes an agent: its broker credentials at once, its host goes offline (agents:update); repeating it is a no-op.",
+    summary:
+      'Revokes an agent: its broker credentials at once, its host goes offline (agents:update); repeating it is a no-op.',
     request: ById,
     reply: NoContent,
     errors: ['forbidden', 'not_found', 'unavailable'],

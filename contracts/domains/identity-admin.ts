@@ -41,7 +41,13 @@ export const UserSummary = z.object({
 export type UserSummary = z.infer<typeof UserSummary>;
 
 export const UserTeam = z.object({ team_id: Id, team_name: z.string(), role_id: Id, role_name: z.string() });
-export const UserClient = z.object({ client_id: Id, client_name: z.string(), client_slug: z.string(), role_id: Id, role_name: z.string() });
+export const UserClient = z.object({
+  client_id: Id,
+  client_name: z.string(),
+  client_slug: z.string(),
+  role_id: Id,
+  role_name: z.string(),
+});
 
 export const UserDetail = UserSummary.extend({
   auth_provider: z.string().nullable(),
@@ -86,7 +92,13 @@ export const AssignmentRoleBody = z.object({ role_id: Id, ...immutableFields(Ass
 // ---------------------------------------------------------------------------------------------------------------
 // Teams
 
-export const TeamMember = z.object({ user_id: Id, email: z.string(), display_name: z.string(), role_id: Id, role_name: z.string() });
+export const TeamMember = z.object({
+  user_id: Id,
+  email: z.string(),
+  display_name: z.string(),
+  role_id: Id,
+  role_name: z.string(),
+});
 export const TeamClient = z.object({ client_id: Id, name: z.string(), slug: z.string() });
 export const Team = z.object({
   id: Id,
@@ -102,7 +114,9 @@ export type Team = z.infer<typeof Team>;
 export const CreateTeamBody = z.object({ name: Name, description: Description.default('') });
 export const UpdateTeamBody = z
   .object({ name: Name.optional(), description: Description.optional() })
-  .refine((b) => b.name !== undefined || b.description !== undefined, { message: 'give at least one of name, description' });
+  .refine((b) => b.name !== undefined || b.description !== undefined, {
+    message: 'give at least one of name, description',
+  });
 export const TeamMemberBody = z.object({ user_id: Id, role_id: Id });
 /** The member, named by the path, is fixed: the listed member sent back is fine, another user is 400. */
 export const TEAM_MEMBER_IMMUTABLE = ['user_id'] as const;
@@ -134,8 +148,23 @@ export const UpdateRoleBody = z
 /** Who holds a role: direct client assignments, team memberships (per team), and service accounts. */
 export const RoleUsage = z.object({
   role_id: Id,
-  users: z.array(z.object({ user_id: Id, email: z.string(), display_name: z.string(), client_id: Id, client_name: z.string(), client_slug: z.string() })),
-  teams: z.array(z.object({ team_id: Id, team_name: z.string(), members: z.array(z.object({ user_id: Id, email: z.string(), display_name: z.string() })) })),
+  users: z.array(
+    z.object({
+      user_id: Id,
+      email: z.string(),
+      display_name: z.string(),
+      client_id: Id,
+      client_name: z.string(),
+      client_slug: z.string(),
+    }),
+  ),
+  teams: z.array(
+    z.object({
+      team_id: Id,
+      team_name: z.string(),
+      members: z.array(z.object({ user_id: Id, email: z.string(), display_name: z.string() })),
+    }),
+  ),
   service_accounts: z.array(z.object({ id: Id, name: z.string(), is_active: z.boolean() })),
 });
 
@@ -152,9 +181,21 @@ export const AccessGrant = z.object({
   permissions: z.array(z.string()),
 });
 export const AccessByUser = z.object({
-  user: z.object({ id: Id, email: z.string(), display_name: z.string(), status: UserStatus, is_super_admin: z.boolean() }),
+  user: z.object({
+    id: Id,
+    email: z.string(),
+    display_name: z.string(),
+    status: UserStatus,
+    is_super_admin: z.boolean(),
+  }),
   clients: z.array(
-    z.object({ client_id: Id, client_name: z.string(), client_slug: z.string(), permissions: z.array(z.string()), grants: z.array(AccessGrant) }),
+    z.object({
+      client_id: Id,
+      client_name: z.string(),
+      client_slug: z.string(),
+      permissions: z.array(z.string()),
+      grants: z.array(AccessGrant),
+    }),
   ),
 });
 export const AccessByClient = z.object({
@@ -170,7 +211,15 @@ export const AccessByClient = z.object({
     }),
   ),
   service_accounts: z.array(
-    z.object({ id: Id, name: z.string(), is_active: z.boolean(), all_clients: z.boolean(), role_id: Id, role_name: z.string(), permissions: z.array(z.string()) }),
+    z.object({
+      id: Id,
+      name: z.string(),
+      is_active: z.boolean(),
+      all_clients: z.boolean(),
+      role_id: Id,
+      role_name: z.string(),
+      permissions: z.array(z.string()),
+    }),
   ),
 });
 
@@ -243,7 +292,10 @@ export const AuditLogQuery = PageInput.extend({
   resource_id: z.string().min(1).max(200).optional(),
   from: z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time' }).optional(),
   to: z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time' }).optional(),
-}).refine((q) => q.from === undefined || q.to === undefined || Date.parse(q.from) <= Date.parse(q.to), { message: 'from must not be after to', path: ['from'] });
+}).refine((q) => q.from === undefined || q.to === undefined || Date.parse(q.from) <= Date.parse(q.to), {
+  message: 'from must not be after to',
+  path: ['from'],
+});
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -252,8 +304,20 @@ const ByUser = z.object({ user_id: Id });
 
 export const identityAdminSubjects = subjects({
   // users
-  'svc.identity.users.list': { retry: 'safe', summary: 'Lists users (users:read).', request: PageInput, reply: Paged(UserSummary), errors: ['forbidden'] },
-  'svc.identity.users.get': { retry: 'safe', summary: 'One user with teams and direct client assignments (users:read).', request: ById, reply: UserDetail, errors: ['forbidden', 'not_found'] },
+  'svc.identity.users.list': {
+    retry: 'safe',
+    summary: 'Lists users (users:read).',
+    request: PageInput,
+    reply: Paged(UserSummary),
+    errors: ['forbidden'],
+  },
+  'svc.identity.users.get': {
+    retry: 'safe',
+    summary: 'One user with teams and direct client assignments (users:read).',
+    request: ById,
+    reply: UserDetail,
+    errors: ['forbidden', 'not_found'],
+  },
   'svc.identity.users.create': {
     summary: 'Creates an invited user and sends the invitation (users:write).',
     request: CreateUserBody,
@@ -274,7 +338,8 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found', 'conflict'],
   },
   'svc.identity.users.resend_invite': {
-    summary: 'Issues a new invitation token (older ones stop working) and e-mails it; invited users only (users:write).',
+    summary:
+      'Issues a new invitation token (older ones stop working) and e-mails it; invited users only (users:write).',
     request: ById,
     reply: Message,
     errors: ['forbidden', 'not_found', 'conflict'],
@@ -300,8 +365,13 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found', 'conflict'],
   },
   'svc.identity.users.clients.update': {
-    summary: 'Changes the role of a direct assignment (users:write on that client); `sent` holds the fixed fields as the body gave them.',
-    request: ByUser.extend({ client_id: Id, role_id: Id, sent: z.object(immutableFields(Assignment, ASSIGNMENT_IMMUTABLE)).default({}) }),
+    summary:
+      'Changes the role of a direct assignment (users:write on that client); `sent` holds the fixed fields as the body gave them.',
+    request: ByUser.extend({
+      client_id: Id,
+      role_id: Id,
+      sent: z.object(immutableFields(Assignment, ASSIGNMENT_IMMUTABLE)).default({}),
+    }),
     reply: Assignment,
     errors: ['forbidden', 'not_found', 'bad_request'],
   },
@@ -312,9 +382,26 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   // teams
-  'svc.identity.teams.list': { retry: 'safe', summary: 'Lists teams with members and clients (teams:read).', request: PageInput, reply: Paged(Team), errors: ['forbidden'] },
-  'svc.identity.teams.get': { retry: 'safe', summary: 'One team with members and clients (teams:read).', request: ById, reply: Team, errors: ['forbidden', 'not_found'] },
-  'svc.identity.teams.create': { summary: 'Creates a team (teams:write).', request: CreateTeamBody, reply: Team, errors: ['forbidden', 'conflict'] },
+  'svc.identity.teams.list': {
+    retry: 'safe',
+    summary: 'Lists teams with members and clients (teams:read).',
+    request: PageInput,
+    reply: Paged(Team),
+    errors: ['forbidden'],
+  },
+  'svc.identity.teams.get': {
+    retry: 'safe',
+    summary: 'One team with members and clients (teams:read).',
+    request: ById,
+    reply: Team,
+    errors: ['forbidden', 'not_found'],
+  },
+  'svc.identity.teams.create': {
+    summary: 'Creates a team (teams:write).',
+    request: CreateTeamBody,
+    reply: Team,
+    errors: ['forbidden', 'conflict'],
+  },
   'svc.identity.teams.update': {
     summary: 'Renames or re-describes a team (teams:write).',
     request: z.intersection(ById, UpdateTeamBody),
@@ -322,7 +409,8 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found', 'conflict'],
   },
   'svc.identity.teams.delete': {
-    summary: 'Deletes a team with its memberships and client links; former members lose that access at once (teams:delete).',
+    summary:
+      'Deletes a team with its memberships and client links; former members lose that access at once (teams:delete).',
     request: ById,
     reply: NoContent,
     errors: ['forbidden', 'not_found'],
@@ -335,7 +423,12 @@ export const identityAdminSubjects = subjects({
   },
   'svc.identity.teams.members.update': {
     summary: "Changes a member's role (teams:write); `sent` holds the fixed fields as the body gave them.",
-    request: z.object({ team_id: Id, user_id: Id, role_id: Id, sent: z.object(immutableFields(TeamMember, TEAM_MEMBER_IMMUTABLE)).default({}) }),
+    request: z.object({
+      team_id: Id,
+      user_id: Id,
+      role_id: Id,
+      sent: z.object(immutableFields(TeamMember, TEAM_MEMBER_IMMUTABLE)).default({}),
+    }),
     reply: Team,
     errors: ['forbidden', 'not_found', 'bad_request'],
   },
@@ -358,8 +451,20 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   // roles
-  'svc.identity.roles.list': { retry: 'safe', summary: 'All roles: system roles first, then custom roles by name (roles:read).', request: z.object({}), reply: z.array(Role), errors: ['forbidden'] },
-  'svc.identity.roles.get': { retry: 'safe', summary: 'One role (roles:read).', request: ById, reply: Role, errors: ['forbidden', 'not_found'] },
+  'svc.identity.roles.list': {
+    retry: 'safe',
+    summary: 'All roles: system roles first, then custom roles by name (roles:read).',
+    request: z.object({}),
+    reply: z.array(Role),
+    errors: ['forbidden'],
+  },
+  'svc.identity.roles.get': {
+    retry: 'safe',
+    summary: 'One role (roles:read).',
+    request: ById,
+    reply: Role,
+    errors: ['forbidden', 'not_found'],
+  },
   'svc.identity.roles.create': {
     summary: 'Creates a custom role; permissions are checked against the registry (roles:write).',
     request: CreateRoleBody,
@@ -378,8 +483,20 @@ export const identityAdminSubjects = subjects({
     reply: NoContent,
     errors: ['forbidden', 'not_found', 'conflict'],
   },
-  'svc.identity.roles.usage': { retry: 'safe', summary: 'Users, teams and service accounts holding a role (roles:read).', request: ById, reply: RoleUsage, errors: ['forbidden', 'not_found'] },
-  'svc.identity.permissions.list': { retry: 'safe', summary: 'Every registered `resource:action` permission (any authenticated caller).', request: z.object({}), reply: z.array(z.string()), errors: ['unauthorized'] },
+  'svc.identity.roles.usage': {
+    retry: 'safe',
+    summary: 'Users, teams and service accounts holding a role (roles:read).',
+    request: ById,
+    reply: RoleUsage,
+    errors: ['forbidden', 'not_found'],
+  },
+  'svc.identity.permissions.list': {
+    retry: 'safe',
+    summary: 'Every registered `resource:action` permission (any authenticated caller).',
+    request: z.object({}),
+    reply: z.array(z.string()),
+    errors: ['unauthorized'],
+  },
   // access audit
   'svc.identity.access_audit.by_user': {
     retry: 'safe',
@@ -390,14 +507,27 @@ export const identityAdminSubjects = subjects({
   },
   'svc.identity.access_audit.by_client': {
     retry: 'safe',
-    summary: 'Everyone with access to a client, with role, source and permissions (roles:read or clients:read on that client).',
+    summary:
+      'Everyone with access to a client, with role, source and permissions (roles:read or clients:read on that client).',
     request: z.object({ client_id: Id }),
     reply: AccessByClient,
     errors: ['forbidden', 'not_found'],
   },
   // service accounts
-  'svc.identity.service_accounts.list': { retry: 'safe', summary: 'Lists service accounts, never their key hash (users:read).', request: PageInput, reply: Paged(ServiceAccount), errors: ['forbidden'] },
-  'svc.identity.service_accounts.get': { retry: 'safe', summary: 'One service account (users:read).', request: ById, reply: ServiceAccount, errors: ['forbidden', 'not_found'] },
+  'svc.identity.service_accounts.list': {
+    retry: 'safe',
+    summary: 'Lists service accounts, never their key hash (users:read).',
+    request: PageInput,
+    reply: Paged(ServiceAccount),
+    errors: ['forbidden'],
+  },
+  'svc.identity.service_accounts.get': {
+    retry: 'safe',
+    summary: 'One service account (users:read).',
+    request: ById,
+    reply: ServiceAccount,
+    errors: ['forbidden', 'not_found'],
+  },
   'svc.identity.service_accounts.create': {
     summary: 'Creates a service account and returns its API key once (users:write).',
     request: CreateServiceAccountBody,
@@ -417,5 +547,11 @@ export const identityAdminSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   // audit log
-  'svc.identity.audit.list': { retry: 'safe', summary: 'Audit-log entries, newest first, with filters (audit:read).', request: AuditLogQuery, reply: Paged(AuditLogEntry), errors: ['forbidden'] },
+  'svc.identity.audit.list': {
+    retry: 'safe',
+    summary: 'Audit-log entries, newest first, with filters (audit:read).',
+    request: AuditLogQuery,
+    reply: Paged(AuditLogEntry),
+    errors: ['forbidden'],
+  },
 });

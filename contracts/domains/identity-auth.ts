@@ -63,7 +63,10 @@ export type MeView = z.infer<typeof MeView>;
 
 const Message = z.object({ message: z.string() });
 
-export const LoginRequest = z.object({ email: z.string().min(1, 'must not be empty').max(320, 'is too long'), password: Password });
+export const LoginRequest = z.object({
+  email: z.string().min(1, 'must not be empty').max(320, 'is too long'),
+  password: Password,
+});
 export const MfaVerifyRequest = z.object({
   mfa_token: z.string().min(1, 'must not be empty').max(64, 'is too long'),
   code: z.string().min(1, 'must not be empty').max(32, 'is too long'),
@@ -94,7 +97,8 @@ export const identityAuthSubjects = subjects({
     errors: ['unauthorized', 'too_many_requests'],
   },
   'svc.identity.auth.refresh': {
-    summary: 'Rotates a refresh token: new access token and refresh token; a rotated token presented again revokes its session.',
+    summary:
+      'Rotates a refresh token: new access token and refresh token; a rotated token presented again revokes its session.',
     request: RefreshRequest,
     reply: TokenResponse,
     errors: ['unauthorized'],

@@ -21,7 +21,8 @@ export type AccountingSyncJob = z.infer<typeof AccountingSyncJob>;
 
 export const invoiceAccountingSubjects = subjects({
   'svc.invoice.sync_accounting': {
-    summary: 'Queues a push of an approved or sent invoice to the accounting system (invoices:write); 200 once durably queued.',
+    summary:
+      'Queues a push of an approved or sent invoice to the accounting system (invoices:write); 200 once durably queued.',
     request: z.object({ id: z.uuid() }),
     reply: z.object({ message: z.string() }),
     errors: ['forbidden', 'not_found', 'bad_request', 'unavailable'],

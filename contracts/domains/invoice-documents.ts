@@ -38,7 +38,8 @@ export const invoiceDocumentSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   'svc.invoice.regenerate': {
-    summary: 'Rebuilds the automatic lines of a declined, rejected or approved invoice from fresh analytics data; back to draft (invoices:write).',
+    summary:
+      'Rebuilds the automatic lines of a declined, rejected or approved invoice from fresh analytics data; back to draft (invoices:write).',
     request: ById,
     reply: Invoice,
     errors: ['forbidden', 'not_found', 'conflict'],

@@ -6,7 +6,12 @@ import { z } from 'zod';
  */
 
 const decimal = (maxInt: number, maxFrac: number, signed: boolean): z.ZodString =>
-  z.string().regex(new RegExp(`^${signed ? '-?' : ''}\\d{1,${maxInt}}(\\.\\d{1,${maxFrac}})?$`), `must be a decimal string with at most ${maxInt} digits before and ${maxFrac} after the point`);
+  z
+    .string()
+    .regex(
+      new RegExp(`^${signed ? '-?' : ''}\\d{1,${maxInt}}(\\.\\d{1,${maxFrac}})?$`),
+      `must be a decimal string with at most ${maxInt} digits before and ${maxFrac} after the point`,
+    );
 
 /** An amount in a currency's major unit, cents at most: `"1234.50"`. Negative allowed (credits, discounts). */
 export const Amount = decimal(13, 2, true);

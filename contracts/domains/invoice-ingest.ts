@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { Currency, DateOnly, DealType, Key, Multiplier, PositiveAmount, PositiveQuantity, UnitPrice } from './invoice-fields.ts';
+import {
+  Currency,
+  DateOnly,
+  DealType,
+  Key,
+  Multiplier,
+  PositiveAmount,
+  PositiveQuantity,
+  UnitPrice,
+} from './invoice-fields.ts';
 
 /**
  * One batch of analytics records for the invoicing model, published by other systems (time tracking, usage meters,
@@ -70,8 +79,13 @@ export const AnalyticsBatch = z
     worklogs: z.array(WorklogRecord).default([]),
     usage_records: z.array(UsageRecord).default([]),
   })
-  .refine((b) => b.customers.length + b.applications.length + b.rate_tiers.length + b.worklogs.length + b.usage_records.length <= MAX_BATCH_RECORDS, {
-    message: `a batch holds at most ${MAX_BATCH_RECORDS} records`,
-  });
+  .refine(
+    (b) =>
+      b.customers.length + b.applications.length + b.rate_tiers.length + b.worklogs.length + b.usage_records.length <=
+      MAX_BATCH_RECORDS,
+    {
+      message: `a batch holds at most ${MAX_BATCH_RECORDS} records`,
+    },
+  );
 export type AnalyticsBatch = z.output<typeof AnalyticsBatch>;
 export type AnalyticsBatchIn = z.input<typeof AnalyticsBatch>;

@@ -156,8 +156,12 @@ export const MAX_PERIOD_DAYS = 366;
 const periodOk = (p: { period_start?: string | undefined; period_end?: string | undefined }): boolean =>
   p.period_start === undefined || p.period_end === undefined || p.period_start <= p.period_end;
 const periodShort = (p: { period_start?: string | undefined; period_end?: string | undefined }): boolean =>
-  p.period_start === undefined || p.period_end === undefined || Date.parse(p.period_end) - Date.parse(p.period_start) < MAX_PERIOD_DAYS * 86_400_000;
-const periodRules = <T extends z.ZodType<{ period_start?: string | undefined; period_end?: string | undefined }>>(schema: T) =>
+  p.period_start === undefined ||
+  p.period_end === undefined ||
+  Date.parse(p.period_end) - Date.parse(p.period_start) < MAX_PERIOD_DAYS * 86_400_000;
+const periodRules = <T extends z.ZodType<{ period_start?: string | undefined; period_end?: string | undefined }>>(
+  schema: T,
+) =>
   schema
     .refine(periodOk, { message: 'must not be before period_start', path: ['period_end'] })
     .refine(periodShort, { message: `a period is at most ${MAX_PERIOD_DAYS} days`, path: ['period_end'] });
@@ -165,7 +169,10 @@ const periodRules = <T extends z.ZodType<{ period_start?: string | undefined; pe
 export const PrefillBody = periodRules(
   z
     .object({ application_key: Key, period_start: DateOnly.optional(), period_end: DateOnly.optional() })
-    .refine((b) => (b.period_start === undefined) === (b.period_end === undefined), { message: 'give both period_start and period_end, or neither', path: ['period_end'] }),
+    .refine((b) => (b.period_start === undefined) === (b.period_end === undefined), {
+      message: 'give both period_start and period_end, or neither',
+      path: ['period_end'],
+    }),
 );
 
 /**
@@ -241,7 +248,11 @@ export type UpdateInvoiceBody = z.output<typeof UpdateInvoiceBody>;
 
 /** A line update: the id plus the fields that change (only those change). The total follows quantity × unit price. */
 export const LineItemPatch = LineItemInput.omit({ source: true, is_auto_generated: true })
-  .extend({ time_seconds: LineItemInput.shape.time_seconds.unwrap(), billable_seconds: LineItemInput.shape.billable_seconds.unwrap(), rate_multiplier: Multiplier })
+  .extend({
+    time_seconds: LineItemInput.shape.time_seconds.unwrap(),
+    billable_seconds: LineItemInput.shape.billable_seconds.unwrap(),
+    rate_multiplier: Multiplier,
+  })
   .partial()
   .extend({ id: z.uuid() })
   .strict();
@@ -288,7 +299,8 @@ export const invoiceSubjects = subjects({
   },
   'svc.invoice.prefill': {
     retry: 'safe',
-    summary: 'Builds the invoice of one application and period from the analytics store (invoices:read); saves nothing.',
+    summary:
+      'Builds the invoice of one application and period from the analytics store (invoices:read); saves nothing.',
     request: PrefillBody,
     reply: Preview,
     errors: ['forbidden', 'not_found'],
@@ -300,7 +312,8 @@ export const invoiceSubjects = subjects({
     errors: ['forbidden', 'not_found', 'bad_request'],
   },
   'svc.invoice.generate_bulk': {
-    summary: 'A draft for every active application and the period; applications already invoiced for it are skipped (invoices:write).',
+    summary:
+      'A draft for every active application and the period; applications already invoiced for it are skipped (invoices:write).',
     request: GenerateBulkBody,
     reply: z.array(BulkEntry),
     errors: ['forbidden'],
@@ -309,11 +322,17 @@ export const invoiceSubjects = subjects({
     retry: 'safe',
     summary: 'Invoices, newest number first, filtered by status and application (invoices:read).',
     request: InvoiceListQuery,
-    reply: z.object({ items: z.array(InvoiceListItem), total: z.number().int().nonnegative(), page: z.number().int().min(1), per_page: z.number().int().min(1) }),
+    reply: z.object({
+      items: z.array(InvoiceListItem),
+      total: z.number().int().nonnegative(),
+      page: z.number().int().min(1),
+      per_page: z.number().int().min(1),
+    }),
     errors: ['forbidden'],
   },
   'svc.invoice.update': {
-    summary: 'Edits the editable fields of a draft (invoices:write); every change is in the edit history and bumps the version.',
+    summary:
+      'Edits the editable fields of a draft (invoices:write); every change is in the edit history and bumps the version.',
     request: UpdateInvoiceBody.extend({ id: z.uuid() }),
     reply: Invoice,
     errors: ['forbidden', 'not_found', 'conflict', 'bad_request'],
@@ -332,7 +351,8 @@ export const invoiceSubjects = subjects({
     errors: ['forbidden', 'not_found'],
   },
   'svc.invoice.review': {
-    summary: 'Moves an invoice through review: approve/reject/decline from needs_review, send from approved (invoices:review).',
+    summary:
+      'Moves an invoice through review: approve/reject/decline from needs_review, send from approved (invoices:review).',
     request: ReviewBody.extend({ id: z.uuid(), action: ReviewAction }),
     reply: Invoice,
     errors: ['forbidden', 'not_found', 'conflict'],

@@ -90,10 +90,16 @@ export class CompactMetricBatch {
     const samples: MetricSample[] = [];
     for (let i = 0; i < this.size; i++) {
       const entries: [string, string][] = [];
-      for (let p = this.labelStart[i]!; p < this.labelStart[i + 1]!; p += 2) entries.push([this.strings[this.pairs[p]!]!, this.strings[this.pairs[p + 1]!]!]);
+      for (let p = this.labelStart[i]!; p < this.labelStart[i + 1]!; p += 2)
+        entries.push([this.strings[this.pairs[p]!]!, this.strings[this.pairs[p + 1]!]!]);
       const labels = Object.fromEntries(entries);
       const t = this.times[i]!;
-      samples.push({ name: this.strings[this.names[i]!]!, value: this.values[i]!, ...(Number.isNaN(t) ? {} : { time_ms: t }), labels });
+      samples.push({
+        name: this.strings[this.names[i]!]!,
+        value: this.values[i]!,
+        ...(Number.isNaN(t) ? {} : { time_ms: t }),
+        labels,
+      });
     }
     return { collected_at: this.collectedAt, samples };
   }
@@ -145,7 +151,8 @@ class Reader {
   string(index: number): string {
     const len = this.uvarint('string', index);
     // UTF-8 takes at most 3 bytes per UTF-16 unit: anything longer is over the limit whatever it holds.
-    if (len > LABEL_VALUE_MAX * 3) throw new MetricWireError(`string ${index}: longer than ${LABEL_VALUE_MAX} characters`);
+    if (len > LABEL_VALUE_MAX * 3)
+      throw new MetricWireError(`string ${index}: longer than ${LABEL_VALUE_MAX} characters`);
     const start = this.pos;
     const end = start + len;
     if (end > this.bytes.length) throw new MetricWireError(`truncated at string ${index}`);
@@ -197,15 +204,24 @@ const MEMO_TABLE_MAX_BYTES = 64 * 1024;
  */
 export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMemo): CompactMetricBatch {
   if (!isCompactMetricBatch(data)) throw new MetricWireError('not a compact metric batch (bad magic)');
-  if (data[3] !== METRIC_WIRE_MAGIC[3]) throw new MetricWireError(`compact metric batch version ${data[3]} is not supported (expected ${METRIC_WIRE_MAGIC[3]})`);
+  if (data[3] !== METRIC_WIRE_MAGIC[3])
+    throw new MetricWireError(
+      `compact metric batch version ${data[3]} is not supported (expected ${METRIC_WIRE_MAGIC[3]})`,
+    );
   const r = new Reader(data);
   const collectedAtMs = r.float64('collected_at');
-  if (!Number.isSafeInteger(collectedAtMs) || collectedAtMs < 0 || collectedAtMs > LAST_ISO_MS) throw new MetricWireError('collected_at: not a time in milliseconds since the epoch up to the year 9999');
+  if (!Number.isSafeInteger(collectedAtMs) || collectedAtMs < 0 || collectedAtMs > LAST_ISO_MS)
+    throw new MetricWireError('collected_at: not a time in milliseconds since the epoch up to the year 9999');
   const tableStart = r.pos;
   let strings: readonly string[];
   let checked: Uint8Array;
   const known = memo?.bytes;
-  if (memo && known && tableStart + known.length <= data.length && Buffer.from(data.buffer, data.byteOffset + tableStart, known.length).equals(known)) {
+  if (
+    memo &&
+    known &&
+    tableStart + known.length <= data.length &&
+    Buffer.from(data.buffer, data.byteOffset + tableStart, known.length).equals(known)
+  ) {
     strings = memo.strings;
     checked = memo.checked;
     r.pos = tableStart + known.length;
@@ -217,7 +233,8 @@ export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMem
     const read: string[] = new Array<string>(stringCount);
     for (let i = 0; i < stringCount; i++) {
       const s = r.string(i);
-      if (s.length > LABEL_VALUE_MAX) throw new MetricWireError(`string ${i}: longer than ${LABEL_VALUE_MAX} characters`);
+      if (s.length > LABEL_VALUE_MAX)
+        throw new MetricWireError(`string ${i}: longer than ${LABEL_VALUE_MAX} characters`);
       read[i] = s;
     }
     strings = read;
@@ -246,7 +263,10 @@ export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMem
     const name = index(i, 'name');
     if ((checked[name]! & AS_NAME) === 0) {
       const s = strings[name]!;
-      if (s.length > SAMPLE_NAME_MAX || !METRIC_NAME.test(s)) throw new MetricWireError(`sample ${i}: name ${JSON.stringify(s.slice(0, 64))}: metric names are [a-zA-Z_:][a-zA-Z0-9_:]*, at most ${SAMPLE_NAME_MAX} characters`);
+      if (s.length > SAMPLE_NAME_MAX || !METRIC_NAME.test(s))
+        throw new MetricWireError(
+          `sample ${i}: name ${JSON.stringify(s.slice(0, 64))}: metric names are [a-zA-Z_:][a-zA-Z0-9_:]*, at most ${SAMPLE_NAME_MAX} characters`,
+        );
       checked[name]! |= AS_NAME;
     }
     names.push(name);
@@ -254,31 +274,41 @@ export function decodeCompactMetricBatch(data: Uint8Array, memo?: StringTableMem
     const head = r.uvarint('head', i);
     // Division rather than bit operations: a 5-byte varint goes beyond 32 bits.
     const labels = Math.floor(head / 2);
-    if (labels > LABELS_PER_SAMPLE) throw new MetricWireError(`sample ${i}: at most ${LABELS_PER_SAMPLE} labels per sample`);
+    if (labels > LABELS_PER_SAMPLE)
+      throw new MetricWireError(`sample ${i}: at most ${LABELS_PER_SAMPLE} labels per sample`);
     labelStart.push(used);
     for (let l = 0; l < labels; l++) {
       const key = index(i, 'label name');
       const value = index(i, 'label value');
       if ((checked[key]! & AS_LABEL) === 0) {
         const s = strings[key]!;
-        if (s.length > LABEL_NAME_MAX || !LABEL_NAME.test(s)) throw new MetricWireError(`sample ${i}: label name ${JSON.stringify(s.slice(0, 64))}: label names are [a-zA-Z_][a-zA-Z0-9_]*, at most ${LABEL_NAME_MAX} characters`);
-        if (RESERVED.has(s)) throw new MetricWireError(`sample ${i}: labels ${RESERVED_LABELS.join(', ')} are set by the server`);
+        if (s.length > LABEL_NAME_MAX || !LABEL_NAME.test(s))
+          throw new MetricWireError(
+            `sample ${i}: label name ${JSON.stringify(s.slice(0, 64))}: label names are [a-zA-Z_][a-zA-Z0-9_]*, at most ${LABEL_NAME_MAX} characters`,
+          );
+        if (RESERVED.has(s))
+          throw new MetricWireError(`sample ${i}: labels ${RESERVED_LABELS.join(', ')} are set by the server`);
         checked[key]! |= AS_LABEL;
       }
-      for (let p = labelStart[i]!; p < used; p += 2) if (pairs[p] === key) throw new MetricWireError(`sample ${i}: label ${strings[key]} given twice`);
+      for (let p = labelStart[i]!; p < used; p += 2)
+        if (pairs[p] === key) throw new MetricWireError(`sample ${i}: label ${strings[key]} given twice`);
       expanded += strings[key]!.length + strings[value]!.length;
       // MetricBatch drops a label named __proto__ (JSON gives it, a record cannot hold it): so does this form.
       if (strings[key] === '__proto__') continue;
       pairs.push(key, value);
       used += 2;
     }
-    if (expanded > EXPANDED_MAX) throw new MetricWireError(`sample ${i}: the batch's names and labels come to more than ${EXPANDED_MAX} characters`);
+    if (expanded > EXPANDED_MAX)
+      throw new MetricWireError(
+        `sample ${i}: the batch's names and labels come to more than ${EXPANDED_MAX} characters`,
+      );
     const value = r.float64('value', i);
     if (!Number.isFinite(value)) throw new MetricWireError(`sample ${i}: value is not a finite number`);
     values.push(value);
     if (head % 2 === 1) {
       const t = r.float64('time_ms', i);
-      if (!Number.isSafeInteger(t) || t < 0) throw new MetricWireError(`sample ${i}: time_ms is not a non-negative integer`);
+      if (!Number.isSafeInteger(t) || t < 0)
+        throw new MetricWireError(`sample ${i}: time_ms is not a non-negative integer`);
       times.push(t);
     } else {
       times.push(NaN);
@@ -399,10 +429,12 @@ export function decodeMetricPayload(data: Uint8Array, memo?: StringTableMemo): u
 }
 
 /** A decoded metric payload: a compact batch as it is (the decoder checked it), JSON as MetricBatchIngest takes it. */
-export const MetricBatchWire: z.ZodType<MetricBatch | CompactMetricBatch> = z.unknown().transform((input, ctx): MetricBatch | CompactMetricBatch => {
-  if (input instanceof CompactMetricBatch) return input;
-  const parsed = MetricBatchIngest.safeParse(input);
-  if (parsed.success) return parsed.data;
-  for (const issue of parsed.error.issues) ctx.addIssue({ ...issue });
-  return z.NEVER;
-});
+export const MetricBatchWire: z.ZodType<MetricBatch | CompactMetricBatch> = z
+  .unknown()
+  .transform((input, ctx): MetricBatch | CompactMetricBatch => {
+    if (input instanceof CompactMetricBatch) return input;
+    const parsed = MetricBatchIngest.safeParse(input);
+    if (parsed.success) return parsed.data;
+    for (const issue of parsed.error.issues) ctx.addIssue({ ...issue });
+    return z.NEVER;
+  });

@@ -11,22 +11,44 @@ import { IssueKey, NumericId } from './servicedesk.ts';
 
 const Timestamp = z.iso.datetime();
 /** The caller's own field names are snake_case; the tracker's pass-through fields keep theirs. */
-const Person = z.object({ account_id: z.string().nullable(), display_name: z.string().nullable(), email: z.string().nullable() }).nullable();
+const Person = z
+  .object({ account_id: z.string().nullable(), display_name: z.string().nullable(), email: z.string().nullable() })
+  .nullable();
 const Text = z.string().trim().min(1, 'must not be empty').max(32_767);
 
-export const Comment = z.object({ id: z.string(), body: z.string(), public: z.boolean(), author: Person, created: Timestamp.nullable() });
-export const CommentPage = z.object({ items: z.array(Comment), start: z.number().int(), limit: z.number().int(), size: z.number().int(), is_last_page: z.boolean() });
+export const Comment = z.object({
+  id: z.string(),
+  body: z.string(),
+  public: z.boolean(),
+  author: Person,
+  created: Timestamp.nullable(),
+});
+export const CommentPage = z.object({
+  items: z.array(Comment),
+  start: z.number().int(),
+  limit: z.number().int(),
+  size: z.number().int(),
+  is_last_page: z.boolean(),
+});
 export const Transition = z.object({ id: z.string(), name: z.string() });
 export const Approval = z.object({
   id: z.string(),
   name: z.string(),
   final_decision: z.string(),
   can_answer: z.boolean(),
-  approvers: z.array(z.object({ display_name: z.string().nullable(), email: z.string().nullable(), decision: z.string() })),
+  approvers: z.array(
+    z.object({ display_name: z.string().nullable(), email: z.string().nullable(), decision: z.string() }),
+  ),
   created: Timestamp.nullable(),
   completed: Timestamp.nullable(),
 });
-export const Attachment = z.object({ filename: z.string(), size: z.number().int().nullable(), mime_type: z.string().nullable(), created: Timestamp.nullable(), author: Person });
+export const Attachment = z.object({
+  filename: z.string(),
+  size: z.number().int().nullable(),
+  mime_type: z.string().nullable(),
+  created: Timestamp.nullable(),
+  author: Person,
+});
 
 export const CommentListQuery = z.object({
   start: z.coerce.number().int().min(0).max(100_000).default(0),
@@ -49,8 +71,14 @@ export const RequestFieldValues = z
   .catchall(JsonValue)
   .superRefine((values, ctx) => {
     for (const key of Object.keys(values)) {
-      if (RESERVED_FIELDS.has(key)) ctx.addIssue({ code: 'custom', path: [key], message: 'is set by the service (the organization and labels of the mapping)' });
-      else if (!FIELD_ID.test(key)) ctx.addIssue({ code: 'custom', path: [key], message: 'is not a field id of the tracker' });
+      if (RESERVED_FIELDS.has(key))
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: 'is set by the service (the organization and labels of the mapping)',
+        });
+      else if (!FIELD_ID.test(key))
+        ctx.addIssue({ code: 'custom', path: [key], message: 'is not a field id of the tracker' });
     }
   });
 
@@ -84,7 +112,9 @@ export const RequestTypeFields = z.object({
       visible: z.boolean(),
       default_values: z.array(z.object({ value: z.string(), label: z.string() })),
       valid_values: z.array(z.object({ value: z.string(), label: z.string() })),
-      schema: z.object({ type: z.string().nullable(), system: z.string().nullable(), custom: z.string().nullable() }).nullable(),
+      schema: z
+        .object({ type: z.string().nullable(), system: z.string().nullable(), custom: z.string().nullable() })
+        .nullable(),
     }),
   ),
   can_raise_on_behalf_of: z.boolean(),
@@ -93,31 +123,78 @@ export const RequestTypeFields = z.object({
 export const RequestTypeFieldsQuery = z.object({ service_desk_id: NumericId });
 
 /** Where an upload waits between the gateway and the actor (a JetStream object store bucket; see attachments). */
-export const UploadTicket = z.object({ issue_key: z.string(), upload_id: z.uuid(), bucket: z.string(), max_bytes: z.number().int() });
+export const UploadTicket = z.object({
+  issue_key: z.string(),
+  upload_id: z.uuid(),
+  bucket: z.string(),
+  max_bytes: z.number().int(),
+});
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 
 const ByKey = z.object({ issue_key: IssueKey });
-const proxyErrors = ['bad_request', 'forbidden', 'not_found', 'unavailable', 'bad_gateway', 'too_many_requests', 'timeout'] as const;
+const proxyErrors = [
+  'bad_request',
+  'forbidden',
+  'not_found',
+  'unavailable',
+  'bad_gateway',
+  'too_many_requests',
+  'timeout',
+] as const;
 
 export const servicedeskProxySubjects = subjects({
-  'svc.servicedesk.comments.list': { retry: 'safe', summary: 'Comments of a request, from the tracker (servicedesk:read).', request: ByKey.extend(CommentListQuery.shape), reply: CommentPage, errors: [...proxyErrors] },
-  'svc.servicedesk.comments.create': { summary: 'Adds a public or internal comment (servicedesk:write).', request: ByKey.extend(CreateCommentBody.shape), reply: Comment, errors: [...proxyErrors] },
-  'svc.servicedesk.transitions.list': { retry: 'safe', summary: 'Transitions the request allows now (servicedesk:read).', request: ByKey, reply: z.object({ items: z.array(Transition) }), errors: [...proxyErrors] },
+  'svc.servicedesk.comments.list': {
+    retry: 'safe',
+    summary: 'Comments of a request, from the tracker (servicedesk:read).',
+    request: ByKey.extend(CommentListQuery.shape),
+    reply: CommentPage,
+    errors: [...proxyErrors],
+  },
+  'svc.servicedesk.comments.create': {
+    summary: 'Adds a public or internal comment (servicedesk:write).',
+    request: ByKey.extend(CreateCommentBody.shape),
+    reply: Comment,
+    errors: [...proxyErrors],
+  },
+  'svc.servicedesk.transitions.list': {
+    retry: 'safe',
+    summary: 'Transitions the request allows now (servicedesk:read).',
+    request: ByKey,
+    reply: z.object({ items: z.array(Transition) }),
+    errors: [...proxyErrors],
+  },
   'svc.servicedesk.transitions.execute': {
     summary:
       'Executes a transition taken from the request’s own list (servicedesk:write); the new status shows until the sync catches up (status null: the tracker could not be read right after, the stored status shows until then).',
     request: ByKey.extend(TransitionBody.shape),
-    reply: z.object({ issue_key: z.string(), transition_id: z.string(), status: z.string().nullable(), status_category: z.enum(['new', 'indeterminate', 'done']).nullable() }),
+    reply: z.object({
+      issue_key: z.string(),
+      transition_id: z.string(),
+      status: z.string().nullable(),
+      status_category: z.enum(['new', 'indeterminate', 'done']).nullable(),
+    }),
     errors: [...proxyErrors],
   },
-  'svc.servicedesk.approvals.list': { retry: 'safe', summary: 'Approvals of a request (servicedesk:read).', request: ByKey, reply: z.object({ items: z.array(Approval) }), errors: [...proxyErrors] },
+  'svc.servicedesk.approvals.list': {
+    retry: 'safe',
+    summary: 'Approvals of a request (servicedesk:read).',
+    request: ByKey,
+    reply: z.object({ items: z.array(Approval) }),
+    errors: [...proxyErrors],
+  },
   'svc.servicedesk.approvals.decide': {
     summary: 'Approves or declines an approval (servicedesk:write).',
     request: ByKey.extend({ approval_id: NumericId, ...ApprovalBody.shape }),
     reply: Approval,
     errors: [...proxyErrors],
   },
-  'svc.servicedesk.attachments.list': { retry: 'safe', summary: 'Attachments of a request (servicedesk:read).', request: ByKey, reply: z.object({ items: z.array(Attachment) }), errors: [...proxyErrors] },
+  'svc.servicedesk.attachments.list': {
+    retry: 'safe',
+    summary: 'Attachments of a request (servicedesk:read).',
+    request: ByKey,
+    reply: z.object({ items: z.array(Attachment) }),
+    errors: [...proxyErrors],
+  },
   'svc.servicedesk.attachments.prepare': {
     summary: 'Checks ownership and write permission before an upload is read, and names where the gateway puts it.',
     request: ByKey,
@@ -137,7 +214,8 @@ export const servicedeskProxySubjects = subjects({
     errors: [...proxyErrors, 'request_too_large'],
   },
   'svc.servicedesk.requests.create': {
-    summary: 'Creates a request in a mapped service desk, its organization set through customfield_10002 (servicedesk:write); shown as PENDING until synced.',
+    summary:
+      'Creates a request in a mapped service desk, its organization set through customfield_10002 (servicedesk:write); shown as PENDING until synced.',
     request: CreateRequestBody,
     reply: CreatedRequest,
     errors: [...proxyErrors],

@@ -11,7 +11,10 @@ import { subjects } from '../subject.ts';
 
 /** `SUP-123`: a project key (a capital letter, then capitals or digits) and the issue number. */
 export const ISSUE_KEY = /^[A-Z][A-Z0-9]+-\d+$/;
-export const IssueKey = z.string().max(64).regex(ISSUE_KEY, 'must be an issue key such as SUP-123 ([A-Z][A-Z0-9]+-digits)');
+export const IssueKey = z
+  .string()
+  .max(64)
+  .regex(ISSUE_KEY, 'must be an issue key such as SUP-123 ([A-Z][A-Z0-9]+-digits)');
 /** Ids the tracker hands out as numeric strings (service desks, request types, organizations, approvals, transitions). */
 export const NumericId = z.string().max(18).regex(/^\d+$/, 'must be a numeric id');
 const ProjectKey = z.string().regex(/^[A-Z][A-Z0-9]{1,9}$/, 'must be a project key such as SUP');
@@ -19,7 +22,10 @@ const Label = z.string().trim().min(1).max(255).regex(/^\S+$/, 'labels contain n
 const Timestamp = z.iso.datetime();
 const NoContent = z.object({});
 /** A query flag (`true`/`false`/`1`/`0`), or the boolean it became at the gateway. */
-const queryBool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1')]);
+const queryBool = z.union([
+  z.boolean(),
+  z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1'),
+]);
 /** A date (`2026-01-31`, the whole day) or a date-time with zone. */
 const DateOrDateTime = z.union([z.iso.date(), z.iso.datetime({ offset: true })]);
 
@@ -69,7 +75,10 @@ export const TicketFilters = z.object({
   /** Narrows to the mappings of one client. */
   client_id: z.uuid().optional(),
   sort_by: z.enum(SORT_COLUMNS).default('updated'),
-  sort_dir: z.enum(['ASC', 'DESC', 'asc', 'desc']).default('DESC').transform((v) => v.toUpperCase() as 'ASC' | 'DESC'),
+  sort_dir: z
+    .enum(['ASC', 'DESC', 'asc', 'desc'])
+    .default('DESC')
+    .transform((v) => v.toUpperCase() as 'ASC' | 'DESC'),
   status: z.string().trim().min(1).max(200).optional(),
   priority: z.string().trim().min(1).max(200).optional(),
   issue_type: z.string().trim().min(1).max(200).optional(),
@@ -111,7 +120,11 @@ export const Ticket = z.object({
 });
 export type Ticket = z.infer<typeof Ticket>;
 
-export const StatusChange = z.object({ from_status: z.string().nullable(), to_status: z.string(), changed_at: Timestamp });
+export const StatusChange = z.object({
+  from_status: z.string().nullable(),
+  to_status: z.string(),
+  changed_at: Timestamp,
+});
 
 export const SlaCycle = z.object({
   name: z.string(),
@@ -145,7 +158,12 @@ export const TicketDelivery = z.object({
   is_on_time: z.union([z.literal(0), z.literal(1)]),
 });
 
-export const TicketDetail = z.object({ ticket: Ticket, status_history: z.array(StatusChange), sla: TicketSla, delivery: TicketDelivery });
+export const TicketDetail = z.object({
+  ticket: Ticket,
+  status_history: z.array(StatusChange),
+  sla: TicketSla,
+  delivery: TicketDelivery,
+});
 
 export const KanbanBoard = z.object({
   columns: z.array(
@@ -164,7 +182,11 @@ export const KanbanBoard = z.object({
 });
 
 const ScopeQuery = { organization_id: NumericId.optional(), client_id: z.uuid().optional() };
-export const MetricsRangeQuery = z.object({ ...ScopeQuery, date_from: DateOrDateTime.optional(), date_to: DateOrDateTime.optional() });
+export const MetricsRangeQuery = z.object({
+  ...ScopeQuery,
+  date_from: DateOrDateTime.optional(),
+  date_to: DateOrDateTime.optional(),
+});
 export const MetricsScopeQuery = z.object(ScopeQuery);
 
 const Num = z.number().nullable();
@@ -211,7 +233,14 @@ export const Action = z.object({
 });
 
 export const SyncReport = z.object({
-  organizations: z.array(z.object({ organization_id: z.string(), requests: z.number().int(), full_load: z.boolean(), error: z.string().nullable() })),
+  organizations: z.array(
+    z.object({
+      organization_id: z.string(),
+      requests: z.number().int(),
+      full_load: z.boolean(),
+      error: z.string().nullable(),
+    }),
+  ),
 });
 
 const ByKey = z.object({ issue_key: IssueKey });
@@ -229,13 +258,15 @@ export const servicedeskSubjects = subjects({
     errors: ['forbidden', 'not_found', 'unavailable'],
   },
   'svc.servicedesk.mappings.create': {
-    summary: 'Ties a client to a tracker organization, its service desks, projects and labels (servicedeskconfig:write on the client).',
+    summary:
+      'Ties a client to a tracker organization, its service desks, projects and labels (servicedeskconfig:write on the client).',
     request: CreateMappingBody,
     reply: Mapping,
     errors: ['bad_request', 'forbidden', 'not_found', 'conflict', 'unavailable', 'bad_gateway', 'too_many_requests'],
   },
   'svc.servicedesk.mappings.update': {
-    summary: 'Replaces a mapping’s organization, service desks, projects and labels; its client never changes (servicedeskconfig:write).',
+    summary:
+      'Replaces a mapping’s organization, service desks, projects and labels; its client never changes (servicedeskconfig:write).',
     request: UpdateMappingBody.extend({ id: z.uuid() }),
     reply: Mapping,
     errors: ['bad_request', 'forbidden', 'not_found', 'conflict', 'unavailable', 'bad_gateway', 'too_many_requests'],
@@ -261,7 +292,8 @@ export const servicedeskSubjects = subjects({
   },
   'svc.servicedesk.tickets.list': {
     retry: 'safe',
-    summary: 'Requests of the caller’s organizations from the read store, filtered, sorted, paginated; pending writes merged in.',
+    summary:
+      'Requests of the caller’s organizations from the read store, filtered, sorted, paginated; pending writes merged in.',
     request: TicketListQuery,
     reply: Paged(Ticket),
     errors: [...READ_ERRORS],

@@ -19,10 +19,20 @@ export interface InvoicingGatewayOptions {
 
 const started = Date.now();
 
-export async function buildInvoicingGateway(opts: InvoicingGatewayOptions): Promise<{ app: GatewayApp; close: () => Promise<void> }> {
+export async function buildInvoicingGateway(
+  opts: InvoicingGatewayOptions,
+): Promise<{ app: GatewayApp; close: () => Promise<void> }> {
   const pgProbe = new PostgresProbe(opts.config.SVC_DB_URL);
   const app = await createGatewayApp(
-    { style: 'invoicing', title: 'Invoicing API', version: opts.version, publicUrl: opts.config.SVC_INVOICING_PUBLIC_URL, config: opts.config, log: opts.log, breaker: opts.deps.breaker },
+    {
+      style: 'invoicing',
+      title: 'Invoicing API',
+      version: opts.version,
+      publicUrl: opts.config.SVC_INVOICING_PUBLIC_URL,
+      config: opts.config,
+      log: opts.log,
+      breaker: opts.deps.breaker,
+    },
     async (app) => {
       // As on the console: an unknown /api/ route still counts against the general limit; the probes never do.
       const guard = opts.deps.guard;
@@ -34,20 +44,40 @@ export async function buildInvoicingGateway(opts: InvoicingGatewayOptions): Prom
       // Liveness touches no store.
       app.get(
         '/healthz',
-        { schema: { hide: true, response: { 200: z.object({ status: z.literal('ok'), version: z.string(), uptime_seconds: z.number().int() }) } } },
-        async () => ({ status: 'ok' as const, version: opts.version, uptime_seconds: Math.floor((Date.now() - started) / 1000) }),
+        {
+          schema: {
+            hide: true,
+            response: {
+              200: z.object({ status: z.literal('ok'), version: z.string(), uptime_seconds: z.number().int() }),
+            },
+          },
+        },
+        async () => ({
+          status: 'ok' as const,
+          version: opts.version,
+          uptime_seconds: Math.floor((Date.now() - started) / 1000),
+        }),
       );
       app.get('/readyz', { schema: { hide: true } }, async (req, reply) => {
         const analytics = opts.deps.caller
-          .call('svc.invoice.health', {}, anonymousContext(req.id), { timeoutMs: 2000, traceparent: traceparentOf(req) })
+          .call('svc.invoice.health', {}, anonymousContext(req.id), {
+            timeoutMs: 2000,
+            traceparent: traceparentOf(req),
+          })
           .then((r) => r.analytics_store)
           .catch((err: unknown) => `unreachable: ${err instanceof DomainError ? err.message : 'unknown error'}`);
-        const [relational, analyticsStatus] = await Promise.all([withTimeout(pgProbe.check(), 2500, 'timeout'), withTimeout(analytics, 2500, 'timeout')]);
+        const [relational, analyticsStatus] = await Promise.all([
+          withTimeout(pgProbe.check(), 2500, 'timeout'),
+          withTimeout(analytics, 2500, 'timeout'),
+        ]);
         const ready = relational === 'ok' && analyticsStatus === 'ok';
         // The 503 body is the document's probe format, not the error envelope.
         return keepErrorBody(reply)
           .status(ready ? 200 : 503)
-          .send({ status: ready ? 'ready' : 'not_ready', checks: { relational_store: relational, analytics_store: analyticsStatus } });
+          .send({
+            status: ready ? 'ready' : 'not_ready',
+            checks: { relational_store: relational, analytics_store: analyticsStatus },
+          });
       });
       await registerInvoicingRoutes(app, opts.deps);
     },

@@ -3,7 +3,12 @@ import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -13,7 +18,18 @@ import type { Logger } from '../../actors/runtime/logger.ts';
 import { runtimeMetrics } from '../../actors/runtime/metrics.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { BrokerBreaker } from './broker-breaker.ts';
-import { apiError, codeForStatus, errorBody, HttpError, isEnveloped, sendError, statusOf, toApiError, type ApiError, type ServiceStyle } from './errors.ts';
+import {
+  apiError,
+  codeForStatus,
+  errorBody,
+  HttpError,
+  isEnveloped,
+  sendError,
+  statusOf,
+  toApiError,
+  type ApiError,
+  type ServiceStyle,
+} from './errors.ts';
 import { shapeDocument } from './openapi.ts';
 import { traceOf } from './request-context.ts';
 import { rejectUnstorableStrings } from './validation.ts';
@@ -98,7 +114,8 @@ export function redactUrl(url: string, routePattern?: string): string {
   if (routePattern?.includes(':')) {
     const names = routePattern.split('/');
     const parts = path.split('/');
-    const secret = (name: string | undefined): boolean => name !== undefined && name.startsWith(':') && SECRET_PARAM.test(name.slice(1));
+    const secret = (name: string | undefined): boolean =>
+      name !== undefined && name.startsWith(':') && SECRET_PARAM.test(name.slice(1));
     if (names.length === parts.length) path = parts.map((part, i) => (secret(names[i]) ? 'REDACTED' : part)).join('/');
   }
   if (q < 0) return path;
@@ -112,7 +129,10 @@ export function redactUrl(url: string, routePattern?: string): string {
  * zod validation, and (only when debug endpoints are enabled) the OpenAPI explorer and Prometheus metrics.
  * Routes are added by the caller inside `register` so the OpenAPI document sees them.
  */
-export async function createGatewayApp(opts: GatewayAppOptions, register: (app: GatewayApp) => Promise<void> | void): Promise<GatewayApp> {
+export async function createGatewayApp(
+  opts: GatewayAppOptions,
+  register: (app: GatewayApp) => Promise<void> | void,
+): Promise<GatewayApp> {
   const style = opts.style;
   const answeredSockets = new WeakSet<Duplex>();
   const app = Fastify({
@@ -125,7 +145,10 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
     http: { requireHostHeader: false },
     // URL and route failures found before routing (bad percent-encoding, over-long parameter) answer the envelope.
     frameworkErrors: (err, req, reply) => {
-      req.log.info({ request_id: req.id, method: req.method, status: err.statusCode, err: err.code }, 'request refused before routing');
+      req.log.info(
+        { request_id: req.id, method: req.method, status: err.statusCode, err: err.code },
+        'request refused before routing',
+      );
       void sendError(style, req, reply, toApiError(err));
     },
     // Node's HTTP parser refused the request (headers or URL over 16 KB, unknown method, malformed syntax): no
@@ -136,7 +159,10 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
       answeredSockets.add(socket);
       const apiErr = parserError(err.code);
       const id = randomUUID();
-      opts.log.info({ request_id: id, status: statusOf[apiErr.code], err: err.code }, 'request refused by the HTTP parser');
+      opts.log.info(
+        { request_id: id, status: statusOf[apiErr.code], err: err.code },
+        'request refused by the HTTP parser',
+      );
       // Never write into a response already under way on this kept-alive connection.
       const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
       if (socket.writable && !inFlight?.headersSent) socket.end(rawErrorResponse(style, apiErr, id));
@@ -156,14 +182,29 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
   // `Expect` other than 100-continue: Node would answer a bare 417.
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const id = requestIdOf(req.headers);
-    const body = JSON.stringify(errorBody(style, new HttpError('expectation_failed', 'only Expect: 100-continue is supported'), id));
-    res.writeHead(statusOf.expectation_failed, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': id, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', connection: 'close' });
+    const body = JSON.stringify(
+      errorBody(style, new HttpError('expectation_failed', 'only Expect: 100-continue is supported'), id),
+    );
+    res.writeHead(statusOf.expectation_failed, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': id,
+      'x-content-type-options': 'nosniff',
+      'cache-control': 'no-store',
+      connection: 'close',
+    });
     res.end(body);
   });
   // CONNECT (a proxy tunnel) never reaches Fastify: Node would drop the connection without a word.
   app.server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => undefined);
-    socket.end(rawErrorResponse(style, new HttpError('method_not_allowed', 'CONNECT is not supported'), requestIdOf(req.headers)));
+    socket.end(
+      rawErrorResponse(
+        style,
+        new HttpError('method_not_allowed', 'CONNECT is not supported'),
+        requestIdOf(req.headers),
+      ),
+    );
     setTimeout(() => socket.destroy(), LINGER_MS).unref();
   });
 
@@ -214,12 +255,14 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
     // arrives meanwhile is answered 503 with `Connection: close` (the hook below), which ends its connection cleanly;
     // only connections still silent after the window are cut.
     const until = Date.now() + drainMs;
-    while (app.server.listening && connections.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    while (app.server.listening && connections.size > 0 && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 10));
   });
   app.addHook('onRequest', async (req, reply) => {
     void reply.header('x-request-id', req.id);
     // In-flight requests finish; new ones are told to go elsewhere.
-    if (closing) return sendError(style, req, reply, new DomainError('unavailable', 'the server is shutting down; retry'));
+    if (closing)
+      return sendError(style, req, reply, new DomainError('unavailable', 'the server is shutting down; retry'));
     // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own check is off so the refusal carries the envelope.
     if (req.headers.host === undefined && req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor >= 1) {
       return sendError(style, req, reply, new DomainError('bad_request', 'the Host header is required'));
@@ -229,8 +272,17 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
   // envelope with the code of its status, so no error leaves either gateway in another shape.
   app.addHook('onSend', async (req, reply, payload) => {
     if (reply.statusCode < 400 || isEnveloped(reply)) return payload;
-    if (payload !== null && typeof payload === 'object' && 'destroy' in payload && typeof payload.destroy === 'function') payload.destroy();
-    const text = typeof payload === 'string' && payload.length > 0 && payload.length <= 200 && !payload.startsWith('{') ? payload : undefined;
+    if (
+      payload !== null &&
+      typeof payload === 'object' &&
+      'destroy' in payload &&
+      typeof payload.destroy === 'function'
+    )
+      payload.destroy();
+    const text =
+      typeof payload === 'string' && payload.length > 0 && payload.length <= 200 && !payload.startsWith('{')
+        ? payload
+        : undefined;
     const err = apiError(codeForStatus(reply.statusCode), text ?? STATUS_CODES[reply.statusCode] ?? 'request refused');
     reply.removeHeader('content-length');
     void reply.header('content-type', 'application/json; charset=utf-8');
@@ -238,17 +290,27 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
   });
   app.addHook('onResponse', async (req, reply) => {
     req.log.info(
-      { request_id: req.id, trace_id: traceOf(req).traceId, method: req.method, url: redactUrl(req.url, req.routeOptions.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      {
+        request_id: req.id,
+        trace_id: traceOf(req).traceId,
+        method: req.method,
+        url: redactUrl(req.url, req.routeOptions.url),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
       'request',
     );
   });
 
   app.setErrorHandler((err, req, reply) => {
     const apiErr = toApiError(err);
-    if (apiErr.code === 'internal_error') req.log.error({ err, request_id: req.id, trace_id: traceOf(req).traceId }, 'unhandled error');
+    if (apiErr.code === 'internal_error')
+      req.log.error({ err, request_id: req.id, trace_id: traceOf(req).traceId }, 'unhandled error');
     return sendError(style, req, reply, apiErr);
   });
-  app.setNotFoundHandler((req, reply) => sendError(style, req, reply, new DomainError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
+  app.setNotFoundHandler((req, reply) =>
+    sendError(style, req, reply, new DomainError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)),
+  );
 
   const origins = opts.config.SVC_CORS_ORIGINS;
   const anyOrigin = origins.includes('*');
@@ -284,10 +346,18 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
       },
       transform: jsonSchemaTransform,
       // Components named in the schema registry (the error envelope, recursive JSON values) are defined once.
-      transformObject: (d) => shapeDocument(jsonSchemaTransformObject(d) as unknown as Record<string, unknown>, { style, publicUrl: opts.publicUrl ?? '/' }) as unknown as ReturnType<typeof jsonSchemaTransformObject>,
+      transformObject: (d) =>
+        shapeDocument(jsonSchemaTransformObject(d) as unknown as Record<string, unknown>, {
+          style,
+          publicUrl: opts.publicUrl ?? '/',
+        }) as unknown as ReturnType<typeof jsonSchemaTransformObject>,
     });
     // The explorer is a page with scripts: it sends its own policy (helmet's API profile would blank it).
-    await app.register(swaggerUi, { routePrefix: '/swagger', staticCSP: true, transformStaticCSP: (csp) => (https ? csp : csp.replace(/\s*upgrade-insecure-requests;/, '')) });
+    await app.register(swaggerUi, {
+      routePrefix: '/swagger',
+      staticCSP: true,
+      transformStaticCSP: (csp) => (https ? csp : csp.replace(/\s*upgrade-insecure-requests;/, '')),
+    });
     registerMetrics(app);
   }
 
@@ -298,7 +368,12 @@ export async function createGatewayApp(opts: GatewayAppOptions, register: (app: 
 function registerMetrics(app: GatewayApp): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] });
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
   const duration = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'HTTP request duration',

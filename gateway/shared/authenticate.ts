@@ -60,23 +60,42 @@ export class TokenAuthenticator implements Authenticator {
       const claims = await this.tokens.verify(token);
       const user =
         (this.cache && (await this.cached(() => this.cache!.user(claims.sub)))) ||
-        (await this.caller.call('svc.identity.access.resolve', { user_id: claims.sub }, base, callOpts()).catch((err: unknown) => {
-          throw err instanceof DomainError && err.code === 'bad_request' ? new DomainError('unauthorized', 'invalid token') : err;
-        }));
+        (await this.caller
+          .call('svc.identity.access.resolve', { user_id: claims.sub }, base, callOpts())
+          .catch((err: unknown) => {
+            throw err instanceof DomainError && err.code === 'bad_request'
+              ? new DomainError('unauthorized', 'invalid token')
+              : err;
+          }));
       if (user.status !== 'active') throw new DomainError('unauthorized', 'account is not active');
-      if (mode !== 'enrolment' && !user.mfa_enabled) throw new DomainError('mfa_enrollment_required', 'multi-factor authentication must be enrolled first');
+      if (mode !== 'enrolment' && !user.mfa_enabled)
+        throw new DomainError('mfa_enrollment_required', 'multi-factor authentication must be enrolled first');
       return {
         ...base,
-        principal: { kind: 'user', user_id: user.user_id, session_id: claims.sid, email: user.email, is_super_admin: user.is_super_admin, mfa_enabled: user.mfa_enabled },
+        principal: {
+          kind: 'user',
+          user_id: user.user_id,
+          session_id: claims.sid,
+          email: user.email,
+          is_super_admin: user.is_super_admin,
+          mfa_enabled: user.mfa_enabled,
+        },
         access: user.access,
       };
     }
     if (typeof apiKey === 'string' && apiKey.length > 0) {
-      if (mode === 'user' || mode === 'enrolment') throw new DomainError('forbidden', 'this route needs a signed-in user; API keys are not accepted');
+      if (mode === 'user' || mode === 'enrolment')
+        throw new DomainError('forbidden', 'this route needs a signed-in user; API keys are not accepted');
       const key = apiKey.slice(0, 256);
       const entry = this.cache ? await this.cached(() => this.cache!.apiKey(key)) : null;
-      const sa = entry ? liveKey(entry, this.now()) : await this.caller.call('svc.identity.access.resolve_key', { api_key: key }, base, callOpts());
-      return { ...base, principal: { kind: 'service_account', service_account_id: sa.service_account_id, name: sa.name }, access: sa.access };
+      const sa = entry
+        ? liveKey(entry, this.now())
+        : await this.caller.call('svc.identity.access.resolve_key', { api_key: key }, base, callOpts());
+      return {
+        ...base,
+        principal: { kind: 'service_account', service_account_id: sa.service_account_id, name: sa.name },
+        access: sa.access,
+      };
     }
     throw new DomainError('unauthorized', 'missing credentials: send Authorization: Bearer <token> or X-API-Key');
   }

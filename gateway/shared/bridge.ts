@@ -10,7 +10,15 @@ import type { GatewayApp } from './app.ts';
 import type { BrokerBreaker } from './broker-breaker.ts';
 import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
 import { apiError, statusOf, toApiError } from './errors.ts';
-import { callerScope, fingerprint, idempotencyKeyOf, IdempotencyStore, isFinalError, REPLAYED_HEADER, type StoredAnswer } from './idempotency.ts';
+import {
+  callerScope,
+  fingerprint,
+  idempotencyKeyOf,
+  IdempotencyStore,
+  isFinalError,
+  REPLAYED_HEADER,
+  type StoredAnswer,
+} from './idempotency.ts';
 import { errorResponses, operationIdOf } from './openapi.ts';
 import { deadlineOf, setDeadline, traceparentOf } from './request-context.ts';
 
@@ -33,7 +41,13 @@ export type RateClass = 'auth' | 'api' | 'none';
 type Schema = z.ZodType;
 type Out<T> = T extends Schema ? z.output<T> : undefined;
 
-export interface BridgeRoute<C extends Catalogue, S extends SubjectName<C>, P extends Schema | undefined, Q extends Schema | undefined, B extends Schema | undefined> {
+export interface BridgeRoute<
+  C extends Catalogue,
+  S extends SubjectName<C>,
+  P extends Schema | undefined,
+  Q extends Schema | undefined,
+  B extends Schema | undefined,
+> {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   url: string;
   subject: S;
@@ -47,7 +61,13 @@ export interface BridgeRoute<C extends Catalogue, S extends SubjectName<C>, P ex
   query?: Q;
   body?: B;
   /** Builds the subject's input from the validated request. */
-  input: (r: { params: Out<P>; query: Out<Q>; body: Out<B>; ctx: CallerContext; req: FastifyRequest }) => RequestIn<C, S>;
+  input: (r: {
+    params: Out<P>;
+    query: Out<Q>;
+    body: Out<B>;
+    ctx: CallerContext;
+    req: FastifyRequest;
+  }) => RequestIn<C, S>;
   /** Success status (default 200); 204 sends no body. */
   status?: number;
   /**
@@ -86,7 +106,8 @@ const CustomAnswer = z.unknown().describe('The answer this route shapes itself (
 /** The documented success body of a route: `{ data }`, the list envelope, or nothing for 204. */
 function responseSchema(reply: z.ZodType, paged: boolean, status: number): z.ZodType {
   if (status === 204) return z.null().describe('No content');
-  if (paged && reply instanceof z.ZodObject && reply.shape.items) return z.object({ data: reply.shape.items as z.ZodType, meta: Meta });
+  if (paged && reply instanceof z.ZodObject && reply.shape.items)
+    return z.object({ data: reply.shape.items as z.ZodType, meta: Meta });
   return z.object({ data: reply });
 }
 
@@ -104,9 +125,11 @@ export function bridge<
 >(app: GatewayApp, deps: GatewayDeps<C>, route: BridgeRoute<C, S, P, Q, B>): void {
   const spec = deps.caller.catalogue[route.subject]!;
   const rate = route.rate ?? (route.auth === 'public' ? 'auth' : 'api');
-  const idempotent = route.idempotent ?? (route.method === 'POST' && route.status === 201 && route.auth !== 'public' && !route.send);
+  const idempotent =
+    route.idempotent ?? (route.method === 'POST' && route.status === 201 && route.auth !== 'public' && !route.send);
   // Answers are kept per caller: an anonymous caller has no scope, and a custom reply is not a storable body.
-  if (idempotent && (route.auth === 'public' || route.send)) throw new Error(`${route.method} ${route.url}: idempotent needs an authenticated route with the default reply`);
+  if (idempotent && (route.auth === 'public' || route.send))
+    throw new Error(`${route.method} ${route.url}: idempotent needs an authenticated route with the default reply`);
   const status = route.status ?? 200;
   // Routes whose answer is the actor's data as it is (`{ data }`), or its page as the list envelope: forwarded
   // without being parsed and serialized again. A page schema with keys beyond the four is rendered the usual way.
@@ -117,7 +140,10 @@ export function bridge<
     if (status === 204) return { status, body: undefined };
     if (route.paged) {
       const page = data as Page;
-      return { status, body: { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } } };
+      return {
+        status,
+        body: { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } },
+      };
     }
     return { status, body: { data } };
   };
@@ -132,7 +158,13 @@ export function bridge<
       operationId: route.operationId ?? operationIdOf(route.subject),
       response: {
         [status]: route.send ? CustomAnswer : responseSchema(spec.reply, route.paged === true, status),
-        ...errorResponses({ errors: spec.errors, auth: route.auth, limited: rate !== 'none', hasBody: route.method !== 'GET', idempotent }),
+        ...errorResponses({
+          errors: spec.errors,
+          auth: route.auth,
+          limited: rate !== 'none',
+          hasBody: route.method !== 'GET',
+          idempotent,
+        }),
       },
       ...(route.tags ? { tags: route.tags } : {}),
       security: securityOf(route.auth),
@@ -144,14 +176,25 @@ export function bridge<
       if (deps.guard && rate !== 'none') await deps.guard(req, rate);
     },
     handler: async (req, reply) => {
-      const ctx = route.auth === 'public' ? anonymousContext(req.id, clientInfo(req)) : await deps.auth.authenticate(req, route.auth);
+      const ctx =
+        route.auth === 'public'
+          ? anonymousContext(req.id, clientInfo(req))
+          : await deps.auth.authenticate(req, route.auth);
       const key = idempotent ? idempotencyKeyOf(req) : undefined;
-      const input = route.input({ params: req.params as Out<P>, query: req.query as Out<Q>, body: req.body as Out<B>, ctx, req });
+      const input = route.input({
+        params: req.params as Out<P>,
+        query: req.query as Out<Q>,
+        body: req.body as Out<B>,
+        ctx,
+        req,
+      });
       const deadline = deadlineOf(req, deps.requestTimeoutMs);
       const scope = callerScope(ctx);
       if (key !== undefined && scope !== undefined) {
         const { answer, replayed } = await idempotentCall(req, deps, { scope, key, deadline }, (callDeadline) =>
-          deps.caller.call(route.subject, input, ctx, { deadline: callDeadline, traceparent: traceparentOf(req) }).then(render),
+          deps.caller
+            .call(route.subject, input, ctx, { deadline: callDeadline, traceparent: traceparentOf(req) })
+            .then(render),
         );
         if (replayed) void reply.header(REPLAYED_HEADER, 'true');
         // A stored error is sent again as an error, so its body carries this request's id like every other.
@@ -161,8 +204,13 @@ export function bridge<
       if (forwarded || forwardedPage) {
         // The actor's answer goes out as the bytes it sent: `{ data }` or the list envelope, unparsed (Caller.callForwarded*).
         const opts = { deadline, traceparent: traceparentOf(req) };
-        const body = forwardedPage ? await deps.caller.callForwardedPage(route.subject, input, ctx, opts) : await deps.caller.callForwarded(route.subject, input, ctx, opts);
-        return reply.status(status).type('application/json; charset=utf-8').send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+        const body = forwardedPage
+          ? await deps.caller.callForwardedPage(route.subject, input, ctx, opts)
+          : await deps.caller.callForwarded(route.subject, input, ctx, opts);
+        return reply
+          .status(status)
+          .type('application/json; charset=utf-8')
+          .send(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
       }
       const data = await deps.caller.call(route.subject, input, ctx, { deadline, traceparent: traceparentOf(req) });
       if (route.send) return route.send(data, reply, req);
@@ -218,17 +266,29 @@ async function idempotentCall<C extends Catalogue>(
     },
     async (err: unknown): Promise<never> => {
       const apiErr = toApiError(err);
-      if (isFinalError(apiErr)) await keep(() => store.save(k.scope, k.key, fp, { status: statusOf[apiErr.code], error: { code: apiErr.code, message: apiErr.message } }));
+      if (isFinalError(apiErr))
+        await keep(() =>
+          store.save(k.scope, k.key, fp, {
+            status: statusOf[apiErr.code],
+            error: { code: apiErr.code, message: apiErr.message },
+          }),
+        );
       else await keep(() => store.release(k.scope, k.key));
       throw err;
     },
   );
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, k.deadline - Date.now()))));
+  const late = new Promise<'late'>(
+    (resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, k.deadline - Date.now()))),
+  );
   try {
     // After 'late' the call settles in the background (race already handles its rejection); its outcome is kept there.
     const first = await Promise.race([finished, late]);
-    if (first === 'late') throw new DomainError('timeout', 'the request did not finish before the deadline; repeat it with the same Idempotency-Key for its outcome');
+    if (first === 'late')
+      throw new DomainError(
+        'timeout',
+        'the request did not finish before the deadline; repeat it with the same Idempotency-Key for its outcome',
+      );
     return { answer: first, replayed: false };
   } finally {
     clearTimeout(timer);
@@ -236,19 +296,36 @@ async function idempotentCall<C extends Catalogue>(
 }
 
 /** A route of a group: as for `bridge`, with the group's auth mode and tags unless the route names its own. */
-export type GroupRoute<C extends Catalogue, S extends SubjectName<C>, P extends Schema | undefined, Q extends Schema | undefined, B extends Schema | undefined> = Omit<
-  BridgeRoute<C, S, P, Q, B>,
-  'auth'
-> & { auth?: AuthMode };
+export type GroupRoute<
+  C extends Catalogue,
+  S extends SubjectName<C>,
+  P extends Schema | undefined,
+  Q extends Schema | undefined,
+  B extends Schema | undefined,
+> = Omit<BridgeRoute<C, S, P, Q, B>, 'auth'> & { auth?: AuthMode };
 
 /**
  * The routes of one resource file share how they are entered and their OpenAPI tags:
  * `const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['users'] }); route({ method, url, subject, ... })`.
  */
-export function routeGroup<C extends Catalogue>(app: GatewayApp, deps: GatewayDeps<C>, defaults: { auth: AuthMode; tags: string[] }) {
-  return <S extends SubjectName<C>, P extends Schema | undefined = undefined, Q extends Schema | undefined = undefined, B extends Schema | undefined = undefined>(
+export function routeGroup<C extends Catalogue>(
+  app: GatewayApp,
+  deps: GatewayDeps<C>,
+  defaults: { auth: AuthMode; tags: string[] },
+) {
+  return <
+    S extends SubjectName<C>,
+    P extends Schema | undefined = undefined,
+    Q extends Schema | undefined = undefined,
+    B extends Schema | undefined = undefined,
+  >(
     route: GroupRoute<C, S, P, Q, B>,
-  ): void => bridge<C, S, P, Q, B>(app, deps, { ...route, auth: route.auth ?? defaults.auth, tags: route.tags ?? defaults.tags });
+  ): void =>
+    bridge<C, S, P, Q, B>(app, deps, {
+      ...route,
+      auth: route.auth ?? defaults.auth,
+      tags: route.tags ?? defaults.tags,
+    });
 }
 
 /** Pagination query of both services: page ≥ 1 (default 1), per_page 1..100 (default 20). */

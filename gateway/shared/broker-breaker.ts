@@ -74,7 +74,9 @@ export class BrokerBreaker {
   refusal(): DomainError | undefined {
     if (this.current === 'closed') return undefined;
     const seconds = this.retryAfterSeconds;
-    return new DomainError('unavailable', `the message broker is not answering; retry in ${seconds} s`, { retry_after_seconds: seconds });
+    return new DomainError('unavailable', `the message broker is not answering; retry in ${seconds} s`, {
+      retry_after_seconds: seconds,
+    });
   }
 
   private schedule(ms: number): void {
@@ -91,7 +93,11 @@ export class BrokerBreaker {
     if (this.current === 'open') this.current = 'half_open';
     const ok = await this.ping(this.pingTimeoutMs).catch(() => false);
     if (ok && this.current !== 'closed') this.log?.info('message broker answers again; API requests are served');
-    if (!ok && this.current === 'closed') this.log?.warn({ ping_timeout_ms: this.pingTimeoutMs }, 'message broker not answering; API requests are refused with 503 until it does');
+    if (!ok && this.current === 'closed')
+      this.log?.warn(
+        { ping_timeout_ms: this.pingTimeoutMs },
+        'message broker not answering; API requests are refused with 503 until it does',
+      );
     this.current = ok ? 'closed' : 'open';
     return ok;
   }

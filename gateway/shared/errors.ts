@@ -8,7 +8,14 @@ export type ServiceStyle = 'console' | 'invoicing';
  * HTTP-level failures only a gateway answers (the parser, the router, the idempotency store): no actor reports them,
  * so they are not domain codes in contracts/.
  */
-export const HTTP_ERROR_CODES = ['method_not_allowed', 'request_timeout', 'uri_too_long', 'expectation_failed', 'unprocessable_entity', 'request_header_fields_too_large'] as const;
+export const HTTP_ERROR_CODES = [
+  'method_not_allowed',
+  'request_timeout',
+  'uri_too_long',
+  'expectation_failed',
+  'unprocessable_entity',
+  'request_header_fields_too_large',
+] as const;
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
 const isHttpErrorCode = (code: string): code is HttpErrorCode => (HTTP_ERROR_CODES as readonly string[]).includes(code);
 
@@ -18,10 +25,7 @@ export type ApiErrorCode = ErrorCode | HttpErrorCode;
 /** Thrown (or sent) by gateway code for an HTTP-level failure, like a DomainError for the codes above. */
 export class HttpError extends Error {
   readonly code: HttpErrorCode;
-  constructor(
-    code: HttpErrorCode,
-    message: string,
-  ) {
+  constructor(code: HttpErrorCode, message: string) {
     super(message);
     this.code = code;
     this.name = 'HttpError';
@@ -32,7 +36,8 @@ export class HttpError extends Error {
 export type ApiError = DomainError | HttpError;
 
 /** The error of either kind for a code. */
-export const apiError = (code: ApiErrorCode, message: string): ApiError => (isHttpErrorCode(code) ? new HttpError(code, message) : new DomainError(code, message));
+export const apiError = (code: ApiErrorCode, message: string): ApiError =>
+  isHttpErrorCode(code) ? new HttpError(code, message) : new DomainError(code, message);
 
 export const statusOf: Record<ApiErrorCode, number> = {
   bad_request: 400,
@@ -99,10 +104,15 @@ const invoicingCodes: Record<ApiErrorCode, string> = {
   timeout: 'GATEWAY_TIMEOUT',
 };
 
-export const wireCode = (style: ServiceStyle, code: ApiErrorCode): string => (style === 'console' ? consoleCodes : invoicingCodes)[code];
+export const wireCode = (style: ServiceStyle, code: ApiErrorCode): string =>
+  (style === 'console' ? consoleCodes : invoicingCodes)[code];
 
 /** The envelope of an error: `{error:{code,message,request_id}}` with the service's code spelling. */
-export function errorBody(style: ServiceStyle, err: ApiError, requestId: string): { error: { code: string; message: string; request_id: string } } {
+export function errorBody(
+  style: ServiceStyle,
+  err: ApiError,
+  requestId: string,
+): { error: { code: string; message: string; request_id: string } } {
   // Whatever an internal error said stays in the logs: the client learns only that it happened.
   const message = err.code === 'internal_error' ? 'internal error' : err.message;
   return { error: { code: wireCode(style, err.code), message, request_id: requestId } };
@@ -128,7 +138,9 @@ export function sendError(style: ServiceStyle, req: FastifyRequest, reply: Fasti
 
 /** The code of an answer a gateway did not build itself (a plugin's 400, a 405): by its status. */
 export function codeForStatus(status: number): ApiErrorCode {
-  const known = (Object.keys(statusOf) as ApiErrorCode[]).find((code) => statusOf[code] === status && code !== 'mfa_enrollment_required');
+  const known = (Object.keys(statusOf) as ApiErrorCode[]).find(
+    (code) => statusOf[code] === status && code !== 'mfa_enrollment_required',
+  );
   if (known) return known;
   return status >= 500 ? 'internal_error' : 'bad_request';
 }

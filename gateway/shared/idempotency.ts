@@ -18,7 +18,8 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
 const KEY = /^[\x20-\x7E]{1,255}$/;
 
 /** A complete answer as stored: a success body, or the error re-sent with the repeat's own request id. */
-export type StoredAnswer = { status: number; body: unknown } | { status: number; error: { code: ApiErrorCode; message: string } };
+export type StoredAnswer =
+  { status: number; body: unknown } | { status: number; error: { code: ApiErrorCode; message: string } };
 
 type Entry = { state: 'running'; fp: string } | { state: 'done'; fp: string; answer: StoredAnswer };
 
@@ -28,7 +29,8 @@ export type Claim = { kind: 'claimed' } | { kind: 'replay'; answer: StoredAnswer
 export function idempotencyKeyOf(req: FastifyRequest): string | undefined {
   const raw = req.headers[IDEMPOTENCY_HEADER];
   if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !KEY.test(raw)) throw new DomainError('bad_request', 'headers.idempotency-key: must be 1 to 255 printable ASCII characters');
+  if (typeof raw !== 'string' || !KEY.test(raw))
+    throw new DomainError('bad_request', 'headers.idempotency-key: must be 1 to 255 printable ASCII characters');
   return raw;
 }
 
@@ -42,13 +44,19 @@ export function callerScope(ctx: CallerContext): string | undefined {
 
 /** What makes two requests "the same": method, URL and body (keys sorted, so field order does not matter). */
 export function fingerprint(req: FastifyRequest): string {
-  return createHash('sha256').update(`${req.method} ${req.url}\n${stableJson(req.body)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${req.method} ${req.url}\n${stableJson(req.body)}`)
+    .digest('hex');
 }
 
 function stableJson(value: unknown): string {
   if (value === undefined) return '';
   return JSON.stringify(value, (_k, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
   );
 }
 
@@ -79,12 +87,20 @@ export class IdempotencyStore {
     const slot = this.slot(scope, key);
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
-        if (await this.kv.set(slot, JSON.stringify({ state: 'running', fp } satisfies Entry), { nx: true, ttlMs: lockMs })) return { kind: 'claimed' };
+        if (
+          await this.kv.set(slot, JSON.stringify({ state: 'running', fp } satisfies Entry), { nx: true, ttlMs: lockMs })
+        )
+          return { kind: 'claimed' };
         const raw = await this.kv.get(slot);
         if (raw === null) continue; // expired between the two commands: try to claim again
         const entry = JSON.parse(raw) as Entry;
-        if (entry.fp !== fp) throw new HttpError('unprocessable_entity', 'this Idempotency-Key was already used with a different request');
-        if (entry.state === 'running') throw new DomainError('conflict', 'a request with this Idempotency-Key is still being processed; retry later');
+        if (entry.fp !== fp)
+          throw new HttpError('unprocessable_entity', 'this Idempotency-Key was already used with a different request');
+        if (entry.state === 'running')
+          throw new DomainError(
+            'conflict',
+            'a request with this Idempotency-Key is still being processed; retry later',
+          );
         return { kind: 'replay', answer: entry.answer };
       }
     } catch (err) {
@@ -96,7 +112,9 @@ export class IdempotencyStore {
 
   /** Keeps the complete answer for 24 h. */
   async save(scope: string, key: string, fp: string, answer: StoredAnswer): Promise<void> {
-    await this.kv.set(this.slot(scope, key), JSON.stringify({ state: 'done', fp, answer } satisfies Entry), { ttlMs: IDEMPOTENCY_TTL_MS });
+    await this.kv.set(this.slot(scope, key), JSON.stringify({ state: 'done', fp, answer } satisfies Entry), {
+      ttlMs: IDEMPOTENCY_TTL_MS,
+    });
   }
 
   /** Frees the key after an answer that is not kept (5xx, 504), so the client can retry it. */

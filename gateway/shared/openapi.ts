@@ -80,11 +80,19 @@ function fixSchema(node: unknown): void {
       delete node.nullable;
       for (const branch of branches) if (isObject(branch) && branch.type !== undefined) branch.nullable = true;
       // A branch without a type (a reference) cannot say it; one more branch accepts the null.
-      if (branches.some((b) => !isObject(b) || b.type === undefined)) branches.push({ type: 'string', nullable: true, enum: [null] });
+      if (branches.some((b) => !isObject(b) || b.type === undefined))
+        branches.push({ type: 'string', nullable: true, enum: [null] });
     }
   }
   // Any value already includes null.
-  if (node.nullable === true && node.type === undefined && node.anyOf === undefined && node.oneOf === undefined && node.allOf === undefined) delete node.nullable;
+  if (
+    node.nullable === true &&
+    node.type === undefined &&
+    node.anyOf === undefined &&
+    node.oneOf === undefined &&
+    node.allOf === undefined
+  )
+    delete node.nullable;
 }
 
 /** Every `$ref` target under `node`. */
@@ -129,7 +137,8 @@ export function shapeDocument(doc: Json, opts: { style: ServiceStyle; publicUrl:
   const schemas = isObject(components.schemas) ? components.schemas : {};
   const codes = [...new Set((Object.keys(statusOf) as ApiErrorCode[]).map((c) => wireCode(opts.style, c)))];
   for (const name of ['Error', 'ErrorInput']) {
-    const error = (schemas[name] as { properties?: { error?: { properties?: { code?: Json } } } } | undefined)?.properties?.error?.properties?.code;
+    const error = (schemas[name] as { properties?: { error?: { properties?: { code?: Json } } } } | undefined)
+      ?.properties?.error?.properties?.code;
     if (error) error.enum = codes;
   }
   const used = new Set<string>();
@@ -139,24 +148,28 @@ export function shapeDocument(doc: Json, opts: { style: ServiceStyle; publicUrl:
     for (const method of METHODS) {
       const op = item[method];
       if (!isObject(op)) continue;
-      for (const requirement of Array.isArray(op.security) ? op.security : []) if (isObject(requirement)) Object.keys(requirement).forEach((k) => used.add(k));
+      for (const requirement of Array.isArray(op.security) ? op.security : [])
+        if (isObject(requirement)) Object.keys(requirement).forEach((k) => used.add(k));
       const responses = isObject(op.responses) ? op.responses : {};
       for (const [status, response] of Object.entries(responses)) {
         const text = STATUS_TEXT[Number(status)];
         if (!isObject(response)) continue;
         if (text && Number(status) >= 400) response.description = text;
-        else if (response.description === 'Default Response') response.description = status === '204' ? 'No content.' : 'Success.';
+        else if (response.description === 'Default Response')
+          response.description = status === '204' ? 'No content.' : 'Success.';
       }
     }
   }
   // Any JSON value is the empty schema: its recursive form (arrays of itself) is a type TypeScript generators cannot
   // write (openapi-typescript's output fails with TS2502).
-  for (const name of ['JsonValue', 'JsonValueInput']) if (schemas[name]) schemas[name] = { description: 'Any JSON value.' };
+  for (const name of ['JsonValue', 'JsonValueInput'])
+    if (schemas[name]) schemas[name] = { description: 'Any JSON value.' };
   fixSchema(paths);
   fixSchema(schemas);
   dropUnreferenced(doc, schemas);
   if (isObject(components.securitySchemes)) {
-    for (const name of Object.keys(components.securitySchemes)) if (!used.has(name)) delete components.securitySchemes[name];
+    for (const name of Object.keys(components.securitySchemes))
+      if (!used.has(name)) delete components.securitySchemes[name];
   }
   return doc;
 }

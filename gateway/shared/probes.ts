@@ -4,7 +4,13 @@ import pg from 'pg';
 export class PostgresProbe {
   private readonly pool: pg.Pool;
   constructor(url: string) {
-    this.pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 1500, idleTimeoutMillis: 30_000, statement_timeout: 1500 });
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: 1,
+      connectionTimeoutMillis: 1500,
+      idleTimeoutMillis: 30_000,
+      statement_timeout: 1500,
+    });
     this.pool.on('error', () => undefined); // a dropped idle connection is reported by the next check
   }
   /** `"ok"`, or a short failure text. */

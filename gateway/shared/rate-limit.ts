@@ -18,7 +18,12 @@ const WINDOW_MS = 60_000;
  * Hits are reserved from the shared counter in batches (RateWindows), so a busy address costs a Valkey round trip
  * per batch, not per request, and no instance ever lets more than the limit through.
  */
-export function rateLimitGuard(kv: KvStore, limits: RateLimits, onError?: (err: unknown) => void, windowMs = WINDOW_MS) {
+export function rateLimitGuard(
+  kv: KvStore,
+  limits: RateLimits,
+  onError?: (err: unknown) => void,
+  windowMs = WINDOW_MS,
+) {
   const windows = { auth: new RateWindows(kv, limits.auth, windowMs), api: new RateWindows(kv, limits.api, windowMs) };
   return async (req: FastifyRequest, kind: RateClass): Promise<void> => {
     if (kind === 'none') return;
@@ -30,7 +35,9 @@ export function rateLimitGuard(kv: KvStore, limits: RateLimits, onError?: (err: 
       return;
     }
     if (!verdict.allowed) {
-      throw new DomainError('too_many_requests', 'rate limit exceeded; retry later', { retry_after_seconds: Math.max(1, Math.ceil(verdict.resetMs / 1000)) });
+      throw new DomainError('too_many_requests', 'rate limit exceeded; retry later', {
+        retry_after_seconds: Math.max(1, Math.ceil(verdict.resetMs / 1000)),
+      });
     }
   };
 }

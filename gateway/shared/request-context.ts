@@ -14,7 +14,8 @@ export function setDeadline(req: FastifyRequest, deadline: number): void {
 }
 
 /** The request's deadline (epoch ms); a request that has none gets `fallbackMs` from now. */
-export const deadlineOf = (req: FastifyRequest, fallbackMs: number): number => deadlines.get(req) ?? Date.now() + fallbackMs;
+export const deadlineOf = (req: FastifyRequest, fallbackMs: number): number =>
+  deadlines.get(req) ?? Date.now() + fallbackMs;
 
 /** This hop's trace: created on first use from the request's `traceparent` header. */
 export function traceOf(req: FastifyRequest): TraceContext {

@@ -17,11 +17,20 @@ export interface UnstorableString {
 }
 
 const problemOf = (s: string): UnstorableString['problem'] | undefined =>
-  s.includes('\u0000') ? 'must not contain NUL characters' : s.isWellFormed() ? undefined : 'must be well-formed Unicode (it contains a lone surrogate)';
+  s.includes('\u0000')
+    ? 'must not contain NUL characters'
+    : s.isWellFormed()
+      ? undefined
+      : 'must be well-formed Unicode (it contains a lone surrogate)';
 
 /** A key as it appears in a path: NUL and lone surrogates spelt as `\uXXXX`, so the error message itself is well-formed. */
 const showKey = (key: string): string =>
-  key.replaceAll('\u0000', '\\u0000').replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  key
+    .replaceAll('\u0000', '\\u0000')
+    .replace(
+      /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16)}`,
+    );
 
 /** The first string (value or key) in `value` PostgreSQL cannot store, with why. */
 export function findUnstorable(value: unknown, path: string, depth = 0): UnstorableString | undefined {
@@ -51,6 +60,7 @@ export function findUnstorable(value: unknown, path: string, depth = 0): Unstora
  * `body.name: must be well-formed Unicode (it contains a lone surrogate)`.
  */
 export async function rejectUnstorableStrings(req: FastifyRequest): Promise<void> {
-  const found = findUnstorable(req.params, 'params') ?? findUnstorable(req.query, 'query') ?? findUnstorable(req.body, 'body');
+  const found =
+    findUnstorable(req.params, 'params') ?? findUnstorable(req.query, 'query') ?? findUnstorable(req.body, 'body');
   if (found) throw new DomainError('bad_request', `${found.path}: ${found.problem}`);
 }

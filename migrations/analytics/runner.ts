@@ -6,7 +6,11 @@ import { analyticsMigrations, SCHEMA_MIGRATIONS_DDL, type AnalyticsMigration } f
  * Applies the pending analytics migrations in list order and records each in `schema_migrations` after all its
  * statements succeeded. Safe to run repeatedly and (given idempotent DDL) concurrently. Returns the ids it applied.
  */
-export async function migrateAnalytics(store: AnalyticsStore, log?: Logger, migrations: readonly AnalyticsMigration[] = analyticsMigrations): Promise<string[]> {
+export async function migrateAnalytics(
+  store: AnalyticsStore,
+  log?: Logger,
+  migrations: readonly AnalyticsMigration[] = analyticsMigrations,
+): Promise<string[]> {
   checkList(migrations);
   await store.command(SCHEMA_MIGRATIONS_DDL);
   const rows = await store.query<{ id: string }>('SELECT id FROM schema_migrations FINAL');

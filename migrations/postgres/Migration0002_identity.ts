@@ -172,7 +172,8 @@ export class Migration0002_identity extends Migration {
   }
 
   override down(): void {
-    this.addSql(`DROP TABLE IF EXISTS audit_log, service_accounts, user_client_roles, team_clients, team_members, teams, roles,
+    this
+      .addSql(`DROP TABLE IF EXISTS audit_log, service_accounts, user_client_roles, team_clients, team_members, teams, roles,
       one_time_tokens, refresh_tokens, sessions, mfa_recovery_codes, password_history, users, clients CASCADE;`);
   }
 }

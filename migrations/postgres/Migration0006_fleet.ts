@@ -306,7 +306,8 @@ export class Migration0006_fleet extends Migration {
   }
 
   override down(): void {
-    this.addSql(`DROP TABLE IF EXISTS host_containers, host_security_items, host_kernel_modules, host_certificates, host_firewall_rules,
+    this
+      .addSql(`DROP TABLE IF EXISTS host_containers, host_security_items, host_kernel_modules, host_certificates, host_firewall_rules,
       host_gpu_devices, host_cron_jobs, host_users, host_interfaces, host_ports, host_packages, host_services, host_processes,
       host_integrations, integrations, host_configs, agents, install_tokens, hosts, environments CASCADE;`);
   }

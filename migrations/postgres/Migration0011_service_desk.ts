@@ -126,6 +126,8 @@ export class Migration0011_service_desk extends Migration {
   }
 
   override down(): void {
-    this.addSql(`DROP TABLE IF EXISTS sd_actions, sd_pending, sd_sync_state, sd_status_history, sd_requests, sd_mappings`);
+    this.addSql(
+      `DROP TABLE IF EXISTS sd_actions, sd_pending, sd_sync_state, sd_status_history, sd_requests, sd_mappings`,
+    );
   }
 }

@@ -17,7 +17,12 @@ export interface DemoOptions {
   batchSize?: number;
 }
 
-export const DEMO_DEFAULTS = { worklogs: 100_000, activeApplications: 55, inactiveApplications: 5, batchSize: 2_000 } as const;
+export const DEMO_DEFAULTS = {
+  worklogs: 100_000,
+  activeApplications: 55,
+  inactiveApplications: 5,
+  batchSize: 2_000,
+} as const;
 const DAYS = 92;
 
 const CUSTOMERS = [
@@ -34,10 +39,58 @@ const CUSTOMERS = [
   ['Kestrel Robotics Oy', 'FI', 'Mannerheimintie 10, 00100 Helsinki'],
   ['Lumen Education gGmbH', 'DE', 'Unter den Linden 6, 10117 Berlin'],
 ] as const;
-const CURRENCY_OF: Record<string, string> = { DE: 'EUR', NL: 'EUR', FR: 'EUR', FI: 'EUR', GB: 'GBP', US: 'USD', CH: 'CHF', NO: 'EUR' };
-const PRODUCTS = ['Web Shop', 'Mobile App', 'Data Platform', 'Customer Portal', 'Booking Engine', 'Intranet', 'Payments API', 'Analytics Dashboard', 'CRM Integration', 'Support Desk'];
-const TASKS = ['Fix checkout rounding', 'Upgrade framework', 'Add SSO login', 'Improve search ranking', 'Nightly export job', 'Accessibility review', 'Refactor billing module', 'Performance tuning', 'Security patching', 'New report: monthly KPIs', 'Database migration', 'Release coordination', 'Incident follow-up', 'API rate limiting', 'Cache invalidation bug', 'Onboarding flow redesign'];
-const AUTHORS = ['anna.schmidt', 'ben.carter', 'chloe.martin', 'david.kim', 'elena.rossi', 'felix.wagner', 'grace.lee', 'hugo.dubois', 'ines.garcia', 'jonas.berg'];
+const CURRENCY_OF: Record<string, string> = {
+  DE: 'EUR',
+  NL: 'EUR',
+  FR: 'EUR',
+  FI: 'EUR',
+  GB: 'GBP',
+  US: 'USD',
+  CH: 'CHF',
+  NO: 'EUR',
+};
+const PRODUCTS = [
+  'Web Shop',
+  'Mobile App',
+  'Data Platform',
+  'Customer Portal',
+  'Booking Engine',
+  'Intranet',
+  'Payments API',
+  'Analytics Dashboard',
+  'CRM Integration',
+  'Support Desk',
+];
+const TASKS = [
+  'Fix checkout rounding',
+  'Upgrade framework',
+  'Add SSO login',
+  'Improve search ranking',
+  'Nightly export job',
+  'Accessibility review',
+  'Refactor billing module',
+  'Performance tuning',
+  'Security patching',
+  'New report: monthly KPIs',
+  'Database migration',
+  'Release coordination',
+  'Incident follow-up',
+  'API rate limiting',
+  'Cache invalidation bug',
+  'Onboarding flow redesign',
+];
+const AUTHORS = [
+  'anna.schmidt',
+  'ben.carter',
+  'chloe.martin',
+  'david.kim',
+  'elena.rossi',
+  'felix.wagner',
+  'grace.lee',
+  'hugo.dubois',
+  'ines.garcia',
+  'jonas.berg',
+];
 export const DEMO_TIERS = [
   { rate_tier: 'standard', name: 'Standard hours', multiplier: '1.0000' },
   { rate_tier: 'after_hours', name: 'After hours', multiplier: '1.5000' },
@@ -47,7 +100,8 @@ export const DEMO_TIERS = [
 ] as const;
 const DEALS = ['RET', 'TM', 'FIX', 'RET', 'TM'] as const;
 
-const addDays = (iso: string, n: number): string => new Date(Date.parse(`${iso}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+const addDays = (iso: string, n: number): string =>
+  new Date(Date.parse(`${iso}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
 const pad = (n: number, w: number): string => String(n).padStart(w, '0');
 
 /** The batches, master data first. */
@@ -59,7 +113,10 @@ export function demoBatches(opts: DemoOptions): AnalyticsBatchIn[] {
   const customers = CUSTOMERS.map(([name, country, address], i) => ({
     customer_key: `CUST-${pad(i + 1, 3)}`,
     name,
-    email: `billing@${name.toLowerCase().replace(/[^a-z]+/g, '-').replace(/^-|-$/g, '')}.example`,
+    email: `billing@${name
+      .toLowerCase()
+      .replace(/[^a-z]+/g, '-')
+      .replace(/^-|-$/g, '')}.example`,
     address,
     country,
     vat_id: `${country}${pad(100000000 + i * 7919, 9)}`,
@@ -83,9 +140,22 @@ export function demoBatches(opts: DemoOptions): AnalyticsBatchIn[] {
       overtime_rate: deal === 'RET' ? `${hourly + 25}.00` : '0.00',
     };
   });
-  const batches: AnalyticsBatchIn[] = [{ batch_id: 'demo-master', customers, applications, rate_tiers: [...DEMO_TIERS] }];
+  const batches: AnalyticsBatchIn[] = [
+    { batch_id: 'demo-master', customers, applications, rate_tiers: [...DEMO_TIERS] },
+  ];
 
-  const tierWeights = ['standard', 'standard', 'standard', 'standard', 'standard', 'standard', 'after_hours', 'weekend', 'urgent', 'junior'] as const;
+  const tierWeights = [
+    'standard',
+    'standard',
+    'standard',
+    'standard',
+    'standard',
+    'standard',
+    'after_hours',
+    'weekend',
+    'urgent',
+    'junior',
+  ] as const;
   let batch: NonNullable<AnalyticsBatchIn['worklogs']> = [];
   let n = 0;
   const flush = (kind: string): void => {
@@ -96,7 +166,10 @@ export function demoBatches(opts: DemoOptions): AnalyticsBatchIn[] {
   };
   for (let i = 0; i < o.worklogs; i++) {
     // Active applications get most of the work; inactive ones a little (their last weeks).
-    const appIndex = rnd() < 0.97 ? Math.floor(rnd() * o.activeApplications) : o.activeApplications + Math.floor(rnd() * Math.max(o.inactiveApplications, 1));
+    const appIndex =
+      rnd() < 0.97
+        ? Math.floor(rnd() * o.activeApplications)
+        : o.activeApplications + Math.floor(rnd() * Math.max(o.inactiveApplications, 1));
     const application = applications[Math.min(appIndex, total - 1)]!;
     const task = Math.floor(rnd() * 24);
     const time = 900 * (1 + Math.floor(rnd() * 24)); // 15 min to 6 h in quarter hours
@@ -124,8 +197,24 @@ export function demoBatches(opts: DemoOptions): AnalyticsBatchIn[] {
   for (const application of applications.filter((a, i) => a.is_active && i % 3 === 0)) {
     for (let d = 0; d < DAYS; d++) {
       const day = addDays(o.today, -d);
-      usage.push({ record_id: `demo-use-${application.application_key}-storage-${d}`, application_key: application.application_key, metric: 'Storage', unit: 'GB-day', usage_date: day, quantity: `${20 + (d % 5)}.5000`, unit_price: '0.025000' });
-      usage.push({ record_id: `demo-use-${application.application_key}-api-${d}`, application_key: application.application_key, metric: 'API requests', unit: '1k', usage_date: day, quantity: `${100 + ((d * 37) % 50)}.0000`, unit_price: '0.004500' });
+      usage.push({
+        record_id: `demo-use-${application.application_key}-storage-${d}`,
+        application_key: application.application_key,
+        metric: 'Storage',
+        unit: 'GB-day',
+        usage_date: day,
+        quantity: `${20 + (d % 5)}.5000`,
+        unit_price: '0.025000',
+      });
+      usage.push({
+        record_id: `demo-use-${application.application_key}-api-${d}`,
+        application_key: application.application_key,
+        metric: 'API requests',
+        unit: '1k',
+        usage_date: day,
+        quantity: `${100 + ((d * 37) % 50)}.0000`,
+        unit_price: '0.004500',
+      });
       if (usage.length >= o.batchSize) {
         u += 1;
         batches.push({ batch_id: `demo-usage-${pad(u, 4)}`, usage_records: usage });

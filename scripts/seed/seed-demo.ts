@@ -25,7 +25,11 @@ export interface SeedReport {
   ms: number;
 }
 
-export async function seedDemo(nc: NatsConnection, opts: DemoOptions & { waitMs?: number }, log: Logger): Promise<SeedReport> {
+export async function seedDemo(
+  nc: NatsConnection,
+  opts: DemoOptions & { waitMs?: number },
+  log: Logger,
+): Promise<SeedReport> {
   const started = Date.now();
   const batches = demoBatches(opts);
   let worklogs = 0;
@@ -37,11 +41,17 @@ export async function seedDemo(nc: NatsConnection, opts: DemoOptions & { waitMs?
         worklogs += b.worklogs?.length ?? 0;
         // The msg id dedups a publish retried within the stream's window (ids are per stream, so it names the namespace
         // that shares the broker); the store dedups everything else.
-        return publishDurable(nc, INGEST_SUBJECT, b, { msgId: `${namespace() || '-'}:${b.batch_id}:${opts.today}`, timeoutMs: 30_000 });
+        return publishDurable(nc, INGEST_SUBJECT, b, {
+          msgId: `${namespace() || '-'}:${b.batch_id}:${opts.today}`,
+          timeoutMs: 30_000,
+        });
       }),
     );
   }
-  log.info({ batches: batches.length, worklogs }, 'demo batches published; waiting for the invoice domain to store them');
+  log.info(
+    { batches: batches.length, worklogs },
+    'demo batches published; waiting for the invoice domain to store them',
+  );
   await waitForIngest(nc, opts.waitMs ?? 300_000);
   return { batches: batches.length, worklogs, ms: Date.now() - started };
 }
@@ -53,7 +63,10 @@ export async function waitForIngest(nc: NatsConnection, waitMs: number): Promise
   for (;;) {
     const info = await jsm.consumers.info('SVC_WORK', wireDurableName(INGEST_DURABLE));
     if (info.num_pending === 0 && info.num_ack_pending === 0) return;
-    if (Date.now() > deadline) throw new Error(`ingest not finished after ${waitMs} ms: ${info.num_pending} batches pending, ${info.num_ack_pending} in progress`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `ingest not finished after ${waitMs} ms: ${info.num_pending} batches pending, ${info.num_ack_pending} in progress`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -65,7 +78,13 @@ async function main(): Promise<number> {
   // Imported here so a test importing seedDemo does not load the whole system.
   const { startSystem } = await import('../../main.ts');
   const { LazyNats } = await import('../../actors/runtime/nats.ts');
-  const nats = new LazyNats(config.SVC_NATS_URL, `seed-demo-${process.pid}`, log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
+  const nats = new LazyNats(
+    config.SVC_NATS_URL,
+    `seed-demo-${process.pid}`,
+    log,
+    config.SVC_NATS_CREDS,
+    config.SVC_NATS_CA,
+  );
   let system: { stop(): Promise<void> } | undefined;
   try {
     const nc = await nats.ready;

@@ -9,7 +9,14 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InventorySnapshot, IntegrationReport, MetricBatch, RESERVED_LABELS, type InventorySnapshotIn, type MetricBatchIn } from '../../contracts/domains/agent-telemetry.ts';
+import {
+  InventorySnapshot,
+  IntegrationReport,
+  MetricBatch,
+  RESERVED_LABELS,
+  type InventorySnapshotIn,
+  type MetricBatchIn,
+} from '../../contracts/domains/agent-telemetry.ts';
 import { containerSamples, type EngineStats } from '../../agent/collect/containers.ts';
 import { parseCrontab, timerSchedule } from '../../agent/collect/cron.ts';
 import { defaultRouteInterface, parseOsRelease } from '../../agent/collect/facts.ts';
@@ -20,7 +27,14 @@ import { createLinuxCollector } from '../../agent/collect/linux.ts';
 import { parseDiskstats, parseNetDev, realFilesystems } from '../../agent/collect/metrics.ts';
 import { parseDpkgStatus, parseRpmList } from '../../agent/collect/packages.ts';
 import { formatIpv6, isOffered, parseNetSockets } from '../../agent/collect/ports.ts';
-import { parsePostgresqlConf, parseResp, parseRespReplies, pgValue, probeRedis, RespError } from '../../agent/collect/probes.ts';
+import {
+  parsePostgresqlConf,
+  parseResp,
+  parseRespReplies,
+  pgValue,
+  probeRedis,
+  RespError,
+} from '../../agent/collect/probes.ts';
 import { parseProcStat, parseProcStatFile, processName, ProcessCpuTracker } from '../../agent/collect/processes.ts';
 import { collectSecurityItems } from '../../agent/collect/security.ts';
 import { parseSystemctlShow, parseUnitList, unitFileEnabled } from '../../agent/collect/services.ts';
@@ -61,37 +75,113 @@ describe('parsers', () => {
       'Version: 0.1',
     ].join('\n');
     expect(parseDpkgStatus(text)).toEqual([
-      { name: 'bash', version: '5.2.15-2+b7', architecture: 'amd64', manager: 'dpkg', description: 'GNU Bourne Again SHell', installed_size_bytes: 7164 * 1024 },
-      { name: 'held', version: '2:1.2-3', architecture: 'all', manager: 'dpkg', description: 'a held package', installed_size_bytes: null },
+      {
+        name: 'bash',
+        version: '5.2.15-2+b7',
+        architecture: 'amd64',
+        manager: 'dpkg',
+        description: 'GNU Bourne Again SHell',
+        installed_size_bytes: 7164 * 1024,
+      },
+      {
+        name: 'held',
+        version: '2:1.2-3',
+        architecture: 'all',
+        manager: 'dpkg',
+        description: 'a held package',
+        installed_size_bytes: null,
+      },
     ]);
   });
 
   it('rpm -qa output', () => {
-    expect(parseRpmList('bash\t5.1.8-9.el9\tx86_64\t7738634\tThe GNU Bourne Again shell\ngpg-pubkey\tabc-def\t(none)\t0\tgpg(key)\n')).toEqual([
-      { name: 'bash', version: '5.1.8-9.el9', architecture: 'x86_64', manager: 'rpm', description: 'The GNU Bourne Again shell', installed_size_bytes: 7738634 },
-      { name: 'gpg-pubkey', version: 'abc-def', architecture: '', manager: 'rpm', description: 'gpg(key)', installed_size_bytes: 0 },
+    expect(
+      parseRpmList(
+        'bash\t5.1.8-9.el9\tx86_64\t7738634\tThe GNU Bourne Again shell\ngpg-pubkey\tabc-def\t(none)\t0\tgpg(key)\n',
+      ),
+    ).toEqual([
+      {
+        name: 'bash',
+        version: '5.1.8-9.el9',
+        architecture: 'x86_64',
+        manager: 'rpm',
+        description: 'The GNU Bourne Again shell',
+        installed_size_bytes: 7738634,
+      },
+      {
+        name: 'gpg-pubkey',
+        version: 'abc-def',
+        architecture: '',
+        manager: 'rpm',
+        description: 'gpg(key)',
+        installed_size_bytes: 0,
+      },
     ]);
   });
 
   it('user crontab: comments, env lines and blank lines skipped; @keywords; the command keeps its spacing', () => {
-    const text = ['# m h dom mon dow command', 'MAILTO=ops@example.com', 'PATH = /usr/bin:/bin', '', '*/5 * * * * /usr/local/bin/backup.sh  --fast', '@reboot   /opt/app/start.sh', '#0 1 * * * disabled.sh', '0 2 * *'].join('\n');
+    const text = [
+      '# m h dom mon dow command',
+      'MAILTO=ops@example.com',
+      'PATH = /usr/bin:/bin',
+      '',
+      '*/5 * * * * /usr/local/bin/backup.sh  --fast',
+      '@reboot   /opt/app/start.sh',
+      '#0 1 * * * disabled.sh',
+      '0 2 * *',
+    ].join('\n');
     expect(parseCrontab(text, 'crontab:alice', 'alice')).toEqual([
-      { username: 'alice', schedule: '*/5 * * * *', command: '/usr/local/bin/backup.sh  --fast', source: 'crontab:alice', is_active: true },
-      { username: 'alice', schedule: '@reboot', command: '/opt/app/start.sh', source: 'crontab:alice', is_active: true },
+      {
+        username: 'alice',
+        schedule: '*/5 * * * *',
+        command: '/usr/local/bin/backup.sh  --fast',
+        source: 'crontab:alice',
+        is_active: true,
+      },
+      {
+        username: 'alice',
+        schedule: '@reboot',
+        command: '/opt/app/start.sh',
+        source: 'crontab:alice',
+        is_active: true,
+      },
     ]);
   });
 
   it('system crontab and cron.d: the sixth column is the user', () => {
-    const text = ['SHELL=/bin/sh', '17 *\t* * *\troot    cd / && run-parts --report /etc/cron.hourly', '@daily www-data /usr/bin/php /srv/cron.php', '30 3 * * 0 root'].join('\n');
+    const text = [
+      'SHELL=/bin/sh',
+      '17 *\t* * *\troot    cd / && run-parts --report /etc/cron.hourly',
+      '@daily www-data /usr/bin/php /srv/cron.php',
+      '30 3 * * 0 root',
+    ].join('\n');
     expect(parseCrontab(text, '/etc/crontab', null)).toEqual([
-      { username: 'root', schedule: '17 * * * *', command: 'cd / && run-parts --report /etc/cron.hourly', source: '/etc/crontab', is_active: true },
-      { username: 'www-data', schedule: '@daily', command: '/usr/bin/php /srv/cron.php', source: '/etc/crontab', is_active: true },
+      {
+        username: 'root',
+        schedule: '17 * * * *',
+        command: 'cd / && run-parts --report /etc/cron.hourly',
+        source: '/etc/crontab',
+        is_active: true,
+      },
+      {
+        username: 'www-data',
+        schedule: '@daily',
+        command: '/usr/bin/php /srv/cron.php',
+        source: '/etc/crontab',
+        is_active: true,
+      },
     ]);
   });
 
   it('systemd timer schedule from TimersCalendar / TimersMonotonic', () => {
-    expect(timerSchedule({ TimersCalendar: '{ OnCalendar=*-*-* 06,18:00:00 ; next_elapse=Thu 2025-01-02 06:00:00 UTC }' })).toBe('OnCalendar=*-*-* 06,18:00:00');
-    expect(timerSchedule({ TimersMonotonic: '{ OnBootUSec=15min ; next_elapse=0 } { OnUnitActiveUSec=1d ; next_elapse=0 }' })).toBe('OnBootUSec=15min; OnUnitActiveUSec=1d');
+    expect(
+      timerSchedule({ TimersCalendar: '{ OnCalendar=*-*-* 06,18:00:00 ; next_elapse=Thu 2025-01-02 06:00:00 UTC }' }),
+    ).toBe('OnCalendar=*-*-* 06,18:00:00');
+    expect(
+      timerSchedule({
+        TimersMonotonic: '{ OnBootUSec=15min ; next_elapse=0 } { OnUnitActiveUSec=1d ; next_elapse=0 }',
+      }),
+    ).toBe('OnBootUSec=15min; OnUnitActiveUSec=1d');
   });
 
   it('/proc/net/tcp and tcp6 lines: addresses, ports, states, inodes', () => {
@@ -102,8 +192,26 @@ describe('parsers', () => {
     ].join('\n');
     const t = parseNetSockets('tcp', tcp);
     expect(t).toEqual([
-      { protocol: 'tcp', localAddress: '127.0.0.1', localPort: 6379, remoteAddress: '0.0.0.0', remotePort: 0, state: 'LISTEN', uid: 0, inode: 5199 },
-      { protocol: 'tcp', localAddress: '10.0.2.2', localPort: 22, remoteAddress: '10.0.2.1', remotePort: 50000, state: 'ESTABLISHED', uid: 106, inode: 7180 },
+      {
+        protocol: 'tcp',
+        localAddress: '127.0.0.1',
+        localPort: 6379,
+        remoteAddress: '0.0.0.0',
+        remotePort: 0,
+        state: 'LISTEN',
+        uid: 0,
+        inode: 5199,
+      },
+      {
+        protocol: 'tcp',
+        localAddress: '10.0.2.2',
+        localPort: 22,
+        remoteAddress: '10.0.2.1',
+        remotePort: 50000,
+        state: 'ESTABLISHED',
+        uid: 106,
+        inode: 7180,
+      },
     ]);
     expect(t.filter(isOffered).map((s) => s.localPort)).toEqual([6379]);
     const tcp6 = [
@@ -113,10 +221,20 @@ describe('parsers', () => {
       '   2: 000080FE000000000000000001000000:0035 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5202 1 0000000000000000 100 0 0 10 0',
       '   3: 00000000000000000000000000000000:0050 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5203 1 0000000000000000 100 0 0 10 0',
     ].join('\n');
-    expect(parseNetSockets('tcp6', tcp6).map((s) => `${s.localAddress} ${s.localPort}`)).toEqual(['::1 6379', '::ffff:127.0.0.1 8080', 'fe80::1 53', ':: 80']);
-    const udp = ['  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops', '  1: 00000000:0044 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 1234 2 0000000000000000 0'].join('\n');
+    expect(parseNetSockets('tcp6', tcp6).map((s) => `${s.localAddress} ${s.localPort}`)).toEqual([
+      '::1 6379',
+      '::ffff:127.0.0.1 8080',
+      'fe80::1 53',
+      ':: 80',
+    ]);
+    const udp = [
+      '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops',
+      '  1: 00000000:0044 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 1234 2 0000000000000000 0',
+    ].join('\n');
     const u = parseNetSockets('udp', udp);
-    expect(u).toMatchObject([{ protocol: 'udp', localAddress: '0.0.0.0', localPort: 68, state: 'UNCONN', inode: 1234 }]);
+    expect(u).toMatchObject([
+      { protocol: 'udp', localAddress: '0.0.0.0', localPort: 68, state: 'UNCONN', inode: 1234 },
+    ]);
     expect(u.filter(isOffered)).toHaveLength(1);
   });
 
@@ -154,7 +272,10 @@ describe('parsers', () => {
       ['filter', 'FORWARD', 1, 'DOCKER-USER', '', ''],
       ['nat', 'POSTROUTING', 1, 'MASQUERADE', '', ''],
     ]);
-    expect(rules[2]).toMatchObject({ tool: 'iptables', rule_text: '-A INPUT -p tcp -m tcp --dport 22 -m comment --comment "ssh from anywhere" -j ACCEPT' });
+    expect(rules[2]).toMatchObject({
+      tool: 'iptables',
+      rule_text: '-A INPUT -p tcp -m tcp --dport 22 -m comment --comment "ssh from anywhere" -j ACCEPT',
+    });
   });
 
   it('nft list ruleset: rules inside chains only; verdicts, protocols and port sets', () => {
@@ -191,7 +312,12 @@ describe('parsers', () => {
   });
 
   it('/proc/modules', () => {
-    const text = ['nf_tables 344064 0 - Live 0x0000000000000000', 'ext4 1024000 2 - Live 0x0000000000000000', 'mbcache 16384 1 ext4, Live 0x0000000000000000', 'jbd2 192512 1 ext4,nft_x, Live 0x0000000000000000'].join('\n');
+    const text = [
+      'nf_tables 344064 0 - Live 0x0000000000000000',
+      'ext4 1024000 2 - Live 0x0000000000000000',
+      'mbcache 16384 1 ext4, Live 0x0000000000000000',
+      'jbd2 192512 1 ext4,nft_x, Live 0x0000000000000000',
+    ].join('\n');
     expect(parseProcModules(text)).toEqual([
       { name: 'nf_tables', size_bytes: 344064, instances: 0, used_by: [] },
       { name: 'ext4', size_bytes: 1024000, instances: 2, used_by: [] },
@@ -201,57 +327,167 @@ describe('parsers', () => {
   });
 
   it('/proc/[pid]/stat with spaces and parentheses in the name; process name past the 15-character comm', () => {
-    const s = parseProcStat('4242 (my (odd) app) S 1 4242 4242 0 -1 4194560 300 0 0 0 150 50 0 0 20 0 7 0 123456 10485760 2560 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0');
-    expect(s).toEqual({ pid: 4242, comm: 'my (odd) app', state: 'S', ppid: 1, utime: 150, stime: 50, threads: 7, starttime: 123456, vsize: 10485760, rssPages: 2560 });
-    expect(processName('victoria-metric', ['/usr/bin/victoria-metrics', '-httpListenAddr=:8428'])).toBe('victoria-metrics');
+    const s = parseProcStat(
+      '4242 (my (odd) app) S 1 4242 4242 0 -1 4194560 300 0 0 0 150 50 0 0 20 0 7 0 123456 10485760 2560 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0',
+    );
+    expect(s).toEqual({
+      pid: 4242,
+      comm: 'my (odd) app',
+      state: 'S',
+      ppid: 1,
+      utime: 150,
+      stime: 50,
+      threads: 7,
+      starttime: 123456,
+      vsize: 10485760,
+      rssPages: 2560,
+    });
+    expect(processName('victoria-metric', ['/usr/bin/victoria-metrics', '-httpListenAddr=:8428'])).toBe(
+      'victoria-metrics',
+    );
     expect(processName('node', ['/usr/bin/node', 'x.js'])).toBe('node');
   });
 
   it('CPU share per process between two samples, 100 = one core; a recycled pid starts over', () => {
-    const times = (total: number) => ({ total: { busy: 0, total, iowait: 0 }, perCpu: new Map([['cpu0', { busy: 0, total: total / 2, iowait: 0 }], ['cpu1', { busy: 0, total: total / 2, iowait: 0 }]]), btime: 0 });
-    const st = (pid: number, ticks: number, start = 1) => ({ pid, comm: 'x', state: 'R', ppid: 1, utime: ticks, stime: 0, threads: 1, starttime: start, vsize: 0, rssPages: 0 });
+    const times = (total: number) => ({
+      total: { busy: 0, total, iowait: 0 },
+      perCpu: new Map([
+        ['cpu0', { busy: 0, total: total / 2, iowait: 0 }],
+        ['cpu1', { busy: 0, total: total / 2, iowait: 0 }],
+      ]),
+      btime: 0,
+    });
+    const st = (pid: number, ticks: number, start = 1) => ({
+      pid,
+      comm: 'x',
+      state: 'R',
+      ppid: 1,
+      utime: ticks,
+      stime: 0,
+      threads: 1,
+      starttime: start,
+      vsize: 0,
+      rssPages: 0,
+    });
     const tracker = new ProcessCpuTracker();
-    tracker.update(new Map([[1, st(1, 100)], [2, st(2, 0)]]), times(1000));
+    tracker.update(
+      new Map([
+        [1, st(1, 100)],
+        [2, st(2, 0)],
+      ]),
+      times(1000),
+    );
     // 200 jiffies over 2 cores = 100 ticks of wall time; process 1 used 50 of them, process 2 (recycled) is new.
-    const pct = tracker.update(new Map([[1, st(1, 150)], [2, st(2, 80, 99)]]), times(1200));
+    const pct = tracker.update(
+      new Map([
+        [1, st(1, 150)],
+        [2, st(2, 80, 99)],
+      ]),
+      times(1200),
+    );
     expect(pct.get(1)).toBe(50);
     expect(pct.get(2)).toBe(0);
   });
 
   it('/proc/stat, os-release, default route', () => {
-    const stat = parseProcStatFile('cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\ncpu1 50 0 25 400 25 0 0 0 0 0\nbtime 1700000000\n');
+    const stat = parseProcStatFile(
+      'cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\ncpu1 50 0 25 400 25 0 0 0 0 0\nbtime 1700000000\n',
+    );
     expect(stat.total).toEqual({ busy: 150, total: 1000, iowait: 50 });
     expect(stat.perCpu.size).toBe(2);
     expect(stat.btime).toBe(1700000000);
-    expect(parseOsRelease('NAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n# comment\n')).toEqual({ NAME: 'Debian GNU/Linux', VERSION_ID: '12', ID: 'debian' });
-    const route = ['Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT', 'wlan0\t00000000\t0101A8C0\t0003\t0\t0\t600\t00000000\t0\t0\t0', 'eth0\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0', 'eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0'].join('\n');
+    expect(parseOsRelease('NAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n# comment\n')).toEqual({
+      NAME: 'Debian GNU/Linux',
+      VERSION_ID: '12',
+      ID: 'debian',
+    });
+    const route = [
+      'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT',
+      'wlan0\t00000000\t0101A8C0\t0003\t0\t0\t600\t00000000\t0\t0\t0',
+      'eth0\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0',
+      'eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0',
+    ].join('\n');
     expect(defaultRouteInterface(route)).toBe('eth0');
     expect(defaultRouteInterface(route.split('\n').slice(0, 1).join('\n'))).toBeNull();
   });
 
   it('passwd and group: primary and supplementary groups, system accounts', () => {
-    const passwd = parsePasswd('root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nalice:x:1000:1000:Alice,,,:/home/alice:/bin/zsh\n+::::::\nbroken:x:abc\n');
+    const passwd = parsePasswd(
+      'root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nalice:x:1000:1000:Alice,,,:/home/alice:/bin/zsh\n+::::::\nbroken:x:abc\n',
+    );
     const groups = parseGroup('root:x:0:\nsudo:x:27:alice\nalice:x:1000:\ndocker:x:999:alice,bob\nnogroup:x:65534:\n');
     expect(buildUsers(passwd, groups)).toEqual([
-      { username: 'root', uid: 0, gid: 0, home: '/root', shell: '/bin/bash', gecos: 'root', is_system: true, groups: ['root'] },
-      { username: 'nobody', uid: 65534, gid: 65534, home: '/nonexistent', shell: '/usr/sbin/nologin', gecos: 'nobody', is_system: true, groups: ['nogroup'] },
-      { username: 'alice', uid: 1000, gid: 1000, home: '/home/alice', shell: '/bin/zsh', gecos: 'Alice,,,', is_system: false, groups: ['alice', 'sudo', 'docker'] },
+      {
+        username: 'root',
+        uid: 0,
+        gid: 0,
+        home: '/root',
+        shell: '/bin/bash',
+        gecos: 'root',
+        is_system: true,
+        groups: ['root'],
+      },
+      {
+        username: 'nobody',
+        uid: 65534,
+        gid: 65534,
+        home: '/nonexistent',
+        shell: '/usr/sbin/nologin',
+        gecos: 'nobody',
+        is_system: true,
+        groups: ['nogroup'],
+      },
+      {
+        username: 'alice',
+        uid: 1000,
+        gid: 1000,
+        home: '/home/alice',
+        shell: '/bin/zsh',
+        gecos: 'Alice,,,',
+        is_system: false,
+        groups: ['alice', 'sudo', 'docker'],
+      },
     ]);
   });
 
   it('systemctl show / list output and unit file states', () => {
-    const blocks = parseSystemctlShow('Id=ssh.service\nDescription=OpenBSD Secure Shell server\nLoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=enabled\nMainPID=812\n\nId=cron.service\nMainPID=0\nUnitFileState=static\n');
+    const blocks = parseSystemctlShow(
+      'Id=ssh.service\nDescription=OpenBSD Secure Shell server\nLoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=enabled\nMainPID=812\n\nId=cron.service\nMainPID=0\nUnitFileState=static\n',
+    );
     expect(blocks).toEqual([
-      { Id: 'ssh.service', Description: 'OpenBSD Secure Shell server', LoadState: 'loaded', ActiveState: 'active', SubState: 'running', UnitFileState: 'enabled', MainPID: '812' },
+      {
+        Id: 'ssh.service',
+        Description: 'OpenBSD Secure Shell server',
+        LoadState: 'loaded',
+        ActiveState: 'active',
+        SubState: 'running',
+        UnitFileState: 'enabled',
+        MainPID: '812',
+      },
       { Id: 'cron.service', MainPID: '0', UnitFileState: 'static' },
     ]);
-    expect(parseUnitList('ssh.service loaded active running OpenBSD Secure Shell server\n● foo.service not-found inactive dead foo.service\nsshd.socket x\n').map((u) => u.name)).toEqual(['ssh.service', 'foo.service']);
-    expect([unitFileEnabled('enabled'), unitFileEnabled('disabled'), unitFileEnabled('masked'), unitFileEnabled('static'), unitFileEnabled(undefined)]).toEqual([true, false, false, null, null]);
+    expect(
+      parseUnitList(
+        'ssh.service loaded active running OpenBSD Secure Shell server\n● foo.service not-found inactive dead foo.service\nsshd.socket x\n',
+      ).map((u) => u.name),
+    ).toEqual(['ssh.service', 'foo.service']);
+    expect([
+      unitFileEnabled('enabled'),
+      unitFileEnabled('disabled'),
+      unitFileEnabled('masked'),
+      unitFileEnabled('static'),
+      unitFileEnabled(undefined),
+    ]).toEqual([true, false, false, null, null]);
   });
 
   it('diskstats, net/dev, mounts', () => {
-    expect(parseDiskstats(' 254       0 vda 62018 12953 2646058 18005 32775 39892 5087720 24008 0 11692 42880 10140 41 771424 638 6525 227').get('vda')).toEqual({ read: 2646058 * 512, written: 5087720 * 512 });
-    const dev = 'Inter-|   Receive\n face |bytes    packets\n    lo:  185549    1124    0    0    0     0          0         0   185549    1124    0    0    0     0       0          0\n  eth0: 475999266   10891    0    0    0     0          0         0   938280    7247    0    0    0     0       0          0';
+    expect(
+      parseDiskstats(
+        ' 254       0 vda 62018 12953 2646058 18005 32775 39892 5087720 24008 0 11692 42880 10140 41 771424 638 6525 227',
+      ).get('vda'),
+    ).toEqual({ read: 2646058 * 512, written: 5087720 * 512 });
+    const dev =
+      'Inter-|   Receive\n face |bytes    packets\n    lo:  185549    1124    0    0    0     0          0         0   185549    1124    0    0    0     0       0          0\n  eth0: 475999266   10891    0    0    0     0          0         0   938280    7247    0    0    0     0       0          0';
     expect(parseNetDev(dev).get('eth0')).toEqual({ rx: 475999266, tx: 938280 });
     const mounts = [
       'proc /proc proc rw 0 0',
@@ -270,20 +506,43 @@ describe('parsers', () => {
   });
 
   it('postgresql.conf and setting values', () => {
-    const conf = parsePostgresqlConf("max_connections = 200\t\t# (change requires restart)\n#shared_buffers = 128MB\nshared_buffers = '1GB'\nlisten_addresses = 'localhost,10.0.0.1' # what IP\nlog_line_prefix = '%m [%p] # x'\n");
-    expect(conf).toEqual({ max_connections: '200', shared_buffers: '1GB', listen_addresses: 'localhost,10.0.0.1', log_line_prefix: '%m [%p] # x' });
-    expect([pgValue('128MB'), pgValue('100'), pgValue('on'), pgValue('replica'), pgValue('-1')]).toEqual([{ value: 128, unit: 'MB' }, { value: 100 }, { value: true }, { value: 'replica' }, { value: -1 }]);
+    const conf = parsePostgresqlConf(
+      "max_connections = 200\t\t# (change requires restart)\n#shared_buffers = 128MB\nshared_buffers = '1GB'\nlisten_addresses = 'localhost,10.0.0.1' # what IP\nlog_line_prefix = '%m [%p] # x'\n",
+    );
+    expect(conf).toEqual({
+      max_connections: '200',
+      shared_buffers: '1GB',
+      listen_addresses: 'localhost,10.0.0.1',
+      log_line_prefix: '%m [%p] # x',
+    });
+    expect([pgValue('128MB'), pgValue('100'), pgValue('on'), pgValue('replica'), pgValue('-1')]).toEqual([
+      { value: 128, unit: 'MB' },
+      { value: 100 },
+      { value: true },
+      { value: 'replica' },
+      { value: -1 },
+    ]);
   });
 
   it('RESP replies, whole and partial', () => {
-    const buf = Buffer.from('*2\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n-NOAUTH Authentication required.\r\n:42\r\n$-1\r\n+PONG\r\n');
-    expect(parseRespReplies(buf, 5)).toEqual([['maxmemory', '0'], new RespError('NOAUTH Authentication required.'), 42, null, 'PONG']);
+    const buf = Buffer.from(
+      '*2\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n-NOAUTH Authentication required.\r\n:42\r\n$-1\r\n+PONG\r\n',
+    );
+    expect(parseRespReplies(buf, 5)).toEqual([
+      ['maxmemory', '0'],
+      new RespError('NOAUTH Authentication required.'),
+      42,
+      null,
+      'PONG',
+    ]);
     expect(parseResp(Buffer.from('$10\r\nabc'))).toBeNull();
     expect(parseRespReplies(Buffer.from('+OK\r\n*2\r\n$1\r\na\r\n'), 2)).toBeNull();
   });
 
   it('nvidia-smi CSV', () => {
-    expect(parseNvidiaSmi('0, NVIDIA A100-SXM4-40GB, 535.104.05, 40960, 00000000:07:00.0\n')).toEqual([{ index: 0, name: 'NVIDIA A100-SXM4-40GB', driver: '535.104.05', memoryMiB: 40960, busId: '00000000:07:00.0' }]);
+    expect(parseNvidiaSmi('0, NVIDIA A100-SXM4-40GB, 535.104.05, 40960, 00000000:07:00.0\n')).toEqual([
+      { index: 0, name: 'NVIDIA A100-SXM4-40GB', driver: '535.104.05', memoryMiB: 40960, busId: '00000000:07:00.0' },
+    ]);
   });
 
   it('container samples from engine stats, as docker stats computes them', () => {
@@ -292,7 +551,13 @@ describe('parsers', () => {
       precpu_stats: { cpu_usage: { total_usage: 1_000_000_000 }, system_cpu_usage: 10_000_000_000 },
       memory_stats: { usage: 300 * 2 ** 20, limit: 1024 * 2 ** 20, stats: { inactive_file: 44 * 2 ** 20 } },
       networks: { eth0: { rx_bytes: 1000, tx_bytes: 2000 }, eth1: { rx_bytes: 1, tx_bytes: 2 } },
-      blkio_stats: { io_service_bytes_recursive: [{ op: 'read', value: 4096 }, { op: 'write', value: 8192 }, { op: 'Read', value: 4096 }] },
+      blkio_stats: {
+        io_service_bytes_recursive: [
+          { op: 'read', value: 4096 },
+          { op: 'write', value: 8192 },
+          { op: 'Read', value: 4096 },
+        ],
+      },
     };
     const labels = { container_id: 'abc', container_name: 'web' };
     const { samples, mark } = containerSamples(stats, labels);
@@ -309,7 +574,11 @@ describe('parsers', () => {
     });
     expect(samples.every((s) => s.labels === labels)).toBe(true);
     // One-shot stats have no precpu: the previous reading we kept is the base.
-    const next = containerSamples({ cpu_stats: { cpu_usage: { total_usage: 2_500_000_000 }, system_cpu_usage: 30_000_000_000, online_cpus: 2 } }, labels, mark!);
+    const next = containerSamples(
+      { cpu_stats: { cpu_usage: { total_usage: 2_500_000_000 }, system_cpu_usage: 30_000_000_000, online_cpus: 2 } },
+      labels,
+      mark!,
+    );
     expect(next.samples).toEqual([{ name: 'container_cpu_usage', value: 10, labels }]);
   });
 
@@ -318,10 +587,23 @@ describe('parsers', () => {
     try {
       mkdirSync(join(etc, 'ssh', 'sshd_config.d'), { recursive: true });
       writeFileSync(join(etc, 'ssh', 'sshd_config.d', '10-hardening.conf'), 'PasswordAuthentication no\n');
-      writeFileSync(join(etc, 'ssh', 'sshd_config'), 'Include /etc/ssh/sshd_config.d/*.conf\nPort 2222\nPasswordAuthentication yes\nMatch User bob\n  PermitRootLogin yes\n');
-      const items = await collectSecurityItems({ proc: '/nonexistent', sys: '/nonexistent', etc, var: '/nonexistent' }, [{ username: 'root', uid: 0, gid: 0, gecos: '', home: '/root', shell: '/bin/sh' }, { username: 'toor', uid: 0, gid: 0, gecos: '', home: '/root', shell: '/bin/sh' }]);
+      writeFileSync(
+        join(etc, 'ssh', 'sshd_config'),
+        'Include /etc/ssh/sshd_config.d/*.conf\nPort 2222\nPasswordAuthentication yes\nMatch User bob\n  PermitRootLogin yes\n',
+      );
+      const items = await collectSecurityItems(
+        { proc: '/nonexistent', sys: '/nonexistent', etc, var: '/nonexistent' },
+        [
+          { username: 'root', uid: 0, gid: 0, gecos: '', home: '/root', shell: '/bin/sh' },
+          { username: 'toor', uid: 0, gid: 0, gecos: '', home: '/root', shell: '/bin/sh' },
+        ],
+      );
       const sshd = Object.fromEntries(items.filter((i) => i.category === 'sshd').map((i) => [i.key, i.value]));
-      expect(sshd).toMatchObject({ Port: '2222', PasswordAuthentication: 'no', PermitRootLogin: 'prohibit-password (default)' });
+      expect(sshd).toMatchObject({
+        Port: '2222',
+        PasswordAuthentication: 'no',
+        PermitRootLogin: 'prohibit-password (default)',
+      });
       expect(items).toContainEqual({ category: 'accounts', key: 'uid0_accounts', value: 'root,toor' });
       expect(items).toContainEqual({ category: 'selinux', key: 'mode', value: 'disabled' });
     } finally {
@@ -361,18 +643,33 @@ describe('inventory of this machine', () => {
 
   it('facts', () => {
     const osRelease = parseOsRelease(readFileSync('/etc/os-release', 'utf8'));
-    expect(parsed.facts).toMatchObject({ hostname: hostname(), os: osRelease.ID, os_version: osRelease.VERSION_ID ?? '', cpu_cores: cpus().length, kernel_version: sh('uname', ['-r']).trim(), arch: sh('uname', ['-m']).trim() });
+    expect(parsed.facts).toMatchObject({
+      hostname: hostname(),
+      os: osRelease.ID,
+      os_version: osRelease.VERSION_ID ?? '',
+      cpu_cores: cpus().length,
+      kernel_version: sh('uname', ['-r']).trim(),
+      arch: sh('uname', ['-m']).trim(),
+    });
     const memTotalKb = Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))![1]);
     expect(parsed.facts.memory_total_bytes).toBe(memTotalKb * 1024);
     // `ip route get` answers with the source address the kernel picks for leaving the host.
-    const route = existsSync('/usr/sbin/ip') || existsSync('/sbin/ip') ? /\bsrc\s+(\S+)/.exec(sh('ip', ['-4', 'route', 'get', '1.1.1.1']))?.[1] : undefined;
+    const route =
+      existsSync('/usr/sbin/ip') || existsSync('/sbin/ip')
+        ? /\bsrc\s+(\S+)/.exec(sh('ip', ['-4', 'route', 'get', '1.1.1.1']))?.[1]
+        : undefined;
     if (route) expect(parsed.facts.ip_address).toBe(route);
   });
 
   it('processes: this test process with its command line and user', () => {
     const me = parsed.processes.find((p) => p.pid === process.pid);
     expect(me).toBeDefined();
-    expect(me!.command).toBe(readFileSync('/proc/self/cmdline', 'utf8').split('\0').filter((a) => a !== '').join(' '));
+    expect(me!.command).toBe(
+      readFileSync('/proc/self/cmdline', 'utf8')
+        .split('\0')
+        .filter((a) => a !== '')
+        .join(' '),
+    );
     expect(me!.username).toBe(userInfo().username);
     expect(me!.ppid).toBe(process.ppid);
     expect(me!.memory_rss_bytes).toBeGreaterThan(10 * 2 ** 20);
@@ -384,34 +681,73 @@ describe('inventory of this machine', () => {
   it('packages: bash at the version dpkg-query reports', () => {
     const bash = parsed.packages.find((p) => p.name === 'bash');
     expect(bash).toMatchObject({ version: sh('dpkg-query', ['-W', '-f=${Version}', 'bash']), manager: 'dpkg' });
-    expect(parsed.packages.length).toBe(sh('dpkg-query', ['-W', '-f=${db:Status-Status}\\n']).split('\n').filter((s) => s === 'installed').length);
+    expect(parsed.packages.length).toBe(
+      sh('dpkg-query', ['-W', '-f=${db:Status-Status}\\n'])
+        .split('\n')
+        .filter((s) => s === 'installed').length,
+    );
   });
 
   it('ports: the port this test listens on, with this process as owner', () => {
-    expect(parsed.ports).toContainEqual({ protocol: 'tcp', local_address: '127.0.0.1', local_port: port, remote_address: '', remote_port: 0, state: 'LISTEN', pid: process.pid, process_name: parsed.processes.find((p) => p.pid === process.pid)!.name });
+    expect(parsed.ports).toContainEqual({
+      protocol: 'tcp',
+      local_address: '127.0.0.1',
+      local_port: port,
+      remote_address: '',
+      remote_port: 0,
+      state: 'LISTEN',
+      pid: process.pid,
+      process_name: parsed.processes.find((p) => p.pid === process.pid)!.name,
+    });
     expect(parsed.ports.every((p) => !p.protocol.startsWith('tcp') || p.state === 'LISTEN')).toBe(true);
   });
 
   it('interfaces: loopback with 127.0.0.1', () => {
     const lo = parsed.interfaces.find((i) => i.name === 'lo');
-    expect(lo).toMatchObject({ ipv4_addresses: ['127.0.0.1'], mtu: Number(readFileSync('/sys/class/net/lo/mtu', 'utf8')) });
+    expect(lo).toMatchObject({
+      ipv4_addresses: ['127.0.0.1'],
+      mtu: Number(readFileSync('/sys/class/net/lo/mtu', 'utf8')),
+    });
     expect(lo!.rx_bytes).toBeGreaterThan(0);
     expect(parsed.interfaces.map((i) => i.name).sort()).toEqual(readdirSync('/sys/class/net').sort());
   });
 
   it('users: every /etc/passwd line; root in its group', () => {
-    const lines = readFileSync('/etc/passwd', 'utf8').split('\n').filter((l) => l.trim() !== '');
+    const lines = readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '');
     expect(parsed.users).toHaveLength(lines.length);
-    expect(parsed.users.find((u) => u.username === 'root')).toMatchObject({ uid: 0, gid: 0, home: '/root', is_system: true });
+    expect(parsed.users.find((u) => u.username === 'root')).toMatchObject({
+      uid: 0,
+      gid: 0,
+      home: '/root',
+      is_system: true,
+    });
     expect(parsed.users.find((u) => u.username === 'root')!.groups).toContain('root');
   });
 
   it('cron jobs: every job line of /etc/cron.d and /etc/crontab', () => {
-    const files = [...(existsSync('/etc/crontab') ? ['/etc/crontab'] : []), ...(existsSync('/etc/cron.d') ? readdirSync('/etc/cron.d').filter((n) => /^[A-Za-z0-9_-]+$/.test(n)).map((n) => `/etc/cron.d/${n}`) : [])];
-    const jobLines = files.flatMap((f) => readFileSync(f, 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#') && !/^[A-Za-z_]\w*\s*=/.test(l)).map((l) => ({ f, l })));
+    const files = [
+      ...(existsSync('/etc/crontab') ? ['/etc/crontab'] : []),
+      ...(existsSync('/etc/cron.d')
+        ? readdirSync('/etc/cron.d')
+            .filter((n) => /^[A-Za-z0-9_-]+$/.test(n))
+            .map((n) => `/etc/cron.d/${n}`)
+        : []),
+    ];
+    const jobLines = files.flatMap((f) =>
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '' && !l.startsWith('#') && !/^[A-Za-z_]\w*\s*=/.test(l))
+        .map((l) => ({ f, l })),
+    );
     const system = parsed.cron_jobs.filter((j) => j.source === '/etc/crontab' || j.source.startsWith('/etc/cron.d/'));
     expect(system).toHaveLength(jobLines.length);
-    for (const { f, l } of jobLines) expect(system.some((j) => j.source === f && l.endsWith(j.command) && l.startsWith(j.schedule.split(' ')[0]!))).toBe(true);
+    for (const { f, l } of jobLines)
+      expect(
+        system.some((j) => j.source === f && l.endsWith(j.command) && l.startsWith(j.schedule.split(' ')[0]!)),
+      ).toBe(true);
   });
 
   it('services: systemd units only with systemd as init', () => {
@@ -429,7 +765,10 @@ describe('inventory of this machine', () => {
     expect(rec).toMatchObject({ not_after: new Date(sample.validTo).toISOString(), is_ca: sample.ca });
     // The Debian bundle holds every trusted root: each one is in the inventory.
     if (existsSync('/etc/ssl/certs/ca-certificates.crt')) {
-      const bundle = readFileSync('/etc/ssl/certs/ca-certificates.crt', 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+      const bundle =
+        readFileSync('/etc/ssl/certs/ca-certificates.crt', 'utf8').match(
+          /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g,
+        ) ?? [];
       for (const pem of bundle) expect(fps).toContain(new X509Certificate(pem).fingerprint256);
     }
   });
@@ -440,14 +779,23 @@ describe('inventory of this machine', () => {
   });
 
   it('security items: real kernel settings', () => {
-    expect(parsed.security_items).toContainEqual({ category: 'kernel', key: 'kernel.randomize_va_space', value: readFileSync('/proc/sys/kernel/randomize_va_space', 'utf8').trim() });
-    expect(parsed.security_items).toContainEqual({ category: 'kernel', key: 'net.ipv4.ip_forward', value: readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim() });
+    expect(parsed.security_items).toContainEqual({
+      category: 'kernel',
+      key: 'kernel.randomize_va_space',
+      value: readFileSync('/proc/sys/kernel/randomize_va_space', 'utf8').trim(),
+    });
+    expect(parsed.security_items).toContainEqual({
+      category: 'kernel',
+      key: 'net.ipv4.ip_forward',
+      value: readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim(),
+    });
     expect(parsed.security_items.some((i) => i.category === 'sshd')).toBe(existsSync('/etc/ssh/sshd_config'));
   });
 
   it('no GPUs, containers or firewall rules where the machine has none', () => {
     expect(parsed.gpu_devices).toEqual([]);
-    if (!existsSync('/var/run/docker.sock') && !existsSync('/run/podman/podman.sock')) expect(parsed.containers).toEqual([]);
+    if (!existsSync('/var/run/docker.sock') && !existsSync('/run/podman/podman.sock'))
+      expect(parsed.containers).toEqual([]);
   });
 });
 
@@ -475,11 +823,28 @@ describe('metrics of this machine', () => {
 
   it('host CPU, load, memory, filesystem, disk and network samples', () => {
     const names = new Set(batch.samples.map((s) => s.name));
-    for (const n of ['cpu_usage_percent', 'load_1', 'load_5', 'load_15', 'memory_used_bytes', 'memory_available_bytes', 'memory_usage_percent', 'swap_used_bytes', 'filesystem_used_bytes', 'filesystem_size_bytes', 'filesystem_usage_percent', 'network_receive_bytes_total', 'network_transmit_bytes_total']) {
+    for (const n of [
+      'cpu_usage_percent',
+      'load_1',
+      'load_5',
+      'load_15',
+      'memory_used_bytes',
+      'memory_available_bytes',
+      'memory_usage_percent',
+      'swap_used_bytes',
+      'filesystem_used_bytes',
+      'filesystem_size_bytes',
+      'filesystem_usage_percent',
+      'network_receive_bytes_total',
+      'network_transmit_bytes_total',
+    ]) {
       expect(names, n).toContain(n);
     }
-    const one = (name: string, labels: Record<string, string> = {}) => batch.samples.find((s) => s.name === name && JSON.stringify(s.labels) === JSON.stringify(labels));
-    expect(one('memory_total_bytes')!.value).toBe(Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024);
+    const one = (name: string, labels: Record<string, string> = {}) =>
+      batch.samples.find((s) => s.name === name && JSON.stringify(s.labels) === JSON.stringify(labels));
+    expect(one('memory_total_bytes')!.value).toBe(
+      Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024,
+    );
     expect(batch.samples.filter((s) => s.name === 'cpu_usage_percent' && s.labels.cpu).length).toBe(cpus().length);
     const total = one('cpu_usage_percent')!.value;
     expect(total).toBeGreaterThanOrEqual(0);
@@ -488,7 +853,9 @@ describe('metrics of this machine', () => {
     expect(root).toBeDefined();
     const dfSize = Number(sh('df', ['-B1', '--output=size', '/']).split('\n')[1]);
     expect(root!.value).toBe(dfSize);
-    expect(batch.samples.some((s) => s.name === 'network_receive_bytes_total' && s.labels.interface === 'lo')).toBe(true);
+    expect(batch.samples.some((s) => s.name === 'network_receive_bytes_total' && s.labels.interface === 'lo')).toBe(
+      true,
+    );
     for (const dev of readdirSync('/sys/block').filter((d) => existsSync(`/sys/block/${d}/device`))) {
       expect(batch.samples.some((s) => s.name === 'disk_read_bytes_total' && s.labels.device === dev)).toBe(true);
     }
@@ -520,7 +887,9 @@ describe('integrations of this machine', () => {
   const collector = createLinuxCollector();
 
   beforeAll(async () => {
-    [withConfig, statusOnly] = await Promise.all([collector.integrations(true), collector.integrations(false)]).then(([a, b]) => [a.map((r) => IntegrationReport.parse(r)), b.map((r) => IntegrationReport.parse(r))]);
+    [withConfig, statusOnly] = await Promise.all([collector.integrations(true), collector.integrations(false)]).then(
+      ([a, b]) => [a.map((r) => IntegrationReport.parse(r)), b.map((r) => IntegrationReport.parse(r))],
+    );
   });
 
   const get = (id: string) => {
@@ -543,7 +912,11 @@ describe('integrations of this machine', () => {
     try {
       const show = async (name: string) => (await c.query<Record<string, string>>(`SHOW ${name}`)).rows[0]![name]!;
       const cfg = get('postgresql').config!;
-      expect(cfg.max_connections).toEqual({ value: Number(await show('max_connections')), source: 'SHOW max_connections', category: 'connections' });
+      expect(cfg.max_connections).toEqual({
+        value: Number(await show('max_connections')),
+        source: 'SHOW max_connections',
+        category: 'connections',
+      });
       expect(cfg.server_version!.value).toBe(await show('server_version'));
       const sb = await show('shared_buffers');
       expect(`${cfg.shared_buffers!.value}${cfg.shared_buffers!.unit ?? ''}`).toBe(sb);
@@ -558,7 +931,12 @@ describe('integrations of this machine', () => {
     try {
       const [, maxmemory] = (await redis.config('GET', 'maxmemory')) as [string, string];
       const cfg = get('redis').config!;
-      expect(cfg.maxmemory).toEqual({ value: Number(maxmemory), unit: 'bytes', source: 'CONFIG GET maxmemory', category: 'memory' });
+      expect(cfg.maxmemory).toEqual({
+        value: Number(maxmemory),
+        unit: 'bytes',
+        source: 'CONFIG GET maxmemory',
+        category: 'memory',
+      });
       const version = /redis_version:(\S+)/.exec(await redis.info('server'))![1];
       expect(cfg.redis_version!.value).toBe(version);
     } finally {
@@ -572,7 +950,12 @@ describe('integrations of this machine', () => {
     expect(r.status_message).toContain('4223');
     const nc = await natsConnect({ servers: '127.0.0.1:4222' });
     try {
-      expect(r.config!.max_payload).toEqual({ value: nc.info!.max_payload, unit: 'bytes', source: 'INFO', category: 'limits' });
+      expect(r.config!.max_payload).toEqual({
+        value: nc.info!.max_payload,
+        unit: 'bytes',
+        source: 'INFO',
+        category: 'limits',
+      });
       expect(r.config!.server_id!.value).toBe(nc.info!.server_id);
       expect(r.config!.jetstream!.value).toBe(nc.info!.jetstream ?? false);
     } finally {
@@ -619,20 +1002,42 @@ describe('containers through the engine API', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agent-engine-'));
     engine = createHttpServer((req, res) => {
-      const send = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const send = (body: unknown) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       const url = new URL(req.url!, 'http://docker');
-      if (url.pathname === '/version') return send({ Version: '27.3.1', ApiVersion: '1.47', Os: 'linux', Arch: 'amd64', KernelVersion: '6.1.0' });
+      if (url.pathname === '/version')
+        return send({ Version: '27.3.1', ApiVersion: '1.47', Os: 'linux', Arch: 'amd64', KernelVersion: '6.1.0' });
       if (url.pathname === '/containers/json') {
         const all = [
-          { Id: id, Names: ['/web'], Image: 'nginx:1.27', State: 'running', Status: 'Up 2 hours', Created: 1_700_000_000, Labels: { 'com.docker.compose.service': 'web' } },
-          { Id: 'e'.repeat(64), Names: ['/old'], Image: 'busybox', State: 'exited', Status: 'Exited (0) 3 days ago', Created: 1_600_000_000, Labels: null },
+          {
+            Id: id,
+            Names: ['/web'],
+            Image: 'nginx:1.27',
+            State: 'running',
+            Status: 'Up 2 hours',
+            Created: 1_700_000_000,
+            Labels: { 'com.docker.compose.service': 'web' },
+          },
+          {
+            Id: 'e'.repeat(64),
+            Names: ['/old'],
+            Image: 'busybox',
+            State: 'exited',
+            Status: 'Exited (0) 3 days ago',
+            Created: 1_600_000_000,
+            Labels: null,
+          },
         ];
         return send(url.searchParams.get('all') === '1' ? all : all.slice(0, 1));
       }
       if (url.pathname === `/containers/${id}/stats`) {
         statsCalls++;
         return send({
-          cpu_stats: { cpu_usage: { total_usage: 1e9 * statsCalls }, system_cpu_usage: 1e10 * statsCalls, online_cpus: 2 },
+          cpu_stats: {
+            cpu_usage: { total_usage: 1e9 * statsCalls },
+            system_cpu_usage: 1e10 * statsCalls,
+            online_cpus: 2,
+          },
           precpu_stats: {},
           memory_stats: { usage: 100, limit: 1000, stats: { inactive_file: 20 } },
           networks: { eth0: { rx_bytes: 5, tx_bytes: 7 } },
@@ -652,10 +1057,31 @@ describe('containers through the engine API', () => {
     const c = createLinuxCollector({ engines: [{ socketPath: join(dir, 'docker.sock'), runtime: 'docker' }] });
     const inv = InventorySnapshot.parse(await c.inventory({}));
     expect(inv.containers).toEqual([
-      { container_id: id, name: 'web', image: 'nginx:1.27', state: 'running', status: 'Up 2 hours', runtime: 'docker', created_at: new Date(1_700_000_000_000).toISOString(), labels: { 'com.docker.compose.service': 'web' } },
-      { container_id: 'e'.repeat(64), name: 'old', image: 'busybox', state: 'exited', status: 'Exited (0) 3 days ago', runtime: 'docker', created_at: new Date(1_600_000_000_000).toISOString(), labels: {} },
+      {
+        container_id: id,
+        name: 'web',
+        image: 'nginx:1.27',
+        state: 'running',
+        status: 'Up 2 hours',
+        runtime: 'docker',
+        created_at: new Date(1_700_000_000_000).toISOString(),
+        labels: { 'com.docker.compose.service': 'web' },
+      },
+      {
+        container_id: 'e'.repeat(64),
+        name: 'old',
+        image: 'busybox',
+        state: 'exited',
+        status: 'Exited (0) 3 days ago',
+        runtime: 'docker',
+        created_at: new Date(1_600_000_000_000).toISOString(),
+        labels: {},
+      },
     ]);
-    expect(inv.integrations.find((i) => i.integration_id === 'docker')).toMatchObject({ status: 'ok', config: { version: { value: '27.3.1', source: 'GET /version', category: 'server' } } });
+    expect(inv.integrations.find((i) => i.integration_id === 'docker')).toMatchObject({
+      status: 'ok',
+      config: { version: { value: '27.3.1', source: 'GET /version', category: 'server' } },
+    });
 
     const labels = { container_id: id, container_name: 'web' };
     const m1 = MetricBatch.parse(await c.metrics()).samples.filter((s) => s.name.startsWith('container_'));

@@ -40,7 +40,8 @@ const enrolRequests: Record<string, unknown>[] = [];
 const send = (res: ServerResponse, status: number, body: unknown): void => {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 };
-const fail = (res: ServerResponse, status: number, code: string, message: string): void => send(res, status, { error: { code, message, request_id: 'req-test-1' } });
+const fail = (res: ServerResponse, status: number, code: string, message: string): void =>
+  send(res, status, { error: { code, message, request_id: 'req-test-1' } });
 
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
   let text = '';
@@ -48,7 +49,8 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   const body = JSON.parse(text) as Record<string, string>;
   if (req.url === '/api/v1/agents/enroll') {
     enrolRequests.push(body);
-    if (!['good-token', 'good-token-2', 'bad-ca-token'].includes(body.install_token!)) return fail(res, 401, 'unauthorized', 'install token is invalid, expired or already used');
+    if (!['good-token', 'good-token-2', 'bad-ca-token'].includes(body.install_token!))
+      return fail(res, 401, 'unauthorized', 'install token is invalid, expired or already used');
     const agentId = randomUUID();
     const challenge = randomUUID();
     challenges.set(agentId, { challenge, publicKey: body.public_key!, badCa: body.install_token === 'bad-ca-token' });
@@ -57,10 +59,24 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   if (req.url === '/api/v1/agents/enroll/complete') {
     const pending = challenges.get(body.agent_id!);
     if (!pending || pending.challenge !== body.challenge) return fail(res, 400, 'bad_request', 'unknown challenge');
-    const ok = fromPublic(pending.publicKey).verify(new TextEncoder().encode(pending.challenge), Buffer.from(body.signature!, 'base64url'));
+    const ok = fromPublic(pending.publicKey).verify(
+      new TextEncoder().encode(pending.challenge),
+      Buffer.from(body.signature!, 'base64url'),
+    );
     if (!ok) return fail(res, 401, 'unauthorized', 'signature does not match the public key');
     const issued = await issuer.agent(body.agent_id!, pending.publicKey, 3600);
-    return send(res, 200, { data: { agent_id: body.agent_id, host_id: randomUUID(), nats_servers: [NATS_URL], user_jwt: issued.jwt, inbox_prefix: issued.inboxPrefix, nats_ca: pending.badCa ? '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n' : readFileSync(NATS_CA, 'utf8') } });
+    return send(res, 200, {
+      data: {
+        agent_id: body.agent_id,
+        host_id: randomUUID(),
+        nats_servers: [NATS_URL],
+        user_jwt: issued.jwt,
+        inbox_prefix: issued.inboxPrefix,
+        nats_ca: pending.badCa
+          ? '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n'
+          : readFileSync(NATS_CA, 'utf8'),
+      },
+    });
   }
   fail(res, 404, 'not_found', 'no such route');
 }
@@ -72,9 +88,15 @@ function tempDir(): string {
 }
 
 /** `npm run agent -- …` as a child process: its exit code and output. */
-function cli(args: string[], opts: { until?: (stderr: string) => boolean; signalAfter?: boolean; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function cli(
+  args: string[],
+  opts: { until?: (stderr: string) => boolean; signalAfter?: boolean; timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['agent/main.ts', ...args], { env: { ...process.env, SVC_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['agent/main.ts', ...args], {
+      env: { ...process.env, SVC_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let signalled = false;
@@ -101,7 +123,9 @@ beforeAll(async () => {
   issuer = await BrokerIssuer.fromFiles(NATS_CREDS, NATS_FILES.issuerKey);
   service = await connectNats(NATS_URL, 'agent-enrol-test', log, NATS_CREDS, NATS_CA);
   await ensureStreams(service, allStreams);
-  http = createServer((req, res) => void handle(req, res).catch((err: unknown) => fail(res, 500, 'internal', String(err))));
+  http = createServer(
+    (req, res) => void handle(req, res).catch((err: unknown) => fail(res, 500, 'internal', String(err))),
+  );
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
   baseUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
 });
@@ -115,10 +139,26 @@ afterAll(async () => {
 describe('enrollAgent', () => {
   it('proves it holds the key, then writes agent.creds (600) and agent.json in a private directory', async () => {
     const dir = join(tempDir(), 'state');
-    const result = await enrollAgent({ server: `${baseUrl}/`, token: 'good-token', stateDir: dir, labels: { role: 'web' }, hostname: 'web-1' });
+    const result = await enrollAgent({
+      server: `${baseUrl}/`,
+      token: 'good-token',
+      stateDir: dir,
+      labels: { role: 'web' },
+      hostname: 'web-1',
+    });
     const state = await readAgentState(dir);
-    expect(state).toMatchObject({ agent_id: result.agent_id, host_id: result.host_id, nats_servers: [NATS_URL], inbox_prefix: `_INBOX.agent-${result.agent_id}`, labels: { role: 'web' } });
-    expect(enrolRequests.at(-1)).toMatchObject({ install_token: 'good-token', hostname: 'web-1', os: process.platform });
+    expect(state).toMatchObject({
+      agent_id: result.agent_id,
+      host_id: result.host_id,
+      nats_servers: [NATS_URL],
+      inbox_prefix: `_INBOX.agent-${result.agent_id}`,
+      labels: { role: 'web' },
+    });
+    expect(enrolRequests.at(-1)).toMatchObject({
+      install_token: 'good-token',
+      hostname: 'web-1',
+      os: process.platform,
+    });
     expect(String(enrolRequests.at(-1)!.public_key)).toMatch(/^U[A-Z0-9]{55}$/);
     const creds = readFileSync(statePaths(dir).creds, 'utf8');
     expect(creds).toContain('BEGIN NATS USER JWT');
@@ -138,49 +178,83 @@ describe('enrollAgent', () => {
     const dir = join(tempDir(), 'state');
     const err = await enrollAgent({ server: baseUrl, token: 'used-token', stateDir: dir }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EnrollError);
-    expect(err).toMatchObject({ message: 'install token is invalid, expired or already used', code: 'unauthorized', requestId: 'req-test-1', status: 401 });
+    expect(err).toMatchObject({
+      message: 'install token is invalid, expired or already used',
+      code: 'unauthorized',
+      requestId: 'req-test-1',
+      status: 401,
+    });
     expect(existsSync(dir)).toBe(false);
   });
 
   it('refuses a reply whose broker CA does not parse, and writes nothing', async () => {
     const dir = join(tempDir(), 'state');
-    await expect(enrollAgent({ server: baseUrl, token: 'bad-ca-token', stateDir: dir })).rejects.toThrow(/nats_ca holds a certificate that does not parse/);
+    await expect(enrollAgent({ server: baseUrl, token: 'bad-ca-token', stateDir: dir })).rejects.toThrow(
+      /nats_ca holds a certificate that does not parse/,
+    );
     expect(existsSync(dir)).toBe(false);
   });
 
   it('refuses bad input before calling anyone, and an already enrolled directory', async () => {
-    await expect(enrollAgent({ server: 'not a url', token: 't', stateDir: tempDir() })).rejects.toThrow(/--server must be a URL/);
+    await expect(enrollAgent({ server: 'not a url', token: 't', stateDir: tempDir() })).rejects.toThrow(
+      /--server must be a URL/,
+    );
     await expect(enrollAgent({ server: 'ftp://x', token: 't', stateDir: tempDir() })).rejects.toThrow(/http/);
-    await expect(enrollAgent({ server: baseUrl, token: ' ', stateDir: tempDir() })).rejects.toThrow(/install token is required/);
-    await expect(enrollAgent({ server: baseUrl, token: 't', stateDir: tempDir(), labels: { '': 'x' } })).rejects.toThrow(/invalid labels/);
+    await expect(enrollAgent({ server: baseUrl, token: ' ', stateDir: tempDir() })).rejects.toThrow(
+      /install token is required/,
+    );
+    await expect(
+      enrollAgent({ server: baseUrl, token: 't', stateDir: tempDir(), labels: { '': 'x' } }),
+    ).rejects.toThrow(/invalid labels/);
     const dir = tempDir();
     await enrollAgent({ server: baseUrl, token: 'good-token', stateDir: dir });
-    await expect(enrollAgent({ server: baseUrl, token: 'good-token', stateDir: dir })).rejects.toThrow(/already holds an enrolled agent/);
+    await expect(enrollAgent({ server: baseUrl, token: 'good-token', stateDir: dir })).rejects.toThrow(
+      /already holds an enrolled agent/,
+    );
   });
 
   it('names an unreachable server', async () => {
-    await expect(enrollAgent({ server: 'http://127.0.0.1:1', token: 'good-token', stateDir: tempDir(), timeoutMs: 2_000 })).rejects.toThrow(/cannot reach http:\/\/127\.0\.0\.1:1/);
+    await expect(
+      enrollAgent({ server: 'http://127.0.0.1:1', token: 'good-token', stateDir: tempDir(), timeoutMs: 2_000 }),
+    ).rejects.toThrow(/cannot reach http:\/\/127\.0\.0\.1:1/);
   });
 });
 
 describe('command line', () => {
   it('enrol, run, and stop on SIGTERM with exit 0 after its heartbeat is stored', async () => {
     const dir = join(tempDir(), 'agent');
-    const enrolled = await cli(['enroll', '--server', baseUrl, '--token', 'good-token', '--state-dir', dir, '--label', 'team=ops']);
+    const enrolled = await cli([
+      'enroll',
+      '--server',
+      baseUrl,
+      '--token',
+      'good-token',
+      '--state-dir',
+      dir,
+      '--label',
+      'team=ops',
+    ]);
     expect(enrolled.code, enrolled.stderr).toBe(0);
     const { agent_id } = JSON.parse(enrolled.stdout) as { agent_id: string };
     expect((await readAgentState(dir)).labels).toEqual({ team: 'ops' });
 
-    const ran = await cli(['run', '--state-dir', dir, '--interval', '1'], { until: (err) => err.includes('"msg":"connected to the broker"') && err.split('\n').length > 3 });
+    const ran = await cli(['run', '--state-dir', dir, '--interval', '1'], {
+      until: (err) => err.includes('"msg":"connected to the broker"') && err.split('\n').length > 3,
+    });
     expect(ran.code, ran.stderr).toBe(0);
     // JSON lines on stderr, nothing on stdout.
     expect(ran.stdout).toBe('');
-    const lines = ran.stderr.trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
+    const lines = ran.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string });
     expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['agent started', 'stopping', 'agent stopped']));
 
     await waitFor(
       async () => {
-        const c = await jetstream(service).consumers.get(streams.SVC_TELEMETRY.name, { filter_subjects: `svc.agent.${agent_id}.heartbeat` });
+        const c = await jetstream(service).consumers.get(streams.SVC_TELEMETRY.name, {
+          filter_subjects: `svc.agent.${agent_id}.heartbeat`,
+        });
         const m = await c.next({ expires: 1_000 });
         return m !== null && Heartbeat.safeParse(JSON.parse(decoder.decode(m.data))).success;
       },
@@ -212,14 +286,49 @@ describe('command line', () => {
     const dir = tempDir();
     const tokens = join(dir, 'tokens.txt');
     writeFileSync(tokens, 'good-token\n# a comment\ngood-token-2\n');
-    const out = await cli(['enroll', '--simulate', '2', '--server', baseUrl, '--tokens-file', tokens, '--state-dir', dir]);
+    const out = await cli([
+      'enroll',
+      '--simulate',
+      '2',
+      '--server',
+      baseUrl,
+      '--tokens-file',
+      tokens,
+      '--state-dir',
+      dir,
+    ]);
     expect(out.code, out.stderr).toBe(0);
     expect(JSON.parse(out.stdout)).toEqual({ enrolled: 2, skipped: 0, failed: [] });
-    expect(enrolRequests.slice(-2).map((r) => r.hostname).sort()).toEqual(['sim-1', 'sim-2']);
+    expect(
+      enrolRequests
+        .slice(-2)
+        .map((r) => r.hostname)
+        .sort(),
+    ).toEqual(['sim-1', 'sim-2']);
     expect((await readAgentState(join(dir, 'sim-2'))).labels).toEqual({ simulated: 'true' });
-    const again = await cli(['enroll', '--simulate', '2', '--server', baseUrl, '--tokens-file', tokens, '--state-dir', dir]);
+    const again = await cli([
+      'enroll',
+      '--simulate',
+      '2',
+      '--server',
+      baseUrl,
+      '--tokens-file',
+      tokens,
+      '--state-dir',
+      dir,
+    ]);
     expect(JSON.parse(again.stdout)).toEqual({ enrolled: 0, skipped: 2, failed: [] });
-    const tooFew = await cli(['enroll', '--simulate', '3', '--server', baseUrl, '--tokens-file', tokens, '--state-dir', dir]);
+    const tooFew = await cli([
+      'enroll',
+      '--simulate',
+      '3',
+      '--server',
+      baseUrl,
+      '--tokens-file',
+      tokens,
+      '--state-dir',
+      dir,
+    ]);
     expect(tooFew.code).toBe(1);
     expect(tooFew.stderr).toContain('needs 3 install tokens');
   });

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { TelemetryKind } from '../../contracts/domains/agent-telemetry.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
-import { Outbox, interpretPubAck, type OutboxMessage, type OutboxOptions, type SendResult } from '../../agent/outbox.ts';
+import {
+  Outbox,
+  interpretPubAck,
+  type OutboxMessage,
+  type OutboxOptions,
+  type SendResult,
+} from '../../agent/outbox.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 
 /** The agent's outbox on its own: bounds, latest-only kinds, order, retries with the same id. */
@@ -12,7 +18,8 @@ const encoder = new TextEncoder();
 /** A sender the test answers by hand: every call waits until the test settles it. */
 class FakeSend {
   readonly calls: { msg: OutboxMessage; settle: (r: SendResult) => void }[] = [];
-  readonly send = (msg: OutboxMessage): Promise<SendResult> => new Promise((settle) => this.calls.push({ msg, settle }));
+  readonly send = (msg: OutboxMessage): Promise<SendResult> =>
+    new Promise((settle) => this.calls.push({ msg, settle }));
   ids(): string[] {
     return this.calls.map((c) => c.msg.id);
   }
@@ -27,7 +34,10 @@ function outbox(fake: FakeSend, extra: Partial<OutboxOptions> = {}): Outbox {
   return new Outbox({ send: fake.send, ready: () => ready, log, retryMinMs: 20, retryMaxMs: 40, ...extra });
 }
 let n = 0;
-const msg = (kind: TelemetryKind, bytes = 10): { id: string; kind: TelemetryKind; subject: string; data: Uint8Array } => ({
+const msg = (
+  kind: TelemetryKind,
+  bytes = 10,
+): { id: string; kind: TelemetryKind; subject: string; data: Uint8Array } => ({
   id: `a:${kind}:${++n}`,
   kind,
   subject: `svc.agent.a.${kind}`,
@@ -240,8 +250,12 @@ describe('PubAck replies', () => {
   it('stored, duplicate, retryable and final errors', () => {
     expect(ack({ stream: 'SVC_TELEMETRY', seq: 4 })).toEqual({ outcome: 'stored', duplicate: false });
     expect(ack({ stream: 'SVC_TELEMETRY', seq: 4, duplicate: true })).toEqual({ outcome: 'stored', duplicate: true });
-    expect(ack({ error: { code: 503, err_code: 10077, description: 'insufficient resources' } })).toMatchObject({ outcome: 'retry' });
-    expect(ack({ error: { code: 400, err_code: 10054, description: 'message size exceeds maximum allowed' } })).toMatchObject({ outcome: 'reject' });
+    expect(ack({ error: { code: 503, err_code: 10077, description: 'insufficient resources' } })).toMatchObject({
+      outcome: 'retry',
+    });
+    expect(
+      ack({ error: { code: 400, err_code: 10054, description: 'message size exceeds maximum allowed' } }),
+    ).toMatchObject({ outcome: 'reject' });
     expect(interpretPubAck(encoder.encode('not json'))).toMatchObject({ outcome: 'retry' });
     expect(ack({ hello: 1 })).toMatchObject({ outcome: 'retry' });
   });

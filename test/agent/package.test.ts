@@ -81,7 +81,9 @@ describe('npm run agent:package', () => {
   it('builds the executable, the .deb and their checksums', () => {
     expect(built.executable).toBe(join(out, `svc-agent-${version}-linux-x64`));
     expect(built.deb).toBe(join(out, `svc-agent_${version}_amd64.deb`));
-    expect(execFileSync('sha256sum', ['-c', 'SHA256SUMS'], { cwd: out, encoding: 'utf8' })).toMatch(new RegExp(`svc-agent-${version}-linux-x64: OK\\nsvc-agent_${version}_amd64.deb: OK`));
+    expect(execFileSync('sha256sum', ['-c', 'SHA256SUMS'], { cwd: out, encoding: 'utf8' })).toMatch(
+      new RegExp(`svc-agent-${version}-linux-x64: OK\\nsvc-agent_${version}_amd64.deb: OK`),
+    );
     const control = execFileSync('dpkg-deb', ['-f', built.deb], { encoding: 'utf8' });
     expect(control).toMatch(/^Package: svc-agent$/m);
     expect(control).toMatch(new RegExp(`^Version: ${version.replace(/\./g, '\\.')}$`, 'm'));
@@ -102,7 +104,9 @@ describe('npm run agent:package', () => {
       ProtectSystem: ['strict'],
       EnvironmentFile: ['-/etc/default/svc-agent'],
     });
-    expect(unit.Service!.ExecStart![0]).toMatch(/^\/usr\/bin\/svc-agent run --state-dir \/var\/lib\/svc-agent \$SVC_AGENT_ARGS$/);
+    expect(unit.Service!.ExecStart![0]).toMatch(
+      /^\/usr\/bin\/svc-agent run --state-dir \/var\/lib\/svc-agent \$SVC_AGENT_ARGS$/,
+    );
     expect(unit.Install).toMatchObject({ WantedBy: ['multi-user.target'] });
 
     const control = join(out, 'control');
@@ -148,7 +152,10 @@ describe('npm run agent:package', () => {
 
     it('enrols, runs, and its host goes online with facts and metrics', async () => {
       const clientId = (await createClient(sys)).id;
-      const env = await call('POST', `/api/v1/clients/${clientId}/environments`, { name: 'Production', slug: 'production' });
+      const env = await call('POST', `/api/v1/clients/${clientId}/environments`, {
+        name: 'Production',
+        slug: 'production',
+      });
       expectStatus(env, 201);
       const envId = (env.json() as { data: { id: string } }).data.id;
       const tokenRes = await call('POST', `/api/v1/environments/${envId}/install-tokens`, {});
@@ -156,11 +163,19 @@ describe('npm run agent:package', () => {
       const token = (tokenRes.json() as { data: { token: string } }).data.token;
 
       // Asynchronously: the console answering it runs on this process's event loop.
-      const { stdout: enrolled } = await promisify(execFile)(exe(), ['enroll', '--server', baseUrl, '--token', token, '--state-dir', stateDir], { env: hostEnv(), cwd, encoding: 'utf8', timeout: 60_000 });
+      const { stdout: enrolled } = await promisify(execFile)(
+        exe(),
+        ['enroll', '--server', baseUrl, '--token', token, '--state-dir', stateDir],
+        { env: hostEnv(), cwd, encoding: 'utf8', timeout: 60_000 },
+      );
       ({ agent_id: agentId, host_id: hostId } = JSON.parse(enrolled) as { agent_id: string; host_id: string });
       expect(statSync(stateDir).mode & 0o777).toBe(0o700);
 
-      const child = spawn(exe(), ['run', '--state-dir', stateDir, '--interval', '1', '--inventory-interval', '3'], { env: hostEnv(), cwd, stdio: ['ignore', 'ignore', 'inherit'] });
+      const child = spawn(exe(), ['run', '--state-dir', stateDir, '--interval', '1', '--inventory-interval', '3'], {
+        env: hostEnv(),
+        cwd,
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
       children.push(child);
       const host = async (): Promise<Record<string, unknown>> => {
         const res = await call('GET', `/api/v1/hosts/${hostId}`);
@@ -176,22 +191,32 @@ describe('npm run agent:package', () => {
         async () => {
           // The system's clock is the test's (it stands still): "latest" looks back from it, at samples stamped now.
           sys.clock.set(Date.now());
-          const res = await call('GET', `/api/v1/hosts/metrics/latest?host_ids=${hostId}&metrics=cpu_usage_percent,memory_usage_percent`);
+          const res = await call(
+            'GET',
+            `/api/v1/hosts/metrics/latest?host_ids=${hostId}&metrics=cpu_usage_percent,memory_usage_percent`,
+          );
           return res.statusCode === 200 && (res.json() as { data: unknown[] }).data.length === 2;
         },
         60_000,
         'cpu and memory metrics stored',
       );
-      await waitFor(async () => {
-        const res = await call('GET', `/api/v1/hosts/${hostId}/packages`);
-        return res.statusCode === 200 && (res.json() as { data: { name: string }[] }).data.some((p) => p.name === 'bash');
-      }, 60_000, 'inventory snapshot');
+      await waitFor(
+        async () => {
+          const res = await call('GET', `/api/v1/hosts/${hostId}/packages`);
+          return (
+            res.statusCode === 200 && (res.json() as { data: { name: string }[] }).data.some((p) => p.name === 'bash')
+          );
+        },
+        60_000,
+        'inventory snapshot',
+      );
     }, 240_000);
 
     it('is no longer seen once revoked', async () => {
       expectStatus(await call('DELETE', `/api/v1/agents/${agentId}`), 204);
       sys.clock.advance(2_500);
-      const host = async (): Promise<{ agent_status: string; last_seen_at: string }> => (await call('GET', `/api/v1/hosts/${hostId}`)).json().data as { agent_status: string; last_seen_at: string };
+      const host = async (): Promise<{ agent_status: string; last_seen_at: string }> =>
+        (await call('GET', `/api/v1/hosts/${hostId}`)).json().data as { agent_status: string; last_seen_at: string };
       await waitFor(async () => (await host()).agent_status === 'offline', 30_000, 'offline after revocation');
       const seen = (await host()).last_seen_at;
       await new Promise((r) => setTimeout(r, 3_000));
@@ -199,4 +224,3 @@ describe('npm run agent:package', () => {
     }, 60_000);
   });
 });
-

@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeCompactMetricBatch, isCompactMetricBatch } from '../../contracts/domains/metric-wire.ts';
-import { AgentEventBatch, Heartbeat, InventorySnapshot, MetricBatch, type TelemetryKind, type WatchFilesConfig } from '../../contracts/domains/agent-telemetry.ts';
+import {
+  AgentEventBatch,
+  Heartbeat,
+  InventorySnapshot,
+  MetricBatch,
+  type TelemetryKind,
+  type WatchFilesConfig,
+} from '../../contracts/domains/agent-telemetry.ts';
 import { streams, allStreams } from '../../contracts/streams.ts';
 import { BrokerIssuer } from '../../actors/runtime/broker/issuer.ts';
 import { ensureStreams } from '../../actors/runtime/jetstream.ts';
@@ -47,7 +54,9 @@ interface Provisioned {
 }
 
 /** An enrolled agent's state directory, as `enroll` leaves it. */
-async function provision(opts: { ttlSeconds?: number; servers?: string[]; labels?: Record<string, string> } = {}): Promise<Provisioned> {
+async function provision(
+  opts: { ttlSeconds?: number; servers?: string[]; labels?: Record<string, string> } = {},
+): Promise<Provisioned> {
   const id = randomUUID();
   const kp = createUser();
   const issued = await issuer.agent(id, kp.getPublicKey(), opts.ttlSeconds ?? 3600);
@@ -55,16 +64,31 @@ async function provision(opts: { ttlSeconds?: number; servers?: string[]; labels
   dirs.push(dir);
   await writeCredsFile(dir, fmtCreds(issued.jwt, kp));
   await writeBrokerCa(dir, readFileSync(NATS_CA, 'utf8'));
-  await writeAgentState(dir, { agent_id: id, host_id: randomUUID(), nats_servers: opts.servers ?? [NATS_URL], inbox_prefix: issued.inboxPrefix, enrolled_at: new Date().toISOString(), labels: opts.labels ?? {} });
+  await writeAgentState(dir, {
+    agent_id: id,
+    host_id: randomUUID(),
+    nats_servers: opts.servers ?? [NATS_URL],
+    inbox_prefix: issued.inboxPrefix,
+    enrolled_at: new Date().toISOString(),
+    labels: opts.labels ?? {},
+  });
   return { id, dir, kp };
 }
 
 /** A watcher that records what it was given and lets the test report file changes. */
-function recordingWatcher(): { factory: (on: OnFileChanges) => FileWatcher; applied: WatchFilesConfig[]; emit: OnFileChanges } {
-  const rec = { applied: [] as WatchFilesConfig[], emit: (() => undefined) as OnFileChanges, factory: (on: OnFileChanges): FileWatcher => {
-    rec.emit = on;
-    return { apply: async (c) => void rec.applied.push(c), stop: async () => undefined };
-  } };
+function recordingWatcher(): {
+  factory: (on: OnFileChanges) => FileWatcher;
+  applied: WatchFilesConfig[];
+  emit: OnFileChanges;
+} {
+  const rec = {
+    applied: [] as WatchFilesConfig[],
+    emit: (() => undefined) as OnFileChanges,
+    factory: (on: OnFileChanges): FileWatcher => {
+      rec.emit = on;
+      return { apply: async (c) => void rec.applied.push(c), stop: async () => undefined };
+    },
+  };
   return rec;
 }
 
@@ -78,7 +102,13 @@ async function start(p: Provisioned, extra: Partial<StartAgentOptions> = {}): Pr
     publishTimeoutMs: 1_000,
     configRetryMinMs: 200,
     outbox: { retryMinMs: 100, retryMaxMs: 500 },
-    connection: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, retryMinMs: 100, retryMaxMs: 500, connectTimeoutMs: 1_000 },
+    connection: {
+      reconnectTimeWaitMs: 100,
+      reconnectJitterMs: 50,
+      retryMinMs: 100,
+      retryMaxMs: 500,
+      connectTimeoutMs: 1_000,
+    },
     ...extra,
   });
   agents.push(agent);
@@ -103,7 +133,9 @@ function payloadOf(data: Uint8Array): { json: unknown; compact: boolean } {
 
 /** Everything the stream holds for one agent, read with an ephemeral ordered consumer. */
 async function stored(agentId: string, nc: NatsConnection = service): Promise<Stored[]> {
-  const consumer = await jetstream(nc).consumers.get(streams.SVC_TELEMETRY.name, { filter_subjects: `svc.agent.${agentId}.*` });
+  const consumer = await jetstream(nc).consumers.get(streams.SVC_TELEMETRY.name, {
+    filter_subjects: `svc.agent.${agentId}.*`,
+  });
   const out: Stored[] = [];
   let pending = (await consumer.info()).num_pending;
   while (pending > 0) {
@@ -111,7 +143,13 @@ async function stored(agentId: string, nc: NatsConnection = service): Promise<St
     let got = 0;
     for await (const m of batch) {
       got++;
-      out.push({ subject: m.subject, kind: m.subject.split('.').pop() as TelemetryKind, msgId: m.headers?.get('Nats-Msg-Id') ?? '', seq: m.seq, ...payloadOf(m.data) });
+      out.push({
+        subject: m.subject,
+        kind: m.subject.split('.').pop() as TelemetryKind,
+        msgId: m.headers?.get('Nats-Msg-Id') ?? '',
+        seq: m.seq,
+        ...payloadOf(m.data),
+      });
       pending = m.info.pending;
     }
     if (got === 0) break;
@@ -122,7 +160,11 @@ async function stored(agentId: string, nc: NatsConnection = service): Promise<St
 const ofKind = (all: Stored[], kind: TelemetryKind): Stored[] => all.filter((m) => m.kind === kind);
 
 /** A service answering the agent's config fetch, the way the fleet domain will. */
-function configResponder(agentId: string, reply: (n: number) => unknown, nc: NatsConnection = service): { calls: () => number } {
+function configResponder(
+  agentId: string,
+  reply: (n: number) => unknown,
+  nc: NatsConnection = service,
+): { calls: () => number } {
   let n = 0;
   const sub = nc.subscribe(`svc.system.agent.config.${agentId}`, {
     callback: (_err, msg) => {
@@ -135,7 +177,12 @@ function configResponder(agentId: string, reply: (n: number) => unknown, nc: Nat
   return { calls: () => n };
 }
 
-const watchConfig = (path: string): WatchFilesConfig => ({ paths: [path], exclude_patterns: [], sensitive_files: [], max_file_size: 1024 });
+const watchConfig = (path: string): WatchFilesConfig => ({
+  paths: [path],
+  exclude_patterns: [],
+  sensitive_files: [],
+  max_file_size: 1024,
+});
 
 beforeAll(async () => {
   service = await connectNats(NATS_URL, 'agent-test', log, NATS_CREDS, NATS_CA);
@@ -192,7 +239,9 @@ describe('telemetry', () => {
     const watcher = recordingWatcher();
     await start(p, { watcher: watcher.factory, intervalMs: 60_000, eventBatchMs: 200 });
     const time = new Date().toISOString();
-    watcher.emit([{ type: 'file_change', time, path: '/etc/hosts', change: 'modified', size_bytes: 120, sha256: 'a'.repeat(64) }]);
+    watcher.emit([
+      { type: 'file_change', time, path: '/etc/hosts', change: 'modified', size_bytes: 120, sha256: 'a'.repeat(64) },
+    ]);
     watcher.emit([
       { type: 'file_change', time, path: '/etc/shadow', change: 'modified', sensitive: true },
       { type: 'file_change', time, path: '/etc/old.conf', change: 'deleted' },
@@ -241,22 +290,36 @@ describe('config fetch', () => {
     const p = await provision({ ttlSeconds: 4, servers: [ownUrl] });
     await writeWatchConfig(p.dir, { version: 3, payload: watchConfig('/etc/saved') });
     const renewed = await issuer.agent(p.id, p.kp.getPublicKey(), 3600);
-    const responder = configResponder(p.id, () => ({
-      ok: true,
-      data: {
-        agent_id: p.id,
-        host_id: randomUUID(),
-        configs: [{ config_type: 'watch_files', version: 5, payload: watchConfig('/etc/fetched'), updated_at: new Date().toISOString() }],
-        credentials: { user_jwt: renewed.jwt, expires_at: new Date(renewed.expiresAt * 1000).toISOString() },
-      },
-    }), own);
+    const responder = configResponder(
+      p.id,
+      () => ({
+        ok: true,
+        data: {
+          agent_id: p.id,
+          host_id: randomUUID(),
+          configs: [
+            {
+              config_type: 'watch_files',
+              version: 5,
+              payload: watchConfig('/etc/fetched'),
+              updated_at: new Date().toISOString(),
+            },
+          ],
+          credentials: { user_jwt: renewed.jwt, expires_at: new Date(renewed.expiresAt * 1000).toISOString() },
+        },
+      }),
+      own,
+    );
     const watcher = recordingWatcher();
     const agent = await start(p, { watcher: watcher.factory });
     await agent.configFetched;
     expect(responder.calls()).toBe(1);
     expect(watcher.applied.map((c) => c.paths[0])).toEqual(['/etc/saved', '/etc/fetched']);
     expect(agent.configVersion).toBe(5);
-    expect(JSON.parse(readFileSync(statePaths(p.dir).watchFiles, 'utf8'))).toEqual({ version: 5, payload: watchConfig('/etc/fetched') });
+    expect(JSON.parse(readFileSync(statePaths(p.dir).watchFiles, 'utf8'))).toEqual({
+      version: 5,
+      payload: watchConfig('/etc/fetched'),
+    });
 
     const creds = readFileSync(statePaths(p.dir).creds, 'utf8');
     expect(creds).toContain(renewed.jwt);
@@ -266,7 +329,14 @@ describe('config fetch', () => {
     // Past the first JWT's expiry the server drops the connection; the agent is back with the renewed one.
     const expiredAt = Date.now() + 4_500;
     await sleep(expiredAt - Date.now());
-    await waitFor(async () => ofKind(await stored(p.id, own), 'heartbeat').some((m) => Date.parse(Heartbeat.parse(m.json).sent_at) > expiredAt + 500), 15_000, 'a heartbeat after the first JWT expired');
+    await waitFor(
+      async () =>
+        ofKind(await stored(p.id, own), 'heartbeat').some(
+          (m) => Date.parse(Heartbeat.parse(m.json).sent_at) > expiredAt + 500,
+        ),
+      15_000,
+      'a heartbeat after the first JWT expired',
+    );
     expect(agent.stats().broker_connects).toBeGreaterThanOrEqual(2);
   });
 
@@ -275,11 +345,28 @@ describe('config fetch', () => {
     const agent = await start(p, { configRetryMinMs: 100 });
     await waitFor(() => agent.stats().outbox.kinds.heartbeat.stored > 0, 5_000, 'a heartbeat');
     expect(agent.stats().config_fetches).toBe(0);
-    configResponder(p.id, () => ({ ok: true, data: { agent_id: p.id, host_id: randomUUID(), configs: [{ config_type: 'watch_files', version: 2, payload: watchConfig('/srv'), updated_at: new Date().toISOString() }] } }), own);
+    configResponder(
+      p.id,
+      () => ({
+        ok: true,
+        data: {
+          agent_id: p.id,
+          host_id: randomUUID(),
+          configs: [
+            {
+              config_type: 'watch_files',
+              version: 2,
+              payload: watchConfig('/srv'),
+              updated_at: new Date().toISOString(),
+            },
+          ],
+        },
+      }),
+      own,
+    );
     await agent.configFetched;
     expect(agent.configVersion).toBe(2);
   });
-
 });
 
 describe('commands', () => {
@@ -291,20 +378,32 @@ describe('commands', () => {
     // Connected means the broker has the command subscription (the link flushes it before it says it is up).
     await waitFor(() => agent.connected, 5_000, 'the agent connecting');
     const subject = `svc.system.commands.${p.id}`;
-    const command = (version: number, path: string) => encoder.encode(JSON.stringify({ type: 'config_update', config_type: 'watch_files', version, payload: watchConfig(path) }));
+    const command = (version: number, path: string) =>
+      encoder.encode(
+        JSON.stringify({ type: 'config_update', config_type: 'watch_files', version, payload: watchConfig(path) }),
+      );
 
     const ok = await service.request(subject, command(6, '/var/www'), { timeout: 3_000 });
     expect(ok.json()).toEqual({ ok: true });
     expect(agent.configVersion).toBe(6);
     expect(watcher.applied.at(-1)!.paths).toEqual(['/var/www']);
-    expect(JSON.parse(readFileSync(statePaths(p.dir).watchFiles, 'utf8'))).toEqual({ version: 6, payload: watchConfig('/var/www') });
+    expect(JSON.parse(readFileSync(statePaths(p.dir).watchFiles, 'utf8'))).toEqual({
+      version: 6,
+      payload: watchConfig('/var/www'),
+    });
 
     const older = await service.request(subject, command(5, '/old'), { timeout: 3_000 });
     expect(older.json()).toEqual({ ok: true });
     expect(agent.configVersion).toBe(6);
     expect(watcher.applied.at(-1)!.paths).toEqual(['/var/www']);
 
-    const bad = await service.request(subject, encoder.encode(JSON.stringify({ type: 'config_update', config_type: 'watch_files', version: 9, payload: { paths: [] } })), { timeout: 3_000 });
+    const bad = await service.request(
+      subject,
+      encoder.encode(
+        JSON.stringify({ type: 'config_update', config_type: 'watch_files', version: 9, payload: { paths: [] } }),
+      ),
+      { timeout: 3_000 },
+    );
     expect(bad.json()).toMatchObject({ ok: false, error: { code: 'bad_request' } });
     const notJson = await service.request(subject, encoder.encode('{'), { timeout: 3_000 });
     expect(notJson.json()).toMatchObject({ ok: false, error: { code: 'bad_request' } });
@@ -323,9 +422,24 @@ describe('commands', () => {
     // sent at that moment without a responder.
     proxy.delayUpstream(300);
     const p = await provision({ servers: [proxy.url] });
-    const agent = await start(p, { connection: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, retryMinMs: 100, retryMaxMs: 500, connectTimeoutMs: 5_000 } });
+    const agent = await start(p, {
+      connection: {
+        reconnectTimeWaitMs: 100,
+        reconnectJitterMs: 50,
+        retryMinMs: 100,
+        retryMaxMs: 500,
+        connectTimeoutMs: 5_000,
+      },
+    });
     await waitFor(() => agent.connected, 10_000, 'the agent connecting');
-    const command = encoder.encode(JSON.stringify({ type: 'config_update', config_type: 'watch_files', version: 3, payload: watchConfig('/srv/slow') }));
+    const command = encoder.encode(
+      JSON.stringify({
+        type: 'config_update',
+        config_type: 'watch_files',
+        version: 3,
+        payload: watchConfig('/srv/slow'),
+      }),
+    );
     const res = await service.request(`svc.system.commands.${p.id}`, command, { timeout: 5_000 });
     expect(res.json()).toEqual({ ok: true });
     expect(agent.configVersion).toBe(3);
@@ -363,7 +477,11 @@ describe('buffering', () => {
     expect(agent.stats().outbox.kinds.heartbeat.replaced).toBeGreaterThan(0);
 
     proxy.open();
-    await waitFor(() => agent.connected && agent.stats().outbox.pending === 0, 15_000, 'the backlog stored after the outage');
+    await waitFor(
+      () => agent.connected && agent.stats().outbox.pending === 0,
+      15_000,
+      'the backlog stored after the outage',
+    );
 
     // Stopped, so the stream and the counters describe the same messages.
     expect(await agent.stop(3_000)).toBe(true);
@@ -376,6 +494,8 @@ describe('buffering', () => {
     // Every metric batch collected made it, exactly once — also those collected while the broker was away.
     const metrics = ofKind(all, 'metrics').map((m) => MetricBatch.parse(m.json));
     expect(metrics.length).toBe(stats.kinds.metrics.added - stats.kinds.metrics.dropped);
-    expect(metrics.some((b) => Date.parse(b.collected_at) > outageFrom && Date.parse(b.collected_at) < outageTo)).toBe(true);
+    expect(metrics.some((b) => Date.parse(b.collected_at) > outageFrom && Date.parse(b.collected_at) < outageTo)).toBe(
+      true,
+    );
   });
 });

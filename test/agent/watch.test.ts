@@ -29,7 +29,8 @@ async function waitFor(pred: (e: FileChangeIn) => boolean, n = 1): Promise<FileC
 /** Long enough for any debounced report to have arrived: what has not arrived by now will not. */
 const settle = () => sleep(600);
 
-const apply = (config: Partial<WatchFilesConfig> & { paths: string[] }) => watcher.apply(WatchFilesConfig.parse(config));
+const apply = (config: Partial<WatchFilesConfig> & { paths: string[] }) =>
+  watcher.apply(WatchFilesConfig.parse(config));
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'agent-watch-'));
@@ -54,7 +55,13 @@ describe('file watcher', () => {
 
     writeFileSync(join(dir, 'new.txt'), 'hello');
     const [created] = await waitFor((e) => e.path === join(dir, 'new.txt'));
-    expect(created).toMatchObject({ type: 'file_change', change: 'created', size_bytes: 5, sha256: sha('hello'), sensitive: false });
+    expect(created).toMatchObject({
+      type: 'file_change',
+      change: 'created',
+      size_bytes: 5,
+      sha256: sha('hello'),
+      sensitive: false,
+    });
 
     writeFileSync(join(dir, 'existing.conf'), 'a=2\nb=3\n');
     const [modified] = await waitFor((e) => e.path === join(dir, 'existing.conf'));
@@ -62,14 +69,22 @@ describe('file watcher', () => {
 
     mkdirSync(join(dir, 'sub', 'deeper'), { recursive: true });
     writeFileSync(join(dir, 'sub', 'deeper', 'x.yml'), 'x: 1');
-    expect((await waitFor((e) => e.path === join(dir, 'sub', 'deeper', 'x.yml')))[0]).toMatchObject({ change: 'created', sha256: sha('x: 1') });
+    expect((await waitFor((e) => e.path === join(dir, 'sub', 'deeper', 'x.yml')))[0]).toMatchObject({
+      change: 'created',
+      sha256: sha('x: 1'),
+    });
 
     unlinkSync(join(dir, 'new.txt'));
-    expect((await waitFor((e) => e.path === join(dir, 'new.txt') && e.change === 'deleted'))[0]).toMatchObject({ size_bytes: null, sha256: null });
+    expect((await waitFor((e) => e.path === join(dir, 'new.txt') && e.change === 'deleted'))[0]).toMatchObject({
+      size_bytes: null,
+      sha256: null,
+    });
 
     // Changes inside the later-created subdirectory are watched as well.
     writeFileSync(join(dir, 'sub', 'deeper', 'x.yml'), 'x: 2');
-    expect((await waitFor((e) => e.path === join(dir, 'sub', 'deeper', 'x.yml') && e.change === 'modified'))[0]!.sha256).toBe(sha('x: 2'));
+    expect(
+      (await waitFor((e) => e.path === join(dir, 'sub', 'deeper', 'x.yml') && e.change === 'modified'))[0]!.sha256,
+    ).toBe(sha('x: 2'));
     // The directories themselves are not reported.
     expect(events.some((e) => e.path === join(dir, 'sub') || e.path === join(dir, 'sub', 'deeper'))).toBe(false);
   });
@@ -85,7 +100,14 @@ describe('file watcher', () => {
     unlinkSync(join(dir, 'tmp.swp'));
     await settle();
     const content = Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join('');
-    expect(events).toEqual([expect.objectContaining({ path: join(dir, 'log.txt'), change: 'modified', size_bytes: content.length, sha256: sha(content) })]);
+    expect(events).toEqual([
+      expect.objectContaining({
+        path: join(dir, 'log.txt'),
+        change: 'modified',
+        size_bytes: content.length,
+        sha256: sha(content),
+      }),
+    ]);
   });
 
   it('a directory removed or moved away reports each file it held as deleted', async () => {
@@ -100,7 +122,11 @@ describe('file watcher', () => {
       rmSync(join(dir, 'a'), { recursive: true });
       renameSync(join(dir, 'm'), join(elsewhere, 'm'));
       const deleted = await waitFor((e) => e.change === 'deleted', 3);
-      expect(deleted.map((e) => e.path).sort()).toEqual([join(dir, 'a', 'b', 'two'), join(dir, 'a', 'one'), join(dir, 'm', 'three')]);
+      expect(deleted.map((e) => e.path).sort()).toEqual([
+        join(dir, 'a', 'b', 'two'),
+        join(dir, 'a', 'one'),
+        join(dir, 'm', 'three'),
+      ]);
       await settle();
       expect(events).toHaveLength(3);
     } finally {
@@ -144,8 +170,15 @@ describe('file watcher', () => {
     writeFileSync(join(dir, 'small'), Buffer.alloc(1024, 1));
     writeFileSync(join(dir, 'big'), Buffer.alloc(1025, 1));
     await waitFor(() => true, 2);
-    expect(events.find((e) => e.path.endsWith('small'))).toMatchObject({ size_bytes: 1024, sha256: sha(Buffer.alloc(1024, 1)) });
-    expect(events.find((e) => e.path.endsWith('big'))).toMatchObject({ size_bytes: 1025, sha256: null, sensitive: false });
+    expect(events.find((e) => e.path.endsWith('small'))).toMatchObject({
+      size_bytes: 1024,
+      sha256: sha(Buffer.alloc(1024, 1)),
+    });
+    expect(events.find((e) => e.path.endsWith('big'))).toMatchObject({
+      size_bytes: 1025,
+      sha256: null,
+      sensitive: false,
+    });
   });
 
   it('a watched file: its siblings are ignored; an atomic replace (write + rename) is a modification; deletion and re-creation are seen', async () => {

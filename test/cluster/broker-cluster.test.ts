@@ -41,12 +41,24 @@ async function service(url = cluster.urls, name = 'cluster-test'): Promise<NatsC
   const nc = await connectNats(url, name, log, NATS_CREDS, NATS_CA);
   opened.push(nc);
   // A young cluster answers the JetStream API only once the account is known to the meta leader.
-  await waitFor(() => jsmOf(nc).then((jsm) => jsm.getAccountInfo()).then(() => true, () => false), 60_000, 'the JetStream API', 500);
+  await waitFor(
+    () =>
+      jsmOf(nc)
+        .then((jsm) => jsm.getAccountInfo())
+        .then(
+          () => true,
+          () => false,
+        ),
+    60_000,
+    'the JetStream API',
+    500,
+  );
   return nc;
 }
 
 /** A manager whose calls may wait out an election (the client's default is 5 s). */
-const jsmOf = (nc: NatsConnection): ReturnType<typeof jetstreamManager> => jetstreamManager(nc, { timeout: 20_000, checkAPI: false });
+const jsmOf = (nc: NatsConnection): ReturnType<typeof jetstreamManager> =>
+  jetstreamManager(nc, { timeout: 20_000, checkAPI: false });
 
 /** Names the step that failed: the client's errors carry no stack (noAsyncTraces). */
 async function step<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -87,7 +99,9 @@ describe('replicas (SVC_NATS_REPLICAS)', () => {
     await step('publish', async () => {
       for (let i = 0; i < 100; i++) await js.publish(`svc.evt.cluster.move.${i}`, `m${i}`, { msgID: `move-${i}` });
     });
-    await step('durable R1', () => ensureConsumer(nc, spec.name, { durable: 'cluster-move', maxDeliver: 5, ackWaitMs: 30_000 }));
+    await step('durable R1', () =>
+      ensureConsumer(nc, spec.name, { durable: 'cluster-move', maxDeliver: 5, ackWaitMs: 30_000 }),
+    );
     expect((await settled(nc, spec.name, 1)).config.num_replicas).toBe(1);
 
     // Start-up with SVC_NATS_REPLICAS=3.
@@ -96,7 +110,9 @@ describe('replicas (SVC_NATS_REPLICAS)', () => {
     const moved = await settled(nc, spec.name, 3);
     expect(moved.config.num_replicas).toBe(3);
     expect(moved.state.messages).toBe(100);
-    const consumer = await step('durable R3', () => ensureConsumer(nc, spec.name, { durable: 'cluster-move', maxDeliver: 5, ackWaitMs: 30_000 }));
+    const consumer = await step('durable R3', () =>
+      ensureConsumer(nc, spec.name, { durable: 'cluster-move', maxDeliver: 5, ackWaitMs: 30_000 }),
+    );
     expect(consumer.config.num_replicas).toBe(3);
     await waitFor(
       async () => {
@@ -165,7 +181,14 @@ describe('revocation across nodes', () => {
     const kp = createUser();
     const issued = await issuer.agent(`cluster-${Date.now()}`, kp.getPublicKey(), 600);
     const onB = (): Promise<NatsConnection> =>
-      connect({ servers: cluster.url(1), tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()), inboxPrefix: issued.inboxPrefix, reconnect: false, timeout: 5_000 });
+      connect({
+        servers: cluster.url(1),
+        tls: { caFile: NATS_CA },
+        authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()),
+        inboxPrefix: issued.inboxPrefix,
+        reconnect: false,
+        timeout: 5_000,
+      });
     const agent = await onB();
     const closed = agent.closed();
 
@@ -180,7 +203,14 @@ describe('revocation across nodes', () => {
     await expect(onB()).rejects.toThrow(/Authorization Violation/);
     // Node C too.
     await expect(
-      connect({ servers: cluster.url(2), tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()), inboxPrefix: issued.inboxPrefix, reconnect: false, timeout: 5_000 }),
+      connect({
+        servers: cluster.url(2),
+        tls: { caFile: NATS_CA },
+        authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()),
+        inboxPrefix: issued.inboxPrefix,
+        reconnect: false,
+        timeout: 5_000,
+      }),
     ).rejects.toThrow(/Authorization Violation/);
   }, 60_000);
 });

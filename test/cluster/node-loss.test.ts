@@ -37,18 +37,35 @@ const replicasBefore = brokerReplicas();
 beforeAll(async () => {
   cluster = await NatsCluster.start(3);
   setBrokerReplicas(3);
-  ({ sys, root } = await startAdminSystem({ SVC_NATS_URL: cluster.urls, SVC_AGENT_NATS_SERVERS: cluster.urls, SVC_NATS_REPLICAS: '3' }));
+  ({ sys, root } = await startAdminSystem({
+    SVC_NATS_URL: cluster.urls,
+    SVC_AGENT_NATS_SERVERS: cluster.urls,
+    SVC_NATS_REPLICAS: '3',
+  }));
   await sys.console!.listen({ host: '127.0.0.1', port: 0 });
   const baseUrl = `http://127.0.0.1:${(sys.console!.server.address() as AddressInfo).port}`;
   const call = api(sys, { token: root });
   const client = await call('POST', '/api/v1/clients', { name: `Loss ${sys.tag}`, slug: `loss-${sys.tag}` });
-  const env = await call('POST', `/api/v1/clients/${client.json().data.id}/environments`, { name: 'Production', slug: 'production' });
+  const env = await call('POST', `/api/v1/clients/${client.json().data.id}/environments`, {
+    name: 'Production',
+    slug: 'production',
+  });
   for (let i = 0; i < AGENTS; i++) {
-    const token = (await call('POST', `/api/v1/environments/${env.json().data.id}/install-tokens`, {})).json().data.token as string;
+    const token = (await call('POST', `/api/v1/environments/${env.json().data.id}/install-tokens`, {})).json().data
+      .token as string;
     const stateDir = mkdtempSync(join(tmpdir(), 'loss-agent-'));
     dirs.push(stateDir);
     await enrollAgent({ server: baseUrl, token, stateDir, hostname: `loss-${i}-${sys.tag}` });
-    agents.push(await startAgent({ stateDir, intervalMs: 500, inventoryIntervalMs: 3_600_000, collector: createSyntheticCollector(i), log, connection: { retryMinMs: 200, retryMaxMs: 1_000, reconnectTimeWaitMs: 250, reconnectJitterMs: 250 } }));
+    agents.push(
+      await startAgent({
+        stateDir,
+        intervalMs: 500,
+        inventoryIntervalMs: 3_600_000,
+        collector: createSyntheticCollector(i),
+        log,
+        connection: { retryMinMs: 200, retryMaxMs: 1_000, reconnectTimeWaitMs: 250, reconnectJitterMs: 250 },
+      }),
+    );
   }
   await waitFor(() => agents.every((a) => a.connected), 30_000, 'every agent to connect');
 }, 240_000);
@@ -80,7 +97,10 @@ async function underLoad(during: () => Promise<void>): Promise<LoadReport> {
     let writing = true;
     const writers = Array.from({ length: WRITERS }, async (_, w) => {
       for (let i = 0; writing; i++) {
-        const res = await call('POST', '/api/v1/clients', { name: `W${w}-${i} ${randomUUID().slice(0, 8)}`, slug: `w${w}-${i}-${randomUUID().slice(0, 8)}` });
+        const res = await call('POST', '/api/v1/clients', {
+          name: `W${w}-${i} ${randomUUID().slice(0, 8)}`,
+          slug: `w${w}-${i}-${randomUUID().slice(0, 8)}`,
+        });
         statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
         if (res.statusCode === 201) created.push(res.json().data.id as string);
       }
@@ -91,22 +111,33 @@ async function underLoad(during: () => Promise<void>): Promise<LoadReport> {
     writing = false;
     await Promise.all(writers);
     // What the agents queued meanwhile goes out before the counts are read.
-    await waitFor(() => agents.every((a) => a.stats().outbox.pending === 0 && a.stats().outbox.inFlight === 0), 30_000, 'the outboxes to drain');
+    await waitFor(
+      () => agents.every((a) => a.stats().outbox.pending === 0 && a.stats().outbox.inFlight === 0),
+      30_000,
+      'the outboxes to drain',
+    );
 
-    const rows = await sys.sql<{ id: string }>(`SELECT id FROM clients WHERE id = ANY(?::uuid[])`, [`{${created.join(',')}}`]);
+    const rows = await sys.sql<{ id: string }>(`SELECT id FROM clients WHERE id = ANY(?::uuid[])`, [
+      `{${created.join(',')}}`,
+    ]);
     expect(created.length).toBeGreaterThan(0);
     expect(rows.length).toBe(created.length);
     for (const a of agents) {
       const { kinds } = a.stats().outbox;
       for (const kind of ['heartbeat', 'metrics'] as const) {
-        const info = await jsm.streams.info(streams.SVC_TELEMETRY.name, { subjects_filter: `svc.agent.${a.agentId}.${kind}` });
+        const info = await jsm.streams.info(streams.SVC_TELEMETRY.name, {
+          subjects_filter: `svc.agent.${a.agentId}.${kind}`,
+        });
         const inStream = Object.values(info.state.subjects ?? {}).reduce((n, c) => n + c, 0);
         expect(kinds[kind].stored, `${a.agentId} ${kind}`).toBeGreaterThan(0);
         expect(inStream, `${a.agentId} ${kind}`).toBeGreaterThanOrEqual(kinds[kind].stored);
       }
     }
     const byStatus = Object.fromEntries(statuses);
-    return { statuses: byStatus, serverErrors: Object.entries(byStatus).reduce((n, [code, count]) => (Number(code) >= 500 ? n + count : n), 0) };
+    return {
+      statuses: byStatus,
+      serverErrors: Object.entries(byStatus).reduce((n, [code, count]) => (Number(code) >= 500 ? n + count : n), 0),
+    };
   } finally {
     await closeNats(probe, log, 2_000);
   }
@@ -114,7 +145,11 @@ async function underLoad(during: () => Promise<void>): Promise<LoadReport> {
 
 /** /readyz 200 within 10 s and every agent connected within 15 s of `since`; the times it took. */
 async function recovered(since: number): Promise<{ readyMs: number; agentsMs: number }> {
-  await waitFor(async () => (await sys.http({ method: 'GET', url: '/readyz' })).statusCode === 200, 10_000 - (Date.now() - since), '/readyz 200');
+  await waitFor(
+    async () => (await sys.http({ method: 'GET', url: '/readyz' })).statusCode === 200,
+    10_000 - (Date.now() - since),
+    '/readyz 200',
+  );
   const readyMs = Date.now() - since;
   await waitFor(() => agents.every((a) => a.connected), 15_000 - (Date.now() - since), 'every agent back online');
   return { readyMs, agentsMs: Date.now() - since };
@@ -135,8 +170,15 @@ describe('the cluster under load', () => {
           const leader = (await jsm.streams.info(telemetry)).cluster?.leader;
           if (meta && meta === leader) killed = cluster.indexOf(meta);
           else {
-            await probe.request(`$JS.API.STREAM.LEADER.STEPDOWN.${telemetry}`, '', { timeout: 20_000 }).catch(() => undefined);
-            await waitFor(async () => !!(await jsm.streams.info(telemetry).catch(() => undefined))?.cluster?.leader, 30_000, 'a telemetry leader', 250);
+            await probe
+              .request(`$JS.API.STREAM.LEADER.STEPDOWN.${telemetry}`, '', { timeout: 20_000 })
+              .catch(() => undefined);
+            await waitFor(
+              async () => !!(await jsm.streams.info(telemetry).catch(() => undefined))?.cluster?.leader,
+              30_000,
+              'a telemetry leader',
+              250,
+            );
           }
         }
       } finally {
@@ -146,7 +188,9 @@ describe('the cluster under load', () => {
       await cluster.kill(killed);
       times = await recovered(Date.now());
     });
-    console.log(`[node-loss] kill -9 of ${cluster.nodes[killed]!.name} (meta and telemetry leader): /readyz 200 after ${times.readyMs} ms, agents back after ${times.agentsMs} ms; answers ${JSON.stringify(report.statuses)}`);
+    console.log(
+      `[node-loss] kill -9 of ${cluster.nodes[killed]!.name} (meta and telemetry leader): /readyz 200 after ${times.readyMs} ms, agents back after ${times.agentsMs} ms; answers ${JSON.stringify(report.statuses)}`,
+    );
     // Target: no 5xx beyond requests in flight at the kill (8 writers).
     expect(report.serverErrors).toBeLessThanOrEqual(WRITERS);
     cluster.run(killed);

@@ -51,7 +51,10 @@ function shapeOf(schema: z.ZodType): Record<string, z.ZodType> | undefined {
   return undefined;
 }
 
-const show = (v: unknown): string => (typeof v === 'string' && v.length > 40 ? `${JSON.stringify(v.slice(0, 12))}… (${v.length} chars)` : JSON.stringify(v) ?? 'undefined');
+const show = (v: unknown): string =>
+  typeof v === 'string' && v.length > 40
+    ? `${JSON.stringify(v.slice(0, 12))}… (${v.length} chars)`
+    : (JSON.stringify(v) ?? 'undefined');
 
 const entries = Object.entries(catalogue) as [string, SubjectSpec][];
 
@@ -83,7 +86,8 @@ describe('schema agreement over the catalogue', () => {
           for (const sample of SAMPLES) {
             const accepted = inField.safeParse(sample);
             if (!accepted.success) continue;
-            if (!outField.safeParse(accepted.data).success) failures.push(`${subject}.${from} accepts ${show(sample)}, ${durable}.${to} refuses it`);
+            if (!outField.safeParse(accepted.data).success)
+              failures.push(`${subject}.${from} accepts ${show(sample)}, ${durable}.${to} refuses it`);
           }
         }
       }
@@ -102,7 +106,8 @@ describe('schema agreement over the catalogue', () => {
           if (!first.success) continue;
           // What travels to the actor is JSON: undefined fields vanish, dates become strings.
           const wire: unknown = first.data === undefined ? undefined : JSON.parse(JSON.stringify(first.data));
-          if (!schema.safeParse(wire).success) failures.push(`${subject}.${field} accepts ${show(sample)} but not its own output ${show(wire)}`);
+          if (!schema.safeParse(wire).success)
+            failures.push(`${subject}.${field} accepts ${show(sample)} but not its own output ${show(wire)}`);
         }
       }
     }
@@ -111,6 +116,8 @@ describe('schema agreement over the catalogue', () => {
 
   it('refuses a whitespace-only e-mail on forgot-password at the boundary', () => {
     expect(catalogue['svc.identity.auth.forgot_password'].request.safeParse({ email: ' ' }).success).toBe(false);
-    expect(catalogue['svc.identity.auth.forgot_password'].request.parse({ email: ' A@B.co ' })).toEqual({ email: 'a@b.co' });
+    expect(catalogue['svc.identity.auth.forgot_password'].request.parse({ email: ' A@B.co ' })).toEqual({
+      email: 'a@b.co',
+    });
   });
 });

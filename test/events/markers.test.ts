@@ -3,7 +3,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, expectStatus, userWith } from '../identity/admin-support.ts';
 import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
-import { createEnvironment, createHost, createReceiver, customRole, deliver, environmentScoped, eventually, fixture, githubSignature, startEventsSystem, statusOfCall, userWithRole } from './support.ts';
+import {
+  createEnvironment,
+  createHost,
+  createReceiver,
+  customRole,
+  deliver,
+  environmentScoped,
+  eventually,
+  fixture,
+  githubSignature,
+  startEventsSystem,
+  statusOfCall,
+  userWithRole,
+} from './support.ts';
 
 /**
  * Chart markers (console-operations.md, "Chart markers"): each sentence of the spec as its own test. Alert groups and
@@ -45,32 +58,79 @@ interface DeployMarker {
   failed: boolean;
 }
 
-async function alert(opts: { fired: string; resolved?: string | null; status?: 'firing' | 'resolved'; env?: string | null; host?: string | null; client?: string; name?: string }): Promise<string> {
+async function alert(opts: {
+  fired: string;
+  resolved?: string | null;
+  status?: 'firing' | 'resolved';
+  env?: string | null;
+  host?: string | null;
+  client?: string;
+  name?: string;
+}): Promise<string> {
   const id = randomUUID();
   const status = opts.status ?? (opts.resolved ? 'resolved' : 'firing');
   await sys.sql(
     `INSERT INTO alert_groups (id, client_id, environment_id, host_id, group_key, name, severity, status, fired_at, resolved_at, last_notified_at) VALUES (?, ?, ?, ?, ?, ?, 'warning', ?, ?, ?, now())`,
-    [id, opts.client ?? c, opts.env ?? null, opts.host ?? null, `k-${id}`, opts.name ?? 'TestAlert', status, opts.fired, opts.resolved ?? null],
+    [
+      id,
+      opts.client ?? c,
+      opts.env ?? null,
+      opts.host ?? null,
+      `k-${id}`,
+      opts.name ?? 'TestAlert',
+      status,
+      opts.fired,
+      opts.resolved ?? null,
+    ],
   );
   return id;
 }
 
-async function deploy(opts: { at: string; env?: string | null; client?: string; summary?: string; source?: string; type?: string; failed?: boolean }): Promise<string> {
+async function deploy(opts: {
+  at: string;
+  env?: string | null;
+  client?: string;
+  summary?: string;
+  source?: string;
+  type?: string;
+  failed?: boolean;
+}): Promise<string> {
   const id = randomUUID();
   await sys.sql(
     `INSERT INTO deploys (id, client_id, environment_id, source, event_type, summary, app, revision, url, failed, at, dedupe_key) VALUES (?, ?, ?, ?, ?, ?, 'app', 'rev', null, ?, ?, ?)`,
-    [id, opts.client ?? c, opts.env ?? null, opts.source ?? 'argocd', opts.type ?? 'sync_succeeded', opts.summary ?? 'deployed', opts.failed ?? false, opts.at, `test:${id}`],
+    [
+      id,
+      opts.client ?? c,
+      opts.env ?? null,
+      opts.source ?? 'argocd',
+      opts.type ?? 'sync_succeeded',
+      opts.summary ?? 'deployed',
+      opts.failed ?? false,
+      opts.at,
+      `test:${id}`,
+    ],
   );
   return id;
 }
 
-async function markers(token: string, target: string, start: string, end: string, types?: string): Promise<{ alerts: AlertMarker[]; deploys: DeployMarker[] }> {
-  const res = await api(sys, { token })('GET', `/api/v1/chart-markers?${target}&start=${encodeURIComponent(start)}&end=${encodeURIComponent(end)}${types ? `&types=${types}` : ''}`);
+async function markers(
+  token: string,
+  target: string,
+  start: string,
+  end: string,
+  types?: string,
+): Promise<{ alerts: AlertMarker[]; deploys: DeployMarker[] }> {
+  const res = await api(sys, { token })(
+    'GET',
+    `/api/v1/chart-markers?${target}&start=${encodeURIComponent(start)}&end=${encodeURIComponent(end)}${types ? `&types=${types}` : ''}`,
+  );
   expectStatus(res, 200);
   return res.json().data as { alerts: AlertMarker[]; deploys: DeployMarker[] };
 }
-const alertIds = async (target: string, start: string, end: string): Promise<string[]> => (await markers(reader, target, start, end)).alerts.map((a) => a.id);
-const deployIds = async (target: string, start: string, end: string): Promise<string[]> => (await markers(reader, target, start, end)).deploys.map((d) => d.id);
+const alertIds = async (target: string, start: string, end: string): Promise<string[]> =>
+  (await markers(reader, target, start, end)).alerts.map((a) => a.id);
+const deployIds = async (target: string, start: string, end: string): Promise<string[]> =>
+  (await markers(reader, target, start, end)).deploys.map((d) => d.id);
 
 beforeAll(async () => {
   ({ sys, root } = await startEventsSystem());
@@ -145,23 +205,39 @@ describe('which alerts a chart shows', () => {
   });
 
   it("shows only the host's own alerts on a host chart", async () => {
-    expect((await alertIds(`host_id=${h1}`, rel(S), rel(E))).filter((id) => [onH1, onH2, onE1, onH3, clientWide].includes(id))).toEqual([onH1]);
+    expect(
+      (await alertIds(`host_id=${h1}`, rel(S), rel(E))).filter((id) =>
+        [onH1, onH2, onE1, onH3, clientWide].includes(id),
+      ),
+    ).toEqual([onH1]);
   });
 
   it("shows an environment's alerts, its hosts' included, on its chart, and not the client-wide ones", async () => {
-    expect((await alertIds(`environment_id=${e1}`, rel(S), rel(E))).filter((id) => [onH1, onH2, onE1, onH3, clientWide].includes(id)).sort()).toEqual([onH1, onH2, onE1].sort());
+    expect(
+      (await alertIds(`environment_id=${e1}`, rel(S), rel(E)))
+        .filter((id) => [onH1, onH2, onE1, onH3, clientWide].includes(id))
+        .sort(),
+    ).toEqual([onH1, onH2, onE1].sort());
   });
 
   it('shows client-wide alerts (no environment, no host) on the client chart only', async () => {
-    expect(await alertIds(`client_id=${c}`, rel(S), rel(E))).toEqual(expect.arrayContaining([onH1, onH2, onE1, onH3, clientWide]));
+    expect(await alertIds(`client_id=${c}`, rel(S), rel(E))).toEqual(
+      expect.arrayContaining([onH1, onH2, onE1, onH3, clientWide]),
+    );
     expect(await alertIds(`environment_id=${e2}`, rel(S), rel(E))).not.toContain(clientWide);
     expect(await alertIds(`host_id=${h3}`, rel(S), rel(E))).not.toContain(clientWide);
   });
 
   it('keeps the newest 200 alerts, oldest first', async () => {
     const h = await createHost(sys, c, e2, 'noisy');
-    const values = Array.from({ length: 210 }, (_, i) => `('${randomUUID()}', '${c}', '${e2}', '${h}', 'k${i}-${randomUUID()}', 'n${i}', 'info', 'resolved', '${rel(-2000 + i / 100)}', '${rel(-2000 + i / 100 + 0.001)}', now())`);
-    await sys.sql(`INSERT INTO alert_groups (id, client_id, environment_id, host_id, group_key, name, severity, status, fired_at, resolved_at, last_notified_at) VALUES ${values.join(',')}`);
+    const values = Array.from(
+      { length: 210 },
+      (_, i) =>
+        `('${randomUUID()}', '${c}', '${e2}', '${h}', 'k${i}-${randomUUID()}', 'n${i}', 'info', 'resolved', '${rel(-2000 + i / 100)}', '${rel(-2000 + i / 100 + 0.001)}', now())`,
+    );
+    await sys.sql(
+      `INSERT INTO alert_groups (id, client_id, environment_id, host_id, group_key, name, severity, status, fired_at, resolved_at, last_notified_at) VALUES ${values.join(',')}`,
+    );
     const got = (await markers(reader, `host_id=${h}`, rel(-2001), rel(-1990))).alerts;
     expect(got).toHaveLength(200);
     expect(got[0]!.name).toBe('n10');
@@ -178,13 +254,35 @@ describe('deploys', () => {
     const got = (await markers(reader, `host_id=${h1}`, rel(-3010), rel(-3000))).deploys;
     expect(got.map((d) => d.id)).toEqual([inside, later]);
     expect(got.map((d) => d.id)).not.toContain(outside);
-    expect(Object.keys(got[0]!).sort()).toEqual(['app', 'at', 'event_type', 'failed', 'id', 'revision', 'source', 'summary', 'url']);
-    expect(got[0]).toMatchObject({ source: 'github', event_type: 'release', summary: 'released v1', failed: false, url: null });
+    expect(Object.keys(got[0]!).sort()).toEqual([
+      'app',
+      'at',
+      'event_type',
+      'failed',
+      'id',
+      'revision',
+      'source',
+      'summary',
+      'url',
+    ]);
+    expect(got[0]).toMatchObject({
+      source: 'github',
+      event_type: 'release',
+      summary: 'released v1',
+      failed: false,
+      url: null,
+    });
   });
 
   it('puts client-wide deploys (no environment) on every chart of the client', async () => {
     const wide = await deploy({ at: rel(-3105) });
-    for (const target of [`host_id=${h1}`, `host_id=${h3}`, `environment_id=${e1}`, `environment_id=${e2}`, `client_id=${c}`]) {
+    for (const target of [
+      `host_id=${h1}`,
+      `host_id=${h3}`,
+      `environment_id=${e1}`,
+      `environment_id=${e2}`,
+      `client_id=${c}`,
+    ]) {
       expect(await deployIds(target, rel(-3110), rel(-3100))).toContain(wide);
     }
   });
@@ -200,8 +298,14 @@ describe('deploys', () => {
 
   it('keeps the newest 100 deploys, oldest first', async () => {
     const env = await createEnvironment(sys, c, 'busy');
-    const values = Array.from({ length: 105 }, (_, i) => `('${randomUUID()}', '${c}', '${env}', 'argocd', 'sync_succeeded', 's${i}', 'app', 'r', false, '${rel(-4000 + i / 100)}', 'bulk-${randomUUID()}')`);
-    await sys.sql(`INSERT INTO deploys (id, client_id, environment_id, source, event_type, summary, app, revision, failed, at, dedupe_key) VALUES ${values.join(',')}`);
+    const values = Array.from(
+      { length: 105 },
+      (_, i) =>
+        `('${randomUUID()}', '${c}', '${env}', 'argocd', 'sync_succeeded', 's${i}', 'app', 'r', false, '${rel(-4000 + i / 100)}', 'bulk-${randomUUID()}')`,
+    );
+    await sys.sql(
+      `INSERT INTO deploys (id, client_id, environment_id, source, event_type, summary, app, revision, failed, at, dedupe_key) VALUES ${values.join(',')}`,
+    );
     const got = (await markers(reader, `environment_id=${env}`, rel(-4001), rel(-3990))).deploys;
     expect(got).toHaveLength(100);
     expect(got[0]!.summary).toBe('s5');
@@ -212,12 +316,18 @@ describe('deploys', () => {
 describe('who sees which markers', () => {
   it('needs metrics:read on the target: 403 without it, 404 out of reach', async () => {
     const noMetrics = (await userWith(sys, 'Client', c)).token;
-    const res = await api(sys, { token: noMetrics })('GET', `/api/v1/chart-markers?client_id=${c}&start=${rel(-1)}&end=${rel(0)}`);
+    const res = await api(sys, { token: noMetrics })(
+      'GET',
+      `/api/v1/chart-markers?client_id=${c}&start=${rel(-1)}&end=${rel(0)}`,
+    );
     expectStatus(res, 403);
     const other = await createClient(sys);
     const outsider = (await userWith(sys, 'Client Engineer', other.id)).token;
     for (const target of [`host_id=${h1}`, `environment_id=${e1}`, `client_id=${c}`]) {
-      expectStatus(await api(sys, { token: outsider })('GET', `/api/v1/chart-markers?${target}&start=${rel(-1)}&end=${rel(0)}`), 404);
+      expectStatus(
+        await api(sys, { token: outsider })('GET', `/api/v1/chart-markers?${target}&start=${rel(-1)}&end=${rel(0)}`),
+        404,
+      );
     }
   });
 
@@ -242,8 +352,15 @@ describe('who sees which markers', () => {
     const e2Alert = await alert({ env: e2, host: h3, fired: rel(-6005) });
     const e2Deploy = await deploy({ env: e2, at: rel(-6005) });
     const user = await userWithRole(sys, await customRole(sys, []), c);
-    const ctx = environmentScoped(user, { [e1]: { client_id: c, permissions: ['metrics:read', 'alerts:read', 'changes:read'] } });
-    const read = (target: Record<string, string>) => sys.caller.call('svc.events.chart_markers', { ...target, start: rel(-6010), end: rel(-6000), types: ['alerts', 'deploys'] }, ctx);
+    const ctx = environmentScoped(user, {
+      [e1]: { client_id: c, permissions: ['metrics:read', 'alerts:read', 'changes:read'] },
+    });
+    const read = (target: Record<string, string>) =>
+      sys.caller.call(
+        'svc.events.chart_markers',
+        { ...target, start: rel(-6010), end: rel(-6000), types: ['alerts', 'deploys'] },
+        ctx,
+      );
     const onHost = await read({ host_id: h1 });
     expect(onHost.deploys.map((d) => d.id)).toContain(wideDeploy);
     const onClient = await read({ client_id: c });
@@ -289,20 +406,67 @@ describe('fed by the receivers', () => {
   it('shows an Alertmanager group firing, then resolved, and a GitHub release, on the charts', async () => {
     const web = await createHost(sys, c, e1, 'web-1.northwind.internal');
     const source = await createReceiver(sys, root, 'alert-sources', { client_id: c, name: 'prom' });
-    const hook = await createReceiver(sys, root, 'webhook-endpoints', { client_id: c, environment_id: e1, source: 'github', name: 'gh', secret: 's' });
+    const hook = await createReceiver(sys, root, 'webhook-endpoints', {
+      client_id: c,
+      environment_id: e1,
+      source: 'github',
+      name: 'gh',
+      secret: 's',
+    });
     const start = '2026-11-20T00:00:00Z';
     const end = '2026-11-22T00:00:00Z';
     expectStatus(await deliver(sys, source.path, fixture('alertmanager/firing.json')), 202);
-    const firing = await eventually(() => markers(reader, `host_id=${web}`, start, end, 'alerts'), (m) => m.alerts.length === 1, 'firing marker');
-    expect(firing.alerts[0]).toMatchObject({ name: 'HighCPULoad', severity: 'critical', status: 'firing', fired_at: '2026-11-21T14:12:30.418Z', resolved_at: null, host_id: web });
-    expect(Object.keys(firing.alerts[0]!).sort()).toEqual(['fired_at', 'host_id', 'id', 'name', 'resolved_at', 'severity', 'status']);
+    const firing = await eventually(
+      () => markers(reader, `host_id=${web}`, start, end, 'alerts'),
+      (m) => m.alerts.length === 1,
+      'firing marker',
+    );
+    expect(firing.alerts[0]).toMatchObject({
+      name: 'HighCPULoad',
+      severity: 'critical',
+      status: 'firing',
+      fired_at: '2026-11-21T14:12:30.418Z',
+      resolved_at: null,
+      host_id: web,
+    });
+    expect(Object.keys(firing.alerts[0]!).sort()).toEqual([
+      'fired_at',
+      'host_id',
+      'id',
+      'name',
+      'resolved_at',
+      'severity',
+      'status',
+    ]);
     expectStatus(await deliver(sys, source.path, fixture('alertmanager/resolved.json')), 202);
-    const resolved = await eventually(() => markers(reader, `host_id=${web}`, start, end, 'alerts'), (m) => m.alerts[0]?.status === 'resolved', 'resolved marker');
+    const resolved = await eventually(
+      () => markers(reader, `host_id=${web}`, start, end, 'alerts'),
+      (m) => m.alerts[0]?.status === 'resolved',
+      'resolved marker',
+    );
     expect(resolved.alerts[0]).toMatchObject({ resolved_at: '2026-11-21T14:47:30.418Z' });
 
     const body = fixture('github/release-published.json');
-    expectStatus(await deliver(sys, hook.path, body, { 'x-github-event': 'release', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': githubSignature('s', body) }), 202);
-    const deploys = await eventually(() => markers(reader, `host_id=${web}`, start, end, 'deploys'), (m) => m.deploys.length === 1, 'deploy marker');
-    expect(deploys.deploys[0]).toMatchObject({ source: 'github', event_type: 'release', app: 'northwind/shop-api', revision: 'v2.14.0', at: '2026-11-20T10:01:17.000Z', failed: false });
+    expectStatus(
+      await deliver(sys, hook.path, body, {
+        'x-github-event': 'release',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': githubSignature('s', body),
+      }),
+      202,
+    );
+    const deploys = await eventually(
+      () => markers(reader, `host_id=${web}`, start, end, 'deploys'),
+      (m) => m.deploys.length === 1,
+      'deploy marker',
+    );
+    expect(deploys.deploys[0]).toMatchObject({
+      source: 'github',
+      event_type: 'release',
+      app: 'northwind/shop-api',
+      revision: 'v2.14.0',
+      at: '2026-11-20T10:01:17.000Z',
+      failed: false,
+    });
   });
 });

@@ -4,7 +4,16 @@ import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { api, expectStatus, userWith, waitForAudit, type Method } from '../identity/admin-support.ts';
 import { createClient, forgetAccess } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
-import { apiKeyWith, createEnvironment, createHost, customRole, environmentScoped, startEventsSystem, statusOfCall, userWithRole } from './support.ts';
+import {
+  apiKeyWith,
+  createEnvironment,
+  createHost,
+  customRole,
+  environmentScoped,
+  startEventsSystem,
+  statusOfCall,
+  userWithRole,
+} from './support.ts';
 
 /**
  * Notes on charts (console-operations.md, "Notes on charts"): every sentence of the spec as its own test. One client
@@ -48,7 +57,10 @@ async function note(token: string, body: Record<string, unknown>): Promise<NoteO
   return res.json().data as NoteOut;
 }
 async function list(token: string, target: string, start: string, end: string): Promise<NoteOut[]> {
-  const res = await as(token)('GET', `/api/v1/annotations?${target}&start=${encodeURIComponent(start)}&end=${encodeURIComponent(end)}`);
+  const res = await as(token)(
+    'GET',
+    `/api/v1/annotations?${target}&start=${encodeURIComponent(start)}&end=${encodeURIComponent(end)}`,
+  );
   expectStatus(res, 200);
   return res.json().data as NoteOut[];
 }
@@ -70,23 +82,68 @@ afterAll(() => sys?.stop());
 describe('creating notes', () => {
   it('creates a point note on a host: environment and client filled from the host, the author and their name recorded, audited', async () => {
     await sys.sql(`UPDATE users SET display_name = 'Ada Writer' WHERE id = ?`, [author.id]);
-    const n = await note(author.token, { scope: 'host', host_id: h1, kind: 'maintenance', timestamp: '2026-06-01T02:00:00+02:00', text: 'kernel upgrade' });
-    expect(n).toMatchObject({ scope: 'host', kind: 'maintenance', client_id: c, environment_id: e1, host_id: h1, timestamp: at(0), ends_at: null, text: 'kernel upgrade', created_by: author.id, created_by_name: 'Ada Writer' });
-    expect(Object.keys(n).sort()).toEqual(['client_id', 'created_at', 'created_by', 'created_by_name', 'ends_at', 'environment_id', 'host_id', 'id', 'kind', 'scope', 'text', 'timestamp', 'updated_at']);
+    const n = await note(author.token, {
+      scope: 'host',
+      host_id: h1,
+      kind: 'maintenance',
+      timestamp: '2026-06-01T02:00:00+02:00',
+      text: 'kernel upgrade',
+    });
+    expect(n).toMatchObject({
+      scope: 'host',
+      kind: 'maintenance',
+      client_id: c,
+      environment_id: e1,
+      host_id: h1,
+      timestamp: at(0),
+      ends_at: null,
+      text: 'kernel upgrade',
+      created_by: author.id,
+      created_by_name: 'Ada Writer',
+    });
+    expect(Object.keys(n).sort()).toEqual([
+      'client_id',
+      'created_at',
+      'created_by',
+      'created_by_name',
+      'ends_at',
+      'environment_id',
+      'host_id',
+      'id',
+      'kind',
+      'scope',
+      'text',
+      'timestamp',
+      'updated_at',
+    ]);
     const audit = await waitForAudit(sys, root, { action: 'annotation_created', resource_id: n.id });
     expect(audit.actor_id).toBe(author.id);
     expect((audit.details.note as NoteOut).text).toBe('kernel upgrade');
   });
 
   it('creates environment and client notes, and range notes with ends_at; kind defaults to note', async () => {
-    const env = await note(author.token, { scope: 'environment', environment_id: e1, timestamp: at(10), ends_at: at(70), kind: 'deploy' });
-    expect(env).toMatchObject({ scope: 'environment', client_id: c, environment_id: e1, host_id: null, ends_at: at(70), kind: 'deploy' });
+    const env = await note(author.token, {
+      scope: 'environment',
+      environment_id: e1,
+      timestamp: at(10),
+      ends_at: at(70),
+      kind: 'deploy',
+    });
+    expect(env).toMatchObject({
+      scope: 'environment',
+      client_id: c,
+      environment_id: e1,
+      host_id: null,
+      ends_at: at(70),
+      kind: 'deploy',
+    });
     const client = await note(author.token, { scope: 'client', client_id: c });
     expect(client).toMatchObject({ scope: 'client', client_id: c, environment_id: null, host_id: null, kind: 'note' });
   });
 
   it('takes 1 to 500 characters of text (an emoji is one), not blank', async () => {
-    const post = (text: unknown) => as(author.token)('POST', '/api/v1/annotations', { scope: 'host', host_id: h1, timestamp: at(0), text });
+    const post = (text: unknown) =>
+      as(author.token)('POST', '/api/v1/annotations', { scope: 'host', host_id: h1, timestamp: at(0), text });
     expectStatus(await post('x'.repeat(500)), 201);
     expectStatus(await post('😀'.repeat(500)), 201);
     expectStatus(await post('x'.repeat(501)), 400);
@@ -96,7 +153,14 @@ describe('creating notes', () => {
   });
 
   it('requires ends_at after timestamp, RFC 3339 times, a known scope and kind, and exactly the matching target', async () => {
-    const post = (body: Record<string, unknown>) => as(author.token)('POST', '/api/v1/annotations', { scope: 'host', host_id: h1, timestamp: at(0), text: 't', ...body });
+    const post = (body: Record<string, unknown>) =>
+      as(author.token)('POST', '/api/v1/annotations', {
+        scope: 'host',
+        host_id: h1,
+        timestamp: at(0),
+        text: 't',
+        ...body,
+      });
     const same = await post({ ends_at: at(0) });
     expectStatus(same, 400);
     expect(same.json().error.message).toContain('ends_at');
@@ -115,27 +179,75 @@ describe('creating notes', () => {
 
   it('needs annotations:write at the note’s scope (403), a target in reach (404), and a signed-in user: API keys get 403', async () => {
     const viewer = (await userWith(sys, 'Viewer', c)).token;
-    expectStatus(await as(viewer)('POST', '/api/v1/annotations', { scope: 'host', host_id: h1, timestamp: at(0), text: 't' }), 403);
-    expectStatus(await as(viewer)('POST', '/api/v1/annotations', { scope: 'client', client_id: c, timestamp: at(0), text: 't' }), 403);
+    expectStatus(
+      await as(viewer)('POST', '/api/v1/annotations', { scope: 'host', host_id: h1, timestamp: at(0), text: 't' }),
+      403,
+    );
+    expectStatus(
+      await as(viewer)('POST', '/api/v1/annotations', { scope: 'client', client_id: c, timestamp: at(0), text: 't' }),
+      403,
+    );
     const other = await createClient(sys);
     const otherHost = await createHost(sys, other.id, await createEnvironment(sys, other.id), 'elsewhere');
-    expectStatus(await as(author.token)('POST', '/api/v1/annotations', { scope: 'host', host_id: otherHost, timestamp: at(0), text: 't' }), 404);
-    expectStatus(await as(author.token)('POST', '/api/v1/annotations', { scope: 'client', client_id: other.id, timestamp: at(0), text: 't' }), 404);
-    expectStatus(await as(author.token)('POST', '/api/v1/annotations', { scope: 'host', host_id: randomUUID(), timestamp: at(0), text: 't' }), 404);
+    expectStatus(
+      await as(author.token)('POST', '/api/v1/annotations', {
+        scope: 'host',
+        host_id: otherHost,
+        timestamp: at(0),
+        text: 't',
+      }),
+      404,
+    );
+    expectStatus(
+      await as(author.token)('POST', '/api/v1/annotations', {
+        scope: 'client',
+        client_id: other.id,
+        timestamp: at(0),
+        text: 't',
+      }),
+      404,
+    );
+    expectStatus(
+      await as(author.token)('POST', '/api/v1/annotations', {
+        scope: 'host',
+        host_id: randomUUID(),
+        timestamp: at(0),
+        text: 't',
+      }),
+      404,
+    );
     const key = await apiKeyWith(sys, root, roleIdByName('Admin'), c);
-    const byKey = await api(sys, { apiKey: key })('POST', '/api/v1/annotations', { scope: 'client', client_id: c, timestamp: at(0), text: 't' });
+    const byKey = await api(sys, { apiKey: key })('POST', '/api/v1/annotations', {
+      scope: 'client',
+      client_id: c,
+      timestamp: at(0),
+      text: 't',
+    });
     expectStatus(byKey, 403);
     const n = await note(author.token, { scope: 'client', client_id: c });
-    expectStatus(await api(sys, { apiKey: key })('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(0), text: 'k' }), 403);
+    expectStatus(
+      await api(sys, { apiKey: key })('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(0), text: 'k' }),
+      403,
+    );
     expectStatus(await api(sys, { apiKey: key })('DELETE', `/api/v1/annotations/${n.id}`), 403);
     // Reading takes an API key like any other read.
-    expectStatus(await api(sys, { apiKey: key })('GET', `/api/v1/annotations?client_id=${c}&start=${at(-1)}&end=${at(1)}`), 200);
+    expectStatus(
+      await api(sys, { apiKey: key })('GET', `/api/v1/annotations?client_id=${c}&start=${at(-1)}&end=${at(1)}`),
+      200,
+    );
   });
 
   it('is environment-aware: a writer on one environment writes on it and its hosts, nowhere else', async () => {
     const user = await userWithRole(sys, await customRole(sys, []), c);
     const ctx = environmentScoped(user, { [e1]: { client_id: c, permissions: ['metrics:read', 'annotations:write'] } });
-    const create = (body: Record<string, unknown>) => statusOfCall(sys.caller.call('svc.events.annotations.create', { kind: 'note', timestamp: at(0), text: 'env-scoped', ...body } as never, ctx));
+    const create = (body: Record<string, unknown>) =>
+      statusOfCall(
+        sys.caller.call(
+          'svc.events.annotations.create',
+          { kind: 'note', timestamp: at(0), text: 'env-scoped', ...body } as never,
+          ctx,
+        ),
+      );
     expect(await create({ scope: 'host', host_id: h1 })).toBe(200);
     expect(await create({ scope: 'environment', environment_id: e1 })).toBe(200);
     // Another environment of the same client is out of this caller's scope; the client needs a client-wide grant.
@@ -210,9 +322,19 @@ describe('listing notes: the range', () => {
   });
 
   it('returns range notes overlapping the range: reaching in from before, reaching out after, covering it, inside it', async () => {
-    const fromBefore = await note(author.token, { scope: 'host', host_id: h, timestamp: at(S - 30), ends_at: at(S + 10) });
+    const fromBefore = await note(author.token, {
+      scope: 'host',
+      host_id: h,
+      timestamp: at(S - 30),
+      ends_at: at(S + 10),
+    });
     const pastEnd = await note(author.token, { scope: 'host', host_id: h, timestamp: at(E - 10), ends_at: at(E + 30) });
-    const covering = await note(author.token, { scope: 'host', host_id: h, timestamp: at(S - 500), ends_at: at(E + 500) });
+    const covering = await note(author.token, {
+      scope: 'host',
+      host_id: h,
+      timestamp: at(S - 500),
+      ends_at: at(E + 500),
+    });
     const within = await note(author.token, { scope: 'host', host_id: h, timestamp: at(S + 10), ends_at: at(S + 20) });
     const touching = await note(author.token, { scope: 'host', host_id: h, timestamp: at(S - 60), ends_at: at(S) });
     const got = ids(await window());
@@ -220,16 +342,36 @@ describe('listing notes: the range', () => {
   });
 
   it('leaves out range notes that end before the range or start after it', async () => {
-    const endedBefore = await note(author.token, { scope: 'host', host_id: h, timestamp: at(S - 100), ends_at: at(S - 1) });
-    const startsAfter = await note(author.token, { scope: 'host', host_id: h, timestamp: at(E + 1), ends_at: at(E + 100) });
+    const endedBefore = await note(author.token, {
+      scope: 'host',
+      host_id: h,
+      timestamp: at(S - 100),
+      ends_at: at(S - 1),
+    });
+    const startsAfter = await note(author.token, {
+      scope: 'host',
+      host_id: h,
+      timestamp: at(E + 1),
+      ends_at: at(E + 100),
+    });
     const got = ids(await window());
     expect(got).not.toContain(endedBefore.id);
     expect(got).not.toContain(startsAfter.id);
   });
 
   it('inherits range notes of the environment and client by the same overlap rule', async () => {
-    const envRange = await note(author.token, { scope: 'environment', environment_id: e1, timestamp: at(S - 100), ends_at: at(S + 1) });
-    const clientOutside = await note(author.token, { scope: 'client', client_id: c, timestamp: at(E + 5), ends_at: at(E + 6) });
+    const envRange = await note(author.token, {
+      scope: 'environment',
+      environment_id: e1,
+      timestamp: at(S - 100),
+      ends_at: at(S + 1),
+    });
+    const clientOutside = await note(author.token, {
+      scope: 'client',
+      client_id: c,
+      timestamp: at(E + 5),
+      ends_at: at(E + 6),
+    });
     const got = ids(await window());
     expect(got).toContain(envRange.id);
     expect(got).not.toContain(clientOutside.id);
@@ -237,8 +379,14 @@ describe('listing notes: the range', () => {
 
   it('returns at most 500 notes: the newest, oldest first', async () => {
     const busy = await createHost(sys, c, e2, 'busy-host');
-    const values = Array.from({ length: 510 }, (_, i) => `('${randomUUID()}', 'host', 'note', '${c}', '${e2}', '${busy}', '${at(5000 + i)}', 'n${i}', '${author.id}', 'Ada')`);
-    await sys.sql(`INSERT INTO annotations (id, scope, kind, client_id, environment_id, host_id, "timestamp", text, created_by, created_by_name) VALUES ${values.join(',')}`);
+    const values = Array.from(
+      { length: 510 },
+      (_, i) =>
+        `('${randomUUID()}', 'host', 'note', '${c}', '${e2}', '${busy}', '${at(5000 + i)}', 'n${i}', '${author.id}', 'Ada')`,
+    );
+    await sys.sql(
+      `INSERT INTO annotations (id, scope, kind, client_id, environment_id, host_id, "timestamp", text, created_by, created_by_name) VALUES ${values.join(',')}`,
+    );
     const got = await list(reader, `host_id=${busy}`, at(5000), at(6000));
     expect(got).toHaveLength(500);
     expect(got[0]!.text).toBe('n10');
@@ -281,11 +429,16 @@ describe('listing notes: who may read what', () => {
     const onC = await mk({ scope: 'client', client_id: c });
     const user = await userWithRole(sys, await customRole(sys, []), c);
     const ctx = environmentScoped(user, { [e1]: { client_id: c, permissions: ['metrics:read'] } });
-    const read = async (target: Record<string, string>) => (await sys.caller.call('svc.events.annotations.list', { ...target, start, end }, ctx)).map((x) => x.id).sort();
+    const read = async (target: Record<string, string>) =>
+      (await sys.caller.call('svc.events.annotations.list', { ...target, start, end }, ctx)).map((x) => x.id).sort();
     expect(await read({ client_id: c })).toEqual([onH1.id, onE1.id, onC.id].sort());
     expect(await read({ host_id: h1 })).toEqual([onH1.id, onE1.id, onC.id].sort());
-    expect(await statusOfCall(sys.caller.call('svc.events.annotations.list', { environment_id: e2, start, end }, ctx))).toBe(404);
-    expect(await statusOfCall(sys.caller.call('svc.events.annotations.list', { host_id: h3, start, end }, ctx))).toBe(404);
+    expect(
+      await statusOfCall(sys.caller.call('svc.events.annotations.list', { environment_id: e2, start, end }, ctx)),
+    ).toBe(404);
+    expect(await statusOfCall(sys.caller.call('svc.events.annotations.list', { host_id: h3, start, end }, ctx))).toBe(
+      404,
+    );
     // A client-wide reader sees all of them.
     const all = await list((await userWith(sys, 'Viewer', c)).token, `client_id=${c}`, start, end);
     expect(ids(all)).toEqual(ids([onH1, onE1, onH3, onE2, onC]));
@@ -294,12 +447,31 @@ describe('listing notes: who may read what', () => {
 
 describe('changing notes', () => {
   it('lets the author replace kind, times and text; omitting ends_at makes a point; audited with before and after', async () => {
-    const n = await note(author.token, { scope: 'host', host_id: h1, timestamp: at(100), ends_at: at(160), text: 'window', kind: 'maintenance' });
+    const n = await note(author.token, {
+      scope: 'host',
+      host_id: h1,
+      timestamp: at(100),
+      ends_at: at(160),
+      text: 'window',
+      kind: 'maintenance',
+    });
     const res = await as(author.token)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(120), text: 'moved' });
     expectStatus(res, 200);
-    expect(res.json().data).toMatchObject({ id: n.id, scope: 'host', host_id: h1, kind: 'note', timestamp: at(120), ends_at: null, text: 'moved', created_by: author.id });
+    expect(res.json().data).toMatchObject({
+      id: n.id,
+      scope: 'host',
+      host_id: h1,
+      kind: 'note',
+      timestamp: at(120),
+      ends_at: null,
+      text: 'moved',
+      created_by: author.id,
+    });
     const audit = await waitForAudit(sys, root, { action: 'annotation_updated', resource_id: n.id });
-    expect(audit.details).toEqual({ before: { kind: 'maintenance', timestamp: at(100), ends_at: at(160), text: 'window' }, after: { kind: 'note', timestamp: at(120), ends_at: null, text: 'moved' } });
+    expect(audit.details).toEqual({
+      before: { kind: 'maintenance', timestamp: at(100), ends_at: at(160), text: 'window' },
+      after: { kind: 'note', timestamp: at(120), ends_at: null, text: 'moved' },
+    });
   });
 
   it('refuses anyone but the author with 403: a moderator, and a super admin too', async () => {
@@ -319,29 +491,61 @@ describe('changing notes', () => {
     const other = await createClient(sys);
     const outsider = (await userWith(sys, 'Admin', other.id)).token;
     expectStatus(await as(outsider)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(0), text: 'x' }), 404);
-    expectStatus(await as(author.token)('PUT', `/api/v1/annotations/${randomUUID()}`, { timestamp: at(0), text: 'x' }), 404);
+    expectStatus(
+      await as(author.token)('PUT', `/api/v1/annotations/${randomUUID()}`, { timestamp: at(0), text: 'x' }),
+      404,
+    );
     // The author, once their grant is narrowed to another environment, can no longer read it either.
-    const ctx = environmentScoped(author, { [e2]: { client_id: c, permissions: ['metrics:read', 'annotations:write'] } });
-    expect(await statusOfCall(sys.caller.call('svc.events.annotations.update', { id: n.id, kind: 'note', timestamp: at(0), text: 'x' } as never, ctx))).toBe(404);
+    const ctx = environmentScoped(author, {
+      [e2]: { client_id: c, permissions: ['metrics:read', 'annotations:write'] },
+    });
+    expect(
+      await statusOfCall(
+        sys.caller.call(
+          'svc.events.annotations.update',
+          { id: n.id, kind: 'note', timestamp: at(0), text: 'x' } as never,
+          ctx,
+        ),
+      ),
+    ).toBe(404);
   });
 
   it('never changes scope, target or author (400) and keeps the time rules', async () => {
     const n = await note(author.token, { scope: 'host', host_id: h1 });
-    for (const extra of [{ scope: 'client' }, { host_id: h2 }, { client_id: randomUUID() }, { environment_id: e2 }, { created_by: randomUUID() }]) {
-      const res = await as(author.token)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(0), text: 'x', ...extra });
+    for (const extra of [
+      { scope: 'client' },
+      { host_id: h2 },
+      { client_id: randomUUID() },
+      { environment_id: e2 },
+      { created_by: randomUUID() },
+    ]) {
+      const res = await as(author.token)('PUT', `/api/v1/annotations/${n.id}`, {
+        timestamp: at(0),
+        text: 'x',
+        ...extra,
+      });
       expectStatus(res, 400);
       expect(res.json().error.message).toContain('cannot be changed');
     }
-    expectStatus(await as(author.token)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(10), ends_at: at(5), text: 'x' }), 400);
+    expectStatus(
+      await as(author.token)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(10), ends_at: at(5), text: 'x' }),
+      400,
+    );
     expectStatus(await as(author.token)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(10), text: '' }), 400);
   });
 
   it('needs the author to still hold annotations:write at the scope', async () => {
     const readerOnly = await userWithRole(sys, await customRole(sys, ['metrics:read', 'annotations:write']), c);
     const n = await note(readerOnly.token, { scope: 'client', client_id: c });
-    await sys.sql(`UPDATE roles SET permissions = '{metrics:read}' WHERE id = (SELECT role_id FROM user_client_roles WHERE user_id = ? AND client_id = ?)`, [readerOnly.id, c]);
+    await sys.sql(
+      `UPDATE roles SET permissions = '{metrics:read}' WHERE id = (SELECT role_id FROM user_client_roles WHERE user_id = ? AND client_id = ?)`,
+      [readerOnly.id, c],
+    );
     await forgetAccess(sys, readerOnly.id);
-    expectStatus(await as(readerOnly.token)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(0), text: 'x' }), 403);
+    expectStatus(
+      await as(readerOnly.token)('PUT', `/api/v1/annotations/${n.id}`, { timestamp: at(0), text: 'x' }),
+      403,
+    );
     // Deleting their own note stays possible.
     expectStatus(await as(readerOnly.token)('DELETE', `/api/v1/annotations/${n.id}`), 204);
   });

@@ -6,7 +6,17 @@ import { twilioSignature } from '../../actors/events/voice/twilio.ts';
 import { api, expectStatus, waitForAudit } from '../identity/admin-support.ts';
 import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
-import { createEnvironment, createHost, createReceiver, deliver, eventually, fixture, PUBLIC_URL, startEventsSystem, type IssuedReceiver } from './support.ts';
+import {
+  createEnvironment,
+  createHost,
+  createReceiver,
+  deliver,
+  eventually,
+  fixture,
+  PUBLIC_URL,
+  startEventsSystem,
+  type IssuedReceiver,
+} from './support.ts';
 
 /**
  * Paging by phone against a local HTTP peer that plays the voice provider: its REST API for placing calls, and its
@@ -40,22 +50,38 @@ class FakeVoiceProvider {
     let body = '';
     for await (const chunk of req) body += chunk;
     if (req.method !== 'POST' || req.url !== `/2010-04-01/Accounts/${ACCOUNT_SID}/Calls.json`) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 20404, message: 'The requested resource was not found', status: 404 }));
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ code: 20404, message: 'The requested resource was not found', status: 404 }));
       return;
     }
     if (req.headers.authorization !== `Basic ${Buffer.from(`${ACCOUNT_SID}:${AUTH_TOKEN}`).toString('base64')}`) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 20003, message: 'Authenticate', status: 401 }));
+      res
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ code: 20003, message: 'Authenticate', status: 401 }));
       return;
     }
     if (this.failNext > 0) {
       this.failNext--;
-      res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 20500, message: 'Service unavailable', status: 503 }));
+      res
+        .writeHead(503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ code: 20500, message: 'Service unavailable', status: 503 }));
       return;
     }
     const form = Object.fromEntries(new URLSearchParams(body));
     const sid = `CA${randomBytes(16).toString('hex')}`;
     this.calls.push({ sid, auth: req.headers.authorization, form });
-    res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ sid, account_sid: ACCOUNT_SID, to: form.To, from: form.From, status: 'queued', direction: 'outbound-api', api_version: '2010-04-01' }));
+    res.writeHead(201, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        sid,
+        account_sid: ACCOUNT_SID,
+        to: form.To,
+        from: form.From,
+        status: 'queued',
+        direction: 'outbound-api',
+        api_version: '2010-04-01',
+      }),
+    );
   }
 
   stop(): Promise<void> {
@@ -79,7 +105,11 @@ function callback(url: string, params: Record<string, string>, opts: { signature
     method: 'POST',
     url: url.slice(PUBLIC_URL.length),
     payload: new URLSearchParams(params).toString(),
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': signature, 'user-agent': 'TwilioProxy/1.1' },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-twilio-signature': signature,
+      'user-agent': 'TwilioProxy/1.1',
+    },
   });
 }
 
@@ -98,11 +128,23 @@ const callParams = (call: PlacedCall, extra: Record<string, string> = {}): Recor
 
 /** Our record of a call, once the provider's answer (its SID) is stored. */
 const callRow = (sid: string) =>
-  eventually(() => sys.sql<{ id: string; alert_group_id: string }>(`SELECT id, alert_group_id FROM voice_calls WHERE provider_sid = ?`, [sid]), (r) => r.length === 1, 'the call recorded');
+  eventually(
+    () =>
+      sys.sql<{ id: string; alert_group_id: string }>(
+        `SELECT id, alert_group_id FROM voice_calls WHERE provider_sid = ?`,
+        [sid],
+      ),
+    (r) => r.length === 1,
+    'the call recorded',
+  );
 
 /** A critical firing group under a fresh group key (so each test pages anew). */
 function criticalFiring(key: string, severity = 'critical'): string {
-  const n = JSON.parse(fixture('alertmanager/firing.json').toString('utf8')) as { groupKey: string; commonLabels: Record<string, string>; alerts: { labels: Record<string, string> }[] };
+  const n = JSON.parse(fixture('alertmanager/firing.json').toString('utf8')) as {
+    groupKey: string;
+    commonLabels: Record<string, string>;
+    alerts: { labels: Record<string, string> }[];
+  };
   n.groupKey = key;
   n.commonLabels.severity = severity;
   n.alerts[0]!.labels.severity = severity;
@@ -123,7 +165,11 @@ beforeAll(async () => {
   clientId = (await createClient(sys)).id;
   envId = await createEnvironment(sys, clientId);
   hostId = await createHost(sys, clientId, envId, 'web-1.northwind.internal');
-  source = await createReceiver(sys, root, 'alert-sources', { client_id: clientId, name: 'prometheus', oncall_phone: ONCALL });
+  source = await createReceiver(sys, root, 'alert-sources', {
+    client_id: clientId,
+    name: 'prometheus',
+    oncall_phone: ONCALL,
+  });
 });
 afterAll(async () => {
   await sys?.stop();
@@ -133,7 +179,11 @@ afterAll(async () => {
 describe('paging by phone', () => {
   it('calls the on-call number when a critical group fires; the call reads the alert and 1 acknowledges it', async () => {
     expectStatus(await deliver(sys, source.path, criticalFiring('page-1')), 202);
-    await eventually(async () => provider.calls.length, (n) => n === 1, 'the call placed through the REST API');
+    await eventually(
+      async () => provider.calls.length,
+      (n) => n === 1,
+      'the call placed through the REST API',
+    );
     const call = provider.calls[0]!;
     const [row] = await callRow(call.sid);
     expect(call.form).toMatchObject({
@@ -151,19 +201,30 @@ describe('paging by phone', () => {
     expect(twiml.headers['content-type']).toContain('text/xml');
     expect(twiml.body).toContain('<Gather numDigits="1"');
     expect(twiml.body).toContain(`action="${PUBLIC_URL}/api/v1/twilio/voice/gather?call=${row!.id}"`);
-    expect(twiml.body).toContain('Alert: HighCPULoad. Severity critical. CPU load above 95% for 10 minutes on web-1. It is firing. Press 1 to acknowledge.');
+    expect(twiml.body).toContain(
+      'Alert: HighCPULoad. Severity critical. CPU load above 95% for 10 minutes on web-1. It is firing. Press 1 to acknowledge.',
+    );
 
     // Another key does nothing but repeat the message.
     const gatherUrl = `${PUBLIC_URL}/api/v1/twilio/voice/gather?call=${row!.id}`;
     const two = await callback(gatherUrl, callParams(call, { Digits: '2', FinishedOnKey: '' }));
     expectStatus(two, 200);
     expect(two.body).toContain('<Redirect method="POST">');
-    expect((await sys.sql<{ acknowledged_at: string | null }>(`SELECT acknowledged_at FROM alert_groups WHERE id = ?`, [row!.alert_group_id]))[0]!.acknowledged_at).toBeNull();
+    expect(
+      (
+        await sys.sql<{ acknowledged_at: string | null }>(`SELECT acknowledged_at FROM alert_groups WHERE id = ?`, [
+          row!.alert_group_id,
+        ])
+      )[0]!.acknowledged_at,
+    ).toBeNull();
 
     const one = await callback(gatherUrl, callParams(call, { Digits: '1', FinishedOnKey: '' }));
     expectStatus(one, 200);
     expect(one.body).toContain('Alert acknowledged');
-    const [group] = await sys.sql<{ acknowledged_at: string | null; acknowledged_by: string }>(`SELECT acknowledged_at, acknowledged_by FROM alert_groups WHERE id = ?`, [row!.alert_group_id]);
+    const [group] = await sys.sql<{ acknowledged_at: string | null; acknowledged_by: string }>(
+      `SELECT acknowledged_at, acknowledged_by FROM alert_groups WHERE id = ?`,
+      [row!.alert_group_id],
+    );
     expect(group!.acknowledged_at).not.toBeNull();
     expect(group!.acknowledged_by).toBe(`phone:${ONCALL}`);
 
@@ -171,16 +232,36 @@ describe('paging by phone', () => {
     const audit = await waitForAudit(sys, root, { action: 'alert.acknowledged', resource_id: row!.alert_group_id });
     expect(audit.details).toMatchObject({ via: 'phone', phone: ONCALL, call_sid: call.sid });
     const timeline = await eventually(
-      async () => (await api(sys, { token: root })('GET', `/api/v1/events/timeline?host_id=${hostId}&start=2026-11-01T00:00:00Z&end=2030-01-01T00:00:00Z&event_type=alert`)).json().data as { title: string; description: string }[],
+      async () =>
+        (
+          await api(sys, { token: root })(
+            'GET',
+            `/api/v1/events/timeline?host_id=${hostId}&start=2026-11-01T00:00:00Z&end=2030-01-01T00:00:00Z&event_type=alert`,
+          )
+        ).json().data as { title: string; description: string }[],
       (rows) => rows.some((r) => r.title === 'Alert HighCPULoad acknowledged'),
       'acknowledgement on the timeline',
     );
-    expect(timeline.find((r) => r.title === 'Alert HighCPULoad acknowledged')!.description).toContain(`by phone:${ONCALL}`);
-    const markers = await api(sys, { token: root })('GET', `/api/v1/chart-markers?host_id=${hostId}&start=2026-11-21T00:00:00Z&end=2026-11-22T00:00:00Z&types=alerts`);
-    expect((markers.json().data.alerts as { id: string; status: string }[]).find((a) => a.id === row!.alert_group_id)!.status).toBe('acknowledged');
+    expect(timeline.find((r) => r.title === 'Alert HighCPULoad acknowledged')!.description).toContain(
+      `by phone:${ONCALL}`,
+    );
+    const markers = await api(sys, { token: root })(
+      'GET',
+      `/api/v1/chart-markers?host_id=${hostId}&start=2026-11-21T00:00:00Z&end=2026-11-22T00:00:00Z&types=alerts`,
+    );
+    expect(
+      (markers.json().data.alerts as { id: string; status: string }[]).find((a) => a.id === row!.alert_group_id)!
+        .status,
+    ).toBe('acknowledged');
 
     // The call ends; acknowledged, nobody is called again.
-    expectStatus(await callback(`${PUBLIC_URL}/api/v1/twilio/voice/status?call=${row!.id}`, callParams(call, { CallStatus: 'completed', CallDuration: '23' })), 204);
+    expectStatus(
+      await callback(
+        `${PUBLIC_URL}/api/v1/twilio/voice/status?call=${row!.id}`,
+        callParams(call, { CallStatus: 'completed', CallDuration: '23' }),
+      ),
+      204,
+    );
     await new Promise((r) => setTimeout(r, 500));
     expect(provider.calls).toHaveLength(1);
   });
@@ -192,7 +273,9 @@ describe('paging by phone', () => {
     const gatherUrl = `${PUBLIC_URL}/api/v1/twilio/voice/gather?call=${row!.id}`;
     const statusUrl = `${PUBLIC_URL}/api/v1/twilio/voice/status?call=${row!.id}`;
     for (const url of [twimlUrl, gatherUrl, statusUrl]) {
-      const forged = await callback(url, callParams(call, { Digits: '1' }), { signature: twilioSignature('not-the-auth-token', url, Object.entries(callParams(call, { Digits: '1' }))) });
+      const forged = await callback(url, callParams(call, { Digits: '1' }), {
+        signature: twilioSignature('not-the-auth-token', url, Object.entries(callParams(call, { Digits: '1' }))),
+      });
       expectStatus(forged, 403);
       expect(forged.json().error.code).toBe('forbidden');
       expectStatus(await callback(url, callParams(call), { signature: '' }), 403);
@@ -203,27 +286,46 @@ describe('paging by phone', () => {
         method: 'POST',
         url: url.slice(PUBLIC_URL.length),
         payload: new URLSearchParams(callParams(call, { Digits: '1' })).toString(),
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(AUTH_TOKEN, url, Object.entries(signedParams)) },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'x-twilio-signature': twilioSignature(AUTH_TOKEN, url, Object.entries(signedParams)),
+        },
       });
       expectStatus(replayed, 403);
     }
-    const json = await sys.http({ method: 'POST', url: gatherUrl.slice(PUBLIC_URL.length), payload: { Digits: '1' }, headers: { 'x-twilio-signature': 'x' } });
+    const json = await sys.http({
+      method: 'POST',
+      url: gatherUrl.slice(PUBLIC_URL.length),
+      payload: { Digits: '1' },
+      headers: { 'x-twilio-signature': 'x' },
+    });
     expectStatus(json, 400);
   });
 
   it('calls again when a call is not answered, a bounded number of times', async () => {
     const before = provider.calls.length;
     expectStatus(await deliver(sys, source.path, criticalFiring('page-2')), 202);
-    await eventually(async () => provider.calls.length, (n) => n === before + 1, 'first call');
+    await eventually(
+      async () => provider.calls.length,
+      (n) => n === before + 1,
+      'first call',
+    );
     const first = provider.calls.at(-1)!;
     const [row] = await callRow(first.sid);
     expectStatus(await callback(first.form.StatusCallback!, callParams(first, { CallStatus: 'no-answer' })), 204);
     // A repeated status callback does not schedule a second retry.
     expectStatus(await callback(first.form.StatusCallback!, callParams(first, { CallStatus: 'no-answer' })), 204);
-    await eventually(async () => provider.calls.length, (n) => n === before + 2, 'second call');
+    await eventually(
+      async () => provider.calls.length,
+      (n) => n === before + 2,
+      'second call',
+    );
     const second = provider.calls.at(-1)!;
     expect(second.form.To).toBe(ONCALL);
-    const attempts = await sys.sql<{ attempt: number; status: string }>(`SELECT attempt, status FROM voice_calls WHERE alert_group_id = ? ORDER BY attempt`, [row!.alert_group_id]);
+    const attempts = await sys.sql<{ attempt: number; status: string }>(
+      `SELECT attempt, status FROM voice_calls WHERE alert_group_id = ? ORDER BY attempt`,
+      [row!.alert_group_id],
+    );
     expect(attempts.map((a) => a.attempt)).toEqual([1, 2]);
     expect(attempts[0]!.status).toBe('no-answer');
     // SVC_TWILIO_MAX_ATTEMPTS=2: the second unanswered call is the last.
@@ -236,7 +338,12 @@ describe('paging by phone', () => {
     const before = provider.calls.length;
     provider.failNext = 1;
     expectStatus(await deliver(sys, source.path, criticalFiring('page-3')), 202);
-    await eventually(async () => provider.calls.length, (n) => n === before + 1, 'call placed after a 503', 15_000);
+    await eventually(
+      async () => provider.calls.length,
+      (n) => n === before + 1,
+      'call placed after a 503',
+      15_000,
+    );
   });
 
   it('does not call for a group that is not critical, nor for a source without an on-call number', async () => {
@@ -245,7 +352,11 @@ describe('paging by phone', () => {
     const silent = await createReceiver(sys, root, 'alert-sources', { client_id: clientId, name: 'no-phone' });
     expectStatus(await deliver(sys, silent.path, criticalFiring('page-nophone')), 202);
     await eventually(
-      () => sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM alert_groups WHERE (receiver_id = ? AND group_key = 'page-warning') OR (receiver_id = ? AND group_key = 'page-nophone')`, [source.id, silent.id]),
+      () =>
+        sys.sql<{ n: number }>(
+          `SELECT count(*)::int AS n FROM alert_groups WHERE (receiver_id = ? AND group_key = 'page-warning') OR (receiver_id = ? AND group_key = 'page-nophone')`,
+          [source.id, silent.id],
+        ),
       (r) => r[0]!.n === 2,
       'groups stored',
     );
@@ -253,12 +364,20 @@ describe('paging by phone', () => {
     expect(provider.calls).toHaveLength(before);
   });
 
-  it('matches a callback to its call by CallSid and AccountSid: another call\'s or account\'s callback is 403 and changes nothing', async () => {
+  it("matches a callback to its call by CallSid and AccountSid: another call's or account's callback is 403 and changes nothing", async () => {
     const before = provider.calls.length;
     expectStatus(await deliver(sys, source.path, criticalFiring('page-sid-a')), 202);
-    await eventually(async () => provider.calls.length, (n) => n === before + 1, 'the first call');
+    await eventually(
+      async () => provider.calls.length,
+      (n) => n === before + 1,
+      'the first call',
+    );
     expectStatus(await deliver(sys, source.path, criticalFiring('page-sid-b')), 202);
-    await eventually(async () => provider.calls.length, (n) => n === before + 2, 'the second call');
+    await eventually(
+      async () => provider.calls.length,
+      (n) => n === before + 2,
+      'the second call',
+    );
     const [a, b] = [provider.calls[before]!, provider.calls[before + 1]!];
     const [rowA] = await callRow(a.sid);
     const [rowB] = await callRow(b.sid);
@@ -286,7 +405,13 @@ describe('paging by phone', () => {
       expectStatus(await callback(a.form.Url!, params), 403);
     }
     // Without the URL's call, the CallSid alone still needs the account.
-    expectStatus(await callback(`${PUBLIC_URL}/api/v1/twilio/voice/gather`, callParams(a, { Digits: '1', AccountSid: `AC${randomBytes(16).toString('hex')}` })), 403);
+    expectStatus(
+      await callback(
+        `${PUBLIC_URL}/api/v1/twilio/voice/gather`,
+        callParams(a, { Digits: '1', AccountSid: `AC${randomBytes(16).toString('hex')}` }),
+      ),
+      403,
+    );
     expect(await stateOf()).toEqual(untouched);
     await new Promise((r) => setTimeout(r, 500));
     expect(provider.calls).toHaveLength(before + 2);

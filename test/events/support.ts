@@ -23,21 +23,44 @@ export const fixture = (path: string): Buffer => readFileSync(join('test/fixture
 /** An environment of a client, inserted directly (test set-up; the API creates them in the fleet tests). */
 export async function createEnvironment(sys: TestSystem, clientId: string, name = 'Production'): Promise<string> {
   const id = randomUUID();
-  await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)`, [id, clientId, name, `env-${id.slice(0, 8)}`]);
+  await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)`, [
+    id,
+    clientId,
+    name,
+    `env-${id.slice(0, 8)}`,
+  ]);
   return id;
 }
 
 /** A host of an environment, inserted directly. */
-export async function createHost(sys: TestSystem, clientId: string, environmentId: string, hostname: string, ip = ''): Promise<string> {
+export async function createHost(
+  sys: TestSystem,
+  clientId: string,
+  environmentId: string,
+  hostname: string,
+  ip = '',
+): Promise<string> {
   const id = randomUUID();
-  await sys.sql(`INSERT INTO hosts (id, environment_id, client_id, hostname, ip_address) VALUES (?, ?, ?, ?, ?)`, [id, environmentId, clientId, hostname, ip]);
+  await sys.sql(`INSERT INTO hosts (id, environment_id, client_id, hostname, ip_address) VALUES (?, ?, ?, ?, ?)`, [
+    id,
+    environmentId,
+    clientId,
+    hostname,
+    ip,
+  ]);
   return id;
 }
 
-export const githubSignature = (secret: string, body: Buffer | string): string => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+export const githubSignature = (secret: string, body: Buffer | string): string =>
+  `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
 /** POSTs raw bytes to a receiver, as the sending tool would. */
-export function deliver(sys: TestSystem, url: string, body: Buffer | string, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+export function deliver(
+  sys: TestSystem,
+  url: string,
+  body: Buffer | string,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
   return sys.http({ method: 'POST', url, payload: body, headers: { 'content-type': 'application/json', ...headers } });
 }
 
@@ -50,7 +73,12 @@ export interface IssuedReceiver {
 }
 
 /** Creates a webhook endpoint or alert source through the API and returns its token and receiver path. */
-export async function createReceiver(sys: TestSystem, token: string, kind: 'webhook-endpoints' | 'alert-sources', body: Record<string, unknown>): Promise<IssuedReceiver> {
+export async function createReceiver(
+  sys: TestSystem,
+  token: string,
+  kind: 'webhook-endpoints' | 'alert-sources',
+  body: Record<string, unknown>,
+): Promise<IssuedReceiver> {
   const res = await api(sys, { token })('POST', `/api/v1/${kind}`, body);
   expectStatus(res, 201);
   const data = res.json().data as { id: string; token: string; url: string };
@@ -59,7 +87,12 @@ export async function createReceiver(sys: TestSystem, token: string, kind: 'webh
 }
 
 /** Polls `read` until `ok` holds (stores are written by consumers, after the 202). */
-export async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T>,
+  ok: (v: T) => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await read();
@@ -72,20 +105,38 @@ export async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolea
 /** A custom role with exactly `permissions` (test set-up, inserted directly). */
 export async function customRole(sys: TestSystem, permissions: string[]): Promise<string> {
   const id = randomUUID();
-  await sys.sql(`INSERT INTO roles (id, name, description, permissions, is_system) VALUES (?, ?, '', ?, false)`, [id, `role-${id.slice(0, 8)}`, toPgArray(permissions)]);
+  await sys.sql(`INSERT INTO roles (id, name, description, permissions, is_system) VALUES (?, ?, '', ?, false)`, [
+    id,
+    `role-${id.slice(0, 8)}`,
+    toPgArray(permissions),
+  ]);
   return id;
 }
 
 /** A signed-in user holding `roleId` on `clientId`. */
-export async function userWithRole(sys: TestSystem, roleId: string, clientId: string): Promise<{ id: string; token: string; email: string }> {
+export async function userWithRole(
+  sys: TestSystem,
+  roleId: string,
+  clientId: string,
+): Promise<{ id: string; token: string; email: string }> {
   const user = await createUser(sys);
   await assignRole(sys, user.id, clientId, roleId);
   return { id: user.id, email: user.email, token: await tokenFor(sys, user) };
 }
 
 /** A service account's API key with `roleName` on `clientId`. */
-export async function apiKeyWith(sys: TestSystem, rootToken: string, roleId: string, clientId: string): Promise<string> {
-  const res = await api(sys, { token: rootToken })('POST', '/api/v1/service-accounts', { name: `sa-${randomUUID().slice(0, 8)}`, description: '', role_id: roleId, client_scope: [clientId] });
+export async function apiKeyWith(
+  sys: TestSystem,
+  rootToken: string,
+  roleId: string,
+  clientId: string,
+): Promise<string> {
+  const res = await api(sys, { token: rootToken })('POST', '/api/v1/service-accounts', {
+    name: `sa-${randomUUID().slice(0, 8)}`,
+    description: '',
+    role_id: roleId,
+    client_scope: [clientId],
+  });
   expectStatus(res, 201);
   return (res.json().data as { api_key: string }).api_key;
 }
@@ -94,10 +145,20 @@ export async function apiKeyWith(sys: TestSystem, rootToken: string, roleId: str
  * A caller context with grants on single environments (`environments` of the access map). Identity issues none yet, so
  * tests of environment-scoped readers call the events subjects directly with such a context, signed like a gateway's.
  */
-export function environmentScoped(user: { id: string; email: string }, grants: Record<string, { client_id: string; permissions: string[] }>): CallerContext {
+export function environmentScoped(
+  user: { id: string; email: string },
+  grants: Record<string, { client_id: string; permissions: string[] }>,
+): CallerContext {
   return {
     request_id: randomUUID(),
-    principal: { kind: 'user', user_id: user.id, session_id: randomUUID(), email: user.email, is_super_admin: false, mfa_enabled: true },
+    principal: {
+      kind: 'user',
+      user_id: user.id,
+      session_id: randomUUID(),
+      email: user.email,
+      is_super_admin: false,
+      mfa_enabled: true,
+    },
     access: { super_admin: false, all_clients: [], clients: {}, environments: grants },
   };
 }
@@ -109,6 +170,10 @@ export async function statusOfCall(p: Promise<unknown>): Promise<number> {
     return 200;
   } catch (err) {
     const code = (err as { code?: string }).code;
-    return ({ bad_request: 400, unauthorized: 401, forbidden: 403, not_found: 404, conflict: 409 } as Record<string, number>)[code ?? ''] ?? 500;
+    return (
+      (
+        { bad_request: 400, unauthorized: 401, forbidden: 403, not_found: 404, conflict: 409 } as Record<string, number>
+      )[code ?? ''] ?? 500
+    );
   }
 }

@@ -20,9 +20,21 @@ afterAll(() => sys?.stop());
 describe('voice callbacks without a voice provider', () => {
   it('answers 403 as for a bad signature on every callback, signed or not', async () => {
     const call = randomUUID();
-    const params = { AccountSid: `AC${'0'.repeat(32)}`, CallSid: `CA${'1'.repeat(32)}`, CallStatus: 'completed', Digits: '1' };
-    for (const path of [`/api/v1/twilio/voice/twiml/${call}`, `/api/v1/twilio/voice/gather?call=${call}`, `/api/v1/twilio/voice/status?call=${call}`]) {
-      for (const signature of ['', twilioSignature('a-guessed-token', `${PUBLIC_URL}${path}`, Object.entries(params))]) {
+    const params = {
+      AccountSid: `AC${'0'.repeat(32)}`,
+      CallSid: `CA${'1'.repeat(32)}`,
+      CallStatus: 'completed',
+      Digits: '1',
+    };
+    for (const path of [
+      `/api/v1/twilio/voice/twiml/${call}`,
+      `/api/v1/twilio/voice/gather?call=${call}`,
+      `/api/v1/twilio/voice/status?call=${call}`,
+    ]) {
+      for (const signature of [
+        '',
+        twilioSignature('a-guessed-token', `${PUBLIC_URL}${path}`, Object.entries(params)),
+      ]) {
         const res = await sys.http({
           method: 'POST',
           url: path,
@@ -30,7 +42,10 @@ describe('voice callbacks without a voice provider', () => {
           headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': signature },
         });
         expect(res.statusCode, `${path}: ${res.body}`).toBe(403);
-        expect(res.json().error).toMatchObject({ code: 'forbidden', message: 'X-Twilio-Signature does not match this request' });
+        expect(res.json().error).toMatchObject({
+          code: 'forbidden',
+          message: 'X-Twilio-Signature does not match this request',
+        });
       }
     }
   });

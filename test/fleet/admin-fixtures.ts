@@ -11,7 +11,11 @@ import type { TestSystem } from '../support/system.ts';
  * broker for the revocation tests.
  */
 
-export async function insertEnvironment(sys: TestSystem, clientId: string, name = `Env ${randomUUID().slice(0, 6)}`): Promise<{ id: string; client_id: string; name: string; slug: string }> {
+export async function insertEnvironment(
+  sys: TestSystem,
+  clientId: string,
+  name = `Env ${randomUUID().slice(0, 6)}`,
+): Promise<{ id: string; client_id: string; name: string; slug: string }> {
   const id = randomUUID();
   const slug = `e-${id.slice(0, 8)}`;
   await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)`, [id, clientId, name, slug]);
@@ -31,7 +35,11 @@ export interface HostFields {
   cpu_cores?: number;
 }
 
-export async function insertHost(sys: TestSystem, env: { id: string; client_id: string }, f: HostFields = {}): Promise<{ id: string; hostname: string }> {
+export async function insertHost(
+  sys: TestSystem,
+  env: { id: string; client_id: string },
+  f: HostFields = {},
+): Promise<{ id: string; hostname: string }> {
   const id = randomUUID();
   const hostname = f.hostname ?? `host-${id.slice(0, 8)}`;
   await sys.sql(
@@ -69,7 +77,11 @@ export interface AgentFields {
 /** A fresh user nkey's public key (`U…`), for agents that never connect. */
 export const freshPublicKey = (): string => createNkeyUser().getPublicKey();
 
-export async function insertAgent(sys: TestSystem, env: { id: string; client_id: string }, f: AgentFields = {}): Promise<{ id: string; public_key: string }> {
+export async function insertAgent(
+  sys: TestSystem,
+  env: { id: string; client_id: string },
+  f: AgentFields = {},
+): Promise<{ id: string; public_key: string }> {
   const id = f.id ?? randomUUID();
   const status = f.status ?? 'active';
   const publicKey = f.public_key ?? freshPublicKey();
@@ -93,10 +105,22 @@ export async function insertAgent(sys: TestSystem, env: { id: string; client_id:
 }
 
 /** An enrolled host: environment's host row with an active agent whose id it carries. */
-export async function insertEnrolledHost(sys: TestSystem, env: { id: string; client_id: string }, publicKey?: string): Promise<{ hostId: string; agentId: string; publicKey: string }> {
+export async function insertEnrolledHost(
+  sys: TestSystem,
+  env: { id: string; client_id: string },
+  publicKey?: string,
+): Promise<{ hostId: string; agentId: string; publicKey: string }> {
   const agentId = randomUUID();
-  const host = await insertHost(sys, env, { agent_id: agentId, agent_status: 'online', last_seen_at: new Date().toISOString() });
-  const agent = await insertAgent(sys, env, { id: agentId, host_id: host.id, ...(publicKey ? { public_key: publicKey } : {}) });
+  const host = await insertHost(sys, env, {
+    agent_id: agentId,
+    agent_status: 'online',
+    last_seen_at: new Date().toISOString(),
+  });
+  const agent = await insertAgent(sys, env, {
+    id: agentId,
+    host_id: host.id,
+    ...(publicKey ? { public_key: publicKey } : {}),
+  });
   return { hostId: host.id, agentId, publicKey: agent.public_key };
 }
 
@@ -119,14 +143,31 @@ export async function connectAgent(agentId = randomUUID()): Promise<LiveAgent> {
   const issuer = await BrokerIssuer.fromFiles(NATS_CREDS, NATS_FILES.issuerKey);
   const kp = createNkeyUser();
   const issued = await issuer.agent(agentId, kp.getPublicKey(), 3600);
-  const nc = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()), inboxPrefix: issued.inboxPrefix, reconnect: false, timeout: 3000 });
-  return { id: agentId, publicKey: kp.getPublicKey(), nc, jwt: issued.jwt, seed: kp.getSeed(), inboxPrefix: issued.inboxPrefix };
+  const nc = await connect({
+    servers,
+    tls: { caFile: NATS_CA },
+    authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()),
+    inboxPrefix: issued.inboxPrefix,
+    reconnect: false,
+    timeout: 3000,
+  });
+  return {
+    id: agentId,
+    publicKey: kp.getPublicKey(),
+    nc,
+    jwt: issued.jwt,
+    seed: kp.getSeed(),
+    inboxPrefix: issued.inboxPrefix,
+  };
 }
 
 /** Whether the broker closes `nc` within `ms`. */
 export async function closedWithin(nc: NatsConnection, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const closed = await Promise.race([nc.closed().then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
+  const closed = await Promise.race([
+    nc.closed().then(() => true),
+    new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms))),
+  ]);
   clearTimeout(timer);
   return closed;
 }
@@ -134,7 +175,14 @@ export async function closedWithin(nc: NatsConnection, ms: number): Promise<bool
 /** A new connection with the agent's (revoked) credentials: the error it is refused with, or undefined if accepted. */
 export async function reconnectError(agent: LiveAgent): Promise<Error | undefined> {
   try {
-    const nc = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(agent.jwt, agent.seed), inboxPrefix: agent.inboxPrefix, reconnect: false, timeout: 3000 });
+    const nc = await connect({
+      servers,
+      tls: { caFile: NATS_CA },
+      authenticator: jwtAuthenticator(agent.jwt, agent.seed),
+      inboxPrefix: agent.inboxPrefix,
+      reconnect: false,
+      timeout: 3000,
+    });
     await nc.close();
     return undefined;
   } catch (err) {

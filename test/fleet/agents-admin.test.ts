@@ -3,7 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
 import { api, expectStatus, startAdminSystem, userWith, waitForAudit } from '../identity/admin-support.ts';
-import { closedWithin, connectAgent, insertAgent, insertEnrolledHost, insertEnvironment, insertHost, reconnectError, type LiveAgent } from './admin-fixtures.ts';
+import {
+  closedWithin,
+  connectAgent,
+  insertAgent,
+  insertEnrolledHost,
+  insertEnvironment,
+  insertHost,
+  reconnectError,
+  type LiveAgent,
+} from './admin-fixtures.ts';
 
 let sys: TestSystem;
 let root: string;
@@ -76,7 +85,15 @@ describe('agents: list', () => {
     expect(rows.map((r) => r.id)).toEqual([a3.id, a2.id, a1.id]);
     expect(rows.map((r) => r.id)).not.toContain(pending.id);
     expect(Object.keys(rows[0]!).sort()).toEqual(AGENT_KEYS);
-    expect(rows[0]).toMatchObject({ client_id: client.id, environment_id: dev.id, status: 'active', public_key: a3.public_key, revoked_at: null, os: 'linux', arch: 'amd64' });
+    expect(rows[0]).toMatchObject({
+      client_id: client.id,
+      environment_id: dev.id,
+      status: 'active',
+      public_key: a3.public_key,
+      revoked_at: null,
+      os: 'linux',
+      arch: 'amd64',
+    });
     expect(rows[1]).toMatchObject({ status: 'revoked' });
     expect(rows[1]!.revoked_at).toMatch(/Z$/);
 
@@ -90,7 +107,8 @@ describe('agents: list', () => {
     expect(await ids(`environment_id=${prod.id}`)).toEqual([a2.id, a1.id]);
     expect(await ids(`environment_id=${dev.id}&status=active`)).toEqual([a3.id]);
     expect(await ids('per_page=2&page=2')).toEqual([a1.id]);
-    for (const q of ['status=pending', 'status=x', 'client_id=nope', 'environment_id=1', 'per_page=500']) expectStatus(await call('GET', `/api/v1/agents?${q}`), 400);
+    for (const q of ['status=pending', 'status=x', 'client_id=nope', 'environment_id=1', 'per_page=500'])
+      expectStatus(await call('GET', `/api/v1/agents?${q}`), 400);
     expectStatus(await call('GET', `/api/v1/agents?client_id=${randomUUID()}`), 404);
     expectStatus(await call('GET', `/api/v1/agents?environment_id=${randomUUID()}`), 404);
   });
@@ -130,7 +148,9 @@ describe('agents: revoke', () => {
     expectStatus(await call('DELETE', `/api/v1/agents/${randomUUID()}`), 404);
     const pending = await insertAgent(sys, env, { status: 'pending' });
     expectStatus(await call('DELETE', `/api/v1/agents/${pending.id}`), 404);
-    expect((await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [pending.id]))[0]?.status).toBe('pending');
+    expect((await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [pending.id]))[0]?.status).toBe(
+      'pending',
+    );
   });
 
   it('DELETE of a host revokes its agent at the broker', async () => {
@@ -139,7 +159,9 @@ describe('agents: revoke', () => {
     const agent = await liveAgentOn(env);
     expectStatus(await api(sys, { token: root })('DELETE', `/api/v1/hosts/${agent.hostId}`), 204);
     await expectCutOff(agent);
-    expect((await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [agent.id]))[0]?.status).toBe('revoked');
+    expect((await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [agent.id]))[0]?.status).toBe(
+      'revoked',
+    );
   });
 
   it('DELETE of a client revokes its agents at the broker and drops them with it', async () => {
@@ -183,15 +205,21 @@ describe('agents: tenant isolation', () => {
     expectStatus(await admin('GET', `/api/v1/agents?client_id=${b.id}`), 404);
     expectStatus(await admin('GET', `/api/v1/agents?environment_id=${envB.id}`), 404);
     expectStatus(await admin('DELETE', `/api/v1/agents/${agentB.id}`), 404);
-    expect((await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [agentB.id]))[0]?.status).toBe('active');
+    expect((await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [agentB.id]))[0]?.status).toBe(
+      'active',
+    );
     // Client A's own filters work.
-    expect(((await admin('GET', `/api/v1/agents?environment_id=${envA.id}`)).json().data as AgentOut[]).map((x) => x.id)).toEqual([agentA.id]);
+    expect(
+      ((await admin('GET', `/api/v1/agents?environment_id=${envA.id}`)).json().data as AgentOut[]).map((x) => x.id),
+    ).toEqual([agentA.id]);
 
     // A Viewer holds no agents:* permission: 403 on A's agents and on the list; still 404 for B's.
     const viewer = api(sys, { token: (await userWith(sys, 'Viewer', a.id)).token });
     expectStatus(await viewer('GET', '/api/v1/agents'), 403);
     expectStatus(await viewer('DELETE', `/api/v1/agents/${agentA.id}`), 403);
     expectStatus(await viewer('DELETE', `/api/v1/agents/${agentB.id}`), 404);
-    expect((await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [agentA.id]))[0]?.status).toBe('active');
+    expect((await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [agentA.id]))[0]?.status).toBe(
+      'active',
+    );
   });
 });

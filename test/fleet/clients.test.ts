@@ -73,7 +73,8 @@ describe('clients', () => {
   it('lists only the caller’s clients, paginated and sorted', async () => {
     const names = ['Charlie', 'alpha', 'Bravo'];
     const made = [];
-    for (const [i, name] of names.entries()) made.push(await createClient(sys, `${name} ${sys.tag}`).then((c) => ({ ...c, i })));
+    for (const [i, name] of names.entries())
+      made.push(await createClient(sys, `${name} ${sys.tag}`).then((c) => ({ ...c, i })));
     const other = await createClient(sys);
     const u = await createUser(sys);
     for (const c of made) await assignRole(sys, u.id, c.id, roleIdByName('Client'));
@@ -82,11 +83,19 @@ describe('clients', () => {
     const byName = await call('GET', '/api/v1/clients');
     expectStatus(byName, 200);
     expect(byName.json().meta).toEqual({ total: 3, page: 1, per_page: 20 });
-    expect(byName.json().data.map((c: ClientOut) => c.name)).toEqual([`alpha ${sys.tag}`, `Bravo ${sys.tag}`, `Charlie ${sys.tag}`]);
+    expect(byName.json().data.map((c: ClientOut) => c.name)).toEqual([
+      `alpha ${sys.tag}`,
+      `Bravo ${sys.tag}`,
+      `Charlie ${sys.tag}`,
+    ]);
     expect(byName.json().data.map((c: ClientOut) => c.id)).not.toContain(other.id);
 
     const desc = await call('GET', '/api/v1/clients?sort=name&order=desc');
-    expect(desc.json().data.map((c: ClientOut) => c.name)).toEqual([`Charlie ${sys.tag}`, `Bravo ${sys.tag}`, `alpha ${sys.tag}`]);
+    expect(desc.json().data.map((c: ClientOut) => c.name)).toEqual([
+      `Charlie ${sys.tag}`,
+      `Bravo ${sys.tag}`,
+      `alpha ${sys.tag}`,
+    ]);
     const bySlug = await call('GET', '/api/v1/clients?sort=slug&order=asc');
     const slugs = bySlug.json().data.map((c: ClientOut) => c.slug);
     expect(slugs).toEqual([...slugs].sort());
@@ -117,7 +126,10 @@ describe('clients', () => {
     const member = await createUser(sys);
     const team = (await call('POST', '/api/v1/teams', { name: `Client team ${sys.tag}`, description: '' })).json().data;
     expectStatus(await call('POST', `/api/v1/teams/${team.id}/clients`, { client_id: doomed.id }), 201);
-    expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: member.id, role_id: roleIdByName('Client') }), 201);
+    expectStatus(
+      await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: member.id, role_id: roleIdByName('Client') }),
+      201,
+    );
 
     const tokens = [await tokenFor(sys, direct), await tokenFor(sys, member)];
     // Their only clients:read is on the doomed client: the list answers 200 now (and caches that access map).
@@ -134,7 +146,10 @@ describe('clients', () => {
   it('a caller with clients:write on some client may create clients; the new client is not theirs to read', async () => {
     const home = await createClient(sys);
     const admin = await userWith(sys, 'Admin', home.id);
-    const res = await api(sys, { token: admin.token })('POST', '/api/v1/clients', { name: 'By admin', slug: `by-admin-${sys.tag}` });
+    const res = await api(sys, { token: admin.token })('POST', '/api/v1/clients', {
+      name: 'By admin',
+      slug: `by-admin-${sys.tag}`,
+    });
     expectStatus(res, 201);
     expectStatus(await api(sys, { token: admin.token })('GET', `/api/v1/clients/${res.json().data.id}`), 404);
     expectStatus(await api(sys, { token: root })('GET', `/api/v1/clients/${res.json().data.id}`), 200);

@@ -20,18 +20,28 @@ beforeAll(async () => {
   ({ sys, root } = await startAdminSystem({ SVC_NATS_ISSUER_KEY: undefined }));
   const clientId = (await createClient(sys)).id;
   envId = randomUUID();
-  await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)`, [envId, clientId, 'Production', `prod-${envId.slice(0, 8)}`]);
+  await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)`, [
+    envId,
+    clientId,
+    'Production',
+    `prod-${envId.slice(0, 8)}`,
+  ]);
 });
 afterAll(() => sys?.stop());
 
-const complete = (payload: Record<string, unknown>) => sys.http({ method: 'POST', url: '/api/v1/agents/enroll/complete', payload });
+const complete = (payload: Record<string, unknown>) =>
+  sys.http({ method: 'POST', url: '/api/v1/agents/enroll/complete', payload });
 
 async function started(): Promise<{ agent_id: string; challenge: string; sign: (c: string) => string; token: string }> {
   const created = await api(sys, { token: root })('POST', `/api/v1/environments/${envId}/install-tokens`, {});
   expectStatus(created, 201);
   const token = (created.json() as { data: { token: string } }).data.token;
   const kp = createNkey();
-  const start = await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: { install_token: token, public_key: kp.getPublicKey(), hostname: 'web-1', os: 'debian', arch: 'x86_64' } });
+  const start = await sys.http({
+    method: 'POST',
+    url: '/api/v1/agents/enroll',
+    payload: { install_token: token, public_key: kp.getPublicKey(), hostname: 'web-1', os: 'debian', arch: 'x86_64' },
+  });
   expectStatus(start, 200);
   const { agent_id, challenge } = (start.json() as { data: { agent_id: string; challenge: string } }).data;
   return { agent_id, challenge, token, sign: (c) => Buffer.from(kp.sign(encoder.encode(c))).toString('base64url') };
@@ -43,7 +53,11 @@ describe('agent enrolment without a credential issuer', () => {
     expectStatus(unknown, 401);
     expect(errorOf(unknown).message).not.toMatch(/configured|SVC_NATS/);
     const e = await started();
-    const forged = await complete({ agent_id: e.agent_id, challenge: e.challenge, signature: e.sign('another challenge') });
+    const forged = await complete({
+      agent_id: e.agent_id,
+      challenge: e.challenge,
+      signature: e.sign('another challenge'),
+    });
     expectStatus(forged, 401);
     expect(errorOf(forged).message).not.toMatch(/configured|SVC_NATS/);
   });
@@ -55,7 +69,10 @@ describe('agent enrolment without a credential issuer', () => {
     expect(errorOf(res).message).toContain('SVC_NATS_ISSUER_KEY');
     const [agent] = await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [e.agent_id]);
     expect(agent?.status).toBe('pending');
-    const [token] = await sys.sql<{ used_at: string | null }>(`SELECT used_at FROM install_tokens WHERE id = (SELECT install_token_id FROM agents WHERE id = ?)`, [e.agent_id]);
+    const [token] = await sys.sql<{ used_at: string | null }>(
+      `SELECT used_at FROM install_tokens WHERE id = (SELECT install_token_id FROM agents WHERE id = ?)`,
+      [e.agent_id],
+    );
     expect(token?.used_at).toBeNull();
   });
 });

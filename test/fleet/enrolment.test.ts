@@ -31,7 +31,12 @@ let call: (method: Method, url: string, payload?: unknown) => ReturnType<ReturnT
 async function newEnvironment(clientId?: string): Promise<{ clientId: string; envId: string }> {
   const cid = clientId ?? (await createClient(sys)).id;
   const envId = randomUUID();
-  await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)`, [envId, cid, 'Production', `prod-${envId.slice(0, 8)}`]);
+  await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)`, [
+    envId,
+    cid,
+    'Production',
+    `prod-${envId.slice(0, 8)}`,
+  ]);
   return { clientId: cid, envId };
 }
 
@@ -41,7 +46,8 @@ async function installToken(envId: string, body: Record<string, unknown> = {}): 
   return (res.json() as { data: { token: string } }).data.token;
 }
 
-const sign = (kp: KeyPair, challenge: string): string => Buffer.from(kp.sign(encoder.encode(challenge))).toString('base64url');
+const sign = (kp: KeyPair, challenge: string): string =>
+  Buffer.from(kp.sign(encoder.encode(challenge))).toString('base64url');
 
 interface Enrolled {
   agent_id: string;
@@ -55,28 +61,48 @@ interface Enrolled {
 
 async function enrol(token: string, hostname = `web-${randomUUID().slice(0, 6)}`): Promise<Enrolled> {
   const kp = createNkey();
-  const start = await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: { install_token: token, public_key: kp.getPublicKey(), hostname, os: 'debian', arch: 'x86_64' } });
+  const start = await sys.http({
+    method: 'POST',
+    url: '/api/v1/agents/enroll',
+    payload: { install_token: token, public_key: kp.getPublicKey(), hostname, os: 'debian', arch: 'x86_64' },
+  });
   expectStatus(start, 200);
   const { agent_id, challenge } = (start.json() as { data: { agent_id: string; challenge: string } }).data;
-  const done = await sys.http({ method: 'POST', url: '/api/v1/agents/enroll/complete', payload: { agent_id, challenge, signature: sign(kp, challenge) } });
+  const done = await sys.http({
+    method: 'POST',
+    url: '/api/v1/agents/enroll/complete',
+    payload: { agent_id, challenge, signature: sign(kp, challenge) },
+  });
   expectStatus(done, 200);
   return { ...(done.json() as { data: Omit<Enrolled, 'kp'> }).data, kp };
 }
 
 async function agentConnection(a: Enrolled): Promise<NatsConnection> {
-  const nc = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(a.user_jwt, a.kp.getSeed()), inboxPrefix: a.inbox_prefix, reconnect: false, timeout: 5000 });
+  const nc = await connect({
+    servers,
+    tls: { caFile: NATS_CA },
+    authenticator: jwtAuthenticator(a.user_jwt, a.kp.getSeed()),
+    inboxPrefix: a.inbox_prefix,
+    reconnect: false,
+    timeout: 5000,
+  });
   opened.push(nc);
   return nc;
 }
 
-async function fetchConfig(nc: NatsConnection, agentId: string): Promise<{ ok: boolean; data?: ConfigFetchReply; error?: { code: string } }> {
+async function fetchConfig(
+  nc: NatsConnection,
+  agentId: string,
+): Promise<{ ok: boolean; data?: ConfigFetchReply; error?: { code: string } }> {
   const msg = await nc.request(`svc.system.agent.config.${agentId}`, encoder.encode('{}'), { timeout: 5000 });
   return JSON.parse(decoder.decode(msg.data)) as { ok: boolean; data?: ConfigFetchReply; error?: { code: string } };
 }
 
 /** Publishes telemetry as the agent does: a request to the stream subject, answered by the stream's PubAck. */
 async function publishTelemetry(nc: NatsConnection, agentId: string, kind: string, payload: unknown): Promise<void> {
-  const ack = await nc.request(`svc.agent.${agentId}.${kind}`, encoder.encode(JSON.stringify(payload)), { timeout: 5000 });
+  const ack = await nc.request(`svc.agent.${agentId}.${kind}`, encoder.encode(JSON.stringify(payload)), {
+    timeout: 5000,
+  });
   expect(JSON.parse(decoder.decode(ack.data))).toHaveProperty('seq');
 }
 
@@ -118,21 +144,36 @@ describe('install tokens', () => {
     const t = (res.json() as { data: { id: string; token: string; expires_at: string } }).data;
     expect(Object.keys(t).sort()).toEqual(['expires_at', 'id', 'token']);
     expect(new Date(t.expires_at).getTime() - sys.clock.now()).toBe(86_400_000);
-    const [stored] = await sys.sql<{ token_hash: Buffer; client_id: string }>(`SELECT token_hash, client_id FROM install_tokens WHERE id = ?`, [t.id]);
+    const [stored] = await sys.sql<{ token_hash: Buffer; client_id: string }>(
+      `SELECT token_hash, client_id FROM install_tokens WHERE id = ?`,
+      [t.id],
+    );
     expect(stored?.client_id).toBe(clientId);
     expect(stored?.token_hash.toString('utf8')).not.toContain(t.token.slice(7, 20));
 
-    expectStatus(await call('POST', `/api/v1/environments/${envId}/install-tokens`, { expires_in_seconds: 7 * 86_400 + 1 }), 400);
-    expectStatus(await call('POST', `/api/v1/environments/${envId}/install-tokens`, { expires_in_seconds: 'soon' }), 400);
+    expectStatus(
+      await call('POST', `/api/v1/environments/${envId}/install-tokens`, { expires_in_seconds: 7 * 86_400 + 1 }),
+      400,
+    );
+    expectStatus(
+      await call('POST', `/api/v1/environments/${envId}/install-tokens`, { expires_in_seconds: 'soon' }),
+      400,
+    );
     expectStatus(await call('POST', `/api/v1/environments/${randomUUID()}/install-tokens`, {}), 404);
     await waitForAudit(sys, root, { action: 'install_token.created', resource_id: t.id });
 
     // Another client's engineer: out of reach → 404; this client's viewer: in reach without agents:update → 403.
     const other = await createClient(sys);
     const outsider = await userWith(sys, 'Admin', other.id);
-    expectStatus(await api(sys, { token: outsider.token })('POST', `/api/v1/environments/${envId}/install-tokens`, {}), 404);
+    expectStatus(
+      await api(sys, { token: outsider.token })('POST', `/api/v1/environments/${envId}/install-tokens`, {}),
+      404,
+    );
     const viewer = await userWith(sys, 'Viewer', clientId);
-    expectStatus(await api(sys, { token: viewer.token })('POST', `/api/v1/environments/${envId}/install-tokens`, {}), 403);
+    expectStatus(
+      await api(sys, { token: viewer.token })('POST', `/api/v1/environments/${envId}/install-tokens`, {}),
+      403,
+    );
   });
 });
 
@@ -147,13 +188,24 @@ describe('enrolment', () => {
     expect(a.nats_ca).toBe(readFileSync(NATS_CA, 'utf8'));
     const claims = decode<{ pub: { allow: string[] }; sub: { allow: string[] } }>(a.user_jwt);
     expect(claims.sub).toBe(a.kp.getPublicKey());
-    expect(claims.nats.pub?.allow.sort()).toEqual([`svc.agent.${a.agent_id}.>`, `svc.system.agent.config.${a.agent_id}`].sort());
-    expect(claims.exp).toBeGreaterThan(Date.now() / 1000);
-    const [host] = await sys.sql<{ environment_id: string; client_id: string; hostname: string; agent_id: string; agent_status: string }>(
-      `SELECT environment_id, client_id, hostname, agent_id, agent_status FROM hosts WHERE id = ?`,
-      [a.host_id],
+    expect(claims.nats.pub?.allow.sort()).toEqual(
+      [`svc.agent.${a.agent_id}.>`, `svc.system.agent.config.${a.agent_id}`].sort(),
     );
-    expect(host).toEqual({ environment_id: envId, client_id: clientId, hostname: 'db-1', agent_id: a.agent_id, agent_status: 'offline' });
+    expect(claims.exp).toBeGreaterThan(Date.now() / 1000);
+    const [host] = await sys.sql<{
+      environment_id: string;
+      client_id: string;
+      hostname: string;
+      agent_id: string;
+      agent_status: string;
+    }>(`SELECT environment_id, client_id, hostname, agent_id, agent_status FROM hosts WHERE id = ?`, [a.host_id]);
+    expect(host).toEqual({
+      environment_id: envId,
+      client_id: clientId,
+      hostname: 'db-1',
+      agent_id: a.agent_id,
+      agent_status: 'offline',
+    });
     await waitForAudit(sys, root, { action: 'agent.enrolled', resource_id: a.agent_id });
 
     // The credentials work: config fetch answers with this agent's host.
@@ -168,13 +220,20 @@ describe('enrolment', () => {
     const token = await installToken(envId, { expires_in_seconds: 600 });
     await enrol(token);
     const kp = createNkey();
-    const body = (t: string): Record<string, unknown> => ({ install_token: t, public_key: kp.getPublicKey(), hostname: 'again' });
+    const body = (t: string): Record<string, unknown> => ({
+      install_token: t,
+      public_key: kp.getPublicKey(),
+      hostname: 'again',
+    });
 
     const replay = await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: body(token) });
     expectStatus(replay, 401);
     expect(replay.json().error).toMatchObject({ code: 'unauthorized', message: 'install token was already used' });
     expect(replay.json().error.request_id).toBeTruthy();
-    expectStatus(await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: body('svc_it_not-a-token') }), 401);
+    expectStatus(
+      await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: body('svc_it_not-a-token') }),
+      401,
+    );
 
     const expiring = await installToken(envId, { expires_in_seconds: 60 });
     sys.clock.advance(61_000);
@@ -184,28 +243,63 @@ describe('enrolment', () => {
 
     // Wrong signature: refused, and that challenge is spent; the token is not.
     const fresh = await installToken(envId);
-    const s1 = (await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: body(fresh) })).json().data as { agent_id: string; challenge: string };
-    const bad = await sys.http({ method: 'POST', url: '/api/v1/agents/enroll/complete', payload: { ...s1, signature: sign(createNkey(), s1.challenge) } });
+    const s1 = (await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: body(fresh) })).json().data as {
+      agent_id: string;
+      challenge: string;
+    };
+    const bad = await sys.http({
+      method: 'POST',
+      url: '/api/v1/agents/enroll/complete',
+      payload: { ...s1, signature: sign(createNkey(), s1.challenge) },
+    });
     expectStatus(bad, 401);
     expect(bad.json().error.message).toMatch(/signature/);
-    const retrySame = await sys.http({ method: 'POST', url: '/api/v1/agents/enroll/complete', payload: { ...s1, signature: sign(kp, s1.challenge) } });
+    const retrySame = await sys.http({
+      method: 'POST',
+      url: '/api/v1/agents/enroll/complete',
+      payload: { ...s1, signature: sign(kp, s1.challenge) },
+    });
     expectStatus(retrySame, 401);
-    await waitForAudit(sys, root, { action: 'agent.enrollment_failed', resource_id: s1.agent_id }, (e) => /signature/.test(String(e.details.reason)));
+    await waitForAudit(sys, root, { action: 'agent.enrollment_failed', resource_id: s1.agent_id }, (e) =>
+      /signature/.test(String(e.details.reason)),
+    );
 
     // A new challenge with the same (unspent) token succeeds once; replaying its completion is refused.
-    const s2 = (await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: body(fresh) })).json().data as { agent_id: string; challenge: string };
-    const ok = await sys.http({ method: 'POST', url: '/api/v1/agents/enroll/complete', payload: { ...s2, signature: sign(kp, s2.challenge) } });
+    const s2 = (await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: body(fresh) })).json().data as {
+      agent_id: string;
+      challenge: string;
+    };
+    const ok = await sys.http({
+      method: 'POST',
+      url: '/api/v1/agents/enroll/complete',
+      payload: { ...s2, signature: sign(kp, s2.challenge) },
+    });
     expectStatus(ok, 200);
-    const reused = await sys.http({ method: 'POST', url: '/api/v1/agents/enroll/complete', payload: { ...s2, signature: sign(kp, s2.challenge) } });
+    const reused = await sys.http({
+      method: 'POST',
+      url: '/api/v1/agents/enroll/complete',
+      payload: { ...s2, signature: sign(kp, s2.challenge) },
+    });
     expectStatus(reused, 401);
     expect(reused.json().error.message).toMatch(/challenge/);
     await waitForAudit(sys, root, { action: 'agent.enrollment_failed', resource_id: s2.agent_id });
 
     // Malformed input is a 400 with the envelope.
-    const malformed = await sys.http({ method: 'POST', url: '/api/v1/agents/enroll', payload: { install_token: fresh, public_key: 'not-a-key', hostname: 'x' } });
+    const malformed = await sys.http({
+      method: 'POST',
+      url: '/api/v1/agents/enroll',
+      payload: { install_token: fresh, public_key: 'not-a-key', hostname: 'x' },
+    });
     expectStatus(malformed, 400);
     expect(malformed.json().error.message).toMatch(/public_key/);
-    expectStatus(await sys.http({ method: 'POST', url: '/api/v1/agents/enroll/complete', payload: { agent_id: 'x', challenge: 'y', signature: '!!' } }), 400);
+    expectStatus(
+      await sys.http({
+        method: 'POST',
+        url: '/api/v1/agents/enroll/complete',
+        payload: { agent_id: 'x', challenge: 'y', signature: '!!' },
+      }),
+      400,
+    );
   });
 });
 
@@ -216,16 +310,29 @@ describe('credential renewal', () => {
     const nc = await agentConnection(a);
     expect((await fetchConfig(nc, a.agent_id)).data?.credentials).toBeUndefined();
     // Ten days left of thirty: renewed.
-    await sys.sql(`UPDATE agents SET credentials_expires_at = ? WHERE id = ?`, [new Date(sys.clock.now() + 10 * 86_400_000), a.agent_id]);
+    await sys.sql(`UPDATE agents SET credentials_expires_at = ? WHERE id = ?`, [
+      new Date(sys.clock.now() + 10 * 86_400_000),
+      a.agent_id,
+    ]);
     const renewed = (await fetchConfig(nc, a.agent_id)).data?.credentials;
     expect(renewed).toBeDefined();
     const claims = decode(renewed!.user_jwt);
     expect(claims.sub).toBe(a.kp.getPublicKey());
     expect(Math.abs((claims.exp ?? 0) * 1000 - new Date(renewed!.expires_at).getTime())).toBeLessThan(1000);
-    const [row] = await sys.sql<{ credentials_expires_at: Date }>(`SELECT credentials_expires_at FROM agents WHERE id = ?`, [a.agent_id]);
+    const [row] = await sys.sql<{ credentials_expires_at: Date }>(
+      `SELECT credentials_expires_at FROM agents WHERE id = ?`,
+      [a.agent_id],
+    );
     expect(new Date(row!.credentials_expires_at).toISOString()).toBe(renewed!.expires_at);
     // The renewed JWT connects.
-    const fresh = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(renewed!.user_jwt, a.kp.getSeed()), inboxPrefix: a.inbox_prefix, reconnect: false, timeout: 5000 });
+    const fresh = await connect({
+      servers,
+      tls: { caFile: NATS_CA },
+      authenticator: jwtAuthenticator(renewed!.user_jwt, a.kp.getSeed()),
+      inboxPrefix: a.inbox_prefix,
+      reconnect: false,
+      timeout: 5000,
+    });
     opened.push(fresh);
     expect((await fetchConfig(fresh, a.agent_id)).ok).toBe(true);
   });
@@ -242,10 +349,15 @@ describe('an enrolled agent on the broker', () => {
       for await (const s of ncA.status()) if (s.type === 'error') errors.push(s.error as Error);
     })();
     // Publishing as B: the server refuses with a permissions violation (no PubAck comes back).
-    await expect(ncA.request(`svc.agent.${b.agent_id}.heartbeat`, encoder.encode('{}'), { timeout: 1500 })).rejects.toThrow();
+    await expect(
+      ncA.request(`svc.agent.${b.agent_id}.heartbeat`, encoder.encode('{}'), { timeout: 1500 }),
+    ).rejects.toThrow();
     await expect(fetchConfig(ncA, b.agent_id)).rejects.toThrow();
     const sub = ncA.subscribe(`svc.system.commands.${b.agent_id}`);
-    const closed = await Promise.race([sub.closed.then((e) => e ?? new Error('closed')), new Promise((r) => setTimeout(() => r(undefined), 1500))]);
+    const closed = await Promise.race([
+      sub.closed.then((e) => e ?? new Error('closed')),
+      new Promise((r) => setTimeout(() => r(undefined), 1500)),
+    ]);
     expect(String(closed)).toMatch(/Permissions Violation/i);
     // And a request to a service subject is refused outright.
     await expect(ncA.request('svc.fleet.clients.list', encoder.encode('{}'), { timeout: 1500 })).rejects.toThrow();
@@ -263,30 +375,57 @@ describe('watch config', () => {
     const nc = await agentConnection(a);
     const sub = nc.subscribe(`svc.system.commands.${a.agent_id}`, { max: 1 });
     await nc.flush();
-    const put = await call('PUT', `/api/v1/hosts/${a.host_id}/watch-config`, { paths: ['/etc/nginx'], sensitive_files: ['/etc/nginx/key.pem'] });
+    const put = await call('PUT', `/api/v1/hosts/${a.host_id}/watch-config`, {
+      paths: ['/etc/nginx'],
+      sensitive_files: ['/etc/nginx/key.pem'],
+    });
     expectStatus(put, 200);
     const saved = put.json().data as { version: number; config_data: Record<string, unknown>; host_id: string };
     expect(saved).toMatchObject({ host_id: a.host_id, config_type: 'watch_files', version: 1 });
-    expect(saved.config_data).toEqual({ paths: ['/etc/nginx'], exclude_patterns: [], sensitive_files: ['/etc/nginx/key.pem'], max_file_size: 1_048_576 });
+    expect(saved.config_data).toEqual({
+      paths: ['/etc/nginx'],
+      exclude_patterns: [],
+      sensitive_files: ['/etc/nginx/key.pem'],
+      max_file_size: 1_048_576,
+    });
     for await (const m of sub) {
       const cmd = ConfigUpdateCommand.parse(JSON.parse(decoder.decode(m.data)));
-      expect(cmd).toEqual({ type: 'config_update', config_type: 'watch_files', version: 1, payload: saved.config_data });
+      expect(cmd).toEqual({
+        type: 'config_update',
+        config_type: 'watch_files',
+        version: 1,
+        payload: saved.config_data,
+      });
     }
-    const second = await call('PUT', `/api/v1/hosts/${a.host_id}/watch-config`, { paths: ['/etc/nginx', '/srv'], max_file_size: 4096 });
+    const second = await call('PUT', `/api/v1/hosts/${a.host_id}/watch-config`, {
+      paths: ['/etc/nginx', '/srv'],
+      max_file_size: 4096,
+    });
     expect(second.json().data.version).toBe(2);
     const got = await call('GET', `/api/v1/hosts/${a.host_id}/watch-config`);
     expectStatus(got, 200);
-    expect(got.json().data).toMatchObject({ version: 2, config_data: { paths: ['/etc/nginx', '/srv'], max_file_size: 4096 } });
+    expect(got.json().data).toMatchObject({
+      version: 2,
+      config_data: { paths: ['/etc/nginx', '/srv'], max_file_size: 4096 },
+    });
 
     // "Restarted": a new connection fetches the latest.
     await nc.close();
     const again = await agentConnection(a);
     const fetched = await fetchConfig(again, a.agent_id);
-    expect(fetched.data?.configs).toEqual([expect.objectContaining({ config_type: 'watch_files', version: 2, payload: got.json().data.config_data })]);
+    expect(fetched.data?.configs).toEqual([
+      expect.objectContaining({ config_type: 'watch_files', version: 2, payload: got.json().data.config_data }),
+    ]);
 
     // Tenancy: another client's admin sees 404; a viewer of this client may read but not write.
     const other = await createClient(sys);
-    expectStatus(await api(sys, { token: (await userWith(sys, 'Admin', other.id)).token })('GET', `/api/v1/hosts/${a.host_id}/watch-config`), 404);
+    expectStatus(
+      await api(sys, { token: (await userWith(sys, 'Admin', other.id)).token })(
+        'GET',
+        `/api/v1/hosts/${a.host_id}/watch-config`,
+      ),
+      404,
+    );
     const viewer = api(sys, { token: (await userWith(sys, 'Viewer', clientId)).token });
     expectStatus(await viewer('GET', `/api/v1/hosts/${a.host_id}/watch-config`), 200);
     expectStatus(await viewer('PUT', `/api/v1/hosts/${a.host_id}/watch-config`, { paths: ['/x'] }), 403);
@@ -298,17 +437,33 @@ describe('agent status', () => {
     const { envId } = await newEnvironment();
     const a = await enrol(await installToken(envId));
     const nc = await agentConnection(a);
-    const hb = { sent_at: new Date().toISOString(), agent_version: '1.2.3', facts: { hostname: 'web-renamed', cpu_cores: 4, memory_total_bytes: 8 * 2 ** 30, os: 'debian' } };
+    const hb = {
+      sent_at: new Date().toISOString(),
+      agent_version: '1.2.3',
+      facts: { hostname: 'web-renamed', cpu_cores: 4, memory_total_bytes: 8 * 2 ** 30, os: 'debian' },
+    };
     await publishTelemetry(nc, a.agent_id, 'heartbeat', hb);
-    await waitFor(async () => (await sys.sql<{ agent_status: string }>(`SELECT agent_status FROM hosts WHERE id = ?`, [a.host_id]))[0]?.agent_status === 'online', 10_000);
+    await waitFor(
+      async () =>
+        (await sys.sql<{ agent_status: string }>(`SELECT agent_status FROM hosts WHERE id = ?`, [a.host_id]))[0]
+          ?.agent_status === 'online',
+      10_000,
+    );
     const [host] = await sys.sql<{ agent_version: string; hostname: string; cpu_cores: number; last_seen_at: Date }>(
       `SELECT agent_version, hostname, cpu_cores, last_seen_at FROM hosts WHERE id = ?`,
       [a.host_id],
     );
     expect(host).toMatchObject({ agent_version: '1.2.3', hostname: 'web-renamed', cpu_cores: 4 });
     expect(new Date(host!.last_seen_at).getTime()).toBe(sys.clock.now());
-    const online = await eventsOn<AgentStatusChanged>('svc.evt.fleet.agent_status', (e) => e.host_id === a.host_id && e.status === 'online');
-    expect(AgentStatusChanged.parse(online)).toMatchObject({ agent_id: a.agent_id, previous: 'offline', environment_id: envId });
+    const online = await eventsOn<AgentStatusChanged>(
+      'svc.evt.fleet.agent_status',
+      (e) => e.host_id === a.host_id && e.status === 'online',
+    );
+    expect(AgentStatusChanged.parse(online)).toMatchObject({
+      agent_id: a.agent_id,
+      previous: 'offline',
+      environment_id: envId,
+    });
 
     // Online already: the batched path stores new facts and the integration statuses, with no second status event.
     const seenBefore = new Date(host!.last_seen_at).getTime();
@@ -317,23 +472,49 @@ describe('agent status', () => {
       ...hb,
       sent_at: new Date().toISOString(),
       facts: { ...hb.facts, cpu_cores: 8 },
-      integrations: [{ integration_id: 'redis', collector_name: 'redis-resp', status: 'ok', status_message: 'PONG', enabled: true }],
+      integrations: [
+        { integration_id: 'redis', collector_name: 'redis-resp', status: 'ok', status_message: 'PONG', enabled: true },
+      ],
     });
-    await waitFor(async () => (await sys.sql<{ cpu_cores: number }>(`SELECT cpu_cores FROM hosts WHERE id = ?`, [a.host_id]))[0]?.cpu_cores === 8, 10_000);
-    const [after] = await sys.sql<{ last_seen_at: Date; agent_status: string }>(`SELECT last_seen_at, agent_status FROM hosts WHERE id = ?`, [a.host_id]);
+    await waitFor(
+      async () =>
+        (await sys.sql<{ cpu_cores: number }>(`SELECT cpu_cores FROM hosts WHERE id = ?`, [a.host_id]))[0]
+          ?.cpu_cores === 8,
+      10_000,
+    );
+    const [after] = await sys.sql<{ last_seen_at: Date; agent_status: string }>(
+      `SELECT last_seen_at, agent_status FROM hosts WHERE id = ?`,
+      [a.host_id],
+    );
     expect(new Date(after!.last_seen_at).getTime()).toBe(seenBefore + 1_000);
     expect(after!.agent_status).toBe('online');
-    const integrations = await sys.sql<{ integration_id: string; status: string }>(`SELECT integration_id, status FROM host_integrations WHERE host_id = ?`, [a.host_id]);
+    const integrations = await sys.sql<{ integration_id: string; status: string }>(
+      `SELECT integration_id, status FROM host_integrations WHERE host_id = ?`,
+      [a.host_id],
+    );
     expect(integrations).toEqual([{ integration_id: 'redis', status: 'ok' }]);
 
     // No heartbeat for longer than the timeout (2 s in this file): offline.
     sys.clock.advance(2_500);
-    await waitFor(async () => (await sys.sql<{ agent_status: string }>(`SELECT agent_status FROM hosts WHERE id = ?`, [a.host_id]))[0]?.agent_status === 'offline', 10_000);
-    await eventsOn<AgentStatusChanged>('svc.evt.fleet.agent_status', (e) => e.host_id === a.host_id && e.status === 'offline' && e.previous === 'online');
+    await waitFor(
+      async () =>
+        (await sys.sql<{ agent_status: string }>(`SELECT agent_status FROM hosts WHERE id = ?`, [a.host_id]))[0]
+          ?.agent_status === 'offline',
+      10_000,
+    );
+    await eventsOn<AgentStatusChanged>(
+      'svc.evt.fleet.agent_status',
+      (e) => e.host_id === a.host_id && e.status === 'offline' && e.previous === 'online',
+    );
 
     // And back.
     await publishTelemetry(nc, a.agent_id, 'heartbeat', { ...hb, sent_at: new Date().toISOString() });
-    await waitFor(async () => (await sys.sql<{ agent_status: string }>(`SELECT agent_status FROM hosts WHERE id = ?`, [a.host_id]))[0]?.agent_status === 'online', 10_000);
+    await waitFor(
+      async () =>
+        (await sys.sql<{ agent_status: string }>(`SELECT agent_status FROM hosts WHERE id = ?`, [a.host_id]))[0]
+          ?.agent_status === 'online',
+      10_000,
+    );
   });
 
   it('dead-letters a malformed heartbeat and keeps taking good ones', async () => {
@@ -344,15 +525,23 @@ describe('agent status', () => {
     const ack = await nc.request(`svc.agent.${a.agent_id}.heartbeat`, encoder.encode('not json'), { timeout: 5000 });
     expect(JSON.parse(decoder.decode(ack.data))).toHaveProperty('seq');
     await publishTelemetry(nc, a.agent_id, 'heartbeat', { sent_at: new Date().toISOString(), agent_version: '2.0.0' });
-    await waitFor(async () => (await sys.sql<{ agent_version: string }>(`SELECT agent_version FROM hosts WHERE id = ?`, [a.host_id]))[0]?.agent_version === '2.0.0', 10_000);
+    await waitFor(
+      async () =>
+        (await sys.sql<{ agent_version: string }>(`SELECT agent_version FROM hosts WHERE id = ?`, [a.host_id]))[0]
+          ?.agent_version === '2.0.0',
+      10_000,
+    );
     // Both bad ones are in the dead-letter stream with the reason.
-    const dlq = await jetstream(service).consumers.get('SVC_DLQ', { filter_subjects: dlqSubjectFor(wireDurableName('fleet-telemetry-heartbeat')) });
+    const dlq = await jetstream(service).consumers.get('SVC_DLQ', {
+      filter_subjects: dlqSubjectFor(wireDurableName('fleet-telemetry-heartbeat')),
+    });
     const reasons: string[] = [];
     // Other files' agents (unknown here) are dead-lettered on the same subject: read until ours are found.
     const until = Date.now() + 15_000;
     while (reasons.length < 2 && Date.now() < until) {
       const m = await dlq.next({ expires: 1000 });
-      if (m && m.headers?.get(DlqHeaders.subject) === `svc.agent.${a.agent_id}.heartbeat`) reasons.push(m.headers.get(DlqHeaders.reason));
+      if (m && m.headers?.get(DlqHeaders.subject) === `svc.agent.${a.agent_id}.heartbeat`)
+        reasons.push(m.headers.get(DlqHeaders.reason));
     }
     expect(reasons).toEqual(['malformed', 'malformed']);
   });

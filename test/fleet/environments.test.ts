@@ -27,10 +27,21 @@ describe('environments', () => {
   it('creates, reads, renames and deletes an environment, each audited', async () => {
     const call = api(sys, { token: root });
     const client = await createClient(sys);
-    const created = await call('POST', `/api/v1/clients/${client.id}/environments`, { name: 'Production', slug: 'prod' });
+    const created = await call('POST', `/api/v1/clients/${client.id}/environments`, {
+      name: 'Production',
+      slug: 'prod',
+    });
     expectStatus(created, 201);
     const e = created.json().data as EnvOut;
-    expect(Object.keys(e).sort()).toEqual(['client_id', 'created_at', 'host_count', 'id', 'name', 'slug', 'updated_at']);
+    expect(Object.keys(e).sort()).toEqual([
+      'client_id',
+      'created_at',
+      'host_count',
+      'id',
+      'name',
+      'slug',
+      'updated_at',
+    ]);
     expect(e).toMatchObject({ client_id: client.id, name: 'Production', slug: 'prod', host_count: 0 });
     expect(e.created_at).toMatch(ISO);
     expect(e.updated_at).toMatch(ISO);
@@ -48,7 +59,10 @@ describe('environments', () => {
     expect(slugChange.json().error.message).toContain('slug');
     expectStatus(await call('PUT', `/api/v1/environments/${e.id}`, { name: '   ' }), 400);
     expectStatus(await call('PUT', `/api/v1/environments/${e.id}`, {}), 400);
-    expect((await call('GET', `/api/v1/environments/${e.id}`)).json().data).toMatchObject({ name: 'Production EU', slug: 'prod' });
+    expect((await call('GET', `/api/v1/environments/${e.id}`)).json().data).toMatchObject({
+      name: 'Production EU',
+      slug: 'prod',
+    });
 
     expectStatus(await call('DELETE', `/api/v1/environments/${e.id}`), 204);
     expectStatus(await call('GET', `/api/v1/environments/${e.id}`), 404);
@@ -68,20 +82,38 @@ describe('environments', () => {
     const client = await createClient(sys);
     const other = await createClient(sys);
     const url = `/api/v1/clients/${client.id}/environments`;
-    for (const slug of ['', 'Upper', '-lead', 'trail-', 'under_score', 'dots.no', 'a'.repeat(64), 'spa ce', 'ümlaut', 5]) {
+    for (const slug of [
+      '',
+      'Upper',
+      '-lead',
+      'trail-',
+      'under_score',
+      'dots.no',
+      'a'.repeat(64),
+      'spa ce',
+      'ümlaut',
+      5,
+    ]) {
       const res = await call('POST', url, { name: 'Bad', slug });
       expectStatus(res, 400);
       expect(res.json().error.message).toContain('slug');
     }
     expectStatus(await call('POST', url, { slug: 'no-name' }), 400);
     expectStatus(await call('POST', url, { name: 'No slug' }), 400);
-    for (const slug of ['a', 'staging', 'x'.repeat(63), 'a--b', '9']) expectStatus(await call('POST', url, { name: 'Good', slug }), 201);
+    for (const slug of ['a', 'staging', 'x'.repeat(63), 'a--b', '9'])
+      expectStatus(await call('POST', url, { name: 'Good', slug }), 201);
     const dup = await call('POST', url, { name: 'Again', slug: 'staging' });
     expectStatus(dup, 409);
     expect(dup.json().error.code).toBe('conflict');
     // Slugs are unique per client only.
-    expectStatus(await call('POST', `/api/v1/clients/${other.id}/environments`, { name: 'Staging', slug: 'staging' }), 201);
-    expectStatus(await call('POST', `/api/v1/clients/${randomUUID()}/environments`, { name: 'Orphan', slug: 'orphan' }), 404);
+    expectStatus(
+      await call('POST', `/api/v1/clients/${other.id}/environments`, { name: 'Staging', slug: 'staging' }),
+      201,
+    );
+    expectStatus(
+      await call('POST', `/api/v1/clients/${randomUUID()}/environments`, { name: 'Orphan', slug: 'orphan' }),
+      404,
+    );
     expectStatus(await call('GET', `/api/v1/clients/${randomUUID()}/environments`), 404);
     expectStatus(await call('POST', '/api/v1/clients/nope/environments', { name: 'x', slug: 'x' }), 400);
   });
@@ -112,7 +144,8 @@ describe('environments', () => {
     expect(p1.json().data.map((e: EnvOut) => e.name)).toEqual(['Alpha', 'bravo']);
     expect(p3.json().data.map((e: EnvOut) => e.name)).toEqual(['echo']);
     expect((await call('GET', `/api/v1/clients/${client.id}/environments?page=4&per_page=2`)).json().data).toEqual([]);
-    for (const q of ['per_page=0', 'per_page=101', 'page=0', 'page=x']) expectStatus(await call('GET', `/api/v1/clients/${client.id}/environments?${q}`), 400);
+    for (const q of ['per_page=0', 'per_page=101', 'page=0', 'page=x'])
+      expectStatus(await call('GET', `/api/v1/clients/${client.id}/environments?${q}`), 400);
   });
 
   it('refuses to delete an environment with hosts (409); without hosts its install tokens and pending agents go with it', async () => {
@@ -127,12 +160,10 @@ describe('environments', () => {
 
     await sys.sql(`DELETE FROM hosts WHERE id = ?`, [host.id]);
     const tokenId = randomUUID();
-    await sys.sql(`INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at) VALUES (?, ?, ?, ?, now() + interval '1 day')`, [
-      tokenId,
-      env.id,
-      client.id,
-      Buffer.from(randomUUID()),
-    ]);
+    await sys.sql(
+      `INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at) VALUES (?, ?, ?, ?, now() + interval '1 day')`,
+      [tokenId, env.id, client.id, Buffer.from(randomUUID())],
+    );
     const pending = await insertAgent(sys, env, { status: 'pending' });
     expectStatus(await call('DELETE', `/api/v1/environments/${env.id}`), 204);
     expect(await sys.sql(`SELECT id FROM install_tokens WHERE id = ?`, [tokenId])).toEqual([]);
@@ -169,8 +200,12 @@ describe('environments', () => {
         expectStatus(res, 404);
         expect(res.json().error.code).toBe('not_found');
       }
-      expect((await sys.sql<{ name: string }>(`SELECT name FROM environments WHERE id = ?`, [envB.id]))[0]?.name).toBe(envB.name);
-      expect(await sys.sql(`SELECT id FROM environments WHERE client_id = ? AND slug = 'intruder'`, [b.id])).toEqual([]);
+      expect((await sys.sql<{ name: string }>(`SELECT name FROM environments WHERE id = ?`, [envB.id]))[0]?.name).toBe(
+        envB.name,
+      );
+      expect(await sys.sql(`SELECT id FROM environments WHERE client_id = ? AND slug = 'intruder'`, [b.id])).toEqual(
+        [],
+      );
 
       // A Viewer on A reads hosts but holds no environments:* permission: 403 on A, still 404 on B.
       const viewer = api(sys, { token: (await userWith(sys, 'Viewer', a.id)).token });

@@ -105,7 +105,13 @@ describe('hosts', () => {
     const otherEnv = await insertEnvironment(sys, client.id);
     const spec = [
       { hostname: 'web-b', ip_address: '10.0.0.3', agent_status: 'online', last_seen_at: ago(1), created_at: ago(50) },
-      { hostname: 'web-a', ip_address: '10.0.0.9', agent_status: 'offline', last_seen_at: ago(30), created_at: ago(40) },
+      {
+        hostname: 'web-a',
+        ip_address: '10.0.0.9',
+        agent_status: 'offline',
+        last_seen_at: ago(30),
+        created_at: ago(40),
+      },
       { hostname: 'db-c', ip_address: '10.0.0.1', agent_status: 'online', last_seen_at: ago(5), created_at: ago(30) },
       { hostname: 'cache-d', ip_address: '10.0.0.2', agent_status: 'offline', last_seen_at: null, created_at: ago(20) },
     ] as const;
@@ -142,7 +148,8 @@ describe('hosts', () => {
     expect(p2.json().meta).toEqual({ total: 4, page: 2, per_page: 3 });
     expect((p2.json().data as HostOut[]).map((h) => h.hostname)).toEqual(['web-b']);
 
-    for (const q of ['status=up', 'sort=os', 'order=up', 'per_page=101', 'page=0']) expectStatus(await call('GET', `/api/v1/environments/${env.id}/hosts?${q}`), 400);
+    for (const q of ['status=up', 'sort=os', 'order=up', 'per_page=101', 'page=0'])
+      expectStatus(await call('GET', `/api/v1/environments/${env.id}/hosts?${q}`), 400);
     expectStatus(await call('GET', `/api/v1/environments/${randomUUID()}/hosts`), 404);
   });
 
@@ -160,13 +167,19 @@ describe('hosts', () => {
     expect(res.json().data.id).toBe(h.id);
     expect((await engineer('GET', `/api/v1/hosts/${h.id}`)).json().data.tags).toEqual(tags);
     const audit = await waitForAudit(sys, root, { action: 'host.tags.updated', resource_id: h.id });
-    expect(audit.details).toMatchObject({ changes: { team: { from: 'web', to: 'platform' }, old: { from: 'x', to: null }, 'env/tier': { from: null, to: 'gold' } } });
+    expect(audit.details).toMatchObject({
+      changes: {
+        team: { from: 'web', to: 'platform' },
+        old: { from: 'x', to: null },
+        'env/tier': { from: null, to: 'gold' },
+      },
+    });
 
     const bad: [unknown, RegExp][] = [
       [{ 'has space': 'x' }, /tag key/],
       [{ ['k'.repeat(129)]: 'x' }, /tag key/],
       [{ '': 'x' }, /tag key/],
-      [{ 'ümlaut': 'x' }, /tag key/],
+      [{ ümlaut: 'x' }, /tag key/],
       [{ 'a:b': 'x' }, /tag key/],
       [{ ok: 'v'.repeat(1025) }, /1024/],
       [{ ok: 5 }, /string/],
@@ -187,8 +200,17 @@ describe('hosts', () => {
     expect((await engineer('GET', `/api/v1/hosts/${h.id}`)).json().data.tags).toEqual(tags);
 
     // A key that names an object property is just a key; a prototype-poisoning body is refused before any parsing.
-    expect((await engineer('PUT', url, { tags: { constructor: 'c', toString: 't' } })).json().data.tags).toEqual({ constructor: 'c', toString: 't' });
-    const poisoned = await sys.http({ method: 'PUT', url, headers: { 'content-type': 'application/json' }, payload: '{"tags":{"__proto__":{"x":"y"},"a":"b"}}', token: root });
+    expect((await engineer('PUT', url, { tags: { constructor: 'c', toString: 't' } })).json().data.tags).toEqual({
+      constructor: 'c',
+      toString: 't',
+    });
+    const poisoned = await sys.http({
+      method: 'PUT',
+      url,
+      headers: { 'content-type': 'application/json' },
+      payload: '{"tags":{"__proto__":{"x":"y"},"a":"b"}}',
+      token: root,
+    });
     expectStatus(poisoned, 400);
     expect(poisoned.json().error.code).toBe('bad_request');
 
@@ -208,14 +230,20 @@ describe('hosts', () => {
       `INSERT INTO host_services (host_id, name, description, load_state, active_state, sub_state, enabled, main_pid, manager) VALUES (?, 'sshd', 'ssh', 'loaded', 'active', 'running', true, 1, 'systemd')`,
       [hostId],
     );
-    await sys.sql(`INSERT INTO host_configs (id, host_id, config_type, config_data, version) VALUES (?, ?, 'watch_files', '{}', 1)`, [randomUUID(), hostId]);
+    await sys.sql(
+      `INSERT INTO host_configs (id, host_id, config_type, config_data, version) VALUES (?, ?, 'watch_files', '{}', 1)`,
+      [randomUUID(), hostId],
+    );
     const call = api(sys, { token: root });
     expectStatus(await call('DELETE', `/api/v1/hosts/${hostId}`), 204);
     expectStatus(await call('GET', `/api/v1/hosts/${hostId}`), 404);
     expectStatus(await call('DELETE', `/api/v1/hosts/${hostId}`), 404);
     expect(await sys.sql(`SELECT host_id FROM host_services WHERE host_id = ?`, [hostId])).toEqual([]);
     expect(await sys.sql(`SELECT host_id FROM host_configs WHERE host_id = ?`, [hostId])).toEqual([]);
-    const [agent] = await sys.sql<{ status: string; revoked_at: string | null }>(`SELECT status, revoked_at FROM agents WHERE id = ?`, [agentId]);
+    const [agent] = await sys.sql<{ status: string; revoked_at: string | null }>(
+      `SELECT status, revoked_at FROM agents WHERE id = ?`,
+      [agentId],
+    );
     expect(agent?.status).toBe('revoked');
     expect(agent?.revoked_at).not.toBeNull();
     const [before] = await sys.sql<{ status: string }>(`SELECT status FROM agents WHERE id = ?`, [earlier.id]);

@@ -16,7 +16,17 @@ let engineerB: string;
 let noHostsA: string;
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
-const ROUTES = ['services', 'packages', 'ports', 'interfaces', 'users', 'processes', 'cron-jobs', 'gpu-devices', 'security'] as const;
+const ROUTES = [
+  'services',
+  'packages',
+  'ports',
+  'interfaces',
+  'users',
+  'processes',
+  'cron-jobs',
+  'gpu-devices',
+  'security',
+] as const;
 const keys = (o: object): string[] => Object.keys(o).sort();
 
 beforeAll(async () => {
@@ -33,7 +43,10 @@ beforeAll(async () => {
   engineerB = (await userWith(sys, 'Engineer', b.id)).token;
   // A role with client access but without hosts:read: in reach, not permitted.
   const roleId = randomUUID();
-  await sys.sql(`INSERT INTO roles (id, name, description, permissions, is_system) VALUES (?, ?, '', '{clients:read}', false)`, [roleId, `No hosts ${sys.tag}`]);
+  await sys.sql(
+    `INSERT INTO roles (id, name, description, permissions, is_system) VALUES (?, ?, '', '{clients:read}', false)`,
+    [roleId, `No hosts ${sys.tag}`],
+  );
   const u = await createUser(sys);
   await assignRole(sys, u.id, a.id, roleId);
   noHostsA = await tokenFor(sys, u);
@@ -48,22 +61,81 @@ describe('host inventory routes', () => {
     const svc = services.json().data as { name: string; enabled: boolean | null; main_pid: number | null }[];
     expect(svc).toHaveLength(150);
     expect(svc.map((s) => s.name)).toEqual([...svc.map((s) => s.name)].sort());
-    expect(keys(svc[0]!)).toEqual(['active_state', 'description', 'enabled', 'host_id', 'load_state', 'main_pid', 'manager', 'name', 'sub_state']);
-    expect(svc[0]).toEqual({ host_id: hostA.host_id, name: 'svc-000.service', description: 'Service 0', load_state: 'loaded', active_state: 'inactive', sub_state: 'dead', enabled: false, main_pid: null, manager: 'systemd' });
+    expect(keys(svc[0]!)).toEqual([
+      'active_state',
+      'description',
+      'enabled',
+      'host_id',
+      'load_state',
+      'main_pid',
+      'manager',
+      'name',
+      'sub_state',
+    ]);
+    expect(svc[0]).toEqual({
+      host_id: hostA.host_id,
+      name: 'svc-000.service',
+      description: 'Service 0',
+      load_state: 'loaded',
+      active_state: 'inactive',
+      sub_state: 'dead',
+      enabled: false,
+      main_pid: null,
+      manager: 'systemd',
+    });
 
-    const packages = (await call('GET', `/api/v1/hosts/${hostA.host_id}/packages`)).json().data as { name: string; installed_size_bytes: number }[];
+    const packages = (await call('GET', `/api/v1/hosts/${hostA.host_id}/packages`)).json().data as {
+      name: string;
+      installed_size_bytes: number;
+    }[];
     expect(packages).toHaveLength(120);
     expect(packages.map((p) => p.name)).toEqual([...packages.map((p) => p.name)].sort());
-    expect(keys(packages[0]!)).toEqual(['architecture', 'description', 'host_id', 'installed_size_bytes', 'manager', 'name', 'version']);
-    expect(packages[1]).toMatchObject({ name: 'pkg-0001', version: '1.0.1', architecture: 'amd64', manager: 'dpkg', installed_size_bytes: 20_480 });
+    expect(keys(packages[0]!)).toEqual([
+      'architecture',
+      'description',
+      'host_id',
+      'installed_size_bytes',
+      'manager',
+      'name',
+      'version',
+    ]);
+    expect(packages[1]).toMatchObject({
+      name: 'pkg-0001',
+      version: '1.0.1',
+      architecture: 'amd64',
+      manager: 'dpkg',
+      installed_size_bytes: 20_480,
+    });
 
-    const ports = (await call('GET', `/api/v1/hosts/${hostA.host_id}/ports`)).json().data as { local_port: number; protocol: string }[];
+    const ports = (await call('GET', `/api/v1/hosts/${hostA.host_id}/ports`)).json().data as {
+      local_port: number;
+      protocol: string;
+    }[];
     expect(ports).toHaveLength(40);
     expect(ports.map((p) => p.local_port)).toEqual([...ports.map((p) => p.local_port)].sort((x, y) => x - y));
-    expect(keys(ports[0]!)).toEqual(['host_id', 'local_address', 'local_port', 'pid', 'process_name', 'protocol', 'remote_address', 'remote_port', 'state']);
-    expect(ports[0]).toMatchObject({ local_port: 22, protocol: 'udp', local_address: '0.0.0.0', remote_address: '', remote_port: 0, pid: 100 });
+    expect(keys(ports[0]!)).toEqual([
+      'host_id',
+      'local_address',
+      'local_port',
+      'pid',
+      'process_name',
+      'protocol',
+      'remote_address',
+      'remote_port',
+      'state',
+    ]);
+    expect(ports[0]).toMatchObject({
+      local_port: 22,
+      protocol: 'udp',
+      local_address: '0.0.0.0',
+      remote_address: '',
+      remote_port: 0,
+      pid: 100,
+    });
 
-    const interfaces = (await call('GET', `/api/v1/hosts/${hostA.host_id}/interfaces`)).json().data as { name: string }[];
+    const interfaces = (await call('GET', `/api/v1/hosts/${hostA.host_id}/interfaces`)).json().data as {
+      name: string;
+    }[];
     expect(interfaces.map((i) => i.name)).toEqual(['docker0', 'eth0', 'lo']);
     expect(interfaces[1]).toEqual({
       host_id: hostA.host_id,
@@ -82,7 +154,17 @@ describe('host inventory routes', () => {
     const users = (await call('GET', `/api/v1/hosts/${hostA.host_id}/users`)).json().data as { username: string }[];
     expect(users).toHaveLength(35);
     expect(users.map((u) => u.username)).toEqual([...users.map((u) => u.username)].sort());
-    expect(users[0]).toEqual({ host_id: hostA.host_id, username: 'root', uid: 0, gid: 0, home: '/root', shell: '/usr/sbin/nologin', gecos: '', is_system: true, groups: ['root'] });
+    expect(users[0]).toEqual({
+      host_id: hostA.host_id,
+      username: 'root',
+      uid: 0,
+      gid: 0,
+      home: '/root',
+      shell: '/usr/sbin/nologin',
+      gecos: '',
+      is_system: true,
+      groups: ['root'],
+    });
   });
 
   it('processes: pages of the spec’s fields, highest CPU first then pid, 50 per page by default', async () => {
@@ -90,10 +172,28 @@ describe('host inventory routes', () => {
     const first = await call('GET', `/api/v1/hosts/${hostA.host_id}/processes`);
     expectStatus(first, 200);
     expect(first.json().meta).toEqual({ total: 300, page: 1, per_page: 50 });
-    const rows = first.json().data as { pid: number; cpu_percent: number; started_at: string; memory_vms_bytes: number }[];
+    const rows = first.json().data as {
+      pid: number;
+      cpu_percent: number;
+      started_at: string;
+      memory_vms_bytes: number;
+    }[];
     expect(rows).toHaveLength(50);
     expect(keys(rows[0]!)).toEqual(
-      ['command', 'cpu_percent', 'memory_percent', 'memory_rss_bytes', 'memory_vms_bytes', 'name', 'pid', 'ppid', 'started_at', 'state', 'threads', 'username'].sort(),
+      [
+        'command',
+        'cpu_percent',
+        'memory_percent',
+        'memory_rss_bytes',
+        'memory_vms_bytes',
+        'name',
+        'pid',
+        'ppid',
+        'started_at',
+        'state',
+        'threads',
+        'username',
+      ].sort(),
     );
     expect(rows[0]!.started_at).toMatch(ISO);
     expect(typeof rows[0]!.memory_vms_bytes).toBe('number');
@@ -123,10 +223,25 @@ describe('host inventory routes', () => {
     expectStatus(cron, 200);
     expect(cron.json().meta).toEqual({ total: 10, page: 2, per_page: 4 });
     const jobs = cron.json().data as { command: string }[];
-    expect(jobs.map((j) => j.command)).toEqual(['/usr/local/bin/job-4.sh', '/usr/local/bin/job-5.sh', '/usr/local/bin/job-6.sh', '/usr/local/bin/job-7.sh']);
+    expect(jobs.map((j) => j.command)).toEqual([
+      '/usr/local/bin/job-4.sh',
+      '/usr/local/bin/job-5.sh',
+      '/usr/local/bin/job-6.sh',
+      '/usr/local/bin/job-7.sh',
+    ]);
     expect(keys(jobs[0]!)).toEqual(['command', 'host_id', 'id', 'is_active', 'schedule', 'source', 'username']);
-    expect(jobs[0]).toMatchObject({ host_id: hostA.host_id, username: 'root', schedule: '4 * * * *', source: '/etc/cron.d/job4', is_active: true });
-    expect((await call('GET', `/api/v1/hosts/${hostA.host_id}/cron-jobs`)).json().meta).toEqual({ total: 10, page: 1, per_page: 20 });
+    expect(jobs[0]).toMatchObject({
+      host_id: hostA.host_id,
+      username: 'root',
+      schedule: '4 * * * *',
+      source: '/etc/cron.d/job4',
+      is_active: true,
+    });
+    expect((await call('GET', `/api/v1/hosts/${hostA.host_id}/cron-jobs`)).json().meta).toEqual({
+      total: 10,
+      page: 1,
+      per_page: 20,
+    });
 
     const gpus = await call('GET', `/api/v1/hosts/${hostA.host_id}/gpu-devices`);
     expectStatus(gpus, 200);
@@ -149,8 +264,13 @@ describe('host inventory routes', () => {
       expectStatus(res, 200);
       expect(res.json()).toEqual({ data: [] });
     }
-    expect((await call('GET', `/api/v1/hosts/${emptyA.host_id}/processes`)).json()).toEqual({ data: [], meta: { total: 0, page: 1, per_page: 50 } });
-    expect((await call('GET', `/api/v1/hosts/${emptyA.host_id}/security`)).json()).toEqual({ data: { firewall_rules: [], certificates: [], kernel_modules: [], security_items: [] } });
+    expect((await call('GET', `/api/v1/hosts/${emptyA.host_id}/processes`)).json()).toEqual({
+      data: [],
+      meta: { total: 0, page: 1, per_page: 50 },
+    });
+    expect((await call('GET', `/api/v1/hosts/${emptyA.host_id}/security`)).json()).toEqual({
+      data: { firewall_rules: [], certificates: [], kernel_modules: [], security_items: [] },
+    });
   });
 
   it('security: firewall rules, certificates, kernel modules and security items together', async () => {
@@ -164,13 +284,48 @@ describe('host inventory routes', () => {
     };
     expect(keys(data)).toEqual(['certificates', 'firewall_rules', 'kernel_modules', 'security_items']);
     expect(data.firewall_rules.map((r) => r.rule_number)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-    expect(keys(data.firewall_rules[0]!)).toEqual(['chain', 'host_id', 'id', 'port', 'protocol', 'rule_number', 'rule_text', 'table_name', 'target', 'tool']);
+    expect(keys(data.firewall_rules[0]!)).toEqual([
+      'chain',
+      'host_id',
+      'id',
+      'port',
+      'protocol',
+      'rule_number',
+      'rule_text',
+      'table_name',
+      'target',
+      'tool',
+    ]);
     expect(data.certificates).toHaveLength(10);
-    expect(keys(data.certificates[0]!)).toEqual(['fingerprint_sha256', 'host_id', 'id', 'is_ca', 'issuer', 'key_algorithm', 'key_bits', 'not_after', 'not_before', 'subject']);
-    expect(data.certificates[0]).toMatchObject({ subject: 'CN=site0.example.com', not_before: '2026-01-01T00:00:00.000Z', not_after: '2027-01-01T00:00:00.000Z', is_ca: true, key_bits: 2048 });
+    expect(keys(data.certificates[0]!)).toEqual([
+      'fingerprint_sha256',
+      'host_id',
+      'id',
+      'is_ca',
+      'issuer',
+      'key_algorithm',
+      'key_bits',
+      'not_after',
+      'not_before',
+      'subject',
+    ]);
+    expect(data.certificates[0]).toMatchObject({
+      subject: 'CN=site0.example.com',
+      not_before: '2026-01-01T00:00:00.000Z',
+      not_after: '2027-01-01T00:00:00.000Z',
+      is_ca: true,
+      key_bits: 2048,
+    });
     expect(data.certificates.map((c) => c.not_after)).toEqual([...data.certificates.map((c) => c.not_after)].sort());
     expect(data.kernel_modules).toHaveLength(80);
-    expect(data.kernel_modules[0]).toEqual({ id: expect.any(String), host_id: hostA.host_id, name: 'mod_00', size_bytes: 16_384, instances: 0, used_by: ['mod_00'] });
+    expect(data.kernel_modules[0]).toEqual({
+      id: expect.any(String),
+      host_id: hostA.host_id,
+      name: 'mod_00',
+      size_bytes: 16_384,
+      instances: 0,
+      used_by: ['mod_00'],
+    });
     expect(data.security_items.map((s) => `${s.category}/${s.key}`)).toEqual([
       'apparmor/status',
       'kernel/kernel.randomize_va_space',

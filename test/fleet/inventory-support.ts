@@ -19,21 +19,31 @@ export interface TestHost {
 }
 
 /** An active agent enrolled on a new host (of `clientId`, or of a new client), written straight into the tables. */
-export async function enrolledHost(sys: TestSystem, clientId?: string, hostname = `host-${randomUUID().slice(0, 8)}`): Promise<TestHost> {
+export async function enrolledHost(
+  sys: TestSystem,
+  clientId?: string,
+  hostname = `host-${randomUUID().slice(0, 8)}`,
+): Promise<TestHost> {
   const client_id = clientId ?? (await createClient(sys)).id;
   const environment_id = randomUUID();
   const agent_id = randomUUID();
   const host_id = randomUUID();
-  await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Production', ?)`, [environment_id, client_id, `prod-${environment_id.slice(0, 8)}`]);
-  await sys.sql(`INSERT INTO hosts (id, environment_id, client_id, agent_id, hostname) VALUES (?, ?, ?, ?, ?)`, [host_id, environment_id, client_id, agent_id, hostname]);
-  await sys.sql(`INSERT INTO agents (id, client_id, environment_id, host_id, public_key, status, hostname, enrolled_at) VALUES (?, ?, ?, ?, ?, 'active', ?, now())`, [
-    agent_id,
-    client_id,
+  await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Production', ?)`, [
     environment_id,
+    client_id,
+    `prod-${environment_id.slice(0, 8)}`,
+  ]);
+  await sys.sql(`INSERT INTO hosts (id, environment_id, client_id, agent_id, hostname) VALUES (?, ?, ?, ?, ?)`, [
     host_id,
-    `U${agent_id.replaceAll('-', '').toUpperCase()}`,
+    environment_id,
+    client_id,
+    agent_id,
     hostname,
   ]);
+  await sys.sql(
+    `INSERT INTO agents (id, client_id, environment_id, host_id, public_key, status, hostname, enrolled_at) VALUES (?, ?, ?, ?, ?, 'active', ?, now())`,
+    [agent_id, client_id, environment_id, host_id, `U${agent_id.replaceAll('-', '').toUpperCase()}`, hostname],
+  );
   return { client_id, environment_id, agent_id, host_id, hostname };
 }
 
@@ -47,7 +57,8 @@ export interface SnapshotShape {
 }
 
 const hex = (n: number, width: number): string => n.toString(16).toUpperCase().padStart(width, '0');
-const fingerprint = (n: number): string => Array.from({ length: 32 }, (_, i) => hex((n * 7 + i * 13) % 256, 2)).join(':');
+const fingerprint = (n: number): string =>
+  Array.from({ length: 32 }, (_, i) => hex((n * 7 + i * 13) % 256, 2)).join(':');
 
 /** A snapshot of the size of a real server: ~2,000 packages, ~300 processes, services, ports, users, certificates... */
 export function realisticSnapshot(shape: SnapshotShape): InventorySnapshotIn {
@@ -111,8 +122,26 @@ export function realisticSnapshot(shape: SnapshotShape): InventorySnapshotIn {
       process_name: `worker-${i % 40}`,
     })),
     interfaces: [
-      { name: 'lo', ipv4_addresses: ['127.0.0.1'], ipv6_addresses: ['::1'], mtu: 65536, state: 'up', rx_bytes: 10_000 + g, tx_bytes: 10_000 + g },
-      { name: 'eth0', mac_address: '52:54:00:12:34:56', ipv4_addresses: [`10.0.0.${10 + g}`], ipv6_addresses: ['fe80::1'], mtu: 1500, state: 'up', speed_mbps: 10_000, rx_bytes: 9_007_199_254_740 + g, tx_bytes: 123_456_789 },
+      {
+        name: 'lo',
+        ipv4_addresses: ['127.0.0.1'],
+        ipv6_addresses: ['::1'],
+        mtu: 65536,
+        state: 'up',
+        rx_bytes: 10_000 + g,
+        tx_bytes: 10_000 + g,
+      },
+      {
+        name: 'eth0',
+        mac_address: '52:54:00:12:34:56',
+        ipv4_addresses: [`10.0.0.${10 + g}`],
+        ipv6_addresses: ['fe80::1'],
+        mtu: 1500,
+        state: 'up',
+        speed_mbps: 10_000,
+        rx_bytes: 9_007_199_254_740 + g,
+        tx_bytes: 123_456_789,
+      },
       { name: 'docker0', mac_address: '02:42:ac:11:00:01', ipv4_addresses: ['172.17.0.1'], mtu: 1500, state: 'down' },
     ],
     users: Array.from({ length: 35 }, (_, i) => ({
@@ -131,7 +160,20 @@ export function realisticSnapshot(shape: SnapshotShape): InventorySnapshotIn {
       source: i < 3 ? '/etc/crontab' : i < 8 ? `/etc/cron.d/job${i}` : `systemd-timer:job${i}.timer`,
       is_active: i !== 9,
     })),
-    gpu_devices: g === 0 ? [{ device_index: 0, name: 'NVIDIA A10', vendor: 'NVIDIA', driver_version: '535.104', memory_total_bytes: 24_146_608_128, pci_bus_id: '0000:65:00.0', architecture: 'Ampere' }] : [],
+    gpu_devices:
+      g === 0
+        ? [
+            {
+              device_index: 0,
+              name: 'NVIDIA A10',
+              vendor: 'NVIDIA',
+              driver_version: '535.104',
+              memory_total_bytes: 24_146_608_128,
+              pci_bus_id: '0000:65:00.0',
+              architecture: 'Ampere',
+            },
+          ]
+        : [],
     firewall_rules: Array.from({ length: 20 }, (_, i) => ({
       chain: i < 15 ? 'INPUT' : 'FORWARD',
       rule_number: i + 1,
@@ -153,7 +195,12 @@ export function realisticSnapshot(shape: SnapshotShape): InventorySnapshotIn {
       key_bits: 2048,
       path: `/etc/ssl/certs/site${i}.pem`,
     })),
-    kernel_modules: Array.from({ length: 80 }, (_, i) => ({ name: `mod_${String(i).padStart(2, '0')}`, size_bytes: 16_384 * (1 + i), instances: i % 3, used_by: i % 4 === 0 ? ['mod_00'] : [] })),
+    kernel_modules: Array.from({ length: 80 }, (_, i) => ({
+      name: `mod_${String(i).padStart(2, '0')}`,
+      size_bytes: 16_384 * (1 + i),
+      instances: i % 3,
+      used_by: i % 4 === 0 ? ['mod_00'] : [],
+    })),
     security_items: [
       { category: 'sshd', key: 'PermitRootLogin', value: 'no' },
       { category: 'sshd', key: 'PasswordAuthentication', value: 'no' },
@@ -162,8 +209,25 @@ export function realisticSnapshot(shape: SnapshotShape): InventorySnapshotIn {
       { category: 'updates', key: 'pending_security', value: String(g) },
     ],
     containers: [
-      { container_id: 'a1b2c3', name: 'redis', image: 'redis:7', state: 'running', status: 'Up 2 hours', runtime: 'docker', created_at: '2026-11-01T00:00:00Z', labels: { app: 'cache' } },
-      { container_id: 'd4e5f6', name: 'nginx', image: 'nginx:1.27', state: 'running', status: 'Up 2 hours', runtime: 'docker', labels: {} },
+      {
+        container_id: 'a1b2c3',
+        name: 'redis',
+        image: 'redis:7',
+        state: 'running',
+        status: 'Up 2 hours',
+        runtime: 'docker',
+        created_at: '2026-11-01T00:00:00Z',
+        labels: { app: 'cache' },
+      },
+      {
+        container_id: 'd4e5f6',
+        name: 'nginx',
+        image: 'nginx:1.27',
+        state: 'running',
+        status: 'Up 2 hours',
+        runtime: 'docker',
+        labels: {},
+      },
     ],
     integrations: [
       {
@@ -171,15 +235,28 @@ export function realisticSnapshot(shape: SnapshotShape): InventorySnapshotIn {
         collector_name: 'postgres-collector',
         status: 'ok',
         status_message: '',
-        config: { max_connections: { value: 200, source: 'postgresql.conf', category: 'connections' }, shared_buffers: { value: 4096, unit: 'MB', source: 'postgresql.conf', category: 'memory' } },
+        config: {
+          max_connections: { value: 200, source: 'postgresql.conf', category: 'connections' },
+          shared_buffers: { value: 4096, unit: 'MB', source: 'postgresql.conf', category: 'memory' },
+        },
       },
-      { integration_id: 'redis', collector_name: 'redis-collector', status: g === 0 ? 'ok' : 'warning', status_message: g === 0 ? '' : 'memory above 80%' },
+      {
+        integration_id: 'redis',
+        collector_name: 'redis-collector',
+        status: g === 0 ? 'ok' : 'warning',
+        status_message: g === 0 ? '' : 'memory above 80%',
+      },
     ],
   };
 }
 
 /** Stores a snapshot the way the ingest does (for tests of what is read, not of the consumer). */
-export async function store(sys: TestSystem, host: TestHost, snapshot: InventorySnapshotIn, receivedAt = new Date(sys.clock.now())): Promise<SnapshotOutcome> {
+export async function store(
+  sys: TestSystem,
+  host: TestHost,
+  snapshot: InventorySnapshotIn,
+  receivedAt = new Date(sys.clock.now()),
+): Promise<SnapshotOutcome> {
   const orm = await sys.stores.orm();
   return storeSnapshot(orm.em.fork(), host, InventorySnapshot.parse(snapshot), receivedAt);
 }
@@ -198,7 +275,8 @@ export async function waitForIngest(sys: TestSystem, seq: number, timeoutMs = 20
   for (;;) {
     const info = await jsm.consumers.info('SVC_TELEMETRY', wireDurableName(INVENTORY_DURABLE));
     if (info.ack_floor.stream_seq >= seq) return;
-    if (Date.now() > deadline) expect.fail(`inventory consumer did not settle stream sequence ${seq} (ack floor ${info.ack_floor.stream_seq})`);
+    if (Date.now() > deadline)
+      expect.fail(`inventory consumer did not settle stream sequence ${seq} (ack floor ${info.ack_floor.stream_seq})`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

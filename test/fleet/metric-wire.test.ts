@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { batchToChunk, batchToImport, ImportBuffers, linesToSeries, SenderTables, writeChunks } from '../../actors/fleet/metrics/ingest.ts';
+import {
+  batchToChunk,
+  batchToImport,
+  ImportBuffers,
+  linesToSeries,
+  SenderTables,
+  writeChunks,
+} from '../../actors/fleet/metrics/ingest.ts';
 import type { AgentRef } from '../../actors/fleet/telemetry/consume.ts';
 import { MetricBatch, MetricBatchIngest, type MetricBatchIn } from '../../contracts/domains/agent-telemetry.ts';
 import {
@@ -32,7 +39,11 @@ const varied: MetricBatchIn = {
     { name: 'disk_used_bytes', value: 123456789012, labels: { mountpoint: '/', device: '/dev/sda1', fstype: 'ext4' } },
     { name: 'net_rx', value: 999_999_999, time_ms: T - 10_000, labels: { interface: 'eth0' } },
     { name: 'net_rx', value: 1e9, time_ms: T - 5_000, labels: { interface: 'eth0' } },
-    { name: 'weird_values', value: 1e21, labels: { quoted: 'say "hi"\\now', unicode: 'zürich ✓ 🚀', ctl: 'tab\there\nline' } },
+    {
+      name: 'weird_values',
+      value: 1e21,
+      labels: { quoted: 'say "hi"\\now', unicode: 'zürich ✓ 🚀', ctl: 'tab\there\nline' },
+    },
     { name: 'tiny', value: 5e-324 },
     { name: 'huge', value: Number.MAX_VALUE },
     { name: 'negative', value: -17.25, labels: { a: '' } },
@@ -71,10 +82,17 @@ class Raw {
 }
 
 /** One sample named by string 0 with labels [name, value] index pairs and the value given. */
-const oneSample = (strings: (string | Uint8Array)[], labels: [number, number][] = [], value = 1, collected = T): Uint8Array => {
+const oneSample = (
+  strings: (string | Uint8Array)[],
+  labels: [number, number][] = [],
+  value = 1,
+  collected = T,
+): Uint8Array => {
   const r = new Raw().f64(collected).uv(strings.length);
   for (const s of strings) r.str(s);
-  r.uv(1).uv(0).uv(labels.length << 1);
+  r.uv(1)
+    .uv(0)
+    .uv(labels.length << 1);
   for (const [k, v] of labels) r.uv(k).uv(v);
   return r.f64(value).done();
 };
@@ -102,13 +120,24 @@ describe('compact metric batches', () => {
 
   it('become the same import lines, byte for byte, as the same batch sent as JSON', () => {
     const fromJson = batchToImport(agent, MetricBatchIngest.parse(JSON.parse(JSON.stringify(varied))));
-    const fromCompact = batchToImport(agent, MetricBatchWire.parse(decodeMetricPayload(encodeCompactMetricBatch(varied))));
+    const fromCompact = batchToImport(
+      agent,
+      MetricBatchWire.parse(decodeMetricPayload(encodeCompactMetricBatch(varied))),
+    );
     expect(fromCompact.samples).toBe(varied.samples.length);
     expect(fromCompact.body.toString('utf8')).toBe(fromJson.body.toString('utf8'));
     // And the lines say what was sent: values, times, escaped labels, the tenant.
     const rows = linesToSeries(fromCompact.body.toString('utf8'));
     expect(rows[7]).toEqual({
-      metric: { __name__: 'weird_values', ctl: 'tab\there\nline', quoted: 'say "hi"\\now', unicode: 'zürich ✓ 🚀', host_id: agent.host_id, environment_id: agent.environment_id, client_id: agent.client_id },
+      metric: {
+        __name__: 'weird_values',
+        ctl: 'tab\there\nline',
+        quoted: 'say "hi"\\now',
+        unicode: 'zürich ✓ 🚀',
+        host_id: agent.host_id,
+        environment_id: agent.environment_id,
+        client_id: agent.client_id,
+      },
       values: [1e21],
       timestamps: [T],
     });
@@ -119,7 +148,11 @@ describe('compact metric batches', () => {
   it('become the same lines for many batches in a row (the writer shares its buffers between batches)', () => {
     const batches = Array.from({ length: 40 }, (_, b): MetricBatchIn => ({
       collected_at: new Date(T + b * 10_000).toISOString(),
-      samples: Array.from({ length: 300 }, (__, i) => ({ name: `m_${i % 25}`, value: (b * 7 + i) % 1000, labels: i < 25 ? {} : ({ pid: String(i), process_name: `p-${i}` } as Record<string, string>) })),
+      samples: Array.from({ length: 300 }, (__, i) => ({
+        name: `m_${i % 25}`,
+        value: (b * 7 + i) % 1000,
+        labels: i < 25 ? {} : ({ pid: String(i), process_name: `p-${i}` } as Record<string, string>),
+      })),
     }));
     const compact = batches.map((b) => batchToImport(agent, decodeCompactMetricBatch(encodeCompactMetricBatch(b))));
     const json = batches.map((b) => batchToImport(agent, MetricBatch.parse(b)).body.toString('utf8'));
@@ -131,10 +164,15 @@ describe('compact metric batches', () => {
     expect(MetricBatchWire.parse(decoded)).toBe(decoded);
     const viaJson: unknown = JSON.parse(JSON.stringify(varied));
     expect(MetricBatchWire.parse(viaJson)).toEqual(MetricBatch.parse(viaJson));
-    const bad = MetricBatchWire.safeParse({ collected_at: new Date(T).toISOString(), samples: [{ name: '1x', value: 1 }] });
+    const bad = MetricBatchWire.safeParse({
+      collected_at: new Date(T).toISOString(),
+      samples: [{ name: '1x', value: 1 }],
+    });
     expect(bad.success).toBe(false);
     expect(JSON.stringify(bad.error?.issues)).toContain('metric names');
-    expect(() => decodeMetricPayload(new TextEncoder().encode('{not json'))).toThrow('neither JSON nor a compact metric batch');
+    expect(() => decodeMetricPayload(new TextEncoder().encode('{not json'))).toThrow(
+      'neither JSON nor a compact metric batch',
+    );
     expect(decodeMetricPayload(new TextEncoder().encode('{"a":1}'))).toEqual({ a: 1 });
   });
 
@@ -143,18 +181,34 @@ describe('compact metric batches', () => {
     expect(refusal(oneSample(['ok', 'a-b', 'v'], [[1, 2]]))).toMatch(/sample 0: label name "a-b": label names/);
     expect(refusal(oneSample(['ok', 'host_id', 'v'], [[1, 2]]))).toContain('set by the server');
     expect(refusal(oneSample(['ok', '__name__', 'v'], [[1, 2]]))).toContain('set by the server');
-    expect(refusal(oneSample(['ok', 'a', 'v', 'w'], [[1, 2], [1, 3]]))).toContain('label a given twice');
+    expect(
+      refusal(
+        oneSample(
+          ['ok', 'a', 'v', 'w'],
+          [
+            [1, 2],
+            [1, 3],
+          ],
+        ),
+      ),
+    ).toContain('label a given twice');
     expect(refusal(oneSample(['ok'], [], NaN))).toContain('sample 0: value is not a finite number');
     expect(refusal(oneSample(['ok'], [], Infinity))).toContain('not a finite number');
-    expect(refusal(oneSample(['ok', 'a', 'x'.repeat(1025)], [[1, 2]]))).toContain('string 2: longer than 1024 characters');
+    expect(refusal(oneSample(['ok', 'a', 'x'.repeat(1025)], [[1, 2]]))).toContain(
+      'string 2: longer than 1024 characters',
+    );
     expect(refusal(oneSample(['x'.repeat(201)]))).toContain('metric names');
     expect(refusal(oneSample(['ok', 'l'.repeat(101), 'v'], [[1, 2]]))).toContain('label names');
     const many = Array.from({ length: 21 }, (_, i): [number, number] => [i + 1, 0]);
-    expect(refusal(oneSample(['ok', ...Array.from({ length: 21 }, (_, i) => `l${i}`)], many))).toContain('at most 20 labels per sample');
+    expect(refusal(oneSample(['ok', ...Array.from({ length: 21 }, (_, i) => `l${i}`)], many))).toContain(
+      'at most 20 labels per sample',
+    );
     expect(refusal(oneSample(['ok'], [], 1, -1))).toContain('collected_at');
     expect(refusal(oneSample(['ok'], [], 1, 1.5))).toContain('collected_at');
     // Time of a sample: a non-negative integer.
-    expect(refusal(new Raw().f64(T).uv(1).str('ok').uv(1).uv(0).uv(1).f64(1).f64(-5).done())).toContain('sample 0: time_ms');
+    expect(refusal(new Raw().f64(T).uv(1).str('ok').uv(1).uv(0).uv(1).f64(1).f64(-5).done())).toContain(
+      'sample 0: time_ms',
+    );
     // No samples, and more than a batch may carry.
     expect(refusal(new Raw().f64(T).uv(1).str('ok').uv(0).done())).toContain('samples: between 1 and 20000');
     expect(refusal(new Raw().f64(T).uv(1).str('ok').uv(20_001).done())).toContain('samples: between 1 and 20000');
@@ -165,23 +219,41 @@ describe('compact metric batches', () => {
     const v2 = Uint8Array.from(good);
     v2[3] = 2;
     expect(refusal(v2)).toContain('version 2 is not supported');
-    expect(refusal(oneSample(['ok', 'a'], [[1, 5]]))).toContain('sample 0: label value refers to string 5, beyond the table');
-    expect(refusal(oneSample(['ok', 'a', Uint8Array.of(0xc3, 0x28)], [[1, 2]]))).toContain('string 2 is not valid UTF-8');
+    expect(refusal(oneSample(['ok', 'a'], [[1, 5]]))).toContain(
+      'sample 0: label value refers to string 5, beyond the table',
+    );
+    expect(refusal(oneSample(['ok', 'a', Uint8Array.of(0xc3, 0x28)], [[1, 2]]))).toContain(
+      'string 2 is not valid UTF-8',
+    );
     expect(refusal(Uint8Array.from([...good, 0]))).toContain('1 bytes after the last sample');
     // A count of strings the data cannot hold is refused before anything is allocated for it.
     expect(refusal(new Raw().f64(T).uv(4_000_000).done())).toMatch(/at most \d+ strings/);
     expect(refusal(new Raw().f64(T).uv(500_000).str('a').done())).toBe('truncated in the string table');
     expect(refusal(new Raw().f64(T).uv(100).str('a').done())).toContain('truncated');
     expect(refusal(new Raw().f64(T).uv(1).str('ok').uv(5000).push(0, 0).done())).toContain('truncated in the samples');
-    expect(refusal(new Raw().f64(T).uv(1).str('ok').uv(1).uv(0).push(0xff, 0xff, 0xff, 0xff, 0xff, 0x01, ...new Array<number>(10).fill(0)).done())).toContain('sample 0: head: varint longer than 5 bytes');
+    expect(
+      refusal(
+        new Raw()
+          .f64(T)
+          .uv(1)
+          .str('ok')
+          .uv(1)
+          .uv(0)
+          .push(0xff, 0xff, 0xff, 0xff, 0xff, 0x01, ...new Array<number>(10).fill(0))
+          .done(),
+      ),
+    ).toContain('sample 0: head: varint longer than 5 bytes');
     // Every cut of a good batch is refused, and only ever with a MetricWireError.
     for (let k = 0; k < good.length; k++) refusal(good.subarray(0, k));
   });
 
-  it('take a sender\'s unchanged string table as read before, and still check every use of its strings', () => {
+  it("take a sender's unchanged string table as read before, and still check every use of its strings", () => {
     const memo = new StringTableMemo();
     const first = decodeCompactMetricBatch(encodeCompactMetricBatch(varied), memo);
-    const again = decodeCompactMetricBatch(encodeCompactMetricBatch({ ...varied, samples: varied.samples.map((x) => ({ ...x, value: x.value + 1 })) }), memo);
+    const again = decodeCompactMetricBatch(
+      encodeCompactMetricBatch({ ...varied, samples: varied.samples.map((x) => ({ ...x, value: x.value + 1 })) }),
+      memo,
+    );
     expect(again.strings).toBe(first.strings);
     expect(again.toBatch().samples.map((x) => x.value)).toEqual(varied.samples.map((x) => x.value + 1));
 
@@ -190,10 +262,19 @@ describe('compact metric batches', () => {
     const raw = (name: number): Uint8Array => {
       const r = new Raw().f64(T).uv(table.length);
       for (const t of table) r.str(t);
-      return r.uv(1).uv(name).uv(1 << 1).uv(1).uv(2).f64(1).done();
+      return r
+        .uv(1)
+        .uv(name)
+        .uv(1 << 1)
+        .uv(1)
+        .uv(2)
+        .f64(1)
+        .done();
     };
     const own = new StringTableMemo();
-    expect(decodeCompactMetricBatch(raw(0), own).toBatch().samples).toEqual([{ name: 'ok', value: 1, labels: { a: 'b-c' } }]);
+    expect(decodeCompactMetricBatch(raw(0), own).toBatch().samples).toEqual([
+      { name: 'ok', value: 1, labels: { a: 'b-c' } },
+    ]);
     const known = own.strings;
     expect(() => decodeCompactMetricBatch(raw(2), own)).toThrow('sample 0: name "b-c": metric names');
     expect(own.strings).toBe(known);
@@ -223,7 +304,10 @@ describe('compact metric batches', () => {
     expect(tables.size).toBe(2);
 
     // What the tables hold counts: senders with large tables push the oldest out, the one just heard from stays.
-    const bytes = encodeCompactMetricBatch({ collected_at: new Date(T).toISOString(), samples: Array.from({ length: 500 }, (_, i) => ({ name: `m_${i}`, value: i })) });
+    const bytes = encodeCompactMetricBatch({
+      collected_at: new Date(T).toISOString(),
+      samples: Array.from({ length: 500 }, (_, i) => ({ name: `m_${i}`, value: i })),
+    });
     const budget = new SenderTables({ budgetBytes: 120_000 });
     for (const s of ['x', 'y', 'z']) {
       decodeMetricPayload(bytes, budget.of(s));
@@ -240,7 +324,9 @@ describe('compact metric batches', () => {
 
   it('refuse what JSON could not say: times past 9999, batches standing for more than their JSON could carry', () => {
     expect(refusal(oneSample(['ok'], [], 1, 253_402_300_800_000))).toContain('up to the year 9999');
-    expect(decodeCompactMetricBatch(oneSample(['ok'], [], 1, 253_402_300_799_999)).collectedAt).toBe('9999-12-31T23:59:59.999Z');
+    expect(decodeCompactMetricBatch(oneSample(['ok'], [], 1, 253_402_300_799_999)).collectedAt).toBe(
+      '9999-12-31T23:59:59.999Z',
+    );
     // 20 labels referring to one 1,024-character value, 20,000 times: ~1 MB standing for gigabytes of lines.
     const r = new Raw().f64(T).uv(22).str('ok').str('v'.repeat(1024));
     for (let l = 0; l < 20; l++) r.str(`l${l}`);
@@ -254,13 +340,30 @@ describe('compact metric batches', () => {
   });
 
   it('keep a leading byte-order mark and drop a __proto__ label, as JSON.parse and MetricBatch do', () => {
-    const batch = { collected_at: new Date(T).toISOString(), samples: [{ name: 'ok', value: 1, labels: { note: '\uFEFFx' } }] };
+    const batch = {
+      collected_at: new Date(T).toISOString(),
+      samples: [{ name: 'ok', value: 1, labels: { note: '\uFEFFx' } }],
+    };
     const viaJson: unknown = JSON.parse(JSON.stringify(batch));
     expect(decodeCompactMetricBatch(encodeCompactMetricBatch(batch)).toBatch()).toEqual(MetricBatch.parse(viaJson));
-    expect(batchToImport(agent, decodeCompactMetricBatch(encodeCompactMetricBatch(batch))).body.toString('utf8')).toBe(batchToImport(agent, MetricBatch.parse(viaJson)).body.toString('utf8'));
-    const proto = decodeCompactMetricBatch(oneSample(['ok', '__proto__', 'v', 'a'], [[1, 2], [3, 2]]));
+    expect(batchToImport(agent, decodeCompactMetricBatch(encodeCompactMetricBatch(batch))).body.toString('utf8')).toBe(
+      batchToImport(agent, MetricBatch.parse(viaJson)).body.toString('utf8'),
+    );
+    const proto = decodeCompactMetricBatch(
+      oneSample(
+        ['ok', '__proto__', 'v', 'a'],
+        [
+          [1, 2],
+          [3, 2],
+        ],
+      ),
+    );
     expect(proto.toBatch().samples[0]!.labels).toEqual({ a: 'v' });
-    const jsonProto = MetricBatch.parse(JSON.parse('{"collected_at":"2026-11-27T12:00:00Z","samples":[{"name":"ok","value":1,"labels":{"__proto__":"v","a":"v"}}]}'));
+    const jsonProto = MetricBatch.parse(
+      JSON.parse(
+        '{"collected_at":"2026-11-27T12:00:00Z","samples":[{"name":"ok","value":1,"labels":{"__proto__":"v","a":"v"}}]}',
+      ),
+    );
     expect(Object.keys(jsonProto.samples[0]!.labels)).toEqual(['a']);
   });
 
@@ -282,8 +385,12 @@ describe('compact metric batches', () => {
     // Several batches' lines one after the other, as the JSON path writes them, into a used buffer.
     const dirty = Buffer.alloc(1 << 20, 0x78);
     const batches = [varied, { ...varied, samples: varied.samples.slice(2, 5) }];
-    const chunks = batches.map((b, i) => batchToChunk(agent, i === 0 ? decodeCompactMetricBatch(encodeCompactMetricBatch(b)) : MetricBatch.parse(b)));
-    expect(writeChunks(chunks, dirty).toString('utf8')).toBe(batches.map((b) => batchToImport(agent, MetricBatch.parse(b)).body.toString('utf8')).join(''));
+    const chunks = batches.map((b, i) =>
+      batchToChunk(agent, i === 0 ? decodeCompactMetricBatch(encodeCompactMetricBatch(b)) : MetricBatch.parse(b)),
+    );
+    expect(writeChunks(chunks, dirty).toString('utf8')).toBe(
+      batches.map((b) => batchToImport(agent, MetricBatch.parse(b)).body.toString('utf8')).join(''),
+    );
   });
 
   it('never accepts what the schema refuses, whatever its bytes (seeded byte flips)', () => {

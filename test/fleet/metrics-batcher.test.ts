@@ -5,10 +5,16 @@ import { TsdbError, type ImportSeries } from '../../actors/runtime/stores/tsdb.t
 import { MetricBatch } from '../../contracts/domains/agent-telemetry.ts';
 import { seededRandom } from '../../actors/runtime/seeded-random.ts';
 
-const row = (name: string, n = 1): ImportSeries => ({ metric: { __name__: name }, values: Array.from({ length: n }, (_, i) => i), timestamps: Array.from({ length: n }, (_, i) => 1_000 + i) });
+const row = (name: string, n = 1): ImportSeries => ({
+  metric: { __name__: name },
+  values: Array.from({ length: n }, (_, i) => i),
+  timestamps: Array.from({ length: n }, (_, i) => 1_000 + i),
+});
 
 /** A batcher whose imports are recorded; `fail` decides per call (0-based) whether that import throws. */
-function recording(opts: Partial<ImportBatcherOptions> & { fail?: (call: number, rows: readonly ImportSeries[]) => unknown } = {}) {
+function recording(
+  opts: Partial<ImportBatcherOptions> & { fail?: (call: number, rows: readonly ImportSeries[]) => unknown } = {},
+) {
   const calls: string[][] = [];
   let running = 0;
   let peak = 0;
@@ -70,7 +76,9 @@ describe('ImportBatcher', () => {
 
   it('after a refusal imports each caller alone, so only the bad one fails', async () => {
     const refusal = new TsdbError('tsdb /api/v1/import: HTTP 400: cannot parse', 400, 'cannot parse');
-    const { batcher, calls } = recording({ fail: (_call, rows) => (rows.some((r) => r.metric.__name__ === 'bad') ? refusal : undefined) });
+    const { batcher, calls } = recording({
+      fail: (_call, rows) => (rows.some((r) => r.metric.__name__ === 'bad') ? refusal : undefined),
+    });
     const out = await Promise.allSettled([batcher.add([row('a')]), batcher.add([row('bad')]), batcher.add([row('c')])]);
     expect(out.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(calls).toEqual([['a', 'bad', 'c'], ['a'], ['bad'], ['c']]);
@@ -116,9 +124,23 @@ describe('batchToSeries', () => {
 
   it('writes lines JSON reads back exactly, whatever the label values and however many labels, in any key order', () => {
     const rand = seededRandom(20261122);
-    const values = ['plain', 'with "quotes"', 'back\\slash', 'line\nbreak', 'tab\there', 'ünïcödé', '雪', '😀 emoji', 'del\u007f', '', ' spaced ', '{json}', "it's"];
+    const values = [
+      'plain',
+      'with "quotes"',
+      'back\\slash',
+      'line\nbreak',
+      'tab\there',
+      'ünïcödé',
+      '雪',
+      '😀 emoji',
+      'del\u007f',
+      '',
+      ' spaced ',
+      '{json}',
+      "it's",
+    ];
     const names = ['mode', 'cpu', 'device', 'pid', 'process_name', 'a', 'Z', 'mount_point'];
-    const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const samples = Array.from({ length: 400 }, (_, i) => {
       const labels: Record<string, string> = {};
       // 0 to 4 labels, inserted in random order (series repeat: each sample is still its own line).
@@ -129,7 +151,11 @@ describe('batchToSeries', () => {
     const tenant = { host_id: 'h1', environment_id: 'e1', client_id: 'c1' };
     // What the rows must be, built the plain way: one per sample, labels sorted, in the batch's order.
     const expected: ImportSeries[] = batch.samples.map((s) => ({
-      metric: { __name__: s.name, ...Object.fromEntries(Object.entries(s.labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), ...tenant },
+      metric: {
+        __name__: s.name,
+        ...Object.fromEntries(Object.entries(s.labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
+        ...tenant,
+      },
       values: [s.value],
       timestamps: [s.time_ms!],
     }));

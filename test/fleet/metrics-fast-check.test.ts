@@ -19,18 +19,37 @@ function both(input: unknown): void {
   if (slow.success && fast.success) expect(fast.data).toEqual(slow.data);
   if (!slow.success && !fast.success) {
     expect(describeZodError(fast.error)).toBe(describeZodError(slow.error));
-    expect(fast.error.issues.map((i) => [i.path, i.message])).toEqual(slow.error.issues.map((i) => [i.path, i.message]));
+    expect(fast.error.issues.map((i) => [i.path, i.message])).toEqual(
+      slow.error.issues.map((i) => [i.path, i.message]),
+    );
   }
 }
 
-const sample = (over: Record<string, unknown> = {}): Record<string, unknown> => ({ name: 'cpu_usage_percent', value: 1.5, time_ms: 1_714_564_800_000, ...over });
-const batch = (samples: unknown, over: Record<string, unknown> = {}): Record<string, unknown> => ({ collected_at: T, samples, ...over });
+const sample = (over: Record<string, unknown> = {}): Record<string, unknown> => ({
+  name: 'cpu_usage_percent',
+  value: 1.5,
+  time_ms: 1_714_564_800_000,
+  ...over,
+});
+const batch = (samples: unknown, over: Record<string, unknown> = {}): Record<string, unknown> => ({
+  collected_at: T,
+  samples,
+  ...over,
+});
 
 describe('MetricBatchIngest against MetricBatch', () => {
   it('accepts the same good batches with the same value', () => {
     both(batch([sample()]));
-    both(batch([sample({ labels: { cpu: '0', mode: 'user' } }), sample({ time_ms: undefined }), { name: 'x', value: -0 }]));
-    both(batch([sample({ labels: {} }), sample({ value: 1e300, time_ms: 0 }), sample({ labels: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`l${i}`, 'v'.repeat(1024)])) })]));
+    both(
+      batch([sample({ labels: { cpu: '0', mode: 'user' } }), sample({ time_ms: undefined }), { name: 'x', value: -0 }]),
+    );
+    both(
+      batch([
+        sample({ labels: {} }),
+        sample({ value: 1e300, time_ms: 0 }),
+        sample({ labels: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`l${i}`, 'v'.repeat(1024)])) }),
+      ]),
+    );
     both(batch([sample({ name: 'a'.repeat(200), labels: { ['_'.repeat(100)]: '' } })]));
     both(batch(Array.from({ length: 20_000 }, (_, i) => sample({ value: i }))));
     both(batch([sample()], { collected_at: '2024-05-01T12:00:00+02:00' }));
@@ -85,9 +104,13 @@ describe('MetricBatchIngest against MetricBatch', () => {
       batch([sample({ labels: { ['a'.repeat(101)]: '0' } })]),
       batch([sample({ labels: { cpu: 'v'.repeat(1025) } })]),
       batch([sample({ labels: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`l${i}`, 'v'])) })]),
-      ...['host_id', 'environment_id', 'client_id', 'agent_id', '__name__'].map((r) => batch([sample({ labels: { [r]: 'x' } })])),
+      ...['host_id', 'environment_id', 'client_id', 'agent_id', '__name__'].map((r) =>
+        batch([sample({ labels: { [r]: 'x' } })]),
+      ),
       // Several faults at once: the issues (and their order) must match too.
-      batch([sample({ name: '1x', value: 'y' }), sample({ labels: { client_id: 'c', 'b-d': 1 } })], { collected_at: 'now' }),
+      batch([sample({ name: '1x', value: 'y' }), sample({ labels: { client_id: 'c', 'b-d': 1 } })], {
+        collected_at: 'now',
+      }),
       batch([sample(), sample({ extra: 1, value: Infinity })]),
     ];
     for (const b of bad) both(b);
@@ -104,14 +127,27 @@ describe('MetricBatchIngest against MetricBatch', () => {
     const names = ['ok_name', 'a:b', '_x', '9x', '', 'a'.repeat(200), 'a'.repeat(201), 'bad name', 7];
     const values: unknown[] = [0, -3.5, 1e21, '1', null, true, [], {}];
     const times: unknown[] = [undefined, 0, 1_714_564_800_000, -1, 0.5, 2 ** 53 - 1, 2 ** 53, '5', null];
-    const labelNames = ['cpu', 'mode', '_', 'host_id', '__name__', '0a', 'a-b', 'x'.repeat(100), 'x'.repeat(101), 'constructor', 'toString'];
+    const labelNames = [
+      'cpu',
+      'mode',
+      '_',
+      'host_id',
+      '__name__',
+      '0a',
+      'a-b',
+      'x'.repeat(100),
+      'x'.repeat(101),
+      'constructor',
+      'toString',
+    ];
     const labelValues: unknown[] = ['', 'v', 'v'.repeat(1024), 'v'.repeat(1025), 0, null, ['a']];
     for (let i = 0; i < 3_000; i++) {
       const samples = Array.from({ length: 1 + rnd(3) }, () => {
         const s: Record<string, unknown> = { name: pick(names), value: pick(values) };
         const t = pick(times);
         if (t !== undefined) s.time_ms = t;
-        if (rnd(3) > 0) s.labels = Object.fromEntries(Array.from({ length: rnd(4) }, () => [pick(labelNames), pick(labelValues)]));
+        if (rnd(3) > 0)
+          s.labels = Object.fromEntries(Array.from({ length: rnd(4) }, () => [pick(labelNames), pick(labelValues)]));
         if (rnd(10) === 0) s.extra = 1;
         if (rnd(20) === 0) delete s.value;
         return s;
@@ -141,11 +177,19 @@ describe('import lines', () => {
     expect(lines.pop()).toBe('');
     expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual([
       { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [1.25], timestamps: [10] },
-      { metric: { __name__: 'odd', path: odd, ...tenant }, values: [1e21], timestamps: [Date.parse('2026-01-02T03:04:05.678Z')] },
+      {
+        metric: { __name__: 'odd', path: odd, ...tenant },
+        values: [1e21],
+        timestamps: [Date.parse('2026-01-02T03:04:05.678Z')],
+      },
       { metric: { __name__: 'cpu', cpu: '0', mode: 'user', ...tenant }, values: [0], timestamps: [20] },
       { metric: { __name__: 'tiny', ...tenant }, values: [5e-324], timestamps: [0] },
     ]);
-    expect(lines[0]).toBe('{"metric":{"__name__":"cpu","cpu":"0","mode":"user","host_id":"h1","environment_id":"e1","client_id":"c1"},"values":[1.25],"timestamps":[10]}');
-    expect(lines[2]).toBe('{"metric":{"__name__":"cpu","cpu":"0","mode":"user","host_id":"h1","environment_id":"e1","client_id":"c1"},"values":[0],"timestamps":[20]}');
+    expect(lines[0]).toBe(
+      '{"metric":{"__name__":"cpu","cpu":"0","mode":"user","host_id":"h1","environment_id":"e1","client_id":"c1"},"values":[1.25],"timestamps":[10]}',
+    );
+    expect(lines[2]).toBe(
+      '{"metric":{"__name__":"cpu","cpu":"0","mode":"user","host_id":"h1","environment_id":"e1","client_id":"c1"},"values":[0],"timestamps":[20]}',
+    );
   });
 });

@@ -53,21 +53,36 @@ afterAll(async () => {
 
 /** A client, environment, host and agent of this run, inserted straight into the tables enrolment fills. */
 async function enrolAgent(status: 'active' | 'revoked' = 'active'): Promise<AgentRef> {
-  const ref: AgentRef = { agent_id: randomUUID(), host_id: randomUUID(), environment_id: randomUUID(), client_id: randomUUID() };
+  const ref: AgentRef = {
+    agent_id: randomUUID(),
+    host_id: randomUUID(),
+    environment_id: randomUUID(),
+    client_id: randomUUID(),
+  };
   clients.push(ref.client_id);
   hosts.push(ref.host_id);
-  await sys.sql('INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)', [ref.client_id, 'Metrics client', `m-${ref.client_id}`]);
-  await sys.sql('INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)', [ref.environment_id, ref.client_id, 'Prod', 'prod']);
-  await sys.sql(`INSERT INTO agents (id, client_id, environment_id, host_id, public_key, status, hostname) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
-    ref.agent_id,
+  await sys.sql('INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)', [
     ref.client_id,
+    'Metrics client',
+    `m-${ref.client_id}`,
+  ]);
+  await sys.sql('INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)', [
     ref.environment_id,
+    ref.client_id,
+    'Prod',
+    'prod',
+  ]);
+  await sys.sql(
+    `INSERT INTO agents (id, client_id, environment_id, host_id, public_key, status, hostname) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    [ref.agent_id, ref.client_id, ref.environment_id, ref.host_id, `key-${ref.agent_id}`, status, 'web-1'],
+  );
+  await sys.sql('INSERT INTO hosts (id, environment_id, client_id, agent_id, hostname) VALUES (?, ?, ?, ?, ?)', [
     ref.host_id,
-    `key-${ref.agent_id}`,
-    status,
+    ref.environment_id,
+    ref.client_id,
+    ref.agent_id,
     'web-1',
   ]);
-  await sys.sql('INSERT INTO hosts (id, environment_id, client_id, agent_id, hostname) VALUES (?, ?, ?, ?, ?)', [ref.host_id, ref.environment_id, ref.client_id, ref.agent_id, 'web-1']);
   return ref;
 }
 
@@ -79,7 +94,12 @@ async function publish(agentId: string, batch: MetricBatchIn | Record<string, un
 
 /** Waits until `durable` has settled (acked or dead-lettered) everything up to stream sequence `seq`. */
 async function settled(seq: number, durable = wireDurableName(METRICS_DURABLE), timeoutMs = 15_000): Promise<void> {
-  await waitFor(async () => (await jsm.consumers.info(TELEMETRY, durable)).ack_floor.stream_seq >= seq, timeoutMs, `${durable} settled up to ${seq}`, 50);
+  await waitFor(
+    async () => (await jsm.consumers.info(TELEMETRY, durable)).ack_floor.stream_seq >= seq,
+    timeoutMs,
+    `${durable} settled up to ${seq}`,
+    50,
+  );
 }
 
 /** Every stored series of one host, sorted by name and labels; forces VictoriaMetrics to make recent imports searchable. */
@@ -127,13 +147,31 @@ describe('metrics ingest', () => {
     await settled(seq);
     const tenant = { host_id: agent.host_id, environment_id: agent.environment_id, client_id: agent.client_id };
     expect(await seriesOf(agent.host_id)).toEqual([
-      { metric: { __name__: 'node_cpu_seconds_total', cpu: '0', mode: 'user', ...tenant }, values: [10.5, 11.25], timestamps: [t, t + 1_000] },
-      { metric: { __name__: 'node_cpu_seconds_total', cpu: '1', mode: 'user', ...tenant }, values: [3], timestamps: [t] },
-      { metric: { __name__: 'node_memory_used_bytes', ...tenant }, values: [123456789], timestamps: [Date.parse(collectedAt)] },
+      {
+        metric: { __name__: 'node_cpu_seconds_total', cpu: '0', mode: 'user', ...tenant },
+        values: [10.5, 11.25],
+        timestamps: [t, t + 1_000],
+      },
+      {
+        metric: { __name__: 'node_cpu_seconds_total', cpu: '1', mode: 'user', ...tenant },
+        values: [3],
+        timestamps: [t],
+      },
+      {
+        metric: { __name__: 'node_memory_used_bytes', ...tenant },
+        values: [123456789],
+        timestamps: [Date.parse(collectedAt)],
+      },
     ]);
     // Tenant filters select it; another client's filter does not.
-    expect(await tsdb.series(['node_memory_used_bytes'], 0, undefined, [`{client_id="${agent.client_id}"}`])).toHaveLength(1);
-    expect(await tsdb.series([`node_memory_used_bytes{host_id="${agent.host_id}"}`], 0, undefined, [`{client_id="${randomUUID()}"}`])).toEqual([]);
+    expect(
+      await tsdb.series(['node_memory_used_bytes'], 0, undefined, [`{client_id="${agent.client_id}"}`]),
+    ).toHaveLength(1);
+    expect(
+      await tsdb.series([`node_memory_used_bytes{host_id="${agent.host_id}"}`], 0, undefined, [
+        `{client_id="${randomUUID()}"}`,
+      ]),
+    ).toEqual([]);
     expect(await deadLetters(agent.agent_id)).toEqual([]);
   });
 
@@ -166,13 +204,21 @@ describe('metrics ingest', () => {
     const good = { name: 'svc_test_ok', value: 1, time_ms: t };
     const bad: Record<string, unknown>[] = [
       { collected_at: new Date(t).toISOString(), samples: [good, { name: 'svc_test_nan', value: 'NaN', time_ms: t }] },
-      { collected_at: new Date(t).toISOString(), samples: [good, { name: 'svc_test_tenant', value: 1, labels: { client_id: randomUUID() } }] },
+      {
+        collected_at: new Date(t).toISOString(),
+        samples: [good, { name: 'svc_test_tenant', value: 1, labels: { client_id: randomUUID() } }],
+      },
       { collected_at: new Date(t).toISOString(), samples: [good, { name: '1bad-name', value: 1 }] },
       { collected_at: 'yesterday', samples: [good] },
       { collected_at: new Date(t).toISOString(), samples: [] },
     ];
     for (const b of bad) await publish(agent.agent_id, b);
-    await settled(await publish(agent.agent_id, { collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_after', value: 7, time_ms: t + 1 }] }));
+    await settled(
+      await publish(agent.agent_id, {
+        collected_at: new Date(t).toISOString(),
+        samples: [{ name: 'svc_test_after', value: 7, time_ms: t + 1 }],
+      }),
+    );
 
     const letters = await deadLetters(agent.agent_id);
     expect(letters).toHaveLength(bad.length);
@@ -181,10 +227,12 @@ describe('metrics ingest', () => {
     expect(errors[1]).toContain('set by the server');
     expect(errors[2]).toContain('metric names');
     // Nothing of a refused batch is stored, not even its good samples; the batch after them is.
-    expect((await seriesOf(agent.host_id)).map((s) => [s.metric.__name__, s.values])).toEqual([['svc_test_after', [7]]]);
+    expect((await seriesOf(agent.host_id)).map((s) => [s.metric.__name__, s.values])).toEqual([
+      ['svc_test_after', [7]],
+    ]);
   });
 
-  it('stores a compact batch (the reference agent\'s form) as it stores the same batch in JSON', async () => {
+  it("stores a compact batch (the reference agent's form) as it stores the same batch in JSON", async () => {
     const viaJson = await enrolAgent();
     const viaCompact = await enrolAgent();
     const t = minuteAgo();
@@ -193,37 +241,61 @@ describe('metrics ingest', () => {
       samples: [
         { name: 'process_cpu_usage', value: 12.5, labels: { process_name: 'postgres: writer', pid: '812' } },
         { name: 'process_cpu_usage', value: 3, labels: { pid: '1', process_name: 'systemd' } },
-        { name: 'filesystem_used_bytes', value: 53687091200, labels: { mountpoint: '/', device: '/dev/sda1', fstype: 'ext4' } },
+        {
+          name: 'filesystem_used_bytes',
+          value: 53687091200,
+          labels: { mountpoint: '/', device: '/dev/sda1', fstype: 'ext4' },
+        },
         { name: 'net_receive_bytes_total', value: 1e15, time_ms: t - 10_000, labels: { interface: 'eth0' } },
         { name: 'net_receive_bytes_total', value: 1.5e15, labels: { interface: 'eth0' } },
         { name: 'weird', value: -0.25, labels: { note: 'quote " backslash \\ zürich ✓' } },
       ],
     };
     await publish(viaJson.agent_id, batch);
-    const ack = await jetstream(nc).publish(telemetrySubject(viaCompact.agent_id, 'metrics'), encodeCompactMetricBatch(batch));
+    const ack = await jetstream(nc).publish(
+      telemetrySubject(viaCompact.agent_id, 'metrics'),
+      encodeCompactMetricBatch(batch),
+    );
     await settled(ack.seq);
     const strip = (rows: ImportSeries[], a: AgentRef): ImportSeries[] => {
-      for (const r of rows) expect(r.metric).toMatchObject({ host_id: a.host_id, environment_id: a.environment_id, client_id: a.client_id });
+      for (const r of rows)
+        expect(r.metric).toMatchObject({
+          host_id: a.host_id,
+          environment_id: a.environment_id,
+          client_id: a.client_id,
+        });
       return rows.map((r) => ({ ...r, metric: { ...r.metric, host_id: '', environment_id: '', client_id: '' } }));
     };
     const stored = strip(await seriesOf(viaCompact.host_id), viaCompact);
     expect(stored).toHaveLength(5);
     expect(stored).toEqual(strip(await seriesOf(viaJson.host_id), viaJson));
     expect(stored.find((r) => r.metric.__name__ === 'weird')?.metric.note).toBe('quote " backslash \\ zürich ✓');
-    expect(stored.find((r) => r.metric.__name__ === 'net_receive_bytes_total')).toMatchObject({ values: [1e15, 1.5e15], timestamps: [t - 10_000, t] });
+    expect(stored.find((r) => r.metric.__name__ === 'net_receive_bytes_total')).toMatchObject({
+      values: [1e15, 1.5e15],
+      timestamps: [t - 10_000, t],
+    });
     expect(await deadLetters(viaCompact.agent_id)).toEqual([]);
   });
 
   it('dead-letters malformed compact batches as malformed, with the place named, and goes on', async () => {
     const agent = await enrolAgent();
     const t = minuteAgo();
-    const good = encodeCompactMetricBatch({ collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_ok', value: 1, labels: { a: 'b' } }] });
+    const good = encodeCompactMetricBatch({
+      collected_at: new Date(t).toISOString(),
+      samples: [{ name: 'svc_test_ok', value: 1, labels: { a: 'b' } }],
+    });
     const version = Uint8Array.from(good);
     version[3] = 9;
-    const tenant = encodeCompactMetricBatch({ collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_x', value: 1, labels: { client_id: randomUUID() } }] });
+    const tenant = encodeCompactMetricBatch({
+      collected_at: new Date(t).toISOString(),
+      samples: [{ name: 'svc_test_x', value: 1, labels: { client_id: randomUUID() } }],
+    });
     const bad = [good.subarray(0, good.length - 3), Uint8Array.from([...good, 7]), version, tenant];
     for (const b of bad) await jetstream(nc).publish(telemetrySubject(agent.agent_id, 'metrics'), b);
-    const after = encodeCompactMetricBatch({ collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_after', value: 7 }] });
+    const after = encodeCompactMetricBatch({
+      collected_at: new Date(t).toISOString(),
+      samples: [{ name: 'svc_test_after', value: 7 }],
+    });
     await settled((await jetstream(nc).publish(telemetrySubject(agent.agent_id, 'metrics'), after)).seq);
 
     const letters = await deadLetters(agent.agent_id);
@@ -236,7 +308,9 @@ describe('metrics ingest', () => {
     ]);
     // The dead letter keeps the bytes as sent, so a replay after a fix reads them again.
     expect(Buffer.from(letters[1]!.data).equals(Buffer.from([...good, 7]))).toBe(true);
-    expect((await seriesOf(agent.host_id)).map((s) => [s.metric.__name__, s.values])).toEqual([['svc_test_after', [7]]]);
+    expect((await seriesOf(agent.host_id)).map((s) => [s.metric.__name__, s.values])).toEqual([
+      ['svc_test_after', [7]],
+    ]);
   });
 
   it('dead-letters batches of unknown and revoked agents', async () => {
@@ -269,7 +343,8 @@ describe('metrics ingest', () => {
           outage--;
           throw new TsdbError('tsdb /api/v1/import: connect ECONNREFUSED', 0, '');
         }
-        if (rows.some((r) => r.metric.__name__ === 'svc_test_refused')) throw new TsdbError('tsdb /api/v1/import: HTTP 400: bad row', 400, 'bad row');
+        if (rows.some((r) => r.metric.__name__ === 'svc_test_refused'))
+          throw new TsdbError('tsdb /api/v1/import: HTTP 400: bad row', 400, 'bad row');
         await tsdb.importSeries(rows);
       },
     };
@@ -288,14 +363,32 @@ describe('metrics ingest', () => {
     const t = minuteAgo();
     // Published together so they share the failing import.
     await Promise.all([
-      publish(a.agent_id, { collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_retried', value: 1, time_ms: t }] }),
-      publish(b.agent_id, { collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_retried', value: 2, time_ms: t }] }),
+      publish(a.agent_id, {
+        collected_at: new Date(t).toISOString(),
+        samples: [{ name: 'svc_test_retried', value: 1, time_ms: t }],
+      }),
+      publish(b.agent_id, {
+        collected_at: new Date(t).toISOString(),
+        samples: [{ name: 'svc_test_retried', value: 2, time_ms: t }],
+      }),
     ]);
-    await waitFor(() => seen.filter((s) => s.endsWith(':svc_test_retried')).length >= 4, 10_000, 'both batches imported again after the failed import');
-    await settled(await publish(b.agent_id, { collected_at: new Date(t).toISOString(), samples: [{ name: 'svc_test_refused', value: 1 }] }), wireDurableName(durable));
+    await waitFor(
+      () => seen.filter((s) => s.endsWith(':svc_test_retried')).length >= 4,
+      10_000,
+      'both batches imported again after the failed import',
+    );
+    await settled(
+      await publish(b.agent_id, {
+        collected_at: new Date(t).toISOString(),
+        samples: [{ name: 'svc_test_refused', value: 1 }],
+      }),
+      wireDurableName(durable),
+    );
 
     for (const ref of [a, b]) expect(seen.filter((s) => s === `${ref.host_id}:svc_test_retried`)).toHaveLength(2);
-    expect((await seriesOf(a.host_id)).map((s) => [s.metric.__name__, s.values, s.timestamps])).toEqual([['svc_test_retried', [1], [t]]]);
+    expect((await seriesOf(a.host_id)).map((s) => [s.metric.__name__, s.values, s.timestamps])).toEqual([
+      ['svc_test_retried', [1], [t]],
+    ]);
     expect(await deadLetters(a.agent_id, wireDurableName(durable))).toEqual([]);
     const [refused, ...more] = await deadLetters(b.agent_id, wireDurableName(durable));
     expect(more).toEqual([]);

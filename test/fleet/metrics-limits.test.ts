@@ -33,7 +33,18 @@ beforeAll(async () => {
   host = await fx.host();
   engineer = (await userWith(sys, 'Engineer', host.client_id)).token;
   // 3 series × 1,000 samples, one a second: 3,000 raw samples in the hour after H.
-  await fx.feed(host.agent_id, [0, 1, 2].flatMap((cpu) => series('cpu_usage_percent', { cpu: String(cpu) }, H, 1_000, Array.from({ length: 1_000 }, (_, i) => i % 100))));
+  await fx.feed(
+    host.agent_id,
+    [0, 1, 2].flatMap((cpu) =>
+      series(
+        'cpu_usage_percent',
+        { cpu: String(cpu) },
+        H,
+        1_000,
+        Array.from({ length: 1_000 }, (_, i) => i % 100),
+      ),
+    ),
+  );
 });
 
 afterAll(async () => {
@@ -44,10 +55,20 @@ afterAll(async () => {
 });
 
 const query = (q: string): Promise<LightMyRequestResponse> =>
-  api(sys, { token: engineer })('POST', '/api/v1/metrics/query', { query: q, start: iso(H), end: iso(H + HOUR), step: '5m', host_id: host.host_id });
+  api(sys, { token: engineer })('POST', '/api/v1/metrics/query', {
+    query: q,
+    start: iso(H),
+    end: iso(H + HOUR),
+    step: '5m',
+    host_id: host.host_id,
+  });
 const chart = (): Promise<LightMyRequestResponse> =>
-  api(sys, { token: engineer })('GET', `/api/v1/hosts/${host.host_id}/metrics/cpu_usage_percent?labels_key=cpu%3D0&start=${encodeURIComponent(iso(H))}&end=${encodeURIComponent(iso(H + HOUR))}`);
-const names = (): Promise<LightMyRequestResponse> => api(sys, { token: engineer })('GET', `/api/v1/hosts/${host.host_id}/metrics`);
+  api(sys, { token: engineer })(
+    'GET',
+    `/api/v1/hosts/${host.host_id}/metrics/cpu_usage_percent?labels_key=cpu%3D0&start=${encodeURIComponent(iso(H))}&end=${encodeURIComponent(iso(H + HOUR))}`,
+  );
+const names = (): Promise<LightMyRequestResponse> =>
+  api(sys, { token: engineer })('GET', `/api/v1/hosts/${host.host_id}/metrics`);
 
 async function timed<T>(f: () => Promise<T>): Promise<{ value: T; ms: number }> {
   const t0 = Date.now();
@@ -61,7 +82,15 @@ describe('metric query limits', () => {
     expectStatus(await query('sum(rate(cpu_usage_percent{cpu="1"}[5m]))'), 200);
     const sent = proxy.seen.at(-1)!;
     expect(sent.path).toBe('/api/v1/query_range');
-    expect(sent.form.map(([k]) => k).sort()).toEqual(['end', 'extra_filters[]', 'nocache', 'query', 'start', 'step', 'timeout']);
+    expect(sent.form.map(([k]) => k).sort()).toEqual([
+      'end',
+      'extra_filters[]',
+      'nocache',
+      'query',
+      'start',
+      'step',
+      'timeout',
+    ]);
     const form = Object.fromEntries(sent.form);
     expect(form.query).toBe('sum (rate({__name__="cpu_usage_percent", cpu="1"}[300000ms]))');
     expect(form['extra_filters[]']).toBe(`{client_id="${host.client_id}",host_id="${host.host_id}"}`);
@@ -73,7 +102,9 @@ describe('metric query limits', () => {
   it("stops an expensive query at the store's sample limit with a 400 naming it", async () => {
     const res = await query('sum(count_over_time(cpu_usage_percent[1h]))');
     expectStatus(res, 400);
-    expect(errorOf(res).message).toMatch(/exceeds a limit of the metrics store: .*cannot select more than -search\.maxSamplesPerQuery=2000 samples/);
+    expect(errorOf(res).message).toMatch(
+      /exceeds a limit of the metrics store: .*cannot select more than -search\.maxSamplesPerQuery=2000 samples/,
+    );
     // One series stays under it.
     expectStatus(await query('count_over_time(cpu_usage_percent{cpu="0"}[1h])'), 200);
   });
@@ -96,7 +127,8 @@ describe('metric query limits', () => {
     const vmTimeout = JSON.stringify({
       status: 'error',
       errorType: '422',
-      error: 'error when executing query="count({__name__=~\\".+\\"})" on the time range (start=1, end=2, step=60000): cannot execute query: timeout exceeded while fetching data block #379980 from storage: 0.001 seconds (elapsed 1.815 seconds)',
+      error:
+        'error when executing query="count({__name__=~\\".+\\"})" on the time range (start=1, end=2, step=60000): cannot execute query: timeout exceeded while fetching data block #379980 from storage: 0.001 seconds (elapsed 1.815 seconds)',
     });
     proxy.mode = { kind: 'status', status: 422, body: vmTimeout };
     try {

@@ -54,7 +54,11 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-const query = (body: Record<string, unknown>, token = engineerA, url = '/api/v1/metrics/query'): Promise<LightMyRequestResponse> => api(sys, { token })('POST', url, { ...RANGE, ...body });
+const query = (
+  body: Record<string, unknown>,
+  token = engineerA,
+  url = '/api/v1/metrics/query',
+): Promise<LightMyRequestResponse> => api(sys, { token })('POST', url, { ...RANGE, ...body });
 
 /** The streamed answer's series, after checking it is the store's success envelope. */
 function seriesOf(res: LightMyRequestResponse): Series[] {
@@ -81,7 +85,11 @@ describe('POST /metrics/query', () => {
   it("streams the store's range-query JSON for the named host", async () => {
     const result = seriesOf(await query({ query: 'cpu_usage_percent', host_id: a1.host_id }));
     expect(result).toHaveLength(1);
-    expect(result[0]!.metric).toMatchObject({ __name__: 'cpu_usage_percent', host_id: a1.host_id, client_id: a1.client_id });
+    expect(result[0]!.metric).toMatchObject({
+      __name__: 'cpu_usage_percent',
+      host_id: a1.host_id,
+      client_id: a1.client_id,
+    });
     expect(result[0]!.values[0]).toEqual([H / 1000, '1']);
   });
 
@@ -95,7 +103,11 @@ describe('POST /metrics/query', () => {
   });
 
   it('confines `or` with another selector', async () => {
-    for (const q of ['cpu_usage_percent or secret_b', 'cpu_usage_percent or {client_id="' + b1.client_id + '"}', 'secret_b or on() vector(0)']) {
+    for (const q of [
+      'cpu_usage_percent or secret_b',
+      'cpu_usage_percent or {client_id="' + b1.client_id + '"}',
+      'secret_b or on() vector(0)',
+    ]) {
       const result = seriesOf(await query({ query: q, host_id: a1.host_id }));
       onlyOwn(result, [a1]);
       expect(result.some((s) => s.metric.__name__ === 'secret_b')).toBe(false);
@@ -103,14 +115,20 @@ describe('POST /metrics/query', () => {
   });
 
   it('confines regex and negative matchers on the tenant labels', async () => {
-    let result = seriesOf(await query({ query: '{__name__="cpu_usage_percent", client_id=~".+"}', environment_id: a1.environment_id }));
+    let result = seriesOf(
+      await query({ query: '{__name__="cpu_usage_percent", client_id=~".+"}', environment_id: a1.environment_id }),
+    );
     expect(hostsOf(result)).toEqual([a1.host_id, a2.host_id].sort());
     result = seriesOf(await query({ query: '{host_id=~".+"}', host_id: a1.host_id }));
     expect(result.map((s) => s.metric.__name__).sort()).toEqual(['cpu_usage_percent', 'memory_usage_percent']);
     onlyOwn(result, [a1]);
-    result = seriesOf(await query({ query: `cpu_usage_percent{client_id!="${a1.client_id}"}`, environment_id: a1.environment_id }));
+    result = seriesOf(
+      await query({ query: `cpu_usage_percent{client_id!="${a1.client_id}"}`, environment_id: a1.environment_id }),
+    );
     expect(result).toEqual([]);
-    result = seriesOf(await query({ query: `cpu_usage_percent{host_id="${b1.host_id}"}`, environment_id: a1.environment_id }));
+    result = seriesOf(
+      await query({ query: `cpu_usage_percent{host_id="${b1.host_id}"}`, environment_id: a1.environment_id }),
+    );
     expect(result).toEqual([]);
   });
 
@@ -126,18 +144,31 @@ describe('POST /metrics/query', () => {
       expectStatus(res, 400);
       expect(errorOf(res).code).toBe('bad_request');
     }
-    const copied = seriesOf(await query({ query: 'label_replace(cpu_usage_percent, "owner", "$1", "client_id", "(.*)")', host_id: a1.host_id }));
+    const copied = seriesOf(
+      await query({
+        query: 'label_replace(cpu_usage_percent, "owner", "$1", "client_id", "(.*)")',
+        host_id: a1.host_id,
+      }),
+    );
     expect(copied[0]!.metric.owner).toBe(a1.client_id);
   });
 
   it('confines subqueries', async () => {
-    const result = seriesOf(await query({ query: 'max_over_time((cpu_usage_percent or secret_b)[10m:1m])', environment_id: a1.environment_id }));
+    const result = seriesOf(
+      await query({
+        query: 'max_over_time((cpu_usage_percent or secret_b)[10m:1m])',
+        environment_id: a1.environment_id,
+      }),
+    );
     expect(result.map((s) => s.values[0]![1]).sort()).toEqual(['1', '2']);
     onlyOwn(result, [a1, a2]);
   });
 
   it('refuses absent() over tenant labels; otherwise another client’s series stay invisible to it', async () => {
-    for (const q of [`absent(cpu_usage_percent{client_id="${b1.client_id}"})`, `absent_over_time(secret_b{host_id="${b1.host_id}"}[5m])`]) {
+    for (const q of [
+      `absent(cpu_usage_percent{client_id="${b1.client_id}"})`,
+      `absent_over_time(secret_b{host_id="${b1.host_id}"}[5m])`,
+    ]) {
       expectStatus(await query({ query: q, host_id: a1.host_id }), 400);
     }
     // secret_b exists, but not for this host: absent says 1, with no tenant label.
@@ -148,7 +179,9 @@ describe('POST /metrics/query', () => {
   });
 
   it('confines count by (client_id) over every series', async () => {
-    const result = seriesOf(await query({ query: 'count by (client_id) ({__name__=~".+"})', environment_id: a1.environment_id }));
+    const result = seriesOf(
+      await query({ query: 'count by (client_id) ({__name__=~".+"})', environment_id: a1.environment_id }),
+    );
     expect(result.map((s) => s.metric)).toEqual([{ client_id: a1.client_id }]);
     expect(result[0]!.values[0]![1]).toBe('3');
   });
@@ -161,35 +194,57 @@ describe('POST /metrics/query', () => {
 
   it('takes no caller-supplied filters, lookups or other fields, in the body or the URL', async () => {
     const filters = `{client_id="${b1.client_id}"}`;
-    for (const extra of [{ extra_filters: [filters] }, { 'extra_filters[]': filters }, { extra_label: `client_id=${b1.client_id}` }, { 'match[]': 'secret_b' }, { path: '/api/v1/series' }, { nocache: '1' }]) {
+    for (const extra of [
+      { extra_filters: [filters] },
+      { 'extra_filters[]': filters },
+      { extra_label: `client_id=${b1.client_id}` },
+      { 'match[]': 'secret_b' },
+      { path: '/api/v1/series' },
+      { nocache: '1' },
+    ]) {
       const res = await query({ query: 'cpu_usage_percent', host_id: a1.host_id, ...extra });
       expectStatus(res, 400);
       expect(errorOf(res).message).toMatch(/unknown field/);
     }
-    const inUrl = await query({ query: 'cpu_usage_percent', host_id: a1.host_id }, engineerA, `/api/v1/metrics/query?extra_filters[]=${encodeURIComponent(filters)}`);
+    const inUrl = await query(
+      { query: 'cpu_usage_percent', host_id: a1.host_id },
+      engineerA,
+      `/api/v1/metrics/query?extra_filters[]=${encodeURIComponent(filters)}`,
+    );
     expectStatus(inUrl, 400);
     // Form syntax inside the query text is just text: not PromQL.
     expectStatus(await query({ query: `cpu_usage_percent&extra_filters[]=${filters}`, host_id: a1.host_id }), 400);
     // Series and label-value lookups exist only per host in reach.
     expectStatus(await api(sys, { token: engineerA })('GET', `/api/v1/hosts/${b1.host_id}/metrics`), 404);
-    expectStatus(await api(sys, { token: engineerA })('GET', `/api/v1/hosts/${b1.host_id}/metrics/secret_b/series`), 404);
+    expectStatus(
+      await api(sys, { token: engineerA })('GET', `/api/v1/hosts/${b1.host_id}/metrics/secret_b/series`),
+      404,
+    );
   });
 
   it('needs metrics:read on the named host or environment: 404 out of reach, 403 without it', async () => {
     expectStatus(await query({ query: 'cpu_usage_percent', host_id: b1.host_id }), 404);
     expectStatus(await query({ query: 'cpu_usage_percent', environment_id: b1.environment_id }), 404);
-    expectStatus(await query({ query: 'cpu_usage_percent', host_id: a1.host_id, environment_id: b1.environment_id }), 404);
+    expectStatus(
+      await query({ query: 'cpu_usage_percent', host_id: a1.host_id, environment_id: b1.environment_id }),
+      404,
+    );
     expectStatus(await query({ query: 'cpu_usage_percent', host_id: randomUUID() }), 404);
     expectStatus(await query({ query: 'cpu_usage_percent', host_id: a1.host_id }, clientRoleA), 403);
     // Both named: both filters apply (a1 is not in a3's environment).
-    expect(seriesOf(await query({ query: 'cpu_usage_percent', host_id: a1.host_id, environment_id: a3.environment_id }))).toEqual([]);
+    expect(
+      seriesOf(await query({ query: 'cpu_usage_percent', host_id: a1.host_id, environment_id: a3.environment_id })),
+    ).toEqual([]);
   });
 
   it('refuses bad parameters and queries too large to answer with 400', async () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ query: 'cpu_usage_percent' }, /host_id or environment_id/],
       [{ host_id: a1.host_id, query: '' }, /query/],
-      [{ host_id: a1.host_id, query: 'cpu_usage_percent', start: iso(H + 60_000), end: iso(H) }, /start must not be after end/],
+      [
+        { host_id: a1.host_id, query: 'cpu_usage_percent', start: iso(H + 60_000), end: iso(H) },
+        /start must not be after end/,
+      ],
       [{ host_id: a1.host_id, query: 'cpu_usage_percent', start: iso(H - 32 * 24 * HOUR) }, /31 days/],
       [{ host_id: a1.host_id, query: 'cpu_usage_percent', start: 'last week' }, /body\.start/],
       [{ host_id: a1.host_id, query: 'cpu_usage_percent', step: 'often' }, /body\.step/],

@@ -53,9 +53,17 @@ beforeAll(async () => {
     { name: 'cpu_usage_percent', value: 100, time_ms: H + HOUR + 30_000, labels: {} },
     // A per-CPU series of the same name: never part of the unlabelled chart.
     { name: 'cpu_usage_percent', value: 1000, time_ms: H + 10_000, labels: { cpu: '0' } },
-    { name: 'filesystem_usage_percent', value: 42, time_ms: H + 5_000, labels: { mountpoint: '/data,x', fstype: 'ext4' } },
+    {
+      name: 'filesystem_usage_percent',
+      value: 42,
+      time_ms: H + 5_000,
+      labels: { mountpoint: '/data,x', fstype: 'ext4' },
+    },
   ]);
-  await fx.feed(b.agent_id, [{ name: 'secret_metric', value: 1, time_ms: H, labels: {} }, ...series('cpu_usage_percent', {}, H, 20_000, [999, 999, 999])]);
+  await fx.feed(b.agent_id, [
+    { name: 'secret_metric', value: 1, time_ms: H, labels: {} },
+    ...series('cpu_usage_percent', {}, H, 20_000, [999, 999, 999]),
+  ]);
   await fx.feed(a2.agent_id, [
     ...series('process_cpu_usage', { pid: '42', process_name: 'postgres' }, H, 30_000, [10, 30]),
     { name: 'process_memory_usage', value: 5, time_ms: H, labels: { pid: '42', process_name: 'postgres' } },
@@ -63,9 +71,24 @@ beforeAll(async () => {
     { name: 'process_threads', value: 8, time_ms: H, labels: { pid: '42', process_name: 'postgres' } },
     ...series('process_cpu_usage', { pid: '43', process_name: 'nginx' }, H, 30_000, [99, 99]),
     ...series('container_cpu_usage', { container_id: CONTAINER, container_name: 'app' }, H, 30_000, [50, 70]),
-    { name: 'container_memory_used', value: 100, time_ms: H, labels: { container_id: CONTAINER, container_name: 'app' } },
-    { name: 'container_memory_limit', value: 1000, time_ms: H, labels: { container_id: CONTAINER, container_name: 'app' } },
-    { name: 'container_memory_usage', value: 10, time_ms: H, labels: { container_id: CONTAINER, container_name: 'app' } },
+    {
+      name: 'container_memory_used',
+      value: 100,
+      time_ms: H,
+      labels: { container_id: CONTAINER, container_name: 'app' },
+    },
+    {
+      name: 'container_memory_limit',
+      value: 1000,
+      time_ms: H,
+      labels: { container_id: CONTAINER, container_name: 'app' },
+    },
+    {
+      name: 'container_memory_usage',
+      value: 10,
+      time_ms: H,
+      labels: { container_id: CONTAINER, container_name: 'app' },
+    },
     // A cumulative counter with a reset (1300 → 50) between H+10s and H+20s; its predecessor sits before the range.
     ...[
       [-10_000, 1000],
@@ -74,7 +97,12 @@ beforeAll(async () => {
       [20_000, 50],
       [30_000, 250],
       [70_000, 650],
-    ].map(([dt, v]) => ({ name: 'container_network_receive', value: v!, time_ms: H + dt!, labels: { container_id: CONTAINER, container_name: 'app' } })),
+    ].map(([dt, v]) => ({
+      name: 'container_network_receive',
+      value: v!,
+      time_ms: H + dt!,
+      labels: { container_id: CONTAINER, container_name: 'app' },
+    })),
     ...series('container_block_read', { container_id: CONTAINER, container_name: 'app' }, H, 10_000, [0, 0, 0]),
     ...series('container_cpu_usage', { container_id: 'other', container_name: 'other' }, H, 30_000, [1, 1]),
   ]);
@@ -95,7 +123,13 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-const point = (time: number, avg: number, min: number, max: number, count: number) => ({ time: iso(time), avg_value: avg, min_value: min, max_value: max, sample_count: count });
+const point = (time: number, avg: number, min: number, max: number, count: number) => ({
+  time: iso(time),
+  avg_value: avg,
+  min_value: min,
+  max_value: max,
+  sample_count: count,
+});
 
 describe('GET /hosts/:id/metrics and …/series', () => {
   it('lists the distinct metric names of the host only', async () => {
@@ -133,7 +167,11 @@ describe('GET /hosts/:id/metrics/:metricName', () => {
 
   it('uses 1-minute buckets for exactly 6 hours and hourly ones from 6 hours and 1 minute', async () => {
     let res = await chart({ start: iso(H), end: iso(H + 6 * HOUR) });
-    expect(res.json().data).toEqual([point(H, 30, 10, 60, 3), point(H + MIN, 6, 5, 7, 2), point(H + HOUR, 100, 100, 100, 1)]);
+    expect(res.json().data).toEqual([
+      point(H, 30, 10, 60, 3),
+      point(H + MIN, 6, 5, 7, 2),
+      point(H + HOUR, 100, 100, 100, 1),
+    ]);
     res = await chart({ start: iso(H), end: iso(H + 6 * HOUR + MIN) });
     expect(res.json().data).toEqual([point(H, 20.4, 5, 60, 5), point(H + HOUR, 100, 100, 100, 1)]);
   });
@@ -142,7 +180,12 @@ describe('GET /hosts/:id/metrics/:metricName', () => {
     const range = { start: iso(H), end: iso(H + 5 * MIN) };
     expect((await chart({ ...range, labels_key: 'cpu=0' })).json().data).toEqual([point(H, 1000, 1000, 1000, 1)]);
     expect((await chart({ ...range, labels_key: 'cpu=9' })).json().data).toEqual([]);
-    const fs = await chart({ ...range, labels_key: 'mountpoint=/data\\,x,fstype=ext4' }, engineerA, a.host_id, 'filesystem_usage_percent');
+    const fs = await chart(
+      { ...range, labels_key: 'mountpoint=/data\\,x,fstype=ext4' },
+      engineerA,
+      a.host_id,
+      'filesystem_usage_percent',
+    );
     expect(fs.json().data).toEqual([point(H, 42, 42, 42, 1)]);
     // The unlabelled filesystem series does not exist: nothing, not the labelled one.
     expect((await chart(range, engineerA, a.host_id, 'filesystem_usage_percent')).json().data).toEqual([]);
@@ -182,7 +225,10 @@ describe('GET /hosts/:id/metrics/:metricName', () => {
     expectStatus(denied, 403);
     expect(errorOf(denied).message).toContain('metrics:read');
     expectStatus(await api(sys, { token: clientRoleA })('GET', `/api/v1/hosts/${a.host_id}/metrics`), 403);
-    expectStatus(await api(sys, { token: engineerB })('GET', `/api/v1/hosts/${a.host_id}/metrics/cpu_usage_percent/series`), 404);
+    expectStatus(
+      await api(sys, { token: engineerB })('GET', `/api/v1/hosts/${a.host_id}/metrics/cpu_usage_percent/series`),
+      404,
+    );
   });
 });
 
@@ -190,7 +236,10 @@ describe('process and container metrics', () => {
   const range = `start=${encodeURIComponent(iso(H))}&end=${encodeURIComponent(iso(H + 5 * MIN))}`;
 
   it('answers the four process series of one pid and name, bucketed', async () => {
-    const res = await api(sys, { token: clientEngineerA })('GET', `/api/v1/hosts/${a2.host_id}/processes/42/metrics?process_name=postgres&${range}`);
+    const res = await api(sys, { token: clientEngineerA })(
+      'GET',
+      `/api/v1/hosts/${a2.host_id}/processes/42/metrics?process_name=postgres&${range}`,
+    );
     expectStatus(res, 200);
     expect(res.json().data).toEqual({
       cpu_usage: [point(H, 20, 10, 30, 2)],
@@ -199,23 +248,47 @@ describe('process and container metrics', () => {
       threads: [point(H, 8, 8, 8, 1)],
     });
     // Another name under that pid has no history.
-    const other = await api(sys, { token: clientEngineerA })('GET', `/api/v1/hosts/${a2.host_id}/processes/42/metrics?process_name=nginx&${range}`);
+    const other = await api(sys, { token: clientEngineerA })(
+      'GET',
+      `/api/v1/hosts/${a2.host_id}/processes/42/metrics?process_name=nginx&${range}`,
+    );
     expect(other.json().data).toEqual({ cpu_usage: [], memory_usage: [], memory_rss: [], threads: [] });
   });
 
   it('needs processes:read besides metrics:read, and process_name', async () => {
-    const denied = await api(sys, { token: engineerA })('GET', `/api/v1/hosts/${a2.host_id}/processes/42/metrics?process_name=postgres`);
+    const denied = await api(sys, { token: engineerA })(
+      'GET',
+      `/api/v1/hosts/${a2.host_id}/processes/42/metrics?process_name=postgres`,
+    );
     expectStatus(denied, 403);
     expect(errorOf(denied).message).toContain('processes:read');
-    expectStatus(await api(sys, { token: engineerB })('GET', `/api/v1/hosts/${a2.host_id}/processes/42/metrics?process_name=postgres`), 404);
-    const missing = await api(sys, { token: clientEngineerA })('GET', `/api/v1/hosts/${a2.host_id}/processes/42/metrics`);
+    expectStatus(
+      await api(sys, { token: engineerB })(
+        'GET',
+        `/api/v1/hosts/${a2.host_id}/processes/42/metrics?process_name=postgres`,
+      ),
+      404,
+    );
+    const missing = await api(sys, { token: clientEngineerA })(
+      'GET',
+      `/api/v1/hosts/${a2.host_id}/processes/42/metrics`,
+    );
     expectStatus(missing, 400);
     expect(errorOf(missing).message).toContain('process_name');
-    expectStatus(await api(sys, { token: clientEngineerA })('GET', `/api/v1/hosts/${a2.host_id}/processes/abc/metrics?process_name=x`), 400);
+    expectStatus(
+      await api(sys, { token: clientEngineerA })(
+        'GET',
+        `/api/v1/hosts/${a2.host_id}/processes/abc/metrics?process_name=x`,
+      ),
+      400,
+    );
   });
 
   it('answers container gauges as they are and counters as per-second rates across a reset', async () => {
-    const res = await api(sys, { token: engineerA })('GET', `/api/v1/hosts/${a2.host_id}/containers/${CONTAINER}/metrics?${range}`);
+    const res = await api(sys, { token: engineerA })(
+      'GET',
+      `/api/v1/hosts/${a2.host_id}/containers/${CONTAINER}/metrics?${range}`,
+    );
     expectStatus(res, 200);
     expect(res.json().data).toEqual({
       cpu_usage: [point(H, 60, 50, 70, 2)],
@@ -228,16 +301,25 @@ describe('process and container metrics', () => {
       block_read: [point(H, 0, 0, 0, 2)],
       block_write: [],
     });
-    expectStatus(await api(sys, { token: engineerA })('GET', `/api/v1/hosts/${a2.host_id}/containers/bad%20id/metrics`), 400);
-    expectStatus(await api(sys, { token: clientRoleA })('GET', `/api/v1/hosts/${a2.host_id}/containers/${CONTAINER}/metrics`), 403);
+    expectStatus(
+      await api(sys, { token: engineerA })('GET', `/api/v1/hosts/${a2.host_id}/containers/bad%20id/metrics`),
+      400,
+    );
+    expectStatus(
+      await api(sys, { token: clientRoleA })('GET', `/api/v1/hosts/${a2.host_id}/containers/${CONTAINER}/metrics`),
+      403,
+    );
   });
 });
 
 describe('GET /hosts/metrics/latest', () => {
-  const latest = (query: string, token = engineerA) => api(sys, { token })('GET', `/api/v1/hosts/metrics/latest?${query}`);
+  const latest = (query: string, token = engineerA) =>
+    api(sys, { token })('GET', `/api/v1/hosts/metrics/latest?${query}`);
 
   it('answers the newest value of the last 60 minutes per host and metric, unlabelled series only', async () => {
-    const res = await latest(`host_ids=${live.host_id},${b.host_id},${randomUUID()}&metrics=memory_usage_percent,load_1,cpu_usage_percent,bad-name!`);
+    const res = await latest(
+      `host_ids=${live.host_id},${b.host_id},${randomUUID()}&metrics=memory_usage_percent,load_1,cpu_usage_percent,bad-name!`,
+    );
     expectStatus(res, 200);
     expect(res.json().data).toEqual([
       { host_id: live.host_id, metric_name: 'cpu_usage_percent', value: 12, time: iso(now - MIN) },
@@ -259,7 +341,10 @@ describe('GET /hosts/metrics/latest', () => {
     expect(errorOf(denied).message).toContain('metrics:read');
     // The service account of the report: clients:read and roles:read only.
     const apiKey = await apiKeyWith(sys, root, await customRole(sys, ['clients:read', 'roles:read']), a.client_id);
-    const byKey = await api(sys, { apiKey })('GET', `/api/v1/hosts/metrics/latest?host_ids=${live.host_id},${randomUUID()}&metrics=memory_usage_percent`);
+    const byKey = await api(sys, { apiKey })(
+      'GET',
+      `/api/v1/hosts/metrics/latest?host_ids=${live.host_id},${randomUUID()}&metrics=memory_usage_percent`,
+    );
     expectStatus(byKey, 403);
     expect(errorOf(byKey).message).toContain('metrics:read');
   });
@@ -294,7 +379,11 @@ describe('a deleted host', () => {
     // Kept: a second chart reads no row, and the caller's permission is still checked on it.
     expectStatus(await api(sys, { token: engineerB })('GET', chart), 404);
     expectStatus(await api(sys, { token: root })('DELETE', `/api/v1/hosts/${h.host_id}`), 204);
-    for (const path of [chart, `/api/v1/hosts/${h.host_id}/metrics`, `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent/series`]) {
+    for (const path of [
+      chart,
+      `/api/v1/hosts/${h.host_id}/metrics`,
+      `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent/series`,
+    ]) {
       expectStatus(await get('GET', path), 404);
     }
   });
@@ -316,16 +405,26 @@ describe('a host moved to another environment', () => {
       ].sort(),
     );
     const get = api(sys, { token: engineerA });
-    const chart = await get('GET', `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?start=${encodeURIComponent(iso(T))}&end=${encodeURIComponent(iso(T + MIN))}`);
+    const chart = await get(
+      'GET',
+      `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?start=${encodeURIComponent(iso(T))}&end=${encodeURIComponent(iso(T + MIN))}`,
+    );
     expect(chart.json().data).toEqual([point(T, 20, 10, 30, 2)]);
     expect((await get('GET', `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent/series`)).json().data).toEqual(['']);
     for (const [environment_id, value] of [
       [h.environment_id, '10'],
       [moved.environment_id, '30'],
     ] as const) {
-      const res = await get('POST', '/api/v1/metrics/query', { query: 'max_over_time(cpu_usage_percent[5m])', start: iso(T + MIN), end: iso(T + MIN), environment_id });
+      const res = await get('POST', '/api/v1/metrics/query', {
+        query: 'max_over_time(cpu_usage_percent[5m])',
+        start: iso(T + MIN),
+        end: iso(T + MIN),
+        environment_id,
+      });
       expectStatus(res, 200);
-      expect((res.json() as { data: { result: { values: [number, string][] }[] } }).data.result.map((r) => r.values[0]![1])).toEqual([value]);
+      expect(
+        (res.json() as { data: { result: { values: [number, string][] }[] } }).data.result.map((r) => r.values[0]![1]),
+      ).toEqual([value]);
     }
   });
 });
@@ -336,7 +435,10 @@ describe('a chart after the series of its metric changed', () => {
     const T = H + 3 * HOUR;
     const get = api(sys, { token: engineerA });
     const chartOf = (labelsKey: string) =>
-      get('GET', `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?${new URLSearchParams({ start: iso(T), end: iso(T + MIN), labels_key: labelsKey }).toString()}`);
+      get(
+        'GET',
+        `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?${new URLSearchParams({ start: iso(T), end: iso(T + MIN), labels_key: labelsKey }).toString()}`,
+      );
     await fx.feed(h.agent_id, [{ name: 'cpu_usage_percent', value: 10, time_ms: T, labels: {} }]);
     // The first chart learns that the metric's series carry no label names.
     expect((await chartOf('')).json().data).toEqual([point(T, 10, 10, 10, 1)]);
@@ -346,6 +448,9 @@ describe('a chart after the series of its metric changed', () => {
     expect((await chartOf('core=1')).json().data).toEqual([point(T, 500, 500, 500, 1)]);
     expect((await chartOf('core=2')).json().data).toEqual([]);
     // Another client's user: 404 though the names are cached, and nothing of the store's answer.
-    expectStatus(await api(sys, { token: engineerB })('GET', `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?labels_key=`), 404);
+    expectStatus(
+      await api(sys, { token: engineerB })('GET', `/api/v1/hosts/${h.host_id}/metrics/cpu_usage_percent?labels_key=`),
+      404,
+    );
   });
 });

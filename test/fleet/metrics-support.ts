@@ -59,21 +59,32 @@ export class MetricsFixture {
     const ref = { client_id, environment_id, host_id: randomUUID(), agent_id: randomUUID() };
     if (!opts.clientId) {
       this.clients.push(client_id);
-      await this.sys.sql('INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)', [client_id, 'Metrics read client', `mr-${client_id}`]);
+      await this.sys.sql('INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)', [
+        client_id,
+        'Metrics read client',
+        `mr-${client_id}`,
+      ]);
     }
-    if (!opts.environmentId) await this.sys.sql('INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)', [environment_id, client_id, 'Prod', `prod-${environment_id.slice(0, 8)}`]);
+    if (!opts.environmentId)
+      await this.sys.sql('INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)', [
+        environment_id,
+        client_id,
+        'Prod',
+        `prod-${environment_id.slice(0, 8)}`,
+      ]);
     this.hosts.push(ref.host_id);
     const hostname = opts.hostname ?? `web-${ref.host_id.slice(0, 6)}`;
-    await this.sys.sql('INSERT INTO agents (id, client_id, environment_id, host_id, public_key, status, hostname) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-      ref.agent_id,
-      client_id,
-      environment_id,
+    await this.sys.sql(
+      'INSERT INTO agents (id, client_id, environment_id, host_id, public_key, status, hostname) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      [ref.agent_id, client_id, environment_id, ref.host_id, `key-${ref.agent_id}`, 'active', hostname],
+    );
+    await this.sys.sql('INSERT INTO hosts (id, environment_id, client_id, agent_id, hostname) VALUES (?, ?, ?, ?, ?)', [
       ref.host_id,
-      `key-${ref.agent_id}`,
-      'active',
+      environment_id,
+      client_id,
+      ref.agent_id,
       hostname,
     ]);
-    await this.sys.sql('INSERT INTO hosts (id, environment_id, client_id, agent_id, hostname) VALUES (?, ?, ?, ?, ?)', [ref.host_id, environment_id, client_id, ref.agent_id, hostname]);
     return ref;
   }
 
@@ -83,18 +94,22 @@ export class MetricsFixture {
    */
   async move(ref: SeededHost): Promise<SeededHost> {
     const moved = { ...ref, environment_id: randomUUID(), agent_id: randomUUID() };
-    await this.sys.sql('INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)', [moved.environment_id, ref.client_id, 'Staging', `stg-${moved.environment_id.slice(0, 8)}`]);
-    await this.sys.sql(`UPDATE agents SET status = 'revoked' WHERE id = ?`, [ref.agent_id]);
-    await this.sys.sql('INSERT INTO agents (id, client_id, environment_id, host_id, public_key, status, hostname) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-      moved.agent_id,
-      ref.client_id,
+    await this.sys.sql('INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)', [
       moved.environment_id,
-      ref.host_id,
-      `key-${moved.agent_id}`,
-      'active',
-      'moved',
+      ref.client_id,
+      'Staging',
+      `stg-${moved.environment_id.slice(0, 8)}`,
     ]);
-    await this.sys.sql('UPDATE hosts SET environment_id = ?, agent_id = ? WHERE id = ?', [moved.environment_id, moved.agent_id, ref.host_id]);
+    await this.sys.sql(`UPDATE agents SET status = 'revoked' WHERE id = ?`, [ref.agent_id]);
+    await this.sys.sql(
+      'INSERT INTO agents (id, client_id, environment_id, host_id, public_key, status, hostname) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      [moved.agent_id, ref.client_id, moved.environment_id, ref.host_id, `key-${moved.agent_id}`, 'active', 'moved'],
+    );
+    await this.sys.sql('UPDATE hosts SET environment_id = ?, agent_id = ? WHERE id = ?', [
+      moved.environment_id,
+      moved.agent_id,
+      ref.host_id,
+    ]);
     return moved;
   }
 
@@ -106,11 +121,21 @@ export class MetricsFixture {
     let last = 0;
     for (let i = 0; i < samples.length; i += 5_000) {
       const chunk = samples.slice(i, i + 5_000);
-      const ack = await jetstream(this.nc).publish(telemetrySubject(agentId, 'metrics'), encoder.encode(JSON.stringify({ collected_at: new Date(chunk[0]!.time_ms ?? Date.now()).toISOString(), samples: chunk })));
+      const ack = await jetstream(this.nc).publish(
+        telemetrySubject(agentId, 'metrics'),
+        encoder.encode(
+          JSON.stringify({ collected_at: new Date(chunk[0]!.time_ms ?? Date.now()).toISOString(), samples: chunk }),
+        ),
+      );
       last = ack.seq;
     }
     const durable = wireDurableName(METRICS_DURABLE);
-    await waitFor(async () => (await this.jsm.consumers.info(streams.SVC_TELEMETRY.name, durable)).ack_floor.stream_seq >= last, 20_000, `${durable} stored up to ${last}`, 50);
+    await waitFor(
+      async () => (await this.jsm.consumers.info(streams.SVC_TELEMETRY.name, durable)).ack_floor.stream_seq >= last,
+      20_000,
+      `${durable} stored up to ${last}`,
+      50,
+    );
     await this.tsdb.flush();
   }
 
@@ -119,14 +144,21 @@ export class MetricsFixture {
     for (const id of this.clients) await this.sys.sql('DELETE FROM clients WHERE id = ?', [id]).catch(() => undefined);
     if (this.hosts.length > 0) {
       await this.tsdb.flush().catch(() => undefined);
-      for (let i = 0; i < this.hosts.length; i += 50) await this.tsdb.deleteSeries([`{host_id=~"${this.hosts.slice(i, i + 50).join('|')}"}`]).catch(() => undefined);
+      for (let i = 0; i < this.hosts.length; i += 50)
+        await this.tsdb.deleteSeries([`{host_id=~"${this.hosts.slice(i, i + 50).join('|')}"}`]).catch(() => undefined);
     }
     await this.nc?.drain();
   }
 }
 
 /** Samples of one series: `values[i]` at `t0 + i * stepMs`. */
-export function series(name: string, labels: Record<string, string>, t0: number, stepMs: number, values: number[]): MetricSample[] {
+export function series(
+  name: string,
+  labels: Record<string, string>,
+  t0: number,
+  stepMs: number,
+  values: number[],
+): MetricSample[] {
   return values.map((value, i) => ({ name, value, time_ms: t0 + i * stepMs, labels }));
 }
 
@@ -134,9 +166,18 @@ export function series(name: string, labels: Record<string, string>, t0: number,
 export async function startPrivateTsdb(flags: string[]): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'svc-vm-'));
-  const child: ChildProcess = spawn('/usr/bin/victoria-metrics', [`-httpListenAddr=127.0.0.1:${port}`, `-storageDataPath=${dir}`, '-dedup.minScrapeInterval=1ms', ...flags], { stdio: 'ignore' });
+  const child: ChildProcess = spawn(
+    '/usr/bin/victoria-metrics',
+    [`-httpListenAddr=127.0.0.1:${port}`, `-storageDataPath=${dir}`, '-dedup.minScrapeInterval=1ms', ...flags],
+    { stdio: 'ignore' },
+  );
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${url}/health`).catch(() => undefined))?.ok === true, 15_000, 'private VictoriaMetrics up', 50);
+  await waitFor(
+    async () => (await fetch(`${url}/health`).catch(() => undefined))?.ok === true,
+    15_000,
+    'private VictoriaMetrics up',
+    50,
+  );
   return {
     url,
     stop: async () => {
@@ -149,7 +190,12 @@ export async function startPrivateTsdb(flags: string[]): Promise<{ url: string; 
   };
 }
 
-export type ProxyMode = { kind: 'forward' } | { kind: 'refuse' } | { kind: 'hang' } | { kind: 'status'; status: number; body: string } | { kind: 'delay'; ms: number };
+export type ProxyMode =
+  | { kind: 'forward' }
+  | { kind: 'refuse' }
+  | { kind: 'hang' }
+  | { kind: 'status'; status: number; body: string }
+  | { kind: 'delay'; ms: number };
 
 /** An upstream request the proxy saw: path and form fields (repeated fields in order). */
 export interface SeenRequest {
@@ -161,7 +207,9 @@ export interface SeenRequest {
  * A store in front of the store: forwards to `target` (recording query requests) or fails on demand — refuses
  * connections, never answers, answers a status, or answers late.
  */
-export async function startTsdbProxy(target: string): Promise<{ url: string; mode: ProxyMode; seen: SeenRequest[]; stop: () => Promise<void> }> {
+export async function startTsdbProxy(
+  target: string,
+): Promise<{ url: string; mode: ProxyMode; seen: SeenRequest[]; stop: () => Promise<void> }> {
   const sockets = new Set<Socket>();
   const state = { mode: { kind: 'forward' } as ProxyMode, seen: [] as SeenRequest[] };
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -169,7 +217,8 @@ export async function startTsdbProxy(target: string): Promise<{ url: string; mod
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
     const path = (req.url ?? '/').split('?')[0]!;
-    if (path.includes('/query')) state.seen.push({ path, form: [...new URLSearchParams(body.toString('utf8')).entries()] });
+    if (path.includes('/query'))
+      state.seen.push({ path, form: [...new URLSearchParams(body.toString('utf8')).entries()] });
     const mode = state.mode;
     if (mode.kind === 'refuse') return void req.socket.destroy();
     if (mode.kind === 'hang') return;
@@ -178,9 +227,15 @@ export async function startTsdbProxy(target: string): Promise<{ url: string; mod
       return;
     }
     if (mode.kind === 'delay') await new Promise((r) => setTimeout(r, mode.ms));
-    const up = await fetch(target + req.url, { method: req.method, headers: { 'content-type': req.headers['content-type'] ?? 'application/octet-stream' }, ...(req.method === 'GET' || req.method === 'HEAD' ? {} : { body }) }).catch(() => undefined);
+    const up = await fetch(target + req.url, {
+      method: req.method,
+      headers: { 'content-type': req.headers['content-type'] ?? 'application/octet-stream' },
+      ...(req.method === 'GET' || req.method === 'HEAD' ? {} : { body }),
+    }).catch(() => undefined);
     if (!up) return void req.socket.destroy();
-    res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await up.arrayBuffer()));
+    res
+      .writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' })
+      .end(Buffer.from(await up.arrayBuffer()));
   };
   const server: Server = createServer((req, res) => void handle(req, res).catch(() => req.socket.destroy()));
   server.on('connection', (s) => {

@@ -13,7 +13,12 @@ import { tsdbFailure } from '../../actors/runtime/stores/tsdb-errors.ts';
 /** A tree with each metric name as its `__name__` matcher, as the canonical text writes it. */
 const sameTree = (tree: unknown): unknown =>
   JSON.parse(JSON.stringify(tree), (_k, v: unknown) => {
-    if (v && typeof v === 'object' && (v as { kind?: unknown }).kind === 'selector' && typeof (v as { name?: unknown }).name === 'string') {
+    if (
+      v &&
+      typeof v === 'object' &&
+      (v as { kind?: unknown }).kind === 'selector' &&
+      typeof (v as { name?: unknown }).name === 'string'
+    ) {
       const { name, matchers, ...rest } = v as { name: string; matchers: unknown[] };
       return { ...rest, matchers: [{ label: '__name__', op: '=', value: name }, ...matchers] };
     }
@@ -25,15 +30,24 @@ const sameTree = (tree: unknown): unknown =>
 describe('PromQL guard', () => {
   it('prints a canonical, fully parenthesized query that parses back to the same tree', () => {
     const cases: [string, string][] = [
-      ['rate(http_requests_total{job="api", code=~"5.."}[5m])', 'rate({__name__="http_requests_total", job="api", code=~"5.."}[300000ms])'],
+      [
+        'rate(http_requests_total{job="api", code=~"5.."}[5m])',
+        'rate({__name__="http_requests_total", job="api", code=~"5.."}[300000ms])',
+      ],
       ['a + b * c', '({__name__="a"}) + (({__name__="b"}) * ({__name__="c"}))'],
       ['-2 ^ 2', '-((2) ^ (2))'],
       ['2 ^ 3 ^ 2', '(2) ^ ((3) ^ (2))'],
       ['sum(x) by (a) / on(a) group_left y', '(sum by (a) ({__name__="x"})) / on(a) group_left() ({__name__="y"})'],
-      ['max_over_time(rate(foo[1m])[1h:1m] offset 5m)', 'max_over_time((rate({__name__="foo"}[60000ms]))[3600000ms:60000ms] offset 300000ms)'],
+      [
+        'max_over_time(rate(foo[1m])[1h:1m] offset 5m)',
+        'max_over_time((rate({__name__="foo"}[60000ms]))[3600000ms:60000ms] offset 300000ms)',
+      ],
       ['topk(5, foo) by (x)', 'topk by (x) (5, {__name__="foo"})'],
       ['foo @ end() offset -1m', '{__name__="foo"} offset -60000ms @ end()'],
-      ["# a comment\nlabel_replace(foo, 'dst', '$1', 'src', '(.*)')", 'label_replace({__name__="foo"}, "dst", "$1", "src", "(.*)")'],
+      [
+        "# a comment\nlabel_replace(foo, 'dst', '$1', 'src', '(.*)')",
+        'label_replace({__name__="foo"}, "dst", "$1", "src", "(.*)")',
+      ],
       ['foo{a="\\u00e9\\"x\\\\"}', '{__name__="foo", a="é\\"x\\\\"}'],
       ['0x1F + .5 + Inf', '((31) + (0.5)) + (Inf)'],
       ['foo > bool 1 and on() bar', '(({__name__="foo"}) > bool (1)) and on() ({__name__="bar"})'],
@@ -77,13 +91,21 @@ describe('PromQL guard', () => {
   });
 
   it('reads steps as durations or seconds', () => {
-    expect([stepSeconds('60s'), stepSeconds('1m30s'), stepSeconds('500ms'), stepSeconds('2'), stepSeconds('1h')]).toEqual([60, 90, 0.5, 2, 3600]);
+    expect([
+      stepSeconds('60s'),
+      stepSeconds('1m30s'),
+      stepSeconds('500ms'),
+      stepSeconds('2'),
+      stepSeconds('1h'),
+    ]).toEqual([60, 90, 0.5, 2, 3600]);
   });
 });
 
 describe('labels_key', () => {
   it('sorts keys, escapes commas and backslashes, ignores the name and tenant labels', () => {
-    expect(labelsKeyOf({ __name__: 'x', host_id: 'h', mountpoint: '/a,b', fstype: 'ext4', note: 'c\\d=e' })).toBe('fstype=ext4,mountpoint=/a\\,b,note=c\\\\d=e');
+    expect(labelsKeyOf({ __name__: 'x', host_id: 'h', mountpoint: '/a,b', fstype: 'ext4', note: 'c\\d=e' })).toBe(
+      'fstype=ext4,mountpoint=/a\\,b,note=c\\\\d=e',
+    );
     expect(labelsKeyOf({ __name__: 'x', client_id: 'c' })).toBe('');
   });
 
@@ -92,29 +114,47 @@ describe('labels_key', () => {
     expect(parseLabelsKey(labelsKeyOf(labels))).toEqual(labels);
     expect(parseLabelsKey('b=2,a=1')).toEqual({ a: '1', b: '2' });
     expect(parseLabelsKey('')).toEqual({});
-    for (const bad of ['cpu', '=1', 'a=1,,b=2', '1a=2', 'host_id=x', 'a=\\x', 'a=1,a=2']) expect(() => parseLabelsKey(bad), bad).toThrow(/labels_key/);
+    for (const bad of ['cpu', '=1', 'a=1,,b=2', '1a=2', 'host_id=x', 'a=\\x', 'a=1,a=2'])
+      expect(() => parseLabelsKey(bad), bad).toThrow(/labels_key/);
   });
 });
 
 describe('buckets', () => {
   const H = Date.UTC(2026, 10, 22, 10);
   it('uses 1-minute buckets up to exactly 6 hours and hourly beyond, aligned to the epoch', () => {
-    expect(bucketsOf({ startMs: H + 30_000, endMs: H + 6 * 3_600_000 + 30_000 })).toEqual({ sizeMs: 60_000, firstMs: H, lastMs: H + 6 * 3_600_000 });
-    expect(bucketsOf({ startMs: H + 30_000, endMs: H + 6 * 3_600_000 + 90_000 })).toEqual({ sizeMs: 3_600_000, firstMs: H, lastMs: H + 6 * 3_600_000 });
+    expect(bucketsOf({ startMs: H + 30_000, endMs: H + 6 * 3_600_000 + 30_000 })).toEqual({
+      sizeMs: 60_000,
+      firstMs: H,
+      lastMs: H + 6 * 3_600_000,
+    });
+    expect(bucketsOf({ startMs: H + 30_000, endMs: H + 6 * 3_600_000 + 90_000 })).toEqual({
+      sizeMs: 3_600_000,
+      firstMs: H,
+      lastMs: H + 6 * 3_600_000,
+    });
   });
 
   it('defaults to the last hour and refuses start after end or more than 31 days', () => {
     expect(resolveRange({}, H)).toEqual({ startMs: H - 3_600_000, endMs: H });
     expect(resolveRange({ end: new Date(H).toISOString() }, 0)).toEqual({ startMs: H - 3_600_000, endMs: H });
-    expect(() => resolveRange({ start: new Date(H + 1).toISOString(), end: new Date(H).toISOString() }, 0)).toThrow(/start must not be after end/);
+    expect(() => resolveRange({ start: new Date(H + 1).toISOString(), end: new Date(H).toISOString() }, 0)).toThrow(
+      /start must not be after end/,
+    );
     expect(() => resolveRange({ start: '1969-12-31T23:59:59Z', end: '1970-01-01T00:10:00Z' }, 0)).toThrow(/1970/);
-    expect(() => resolveRange({ start: new Date(H - 31 * 86_400_000 - 1).toISOString(), end: new Date(H).toISOString() }, 0)).toThrow(/31 days/);
-    expect(resolveRange({ start: new Date(H - 31 * 86_400_000).toISOString(), end: new Date(H).toISOString() }, 0).startMs).toBe(H - 31 * 86_400_000);
+    expect(() =>
+      resolveRange({ start: new Date(H - 31 * 86_400_000 - 1).toISOString(), end: new Date(H).toISOString() }, 0),
+    ).toThrow(/31 days/);
+    expect(
+      resolveRange({ start: new Date(H - 31 * 86_400_000).toISOString(), end: new Date(H).toISOString() }, 0).startMs,
+    ).toBe(H - 31 * 86_400_000);
   });
 
   it('turns counters into per-second rates per bucket, a drop counted as a reset from zero', () => {
     const b = { sizeMs: 60_000, firstMs: H, lastMs: H + 60_000 };
-    const raw = { timestamps: [H - 10_000, H, H + 10_000, H + 20_000, H + 30_000, H + 70_000, H + 10_000], values: [1000, 1100, 1300, 50, 250, 650, 1300] };
+    const raw = {
+      timestamps: [H - 10_000, H, H + 10_000, H + 20_000, H + 30_000, H + 70_000, H + 10_000],
+      values: [1000, 1100, 1300, 50, 250, 650, 1300],
+    };
     const points = toPoints(counterBuckets([raw], b));
     expect(points).toEqual([
       { time: new Date(H).toISOString(), avg_value: 13.75, min_value: 5, max_value: 20, sample_count: 4 },
@@ -125,12 +165,23 @@ describe('buckets', () => {
 
 describe('store failures', () => {
   it('maps what VictoriaMetrics answers to the routes’ errors', () => {
-    const vm = (status: number, error: string) => new TsdbError(`HTTP ${status}`, status, JSON.stringify({ status: 'error', errorType: String(status), error }));
+    const vm = (status: number, error: string) =>
+      new TsdbError(`HTTP ${status}`, status, JSON.stringify({ status: 'error', errorType: String(status), error }));
     expect(tsdbFailure(new TsdbError('tsdb /api/v1/query: connect ECONNREFUSED', 0, ''))?.code).toBe('unavailable');
     expect(tsdbFailure(new TsdbError('tsdb /api/v1/query: timed out after 10000ms', 0, ''))?.code).toBe('timeout');
-    expect(tsdbFailure(vm(422, 'error when executing query="x": cannot execute query: timeout exceeded while fetching data block #1'))?.code).toBe('timeout');
-    const limit = tsdbFailure(vm(422, 'error when executing query="x": cannot select more than -search.maxSamplesPerQuery=5 samples'), { callerQuery: false });
-    expect([limit?.code, limit?.message]).toEqual(['bad_request', 'the query exceeds a limit of the metrics store: cannot select more than -search.maxSamplesPerQuery=5 samples']);
+    expect(
+      tsdbFailure(
+        vm(422, 'error when executing query="x": cannot execute query: timeout exceeded while fetching data block #1'),
+      )?.code,
+    ).toBe('timeout');
+    const limit = tsdbFailure(
+      vm(422, 'error when executing query="x": cannot select more than -search.maxSamplesPerQuery=5 samples'),
+      { callerQuery: false },
+    );
+    expect([limit?.code, limit?.message]).toEqual([
+      'bad_request',
+      'the query exceeds a limit of the metrics store: cannot select more than -search.maxSamplesPerQuery=5 samples',
+    ]);
     expect(tsdbFailure(vm(422, 'unknown func "nope"'), { callerQuery: true })?.code).toBe('bad_request');
     expect(tsdbFailure(vm(422, 'unknown func "nope"'))?.code).toBe('bad_gateway');
     expect(tsdbFailure(vm(503, 'busy'))?.code).toBe('unavailable');
@@ -192,11 +243,18 @@ describe('HostScopes', () => {
 
 describe('isoUtc', () => {
   it('writes what Date#toISOString writes, across days, years and the edges of four-digit years', () => {
-    const edges = [0, 1, 999, 59_999, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 1_764_201_600_000, -1, -86_400_001, -62_167_219_200_000, 253_402_300_799_999];
+    const edges = [
+      0, 1, 999, 59_999, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 1_764_201_600_000, -1, -86_400_001,
+      -62_167_219_200_000, 253_402_300_799_999,
+    ];
     const outside = [-62_167_219_200_001, 253_402_300_800_000, 1.5];
     const random = Array.from({ length: 2_000 }, (_, i) => Math.round(Math.sin(i + 1) * 4e12));
     for (const ms of [...edges, ...outside, ...random]) expect(isoUtc(ms)).toBe(new Date(ms).toISOString());
     // The kept day must not leak into the next call on another day.
-    expect([isoUtc(86_400_000 - 1), isoUtc(86_400_000), isoUtc(0)]).toEqual(['1970-01-01T23:59:59.999Z', '1970-01-02T00:00:00.000Z', '1970-01-01T00:00:00.000Z']);
+    expect([isoUtc(86_400_000 - 1), isoUtc(86_400_000), isoUtc(0)]).toEqual([
+      '1970-01-01T23:59:59.999Z',
+      '1970-01-02T00:00:00.000Z',
+      '1970-01-01T00:00:00.000Z',
+    ]);
   });
 });

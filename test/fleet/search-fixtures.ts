@@ -45,13 +45,21 @@ export interface FixtureHost {
   packages?: PackageRow[];
 }
 
-export async function insertEnvironment(sys: TestSystem, clientId: string, slug: string): Promise<{ id: string; client_id: string }> {
+export async function insertEnvironment(
+  sys: TestSystem,
+  clientId: string,
+  slug: string,
+): Promise<{ id: string; client_id: string }> {
   const id = randomUUID();
   await sys.sql(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, ?, ?)`, [id, clientId, slug, slug]);
   return { id, client_id: clientId };
 }
 
-export async function insertSearchHost(sys: TestSystem, env: { id: string; client_id: string }, h: FixtureHost): Promise<string> {
+export async function insertSearchHost(
+  sys: TestSystem,
+  env: { id: string; client_id: string },
+  h: FixtureHost,
+): Promise<string> {
   const id = randomUUID();
   await sys.sql(
     `INSERT INTO hosts (id, environment_id, client_id, hostname, ip_address, os, os_version, kernel_version, arch, cpu_cores, memory_total_bytes,
@@ -83,23 +91,16 @@ export async function insertSearchHost(sys: TestSystem, env: { id: string; clien
     );
   }
   for (const c of h.containers ?? []) {
-    await sys.sql(`INSERT INTO host_containers (host_id, container_id, name, image, state, status, runtime, labels) VALUES (?, ?, ?, ?, ?, '', ?, '{}'::jsonb)`, [
-      id,
-      randomUUID(),
-      c.name,
-      c.image,
-      c.state,
-      c.runtime,
-    ]);
+    await sys.sql(
+      `INSERT INTO host_containers (host_id, container_id, name, image, state, status, runtime, labels) VALUES (?, ?, ?, ?, ?, '', ?, '{}'::jsonb)`,
+      [id, randomUUID(), c.name, c.image, c.state, c.runtime],
+    );
   }
   for (const p of h.packages ?? []) {
-    await sys.sql(`INSERT INTO host_packages (host_id, name, version, architecture, manager, description) VALUES (?, ?, ?, ?, ?, '')`, [
-      id,
-      p.name,
-      p.version,
-      p.architecture ?? 'amd64',
-      p.manager ?? 'apt',
-    ]);
+    await sys.sql(
+      `INSERT INTO host_packages (host_id, name, version, architecture, manager, description) VALUES (?, ?, ?, ?, ?, '')`,
+      [id, p.name, p.version, p.architecture ?? 'amd64', p.manager ?? 'apt'],
+    );
   }
   return id;
 }
@@ -235,8 +236,15 @@ export const FLEET_A: Record<string, FixtureHost & { env: 'prod' | 'staging' }> 
 };
 
 /** Inserts a fleet into a client: environments `prod` and `staging`, the hosts; returns key → host id. */
-export async function insertFleet(sys: TestSystem, clientId: string, fleet: Record<string, FixtureHost & { env: 'prod' | 'staging' }>): Promise<Record<string, string>> {
-  const envs = { prod: await insertEnvironment(sys, clientId, 'prod'), staging: await insertEnvironment(sys, clientId, 'staging') };
+export async function insertFleet(
+  sys: TestSystem,
+  clientId: string,
+  fleet: Record<string, FixtureHost & { env: 'prod' | 'staging' }>,
+): Promise<Record<string, string>> {
+  const envs = {
+    prod: await insertEnvironment(sys, clientId, 'prod'),
+    staging: await insertEnvironment(sys, clientId, 'staging'),
+  };
   const ids: Record<string, string> = {};
   for (const [key, h] of Object.entries(fleet)) ids[key] = await insertSearchHost(sys, envs[h.env], h);
   return ids;

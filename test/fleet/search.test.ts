@@ -20,7 +20,13 @@ let clientC: { id: string; slug: string };
 let ids: Record<string, string>;
 let keyOf: Map<string, string>;
 let bIds: Record<string, string>;
-const tokens: Record<'engA' | 'engB' | 'engC' | 'viewerA' | 'mixed', string> = { engA: '', engB: '', engC: '', viewerA: '', mixed: '' };
+const tokens: Record<'engA' | 'engB' | 'engC' | 'viewerA' | 'mixed', string> = {
+  engA: '',
+  engB: '',
+  engC: '',
+  viewerA: '',
+  mixed: '',
+};
 
 const enc = encodeURIComponent;
 
@@ -32,7 +38,10 @@ beforeAll(async () => {
   ids = await insertFleet(sys, clientA.id, FLEET_A);
   keyOf = new Map(Object.entries(ids).map(([k, id]) => [id, k]));
   // Client B holds a host just like web-01 (same tags, services, packages) and one of its own.
-  bIds = await insertFleet(sys, clientB.id, { bweb: { ...FLEET_A.web1!, env: 'prod' }, bonly: { env: 'staging', hostname: 'b-only', os: 'linux', tags: { env: 'prod' } } });
+  bIds = await insertFleet(sys, clientB.id, {
+    bweb: { ...FLEET_A.web1!, env: 'prod' },
+    bonly: { env: 'staging', hostname: 'b-only', os: 'linux', tags: { env: 'prod' } },
+  });
   tokens.engA = (await userWith(sys, 'Engineer', clientA.id)).token;
   tokens.engB = (await userWith(sys, 'Engineer', clientB.id)).token;
   tokens.engC = (await userWith(sys, 'Engineer', clientC.id)).token;
@@ -54,7 +63,11 @@ interface Hit {
   tags: Record<string, string>;
 }
 
-async function search(token: string, q: string, extra = ''): Promise<{ data: Hit[]; meta: { total: number; page: number; per_page: number } }> {
+async function search(
+  token: string,
+  q: string,
+  extra = '',
+): Promise<{ data: Hit[]; meta: { total: number; page: number; per_page: number } }> {
   const res = await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc(q)}&per_page=100${extra}`, token });
   expectStatus(res, 200);
   return res.json();
@@ -223,15 +236,48 @@ describe('PQL results against a fleet with known inventory', () => {
   it('answers the host fields of the spec, ordered by hostname, in pages', async () => {
     const { data } = await search(tokens.engA, 'host.os = "linux"');
     expect(data.map((h) => h.hostname)).toEqual(['db-01', 'db-02', 'web-01', 'web-02']);
-    expect(data[2]).toEqual({ id: ids.web1, hostname: 'web-01', ip_address: '10.0.0.11', os: 'linux', arch: 'amd64', agent_status: 'online', tags: { env: 'prod', team: 'web' } });
-    const page2 = await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.os = "linux"')}&page=2&per_page=3`, token: tokens.engA });
+    expect(data[2]).toEqual({
+      id: ids.web1,
+      hostname: 'web-01',
+      ip_address: '10.0.0.11',
+      os: 'linux',
+      arch: 'amd64',
+      agent_status: 'online',
+      tags: { env: 'prod', team: 'web' },
+    });
+    const page2 = await sys.http({
+      method: 'GET',
+      url: `/api/v1/search?q=${enc('host.os = "linux"')}&page=2&per_page=3`,
+      token: tokens.engA,
+    });
     expectStatus(page2, 200);
     expect(page2.json()).toMatchObject({ data: [{ hostname: 'web-02' }], meta: { total: 4, page: 2, per_page: 3 } });
-    const beyond = await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.os = "linux"')}&page=9`, token: tokens.engA });
+    const beyond = await sys.http({
+      method: 'GET',
+      url: `/api/v1/search?q=${enc('host.os = "linux"')}&page=9`,
+      token: tokens.engA,
+    });
     expect(beyond.json()).toEqual({ data: [], meta: { total: 4, page: 9, per_page: 20 } });
-    expectStatus(await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.os = "linux"')}&per_page=101`, token: tokens.engA }), 400);
-    expectStatus(await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.os = "linux"')}&page=0`, token: tokens.engA }), 400);
-    expectStatus(await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.os = "linux"')}&format=xml`, token: tokens.engA }), 400);
+    expectStatus(
+      await sys.http({
+        method: 'GET',
+        url: `/api/v1/search?q=${enc('host.os = "linux"')}&per_page=101`,
+        token: tokens.engA,
+      }),
+      400,
+    );
+    expectStatus(
+      await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.os = "linux"')}&page=0`, token: tokens.engA }),
+      400,
+    );
+    expectStatus(
+      await sys.http({
+        method: 'GET',
+        url: `/api/v1/search?q=${enc('host.os = "linux"')}&format=xml`,
+        token: tokens.engA,
+      }),
+      400,
+    );
   });
 
   it('answers invalid queries 400 with the parser message, at search, count and aggregate', async () => {
@@ -240,10 +286,17 @@ describe('PQL results against a fleet with known inventory', () => {
       ['host.hostname = 42', `expected a quoted string for host.hostname after '=' at position 17`],
       ['label.region = ', `expected a value after '=' at position 16`],
       ['', 'the query is empty'],
-      ['host.hostname > "a"', 'operator > does not apply to host.hostname (a string field; it takes =, !=, ~, IN, NOT IN, EXISTS) at position 15'],
+      [
+        'host.hostname > "a"',
+        'operator > does not apply to host.hostname (a string field; it takes =, !=, ~, IN, NOT IN, EXISTS) at position 15',
+      ],
     ];
     for (const [q, message] of cases) {
-      for (const url of [`/api/v1/search?q=${enc(q)}`, `/api/v1/search/count?q=${enc(q)}`, `/api/v1/search/aggregate?q=${enc(q)}&group_by=host.os`]) {
+      for (const url of [
+        `/api/v1/search?q=${enc(q)}`,
+        `/api/v1/search/count?q=${enc(q)}`,
+        `/api/v1/search/aggregate?q=${enc(q)}&group_by=host.os`,
+      ]) {
         const res = await sys.http({ method: 'GET', url, token: tokens.engA });
         expectStatus(res, 400);
         expect(res.json().error).toMatchObject({ code: 'bad_request', message });
@@ -267,13 +320,21 @@ describe('tenant isolation', () => {
     expect(await count(tokens.engC, q)).toBe(0);
     expect((await search(tokens.engC, q)).data).toEqual([]);
 
-    const aggA = await sys.http({ method: 'GET', url: `/api/v1/search/aggregate?q=${enc(q)}&group_by=host.hostname`, token: tokens.engA });
+    const aggA = await sys.http({
+      method: 'GET',
+      url: `/api/v1/search/aggregate?q=${enc(q)}&group_by=host.hostname`,
+      token: tokens.engA,
+    });
     expect(aggA.json().data).toEqual([
       { value: 'db-01', count: 1 },
       { value: 'web-01', count: 1 },
       { value: 'web-02', count: 1 },
     ]);
-    const aggB = await sys.http({ method: 'GET', url: `/api/v1/search/aggregate?q=${enc(q)}&group_by=host.hostname`, token: tokens.engB });
+    const aggB = await sys.http({
+      method: 'GET',
+      url: `/api/v1/search/aggregate?q=${enc(q)}&group_by=host.hostname`,
+      token: tokens.engB,
+    });
     expect(aggB.json().data).toEqual([
       { value: 'b-only', count: 1 },
       { value: 'web-01', count: 1 },
@@ -307,7 +368,11 @@ describe('tenant isolation', () => {
 describe('aggregate', () => {
   it('counts per host field value, the largest groups first', async () => {
     const agg = async (groupBy: string, q = 'host.hostname ~ "*"'): Promise<unknown> => {
-      const res = await sys.http({ method: 'GET', url: `/api/v1/search/aggregate?q=${enc(q)}&group_by=${enc(groupBy)}`, token: tokens.engA });
+      const res = await sys.http({
+        method: 'GET',
+        url: `/api/v1/search/aggregate?q=${enc(q)}&group_by=${enc(groupBy)}`,
+        token: tokens.engA,
+      });
       expectStatus(res, 200);
       return res.json().data;
     };
@@ -342,14 +407,29 @@ describe('aggregate', () => {
       { value: null, count: 3 },
       { value: 'frontend', count: 1 },
     ]);
-    const limited = await sys.http({ method: 'GET', url: `/api/v1/search/aggregate?q=${enc('host.hostname ~ "*"')}&group_by=host.os&limit=1`, token: tokens.engA });
+    const limited = await sys.http({
+      method: 'GET',
+      url: `/api/v1/search/aggregate?q=${enc('host.hostname ~ "*"')}&group_by=host.os&limit=1`,
+      token: tokens.engA,
+    });
     expect(limited.json().data).toEqual([{ value: 'bsd', count: 5 }]);
     for (const bad of ['host.nope', 'service.name', 'tag.', '']) {
-      const res = await sys.http({ method: 'GET', url: `/api/v1/search/aggregate?q=${enc('host.os = "linux"')}&group_by=${enc(bad)}`, token: tokens.engA });
+      const res = await sys.http({
+        method: 'GET',
+        url: `/api/v1/search/aggregate?q=${enc('host.os = "linux"')}&group_by=${enc(bad)}`,
+        token: tokens.engA,
+      });
       expectStatus(res, 400);
       expect(res.json().error.message).toContain('group_by');
     }
-    expectStatus(await sys.http({ method: 'GET', url: `/api/v1/search/aggregate?q=${enc('host.os = "linux"')}`, token: tokens.engA }), 400);
+    expectStatus(
+      await sys.http({
+        method: 'GET',
+        url: `/api/v1/search/aggregate?q=${enc('host.os = "linux"')}`,
+        token: tokens.engA,
+      }),
+      400,
+    );
   });
 });
 
@@ -358,18 +438,47 @@ describe('fields and validate', () => {
     const res = await sys.http({ method: 'GET', url: '/api/v1/search/fields', token: tokens.engA });
     expectStatus(res, 200);
     const fields = res.json().data as { prefix: string; name: string; type: string; operators: string[] }[];
-    expect(fields).toContainEqual({ prefix: 'tag', name: '*', type: 'string', operators: ['=', '!=', '~', 'IN', 'NOT IN', 'EXISTS'] });
-    expect(fields).toContainEqual({ prefix: 'label', name: '*', type: 'string', operators: ['=', '!=', '~', 'IN', 'NOT IN', 'EXISTS'] });
-    expect(fields).toContainEqual({ prefix: 'host', name: 'cpu_cores', type: 'number', operators: ['=', '!=', '>', '<', '>=', '<=', 'IN', 'NOT IN'] });
-    expect(fields).toContainEqual({ prefix: 'package', name: 'version', type: 'version', operators: ['=', '!=', '~', '>', '<', '>=', '<=', 'IN', 'NOT IN', 'EXISTS'] });
-    expect(new Set(fields.map((f) => f.prefix))).toEqual(new Set(['host', 'label', 'tag', 'service', 'container', 'package']));
+    expect(fields).toContainEqual({
+      prefix: 'tag',
+      name: '*',
+      type: 'string',
+      operators: ['=', '!=', '~', 'IN', 'NOT IN', 'EXISTS'],
+    });
+    expect(fields).toContainEqual({
+      prefix: 'label',
+      name: '*',
+      type: 'string',
+      operators: ['=', '!=', '~', 'IN', 'NOT IN', 'EXISTS'],
+    });
+    expect(fields).toContainEqual({
+      prefix: 'host',
+      name: 'cpu_cores',
+      type: 'number',
+      operators: ['=', '!=', '>', '<', '>=', '<=', 'IN', 'NOT IN'],
+    });
+    expect(fields).toContainEqual({
+      prefix: 'package',
+      name: 'version',
+      type: 'version',
+      operators: ['=', '!=', '~', '>', '<', '>=', '<=', 'IN', 'NOT IN', 'EXISTS'],
+    });
+    expect(new Set(fields.map((f) => f.prefix))).toEqual(
+      new Set(['host', 'label', 'tag', 'service', 'container', 'package']),
+    );
     // Every listed field parses with each of its operators.
     for (const f of fields) {
       for (const op of f.operators) {
         const name = f.name === '*' ? `${f.prefix}.x` : `${f.prefix}.${f.name}`;
-        const value = { string: '"a"', number: '1', version: '"1.0"', boolean: 'true', datetime: '"2026-01-01T00:00:00Z"' }[f.type as 'string'];
+        const value = {
+          string: '"a"',
+          number: '1',
+          version: '"1.0"',
+          boolean: 'true',
+          datetime: '"2026-01-01T00:00:00Z"',
+        }[f.type as 'string'];
         const v = op === '~' ? '"a*"' : value;
-        const q = op === 'EXISTS' ? `${name} EXISTS` : op.endsWith('IN') ? `${name} ${op} (${v}, ${v})` : `${name} ${op} ${v}`;
+        const q =
+          op === 'EXISTS' ? `${name} EXISTS` : op.endsWith('IN') ? `${name} ${op} (${v}, ${v})` : `${name} ${op} ${v}`;
         const r = await api(sys, { token: tokens.engA })('POST', '/api/v1/search/validate', { query: q });
         expect(r.json().data, q).toEqual({ valid: true, error: '' });
       }
@@ -394,10 +503,19 @@ describe('CSV export', () => {
     const env = await insertEnvironment(sys, clientC.id, 'prod');
     const evil = ['=1+1', '+cmd', '-2+3', '@SUM(A1)', '\tTAB', '\rCR'];
     for (const [i, hostname] of evil.entries()) {
-      await insertSearchHost(sys, env, { hostname, os: i === 0 ? '=HYPERLINK("http://evil")' : 'linux', ip_address: '10.9.9.9', tags: { note: '=1+2' } });
+      await insertSearchHost(sys, env, {
+        hostname,
+        os: i === 0 ? '=HYPERLINK("http://evil")' : 'linux',
+        ip_address: '10.9.9.9',
+        tags: { note: '=1+2' },
+      });
     }
     await insertSearchHost(sys, env, { hostname: 'plain, "quoted"', os: 'linux' });
-    const res = await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.hostname ~ "*"')}&format=csv`, token: tokens.engC });
+    const res = await sys.http({
+      method: 'GET',
+      url: `/api/v1/search?q=${enc('host.hostname ~ "*"')}&format=csv`,
+      token: tokens.engC,
+    });
     expectStatus(res, 200);
     expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
     expect(res.headers['content-disposition']).toBe('attachment; filename="hosts.csv"');
@@ -410,13 +528,29 @@ describe('CSV export', () => {
     // No cell starts with a formula character unless guarded: split records on CRLF outside quotes.
     const cells = parse(body) as string[][];
     expect(cells).toHaveLength(8);
-    for (const row of cells.slice(1)) for (const cell of row) expect(/^[=+\-@\t\r]/.test(cell), JSON.stringify(cell)).toBe(false);
+    for (const row of cells.slice(1))
+      for (const cell of row) expect(/^[=+\-@\t\r]/.test(cell), JSON.stringify(cell)).toBe(false);
     expect(cells.slice(1).map((r) => JSON.parse(r[6]!))).toContainEqual({ note: '=1+2' });
 
-    const paged = await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.hostname ~ "*"')}&format=csv&per_page=2&page=2`, token: tokens.engC });
+    const paged = await sys.http({
+      method: 'GET',
+      url: `/api/v1/search?q=${enc('host.hostname ~ "*"')}&format=csv&per_page=2&page=2`,
+      token: tokens.engC,
+    });
     expect(parse(paged.body) as string[][]).toHaveLength(3);
-    expectStatus(await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.hostname ~ "*"')}&format=csv&per_page=1001`, token: tokens.engC }), 400);
-    const invalid = await sys.http({ method: 'GET', url: `/api/v1/search?q=${enc('host.hostname ~')}&format=csv`, token: tokens.engC });
+    expectStatus(
+      await sys.http({
+        method: 'GET',
+        url: `/api/v1/search?q=${enc('host.hostname ~ "*"')}&format=csv&per_page=1001`,
+        token: tokens.engC,
+      }),
+      400,
+    );
+    const invalid = await sys.http({
+      method: 'GET',
+      url: `/api/v1/search?q=${enc('host.hostname ~')}&format=csv`,
+      token: tokens.engC,
+    });
     expectStatus(invalid, 400);
     expect(invalid.headers['content-type']).toContain('application/json');
   });
@@ -425,7 +559,10 @@ describe('CSV export', () => {
 describe('execution', () => {
   it('sends values as bind parameters, never in the SQL text', () => {
     const p = new Params();
-    const sql = compileWhere(parsePql(`host.hostname = "x'; DROP TABLE hosts; --" AND tag.env IN ("a$1", "b") AND package[version < "9:9"]`), p);
+    const sql = compileWhere(
+      parsePql(`host.hostname = "x'; DROP TABLE hosts; --" AND tag.env IN ("a$1", "b") AND package[version < "9:9"]`),
+      p,
+    );
     expect(sql).not.toContain('DROP');
     expect(sql).not.toContain('a$1');
     expect(sql).not.toContain('9:9');
@@ -440,7 +577,10 @@ describe('execution', () => {
       return readOnlySearch(orm, 5000, async (query) => {
         // The test tables are small: without this the planner would rightly read them whole.
         await query('SET LOCAL enable_seqscan = off', []);
-        const rows = await query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT count(*) FROM hosts h WHERE ${where}`, p.values);
+        const rows = await query<{ 'QUERY PLAN': string }>(
+          `EXPLAIN SELECT count(*) FROM hosts h WHERE ${where}`,
+          p.values,
+        );
         return rows.map((r) => r['QUERY PLAN']).join('\n');
       });
     };
@@ -476,7 +616,9 @@ describe('execution', () => {
       const [a, b, records] = await readOnlySearch(orm, 5000, async (query) => [
         (await query<{ n: number }>(`SELECT count(*)::int AS n FROM hosts h WHERE ${where}`, general.values))[0]!.n,
         (await query<{ n: number }>(recordSql!, record.values))[0]!.n,
-        (await query<{ n: number }>(recordSql!.replace('SELECT DISTINCT r.host_id', 'SELECT r.host_id'), record.values))[0]!.n,
+        (
+          await query<{ n: number }>(recordSql!.replace('SELECT DISTINCT r.host_id', 'SELECT r.host_id'), record.values)
+        )[0]!.n,
       ]);
       expect(b, q).toBe(a);
       expect(a, q).toBeGreaterThan(0);
@@ -486,31 +628,85 @@ describe('execution', () => {
     const q = 'package[name = "openssl" AND version < "3.0.13"]';
     const total = (await search(root, q)).meta.total;
     expect(await count(root, q)).toBe(total);
-    for (const other of ['NOT service.name = "nginx"', 'package.name = "openssl" AND tag.env = "prod"', 'host.os = "linux"']) expect(recordCountSql(parsePql(other), new Params()), other).toBeNull();
+    for (const other of [
+      'NOT service.name = "nginx"',
+      'package.name = "openssl" AND tag.env = "prod"',
+      'host.os = "linux"',
+    ])
+      expect(recordCountSql(parsePql(other), new Params()), other).toBeNull();
   });
 
   it('stops a statement at the search timeout with a clear 504', async () => {
     const orm = await sys.stores.orm();
     const err = await readOnlySearch(orm, 200, (query) => query('SELECT pg_sleep(2)', [])).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DomainError);
-    expect(err).toMatchObject({ code: 'timeout', message: 'the search took longer than 0.2 s and was stopped; narrow the query' });
+    expect(err).toMatchObject({
+      code: 'timeout',
+      message: 'the search took longer than 0.2 s and was stopped; narrow the query',
+    });
     const [settings] = await readOnlySearch(orm, 1000, (query) =>
-      query<{ iso: string; ro: string; timeout: string }>(`SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro, current_setting('statement_timeout') AS timeout`, []),
+      query<{ iso: string; ro: string; timeout: string }>(
+        `SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro, current_setting('statement_timeout') AS timeout`,
+        [],
+      ),
     );
     expect(settings).toEqual({ iso: 'repeatable read', ro: 'on', timeout: '1s' });
     // Read-only: a search transaction cannot write.
-    const write = await readOnlySearch(orm, 1000, (query) => query(`UPDATE hosts SET hostname = hostname WHERE false`, [])).catch((e: unknown) => e);
+    const write = await readOnlySearch(orm, 1000, (query) =>
+      query(`UPDATE hosts SET hostname = hostname WHERE false`, []),
+    ).catch((e: unknown) => e);
     expect((write as { code?: string }).code).toBe('25006');
   });
 
   it('orders package versions exactly as dpkg does', async () => {
     const versions = [
-      '1.0', '1.0~rc1', '1.0~~', '1.0~', '1.0a', '1.0.0', '1.00', '0:1.0', '1:0.9', '1.0-1', '1.0-1~bpo1', '1.0+dfsg', '1.0-0', '2.36.1-8+deb12u1',
-      '2.36-9', '3.0.13', '3.0.2', '3.0.13-0ubuntu3', '1:3.0.13-0ubuntu3.1', 'a', 'A', 'a.b', 'a+b', '10', '9', '009', '1.2.3-4-5', '1-2-3', '0', '~', '~~a',
-      '1.0a~', '1.0A', '1.0.a', '1.0:a', '2:1', '1:1-1', '7.4.33-1+deb11u4', '1.18.0-6ubuntu14', '1.24.0-2ubuntu7',
+      '1.0',
+      '1.0~rc1',
+      '1.0~~',
+      '1.0~',
+      '1.0a',
+      '1.0.0',
+      '1.00',
+      '0:1.0',
+      '1:0.9',
+      '1.0-1',
+      '1.0-1~bpo1',
+      '1.0+dfsg',
+      '1.0-0',
+      '2.36.1-8+deb12u1',
+      '2.36-9',
+      '3.0.13',
+      '3.0.2',
+      '3.0.13-0ubuntu3',
+      '1:3.0.13-0ubuntu3.1',
+      'a',
+      'A',
+      'a.b',
+      'a+b',
+      '10',
+      '9',
+      '009',
+      '1.2.3-4-5',
+      '1-2-3',
+      '0',
+      '~',
+      '~~a',
+      '1.0a~',
+      '1.0A',
+      '1.0.a',
+      '1.0:a',
+      '2:1',
+      '1:1-1',
+      '7.4.33-1+deb11u4',
+      '1.18.0-6ubuntu14',
+      '1.24.0-2ubuntu7',
     ];
     const orm = await sys.stores.orm();
-    const rows = await readOnlySearch(orm, 5000, (query) => query<{ v: string; k: string }>(`SELECT v, encode(pql_version_key(v), 'hex') AS k FROM unnest($1::text[]) AS v`, [versions]));
+    const rows = await readOnlySearch(orm, 5000, (query) =>
+      query<{ v: string; k: string }>(`SELECT v, encode(pql_version_key(v), 'hex') AS k FROM unnest($1::text[]) AS v`, [
+        versions,
+      ]),
+    );
     const key = new Map(rows.map((r) => [r.v, r.k]));
     for (const a of versions) {
       for (const b of versions) {

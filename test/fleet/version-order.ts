@@ -6,7 +6,8 @@
 const isDigit = (c: string): boolean => c >= '0' && c <= '9';
 const isAlpha = (c: string): boolean => (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 /** `~` before everything, even the end; letters before other characters. */
-const order = (c: string | undefined): number => (c === undefined || isDigit(c) ? 0 : isAlpha(c) ? c.charCodeAt(0) : c === '~' ? -1 : c.charCodeAt(0) + 256);
+const order = (c: string | undefined): number =>
+  c === undefined || isDigit(c) ? 0 : isAlpha(c) ? c.charCodeAt(0) : c === '~' ? -1 : c.charCodeAt(0) + 256;
 
 function verrevcmp(a: string, b: string): number {
   let i = 0;
@@ -39,7 +40,9 @@ function parse(v: string): { epoch: bigint; upstream: string; revision: string }
   const epoch = m ? BigInt(m[1]!) : 0n;
   const rest = m ? m[2]! : v;
   const dash = rest.lastIndexOf('-');
-  return dash < 0 ? { epoch, upstream: rest, revision: '' } : { epoch, upstream: rest.slice(0, dash), revision: rest.slice(dash + 1) };
+  return dash < 0
+    ? { epoch, upstream: rest, revision: '' }
+    : { epoch, upstream: rest.slice(0, dash), revision: rest.slice(dash + 1) };
 }
 
 /** -1, 0 or 1, as dpkg orders `a` and `b`. */

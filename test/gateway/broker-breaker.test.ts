@@ -114,7 +114,10 @@ describe('a frozen broker (nats-server stopped with SIGSTOP, sockets open)', () 
     port = await freePort();
     storeDir = await mkdtemp(join(tmpdir(), 'breaker-nats-'));
     server = startNatsServer(port, storeDir);
-    sys = await startTestSystem({ SVC_NATS_URL: `nats://127.0.0.1:${port}`, SVC_REQUEST_TIMEOUT_MS: String(DEADLINE_MS) });
+    sys = await startTestSystem({
+      SVC_NATS_URL: `nats://127.0.0.1:${port}`,
+      SVC_REQUEST_TIMEOUT_MS: String(DEADLINE_MS),
+    });
     token = await tokenFor(sys, await createUser(sys));
   });
   afterAll(async () => {
@@ -126,37 +129,50 @@ describe('a frozen broker (nats-server stopped with SIGSTOP, sockets open)', () 
   });
 
   const me = (): ReturnType<TestSystem['http']> => sys!.http({ method: 'GET', url: '/api/v1/auth/me', token });
-  const invoices = (): ReturnType<TestSystem['invoicingHttp']> => sys!.invoicingHttp({ method: 'GET', url: '/api/v1/invoices', token });
+  const invoices = (): ReturnType<TestSystem['invoicingHttp']> =>
+    sys!.invoicingHttp({ method: 'GET', url: '/api/v1/invoices', token });
 
-  it('API requests get 503 at once while it is stopped, and are served again once it continues', { timeout: 120_000 }, async () => {
-    expect((await me()).statusCode).toBe(200);
-    server!.kill('SIGSTOP');
-    try {
-      await waitFor(async () => (await sys!.http({ method: 'GET', url: '/readyz' })).statusCode === 503, 20_000, '/readyz 503 while the broker is stopped', 100);
-      for (const [name, request, code] of [
-        ['console', me, 'service_unavailable'],
-        ['invoicing', invoices, 'SERVICE_UNAVAILABLE'],
-      ] as const) {
+  it(
+    'API requests get 503 at once while it is stopped, and are served again once it continues',
+    { timeout: 120_000 },
+    async () => {
+      expect((await me()).statusCode).toBe(200);
+      server!.kill('SIGSTOP');
+      try {
+        await waitFor(
+          async () => (await sys!.http({ method: 'GET', url: '/readyz' })).statusCode === 503,
+          20_000,
+          '/readyz 503 while the broker is stopped',
+          100,
+        );
+        for (const [name, request, code] of [
+          ['console', me, 'service_unavailable'],
+          ['invoicing', invoices, 'SERVICE_UNAVAILABLE'],
+        ] as const) {
+          const t0 = Date.now();
+          const res = await request();
+          const took = Date.now() - t0;
+          expect(res.statusCode, `${name}: ${res.body}`).toBe(503);
+          // Far below the 10 s deadline a call to the frozen broker would wait for its 504.
+          expect(took, name).toBeLessThan(2_000);
+          expect(errorOf(res)).toMatchObject({
+            code,
+            message: expect.stringMatching(/message broker is not answering/),
+          });
+          expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        }
+        // Liveness needs no broker.
         const t0 = Date.now();
-        const res = await request();
-        const took = Date.now() - t0;
-        expect(res.statusCode, `${name}: ${res.body}`).toBe(503);
-        // Far below the 10 s deadline a call to the frozen broker would wait for its 504.
-        expect(took, name).toBeLessThan(2_000);
-        expect(errorOf(res)).toMatchObject({ code, message: expect.stringMatching(/message broker is not answering/) });
-        expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        expect((await sys!.http({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+        expect(Date.now() - t0).toBeLessThan(2_000);
+      } finally {
+        server!.kill('SIGCONT');
       }
-      // Liveness needs no broker.
-      const t0 = Date.now();
-      expect((await sys!.http({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
-      expect(Date.now() - t0).toBeLessThan(2_000);
-    } finally {
-      server!.kill('SIGCONT');
-    }
-    await waitFor(async () => (await me()).statusCode === 200, 30_000, 'served again after SIGCONT', 100);
-    expect((await sys!.http({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
-    const res = await invoices();
-    expect(res.statusCode, res.body).not.toBe(503);
-    expect(res.statusCode, res.body).toBeLessThan(500);
-  });
+      await waitFor(async () => (await me()).statusCode === 200, 30_000, 'served again after SIGCONT', 100);
+      expect((await sys!.http({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+      const res = await invoices();
+      expect(res.statusCode, res.body).not.toBe(503);
+      expect(res.statusCode, res.body).toBeLessThan(500);
+    },
+  );
 });

@@ -14,7 +14,14 @@ const log = createLogger('silent');
 
 async function build(drainMs?: number): Promise<{ app: GatewayApp; port: number }> {
   const app = await createGatewayApp(
-    { style: 'console', title: 't', version: '1', config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false }, log, ...(drainMs !== undefined ? { drainMs } : {}) },
+    {
+      style: 'console',
+      title: 't',
+      version: '1',
+      config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false },
+      log,
+      ...(drainMs !== undefined ? { drainMs } : {}),
+    },
     (a) => {
       a.get('/api/v1/ping', async () => ({ data: { pong: true } }));
       a.get('/api/v1/slow', async () => {
@@ -27,10 +34,13 @@ async function build(drainMs?: number): Promise<{ app: GatewayApp; port: number 
   return { app, port: (app.server.address() as AddressInfo).port };
 }
 
-const ping = (id: string): string => `GET /api/v1/ping HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nX-Request-Id: ${id}\r\n\r\n`;
+const ping = (id: string): string =>
+  `GET /api/v1/ping HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nX-Request-Id: ${id}\r\n\r\n`;
 
 /** A kept-alive connection that has finished one request and is idle. */
-async function idleConnection(port: number): Promise<{ socket: Socket; data: () => string; error: () => string | undefined; closed: Promise<unknown> }> {
+async function idleConnection(
+  port: number,
+): Promise<{ socket: Socket; data: () => string; error: () => string | undefined; closed: Promise<unknown> }> {
   const socket = connect(port, '127.0.0.1');
   let received = '';
   let error: string | undefined;
@@ -56,10 +66,19 @@ describe('gateway shutdown with kept-alive connections', () => {
       await conn.closed;
       expect(conn.error(), `round ${round}`).toBeUndefined();
       const responses = parseResponses(conn.data());
-      expect(responses.map((r) => r.status), `round ${round}`).toEqual([200, 503]);
+      expect(
+        responses.map((r) => r.status),
+        `round ${round}`,
+      ).toEqual([200, 503]);
       const late = responses[1]!;
       expect(late.headers.connection).toBe('close');
-      expect(JSON.parse(late.body)).toEqual({ error: { code: 'service_unavailable', message: expect.stringMatching(/shutting down/), request_id: `late-${round}` } });
+      expect(JSON.parse(late.body)).toEqual({
+        error: {
+          code: 'service_unavailable',
+          message: expect.stringMatching(/shutting down/),
+          request_id: `late-${round}`,
+        },
+      });
     }
   });
 

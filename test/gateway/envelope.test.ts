@@ -13,7 +13,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 async function build(style: 'console' | 'invoicing'): Promise<{ app: GatewayApp; port: number }> {
   const app = await createGatewayApp(
-    { style, title: 't', version: '1', config: { SVC_CORS_ORIGINS: ['https://app.example.com'], SVC_ENABLE_DEBUG_ENDPOINTS: false }, log },
+    {
+      style,
+      title: 't',
+      version: '1',
+      config: { SVC_CORS_ORIGINS: ['https://app.example.com'], SVC_ENABLE_DEBUG_ENDPOINTS: false },
+      log,
+    },
     (a) => {
       a.get('/api/v1/users/:id', async () => ({ data: { ok: true } }));
       a.post('/api/v1/users', async () => ({ data: { ok: true } }));
@@ -23,7 +29,8 @@ async function build(style: 'console' | 'invoicing'): Promise<{ app: GatewayApp;
   return { app, port: (app.server.address() as AddressInfo).port };
 }
 
-const get = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${extra}\r\n`;
+const get = (path: string, extra = ''): string =>
+  `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${extra}\r\n`;
 
 interface Case {
   name: string;
@@ -36,21 +43,98 @@ interface Case {
 }
 
 const cases: Case[] = [
-  { name: 'header over 16 KB', request: get('/api/v1/users/1', `X-Big: ${'a'.repeat(17 * 1024)}\r\n`), status: 431, console: 'request_header_fields_too_large', invoicing: 'REQUEST_HEADER_FIELDS_TOO_LARGE' },
-  { name: 'URL over 16 KB', request: get(`/api/v1/users/1?q=${'a'.repeat(17 * 1024)}`), status: 431, console: 'request_header_fields_too_large', invoicing: 'REQUEST_HEADER_FIELDS_TOO_LARGE' },
-  { name: 'malformed percent-encoding', request: get('/api/v1/users/%E0%A4%A', 'X-Request-Id: pct-1\r\n'), status: 400, console: 'bad_request', invoicing: 'VALIDATION_ERROR', id: 'pct-1' },
-  { name: 'path parameter over 100 characters', request: get(`/api/v1/users/${'a'.repeat(101)}`, 'X-Request-Id: long-1\r\n'), status: 414, console: 'uri_too_long', invoicing: 'URI_TOO_LONG', id: 'long-1' },
-  { name: 'unknown method', request: 'FUZZ /api/v1/users HTTP/1.1\r\nHost: x\r\n\r\n', status: 400, console: 'bad_request', invoicing: 'VALIDATION_ERROR' },
-  { name: 'garbage request line', request: 'hello there\r\n\r\n', status: 400, console: 'bad_request', invoicing: 'VALIDATION_ERROR' },
-  { name: 'invalid Content-Length', request: 'POST /api/v1/users HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', status: 400, console: 'bad_request', invoicing: 'VALIDATION_ERROR' },
-  { name: 'missing Host', request: 'GET /api/v1/users/1 HTTP/1.1\r\nConnection: close\r\n\r\n', status: 400, console: 'bad_request', invoicing: 'VALIDATION_ERROR' },
-  { name: 'unsupported expectation', request: 'POST /api/v1/users HTTP/1.1\r\nHost: x\r\nExpect: 100-foo\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', status: 417, console: 'expectation_failed', invoicing: 'EXPECTATION_FAILED' },
-  { name: 'CONNECT', request: 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', status: 405, console: 'method_not_allowed', invoicing: 'METHOD_NOT_ALLOWED' },
-  { name: 'unknown route', request: get('/api/v1/nope', 'X-Request-Id: nf-1\r\n'), status: 404, console: 'not_found', invoicing: 'NOT_FOUND', id: 'nf-1' },
-  { name: 'known path, other method', request: 'DELETE /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', status: 404, console: 'not_found', invoicing: 'NOT_FOUND' },
+  {
+    name: 'header over 16 KB',
+    request: get('/api/v1/users/1', `X-Big: ${'a'.repeat(17 * 1024)}\r\n`),
+    status: 431,
+    console: 'request_header_fields_too_large',
+    invoicing: 'REQUEST_HEADER_FIELDS_TOO_LARGE',
+  },
+  {
+    name: 'URL over 16 KB',
+    request: get(`/api/v1/users/1?q=${'a'.repeat(17 * 1024)}`),
+    status: 431,
+    console: 'request_header_fields_too_large',
+    invoicing: 'REQUEST_HEADER_FIELDS_TOO_LARGE',
+  },
+  {
+    name: 'malformed percent-encoding',
+    request: get('/api/v1/users/%E0%A4%A', 'X-Request-Id: pct-1\r\n'),
+    status: 400,
+    console: 'bad_request',
+    invoicing: 'VALIDATION_ERROR',
+    id: 'pct-1',
+  },
+  {
+    name: 'path parameter over 100 characters',
+    request: get(`/api/v1/users/${'a'.repeat(101)}`, 'X-Request-Id: long-1\r\n'),
+    status: 414,
+    console: 'uri_too_long',
+    invoicing: 'URI_TOO_LONG',
+    id: 'long-1',
+  },
+  {
+    name: 'unknown method',
+    request: 'FUZZ /api/v1/users HTTP/1.1\r\nHost: x\r\n\r\n',
+    status: 400,
+    console: 'bad_request',
+    invoicing: 'VALIDATION_ERROR',
+  },
+  {
+    name: 'garbage request line',
+    request: 'hello there\r\n\r\n',
+    status: 400,
+    console: 'bad_request',
+    invoicing: 'VALIDATION_ERROR',
+  },
+  {
+    name: 'invalid Content-Length',
+    request: 'POST /api/v1/users HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+    status: 400,
+    console: 'bad_request',
+    invoicing: 'VALIDATION_ERROR',
+  },
+  {
+    name: 'missing Host',
+    request: 'GET /api/v1/users/1 HTTP/1.1\r\nConnection: close\r\n\r\n',
+    status: 400,
+    console: 'bad_request',
+    invoicing: 'VALIDATION_ERROR',
+  },
+  {
+    name: 'unsupported expectation',
+    request:
+      'POST /api/v1/users HTTP/1.1\r\nHost: x\r\nExpect: 100-foo\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    status: 417,
+    console: 'expectation_failed',
+    invoicing: 'EXPECTATION_FAILED',
+  },
+  {
+    name: 'CONNECT',
+    request: 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+    status: 405,
+    console: 'method_not_allowed',
+    invoicing: 'METHOD_NOT_ALLOWED',
+  },
+  {
+    name: 'unknown route',
+    request: get('/api/v1/nope', 'X-Request-Id: nf-1\r\n'),
+    status: 404,
+    console: 'not_found',
+    invoicing: 'NOT_FOUND',
+    id: 'nf-1',
+  },
+  {
+    name: 'known path, other method',
+    request: 'DELETE /api/v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    status: 404,
+    console: 'not_found',
+    invoicing: 'NOT_FOUND',
+  },
   {
     name: 'CORS preflight without a method',
-    request: 'OPTIONS /api/v1/users HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example.com\r\nConnection: close\r\n\r\n',
+    request:
+      'OPTIONS /api/v1/users HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example.com\r\nConnection: close\r\n\r\n',
     status: 400,
     console: 'bad_request',
     invoicing: 'VALIDATION_ERROR',

@@ -22,7 +22,12 @@ describe('a NUL byte in a JSON string', () => {
     const cases: [string, string, unknown, string][] = [
       ['POST', '/api/v1/teams', { name: 'a\u0000b' }, 'body.name: must not contain NUL characters'],
       ['POST', '/api/v1/clients', { name: 'x', slug: 'a\u0000b' }, 'body.slug: must not contain NUL characters'],
-      ['POST', '/api/v1/roles', { name: 'r', permissions: ['users:read', 'x\u0000'] }, 'body.permissions.1: must not contain NUL characters'],
+      [
+        'POST',
+        '/api/v1/roles',
+        { name: 'r', permissions: ['users:read', 'x\u0000'] },
+        'body.permissions.1: must not contain NUL characters',
+      ],
       ['POST', '/api/v1/teams', { name: 'ok', ['k\u0000']: 1 }, 'body.k\\u0000: must not contain NUL characters'],
       ['GET', '/api/v1/users?page=1&search=a%00b', undefined, 'query.search: must not contain NUL characters'],
       ['GET', '/api/v1/users/a%00b', undefined, 'params.id: must not contain NUL characters'],
@@ -32,7 +37,11 @@ describe('a NUL byte in a JSON string', () => {
       expectStatus(res, 400);
       expect(errorOf(res)).toMatchObject({ code: 'bad_request', message });
     }
-    const login = await sys.http({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'a\u0000@example.com', password: 'x' } });
+    const login = await sys.http({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      payload: { email: 'a\u0000@example.com', password: 'x' },
+    });
     expectStatus(login, 400);
     expect(errorOf(login).message).toBe('body.email: must not contain NUL characters');
   });
@@ -45,7 +54,14 @@ describe('forgot-password', () => {
       expectStatus(res, 400);
       expect(errorOf(res).message).toMatch(/^body\.email: /);
     }
-    expectStatus(await sys.http({ method: 'POST', url: '/api/v1/auth/forgot-password', payload: { email: '  Nobody@Example.com ' } }), 200);
+    expectStatus(
+      await sys.http({
+        method: 'POST',
+        url: '/api/v1/auth/forgot-password',
+        payload: { email: '  Nobody@Example.com ' },
+      }),
+      200,
+    );
   });
 });
 

@@ -39,33 +39,61 @@ async function buildApp(style: 'console' | 'invoicing', store: KvStore, timeoutM
         const who = /^Bearer (\w+)$/.exec(req.headers.authorization ?? '')?.[1];
         const id = who ? users[who] : undefined;
         if (!id) throw new DomainError('unauthorized', 'missing or invalid credentials');
-        return { request_id: req.id, principal: { kind: 'user', user_id: id, session_id: id, email: `${who}@example.com`, is_super_admin: false, mfa_enabled: true } };
+        return {
+          request_id: req.id,
+          principal: {
+            kind: 'user',
+            user_id: id,
+            session_id: id,
+            email: `${who}@example.com`,
+            is_super_admin: false,
+            mfa_enabled: true,
+          },
+        };
       },
     },
   };
-  return createGatewayApp({ style, title: 't', version: '1', config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false }, log }, (app) => {
-    const Echo = z.object({ name: z.string().min(1), times: z.number().int() });
-    bridge(app, deps, { method: 'POST', url: '/api/v1/things', subject: 'svc.rtest.echo', auth: 'authenticated', body: Echo, input: ({ body }) => body, status: 201 });
-    bridge(app, deps, { method: 'POST', url: '/api/v1/plain', subject: 'svc.rtest.echo', auth: 'authenticated', body: Echo, input: ({ body }) => body });
-    bridge(app, deps, {
-      method: 'POST',
-      url: '/api/v1/slow-things',
-      subject: 'svc.rtest.sleep',
-      auth: 'authenticated',
-      body: z.object({ ms: z.number().int() }),
-      input: ({ body }) => body,
-      status: 201,
-    });
-    bridge(app, deps, {
-      method: 'POST',
-      url: '/api/v1/failing',
-      subject: 'svc.rtest.fail',
-      auth: 'authenticated',
-      body: z.object({ code: z.enum(['conflict', 'internal_error', 'unavailable']) }),
-      input: ({ body }) => body,
-      status: 201,
-    });
-  });
+  return createGatewayApp(
+    { style, title: 't', version: '1', config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false }, log },
+    (app) => {
+      const Echo = z.object({ name: z.string().min(1), times: z.number().int() });
+      bridge(app, deps, {
+        method: 'POST',
+        url: '/api/v1/things',
+        subject: 'svc.rtest.echo',
+        auth: 'authenticated',
+        body: Echo,
+        input: ({ body }) => body,
+        status: 201,
+      });
+      bridge(app, deps, {
+        method: 'POST',
+        url: '/api/v1/plain',
+        subject: 'svc.rtest.echo',
+        auth: 'authenticated',
+        body: Echo,
+        input: ({ body }) => body,
+      });
+      bridge(app, deps, {
+        method: 'POST',
+        url: '/api/v1/slow-things',
+        subject: 'svc.rtest.sleep',
+        auth: 'authenticated',
+        body: z.object({ ms: z.number().int() }),
+        input: ({ body }) => body,
+        status: 201,
+      });
+      bridge(app, deps, {
+        method: 'POST',
+        url: '/api/v1/failing',
+        subject: 'svc.rtest.fail',
+        auth: 'authenticated',
+        body: z.object({ code: z.enum(['conflict', 'internal_error', 'unavailable']) }),
+        input: ({ body }) => body,
+        status: 201,
+      });
+    },
+  );
 }
 
 let app: GatewayApp;
@@ -103,7 +131,12 @@ afterAll(async () => {
 });
 
 const post = (a: GatewayApp, url: string, payload: Record<string, unknown>, key?: string, who = 'alice') =>
-  a.inject({ method: 'POST', url, payload, headers: { authorization: `Bearer ${who}`, ...(key !== undefined ? { 'idempotency-key': key } : {}) } });
+  a.inject({
+    method: 'POST',
+    url,
+    payload,
+    headers: { authorization: `Bearer ${who}`, ...(key !== undefined ? { 'idempotency-key': key } : {}) },
+  });
 
 describe('Idempotency-Key', () => {
   it('answers a repeat with the stored answer without running the request again', async () => {
@@ -137,7 +170,10 @@ describe('Idempotency-Key', () => {
     expect((await post(app, '/api/v1/things', { name: 'a422', times: 1 }, key)).statusCode).toBe(201);
     const other = await post(app, '/api/v1/things', { name: 'a422', times: 2 }, key, 'alice');
     expect(other.statusCode).toBe(422);
-    expect(other.json().error).toMatchObject({ code: 'unprocessable_entity', request_id: other.headers['x-request-id'] });
+    expect(other.json().error).toMatchObject({
+      code: 'unprocessable_entity',
+      request_id: other.headers['x-request-id'],
+    });
     const otherRoute = await post(app, '/api/v1/slow-things', { ms: 1 }, key);
     expect(otherRoute.statusCode).toBe(422);
     expect(ran('a422')).toBe(1);
@@ -169,7 +205,11 @@ describe('Idempotency-Key', () => {
     const c1 = await post(app, '/api/v1/failing', { code: 'conflict' }, k409);
     const c2 = await post(app, '/api/v1/failing', { code: 'conflict' }, k409);
     expect([c1.statusCode, c2.statusCode]).toEqual([409, 409]);
-    expect(c2.json().error).toEqual({ code: 'conflict', message: 'refused with conflict', request_id: c2.headers['x-request-id'] });
+    expect(c2.json().error).toEqual({
+      code: 'conflict',
+      message: 'refused with conflict',
+      request_id: c2.headers['x-request-id'],
+    });
     expect(c2.headers['idempotent-replayed']).toBe('true');
     expect(ran('fail-conflict')).toBe(1);
     for (const code of ['internal_error', 'unavailable'] as const) {

@@ -15,14 +15,19 @@ const run = promisify(execFile);
 const bin = (path: string): string => resolve('node_modules', path);
 
 type Json = Record<string, unknown>;
-type Operation = { operationId?: string; security?: Record<string, string[]>[]; responses: Record<string, { content?: Record<string, { schema: Json }> }> };
+type Operation = {
+  operationId?: string;
+  security?: Record<string, string[]>[];
+  responses: Record<string, { content?: Record<string, { schema: Json }> }>;
+};
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 
 const operations = (doc: Json): [string, Operation][] =>
   Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, item]) =>
     METHODS.filter((m) => item[m]).map((m): [string, Operation] => [`${m.toUpperCase()} ${path}`, item[m]!]),
   );
-const op = (doc: Json, method: string, path: string): Operation => (doc.paths as Record<string, Record<string, Operation>>)[path]![method]!;
+const op = (doc: Json, method: string, path: string): Operation =>
+  (doc.paths as Record<string, Record<string, Operation>>)[path]![method]!;
 
 let docs: OpenApiDocuments;
 let dir: string;
@@ -30,7 +35,12 @@ let dir: string;
 beforeAll(async () => {
   docs = await buildOpenApiDocuments(
     // SSO on, so its routes are in the document too.
-    testConfig({ SVC_SSO_CLIENT_ID: 'console', SVC_SSO_CLIENT_SECRET: 'secret', SVC_BACKEND_URL: 'https://console.example.net/', SVC_INVOICING_PUBLIC_URL: 'https://billing.example.net' }),
+    testConfig({
+      SVC_SSO_CLIENT_ID: 'console',
+      SVC_SSO_CLIENT_SECRET: 'secret',
+      SVC_BACKEND_URL: 'https://console.example.net/',
+      SVC_INVOICING_PUBLIC_URL: 'https://billing.example.net',
+    }),
   );
   mkdirSync('data', { recursive: true });
   // Under the repository, so the compiled client resolves openapi-fetch from node_modules.
@@ -42,23 +52,47 @@ afterAll(() => {
 });
 
 describe('the OpenAPI documents', () => {
-  it.each(['console', 'invoicing'] as const)('%s: redocly lint (recommended rules) finds no error', async (name) => {
-    const { stdout } = await run(process.execPath, [bin('@redocly/cli/bin/cli.js'), 'lint', join(dir, `${name}.json`), '--format=json', '--max-problems=1000'], { maxBuffer: 64 << 20 }).catch(
-      (err: { stdout: string }) => ({ stdout: err.stdout }),
-    );
-    const problems = (JSON.parse(stdout) as { problems: { severity: string; ruleId: string; message: string; location: { pointer: string }[] }[] }).problems;
-    const errors = problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
-    expect(errors).toEqual([]);
-    // What the issue found besides the errors: operations without an id or without a 4xx answer.
-    expect(problems.filter((p) => ['operation-operationId', 'operation-4xx-response', 'operation-2xx-response', 'no-unused-components'].includes(p.ruleId))).toEqual([]);
-  }, 120_000);
+  it.each(['console', 'invoicing'] as const)(
+    '%s: redocly lint (recommended rules) finds no error',
+    async (name) => {
+      const { stdout } = await run(
+        process.execPath,
+        [bin('@redocly/cli/bin/cli.js'), 'lint', join(dir, `${name}.json`), '--format=json', '--max-problems=1000'],
+        { maxBuffer: 64 << 20 },
+      ).catch((err: { stdout: string }) => ({ stdout: err.stdout }));
+      const problems = (
+        JSON.parse(stdout) as {
+          problems: { severity: string; ruleId: string; message: string; location: { pointer: string }[] }[];
+        }
+      ).problems;
+      const errors = problems
+        .filter((p) => p.severity === 'error')
+        .map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
+      expect(errors).toEqual([]);
+      // What the issue found besides the errors: operations without an id or without a 4xx answer.
+      expect(
+        problems.filter((p) =>
+          [
+            'operation-operationId',
+            'operation-4xx-response',
+            'operation-2xx-response',
+            'no-unused-components',
+          ].includes(p.ruleId),
+        ),
+      ).toEqual([]);
+    },
+    120_000,
+  );
 
   it('every $ref resolves within its document', () => {
     for (const doc of Object.values(docs)) {
       const refs = new Set<string>();
       const walk = (n: unknown): void => {
         if (Array.isArray(n)) n.forEach(walk);
-        else if (n !== null && typeof n === 'object') for (const [k, v] of Object.entries(n)) if (k === '$ref') refs.add(String(v)); else walk(v);
+        else if (n !== null && typeof n === 'object')
+          for (const [k, v] of Object.entries(n))
+            if (k === '$ref') refs.add(String(v));
+            else walk(v);
       };
       walk(doc);
       expect(refs.size).toBeGreaterThan(0);
@@ -66,13 +100,20 @@ describe('the OpenAPI documents', () => {
         const target = ref
           .replace(/^#\//, '')
           .split('/')
-          .reduce<unknown>((at, part) => (at as Json | undefined)?.[part.replaceAll('~1', '/').replaceAll('~0', '~')], doc);
+          .reduce<unknown>(
+            (at, part) => (at as Json | undefined)?.[part.replaceAll('~1', '/').replaceAll('~0', '~')],
+            doc,
+          );
         expect(target, ref).toBeTypeOf('object');
       }
     }
     // The tracker's free-form fields (a recursive JSON value) refer to a defined component.
-    const body = op(docs.console, 'post', '/api/v1/service-desk/tickets') as unknown as { requestBody: { content: Record<string, { schema: { properties: Record<string, Json> } }> } };
-    expect(body.requestBody.content['application/json']!.schema.properties.request_field_values!.additionalProperties).toEqual({ $ref: '#/components/schemas/JsonValueInput' });
+    const body = op(docs.console, 'post', '/api/v1/service-desk/tickets') as unknown as {
+      requestBody: { content: Record<string, { schema: { properties: Record<string, Json> } }> };
+    };
+    expect(
+      body.requestBody.content['application/json']!.schema.properties.request_field_values!.additionalProperties,
+    ).toEqual({ $ref: '#/components/schemas/JsonValueInput' });
   });
 
   it('names every operation by its subject, uniquely', () => {
@@ -88,9 +129,19 @@ describe('the OpenAPI documents', () => {
 
   it('declares the security schemes, and says which routes need none', () => {
     const schemes = (docs.console.components as { securitySchemes: Json }).securitySchemes;
-    expect(schemes).toEqual({ bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } });
-    for (const doc of Object.values(docs)) for (const [name, o] of operations(doc)) expect(o.security, name).toBeDefined();
-    for (const path of ['/api/v1/auth/login', '/api/v1/auth/refresh', '/api/v1/auth/sso/exchange', '/api/v1/agents/enroll', '/api/v1/webhooks/{source}/{token}']) {
+    expect(schemes).toEqual({
+      bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+    });
+    for (const doc of Object.values(docs))
+      for (const [name, o] of operations(doc)) expect(o.security, name).toBeDefined();
+    for (const path of [
+      '/api/v1/auth/login',
+      '/api/v1/auth/refresh',
+      '/api/v1/auth/sso/exchange',
+      '/api/v1/agents/enroll',
+      '/api/v1/webhooks/{source}/{token}',
+    ]) {
       expect(op(docs.console, 'post', path).security, path).toEqual([]);
     }
     expect(op(docs.console, 'get', '/api/v1/clients').security).toEqual([{ bearer: [] }, { apiKey: [] }]);
@@ -98,23 +149,34 @@ describe('the OpenAPI documents', () => {
   });
 
   it('documents the error envelope for the errors each route can give', () => {
-    const errorSchema = (o: Operation, status: string): Json | undefined => o.responses[status]?.content?.['application/json']?.schema;
+    const errorSchema = (o: Operation, status: string): Json | undefined =>
+      o.responses[status]?.content?.['application/json']?.schema;
     const envelope = { $ref: '#/components/schemas/Error' };
     for (const doc of Object.values(docs)) {
       for (const [name, o] of operations(doc)) {
-        for (const status of ['400', '500', '503', '504']) expect(errorSchema(o, status), `${name} ${status}`).toEqual(envelope);
+        for (const status of ['400', '500', '503', '504'])
+          expect(errorSchema(o, status), `${name} ${status}`).toEqual(envelope);
       }
     }
     const create = op(docs.console, 'post', '/api/v1/clients');
     // Authentication, rate limit, body size, Idempotency-Key, and the subject's own conflict.
-    for (const status of ['401', '403', '409', '413', '422', '429']) expect(errorSchema(create, status), status).toEqual(envelope);
+    for (const status of ['401', '403', '409', '413', '422', '429'])
+      expect(errorSchema(create, status), status).toEqual(envelope);
     expect(errorSchema(op(docs.console, 'get', '/api/v1/clients/{id}'), '404')).toEqual(envelope);
     // A public route answers no 401/403 of the gateway's own.
     expect(op(docs.console, 'post', '/api/v1/auth/forgot-password').responses['403']).toBeUndefined();
     const codeOf = (doc: Json): { enum: string[] } =>
-      ((doc.components as { schemas: Record<string, { properties: { error: { properties: { code: { enum: string[] } } } } }> }).schemas.Error!.properties.error.properties.code);
-    expect(codeOf(docs.console).enum).toEqual(expect.arrayContaining(['bad_request', 'not_found', 'service_unavailable']));
-    expect(codeOf(docs.invoicing).enum).toEqual(expect.arrayContaining(['VALIDATION_ERROR', 'NOT_FOUND', 'CONFLICT', 'INTERNAL_ERROR']));
+      (
+        doc.components as {
+          schemas: Record<string, { properties: { error: { properties: { code: { enum: string[] } } } } }>;
+        }
+      ).schemas.Error!.properties.error.properties.code;
+    expect(codeOf(docs.console).enum).toEqual(
+      expect.arrayContaining(['bad_request', 'not_found', 'service_unavailable']),
+    );
+    expect(codeOf(docs.invoicing).enum).toEqual(
+      expect.arrayContaining(['VALIDATION_ERROR', 'NOT_FOUND', 'CONFLICT', 'INTERNAL_ERROR']),
+    );
   });
 
   it('names the configured public URL as its server', () => {
@@ -124,7 +186,12 @@ describe('the OpenAPI documents', () => {
 
   it('generates types (openapi-typescript) that a typed openapi-fetch client compiles against', async () => {
     for (const name of ['console', 'invoicing']) {
-      await run(process.execPath, [bin('openapi-typescript/bin/cli.js'), join(dir, `${name}.json`), '-o', join(dir, `${name}-api.ts`)]);
+      await run(process.execPath, [
+        bin('openapi-typescript/bin/cli.js'),
+        join(dir, `${name}.json`),
+        '-o',
+        join(dir, `${name}-api.ts`),
+      ]);
     }
     writeFileSync(
       join(dir, 'client.ts'),
@@ -153,7 +220,18 @@ export async function tour(): Promise<string[]> {
     );
     const tsc = await run(process.execPath, [
       bin('typescript/bin/tsc'),
-      '--noEmit', '--strict', '--skipLibCheck', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--allowImportingTsExtensions', '--types', 'node',
+      '--noEmit',
+      '--strict',
+      '--skipLibCheck',
+      '--target',
+      'es2022',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+      '--allowImportingTsExtensions',
+      '--types',
+      'node',
       join(dir, 'client.ts'),
     ]).catch((err: { stdout: string }) => ({ stdout: err.stdout }));
     expect(tsc.stdout).toBe('');

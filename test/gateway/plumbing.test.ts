@@ -19,36 +19,96 @@ const log = createLogger('silent');
 let nc: NatsConnection;
 let host: ActorHost<TestCat>;
 
-async function buildApp(style: 'console' | 'invoicing', debug = false, timeoutMs = 1000, guard?: GatewayDeps['guard']): Promise<GatewayApp> {
+async function buildApp(
+  style: 'console' | 'invoicing',
+  debug = false,
+  timeoutMs = 1000,
+  guard?: GatewayDeps['guard'],
+): Promise<GatewayApp> {
   const deps: GatewayDeps<TestCat> = {
     caller: new Caller(() => nc, testCatalogue, testSigner()),
     requestTimeoutMs: timeoutMs,
     ...(guard ? { guard } : {}),
     auth: {
       authenticate: async (req) => {
-        if (req.headers.authorization !== 'Bearer good') throw new DomainError('unauthorized', 'missing or invalid credentials');
+        if (req.headers.authorization !== 'Bearer good')
+          throw new DomainError('unauthorized', 'missing or invalid credentials');
         return { request_id: req.id, principal: { kind: 'anonymous' } };
       },
     },
   };
-  return createGatewayApp({ style, title: 't', version: '1', config: { SVC_CORS_ORIGINS: ['https://app.example.com'], SVC_ENABLE_DEBUG_ENDPOINTS: debug }, log }, (app) => {
-    bridge(app, deps, {
-      method: 'POST',
-      url: '/api/v1/echo',
-      subject: 'svc.rtest.echo',
-      auth: 'public',
-      body: z.object({ name: z.string().min(1, 'must not be empty'), times: z.number().int() }),
-      input: ({ body }) => body,
-    });
-    // No gateway-side schema: proves the actor's own validation reaches the client as a 400.
-    bridge(app, deps, { method: 'POST', url: '/api/v1/raw-echo', subject: 'svc.rtest.echo', auth: 'public', input: ({ req }) => req.body as { name: string; times: number } });
-    bridge(app, deps, { method: 'GET', url: '/api/v1/sleep/:ms', subject: 'svc.rtest.sleep', auth: 'authenticated', params: z.object({ ms: z.coerce.number().int() }), input: ({ params }) => params });
-    bridge(app, deps, { method: 'GET', url: '/api/v1/numbers', subject: 'svc.rtest.page', auth: 'public', query: PageQuery, input: ({ query }) => query, paged: true });
-    bridge(app, deps, { method: 'GET', url: '/api/v1/unserved', subject: 'svc.rtest.unserved', auth: 'public', input: () => ({}) });
-    bridge(app, deps, { method: 'GET', url: '/api/v1/conflict', subject: 'svc.rtest.fail', auth: 'public', input: () => ({ code: 'conflict' as const }) });
-    bridge(app, deps, { method: 'GET', url: '/api/v1/internal', subject: 'svc.rtest.fail', auth: 'public', input: () => ({ code: 'internal_error' as const }) });
-    bridge(app, deps, { method: 'GET', url: '/api/v1/scope', subject: 'svc.rtest.scope', auth: 'public', input: () => ({}) });
-  });
+  return createGatewayApp(
+    {
+      style,
+      title: 't',
+      version: '1',
+      config: { SVC_CORS_ORIGINS: ['https://app.example.com'], SVC_ENABLE_DEBUG_ENDPOINTS: debug },
+      log,
+    },
+    (app) => {
+      bridge(app, deps, {
+        method: 'POST',
+        url: '/api/v1/echo',
+        subject: 'svc.rtest.echo',
+        auth: 'public',
+        body: z.object({ name: z.string().min(1, 'must not be empty'), times: z.number().int() }),
+        input: ({ body }) => body,
+      });
+      // No gateway-side schema: proves the actor's own validation reaches the client as a 400.
+      bridge(app, deps, {
+        method: 'POST',
+        url: '/api/v1/raw-echo',
+        subject: 'svc.rtest.echo',
+        auth: 'public',
+        input: ({ req }) => req.body as { name: string; times: number },
+      });
+      bridge(app, deps, {
+        method: 'GET',
+        url: '/api/v1/sleep/:ms',
+        subject: 'svc.rtest.sleep',
+        auth: 'authenticated',
+        params: z.object({ ms: z.coerce.number().int() }),
+        input: ({ params }) => params,
+      });
+      bridge(app, deps, {
+        method: 'GET',
+        url: '/api/v1/numbers',
+        subject: 'svc.rtest.page',
+        auth: 'public',
+        query: PageQuery,
+        input: ({ query }) => query,
+        paged: true,
+      });
+      bridge(app, deps, {
+        method: 'GET',
+        url: '/api/v1/unserved',
+        subject: 'svc.rtest.unserved',
+        auth: 'public',
+        input: () => ({}),
+      });
+      bridge(app, deps, {
+        method: 'GET',
+        url: '/api/v1/conflict',
+        subject: 'svc.rtest.fail',
+        auth: 'public',
+        input: () => ({ code: 'conflict' as const }),
+      });
+      bridge(app, deps, {
+        method: 'GET',
+        url: '/api/v1/internal',
+        subject: 'svc.rtest.fail',
+        auth: 'public',
+        input: () => ({ code: 'internal_error' as const }),
+      });
+      bridge(app, deps, {
+        method: 'GET',
+        url: '/api/v1/scope',
+        subject: 'svc.rtest.scope',
+        auth: 'public',
+        input: () => ({}),
+      });
+    },
+  );
 }
 
 let consoleApp: GatewayApp;
@@ -64,9 +124,16 @@ beforeAll(async () => {
       return { slept: ms };
     },
     'svc.rtest.fail': async ({ code }) => {
-      throw new DomainError(code, code === 'internal_error' ? 'pool exhausted at db-7.internal:5432' : 'state does not allow it');
+      throw new DomainError(
+        code,
+        code === 'internal_error' ? 'pool exhausted at db-7.internal:5432' : 'state does not allow it',
+      );
     },
-    'svc.rtest.scope': async (_input, scope) => ({ traceparent: scope.traceparent, deadline: scope.deadline, request_id: scope.ctx.request_id }),
+    'svc.rtest.scope': async (_input, scope) => ({
+      traceparent: scope.traceparent,
+      deadline: scope.deadline,
+      request_id: scope.ctx.request_id,
+    }),
     'svc.rtest.page': async ({ page, per_page }) => ({
       items: Array.from({ length: per_page }, (_, i) => ({ n: (page - 1) * per_page + i })),
       total: 1000,
@@ -102,7 +169,12 @@ describe('gateway plumbing', () => {
   });
 
   it('answers a zod failure with a 400 envelope naming the field', async () => {
-    const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: '', times: 'x' }, headers: { 'x-request-id': 'req-123' } });
+    const res = await consoleApp.inject({
+      method: 'POST',
+      url: '/api/v1/echo',
+      payload: { name: '', times: 'x' },
+      headers: { 'x-request-id': 'req-123' },
+    });
     expect(res.statusCode).toBe(400);
     const body = res.json();
     expect(body.error.code).toBe('bad_request');
@@ -124,14 +196,18 @@ describe('gateway plumbing', () => {
     // Cut from the actor's bytes (Caller.callForwardedPage): the same body, byte for byte, as JSON.
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(res.body).toBe('{"data":[{"n":4},{"n":5}],"meta":{"total":1000,"page":3,"per_page":2}}');
-    expect((await consoleApp.inject({ method: 'GET', url: '/api/v1/numbers' })).json().meta).toEqual({ total: 1000, page: 1, per_page: 20 });
+    expect((await consoleApp.inject({ method: 'GET', url: '/api/v1/numbers' })).json().meta).toEqual({
+      total: 1000,
+      page: 1,
+      per_page: 20,
+    });
     const tooMany = await consoleApp.inject({ method: 'GET', url: '/api/v1/numbers?per_page=101' });
     expect(tooMany.statusCode).toBe(400);
     expect(tooMany.json().error.message).toMatch(/querystring\.per_page/);
   });
 
   it('uses upper-case codes on the invoicing gateway', async () => {
-    const bad = await invoicingApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: '' , times: 1} });
+    const bad = await invoicingApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: '', times: 1 } });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.code).toBe('VALIDATION_ERROR');
     const conflict = await invoicingApp.inject({ method: 'GET', url: '/api/v1/conflict' });
@@ -140,28 +216,50 @@ describe('gateway plumbing', () => {
   });
 
   it('answers malformed JSON with 400', async () => {
-    const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload: '{"name": ', headers: { 'content-type': 'application/json' } });
+    const res = await consoleApp.inject({
+      method: 'POST',
+      url: '/api/v1/echo',
+      payload: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().error.code).toBe('bad_request');
   });
 
   it('refuses bodies above 1 MB with 413 request_too_large', async () => {
     const payload = JSON.stringify({ name: 'x'.repeat(1024 * 1024), times: 1 });
-    const res = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload, headers: { 'content-type': 'application/json' } });
+    const res = await consoleApp.inject({
+      method: 'POST',
+      url: '/api/v1/echo',
+      payload,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.statusCode).toBe(413);
     expect(res.json().error.code).toBe('request_too_large');
-    const ok = await consoleApp.inject({ method: 'POST', url: '/api/v1/echo', payload: { name: 'x'.repeat(1000 * 1000), times: 1 } });
+    const ok = await consoleApp.inject({
+      method: 'POST',
+      url: '/api/v1/echo',
+      payload: { name: 'x'.repeat(1000 * 1000), times: 1 },
+    });
     expect(ok.statusCode).toBe(200);
   });
 
   it('echoes a given request id and generates one otherwise', async () => {
-    const given = await consoleApp.inject({ method: 'GET', url: '/api/v1/conflict', headers: { 'x-request-id': 'abc-42' } });
+    const given = await consoleApp.inject({
+      method: 'GET',
+      url: '/api/v1/conflict',
+      headers: { 'x-request-id': 'abc-42' },
+    });
     expect(given.headers['x-request-id']).toBe('abc-42');
     expect(given.json().error.request_id).toBe('abc-42');
     const generated = await consoleApp.inject({ method: 'GET', url: '/api/v1/conflict' });
     expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(generated.json().error.request_id).toBe(generated.headers['x-request-id']);
-    const hostile = await consoleApp.inject({ method: 'GET', url: '/api/v1/conflict', headers: { 'x-request-id': 'a b\u0000<script>' } });
+    const hostile = await consoleApp.inject({
+      method: 'GET',
+      url: '/api/v1/conflict',
+      headers: { 'x-request-id': 'a b\u0000<script>' },
+    });
     expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
@@ -173,7 +271,11 @@ describe('gateway plumbing', () => {
 
   it('answers 504 within the deadline when the actor is too slow', async () => {
     const t0 = Date.now();
-    const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/sleep/2500', headers: { authorization: 'Bearer good' } });
+    const res = await consoleApp.inject({
+      method: 'GET',
+      url: '/api/v1/sleep/2500',
+      headers: { authorization: 'Bearer good' },
+    });
     expect(res.statusCode).toBe(504);
     expect(res.json().error.code).toBe('gateway_timeout');
     expect(Date.now() - t0).toBeLessThan(1800);
@@ -188,7 +290,11 @@ describe('gateway plumbing', () => {
     const app = await buildApp('console', false, 1000, slowGuard);
     try {
       const t0 = Date.now();
-      const res = await app.inject({ method: 'GET', url: '/api/v1/sleep/800', headers: { authorization: 'Bearer good' } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/api/v1/sleep/800',
+        headers: { authorization: 'Bearer good' },
+      });
       expect(res.statusCode).toBe(504);
       expect(res.json().error.code).toBe('gateway_timeout');
       expect(Date.now() - t0).toBeLessThan(1300);
@@ -200,14 +306,21 @@ describe('gateway plumbing', () => {
   it('never shows an internal error message to the client', async () => {
     const res = await consoleApp.inject({ method: 'GET', url: '/api/v1/internal' });
     expect(res.statusCode).toBe(500);
-    expect(res.json().error).toEqual({ code: 'internal_error', message: 'internal error', request_id: res.headers['x-request-id'] });
+    expect(res.json().error).toEqual({
+      code: 'internal_error',
+      message: 'internal error',
+      request_id: res.headers['x-request-id'],
+    });
   });
 
   it('continues the client trace, or starts one, and carries the request id to the actor', async () => {
     const given = await consoleApp.inject({
       method: 'GET',
       url: '/api/v1/scope',
-      headers: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'x-request-id': 'trace-req-1' },
+      headers: {
+        traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+        'x-request-id': 'trace-req-1',
+      },
     });
     const seen = parseTraceparent(given.json().data.traceparent);
     expect(seen?.traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
@@ -229,7 +342,8 @@ describe('gateway plumbing', () => {
     let received = '';
     socket.on('data', (d: Buffer) => (received += d.toString()));
     const ended = once(socket, 'close');
-    const req = (path: string, id: string): string => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nX-Request-Id: ${id}\r\n\r\n`;
+    const req = (path: string, id: string): string =>
+      `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nX-Request-Id: ${id}\r\n\r\n`;
     socket.write(req('/api/v1/sleep/300', 'first'));
     await new Promise((r) => setTimeout(r, 80));
     const closed = app.close();
@@ -241,7 +355,9 @@ describe('gateway plumbing', () => {
     expect(responses.map((r) => r.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 503']);
     expect(responses[0]).toContain('{"data":{"slept":300}}');
     const body = JSON.parse(responses[1]!.slice(responses[1]!.indexOf('\r\n\r\n') + 4)) as unknown;
-    expect(body).toEqual({ error: { code: 'service_unavailable', message: expect.stringMatching(/shutting down/), request_id: 'late' } });
+    expect(body).toEqual({
+      error: { code: 'service_unavailable', message: expect.stringMatching(/shutting down/), request_id: 'late' },
+    });
   });
 
   it('authenticates before calling', async () => {
@@ -257,18 +373,39 @@ describe('gateway plumbing', () => {
   });
 
   it('allows only the configured CORS origins', async () => {
-    const ok = await consoleApp.inject({ method: 'OPTIONS', url: '/api/v1/echo', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' } });
+    const ok = await consoleApp.inject({
+      method: 'OPTIONS',
+      url: '/api/v1/echo',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+    });
     expect(ok.headers['access-control-allow-origin']).toBe('https://app.example.com');
-    const other = await consoleApp.inject({ method: 'OPTIONS', url: '/api/v1/echo', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    const other = await consoleApp.inject({
+      method: 'OPTIONS',
+      url: '/api/v1/echo',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
   });
 
   it('answers a literal * without credentials when any origin is allowed', async () => {
-    const app = await createGatewayApp({ style: 'console', title: 't', version: '1', config: { SVC_CORS_ORIGINS: ['*'], SVC_ENABLE_DEBUG_ENDPOINTS: false }, log }, (a) => {
-      a.get('/api/v1/x', async () => ({ ok: true }));
-    });
+    const app = await createGatewayApp(
+      {
+        style: 'console',
+        title: 't',
+        version: '1',
+        config: { SVC_CORS_ORIGINS: ['*'], SVC_ENABLE_DEBUG_ENDPOINTS: false },
+        log,
+      },
+      (a) => {
+        a.get('/api/v1/x', async () => ({ ok: true }));
+      },
+    );
     try {
-      const res = await app.inject({ method: 'OPTIONS', url: '/api/v1/x', headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' } });
+      const res = await app.inject({
+        method: 'OPTIONS',
+        url: '/api/v1/x',
+        headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' },
+      });
       expect(res.headers['access-control-allow-origin']).toBe('*');
       expect(res.headers['access-control-allow-credentials']).toBeUndefined();
     } finally {
@@ -279,10 +416,19 @@ describe('gateway plumbing', () => {
   it('keeps credentials in query strings and paths out of the access log', async () => {
     const lines: string[] = [];
     const capture = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
-    const app = await createGatewayApp({ style: 'console', title: 't', version: '1', config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false }, log: capture }, (a) => {
-      a.get('/api/v1/callback', async () => ({ ok: true }));
-      a.get('/api/v1/hooks/:token', async () => ({ ok: true }));
-    });
+    const app = await createGatewayApp(
+      {
+        style: 'console',
+        title: 't',
+        version: '1',
+        config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false },
+        log: capture,
+      },
+      (a) => {
+        a.get('/api/v1/callback', async () => ({ ok: true }));
+        a.get('/api/v1/hooks/:token', async () => ({ ok: true }));
+      },
+    );
     try {
       await app.inject({ method: 'GET', url: '/api/v1/callback?code=SECRET-CODE&state=SECRET-STATE&page=2' });
       await app.inject({ method: 'GET', url: '/api/v1/hooks/SECRET-PATH-TOKEN' });
@@ -311,13 +457,18 @@ describe('gateway plumbing', () => {
       const doc = await debugApp.inject({ method: 'GET', url: '/swagger/json' });
       expect(doc.statusCode).toBe(200);
       const openapi = doc.json();
-      expect(openapi.paths['/api/v1/echo'].post.requestBody.content['application/json'].schema.properties.name.type).toBe('string');
+      expect(
+        openapi.paths['/api/v1/echo'].post.requestBody.content['application/json'].schema.properties.name.type,
+      ).toBe('string');
       // A paged route documents the list envelope.
       const list = openapi.paths['/api/v1/numbers'].get.responses['200'].content['application/json'].schema;
       expect(list.properties.data.type).toBe('array');
       expect(list.properties.meta.properties.per_page.type).toBe('integer');
       // Reply schemas come from the subject catalogue.
-      expect(openapi.paths['/api/v1/echo'].post.responses['200'].content['application/json'].schema.properties.data.properties.greeting.type).toBe('string');
+      expect(
+        openapi.paths['/api/v1/echo'].post.responses['200'].content['application/json'].schema.properties.data
+          .properties.greeting.type,
+      ).toBe('string');
       const ui = await debugApp.inject({ method: 'GET', url: '/swagger/' });
       expect(ui.statusCode).toBe(200);
     } finally {

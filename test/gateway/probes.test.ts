@@ -62,7 +62,13 @@ describe('probes when a dependency is down', () => {
   it('console /readyz is 503 when PostgreSQL is on a closed port', async () => {
     const nats = new LazyNats(NATS_URL, 'probe-test', log, NATS_CREDS, NATS_CA);
     await nats.ready;
-    const gw = await buildConsoleGateway({ config: testConfig({ SVC_DB_URL: CLOSED_PORT }), log, nats, deps: depsFor(nats), version: 't' });
+    const gw = await buildConsoleGateway({
+      config: testConfig({ SVC_DB_URL: CLOSED_PORT }),
+      log,
+      nats,
+      deps: depsFor(nats),
+      version: 't',
+    });
     try {
       const res = await gw.app.inject({ method: 'GET', url: '/readyz' });
       expect(res.statusCode).toBe(503);
@@ -96,7 +102,10 @@ describe('probes when a dependency is down', () => {
     try {
       const res = await gw.app.inject({ method: 'GET', url: '/readyz' });
       expect(res.statusCode).toBe(503);
-      expect(res.json()).toEqual({ status: 'not_ready', checks: { relational_store: 'ok', analytics_store: expect.stringMatching(/^unreachable: /) } });
+      expect(res.json()).toEqual({
+        status: 'not_ready',
+        checks: { relational_store: 'ok', analytics_store: expect.stringMatching(/^unreachable: /) },
+      });
     } finally {
       await gw.app.close();
       await gw.close();
@@ -106,7 +115,12 @@ describe('probes when a dependency is down', () => {
 
   it('invoicing /readyz names the failing store', async () => {
     const nats = new LazyNats('nats://127.0.0.1:1', 'probe-test-closed-2', log);
-    const gw = await buildInvoicingGateway({ config: testConfig({ SVC_DB_URL: CLOSED_PORT }), log, deps: depsFor(nats), version: 't' });
+    const gw = await buildInvoicingGateway({
+      config: testConfig({ SVC_DB_URL: CLOSED_PORT }),
+      log,
+      deps: depsFor(nats),
+      version: 't',
+    });
     try {
       const res = await gw.app.inject({ method: 'GET', url: '/readyz' });
       expect(res.statusCode).toBe(503);
@@ -137,8 +151,9 @@ describe('probes across a NATS outage (private server)', () => {
     await rm(storeDir, { recursive: true, force: true });
   });
 
-  const readyz = async (app: { inject: (o: { method: 'GET'; url: string }) => Promise<{ statusCode: number }> }): Promise<number> =>
-    (await app.inject({ method: 'GET', url: '/readyz' })).statusCode;
+  const readyz = async (app: {
+    inject: (o: { method: 'GET'; url: string }) => Promise<{ statusCode: number }>;
+  }): Promise<number> => (await app.inject({ method: 'GET', url: '/readyz' })).statusCode;
 
   it('console /readyz follows NATS: 503 before it starts, 200 once up, 503 while it restarts, 200 again', async () => {
     // The gateway starts before the broker: it must serve probes (503) and connect when NATS appears.
@@ -154,7 +169,9 @@ describe('probes across a NATS outage (private server)', () => {
       await waitFor(async () => (await readyz(gw.app)) === 503, 10_000, 'not ready while NATS is down', 100);
       // While the broker is away a call fails at once with unavailable (503), not after its whole deadline (504).
       const t0 = Date.now();
-      await expect(caller.call('svc.identity.sso.config', {}, anonymousContext('outage'), { timeoutMs: 5000 })).rejects.toMatchObject({ code: 'unavailable' });
+      await expect(
+        caller.call('svc.identity.sso.config', {}, anonymousContext('outage'), { timeoutMs: 5000 }),
+      ).rejects.toMatchObject({ code: 'unavailable' });
       expect(Date.now() - t0).toBeLessThan(500);
 
       server = startNatsServer(port, storeDir);
@@ -166,4 +183,3 @@ describe('probes across a NATS outage (private server)', () => {
     }
   });
 });
-

@@ -31,7 +31,9 @@ const newIp = (): string => `198.51.100.${++lastIp}`;
 
 function expectRateLimited(res: LightMyRequestResponse): void {
   expect(res.statusCode, res.body).toBe(429);
-  expect(res.json()).toEqual({ error: { code: 'too_many_requests', message: expect.stringMatching(/rate limit/), request_id: expect.any(String) } });
+  expect(res.json()).toEqual({
+    error: { code: 'too_many_requests', message: expect.stringMatching(/rate limit/), request_id: expect.any(String) },
+  });
   expect(res.json().error.request_id).toBe(res.headers['x-request-id']);
   const retryAfter = Number(res.headers['retry-after']);
   expect(retryAfter).toBeGreaterThanOrEqual(1);
@@ -42,7 +44,8 @@ describe('public auth rate limit (SVC_AUTH_RATE_LIMIT)', () => {
   it('answers the 6th public auth request from one IP within a minute with 429; another IP is unaffected', async () => {
     const ip = newIp();
     const other = newIp();
-    const from = (remoteAddress: string) => (url: string, payload: object) => sys.http({ method: 'POST', url, payload, remoteAddress });
+    const from = (remoteAddress: string) => (url: string, payload: object) =>
+      sys.http({ method: 'POST', url, payload, remoteAddress });
     const post = from(ip);
     // One request on each public auth route: they share one budget. Different e-mails, so no lockout is involved.
     const answers = [
@@ -54,7 +57,10 @@ describe('public auth rate limit (SVC_AUTH_RATE_LIMIT)', () => {
     ];
     expect(answers.map((r) => r.statusCode)).toEqual([401, 401, 200, 400, 400]);
 
-    const sixth = await post('/api/v1/auth/login', { email: `rl-3-${sys.tag}@example.com`, password: 'not the password 3' });
+    const sixth = await post('/api/v1/auth/login', {
+      email: `rl-3-${sys.tag}@example.com`,
+      password: 'not the password 3',
+    });
     expectRateLimited(sixth);
     // Refused before anything else: even a malformed body gets the 429, not a 400.
     expectRateLimited(await post('/api/v1/auth/mfa/verify', {}));
@@ -63,11 +69,20 @@ describe('public auth rate limit (SVC_AUTH_RATE_LIMIT)', () => {
     expectRateLimited(await post('/api/v1/agents/enroll/complete', {}));
     // ...and spends it: five enrolment attempts leave no login for that address.
     const enroller = from(newIp());
-    for (let i = 0; i < 5; i++) expect((await enroller('/api/v1/agents/enroll', { install_token: `t${i}`, public_key: 'not-a-key', hostname: 'h' })).statusCode).toBe(400);
-    expectRateLimited(await enroller('/api/v1/auth/login', { email: `rl-5-${sys.tag}@example.com`, password: 'not the password 5' }));
+    for (let i = 0; i < 5; i++)
+      expect(
+        (await enroller('/api/v1/agents/enroll', { install_token: `t${i}`, public_key: 'not-a-key', hostname: 'h' }))
+          .statusCode,
+      ).toBe(400);
+    expectRateLimited(
+      await enroller('/api/v1/auth/login', { email: `rl-5-${sys.tag}@example.com`, password: 'not the password 5' }),
+    );
 
     // Another address has its own window.
-    const elsewhere = await from(other)('/api/v1/auth/login', { email: `rl-4-${sys.tag}@example.com`, password: 'not the password 4' });
+    const elsewhere = await from(other)('/api/v1/auth/login', {
+      email: `rl-4-${sys.tag}@example.com`,
+      password: 'not the password 4',
+    });
     expect(elsewhere.statusCode).toBe(401);
     // The general class is a separate budget: the limited address still reaches other routes.
     expect((await sys.http({ method: 'GET', url: '/api/v1/auth/config', remoteAddress: ip })).statusCode).toBe(200);
@@ -75,7 +90,13 @@ describe('public auth rate limit (SVC_AUTH_RATE_LIMIT)', () => {
 
   it('keeps the counters in Valkey, where every gateway instance sees them', async () => {
     const ip = newIp();
-    for (let i = 0; i < 2; i += 1) await sys.http({ method: 'POST', url: '/api/v1/auth/forgot-password', payload: { email: `rl-kv-${sys.tag}@example.com` }, remoteAddress: ip });
+    for (let i = 0; i < 2; i += 1)
+      await sys.http({
+        method: 'POST',
+        url: '/api/v1/auth/forgot-password',
+        payload: { email: `rl-kv-${sys.tag}@example.com` },
+        remoteAddress: ip,
+      });
     const kv = await sys.stores.kv();
     expect(kv.kind).toBe('valkey');
     expect(await kv.get(`rl:auth:${ip}`)).toBe('2');
@@ -87,7 +108,8 @@ describe('general rate limit (SVC_API_RATE_LIMIT)', () => {
     const user = await createUser(sys);
     const token = await tokenFor(sys, user);
     const ip = newIp();
-    const get = (url: string, withToken = true) => sys.http({ method: 'GET', url, remoteAddress: ip, ...(withToken ? { token } : {}) });
+    const get = (url: string, withToken = true) =>
+      sys.http({ method: 'GET', url, remoteAddress: ip, ...(withToken ? { token } : {}) });
     expect((await get('/api/v1/permissions')).statusCode).toBe(200);
     expect((await get('/api/v1/auth/me')).statusCode).toBe(200);
     // Counted even when refused or unknown.
@@ -97,11 +119,19 @@ describe('general rate limit (SVC_API_RATE_LIMIT)', () => {
     expectRateLimited(await get('/api/v1/no-such-route'));
 
     // The public auth budget of that address is untouched.
-    const login = await sys.http({ method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: 'wrong wrong wrong' }, remoteAddress: ip });
+    const login = await sys.http({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      payload: { email: user.email, password: 'wrong wrong wrong' },
+      remoteAddress: ip,
+    });
     expect(login.statusCode).toBe(401);
     // Another address is unaffected; probes are never limited.
-    expect((await sys.http({ method: 'GET', url: '/api/v1/permissions', token, remoteAddress: newIp() })).statusCode).toBe(200);
-    for (let i = 0; i < API_LIMIT + 1; i += 1) expect((await sys.http({ method: 'GET', url: '/healthz', remoteAddress: ip })).statusCode).toBe(200);
+    expect(
+      (await sys.http({ method: 'GET', url: '/api/v1/permissions', token, remoteAddress: newIp() })).statusCode,
+    ).toBe(200);
+    for (let i = 0; i < API_LIMIT + 1; i += 1)
+      expect((await sys.http({ method: 'GET', url: '/healthz', remoteAddress: ip })).statusCode).toBe(200);
   });
 });
 
@@ -122,7 +152,10 @@ describe('rate limit guard', () => {
         (err: unknown) => err,
       );
       expect(refused).toBeInstanceOf(DomainError);
-      expect(refused).toMatchObject({ code: 'too_many_requests', details: { retry_after_seconds: expect.any(Number) } });
+      expect(refused).toMatchObject({
+        code: 'too_many_requests',
+        details: { retry_after_seconds: expect.any(Number) },
+      });
       await expect(a({ ip: '192.0.2.11' } as FastifyRequest, 'auth')).resolves.toBeUndefined();
     } finally {
       await kvA.close();
@@ -142,7 +175,15 @@ describe('RateWindows (hits reserved in batches)', () => {
   /** The real store, its reservations counted. */
   const counted = (kv: KvStore) => {
     const calls: number[] = [];
-    return { calls, kv: { hitWindow: (key: string, windowMs: number, hits?: number) => (calls.push(hits ?? 1), kv.hitWindow(key, windowMs, hits)) } };
+    return {
+      calls,
+      kv: {
+        hitWindow: (key: string, windowMs: number, hits?: number) => (
+          calls.push(hits ?? 1),
+          kv.hitWindow(key, windowMs, hits)
+        ),
+      },
+    };
   };
   const allowed = (vs: Verdict[]) => vs.filter((v) => v.allowed).length;
   /** RateWindows over a store of its own, its reservations counted. */
@@ -203,7 +244,9 @@ describe('RateWindows (hits reserved in batches)', () => {
     const [a, b] = [new RateWindows(sharedA, 300, 60_000), new RateWindows(sharedB, 300, 60_000)];
     const verdicts: Verdict[] = [];
     for (let i = 0; i < 400; i++) {
-      const group = await Promise.all(Array.from({ length: 1 + (i % 3) }, (_, j) => ((i + j) % 2 ? a : b).hit('rl:api:spread')));
+      const group = await Promise.all(
+        Array.from({ length: 1 + (i % 3) }, (_, j) => ((i + j) % 2 ? a : b).hit('rl:api:spread')),
+      );
       verdicts.push(...group);
     }
     const passed = allowed(verdicts);
@@ -229,7 +272,11 @@ describe('RateWindows (hits reserved in batches)', () => {
     const errors: unknown[] = [];
     const guard = rateLimitGuard(kv, { auth: 5, api: 100 }, (err) => errors.push(err));
     const req = { ip: '192.0.2.99' } as FastifyRequest;
-    await expect(Promise.all([guard(req, 'api'), guard(req, 'api'), guard(req, 'auth')])).resolves.toEqual([undefined, undefined, undefined]);
+    await expect(Promise.all([guard(req, 'api'), guard(req, 'api'), guard(req, 'auth')])).resolves.toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(errors.length).toBeGreaterThanOrEqual(2);
   });
 
@@ -246,11 +293,13 @@ describe('RateWindows (hits reserved in batches)', () => {
           gate = new Promise<void>((r) => (release = r));
         },
         release: () => release(),
-        store: { hitWindow: async (key: string, windowMs: number, hits?: number) => {
-          const answer = await kv.hitWindow(key, windowMs, hits);
-          await gate;
-          return answer;
-        } },
+        store: {
+          hitWindow: async (key: string, windowMs: number, hits?: number) => {
+            const answer = await kv.hitWindow(key, windowMs, hits);
+            await gate;
+            return answer;
+          },
+        },
       };
     };
     beforeEach(() => {

@@ -50,12 +50,20 @@ export function parseResponses(data: string): RawResponse[] {
 }
 
 /** Sends `request` as written on a new connection and collects what comes back until the server closes it. */
-export async function rawRequest(port: number, request: string | Buffer, waitMs = 3000): Promise<{ responses: RawResponse[]; raw: string; error?: string }> {
+export async function rawRequest(
+  port: number,
+  request: string | Buffer,
+  waitMs = 3000,
+): Promise<{ responses: RawResponse[]; raw: string; error?: string }> {
   const socket = connect(port, '127.0.0.1');
   return collect(socket, waitMs, () => socket.write(request));
 }
 
-export function collect(socket: Socket, waitMs: number, start: () => void): Promise<{ responses: RawResponse[]; raw: string; error?: string }> {
+export function collect(
+  socket: Socket,
+  waitMs: number,
+  start: () => void,
+): Promise<{ responses: RawResponse[]; raw: string; error?: string }> {
   return new Promise((resolve) => {
     let raw = '';
     let error: string | undefined;

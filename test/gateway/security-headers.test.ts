@@ -40,10 +40,26 @@ describe('the gateway app factory', () => {
       auth: { authenticate: async () => Promise.reject(new DomainError('unauthorized', 'missing credentials')) },
     };
     return createGatewayApp(
-      { style: 'console', title: 't', version: '1', ...(publicUrl ? { publicUrl } : {}), config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false }, log },
+      {
+        style: 'console',
+        title: 't',
+        version: '1',
+        ...(publicUrl ? { publicUrl } : {}),
+        config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false },
+        log,
+      },
       (app) => {
-        bridge(app, deps, { method: 'GET', url: '/api/v1/sleep/:ms', subject: 'svc.rtest.sleep', auth: 'authenticated', params: z.object({ ms: z.coerce.number().int() }), input: ({ params }) => params });
-        app.get('/cached', async (_req, reply) => reply.header('cache-control', 'public, max-age=60').send({ ok: true }));
+        bridge(app, deps, {
+          method: 'GET',
+          url: '/api/v1/sleep/:ms',
+          subject: 'svc.rtest.sleep',
+          auth: 'authenticated',
+          params: z.object({ ms: z.coerce.number().int() }),
+          input: ({ params }) => params,
+        });
+        app.get('/cached', async (_req, reply) =>
+          reply.header('cache-control', 'public, max-age=60').send({ ok: true }),
+        );
       },
     );
   };
@@ -63,9 +79,15 @@ describe('the gateway app factory', () => {
   });
 
   it('answers written before Fastify (parser errors, a refused Expect) are nosniff and no-store too', async () => {
-    const parser = await rawRequest(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ' + 'a'.repeat(20_000) + '\r\n\r\n');
+    const parser = await rawRequest(
+      port,
+      'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ' + 'a'.repeat(20_000) + '\r\n\r\n',
+    );
     expect(parser.responses[0]?.status).toBe(431);
-    const expectation = await rawRequest(port, 'POST /api/v1/sleep/1 HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}');
+    const expectation = await rawRequest(
+      port,
+      'POST /api/v1/sleep/1 HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}',
+    );
     expect(expectation.responses[0]?.status).toBe(417);
     for (const res of [parser.responses[0]!, expectation.responses[0]!]) {
       expect(res.headers['x-content-type-options']).toBe('nosniff');
@@ -89,7 +111,9 @@ describe('the gateway app factory', () => {
     }
     const plain = await build('http://localhost:8080');
     try {
-      expect((await plain.inject({ method: 'GET', url: '/api/v1/sleep/5' })).headers['strict-transport-security']).toBeUndefined();
+      expect(
+        (await plain.inject({ method: 'GET', url: '/api/v1/sleep/5' })).headers['strict-transport-security'],
+      ).toBeUndefined();
     } finally {
       await plain.close();
     }
@@ -103,7 +127,8 @@ describe('the console: token and authenticated answers', () => {
   }, 120_000);
   afterAll(() => sys?.stop());
 
-  const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> => sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
+  const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> =>
+    sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
 
   it('login (tokens or the MFA challenge), mfa/verify and refresh', async () => {
     const plain = await createUser(sys, { mfa: false });
@@ -116,7 +141,10 @@ describe('the console: token and authenticated answers', () => {
     expect(challenge.statusCode, challenge.body).toBe(202);
     expectApiProfile(challenge.headers, 'login 202');
     const mfaToken = (challenge.json() as { data: { mfa_token: string } }).data.mfa_token;
-    const verify = await post('/api/v1/auth/mfa/verify', { mfa_token: mfaToken, code: totpCode(user.totpSecret!, sys.clock) });
+    const verify = await post('/api/v1/auth/mfa/verify', {
+      mfa_token: mfaToken,
+      code: totpCode(user.totpSecret!, sys.clock),
+    });
     expect(verify.statusCode, verify.body).toBe(200);
     expectApiProfile(verify.headers, 'mfa/verify');
 
@@ -128,7 +156,12 @@ describe('the console: token and authenticated answers', () => {
 
   it('accept-invite answers its tokens with no-store', async () => {
     const invited = await createUser(sys, { status: 'invited', mfa: false });
-    const raw = await createOneTimeToken((await sys.stores.orm()).em.fork(), { clock: sys.clock }, invited.id, 'invite');
+    const raw = await createOneTimeToken(
+      (await sys.stores.orm()).em.fork(),
+      { clock: sys.clock },
+      invited.id,
+      'invite',
+    );
     const res = await post('/api/v1/auth/accept-invite', { token: raw, password: 'a new passphrase for 2026' });
     expect(res.statusCode, res.body).toBe(200);
     expect((res.json() as { data: { access_token: string } }).data.access_token).toBeTruthy();

@@ -58,7 +58,11 @@ describe('gateways started while Valkey is down', () => {
 
   it('answer what needs the store with the envelope inside the deadline, never a 500', async () => {
     const t0 = Date.now();
-    const res = await sys.http({ method: 'POST', url: '/api/v1/auth/login', payload: { email: `nobody-${sys.tag}@example.com`, password: 'not the password at all' } });
+    const res = await sys.http({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      payload: { email: `nobody-${sys.tag}@example.com`, password: 'not the password at all' },
+    });
     expect(Date.now() - t0).toBeLessThan(3000);
     expect([401, 503]).toContain(res.statusCode);
     expect(res.json().error).toMatchObject({ code: expect.any(String), request_id: res.headers['x-request-id'] });

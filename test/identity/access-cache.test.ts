@@ -21,7 +21,9 @@ describe('access cache read by the gateway', () => {
     const kv = await sys.stores.kv();
     const key = `access:user:${user.id}`;
 
-    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access).toEqual({ [client.id]: ['healthcheck:read', 'hosts:read', 'metrics:read'] });
+    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access).toEqual({
+      [client.id]: ['healthcheck:read', 'hosts:read', 'metrics:read'],
+    });
     expect(await kv.get(key)).toContain(client.id);
 
     // Garbage in the cache must neither fail the request nor be trusted: the resolver recomputes and refills.
@@ -50,7 +52,10 @@ describe('access cache read by the gateway', () => {
     // The second delete comes INVALIDATE_AGAIN_MS (1.5 s) later, and its announcement reaches the gateway's near cache
     // a moment after that: waited for, not slept for, so a loaded machine cannot make it look stale.
     await vi.waitFor(
-      async () => expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access[client.id]).toContain('hosts:write'),
+      async () =>
+        expect(
+          (await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).json().data.client_access[client.id],
+        ).toContain('hosts:write'),
       { timeout: 10_000, interval: 100 },
     );
   });
@@ -61,7 +66,9 @@ describe('access cache read by the gateway', () => {
     expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).statusCode).toBe(200);
     const admin = await createUser(sys, { superAdmin: true });
     const adminToken = await tokenFor(sys, admin);
-    expect((await sys.http({ method: 'DELETE', url: `/api/v1/users/${user.id}`, token: adminToken })).statusCode).toBe(204);
+    expect((await sys.http({ method: 'DELETE', url: `/api/v1/users/${user.id}`, token: adminToken })).statusCode).toBe(
+      204,
+    );
     expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).statusCode).toBe(401);
   });
 });

@@ -7,7 +7,11 @@ import { DomainError } from '../../contracts/errors.ts';
 describe('AccessTokens, verified tokens kept', () => {
   const secret = 'k'.repeat(48);
   const claims = { sub: randomUUID(), sid: randomUUID(), email: 'kept@example.com' };
-  const refusal = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => err);
+  const refusal = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
 
   it('keeps a verified token once, answers it again until its expiry, then refuses and drops it', async () => {
     let now = Date.UTC(2026, 10, 27, 12);

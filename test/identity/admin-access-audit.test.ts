@@ -18,8 +18,13 @@ describe('access audit', () => {
     const b = await createClient(sys, `BB ${sys.tag}`);
     const u = await createUser(sys);
     await assignRole(sys, u.id, a.id, roleIdByName('Viewer'));
-    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Audit team ${sys.tag}`, description: '' })).json().data;
-    await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Executive') });
+    const team = (
+      await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Audit team ${sys.tag}`, description: '' })
+    ).json().data;
+    await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, {
+      user_id: u.id,
+      role_id: roleIdByName('Executive'),
+    });
     await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/clients`, { client_id: a.id });
     await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/clients`, { client_id: b.id });
 
@@ -31,14 +36,31 @@ describe('access audit', () => {
     const onA = data.clients.find((c: { client_id: string }) => c.client_id === a.id);
     expect(onA).toMatchObject({ client_name: a.name, client_slug: a.slug });
     expect(onA.grants).toEqual([
-      { source: 'direct', team_id: null, team_name: null, role_id: roleIdByName('Viewer'), role_name: 'Viewer', permissions: expect.arrayContaining(perms('Viewer')) },
-      { source: 'team', team_id: team.id, team_name: team.name, role_id: roleIdByName('Executive'), role_name: 'Executive', permissions: expect.arrayContaining(perms('Executive')) },
+      {
+        source: 'direct',
+        team_id: null,
+        team_name: null,
+        role_id: roleIdByName('Viewer'),
+        role_name: 'Viewer',
+        permissions: expect.arrayContaining(perms('Viewer')),
+      },
+      {
+        source: 'team',
+        team_id: team.id,
+        team_name: team.name,
+        role_id: roleIdByName('Executive'),
+        role_name: 'Executive',
+        permissions: expect.arrayContaining(perms('Executive')),
+      },
     ]);
     expect([...onA.permissions].sort()).toEqual([...new Set([...perms('Viewer'), ...perms('Executive')])].sort());
     const onB = data.clients.find((c: { client_id: string }) => c.client_id === b.id);
     expect(onB.grants.map((g: { source: string }) => g.source)).toEqual(['team']);
 
-    expectStatus(await api(sys, { token: root })('GET', `/api/v1/admin/access-audit/by-user/${crypto.randomUUID()}`), 404);
+    expectStatus(
+      await api(sys, { token: root })('GET', `/api/v1/admin/access-audit/by-user/${crypto.randomUUID()}`),
+      404,
+    );
 
     // A Team Lead of client A (users:read, roles:read there) sees the user's access on A only.
     const lead = await userWith(sys, 'Team Lead', a.id);
@@ -54,10 +76,22 @@ describe('access audit', () => {
     const direct = await createUser(sys);
     await assignRole(sys, direct.id, c.id, roleIdByName('Client'));
     const member = await createUser(sys);
-    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: `By client ${sys.tag}`, description: '' })).json().data;
-    await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, { user_id: member.id, role_id: roleIdByName('Engineer') });
+    const team = (
+      await api(sys, { token: root })('POST', '/api/v1/teams', { name: `By client ${sys.tag}`, description: '' })
+    ).json().data;
+    await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, {
+      user_id: member.id,
+      role_id: roleIdByName('Engineer'),
+    });
     await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/clients`, { client_id: c.id });
-    const sa = (await api(sys, { token: root })('POST', '/api/v1/service-accounts', { name: `bc-${sys.tag}`, description: '', role_id: roleIdByName('Viewer'), client_scope: [c.id] })).json().data;
+    const sa = (
+      await api(sys, { token: root })('POST', '/api/v1/service-accounts', {
+        name: `bc-${sys.tag}`,
+        description: '',
+        role_id: roleIdByName('Viewer'),
+        client_scope: [c.id],
+      })
+    ).json().data;
 
     const res = await api(sys, { token: root })('GET', `/api/v1/admin/access-audit/by-client/${c.id}`);
     expectStatus(res, 200);
@@ -65,13 +99,39 @@ describe('access audit', () => {
     expect(data.client).toEqual({ id: c.id, name: c.name, slug: c.slug });
     expect(data.users).toHaveLength(2);
     const d = data.users.find((x: { user_id: string }) => x.user_id === direct.id);
-    expect(d.grants).toEqual([{ source: 'direct', team_id: null, team_name: null, role_id: roleIdByName('Client'), role_name: 'Client', permissions: expect.any(Array) }]);
+    expect(d.grants).toEqual([
+      {
+        source: 'direct',
+        team_id: null,
+        team_name: null,
+        role_id: roleIdByName('Client'),
+        role_name: 'Client',
+        permissions: expect.any(Array),
+      },
+    ]);
     expect([...d.permissions].sort()).toEqual(perms('Client').sort());
     const m = data.users.find((x: { user_id: string }) => x.user_id === member.id);
-    expect(m.grants).toEqual([{ source: 'team', team_id: team.id, team_name: team.name, role_id: roleIdByName('Engineer'), role_name: 'Engineer', permissions: expect.any(Array) }]);
-    expect(data.service_accounts.find((s: { id: string }) => s.id === sa.id)).toMatchObject({ name: sa.name, all_clients: false, role_name: 'Viewer', is_active: true });
+    expect(m.grants).toEqual([
+      {
+        source: 'team',
+        team_id: team.id,
+        team_name: team.name,
+        role_id: roleIdByName('Engineer'),
+        role_name: 'Engineer',
+        permissions: expect.any(Array),
+      },
+    ]);
+    expect(data.service_accounts.find((s: { id: string }) => s.id === sa.id)).toMatchObject({
+      name: sa.name,
+      all_clients: false,
+      role_name: 'Viewer',
+      is_active: true,
+    });
 
-    expectStatus(await api(sys, { token: root })('GET', `/api/v1/admin/access-audit/by-client/${crypto.randomUUID()}`), 404);
+    expectStatus(
+      await api(sys, { token: root })('GET', `/api/v1/admin/access-audit/by-client/${crypto.randomUUID()}`),
+      404,
+    );
     expectStatus(await api(sys, { token: root })('GET', '/api/v1/admin/access-audit/by-client/nope'), 400);
   });
 

@@ -12,7 +12,12 @@ beforeAll(async () => ({ sys, root, rootId } = await startAdminSystem()));
 afterAll(() => sys?.stop());
 
 const log = async (query: Record<string, string>, token = root) => {
-  const res = await sys.http({ method: 'GET', url: `/api/v1/audit-log?${new URLSearchParams(query).toString()}`, token, headers: { 'user-agent': 'audit-test' } });
+  const res = await sys.http({
+    method: 'GET',
+    url: `/api/v1/audit-log?${new URLSearchParams(query).toString()}`,
+    token,
+    headers: { 'user-agent': 'audit-test' },
+  });
   return res;
 };
 
@@ -22,7 +27,14 @@ describe('audit log', () => {
     // A fresh actor so actor_id isolates this test's entries.
     const actor = await userWith(sys, 'Admin', (await createClient(sys)).id);
     const call = (method: 'POST' | 'PUT', url: string, payload: Record<string, unknown>) =>
-      sys.http({ method, url, payload, token: actor.token, headers: { 'user-agent': 'audit-test-agent' }, remoteAddress: '203.0.113.7' });
+      sys.http({
+        method,
+        url,
+        payload,
+        token: actor.token,
+        headers: { 'user-agent': 'audit-test-agent' },
+        remoteAddress: '203.0.113.7',
+      });
     // The test clock stands still unless moved: a second between actions gives each entry its own time.
     const t1 = (await call('POST', '/api/v1/teams', { name: `Audit A ${sys.tag}`, description: '' })).json().data;
     sys.clock.advance(1000);
@@ -43,7 +55,20 @@ describe('audit log', () => {
       user_agent: 'audit-test-agent',
     });
     expect(Object.keys(entry).sort()).toEqual(
-      ['action', 'actor_email', 'actor_id', 'actor_type', 'created_at', 'details', 'id', 'ip_address', 'request_id', 'resource_id', 'resource_type', 'user_agent'].sort(),
+      [
+        'action',
+        'actor_email',
+        'actor_id',
+        'actor_type',
+        'created_at',
+        'details',
+        'id',
+        'ip_address',
+        'request_id',
+        'resource_id',
+        'resource_type',
+        'user_agent',
+      ].sort(),
     );
     expect(entry.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
     await waitForAudit(sys, root, { action: 'team.created', resource_id: t2.id });
@@ -59,7 +84,11 @@ describe('audit log', () => {
 
     // action, resource_type, resource_id combine with actor_id.
     expect((await log({ actor_id: actor.user.id, action: 'team.created' })).json().meta.total).toBe(2);
-    expect((await log({ actor_id: actor.user.id, resource_type: 'team', resource_id: t2.id })).json().data.map((r: AuditRow) => r.resource_id)).toEqual([t2.id]);
+    expect(
+      (await log({ actor_id: actor.user.id, resource_type: 'team', resource_id: t2.id }))
+        .json()
+        .data.map((r: AuditRow) => r.resource_id),
+    ).toEqual([t2.id]);
     expect((await log({ actor_id: actor.user.id, resource_type: 'user' })).json().meta.total).toBe(0);
 
     // Pagination.
@@ -74,7 +103,11 @@ describe('audit log', () => {
     // from / to (inclusive, any RFC 3339 offset).
     const newest = rows[0]!;
     expect((await log({ actor_id: actor.user.id, from: started })).json().meta.total).toBe(3);
-    expect((await log({ actor_id: actor.user.id, from: newest.created_at, to: newest.created_at })).json().data.map((r: AuditRow) => r.id)).toContain(newest.id);
+    expect(
+      (await log({ actor_id: actor.user.id, from: newest.created_at, to: newest.created_at }))
+        .json()
+        .data.map((r: AuditRow) => r.id),
+    ).toContain(newest.id);
     const later = new Date(Date.parse(newest.created_at) + 60_000).toISOString().replace('Z', '+00:00');
     expect((await log({ actor_id: actor.user.id, from: later })).json().meta.total).toBe(0);
     expect((await log({ actor_id: actor.user.id, to: started })).json().meta.total).toBe(0);
@@ -99,9 +132,17 @@ describe('audit log', () => {
   });
 
   it('records service-account and client actions under their names', async () => {
-    const sa = await api(sys, { token: root })('POST', '/api/v1/service-accounts', { name: `audit-sa-${sys.tag}`, description: '', role_id: roleIdByName('Viewer'), client_scope: ['*'] });
+    const sa = await api(sys, { token: root })('POST', '/api/v1/service-accounts', {
+      name: `audit-sa-${sys.tag}`,
+      description: '',
+      role_id: roleIdByName('Viewer'),
+      client_scope: ['*'],
+    });
     expectStatus(sa, 201);
-    const client = await api(sys, { token: root })('POST', '/api/v1/clients', { name: 'Audited', slug: `audited-${sys.tag}` });
+    const client = await api(sys, { token: root })('POST', '/api/v1/clients', {
+      name: 'Audited',
+      slug: `audited-${sys.tag}`,
+    });
     expectStatus(client, 201);
     const s = await waitForAudit(sys, root, { action: 'service_account.created', resource_id: sa.json().data.id });
     expect(s).toMatchObject({ actor_id: rootId, resource_type: 'service_account' });

@@ -37,7 +37,11 @@ describe('roles', () => {
     expect(custom.every((r) => !r.is_system)).toBe(true);
     const names = custom.map((r) => r.name.toLowerCase());
     expect(names).toEqual([...names].sort());
-    expect(roles.find((r) => r.name === 'Viewer')?.permissions.sort()).toEqual(['healthcheck:read', 'hosts:read', 'metrics:read']);
+    expect(roles.find((r) => r.name === 'Viewer')?.permissions.sort()).toEqual([
+      'healthcheck:read',
+      'hosts:read',
+      'metrics:read',
+    ]);
   });
 
   it('creates custom roles: registry-checked permissions, unique names, never system', async () => {
@@ -52,13 +56,33 @@ describe('roles', () => {
     expect(role).toMatchObject({ name: `Ops ${sys.tag}`, description: 'operators', is_system: false });
     expect(role.permissions).toEqual(['hosts:read', 'hosts:write']);
 
-    const unknown = await api(sys, { token: root })('POST', '/api/v1/roles', { name: `Bad ${sys.tag}`, description: '', permissions: ['hosts:read', 'hosts:fly'] });
+    const unknown = await api(sys, { token: root })('POST', '/api/v1/roles', {
+      name: `Bad ${sys.tag}`,
+      description: '',
+      permissions: ['hosts:read', 'hosts:fly'],
+    });
     expectStatus(unknown, 400);
     expect(unknown.json().error.message).toContain('hosts:fly');
-    expectStatus(await api(sys, { token: root })('POST', '/api/v1/roles', { name: `ops ${sys.tag}`.toUpperCase(), description: '', permissions: [] }), 409);
-    expectStatus(await api(sys, { token: root })('POST', '/api/v1/roles', { name: 'Admin', description: '', permissions: [] }), 409);
-    expectStatus(await api(sys, { token: root })('POST', '/api/v1/roles', { name: '', description: '', permissions: [] }), 400);
-    expectStatus(await api(sys, { token: root })('POST', '/api/v1/roles', { name: `NoPerms ${sys.tag}`, description: '' }), 400);
+    expectStatus(
+      await api(sys, { token: root })('POST', '/api/v1/roles', {
+        name: `ops ${sys.tag}`.toUpperCase(),
+        description: '',
+        permissions: [],
+      }),
+      409,
+    );
+    expectStatus(
+      await api(sys, { token: root })('POST', '/api/v1/roles', { name: 'Admin', description: '', permissions: [] }),
+      409,
+    );
+    expectStatus(
+      await api(sys, { token: root })('POST', '/api/v1/roles', { name: '', description: '', permissions: [] }),
+      400,
+    );
+    expectStatus(
+      await api(sys, { token: root })('POST', '/api/v1/roles', { name: `NoPerms ${sys.tag}`, description: '' }),
+      400,
+    );
 
     const got = await api(sys, { token: root })('GET', `/api/v1/roles/${role.id}`);
     expectStatus(got, 200);
@@ -72,7 +96,8 @@ describe('roles', () => {
       expectStatus(await api(sys, { token: root })('PUT', `/api/v1/roles/${r.id}`, { description: 'changed' }), 403);
       expectStatus(await api(sys, { token: root })('DELETE', `/api/v1/roles/${r.id}`), 403);
     }
-    const viewer = (await api(sys, { token: root })('GET', `/api/v1/roles/${roleIdByName('Viewer')}`)).json().data as RoleOut;
+    const viewer = (await api(sys, { token: root })('GET', `/api/v1/roles/${roleIdByName('Viewer')}`)).json()
+      .data as RoleOut;
     expect(viewer.description).not.toBe('changed');
   });
 
@@ -82,22 +107,41 @@ describe('roles', () => {
     const direct = await createUser(sys);
     await assignRole(sys, direct.id, client.id, role.id);
     const member = await createUser(sys);
-    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Readers team ${sys.tag}`, description: '' })).json().data;
-    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/clients`, { client_id: client.id }), 201);
-    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, { user_id: member.id, role_id: role.id }), 201);
+    const team = (
+      await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Readers team ${sys.tag}`, description: '' })
+    ).json().data;
+    expectStatus(
+      await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/clients`, { client_id: client.id }),
+      201,
+    );
+    expectStatus(
+      await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, {
+        user_id: member.id,
+        role_id: role.id,
+      }),
+      201,
+    );
 
     const holders = [await tokenFor(sys, direct), await tokenFor(sys, member)];
     for (const token of holders) expectStatus(await api(sys, { token })('GET', `/api/v1/clients/${client.id}`), 403);
 
-    const updated = await api(sys, { token: root })('PUT', `/api/v1/roles/${role.id}`, { permissions: ['hosts:read', 'clients:read'] });
+    const updated = await api(sys, { token: root })('PUT', `/api/v1/roles/${role.id}`, {
+      permissions: ['hosts:read', 'clients:read'],
+    });
     expectStatus(updated, 200);
     expect(updated.json().data.permissions).toEqual(['clients:read', 'hosts:read']);
     for (const token of holders) expectStatus(await api(sys, { token })('GET', `/api/v1/clients/${client.id}`), 200);
 
-    expectStatus(await api(sys, { token: root })('PUT', `/api/v1/roles/${role.id}`, { permissions: ['hosts:read'] }), 200);
+    expectStatus(
+      await api(sys, { token: root })('PUT', `/api/v1/roles/${role.id}`, { permissions: ['hosts:read'] }),
+      200,
+    );
     for (const token of holders) expectStatus(await api(sys, { token })('GET', `/api/v1/clients/${client.id}`), 403);
 
-    expectStatus(await api(sys, { token: root })('PUT', `/api/v1/roles/${role.id}`, { permissions: ['nope:nope'] }), 400);
+    expectStatus(
+      await api(sys, { token: root })('PUT', `/api/v1/roles/${role.id}`, { permissions: ['nope:nope'] }),
+      400,
+    );
     expectStatus(await api(sys, { token: root })('PUT', `/api/v1/roles/${role.id}`, {}), 400);
     expectStatus(await api(sys, { token: root })('PUT', `/api/v1/roles/${role.id}`, { name: 'Engineer' }), 409);
     expectStatus(await api(sys, { token: root })('PUT', `/api/v1/roles/${crypto.randomUUID()}`, { name: 'x' }), 404);
@@ -106,7 +150,16 @@ describe('roles', () => {
       const perms = (e.details.changes as { permissions?: { added: string[] } } | undefined)?.permissions;
       return perms?.added.includes('clients:read') === true;
     });
-    expect(entry.details).toMatchObject({ changes: { permissions: { before: ['hosts:read'], after: ['clients:read', 'hosts:read'], added: ['clients:read'], removed: [] } } });
+    expect(entry.details).toMatchObject({
+      changes: {
+        permissions: {
+          before: ['hosts:read'],
+          after: ['clients:read', 'hosts:read'],
+          added: ['clients:read'],
+          removed: [],
+        },
+      },
+    });
   });
 
   it('reports usage, refuses to delete a role in use (409), deletes it once unused', async () => {
@@ -115,16 +168,46 @@ describe('roles', () => {
     const u = await createUser(sys);
     await assignRole(sys, u.id, client.id, role.id);
     const member = await createUser(sys);
-    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Usage team ${sys.tag}`, description: '' })).json().data;
-    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, { user_id: member.id, role_id: role.id }), 201);
-    const sa = (await api(sys, { token: root })('POST', '/api/v1/service-accounts', { name: `usage-sa-${sys.tag}`, description: '', role_id: role.id, client_scope: [client.id] })).json().data;
+    const team = (
+      await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Usage team ${sys.tag}`, description: '' })
+    ).json().data;
+    expectStatus(
+      await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, {
+        user_id: member.id,
+        role_id: role.id,
+      }),
+      201,
+    );
+    const sa = (
+      await api(sys, { token: root })('POST', '/api/v1/service-accounts', {
+        name: `usage-sa-${sys.tag}`,
+        description: '',
+        role_id: role.id,
+        client_scope: [client.id],
+      })
+    ).json().data;
 
     const usage = await api(sys, { token: root })('GET', `/api/v1/roles/${role.id}/usage`);
     expectStatus(usage, 200);
     expect(usage.json().data).toEqual({
       role_id: role.id,
-      users: [{ user_id: u.id, email: u.email, display_name: expect.any(String), client_id: client.id, client_name: client.name, client_slug: client.slug }],
-      teams: [{ team_id: team.id, team_name: team.name, members: [{ user_id: member.id, email: member.email, display_name: expect.any(String) }] }],
+      users: [
+        {
+          user_id: u.id,
+          email: u.email,
+          display_name: expect.any(String),
+          client_id: client.id,
+          client_name: client.name,
+          client_slug: client.slug,
+        },
+      ],
+      teams: [
+        {
+          team_id: team.id,
+          team_name: team.name,
+          members: [{ user_id: member.id, email: member.email, display_name: expect.any(String) }],
+        },
+      ],
       service_accounts: [{ id: sa.id, name: sa.name, is_active: true }],
     });
 
@@ -148,17 +231,33 @@ describe('roles', () => {
     await assignRole(sys, caller.id, client.id, roleAdmin.id);
     const token = await tokenFor(sys, caller);
     // Granting itself everything through its own role: refused.
-    expectStatus(await api(sys, { token })('PUT', `/api/v1/roles/${roleAdmin.id}`, { permissions: [...ALL_PERMISSIONS] }), 403);
+    expectStatus(
+      await api(sys, { token })('PUT', `/api/v1/roles/${roleAdmin.id}`, { permissions: [...ALL_PERMISSIONS] }),
+      403,
+    );
     // Renaming, or dropping a permission, is fine.
-    expectStatus(await api(sys, { token })('PUT', `/api/v1/roles/${roleAdmin.id}`, { description: 'edited by holder' }), 200);
+    expectStatus(
+      await api(sys, { token })('PUT', `/api/v1/roles/${roleAdmin.id}`, { description: 'edited by holder' }),
+      200,
+    );
     // A role nobody holds yet can be given anything (it grants nothing until assigned).
-    expectStatus(await api(sys, { token })('POST', '/api/v1/roles', { name: `Fresh ${sys.tag}`, description: '', permissions: ['users:delete'] }), 201);
+    expectStatus(
+      await api(sys, { token })('POST', '/api/v1/roles', {
+        name: `Fresh ${sys.tag}`,
+        description: '',
+        permissions: ['users:delete'],
+      }),
+      201,
+    );
     // A role in use on a client where the caller holds no roles:write cannot be changed at all, not even narrowed.
     const elsewhere = await createClient(sys);
     const used = await createRole(`Used elsewhere ${sys.tag}`, ['hosts:read', 'metrics:read']);
     await assignRole(sys, (await createUser(sys)).id, elsewhere.id, used.id);
     expectStatus(await api(sys, { token })('PUT', `/api/v1/roles/${used.id}`, { permissions: ['hosts:read'] }), 403);
-    expectStatus(await api(sys, { token })('PUT', `/api/v1/roles/${used.id}`, { description: 'edited from afar' }), 403);
+    expectStatus(
+      await api(sys, { token })('PUT', `/api/v1/roles/${used.id}`, { description: 'edited from afar' }),
+      403,
+    );
     const kept = (await api(sys, { token: root })('GET', `/api/v1/roles/${used.id}`)).json().data as RoleOut;
     expect(kept.permissions).toEqual(['hosts:read', 'metrics:read']);
   });
@@ -177,7 +276,12 @@ describe('permissions registry', () => {
     expect(perms.every((p) => /^[a-z_]+:[a-z]+$/.test(p))).toBe(true);
 
     const sa = (
-      await api(sys, { token: root })('POST', '/api/v1/service-accounts', { name: `perm-sa-${sys.tag}`, description: '', role_id: roleIdByName('Viewer'), client_scope: [client.id] })
+      await api(sys, { token: root })('POST', '/api/v1/service-accounts', {
+        name: `perm-sa-${sys.tag}`,
+        description: '',
+        role_id: roleIdByName('Viewer'),
+        client_scope: [client.id],
+      })
     ).json().data;
     const byKey = await api(sys, { apiKey: sa.api_key })('GET', '/api/v1/permissions');
     expectStatus(byKey, 200);

@@ -30,19 +30,32 @@ async function createSa(body: Record<string, unknown>, token = root): Promise<Cr
 describe('service accounts', () => {
   it('creates a key shown once, stored only as its sha256, never listed', async () => {
     const client = await createClient(sys);
-    const sa = await createSa({ name: `ci-${sys.tag}`, description: 'CI pipeline', role_id: roleIdByName('Executive'), client_scope: [client.id] });
+    const sa = await createSa({
+      name: `ci-${sys.tag}`,
+      description: 'CI pipeline',
+      role_id: roleIdByName('Executive'),
+      client_scope: [client.id],
+    });
     expect(sa.api_key).toMatch(/^svc_[A-Za-z0-9_-]{43}$/);
     expect(sa.api_key_prefix).toBe(sa.api_key.slice(0, 12));
     expect(sa).toMatchObject({ name: `ci-${sys.tag}`, client_scope: [client.id], is_active: true });
     expect(sa.created_at).toMatch(/Z$/);
 
     const orm = await sys.stores.orm();
-    const [row] = await orm.em.fork().execute<{ api_key_hash: string }[]>(`SELECT api_key_hash FROM service_accounts WHERE id = ?`, [sa.id]);
+    const [row] = await orm.em
+      .fork()
+      .execute<{ api_key_hash: string }[]>(`SELECT api_key_hash FROM service_accounts WHERE id = ?`, [sa.id]);
     expect(row?.api_key_hash).toBe(sha256(sa.api_key));
 
     const got = await api(sys, { token: root })('GET', `/api/v1/service-accounts/${sa.id}`);
     expectStatus(got, 200);
-    expect(got.json().data).toMatchObject({ id: sa.id, description: 'CI pipeline', role_id: roleIdByName('Executive'), role_name: 'Executive', expires_at: null });
+    expect(got.json().data).toMatchObject({
+      id: sa.id,
+      description: 'CI pipeline',
+      role_id: roleIdByName('Executive'),
+      role_name: 'Executive',
+      expires_at: null,
+    });
     const list = await api(sys, { token: root })('GET', '/api/v1/service-accounts?per_page=100');
     expectStatus(list, 200);
     expect(list.json().meta).toMatchObject({ page: 1, per_page: 100 });
@@ -62,20 +75,35 @@ describe('service accounts', () => {
 
   it('validates the body: scope, role, clients and expiry', async () => {
     const client = await createClient(sys);
-    const post = (body: Record<string, unknown>) => api(sys, { token: root })('POST', '/api/v1/service-accounts', { name: `v-${sys.tag}`, description: '', ...body });
+    const post = (body: Record<string, unknown>) =>
+      api(sys, { token: root })('POST', '/api/v1/service-accounts', { name: `v-${sys.tag}`, description: '', ...body });
     expectStatus(await post({ role_id: roleIdByName('Viewer'), client_scope: [] }), 400);
     expectStatus(await post({ role_id: roleIdByName('Viewer'), client_scope: ['*', client.id] }), 400);
     expectStatus(await post({ role_id: roleIdByName('Viewer'), client_scope: ['not-a-uuid'] }), 400);
     expectStatus(await post({ role_id: roleIdByName('Viewer') }), 400);
     expectStatus(await post({ role_id: crypto.randomUUID(), client_scope: [client.id] }), 404);
     expectStatus(await post({ role_id: roleIdByName('Viewer'), client_scope: [crypto.randomUUID()] }), 404);
-    expectStatus(await post({ role_id: roleIdByName('Viewer'), client_scope: [client.id], expires_at: new Date(sys.clock.now() - 1000).toISOString() }), 400);
-    expectStatus(await post({ role_id: roleIdByName('Viewer'), client_scope: [client.id], expires_at: 'tomorrow' }), 400);
+    expectStatus(
+      await post({
+        role_id: roleIdByName('Viewer'),
+        client_scope: [client.id],
+        expires_at: new Date(sys.clock.now() - 1000).toISOString(),
+      }),
+      400,
+    );
+    expectStatus(
+      await post({ role_id: roleIdByName('Viewer'), client_scope: [client.id], expires_at: 'tomorrow' }),
+      400,
+    );
   });
 
   it('the key works; is_active false → 401, true → works again; deleted → 401 on the next request', async () => {
     const client = await createClient(sys);
-    const sa = await createSa({ name: `toggle-${sys.tag}`, role_id: roleIdByName('Executive'), client_scope: [client.id] });
+    const sa = await createSa({
+      name: `toggle-${sys.tag}`,
+      role_id: roleIdByName('Executive'),
+      client_scope: [client.id],
+    });
     const asKey = api(sys, { apiKey: sa.api_key });
     expectStatus(await asKey('GET', `/api/v1/clients/${client.id}`), 200);
 
@@ -87,10 +115,19 @@ describe('service accounts', () => {
     expectStatus(await asKey('GET', `/api/v1/clients/${client.id}`), 200);
 
     // Role change is seen at once too.
-    expectStatus(await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${sa.id}`, { role_id: roleIdByName('Viewer'), name: `renamed-${sys.tag}` }), 200);
+    expectStatus(
+      await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${sa.id}`, {
+        role_id: roleIdByName('Viewer'),
+        name: `renamed-${sys.tag}`,
+      }),
+      200,
+    );
     expectStatus(await asKey('GET', `/api/v1/clients/${client.id}`), 403);
     expectStatus(await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${sa.id}`, {}), 400);
-    expectStatus(await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${crypto.randomUUID()}`, { name: 'x' }), 404);
+    expectStatus(
+      await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${crypto.randomUUID()}`, { name: 'x' }),
+      404,
+    );
 
     expectStatus(await api(sys, { token: root })('DELETE', `/api/v1/service-accounts/${sa.id}`), 204);
     expectStatus(await asKey('GET', '/api/v1/permissions'), 401);
@@ -107,14 +144,27 @@ describe('service accounts', () => {
 
   it('an expired key is refused', async () => {
     const client = await createClient(sys);
-    const sa = await createSa({ name: `exp-${sys.tag}`, role_id: roleIdByName('Viewer'), client_scope: [client.id], expires_at: new Date(sys.clock.now() + 60_000).toISOString() });
+    const sa = await createSa({
+      name: `exp-${sys.tag}`,
+      role_id: roleIdByName('Viewer'),
+      client_scope: [client.id],
+      expires_at: new Date(sys.clock.now() + 60_000).toISOString(),
+    });
     expectStatus(await api(sys, { apiKey: sa.api_key })('GET', '/api/v1/permissions'), 200);
     sys.clock.advance(120_000);
     expectStatus(await api(sys, { apiKey: sa.api_key })('GET', '/api/v1/permissions'), 401);
     // Extending the expiry brings it back at once.
-    expectStatus(await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${sa.id}`, { expires_at: new Date(sys.clock.now() + 3_600_000).toISOString() }), 200);
+    expectStatus(
+      await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${sa.id}`, {
+        expires_at: new Date(sys.clock.now() + 3_600_000).toISOString(),
+      }),
+      200,
+    );
     expectStatus(await api(sys, { apiKey: sa.api_key })('GET', '/api/v1/permissions'), 200);
-    expectStatus(await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${sa.id}`, { expires_at: null }), 200);
+    expectStatus(
+      await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${sa.id}`, { expires_at: null }),
+      200,
+    );
     expectStatus(await api(sys, { apiKey: sa.api_key })('GET', '/api/v1/permissions'), 200);
   });
 
@@ -125,7 +175,11 @@ describe('service accounts', () => {
     expectStatus(await api(sys, { apiKey: star.api_key })('GET', `/api/v1/clients/${a.id}`), 200);
     expectStatus(await api(sys, { apiKey: star.api_key })('GET', `/api/v1/clients/${b.id}`), 200);
 
-    const scoped = await createSa({ name: `scoped-${sys.tag}`, role_id: roleIdByName('Executive'), client_scope: [a.id] });
+    const scoped = await createSa({
+      name: `scoped-${sys.tag}`,
+      role_id: roleIdByName('Executive'),
+      client_scope: [a.id],
+    });
     const asScoped = api(sys, { apiKey: scoped.api_key });
     expectStatus(await asScoped('GET', `/api/v1/clients/${a.id}`), 200);
     expectStatus(await asScoped('GET', `/api/v1/clients/${b.id}`), 404);
@@ -136,14 +190,29 @@ describe('service accounts', () => {
     // An admin key scoped to A manages users on A but not on B.
     const adminKey = await createSa({ name: `admin-${sys.tag}`, role_id: roleIdByName('Admin'), client_scope: [a.id] });
     const u = await createUser(sys);
-    expectStatus(await api(sys, { apiKey: adminKey.api_key })('POST', `/api/v1/users/${u.id}/clients`, { client_id: b.id, role_id: roleIdByName('Viewer') }), 403);
-    expectStatus(await api(sys, { apiKey: adminKey.api_key })('POST', `/api/v1/users/${u.id}/clients`, { client_id: a.id, role_id: roleIdByName('Viewer') }), 201);
+    expectStatus(
+      await api(sys, { apiKey: adminKey.api_key })('POST', `/api/v1/users/${u.id}/clients`, {
+        client_id: b.id,
+        role_id: roleIdByName('Viewer'),
+      }),
+      403,
+    );
+    expectStatus(
+      await api(sys, { apiKey: adminKey.api_key })('POST', `/api/v1/users/${u.id}/clients`, {
+        client_id: a.id,
+        role_id: roleIdByName('Viewer'),
+      }),
+      201,
+    );
     expectStatus(await api(sys, { apiKey: adminKey.api_key })('GET', '/api/v1/users'), 200);
     const e = await waitForAudit(sys, root, { action: 'user.client.assigned', resource_id: u.id });
     expect(e).toMatchObject({ actor_id: adminKey.id, actor_type: 'service_account' });
 
     // Narrowing the scope is seen at once.
-    expectStatus(await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${scoped.id}`, { client_scope: [b.id] }), 200);
+    expectStatus(
+      await api(sys, { token: root })('PUT', `/api/v1/service-accounts/${scoped.id}`, { client_scope: [b.id] }),
+      200,
+    );
     expectStatus(await asScoped('GET', `/api/v1/clients/${a.id}`), 404);
     expectStatus(await asScoped('GET', `/api/v1/clients/${b.id}`), 200);
   });
@@ -152,9 +221,17 @@ describe('service accounts', () => {
     const a = await createClient(sys);
     const b = await createClient(sys);
     const onB = await createSa({ name: `on-b-${sys.tag}`, role_id: roleIdByName('Executive'), client_scope: [b.id] });
-    const everywhere = await createSa({ name: `star-keep-${sys.tag}`, role_id: roleIdByName('Executive'), client_scope: ['*'] });
+    const everywhere = await createSa({
+      name: `star-keep-${sys.tag}`,
+      role_id: roleIdByName('Executive'),
+      client_scope: ['*'],
+    });
     const admin = await userWith(sys, 'Admin', a.id);
-    const adminKey = await createSa({ name: `a-admin-${sys.tag}`, role_id: roleIdByName('Admin'), client_scope: [a.id] });
+    const adminKey = await createSa({
+      name: `a-admin-${sys.tag}`,
+      role_id: roleIdByName('Admin'),
+      client_scope: [a.id],
+    });
     for (const caller of [{ token: admin.token }, { apiKey: adminKey.api_key }]) {
       const call = api(sys, caller);
       for (const target of [onB, everywhere]) {
@@ -167,8 +244,14 @@ describe('service accounts', () => {
     expectStatus(await api(sys, { apiKey: onB.api_key })('GET', `/api/v1/clients/${b.id}`), 200);
     expectStatus(await api(sys, { apiKey: everywhere.api_key })('GET', `/api/v1/clients/${a.id}`), 200);
     // A key scoped to A is the Admin's to manage.
-    const ours = await createSa({ name: `on-a-${sys.tag}`, role_id: roleIdByName('Viewer'), client_scope: [a.id] }, admin.token);
-    expectStatus(await api(sys, { token: admin.token })('PUT', `/api/v1/service-accounts/${ours.id}`, { is_active: false }), 200);
+    const ours = await createSa(
+      { name: `on-a-${sys.tag}`, role_id: roleIdByName('Viewer'), client_scope: [a.id] },
+      admin.token,
+    );
+    expectStatus(
+      await api(sys, { token: admin.token })('PUT', `/api/v1/service-accounts/${ours.id}`, { is_active: false }),
+      200,
+    );
     expectStatus(await api(sys, { token: admin.token })('DELETE', `/api/v1/service-accounts/${ours.id}`), 204);
   });
 
@@ -176,20 +259,44 @@ describe('service accounts', () => {
     const a = await createClient(sys);
     const b = await createClient(sys);
     const admin = await userWith(sys, 'Admin', a.id);
-    const post = (body: Record<string, unknown>) => api(sys, { token: admin.token })('POST', '/api/v1/service-accounts', { name: `esc-${sys.tag}`, description: '', ...body });
+    const post = (body: Record<string, unknown>) =>
+      api(sys, { token: admin.token })('POST', '/api/v1/service-accounts', {
+        name: `esc-${sys.tag}`,
+        description: '',
+        ...body,
+      });
     expectStatus(await post({ role_id: roleIdByName('Super Admin'), client_scope: [a.id] }), 403);
     expectStatus(await post({ role_id: roleIdByName('Engineer'), client_scope: [b.id] }), 403);
     expectStatus(await post({ role_id: roleIdByName('Engineer'), client_scope: ['*'] }), 403);
     const ok = await post({ role_id: roleIdByName('Engineer'), client_scope: [a.id] });
     expectStatus(ok, 201);
     const id = ok.json().data.id as string;
-    expectStatus(await api(sys, { token: admin.token })('PUT', `/api/v1/service-accounts/${id}`, { role_id: roleIdByName('Super Admin') }), 403);
-    expectStatus(await api(sys, { token: admin.token })('PUT', `/api/v1/service-accounts/${id}`, { client_scope: [b.id] }), 403);
-    expectStatus(await api(sys, { token: admin.token })('PUT', `/api/v1/service-accounts/${id}`, { description: 'fine' }), 200);
+    expectStatus(
+      await api(sys, { token: admin.token })('PUT', `/api/v1/service-accounts/${id}`, {
+        role_id: roleIdByName('Super Admin'),
+      }),
+      403,
+    );
+    expectStatus(
+      await api(sys, { token: admin.token })('PUT', `/api/v1/service-accounts/${id}`, { client_scope: [b.id] }),
+      403,
+    );
+    expectStatus(
+      await api(sys, { token: admin.token })('PUT', `/api/v1/service-accounts/${id}`, { description: 'fine' }),
+      200,
+    );
     // A Team Lead reads service accounts but cannot create them.
     const lead = await userWith(sys, 'Team Lead', a.id);
     expectStatus(await api(sys, { token: lead.token })('GET', '/api/v1/service-accounts'), 200);
-    expectStatus(await api(sys, { token: lead.token })('POST', '/api/v1/service-accounts', { name: 'x', description: '', role_id: roleIdByName('Viewer'), client_scope: [a.id] }), 403);
+    expectStatus(
+      await api(sys, { token: lead.token })('POST', '/api/v1/service-accounts', {
+        name: 'x',
+        description: '',
+        role_id: roleIdByName('Viewer'),
+        client_scope: [a.id],
+      }),
+      403,
+    );
     expectStatus(await api(sys, { token: lead.token })('DELETE', `/api/v1/service-accounts/${id}`), 403);
   });
 });

@@ -32,13 +32,24 @@ export interface Caller {
 
 export function api(sys: TestSystem, who: Caller) {
   return (method: Method, url: string, payload?: unknown): Promise<LightMyRequestResponse> =>
-    sys.http({ method, url, ...(payload !== undefined ? { payload: payload as Record<string, unknown> } : {}), ...(who.token ? { token: who.token } : {}), ...(who.apiKey ? { apiKey: who.apiKey } : {}) });
+    sys.http({
+      method,
+      url,
+      ...(payload !== undefined ? { payload: payload as Record<string, unknown> } : {}),
+      ...(who.token ? { token: who.token } : {}),
+      ...(who.apiKey ? { apiKey: who.apiKey } : {}),
+    });
 }
 
 /** A signed-in user with `roleName` directly on `clientId` (or a super admin when roleName is omitted). */
-export async function userWith(sys: TestSystem, roleName?: string, clientId?: string): Promise<{ user: TestUser; token: string }> {
+export async function userWith(
+  sys: TestSystem,
+  roleName?: string,
+  clientId?: string,
+): Promise<{ user: TestUser; token: string }> {
   const user = await createUser(sys, { superAdmin: roleName === undefined });
-  if (roleName !== undefined && clientId !== undefined) await assignRole(sys, user.id, clientId, roleIdByName(roleName));
+  if (roleName !== undefined && clientId !== undefined)
+    await assignRole(sys, user.id, clientId, roleIdByName(roleName));
   return { user, token: await tokenFor(sys, user) };
 }
 
@@ -50,7 +61,13 @@ export function expectStatus(res: LightMyRequestResponse, status: number): void 
 export type AuditRow = z.output<typeof AuditLogEntry>;
 
 /** Audit entries are stored asynchronously from the event stream: poll the audit log until `match` finds one. */
-export async function waitForAudit(sys: TestSystem, token: string, query: Record<string, string>, match: (e: AuditRow) => boolean = () => true, timeoutMs = 10_000): Promise<AuditRow> {
+export async function waitForAudit(
+  sys: TestSystem,
+  token: string,
+  query: Record<string, string>,
+  match: (e: AuditRow) => boolean = () => true,
+  timeoutMs = 10_000,
+): Promise<AuditRow> {
   const qs = new URLSearchParams({ per_page: '100', ...query }).toString();
   const deadline = Date.now() + timeoutMs;
   for (;;) {

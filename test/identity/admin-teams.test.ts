@@ -20,10 +20,18 @@ const newTeam = async (name: string, description = ''): Promise<{ id: string; na
 describe('teams', () => {
   it('creates, lists, reads, updates and deletes teams with 400/404/409 cases', async () => {
     const call = api(sys, { token: root });
-    const created = await call('POST', '/api/v1/teams', { name: `Platform ${sys.tag}`, description: 'platform people' });
+    const created = await call('POST', '/api/v1/teams', {
+      name: `Platform ${sys.tag}`,
+      description: 'platform people',
+    });
     expectStatus(created, 201);
     const team = created.json().data;
-    expect(team).toMatchObject({ name: `Platform ${sys.tag}`, description: 'platform people', members: [], clients: [] });
+    expect(team).toMatchObject({
+      name: `Platform ${sys.tag}`,
+      description: 'platform people',
+      members: [],
+      clients: [],
+    });
     expectStatus(await call('POST', '/api/v1/teams', { name: `PLATFORM ${sys.tag}`, description: '' }), 409);
     expectStatus(await call('POST', '/api/v1/teams', { description: 'no name' }), 400);
 
@@ -47,7 +55,8 @@ describe('teams', () => {
     expectStatus(await call('GET', `/api/v1/teams/${team.id}`), 404);
     expectStatus(await call('DELETE', `/api/v1/teams/${team.id}`), 404);
 
-    for (const action of ['team.created', 'team.updated', 'team.deleted']) await waitForAudit(sys, root, { action, resource_id: team.id });
+    for (const action of ['team.created', 'team.updated', 'team.deleted'])
+      await waitForAudit(sys, root, { action, resource_id: team.id });
   });
 
   it('members and clients: add, change, remove, each felt by the member on the next request', async () => {
@@ -61,10 +70,24 @@ describe('teams', () => {
     const asUser = api(sys, { token });
 
     expectStatus(await asUser('GET', `/api/v1/clients/${client.id}`), 404); // out of scope; access map cached
-    const added = await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Executive') });
+    const added = await call('POST', `/api/v1/teams/${team.id}/members`, {
+      user_id: u.id,
+      role_id: roleIdByName('Executive'),
+    });
     expectStatus(added, 201);
-    expect(added.json().data.members).toEqual([{ user_id: u.id, email: u.email, display_name: expect.any(String), role_id: roleIdByName('Executive'), role_name: 'Executive' }]);
-    expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Viewer') }), 409);
+    expect(added.json().data.members).toEqual([
+      {
+        user_id: u.id,
+        email: u.email,
+        display_name: expect.any(String),
+        role_id: roleIdByName('Executive'),
+        role_name: 'Executive',
+      },
+    ]);
+    expectStatus(
+      await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Viewer') }),
+      409,
+    );
     expectStatus(await asUser('GET', `/api/v1/clients/${client.id}`), 404); // team has no client yet
 
     const linked = await call('POST', `/api/v1/teams/${team.id}/clients`, { client_id: client.id });
@@ -78,7 +101,10 @@ describe('teams', () => {
     expectStatus(changed, 200);
     expect(changed.json().data.members[0].role_name).toBe('Viewer');
     expectStatus(await asUser('GET', `/api/v1/clients/${client.id}`), 403);
-    expectStatus(await call('PUT', `/api/v1/teams/${team.id}/members/${u.id}`, { role_id: roleIdByName('Executive') }), 200);
+    expectStatus(
+      await call('PUT', `/api/v1/teams/${team.id}/members/${u.id}`, { role_id: roleIdByName('Executive') }),
+      200,
+    );
     expectStatus(await asUser('GET', `/api/v1/clients/${client.id}`), 200);
 
     // Unlinking the client removes the access at once.
@@ -92,16 +118,40 @@ describe('teams', () => {
     expectStatus(await call('DELETE', `/api/v1/teams/${team.id}/members/${u.id}`), 204);
     expectStatus(await asUser('GET', `/api/v1/clients/${client.id}`), 404);
     expectStatus(await call('DELETE', `/api/v1/teams/${team.id}/members/${u.id}`), 404);
-    expectStatus(await call('PUT', `/api/v1/teams/${team.id}/members/${u.id}`, { role_id: roleIdByName('Viewer') }), 404);
+    expectStatus(
+      await call('PUT', `/api/v1/teams/${team.id}/members/${u.id}`, { role_id: roleIdByName('Viewer') }),
+      404,
+    );
 
     // 404s for unknown references, 400 for malformed ones.
-    expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: crypto.randomUUID(), role_id: roleIdByName('Viewer') }), 404);
-    expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: crypto.randomUUID() }), 404);
-    expectStatus(await call('POST', `/api/v1/teams/${crypto.randomUUID()}/members`, { user_id: u.id, role_id: roleIdByName('Viewer') }), 404);
+    expectStatus(
+      await call('POST', `/api/v1/teams/${team.id}/members`, {
+        user_id: crypto.randomUUID(),
+        role_id: roleIdByName('Viewer'),
+      }),
+      404,
+    );
+    expectStatus(
+      await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: crypto.randomUUID() }),
+      404,
+    );
+    expectStatus(
+      await call('POST', `/api/v1/teams/${crypto.randomUUID()}/members`, {
+        user_id: u.id,
+        role_id: roleIdByName('Viewer'),
+      }),
+      404,
+    );
     expectStatus(await call('POST', `/api/v1/teams/${team.id}/clients`, { client_id: crypto.randomUUID() }), 404);
     expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: 'nope' }), 400);
 
-    for (const action of ['team.member.added', 'team.member.updated', 'team.member.removed', 'team.client.added', 'team.client.removed'])
+    for (const action of [
+      'team.member.added',
+      'team.member.updated',
+      'team.member.removed',
+      'team.client.added',
+      'team.client.removed',
+    ])
       await waitForAudit(sys, root, { action, resource_id: team.id });
     const e = await waitForAudit(sys, root, { action: 'team.member.added', resource_id: team.id });
     expect(e.details).toMatchObject({ user_id: u.id, role_id: roleIdByName('Executive') });
@@ -115,7 +165,10 @@ describe('teams', () => {
     await assignRole(sys, u.id, (await createClient(sys)).id, roleIdByName('Executive'));
     const token = await tokenFor(sys, u);
     expectStatus(await call('POST', `/api/v1/teams/${team.id}/clients`, { client_id: client.id }), 201);
-    expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Client') }), 201);
+    expectStatus(
+      await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Client') }),
+      201,
+    );
     expectStatus(await api(sys, { token })('GET', `/api/v1/clients/${client.id}`), 200);
     expectStatus(await call('DELETE', `/api/v1/teams/${team.id}`), 204);
     expectStatus(await api(sys, { token })('GET', `/api/v1/clients/${client.id}`), 404);
@@ -135,8 +188,14 @@ describe('teams', () => {
     expectStatus(await call('POST', `/api/v1/teams/${team.id}/clients`, { client_id: a.id }), 201);
     const u = await createUser(sys);
     // Super Admin on client A carries permissions an Admin does not hold.
-    expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Super Admin') }), 403);
-    expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Engineer') }), 201);
+    expectStatus(
+      await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Super Admin') }),
+      403,
+    );
+    expectStatus(
+      await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Engineer') }),
+      201,
+    );
     // Admins have no teams:delete.
     expectStatus(await call('DELETE', `/api/v1/teams/${team.id}`), 403);
 
@@ -145,7 +204,10 @@ describe('teams', () => {
     const seen = await call('GET', `/api/v1/teams/${team.id}`);
     expect(seen.json().data.clients.map((c: { client_id: string }) => c.client_id)).toEqual([a.id]);
     const v = await createUser(sys);
-    expectStatus(await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: v.id, role_id: roleIdByName('Viewer') }), 403);
+    expectStatus(
+      await call('POST', `/api/v1/teams/${team.id}/members`, { user_id: v.id, role_id: roleIdByName('Viewer') }),
+      403,
+    );
     expectStatus(await call('DELETE', `/api/v1/teams/${team.id}/clients/${b.id}`), 403);
   });
 });
@@ -158,11 +220,23 @@ describe('teams of another client', () => {
     const call = api(sys, { token: admin.token });
     const member = await createUser(sys);
     const theirs = await newTeam(`B team ${sys.tag}`);
-    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${theirs.id}/clients`, { client_id: b.id }), 201);
-    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${theirs.id}/members`, { user_id: member.id, role_id: roleIdByName('Viewer') }), 201);
+    expectStatus(
+      await api(sys, { token: root })('POST', `/api/v1/teams/${theirs.id}/clients`, { client_id: b.id }),
+      201,
+    );
+    expectStatus(
+      await api(sys, { token: root })('POST', `/api/v1/teams/${theirs.id}/members`, {
+        user_id: member.id,
+        role_id: roleIdByName('Viewer'),
+      }),
+      201,
+    );
 
     expectStatus(await call('PUT', `/api/v1/teams/${theirs.id}`, { name: `Hijacked ${sys.tag}` }), 403);
-    expectStatus(await call('PUT', `/api/v1/teams/${theirs.id}/members/${member.id}`, { role_id: roleIdByName('Viewer') }), 403);
+    expectStatus(
+      await call('PUT', `/api/v1/teams/${theirs.id}/members/${member.id}`, { role_id: roleIdByName('Viewer') }),
+      403,
+    );
     expectStatus(await call('DELETE', `/api/v1/teams/${theirs.id}/members/${member.id}`), 403);
     const after = (await api(sys, { token: root })('GET', `/api/v1/teams/${theirs.id}`)).json().data;
     expect(after.name).toBe(theirs.name);
@@ -171,7 +245,10 @@ describe('teams of another client', () => {
     // A team on A only is the Admin's to change.
     const ours = await newTeam(`A team ${sys.tag}`);
     expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${ours.id}/clients`, { client_id: a.id }), 201);
-    expectStatus(await call('POST', `/api/v1/teams/${ours.id}/members`, { user_id: member.id, role_id: roleIdByName('Viewer') }), 201);
+    expectStatus(
+      await call('POST', `/api/v1/teams/${ours.id}/members`, { user_id: member.id, role_id: roleIdByName('Viewer') }),
+      201,
+    );
     expectStatus(await call('PUT', `/api/v1/teams/${ours.id}`, { description: 'ours' }), 200);
     expectStatus(await call('DELETE', `/api/v1/teams/${ours.id}/members/${member.id}`), 204);
   });

@@ -25,7 +25,11 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
   const port = (sink.address() as AddressInfo).port;
-  ({ sys, root, rootId } = await startAdminSystem({ SVC_EMAIL_PROVIDER: 'resend', SVC_RESEND_API_KEY: 'test-key', SVC_RESEND_URL: `http://127.0.0.1:${port}` }));
+  ({ sys, root, rootId } = await startAdminSystem({
+    SVC_EMAIL_PROVIDER: 'resend',
+    SVC_RESEND_API_KEY: 'test-key',
+    SVC_RESEND_URL: `http://127.0.0.1:${port}`,
+  }));
 });
 
 afterAll(async () => {
@@ -40,20 +44,41 @@ describe('users', () => {
     expectStatus(res, 201);
     const user = res.json().data;
     // The domain is lower-cased; the local part stays as given (RFC 5321 §2.4).
-    expect(user).toMatchObject({ email: `New.User-${sys.tag}@example.com`, display_name: 'New User', status: 'invited', is_super_admin: false, mfa_enabled: false, teams: [], clients: [] });
+    expect(user).toMatchObject({
+      email: `New.User-${sys.tag}@example.com`,
+      display_name: 'New User',
+      status: 'invited',
+      is_super_admin: false,
+      mfa_enabled: false,
+      teams: [],
+      clients: [],
+    });
     expect(user.created_at).toMatch(/Z$/);
-    const tokens = await rows<{ purpose: string; used_at: unknown }>(`SELECT purpose, used_at FROM one_time_tokens WHERE user_id = ?`, [user.id]);
+    const tokens = await rows<{ purpose: string; used_at: unknown }>(
+      `SELECT purpose, used_at FROM one_time_tokens WHERE user_id = ?`,
+      [user.id],
+    );
     expect(tokens).toEqual([{ purpose: 'invite', used_at: null }]);
 
     // Same e-mail in another case: 409.
-    expectStatus(await api(sys, { token: root })('POST', '/api/v1/users', { email: email.toUpperCase(), display_name: 'Again' }), 409);
+    expectStatus(
+      await api(sys, { token: root })('POST', '/api/v1/users', { email: email.toUpperCase(), display_name: 'Again' }),
+      409,
+    );
     const bad = await api(sys, { token: root })('POST', '/api/v1/users', { email: 'not-an-email', display_name: 'X' });
     expectStatus(bad, 400);
     expect(bad.json().error.message).toContain('body.email');
-    expectStatus(await api(sys, { token: root })('POST', '/api/v1/users', { email: `x-${sys.tag}@example.com`, display_name: '' }), 400);
+    expectStatus(
+      await api(sys, { token: root })('POST', '/api/v1/users', { email: `x-${sys.tag}@example.com`, display_name: '' }),
+      400,
+    );
 
     const entry = await waitForAudit(sys, root, { action: 'user.created', resource_id: user.id });
-    expect(entry).toMatchObject({ actor_id: rootId, resource_type: 'user', details: { email: `New.User-${sys.tag}@example.com` } });
+    expect(entry).toMatchObject({
+      actor_id: rootId,
+      resource_type: 'user',
+      details: { email: `New.User-${sys.tag}@example.com` },
+    });
   });
 
   it('lists users with pagination meta and validates the page query', async () => {
@@ -64,7 +89,16 @@ describe('users', () => {
     expect(body.meta).toMatchObject({ page: 1, per_page: 5 });
     expect(body.meta.total).toBeGreaterThanOrEqual(2);
     expect(body.data.length).toBeLessThanOrEqual(5);
-    expect(Object.keys(body.data[0]).sort()).toEqual(['created_at', 'display_name', 'email', 'id', 'is_super_admin', 'last_login_at', 'mfa_enabled', 'status']);
+    expect(Object.keys(body.data[0]).sort()).toEqual([
+      'created_at',
+      'display_name',
+      'email',
+      'id',
+      'is_super_admin',
+      'last_login_at',
+      'mfa_enabled',
+      'status',
+    ]);
     // Newest first: the user just created is on the first page.
     expect(body.data.map((x: { id: string }) => x.id)).toContain(u.id);
     expectStatus(await api(sys, { token: root })('GET', '/api/v1/users?per_page=101'), 400);
@@ -77,9 +111,23 @@ describe('users', () => {
   it('shows the detail with teams and direct client assignments; 404 and 400 for unknown or malformed ids', async () => {
     const u = await createUser(sys);
     const client = await createClient(sys);
-    expectStatus(await api(sys, { token: root })('POST', `/api/v1/users/${u.id}/clients`, { client_id: client.id, role_id: roleIdByName('Viewer') }), 201);
-    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Detail team ${sys.tag}`, description: 'd' })).json().data;
-    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Engineer') }), 201);
+    expectStatus(
+      await api(sys, { token: root })('POST', `/api/v1/users/${u.id}/clients`, {
+        client_id: client.id,
+        role_id: roleIdByName('Viewer'),
+      }),
+      201,
+    );
+    const team = (
+      await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Detail team ${sys.tag}`, description: 'd' })
+    ).json().data;
+    expectStatus(
+      await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, {
+        user_id: u.id,
+        role_id: roleIdByName('Engineer'),
+      }),
+      201,
+    );
     const res = await api(sys, { token: root })('GET', `/api/v1/users/${u.id}`);
     expectStatus(res, 200);
     expect(res.json().data).toMatchObject({
@@ -87,7 +135,15 @@ describe('users', () => {
       email: u.email,
       status: 'active',
       teams: [{ team_id: team.id, team_name: team.name, role_id: roleIdByName('Engineer'), role_name: 'Engineer' }],
-      clients: [{ client_id: client.id, client_name: client.name, client_slug: client.slug, role_id: roleIdByName('Viewer'), role_name: 'Viewer' }],
+      clients: [
+        {
+          client_id: client.id,
+          client_name: client.name,
+          client_slug: client.slug,
+          role_id: roleIdByName('Viewer'),
+          role_name: 'Viewer',
+        },
+      ],
     });
     expectStatus(await api(sys, { token: root })('GET', `/api/v1/users/${crypto.randomUUID()}`), 404);
     expectStatus(await api(sys, { token: root })('GET', '/api/v1/users/not-a-uuid'), 400);
@@ -129,7 +185,9 @@ describe('users', () => {
     const invited = await createUser(sys, { status: 'invited' });
     expectStatus(await api(sys, { token: root })('PUT', `/api/v1/users/${invited.id}`, { status: 'active' }), 409);
 
-    const entry = await waitForAudit(sys, root, { action: 'user.updated', resource_id: u.id }, (e) => JSON.stringify(e.details).includes('Renamed'));
+    const entry = await waitForAudit(sys, root, { action: 'user.updated', resource_id: u.id }, (e) =>
+      JSON.stringify(e.details).includes('Renamed'),
+    );
     expect(entry.details).toMatchObject({ changes: { display_name: { to: 'Renamed' } } });
   });
 
@@ -154,12 +212,23 @@ describe('users', () => {
   });
 
   it('resends invitations only to invited users, replacing the old token', async () => {
-    const created = (await api(sys, { token: root })('POST', '/api/v1/users', { email: `resend-${sys.tag}@example.com`, display_name: 'Resend' })).json().data;
-    const [before] = await rows<{ token_hash: string }>(`SELECT token_hash FROM one_time_tokens WHERE user_id = ? AND purpose = 'invite'`, [created.id]);
+    const created = (
+      await api(sys, { token: root })('POST', '/api/v1/users', {
+        email: `resend-${sys.tag}@example.com`,
+        display_name: 'Resend',
+      })
+    ).json().data;
+    const [before] = await rows<{ token_hash: string }>(
+      `SELECT token_hash FROM one_time_tokens WHERE user_id = ? AND purpose = 'invite'`,
+      [created.id],
+    );
     const res = await api(sys, { token: root })('POST', `/api/v1/users/${created.id}/resend-invite`);
     expectStatus(res, 200);
     expect(res.json().data.message).toBeTypeOf('string');
-    const after = await rows<{ token_hash: string }>(`SELECT token_hash FROM one_time_tokens WHERE user_id = ? AND purpose = 'invite' AND used_at IS NULL`, [created.id]);
+    const after = await rows<{ token_hash: string }>(
+      `SELECT token_hash FROM one_time_tokens WHERE user_id = ? AND purpose = 'invite' AND used_at IS NULL`,
+      [created.id],
+    );
     expect(after.length).toBe(1);
     expect(after[0]?.token_hash).not.toBe(before?.token_hash);
 
@@ -172,7 +241,10 @@ describe('users', () => {
     const u = await createUser(sys);
     const res = await api(sys, { token: root })('POST', `/api/v1/users/${u.id}/reset-password`);
     expectStatus(res, 200);
-    const tokens = await rows<{ expires_at: string }>(`SELECT expires_at FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset' AND used_at IS NULL`, [u.id]);
+    const tokens = await rows<{ expires_at: string }>(
+      `SELECT expires_at FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset' AND used_at IS NULL`,
+      [u.id],
+    );
     expect(tokens.length).toBe(1);
     const invited = await createUser(sys, { status: 'invited' });
     expectStatus(await api(sys, { token: root })('POST', `/api/v1/users/${invited.id}/reset-password`), 409);
@@ -194,9 +266,17 @@ describe('reach of a scoped administrator', () => {
     await assignRole(sys, both.id, b.id, roleIdByName('Viewer'));
     // Reaching B through a team only.
     const member = await createUser(sys);
-    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Reach team ${sys.tag}`, description: '' })).json().data;
+    const team = (
+      await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Reach team ${sys.tag}`, description: '' })
+    ).json().data;
     expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/clients`, { client_id: b.id }), 201);
-    expectStatus(await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, { user_id: member.id, role_id: roleIdByName('Viewer') }), 201);
+    expectStatus(
+      await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, {
+        user_id: member.id,
+        role_id: roleIdByName('Viewer'),
+      }),
+      201,
+    );
     const invitedOnB = await createUser(sys, { status: 'invited' });
     await assignRole(sys, invitedOnB.id, b.id, roleIdByName('Viewer'));
     const boss = await createUser(sys, { superAdmin: true });
@@ -212,7 +292,9 @@ describe('reach of a scoped administrator', () => {
     }
     expectStatus(await call('POST', `/api/v1/users/${invitedOnB.id}/resend-invite`), 403);
     // No reset link was made for them.
-    expect(await rows(`SELECT id FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset'`, [theirs.id])).toHaveLength(0);
+    expect(
+      await rows(`SELECT id FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset'`, [theirs.id]),
+    ).toHaveLength(0);
 
     // Accounts within the Admin's reach (on A only, or on no client yet) remain manageable.
     const ours = await createUser(sys);
@@ -226,23 +308,48 @@ describe('reach of a scoped administrator', () => {
 });
 
 describe('secrets', () => {
-  const SECRET_FIELDS = ['password_hash', 'api_key_hash', 'mfa_secret_enc', 'token_hash', 'code_hash', 'has_password', '$argon2'];
+  const SECRET_FIELDS = [
+    'password_hash',
+    'api_key_hash',
+    'mfa_secret_enc',
+    'token_hash',
+    'code_hash',
+    'has_password',
+    '$argon2',
+  ];
 
   it('no response carries a password hash, key hash, MFA secret or token hash', async () => {
     const client = await createClient(sys);
     const u = await createUser(sys);
     await assignRole(sys, u.id, client.id, roleIdByName('Viewer'));
-    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Secrets team ${sys.tag}`, description: '' })).json().data;
-    await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, { user_id: u.id, role_id: roleIdByName('Viewer') });
+    const team = (
+      await api(sys, { token: root })('POST', '/api/v1/teams', { name: `Secrets team ${sys.tag}`, description: '' })
+    ).json().data;
+    await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/members`, {
+      user_id: u.id,
+      role_id: roleIdByName('Viewer'),
+    });
     await api(sys, { token: root })('POST', `/api/v1/teams/${team.id}/clients`, { client_id: client.id });
     await api(sys, { token: root })('POST', `/api/v1/users/${u.id}/reset-password`);
-    const created = await api(sys, { token: root })('POST', '/api/v1/service-accounts', { name: `secret-sa-${sys.tag}`, description: '', role_id: roleIdByName('Viewer'), client_scope: [client.id] });
+    const created = await api(sys, { token: root })('POST', '/api/v1/service-accounts', {
+      name: `secret-sa-${sys.tag}`,
+      description: '',
+      role_id: roleIdByName('Viewer'),
+      client_scope: [client.id],
+    });
     expectStatus(created, 201);
     const sa = created.json().data as { id: string; api_key: string };
     const userToken = await tokenFor(sys, u);
-    const [stored] = await rows<{ password_hash: string; mfa_secret_enc: string }>(`SELECT password_hash, mfa_secret_enc FROM users WHERE id = ?`, [u.id]);
-    const [keyRow] = await rows<{ api_key_hash: string }>(`SELECT api_key_hash FROM service_accounts WHERE id = ?`, [sa.id]);
-    const tokenHashes = (await rows<{ token_hash: string }>(`SELECT token_hash FROM one_time_tokens WHERE user_id = ?`, [u.id])).map((r) => r.token_hash);
+    const [stored] = await rows<{ password_hash: string; mfa_secret_enc: string }>(
+      `SELECT password_hash, mfa_secret_enc FROM users WHERE id = ?`,
+      [u.id],
+    );
+    const [keyRow] = await rows<{ api_key_hash: string }>(`SELECT api_key_hash FROM service_accounts WHERE id = ?`, [
+      sa.id,
+    ]);
+    const tokenHashes = (
+      await rows<{ token_hash: string }>(`SELECT token_hash FROM one_time_tokens WHERE user_id = ?`, [u.id])
+    ).map((r) => r.token_hash);
     const secretValues = [stored!.password_hash, stored!.mfa_secret_enc, keyRow!.api_key_hash, ...tokenHashes];
 
     await waitForAudit(sys, root, { action: 'service_account.created', resource_id: sa.id });
@@ -283,13 +390,27 @@ describe('direct client assignments', () => {
     const asUser = api(sys, { token });
 
     expectStatus(await asUser('GET', '/api/v1/clients'), 403); // caches an access map without the client
-    const created = await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: client.id, role_id: roleIdByName('Viewer') });
+    const created = await call('POST', `/api/v1/users/${u.id}/clients`, {
+      client_id: client.id,
+      role_id: roleIdByName('Viewer'),
+    });
     expectStatus(created, 201);
-    expect(created.json().data).toMatchObject({ client_id: client.id, client_name: client.name, client_slug: client.slug, role_id: roleIdByName('Viewer'), role_name: 'Viewer' });
-    expectStatus(await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: client.id, role_id: roleIdByName('Viewer') }), 409);
+    expect(created.json().data).toMatchObject({
+      client_id: client.id,
+      client_name: client.name,
+      client_slug: client.slug,
+      role_id: roleIdByName('Viewer'),
+      role_name: 'Viewer',
+    });
+    expectStatus(
+      await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: client.id, role_id: roleIdByName('Viewer') }),
+      409,
+    );
     expectStatus(await asUser('GET', '/api/v1/clients'), 403); // Viewer has no clients:read
 
-    const changed = await call('PUT', `/api/v1/users/${u.id}/clients/${client.id}`, { role_id: roleIdByName('Executive') });
+    const changed = await call('PUT', `/api/v1/users/${u.id}/clients/${client.id}`, {
+      role_id: roleIdByName('Executive'),
+    });
     expectStatus(changed, 200);
     expect(changed.json().data.role_name).toBe('Executive');
     const visible = await asUser('GET', '/api/v1/clients');
@@ -303,7 +424,10 @@ describe('direct client assignments', () => {
     expectStatus(await call('DELETE', `/api/v1/users/${u.id}/clients/${client.id}`), 204);
     expectStatus(await asUser('GET', '/api/v1/clients'), 403);
     expectStatus(await call('DELETE', `/api/v1/users/${u.id}/clients/${client.id}`), 404);
-    expectStatus(await call('PUT', `/api/v1/users/${u.id}/clients/${client.id}`, { role_id: roleIdByName('Viewer') }), 404);
+    expectStatus(
+      await call('PUT', `/api/v1/users/${u.id}/clients/${client.id}`, { role_id: roleIdByName('Viewer') }),
+      404,
+    );
 
     for (const action of ['user.client.assigned', 'user.client.updated', 'user.client.removed']) {
       const e = await waitForAudit(sys, root, { action, resource_id: u.id });
@@ -315,9 +439,24 @@ describe('direct client assignments', () => {
     const u = await createUser(sys);
     const client = await createClient(sys);
     const call = api(sys, { token: root });
-    expectStatus(await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: crypto.randomUUID(), role_id: roleIdByName('Viewer') }), 404);
-    expectStatus(await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: client.id, role_id: crypto.randomUUID() }), 404);
-    expectStatus(await call('POST', `/api/v1/users/${crypto.randomUUID()}/clients`, { client_id: client.id, role_id: roleIdByName('Viewer') }), 404);
+    expectStatus(
+      await call('POST', `/api/v1/users/${u.id}/clients`, {
+        client_id: crypto.randomUUID(),
+        role_id: roleIdByName('Viewer'),
+      }),
+      404,
+    );
+    expectStatus(
+      await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: client.id, role_id: crypto.randomUUID() }),
+      404,
+    );
+    expectStatus(
+      await call('POST', `/api/v1/users/${crypto.randomUUID()}/clients`, {
+        client_id: client.id,
+        role_id: roleIdByName('Viewer'),
+      }),
+      404,
+    );
     expectStatus(await call('GET', `/api/v1/users/${crypto.randomUUID()}/clients`), 404);
     const bad = await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: 'x' });
     expectStatus(bad, 400);
@@ -331,14 +470,29 @@ describe('direct client assignments', () => {
     const u = await createUser(sys);
     const call = api(sys, { token: admin.token });
     // On another client: no users:write there.
-    expectStatus(await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: b.id, role_id: roleIdByName('Viewer') }), 403);
+    expectStatus(
+      await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: b.id, role_id: roleIdByName('Viewer') }),
+      403,
+    );
     // Super Admin role carries roles:write etc. that an Admin does not hold: refused.
-    expectStatus(await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: a.id, role_id: roleIdByName('Super Admin') }), 403);
-    expectStatus(await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: a.id, role_id: roleIdByName('Engineer') }), 201);
-    expectStatus(await call('PUT', `/api/v1/users/${u.id}/clients/${a.id}`, { role_id: roleIdByName('Super Admin') }), 403);
+    expectStatus(
+      await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: a.id, role_id: roleIdByName('Super Admin') }),
+      403,
+    );
+    expectStatus(
+      await call('POST', `/api/v1/users/${u.id}/clients`, { client_id: a.id, role_id: roleIdByName('Engineer') }),
+      201,
+    );
+    expectStatus(
+      await call('PUT', `/api/v1/users/${u.id}/clients/${a.id}`, { role_id: roleIdByName('Super Admin') }),
+      403,
+    );
 
     // The caller's own view of the user's assignments leaves out clients it cannot see.
-    await api(sys, { token: root })('POST', `/api/v1/users/${u.id}/clients`, { client_id: b.id, role_id: roleIdByName('Viewer') });
+    await api(sys, { token: root })('POST', `/api/v1/users/${u.id}/clients`, {
+      client_id: b.id,
+      role_id: roleIdByName('Viewer'),
+    });
     const list = await call('GET', `/api/v1/users/${u.id}/clients`);
     expectStatus(list, 200);
     expect(list.json().data.map((x: { client_id: string }) => x.client_id)).toEqual([a.id]);

@@ -1,10 +1,19 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser, login, tokenFor, totpCode, waitForAuditRow, type TestUser, type TokenPair } from '../support/identity.ts';
+import {
+  createUser,
+  login,
+  tokenFor,
+  totpCode,
+  waitForAuditRow,
+  type TestUser,
+  type TokenPair,
+} from '../support/identity.ts';
 import { errorOf, startTestSystem, type TestSystem } from '../support/system.ts';
 
-const CHROME_MAC = 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
+const CHROME_MAC =
+  'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
 const FIREFOX_LINUX = 'Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0';
 
 let sys: TestSystem;
@@ -17,11 +26,18 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-const post = (url: string, payload: object, extra: { token?: string; headers?: Record<string, string>; remoteAddress?: string } = {}): Promise<LightMyRequestResponse> =>
-  sys.http({ method: 'POST', url, payload, ...extra });
-const loginReq = (email: string, password: string, extra: { headers?: Record<string, string>; remoteAddress?: string } = {}): Promise<LightMyRequestResponse> =>
-  post('/api/v1/auth/login', { email, password }, extra);
-const refreshReq = (refresh_token: string): Promise<LightMyRequestResponse> => post('/api/v1/auth/refresh', { refresh_token });
+const post = (
+  url: string,
+  payload: object,
+  extra: { token?: string; headers?: Record<string, string>; remoteAddress?: string } = {},
+): Promise<LightMyRequestResponse> => sys.http({ method: 'POST', url, payload, ...extra });
+const loginReq = (
+  email: string,
+  password: string,
+  extra: { headers?: Record<string, string>; remoteAddress?: string } = {},
+): Promise<LightMyRequestResponse> => post('/api/v1/auth/login', { email, password }, extra);
+const refreshReq = (refresh_token: string): Promise<LightMyRequestResponse> =>
+  post('/api/v1/auth/refresh', { refresh_token });
 
 function expectTokenResponse(res: LightMyRequestResponse): TokenPair {
   expect(res.statusCode, res.body).toBe(200);
@@ -37,17 +53,39 @@ function expectTokenResponse(res: LightMyRequestResponse): TokenPair {
 describe('login', () => {
   it('signs a user without MFA in with 200 and a token response, records the session, last_login_at and an audit entry', async () => {
     const user = await createUser(sys, { mfa: false });
-    const res = await loginReq(user.email.toUpperCase(), user.password, { headers: { 'user-agent': CHROME_MAC }, remoteAddress: '10.1.2.3' });
+    const res = await loginReq(user.email.toUpperCase(), user.password, {
+      headers: { 'user-agent': CHROME_MAC },
+      remoteAddress: '10.1.2.3',
+    });
     const tokens = expectTokenResponse(res);
-    const [session] = await sys.sql<{ user_id: string; ip_address: string; user_agent: string; device_label: string; is_revoked: boolean; expires_at: Date; created_at: Date }>(
+    const [session] = await sys.sql<{
+      user_id: string;
+      ip_address: string;
+      user_agent: string;
+      device_label: string;
+      is_revoked: boolean;
+      expires_at: Date;
+      created_at: Date;
+    }>(
       `SELECT user_id, ip_address, user_agent, device_label, is_revoked, expires_at, created_at FROM sessions WHERE id = ?`,
       [tokens.session_id],
     );
-    expect(session).toMatchObject({ user_id: user.id, ip_address: '10.1.2.3', user_agent: CHROME_MAC, device_label: 'Chrome on macOS', is_revoked: false });
+    expect(session).toMatchObject({
+      user_id: user.id,
+      ip_address: '10.1.2.3',
+      user_agent: CHROME_MAC,
+      device_label: 'Chrome on macOS',
+      is_revoked: false,
+    });
     expect(new Date(session!.expires_at).getTime() - new Date(session!.created_at).getTime()).toBe(604_800_000);
-    const [row] = await sys.sql<{ last_login_at: Date | null }>(`SELECT last_login_at FROM users WHERE id = ?`, [user.id]);
+    const [row] = await sys.sql<{ last_login_at: Date | null }>(`SELECT last_login_at FROM users WHERE id = ?`, [
+      user.id,
+    ]);
     expect(new Date(row!.last_login_at!).getTime()).toBe(sys.clock.now());
-    const refreshRows = await sys.sql<{ token_hash: string }>(`SELECT token_hash FROM refresh_tokens WHERE session_id = ?`, [tokens.session_id]);
+    const refreshRows = await sys.sql<{ token_hash: string }>(
+      `SELECT token_hash FROM refresh_tokens WHERE session_id = ?`,
+      [tokens.session_id],
+    );
     expect(refreshRows).toHaveLength(1);
     expect(refreshRows[0]!.token_hash).not.toBe(tokens.refresh_token);
     const audit = await waitForAuditRow(sys, user.id, 'user.login');
@@ -63,13 +101,19 @@ describe('login', () => {
     expect(challenge.mfa_required).toBe(true);
     expect(challenge.mfa_token).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(Object.keys(challenge).sort()).toEqual(['mfa_required', 'mfa_token']);
-    const verify = await post('/api/v1/auth/mfa/verify', { mfa_token: challenge.mfa_token, code: totpCode(user.totpSecret!, sys.clock) });
+    const verify = await post('/api/v1/auth/mfa/verify', {
+      mfa_token: challenge.mfa_token,
+      code: totpCode(user.totpSecret!, sys.clock),
+    });
     const tokens = expectTokenResponse(verify);
     const me = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token: tokens.access_token });
     expect(me.statusCode).toBe(200);
     // The challenge is spent.
     sys.clock.advance(30_000);
-    const again = await post('/api/v1/auth/mfa/verify', { mfa_token: challenge.mfa_token, code: totpCode(user.totpSecret!, sys.clock) });
+    const again = await post('/api/v1/auth/mfa/verify', {
+      mfa_token: challenge.mfa_token,
+      code: totpCode(user.totpSecret!, sys.clock),
+    });
     expect(again.statusCode).toBe(401);
   });
 
@@ -85,7 +129,11 @@ describe('login', () => {
     ];
     for (const res of answers) {
       expect(res.statusCode).toBe(401);
-      expect(errorOf(res)).toEqual({ code: 'unauthorized', message: 'invalid e-mail or password', request_id: expect.any(String) });
+      expect(errorOf(res)).toEqual({
+        code: 'unauthorized',
+        message: 'invalid e-mail or password',
+        request_id: expect.any(String),
+      });
     }
   });
 
@@ -183,7 +231,8 @@ describe('progressive lockout', () => {
   it('counts per e-mail, case-insensitively', async () => {
     const user = await createUser(sys, { mfa: false });
     const other = await createUser(sys, { mfa: false });
-    for (let i = 0; i < 5; i += 1) expect((await loginReq(i % 2 ? user.email.toUpperCase() : user.email, 'nope nope nope')).statusCode).toBe(401);
+    for (let i = 0; i < 5; i += 1)
+      expect((await loginReq(i % 2 ? user.email.toUpperCase() : user.email, 'nope nope nope')).statusCode).toBe(401);
     await expectLocked(user, 60);
     expect((await loginReq(other.email, other.password)).statusCode).toBe(200);
     sys.clock.advance(61_000);
@@ -191,12 +240,15 @@ describe('progressive lockout', () => {
 
   it('does not let parallel wrong passwords slip past the lockout, and racers do not push the count ahead', async () => {
     const user = await createUser(sys, { mfa: false });
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => loginReq(user.email, `parallel wrong ${i}`)));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => loginReq(user.email, `parallel wrong ${i}`)),
+    );
     const statuses = results.map((r) => r.statusCode);
     // At most five hash checks ran (the five 401s); everyone else was refused before the check.
     expect(statuses.filter((s) => s === 401)).toHaveLength(5);
     expect(statuses.filter((s) => s === 429)).toHaveLength(15);
-    for (const r of results.filter((x) => x.statusCode === 429)) expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+    for (const r of results.filter((x) => x.statusCode === 429))
+      expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
     // Locked now, even with the right password.
     await expectLocked(user, 60);
     sys.clock.advance(61_000);
@@ -223,7 +275,10 @@ describe('refresh tokens', () => {
     const second = expectTokenResponse(await refreshReq(first.refresh_token));
     expect(second.session_id).toBe(first.session_id);
     expect(second.refresh_token).not.toBe(first.refresh_token);
-    const [row] = await sys.sql<{ last_active_at: Date; expires_at: Date }>(`SELECT last_active_at, expires_at FROM sessions WHERE id = ?`, [first.session_id]);
+    const [row] = await sys.sql<{ last_active_at: Date; expires_at: Date }>(
+      `SELECT last_active_at, expires_at FROM sessions WHERE id = ?`,
+      [first.session_id],
+    );
     expect(new Date(row!.last_active_at).getTime()).toBe(sys.clock.now());
     expect(new Date(row!.expires_at).getTime()).toBe(sys.clock.now() + 604_800_000);
     const me = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token: second.access_token });
@@ -234,7 +289,10 @@ describe('refresh tokens', () => {
     const replay = await refreshReq(first.refresh_token);
     expect(replay.statusCode).toBe(401);
     expect(errorOf(replay).code).toBe('unauthorized');
-    const [session] = await sys.sql<{ is_revoked: boolean; revoked_reason: string }>(`SELECT is_revoked, revoked_reason FROM sessions WHERE id = ?`, [first.session_id]);
+    const [session] = await sys.sql<{ is_revoked: boolean; revoked_reason: string }>(
+      `SELECT is_revoked, revoked_reason FROM sessions WHERE id = ?`,
+      [first.session_id],
+    );
     expect(session).toEqual({ is_revoked: true, revoked_reason: 'refresh_token_reuse' });
     expect((await refreshReq(third.refresh_token)).statusCode).toBe(401);
     await waitForAuditRow(sys, first.session_id, 'session.revoked');
@@ -277,22 +335,45 @@ describe('sessions', () => {
     const sessions = (list.json() as { data: Record<string, unknown>[] }).data;
     expect(sessions.map((s) => s.id).sort()).toEqual([s1.session_id, s2.session_id, s3.session_id].sort());
     const first = sessions.find((s) => s.id === s1.session_id)!;
-    expect(first).toMatchObject({ user_id: user.id, ip_address: '10.0.0.1', user_agent: CHROME_MAC, device_label: 'Chrome on macOS', is_revoked: false, is_current: true });
+    expect(first).toMatchObject({
+      user_id: user.id,
+      ip_address: '10.0.0.1',
+      user_agent: CHROME_MAC,
+      device_label: 'Chrome on macOS',
+      is_revoked: false,
+      is_current: true,
+    });
     expect(first.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
     expect(first.last_active_at).toEqual(expect.any(String));
     expect(first.expires_at).toEqual(expect.any(String));
-    expect(sessions.find((s) => s.id === s2.session_id)).toMatchObject({ device_label: 'Firefox on Linux', is_current: false });
+    expect(sessions.find((s) => s.id === s2.session_id)).toMatchObject({
+      device_label: 'Firefox on Linux',
+      is_current: false,
+    });
 
     // Another user's session: 404, and it stays alive.
-    const foreign = await sys.http({ method: 'DELETE', url: `/api/v1/auth/sessions/${otherTokens.session_id}`, token: s1.access_token });
+    const foreign = await sys.http({
+      method: 'DELETE',
+      url: `/api/v1/auth/sessions/${otherTokens.session_id}`,
+      token: s1.access_token,
+    });
     expect(foreign.statusCode).toBe(404);
     expect((await refreshReq(otherTokens.refresh_token)).statusCode).toBe(200);
-    expect((await sys.http({ method: 'DELETE', url: '/api/v1/auth/sessions/not-a-uuid', token: s1.access_token })).statusCode).toBe(400);
+    expect(
+      (await sys.http({ method: 'DELETE', url: '/api/v1/auth/sessions/not-a-uuid', token: s1.access_token }))
+        .statusCode,
+    ).toBe(400);
 
-    const revoke = await sys.http({ method: 'DELETE', url: `/api/v1/auth/sessions/${s2.session_id}`, token: s1.access_token });
+    const revoke = await sys.http({
+      method: 'DELETE',
+      url: `/api/v1/auth/sessions/${s2.session_id}`,
+      token: s1.access_token,
+    });
     expect(revoke.statusCode).toBe(200);
     expect((await refreshReq(s2.refresh_token)).statusCode).toBe(401);
-    const after = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token: s1.access_token })).json() as { data: { id: string }[] };
+    const after = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token: s1.access_token })).json() as {
+      data: { id: string }[];
+    };
     expect(after.data.map((s) => s.id).sort()).toEqual([s1.session_id, s3.session_id].sort());
 
     const all = await sys.http({ method: 'DELETE', url: '/api/v1/auth/sessions', token: s1.access_token });
@@ -301,7 +382,9 @@ describe('sessions', () => {
     expect((await refreshReq(s1.refresh_token)).statusCode).toBe(401);
     expect((await refreshReq(s3.refresh_token)).statusCode).toBe(401);
     // Access tokens already issued stay valid until they expire (spec): the list is now empty.
-    const empty = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token: s1.access_token })).json() as { data: unknown[] };
+    const empty = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token: s1.access_token })).json() as {
+      data: unknown[];
+    };
     expect(empty.data).toEqual([]);
   });
 
@@ -309,10 +392,17 @@ describe('sessions', () => {
     const user = await createUser(sys);
     const token = await tokenFor(sys, user);
     const tokens = await login(sys, user);
-    const before = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token })).json() as { data: { id: string }[] };
+    const before = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token })).json() as {
+      data: { id: string }[];
+    };
     expect(before.data.map((s) => s.id)).toContain(tokens.session_id);
-    await sys.sql(`UPDATE sessions SET expires_at = ? WHERE id = ?`, [new Date(sys.clock.now() - 1000), tokens.session_id]);
-    const after = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token })).json() as { data: { id: string }[] };
+    await sys.sql(`UPDATE sessions SET expires_at = ? WHERE id = ?`, [
+      new Date(sys.clock.now() - 1000),
+      tokens.session_id,
+    ]);
+    const after = (await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token })).json() as {
+      data: { id: string }[];
+    };
     expect(after.data.map((s) => s.id)).not.toContain(tokens.session_id);
   });
 
@@ -321,14 +411,21 @@ describe('sessions', () => {
     const other = await createUser(sys);
     const mine = await login(sys, user);
     const theirs = await login(sys, other);
-    const wrong = await post('/api/v1/auth/logout', { refresh_token: theirs.refresh_token }, { token: mine.access_token });
+    const wrong = await post(
+      '/api/v1/auth/logout',
+      { refresh_token: theirs.refresh_token },
+      { token: mine.access_token },
+    );
     expect(wrong.statusCode).toBe(200);
     expect((await refreshReq(theirs.refresh_token)).statusCode).toBe(200);
 
     const res = await post('/api/v1/auth/logout', { refresh_token: mine.refresh_token }, { token: mine.access_token });
     expect(res.statusCode).toBe(200);
     expect((await refreshReq(mine.refresh_token)).statusCode).toBe(401);
-    const [row] = await sys.sql<{ is_revoked: boolean; revoked_reason: string }>(`SELECT is_revoked, revoked_reason FROM sessions WHERE id = ?`, [mine.session_id]);
+    const [row] = await sys.sql<{ is_revoked: boolean; revoked_reason: string }>(
+      `SELECT is_revoked, revoked_reason FROM sessions WHERE id = ?`,
+      [mine.session_id],
+    );
     expect(row).toEqual({ is_revoked: true, revoked_reason: 'logout' });
     expect((await post('/api/v1/auth/logout', { refresh_token: mine.refresh_token })).statusCode).toBe(401);
   });
@@ -341,7 +438,17 @@ describe('me and mandatory MFA', () => {
     const me = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token: tokens.access_token });
     expect(me.statusCode).toBe(200);
     expect(me.json()).toEqual({
-      data: { user: { id: user.id, email: user.email, display_name: 'Ada Lovelace', mfa_enabled: false, status: 'active', is_super_admin: false }, client_access: {} },
+      data: {
+        user: {
+          id: user.id,
+          email: user.email,
+          display_name: 'Ada Lovelace',
+          mfa_enabled: false,
+          status: 'active',
+          is_super_admin: false,
+        },
+        client_access: {},
+      },
     });
     const sessions = await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token: tokens.access_token });
     expect(sessions.statusCode).toBe(403);
@@ -351,7 +458,8 @@ describe('me and mandatory MFA', () => {
 });
 
 describe('access tokens', () => {
-  const me = (token: string): Promise<LightMyRequestResponse> => sys.http({ method: 'GET', url: '/api/v1/auth/me', token });
+  const me = (token: string): Promise<LightMyRequestResponse> =>
+    sys.http({ method: 'GET', url: '/api/v1/auth/me', token });
 
   it('expire after SVC_JWT_ACCESS_TTL (900 s by default): 401 from then on, and refresh gives a working one', async () => {
     const user = await createUser(sys);
@@ -381,6 +489,9 @@ describe('access tokens', () => {
       expect(res.statusCode, bad).toBe(401);
       expect(errorOf(res).code).toBe('unauthorized');
     }
-    expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Basic ${token}` } })).statusCode).toBe(401);
+    expect(
+      (await sys.http({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Basic ${token}` } }))
+        .statusCode,
+    ).toBe(401);
   });
 });

@@ -8,7 +8,9 @@ describe('password hasher', () => {
     const hash = await hasher.hash('a long enough password');
     let peak = 0;
     const probe = setInterval(() => (peak = Math.max(peak, hasher.stats.active)), 1);
-    const results = await Promise.allSettled(Array.from({ length: 8 }, () => hasher.verify(hash, 'a long enough password')));
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, () => hasher.verify(hash, 'a long enough password')),
+    );
     clearInterval(probe);
     expect(peak).toBeLessThanOrEqual(2);
     // 2 running + 3 queued are served; the other 3 are refused with 'unavailable' (503), not queued without bound.
@@ -32,7 +34,8 @@ describe('password hasher', () => {
     let inFlight = 0;
     let peak = 0;
     let hashes = 0;
-    const track = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    const track =
+      <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
       async (...args: A): Promise<R> => {
         inFlight += 1;
         peak = Math.max(peak, inFlight);
@@ -44,15 +47,22 @@ describe('password hasher', () => {
       };
     const realHash = argon2.hash.bind(argon2);
     const realVerify = argon2.verify.bind(argon2);
-    const hashSpy = vi.spyOn(argon2, 'hash').mockImplementation(track(((...args: Parameters<typeof argon2.hash>) => {
-      hashes += 1;
-      return realHash(...args);
-    }) as typeof argon2.hash));
+    const hashSpy = vi.spyOn(argon2, 'hash').mockImplementation(
+      track(((...args: Parameters<typeof argon2.hash>) => {
+        hashes += 1;
+        return realHash(...args);
+      }) as typeof argon2.hash),
+    );
     const verifySpy = vi.spyOn(argon2, 'verify').mockImplementation(track(realVerify));
     try {
       const hasher = new PasswordHasher(1, 16);
       const real = await realHash('a long enough password', { type: argon2.argon2id });
-      await Promise.all([hasher.verify(real, 'x'), hasher.verifyDummy('a'), hasher.verifyDummy('b'), hasher.verify(real, 'y')]);
+      await Promise.all([
+        hasher.verify(real, 'x'),
+        hasher.verifyDummy('a'),
+        hasher.verifyDummy('b'),
+        hasher.verify(real, 'y'),
+      ]);
       expect(peak).toBe(1);
       // One dummy hash for the life of the hasher, however many unknown e-mails arrive at once.
       expect(hashes).toBe(1);

@@ -13,7 +13,8 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> => sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
+const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> =>
+  sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
 const get = (url: string, token: string): Promise<LightMyRequestResponse> => sys.http({ method: 'GET', url, token });
 
 /** Password step only: the MFA challenge token. */
@@ -23,7 +24,8 @@ async function challenge(user: TestUser): Promise<string> {
   return (res.json() as { data: { mfa_token: string } }).data.mfa_token;
 }
 
-const verify = (mfa_token: string, code: string): Promise<LightMyRequestResponse> => post('/api/v1/auth/mfa/verify', { mfa_token, code });
+const verify = (mfa_token: string, code: string): Promise<LightMyRequestResponse> =>
+  post('/api/v1/auth/mfa/verify', { mfa_token, code });
 
 /** Moves the clock to the start of the next TOTP period, so each step gets a fresh code. */
 function nextPeriod(): void {
@@ -70,7 +72,10 @@ describe('MFA enrolment', () => {
     for (const c of setup.recovery_codes) expect(c).toMatch(/^[0-9a-f]{4}-[0-9a-f]{4}$/);
     expect(new Set(setup.recovery_codes).size).toBe(8);
     // Nothing is stored on the user until confirmed.
-    const [pendingRow] = await sys.sql<{ mfa_enabled: boolean; mfa_secret_enc: string | null }>(`SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`, [user.id]);
+    const [pendingRow] = await sys.sql<{ mfa_enabled: boolean; mfa_secret_enc: string | null }>(
+      `SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`,
+      [user.id],
+    );
     expect(pendingRow).toEqual({ mfa_enabled: false, mfa_secret_enc: null });
 
     const wrongCode = totpCode(setup.secret, sys.clock) === '000000' ? '111111' : '000000';
@@ -78,20 +83,31 @@ describe('MFA enrolment', () => {
     expect(wrong.statusCode).toBe(400);
     expect((await post('/api/v1/auth/mfa/confirm', { code: 'abc' }, tokens.access_token)).statusCode).toBe(400);
 
-    const confirm = await post('/api/v1/auth/mfa/confirm', { code: totpCode(setup.secret, sys.clock) }, tokens.access_token);
+    const confirm = await post(
+      '/api/v1/auth/mfa/confirm',
+      { code: totpCode(setup.secret, sys.clock) },
+      tokens.access_token,
+    );
     expect(confirm.statusCode).toBe(200);
     expect(confirm.json()).toEqual({ data: { mfa_enabled: true } });
 
     // The access cache was dropped: the same access token passes the gate at once.
     expect((await get('/api/v1/auth/sessions', tokens.access_token)).statusCode).toBe(200);
-    const me = (await get('/api/v1/auth/me', tokens.access_token)).json() as { data: { user: { mfa_enabled: boolean } } };
+    const me = (await get('/api/v1/auth/me', tokens.access_token)).json() as {
+      data: { user: { mfa_enabled: boolean } };
+    };
     expect(me.data.user.mfa_enabled).toBe(true);
 
     // Stored encrypted and hashed.
-    const [row] = await sys.sql<{ mfa_enabled: boolean; mfa_secret_enc: string }>(`SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`, [user.id]);
+    const [row] = await sys.sql<{ mfa_enabled: boolean; mfa_secret_enc: string }>(
+      `SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`,
+      [user.id],
+    );
     expect(row!.mfa_enabled).toBe(true);
     expect(row!.mfa_secret_enc).not.toContain(setup.secret);
-    const codes = await sys.sql<{ code_hash: string }>(`SELECT code_hash FROM mfa_recovery_codes WHERE user_id = ?`, [user.id]);
+    const codes = await sys.sql<{ code_hash: string }>(`SELECT code_hash FROM mfa_recovery_codes WHERE user_id = ?`, [
+      user.id,
+    ]);
     expect(codes).toHaveLength(8);
     for (const c of codes) expect(setup.recovery_codes.map((r) => r.replace('-', ''))).not.toContain(c.code_hash);
 
@@ -110,7 +126,11 @@ describe('MFA enrolment', () => {
     const tokens = await login(sys, user);
     const setup = ((await post('/api/v1/auth/mfa/setup', {}, tokens.access_token)).json() as { data: Setup }).data;
     sys.clock.advance(10 * 60_000 + 1_000);
-    const late = await post('/api/v1/auth/mfa/confirm', { code: totpCode(setup.secret, sys.clock) }, tokens.access_token);
+    const late = await post(
+      '/api/v1/auth/mfa/confirm',
+      { code: totpCode(setup.secret, sys.clock) },
+      tokens.access_token,
+    );
     expect(late.statusCode).toBe(400);
     expect(errorOf(late).message).toMatch(/setup/);
   });
@@ -121,20 +141,39 @@ describe('MFA enrolment', () => {
     const first = ((await post('/api/v1/auth/mfa/setup', {}, tokens.access_token)).json() as { data: Setup }).data;
     const second = ((await post('/api/v1/auth/mfa/setup', {}, tokens.access_token)).json() as { data: Setup }).data;
     expect(second.secret).not.toBe(first.secret);
-    expect((await post('/api/v1/auth/mfa/confirm', { code: totpCode(first.secret, sys.clock) }, tokens.access_token)).statusCode).toBe(400);
-    expect((await post('/api/v1/auth/mfa/confirm', { code: totpCode(second.secret, sys.clock) }, tokens.access_token)).statusCode).toBe(200);
+    expect(
+      (await post('/api/v1/auth/mfa/confirm', { code: totpCode(first.secret, sys.clock) }, tokens.access_token))
+        .statusCode,
+    ).toBe(400);
+    expect(
+      (await post('/api/v1/auth/mfa/confirm', { code: totpCode(second.secret, sys.clock) }, tokens.access_token))
+        .statusCode,
+    ).toBe(200);
   });
 
   it('removes MFA with the right password only; the user must enrol again', async () => {
     const user = await createUser(sys);
     const tokens = await login(sys, user);
-    const wrong = await sys.http({ method: 'DELETE', url: '/api/v1/auth/mfa', payload: { password: 'not my password!' }, token: tokens.access_token });
+    const wrong = await sys.http({
+      method: 'DELETE',
+      url: '/api/v1/auth/mfa',
+      payload: { password: 'not my password!' },
+      token: tokens.access_token,
+    });
     expect(wrong.statusCode).toBe(400);
     expect(errorOf(wrong).message).toContain('password');
-    const res = await sys.http({ method: 'DELETE', url: '/api/v1/auth/mfa', payload: { password: user.password }, token: tokens.access_token });
+    const res = await sys.http({
+      method: 'DELETE',
+      url: '/api/v1/auth/mfa',
+      payload: { password: user.password },
+      token: tokens.access_token,
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ data: { mfa_enabled: false } });
-    const [row] = await sys.sql<{ mfa_enabled: boolean; mfa_secret_enc: string | null }>(`SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`, [user.id]);
+    const [row] = await sys.sql<{ mfa_enabled: boolean; mfa_secret_enc: string | null }>(
+      `SELECT mfa_enabled, mfa_secret_enc FROM users WHERE id = ?`,
+      [user.id],
+    );
     expect(row).toEqual({ mfa_enabled: false, mfa_secret_enc: null });
     expect(await sys.sql(`SELECT id FROM mfa_recovery_codes WHERE user_id = ?`, [user.id])).toHaveLength(0);
     const gate = await get('/api/v1/auth/sessions', tokens.access_token);
@@ -147,9 +186,16 @@ describe('MFA enrolment', () => {
   it('needs a signed-in user with MFA to remove it', async () => {
     const user = await createUser(sys, { mfa: false });
     const tokens = await login(sys, user);
-    const res = await sys.http({ method: 'DELETE', url: '/api/v1/auth/mfa', payload: { password: user.password }, token: tokens.access_token });
+    const res = await sys.http({
+      method: 'DELETE',
+      url: '/api/v1/auth/mfa',
+      payload: { password: user.password },
+      token: tokens.access_token,
+    });
     expect(res.statusCode).toBe(403);
-    expect((await sys.http({ method: 'DELETE', url: '/api/v1/auth/mfa', payload: { password: user.password } })).statusCode).toBe(401);
+    expect(
+      (await sys.http({ method: 'DELETE', url: '/api/v1/auth/mfa', payload: { password: user.password } })).statusCode,
+    ).toBe(401);
   });
 });
 
@@ -186,14 +232,19 @@ describe('MFA verification', () => {
     expect(viaA.statusCode, viaA.body).toBe(200);
     expect((await verify(await challenge(user), a)).statusCode).toBe(401);
     expect((await verify(await challenge(user), b)).statusCode).toBe(200);
-    const used = await sys.sql<{ n: string }>(`SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ? AND used_at IS NOT NULL`, [user.id]);
+    const used = await sys.sql<{ n: string }>(
+      `SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ? AND used_at IS NOT NULL`,
+      [user.id],
+    );
     expect(Number(used[0]!.n)).toBe(2);
   });
 
   it('answers 401 for unknown, expired and spent MFA tokens', async () => {
     const user = await createUser(sys);
     nextPeriod();
-    expect((await verify('8a6e0804-2bd0-4672-b79e-d46cb1c1e6a1', totpCode(user.totpSecret!, sys.clock))).statusCode).toBe(401);
+    expect(
+      (await verify('8a6e0804-2bd0-4672-b79e-d46cb1c1e6a1', totpCode(user.totpSecret!, sys.clock))).statusCode,
+    ).toBe(401);
     expect((await verify('not-a-uuid', '123456')).statusCode).toBe(401);
     const stale = await challenge(user);
     sys.clock.advance(5 * 60_000 + 1_000);

@@ -4,7 +4,9 @@ import { checkPasswordPolicy, isCommonPassword, MIN_PASSWORD_LENGTH } from '../.
 
 /** The blocklist must bite at the policy's own minimum length: every entry is a password the length rule lets through. */
 describe('common-password blocklist', () => {
-  const entries = readFileSync(new URL('../../actors/identity/blocklist/common-passwords.txt', import.meta.url), 'utf8').split('\n').filter((l) => l !== '');
+  const entries = readFileSync(new URL('../../actors/identity/blocklist/common-passwords.txt', import.meta.url), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
 
   it('holds 10,000 distinct (case-insensitively) entries, each at least the minimum length', () => {
     expect(entries).toHaveLength(10_000);
@@ -14,7 +16,14 @@ describe('common-password blocklist', () => {
   });
 
   it('blocks common 12+ character passwords in any letter case', () => {
-    for (const pw of ['password1234', 'qwertyuiop123', 'PASSWORD1234', 'QwertyUiop123', 'qwerty123456', '1qaz2wsx3edc']) {
+    for (const pw of [
+      'password1234',
+      'qwertyuiop123',
+      'PASSWORD1234',
+      'QwertyUiop123',
+      'qwerty123456',
+      '1qaz2wsx3edc',
+    ]) {
       expect(isCommonPassword(pw), pw).toBe(true);
       expect(() => checkPasswordPolicy(pw), pw).toThrow(/most common passwords/);
     }

@@ -49,7 +49,12 @@ beforeAll(async () => {
           callback(err);
           return;
         }
-        mails.push({ to, from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', raw, ehlo: String(session.hostNameAppearsAs) });
+        mails.push({
+          to,
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          raw,
+          ehlo: String(session.hostNameAppearsAs),
+        });
         callback();
       });
     },
@@ -70,18 +75,26 @@ afterAll(async () => {
   await new Promise<void>((resolve) => smtp.close(() => resolve()));
 });
 
-const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> => sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
+const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> =>
+  sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
 
 /** The decoded message: quoted-printable soft breaks and escapes undone (enough to read links and headers). */
-const decode = (raw: string): string => raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+const decode = (raw: string): string =>
+  raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
 
-async function waitForMail(to: string, kind: 'reset-password' | 'accept-invite', timeoutMs = 15_000): Promise<{ mail: Mail; text: string; token: string }> {
+async function waitForMail(
+  to: string,
+  kind: 'reset-password' | 'accept-invite',
+  timeoutMs = 15_000,
+): Promise<{ mail: Mail; text: string; token: string }> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     for (const mail of mails) {
       if (!mail.to.includes(to)) continue;
       const text = decode(mail.raw);
-      const m = new RegExp(`${FRONTEND.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}/${kind}\\?token=([A-Za-z0-9_-]+)`).exec(text);
+      const m = new RegExp(`${FRONTEND.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}/${kind}\\?token=([A-Za-z0-9_-]+)`).exec(
+        text,
+      );
       if (m) {
         mails.splice(mails.indexOf(mail), 1);
         return { mail, text, token: m[1]! };
@@ -111,7 +124,14 @@ async function waitForAuditCount(resourceId: string, action: string, count: numb
   const deadline = Date.now() + timeoutMs;
   let n = 0;
   while (Date.now() < deadline) {
-    n = Number((await sys.sql<{ n: string }>(`SELECT count(*) AS n FROM audit_log WHERE resource_id = ? AND action = ?`, [resourceId, action]))[0]!.n);
+    n = Number(
+      (
+        await sys.sql<{ n: string }>(`SELECT count(*) AS n FROM audit_log WHERE resource_id = ? AND action = ?`, [
+          resourceId,
+          action,
+        ])
+      )[0]!.n,
+    );
     if (n >= count) return;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -123,10 +143,13 @@ async function em(): Promise<EntityManager> {
 }
 /** What createOneTimeToken needs from the deps: the clock. */
 const tokenDeps = (): { clock: TestSystem['clock'] } => ({ clock: sys.clock });
-const resetToken = async (userId: string): Promise<string> => createOneTimeToken(await em(), tokenDeps(), userId, 'reset');
+const resetToken = async (userId: string): Promise<string> =>
+  createOneTimeToken(await em(), tokenDeps(), userId, 'reset');
 
-const reset = (token: string, new_password: string): Promise<LightMyRequestResponse> => post('/api/v1/auth/reset-password', { token, new_password });
-const refreshStatus = async (refresh_token: string): Promise<number> => (await post('/api/v1/auth/refresh', { refresh_token })).statusCode;
+const reset = (token: string, new_password: string): Promise<LightMyRequestResponse> =>
+  post('/api/v1/auth/reset-password', { token, new_password });
+const refreshStatus = async (refresh_token: string): Promise<number> =>
+  (await post('/api/v1/auth/refresh', { refresh_token })).statusCode;
 
 describe('forgot and reset password', () => {
   it('answers identically whether or not the account exists, and mails a working reset link only to a real one', async () => {
@@ -137,7 +160,9 @@ describe('forgot and reset password', () => {
     const b = await post('/api/v1/auth/forgot-password', { email: user.email.toUpperCase() });
     expect(a.statusCode).toBe(200);
     expect(b.statusCode).toBe(200);
-    expect(a.json()).toEqual({ data: { message: 'If an account exists for that e-mail, a reset link has been sent.' } });
+    expect(a.json()).toEqual({
+      data: { message: 'If an account exists for that e-mail, a reset link has been sent.' },
+    });
     expect(b.body).toBe(a.body);
 
     const { mail, text, token } = await waitForMail(user.email, 'reset-password');
@@ -165,7 +190,8 @@ describe('forgot and reset password', () => {
     const invited = await createUser(sys, { status: 'invited' });
     const disabled = await createUser(sys, { status: 'disabled' });
     const active = await createUser(sys);
-    for (const u of [invited, disabled, active]) expect((await post('/api/v1/auth/forgot-password', { email: u.email })).statusCode).toBe(200);
+    for (const u of [invited, disabled, active])
+      expect((await post('/api/v1/auth/forgot-password', { email: u.email })).statusCode).toBe(200);
     // Jobs are handled in order: once the active user's mail is there, the others were handled too.
     await waitForMail(active.email, 'reset-password');
     await new Promise((r) => setTimeout(r, 200));
@@ -184,7 +210,8 @@ describe('forgot and reset password', () => {
   it(`mails one address at most ${RESET_MAILS_PER_HOUR} reset links an hour, answering every request the same`, async () => {
     const user = await createUser(sys);
     const answers = [];
-    for (let i = 0; i < RESET_MAILS_PER_HOUR + 2; i += 1) answers.push(await post('/api/v1/auth/forgot-password', { email: user.email }));
+    for (let i = 0; i < RESET_MAILS_PER_HOUR + 2; i += 1)
+      answers.push(await post('/api/v1/auth/forgot-password', { email: user.email }));
     for (const a of answers) {
       expect(a.statusCode).toBe(200);
       expect(a.body).toBe(answers[0]!.body);
@@ -192,8 +219,12 @@ describe('forgot and reset password', () => {
     for (let i = 0; i < RESET_MAILS_PER_HOUR; i += 1) await waitForMail(user.email, 'reset-password');
     // The requests over the limit are handled (and audited) without a token or a mail.
     await waitForAuditCount(user.id, 'user.password_reset_throttled', 2);
-    expect(await sys.sql(`SELECT id FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset'`, [user.id])).toHaveLength(RESET_MAILS_PER_HOUR);
-    expect(mails.some((m) => m.to.includes(user.email) && decode(m.raw).includes('/reset-password?token='))).toBe(false);
+    expect(
+      await sys.sql(`SELECT id FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset'`, [user.id]),
+    ).toHaveLength(RESET_MAILS_PER_HOUR);
+    expect(mails.some((m) => m.to.includes(user.email) && decode(m.raw).includes('/reset-password?token='))).toBe(
+      false,
+    );
 
     // An hour later the address gets a link again, and it works.
     sys.clock.advance(61 * 60_000);
@@ -244,15 +275,22 @@ describe('forgot and reset password', () => {
   it('lets exactly one of two racing resets with the same token through', async () => {
     const user = await createUser(sys);
     const token = await resetToken(user.id);
-    const results = await Promise.all([reset(token, 'racing passphrase one'), reset(token, 'racing passphrase two'), reset(token, 'racing passphrase three')]);
+    const results = await Promise.all([
+      reset(token, 'racing passphrase one'),
+      reset(token, 'racing passphrase two'),
+      reset(token, 'racing passphrase three'),
+    ]);
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 400, 400]);
-    const history = await sys.sql<{ n: string }>(`SELECT count(*) AS n FROM password_history WHERE user_id = ?`, [user.id]);
+    const history = await sys.sql<{ n: string }>(`SELECT count(*) AS n FROM password_history WHERE user_id = ?`, [
+      user.id,
+    ]);
     expect(Number(history[0]!.n)).toBe(1);
   });
 
   it('clears the login lockout of the account on reset', async () => {
     const user = await createUser(sys);
-    for (let i = 0; i < 5; i += 1) await post('/api/v1/auth/login', { email: user.email, password: `wrong ${i} wrong wrong` });
+    for (let i = 0; i < 5; i += 1)
+      await post('/api/v1/auth/login', { email: user.email, password: `wrong ${i} wrong wrong` });
     expect((await post('/api/v1/auth/login', { email: user.email, password: user.password })).statusCode).toBe(429);
     expect((await reset(await resetToken(user.id), NEW_PASSWORD)).statusCode).toBe(200);
     expect((await post('/api/v1/auth/login', { email: user.email, password: NEW_PASSWORD })).statusCode).toBe(202);
@@ -274,7 +312,14 @@ describe('change password', () => {
     expect(errorOf(short).message).toMatch(/at least 12/);
     expect((await change(token, user.password, 'Sonyericsson')).statusCode).toBe(400);
 
-    const passwords = [user.password, 'history pass one 01', 'history pass two 02', 'history pass three 03', 'history pass four 04', 'history pass five 05'];
+    const passwords = [
+      user.password,
+      'history pass one 01',
+      'history pass two 02',
+      'history pass three 03',
+      'history pass four 04',
+      'history pass five 05',
+    ];
     for (let i = 1; i < passwords.length; i += 1) {
       const res = await change(token, passwords[i - 1]!, passwords[i]!);
       expect(res.statusCode, res.body).toBe(200);
@@ -308,7 +353,8 @@ describe('change password', () => {
   it('locks the current-password check after repeated failures', async () => {
     const user = await createUser(sys);
     const { access_token: token } = await login(sys, user);
-    for (let i = 0; i < 5; i += 1) expect((await change(token, `wrong current ${i}`, NEW_PASSWORD)).statusCode).toBe(400);
+    for (let i = 0; i < 5; i += 1)
+      expect((await change(token, `wrong current ${i}`, NEW_PASSWORD)).statusCode).toBe(400);
     const locked = await change(token, user.password, NEW_PASSWORD);
     expect(locked.statusCode).toBe(429);
     expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
@@ -321,7 +367,10 @@ describe('invitations', () => {
   async function invitedUser(): Promise<{ id: string; email: string }> {
     const id = randomUUID();
     const email = `invitee-${sys.tag}-${id.slice(0, 8)}@example.com`;
-    await sys.sql(`INSERT INTO users (id, email, display_name, status) VALUES (?, ?, 'New Colleague', 'invited')`, [id, email]);
+    await sys.sql(`INSERT INTO users (id, email, display_name, status) VALUES (?, ?, 'New Colleague', 'invited')`, [
+      id,
+      email,
+    ]);
     return { id, email };
   }
 
@@ -337,10 +386,23 @@ describe('invitations', () => {
     expect(weak.statusCode).toBe(400);
     const res = await post('/api/v1/auth/accept-invite', { token, password: NEW_PASSWORD });
     expect(res.statusCode, res.body).toBe(200);
-    const tokens = (res.json() as { data: { access_token: string; refresh_token: string; session_id: string; token_type: string; expires_in: number } }).data;
+    const tokens = (
+      res.json() as {
+        data: {
+          access_token: string;
+          refresh_token: string;
+          session_id: string;
+          token_type: string;
+          expires_in: number;
+        };
+      }
+    ).data;
     expect(tokens.token_type).toBe('Bearer');
     expect(tokens.expires_in).toBe(900);
-    const [row] = await sys.sql<{ status: string; password_hash: string | null }>(`SELECT status, password_hash FROM users WHERE id = ?`, [user.id]);
+    const [row] = await sys.sql<{ status: string; password_hash: string | null }>(
+      `SELECT status, password_hash FROM users WHERE id = ?`,
+      [user.id],
+    );
     expect(row!.status).toBe('active');
     expect(row!.password_hash).toMatch(/^\$argon2id\$/);
     expect(await sys.sql(`SELECT id FROM password_history WHERE user_id = ?`, [user.id])).toHaveLength(1);
@@ -348,14 +410,19 @@ describe('invitations', () => {
     // Signed in, but MFA enrolment comes first.
     const me = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token: tokens.access_token });
     expect(me.statusCode).toBe(200);
-    expect((me.json() as { data: { user: { status: string; mfa_enabled: boolean } } }).data.user).toMatchObject({ status: 'active', mfa_enabled: false });
+    expect((me.json() as { data: { user: { status: string; mfa_enabled: boolean } } }).data.user).toMatchObject({
+      status: 'active',
+      mfa_enabled: false,
+    });
     const gate = await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token: tokens.access_token });
     expect(gate.statusCode).toBe(403);
     expect(errorOf(gate).code).toBe('mfa_enrollment_required');
     expect(await refreshStatus(tokens.refresh_token)).toBe(200);
 
     // Used once.
-    expect((await post('/api/v1/auth/accept-invite', { token, password: 'another passphrase 99' })).statusCode).toBe(400);
+    expect((await post('/api/v1/auth/accept-invite', { token, password: 'another passphrase 99' })).statusCode).toBe(
+      400,
+    );
     // And the password works at login.
     expect((await post('/api/v1/auth/login', { email: user.email, password: NEW_PASSWORD })).statusCode).toBe(200);
   });
@@ -364,17 +431,24 @@ describe('invitations', () => {
     const user = await invitedUser();
     const raw = await createOneTimeToken(await em(), tokenDeps(), user.id, 'invite');
     const passwords = ['racing invitee pass one', 'racing invitee pass two', 'racing invitee pass three'];
-    const results = await Promise.all(passwords.map((password) => post('/api/v1/auth/accept-invite', { token: raw, password })));
+    const results = await Promise.all(
+      passwords.map((password) => post('/api/v1/auth/accept-invite', { token: raw, password })),
+    );
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 400, 400]);
     // One password, one session: the losers changed nothing.
     expect(await sys.sql(`SELECT id FROM password_history WHERE user_id = ?`, [user.id])).toHaveLength(1);
     expect(await sys.sql(`SELECT id FROM sessions WHERE user_id = ?`, [user.id])).toHaveLength(1);
   });
 
-  it('stores and mails the address with its local part as given (case folding is the receiving server\'s)', async () => {
+  it("stores and mails the address with its local part as given (case folding is the receiving server's)", async () => {
     const admin = await createUser(sys, { superAdmin: true });
     const given = `Jane.Doe-${sys.tag}@Example.COM`;
-    const res = await sys.http({ method: 'POST', url: '/api/v1/users', payload: { email: given, display_name: 'Jane' }, token: await tokenFor(sys, admin) });
+    const res = await sys.http({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { email: given, display_name: 'Jane' },
+      token: await tokenFor(sys, admin),
+    });
     expect(res.statusCode, res.body).toBe(201);
     const stored = `Jane.Doe-${sys.tag}@example.com`;
     expect((res.json() as { data: { email: string } }).data.email).toBe(stored);
@@ -382,7 +456,12 @@ describe('invitations', () => {
     expect(mail.to).toEqual([stored]);
     expect(text).toMatch(new RegExp(`^To: ${stored}`, 'm'));
     // Still one account per address whatever the case.
-    const again = await sys.http({ method: 'POST', url: '/api/v1/users', payload: { email: given.toLowerCase(), display_name: 'Jane' }, token: await tokenFor(sys, admin) });
+    const again = await sys.http({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { email: given.toLowerCase(), display_name: 'Jane' },
+      token: await tokenFor(sys, admin),
+    });
     expect(again.statusCode).toBe(409);
   });
 
@@ -392,7 +471,9 @@ describe('invitations', () => {
     sys.clock.advance(24 * 60 * 60_000 + 1_000);
     expect((await post('/api/v1/auth/accept-invite', { token: raw, password: NEW_PASSWORD })).statusCode).toBe(400);
     const resetRaw = await createOneTimeToken(await em(), tokenDeps(), user.id, 'reset');
-    expect((await post('/api/v1/auth/accept-invite', { token: resetRaw, password: NEW_PASSWORD })).statusCode).toBe(400);
+    expect((await post('/api/v1/auth/accept-invite', { token: resetRaw, password: NEW_PASSWORD })).statusCode).toBe(
+      400,
+    );
     const fresh = await createOneTimeToken(await em(), tokenDeps(), user.id, 'invite');
     expect((await post('/api/v1/auth/accept-invite', { token: fresh, password: NEW_PASSWORD })).statusCode).toBe(200);
   });
@@ -410,14 +491,23 @@ describe('e-mail senders', () => {
   });
 
   it('takes the EHLO name from SVC_SMTP_EHLO_NAME, else the frontend host, else the sender domain', async () => {
-    const base = { SVC_SMTP_EHLO_NAME: undefined, SVC_FRONTEND_URL: 'https://console.example.org/app', SVC_EMAIL_FROM: 'noreply@Mail.Example.NET' };
+    const base = {
+      SVC_SMTP_EHLO_NAME: undefined,
+      SVC_FRONTEND_URL: 'https://console.example.org/app',
+      SVC_EMAIL_FROM: 'noreply@Mail.Example.NET',
+    };
     expect(ehloName(base)).toBe('console.example.org');
     expect(ehloName({ ...base, SVC_FRONTEND_URL: 'http://localhost:3000' })).toBe('mail.example.net');
     expect(ehloName({ ...base, SVC_FRONTEND_URL: 'http://10.1.2.3:3000' })).toBe('mail.example.net');
-    expect(ehloName({ ...base, SVC_FRONTEND_URL: 'http://localhost:3000', SVC_EMAIL_FROM: 'root@localhost' })).toBeUndefined();
+    expect(
+      ehloName({ ...base, SVC_FRONTEND_URL: 'http://localhost:3000', SVC_EMAIL_FROM: 'root@localhost' }),
+    ).toBeUndefined();
 
     const to = `ehlo-${sys.tag}@example.com`;
-    await buildSender({ ...sys.config, SVC_SMTP_EHLO_NAME: 'relay.console.test' })({ to, subject: 'Hi', text: `plain ${FRONTEND}/reset-password?token=x`, kind: 'test' }, log);
+    await buildSender({ ...sys.config, SVC_SMTP_EHLO_NAME: 'relay.console.test' })(
+      { to, subject: 'Hi', text: `plain ${FRONTEND}/reset-password?token=x`, kind: 'test' },
+      log,
+    );
     expect((await waitForMail(to, 'reset-password')).mail.ehlo).toBe('relay.console.test');
   });
 
@@ -428,27 +518,44 @@ describe('e-mail senders', () => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
-        if (req.url === '/emails' && req.method === 'POST') seen.push({ auth: req.headers.authorization, body: JSON.parse(body) as Record<string, unknown> });
+        if (req.url === '/emails' && req.method === 'POST')
+          seen.push({ auth: req.headers.authorization, body: JSON.parse(body) as Record<string, unknown> });
         res.writeHead(status, { 'content-type': 'application/json' }).end('{"id":"x"}');
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const config = { ...sys.config, SVC_EMAIL_PROVIDER: 'resend' as const, SVC_RESEND_API_KEY: 're_test_key', SVC_RESEND_URL: url };
+      const config = {
+        ...sys.config,
+        SVC_EMAIL_PROVIDER: 'resend' as const,
+        SVC_RESEND_API_KEY: 're_test_key',
+        SVC_RESEND_URL: url,
+      };
       expect(emailTransportKind(config)).toBe('resend');
       const send = buildSender(config);
       await send({ to: 'x@example.com', subject: 'Hi', text: 'plain', html: '<p>hi</p>', kind: 'test' }, log);
       expect(seen).toEqual([
         {
           auth: 'Bearer re_test_key',
-          body: { from: `"${FROM_NAME}" <${FROM}>`, to: ['x@example.com'], subject: 'Hi', text: 'plain', html: '<p>hi</p>', headers: { 'Auto-Submitted': 'auto-generated' } },
+          body: {
+            from: `"${FROM_NAME}" <${FROM}>`,
+            to: ['x@example.com'],
+            subject: 'Hi',
+            text: 'plain',
+            html: '<p>hi</p>',
+            headers: { 'Auto-Submitted': 'auto-generated' },
+          },
         },
       ]);
       status = 422;
-      await expect(send({ to: 'bad', subject: 'Hi', text: 'plain', kind: 'test' }, log)).rejects.toMatchObject({ name: 'NonRetryableError' });
+      await expect(send({ to: 'bad', subject: 'Hi', text: 'plain', kind: 'test' }, log)).rejects.toMatchObject({
+        name: 'NonRetryableError',
+      });
       status = 503;
-      await expect(send({ to: 'x@example.com', subject: 'Hi', text: 'plain', kind: 'test' }, log)).rejects.toMatchObject({ name: 'Error' });
+      await expect(
+        send({ to: 'x@example.com', subject: 'Hi', text: 'plain', kind: 'test' }, log),
+      ).rejects.toMatchObject({ name: 'Error' });
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }

@@ -22,8 +22,18 @@ beforeAll(async () => {
 });
 afterAll(() => sys?.stop());
 
-type RoleName = 'Super Admin' | 'Admin' | 'Team Lead' | 'Engineer' | 'Executive' | 'Viewer' | 'Client' | 'Client Engineer';
-const ROLES: RoleName[] = ['Super Admin', 'Admin', 'Team Lead', 'Engineer', 'Executive', 'Viewer', 'Client', 'Client Engineer'];
+type RoleName =
+  'Super Admin' | 'Admin' | 'Team Lead' | 'Engineer' | 'Executive' | 'Viewer' | 'Client' | 'Client Engineer';
+const ROLES: RoleName[] = [
+  'Super Admin',
+  'Admin',
+  'Team Lead',
+  'Engineer',
+  'Executive',
+  'Viewer',
+  'Client',
+  'Client Engineer',
+];
 
 interface Probe {
   name: string;
@@ -43,42 +53,118 @@ let seq = 0;
 const unique = (p: string): string => `${p}-${sys.tag}-${++seq}`;
 
 const probes: Probe[] = [
-  { name: 'GET /users', ok: 200, allowed: SA_ADMIN_LEAD, request: async () => ({ method: 'GET', url: '/api/v1/users' }) },
+  {
+    name: 'GET /users',
+    ok: 200,
+    allowed: SA_ADMIN_LEAD,
+    request: async () => ({ method: 'GET', url: '/api/v1/users' }),
+  },
   {
     name: 'POST /users',
     ok: 201,
     allowed: SA_ADMIN,
-    request: async () => ({ method: 'POST', url: '/api/v1/users', payload: { email: `${unique('m')}@example.com`, display_name: 'Matrix' } }),
+    request: async () => ({
+      method: 'POST',
+      url: '/api/v1/users',
+      payload: { email: `${unique('m')}@example.com`, display_name: 'Matrix' },
+    }),
   },
-  { name: 'GET /users/:id', ok: 200, allowed: SA_ADMIN_LEAD, request: async () => ({ method: 'GET', url: `/api/v1/users/${(await createUser(sys)).id}` }) },
-  { name: 'DELETE /users/:id', ok: 204, allowed: SA_ADMIN, request: async () => ({ method: 'DELETE', url: `/api/v1/users/${(await createUser(sys)).id}` }) },
-  { name: 'GET /roles', ok: 200, allowed: SA_ADMIN_LEAD, request: async () => ({ method: 'GET', url: '/api/v1/roles' }) },
-  { name: 'POST /roles', ok: 201, allowed: ['Super Admin'], request: async () => ({ method: 'POST', url: '/api/v1/roles', payload: { name: unique('role'), description: '', permissions: ['hosts:read'] } }) },
+  {
+    name: 'GET /users/:id',
+    ok: 200,
+    allowed: SA_ADMIN_LEAD,
+    request: async () => ({ method: 'GET', url: `/api/v1/users/${(await createUser(sys)).id}` }),
+  },
+  {
+    name: 'DELETE /users/:id',
+    ok: 204,
+    allowed: SA_ADMIN,
+    request: async () => ({ method: 'DELETE', url: `/api/v1/users/${(await createUser(sys)).id}` }),
+  },
+  {
+    name: 'GET /roles',
+    ok: 200,
+    allowed: SA_ADMIN_LEAD,
+    request: async () => ({ method: 'GET', url: '/api/v1/roles' }),
+  },
+  {
+    name: 'POST /roles',
+    ok: 201,
+    allowed: ['Super Admin'],
+    request: async () => ({
+      method: 'POST',
+      url: '/api/v1/roles',
+      payload: { name: unique('role'), description: '', permissions: ['hosts:read'] },
+    }),
+  },
   {
     name: 'DELETE /roles/:id',
     ok: 204,
     allowed: ['Super Admin'],
     request: async () => {
-      const role = (await api(sys, { token: root })('POST', '/api/v1/roles', { name: unique('doomed'), description: '', permissions: [] })).json().data;
+      const role = (
+        await api(sys, { token: root })('POST', '/api/v1/roles', {
+          name: unique('doomed'),
+          description: '',
+          permissions: [],
+        })
+      ).json().data;
       return { method: 'DELETE', url: `/api/v1/roles/${role.id}` };
     },
   },
-  { name: 'GET /teams', ok: 200, allowed: SA_ADMIN_LEAD, request: async () => ({ method: 'GET', url: '/api/v1/teams' }) },
-  { name: 'POST /teams', ok: 201, allowed: SA_ADMIN, request: async () => ({ method: 'POST', url: '/api/v1/teams', payload: { name: unique('team'), description: '' } }) },
+  {
+    name: 'GET /teams',
+    ok: 200,
+    allowed: SA_ADMIN_LEAD,
+    request: async () => ({ method: 'GET', url: '/api/v1/teams' }),
+  },
+  {
+    name: 'POST /teams',
+    ok: 201,
+    allowed: SA_ADMIN,
+    request: async () => ({ method: 'POST', url: '/api/v1/teams', payload: { name: unique('team'), description: '' } }),
+  },
   {
     name: 'DELETE /teams/:id',
     ok: 204,
     allowed: ['Super Admin'],
     request: async () => {
-      const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: unique('doomed'), description: '' })).json().data;
+      const team = (
+        await api(sys, { token: root })('POST', '/api/v1/teams', { name: unique('doomed'), description: '' })
+      ).json().data;
       return { method: 'DELETE', url: `/api/v1/teams/${team.id}` };
     },
   },
-  { name: 'GET /audit-log', ok: 200, allowed: SA_ADMIN_LEAD, request: async () => ({ method: 'GET', url: '/api/v1/audit-log' }) },
-  { name: 'GET /clients', ok: 200, allowed: CLIENT_READERS, request: async () => ({ method: 'GET', url: '/api/v1/clients' }) },
-  { name: 'GET /clients/:A', ok: 200, allowed: CLIENT_READERS, request: async () => ({ method: 'GET', url: `/api/v1/clients/${clientA.id}` }) },
-  { name: 'POST /clients', ok: 201, allowed: SA_ADMIN, request: async () => ({ method: 'POST', url: '/api/v1/clients', payload: { name: 'Matrix', slug: unique('mx') } }) },
-  { name: 'PUT /clients/:A', ok: 200, allowed: SA_ADMIN, request: async () => ({ method: 'PUT', url: `/api/v1/clients/${clientA.id}`, payload: { name: clientA.name } }) },
+  {
+    name: 'GET /audit-log',
+    ok: 200,
+    allowed: SA_ADMIN_LEAD,
+    request: async () => ({ method: 'GET', url: '/api/v1/audit-log' }),
+  },
+  {
+    name: 'GET /clients',
+    ok: 200,
+    allowed: CLIENT_READERS,
+    request: async () => ({ method: 'GET', url: '/api/v1/clients' }),
+  },
+  {
+    name: 'GET /clients/:A',
+    ok: 200,
+    allowed: CLIENT_READERS,
+    request: async () => ({ method: 'GET', url: `/api/v1/clients/${clientA.id}` }),
+  },
+  {
+    name: 'POST /clients',
+    ok: 201,
+    allowed: SA_ADMIN,
+    request: async () => ({ method: 'POST', url: '/api/v1/clients', payload: { name: 'Matrix', slug: unique('mx') } }),
+  },
+  {
+    name: 'PUT /clients/:A',
+    ok: 200,
+    allowed: SA_ADMIN,
+    request: async () => ({ method: 'PUT', url: `/api/v1/clients/${clientA.id}`, payload: { name: clientA.name } }),
+  },
   {
     name: 'DELETE /clients/:id',
     ok: 204,
@@ -90,8 +176,18 @@ const probes: Probe[] = [
       return { method: 'DELETE', url: `/api/v1/clients/${doomed.id}` };
     },
   },
-  { name: 'GET /permissions', ok: 200, allowed: ALL, request: async () => ({ method: 'GET', url: '/api/v1/permissions' }) },
-  { name: 'GET /service-accounts', ok: 200, allowed: SA_ADMIN_LEAD, request: async () => ({ method: 'GET', url: '/api/v1/service-accounts' }) },
+  {
+    name: 'GET /permissions',
+    ok: 200,
+    allowed: ALL,
+    request: async () => ({ method: 'GET', url: '/api/v1/permissions' }),
+  },
+  {
+    name: 'GET /service-accounts',
+    ok: 200,
+    allowed: SA_ADMIN_LEAD,
+    request: async () => ({ method: 'GET', url: '/api/v1/service-accounts' }),
+  },
   {
     name: 'POST /service-accounts',
     ok: 201,
@@ -106,7 +202,11 @@ const probes: Probe[] = [
     name: 'POST /users/:id/clients (on A)',
     ok: 201,
     allowed: SA_ADMIN,
-    request: async () => ({ method: 'POST', url: `/api/v1/users/${(await createUser(sys)).id}/clients`, payload: { client_id: clientA.id, role_id: roleIdByName('Viewer') } }),
+    request: async () => ({
+      method: 'POST',
+      url: `/api/v1/users/${(await createUser(sys)).id}/clients`,
+      payload: { client_id: clientA.id, role_id: roleIdByName('Viewer') },
+    }),
   },
   {
     name: 'GET /admin/access-audit/by-client/:A',
@@ -138,11 +238,22 @@ describe.each(ROLES)('role %s on one client', (role) => {
       expect(list.json().meta.total).toBe(1);
     }
     const target = await createUser(sys);
-    expectStatus(await call('POST', `/api/v1/users/${target.id}/clients`, { client_id: clientB.id, role_id: roleIdByName('Viewer') }), 403);
-    expectStatus(await call('PUT', `/api/v1/clients/${clientB.id}`, { name: 'hijacked' }), SA_ADMIN.includes(role) ? 404 : 403);
+    expectStatus(
+      await call('POST', `/api/v1/users/${target.id}/clients`, {
+        client_id: clientB.id,
+        role_id: roleIdByName('Viewer'),
+      }),
+      403,
+    );
+    expectStatus(
+      await call('PUT', `/api/v1/clients/${clientB.id}`, { name: 'hijacked' }),
+      SA_ADMIN.includes(role) ? 404 : 403,
+    );
     expectStatus(await call('DELETE', `/api/v1/clients/${clientB.id}`), SA_ADMIN.includes(role) ? 404 : 403);
     expectStatus(await call('GET', `/api/v1/admin/access-audit/by-client/${clientB.id}`), 403);
-    const team = (await api(sys, { token: root })('POST', '/api/v1/teams', { name: unique('reach'), description: '' })).json().data;
+    const team = (
+      await api(sys, { token: root })('POST', '/api/v1/teams', { name: unique('reach'), description: '' })
+    ).json().data;
     expectStatus(await call('POST', `/api/v1/teams/${team.id}/clients`, { client_id: clientB.id }), 403);
     // Client B untouched.
     const b = await api(sys, { token: root })('GET', `/api/v1/clients/${clientB.id}`);
@@ -161,10 +272,12 @@ describe('super admin flag', () => {
     const call = api(sys, { token: root });
     expectStatus(await call('GET', `/api/v1/clients/${clientB.id}`), 200);
     expectStatus(await call('GET', `/api/v1/admin/access-audit/by-client/${clientB.id}`), 200);
-    expectStatus(await call('POST', '/api/v1/roles', { name: unique('sa-role'), description: '', permissions: [] }), 201);
+    expectStatus(
+      await call('POST', '/api/v1/roles', { name: unique('sa-role'), description: '', permissions: [] }),
+      201,
+    );
     const list = await call('GET', '/api/v1/clients?per_page=100&sort=created_at&order=desc');
     expectStatus(list, 200);
     expect(list.json().meta.total).toBeGreaterThanOrEqual(2);
   });
 });
-

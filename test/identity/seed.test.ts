@@ -14,11 +14,17 @@ describe('start-up seeding', () => {
     const first = await startTestSystem({ SVC_ADMIN_EMAIL: email, SVC_ADMIN_PASSWORD: PASSWORD });
     let id: string;
     try {
-      const login = await first.http({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: PASSWORD } });
+      const login = await first.http({
+        method: 'POST',
+        url: '/api/v1/auth/login',
+        payload: { email, password: PASSWORD },
+      });
       expect(login.statusCode, login.body).toBe(200);
       const token = (login.json() as { data: { access_token: string } }).data.access_token;
       const me = await first.http({ method: 'GET', url: '/api/v1/auth/me', token });
-      const user = (me.json() as { data: { user: { id: string; status: string; is_super_admin: boolean; mfa_enabled: boolean } } }).data.user;
+      const user = (
+        me.json() as { data: { user: { id: string; status: string; is_super_admin: boolean; mfa_enabled: boolean } } }
+      ).data.user;
       expect(user).toMatchObject({ status: 'active', is_super_admin: true, mfa_enabled: false });
       id = user.id;
       // A super admin too must enrol MFA before anything else.
@@ -27,18 +33,39 @@ describe('start-up seeding', () => {
       expect(errorOf(gated).code).toBe('mfa_enrollment_required');
       await waitForAuditRow(first, id, 'user.seeded');
 
-      const roles = await first.sql<{ id: string; name: string; permissions: string[]; is_system: boolean }>(`SELECT id, name, permissions, is_system FROM roles WHERE is_system ORDER BY id`);
-      expect(roles.map((r) => r.name)).toEqual(['Super Admin', 'Admin', 'Team Lead', 'Engineer', 'Executive', 'Viewer', 'Client', 'Client Engineer']);
-      for (const role of roles) expect([...role.permissions].sort(), role.name).toEqual([...SYSTEM_ROLES.find((r) => r.id === role.id)!.permissions].sort());
+      const roles = await first.sql<{ id: string; name: string; permissions: string[]; is_system: boolean }>(
+        `SELECT id, name, permissions, is_system FROM roles WHERE is_system ORDER BY id`,
+      );
+      expect(roles.map((r) => r.name)).toEqual([
+        'Super Admin',
+        'Admin',
+        'Team Lead',
+        'Engineer',
+        'Executive',
+        'Viewer',
+        'Client',
+        'Client Engineer',
+      ]);
+      for (const role of roles)
+        expect([...role.permissions].sort(), role.name).toEqual(
+          [...SYSTEM_ROLES.find((r) => r.id === role.id)!.permissions].sort(),
+        );
     } finally {
       await first.stop();
     }
 
     // Started again with another password for the same e-mail: nothing changes.
-    const second = await startTestSystem({ SVC_ADMIN_EMAIL: email.toUpperCase(), SVC_ADMIN_PASSWORD: 'another admin passphrase 2' });
+    const second = await startTestSystem({
+      SVC_ADMIN_EMAIL: email.toUpperCase(),
+      SVC_ADMIN_PASSWORD: 'another admin passphrase 2',
+    });
     try {
       expect(await second.sql(`SELECT id FROM users WHERE lower(email) = ?`, [email])).toEqual([{ id }]);
-      const old = await second.http({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password: PASSWORD } });
+      const old = await second.http({
+        method: 'POST',
+        url: '/api/v1/auth/login',
+        payload: { email, password: PASSWORD },
+      });
       expect(old.statusCode).toBe(200);
     } finally {
       await second.stop();

@@ -33,11 +33,20 @@ async function codeFlow(rp: OidcProvider, p: TestOidcProvider): Promise<void> {
     code_challenge_method: 'S256',
   });
   const back = await walkProvider(url.toString(), REDIRECT);
-  const tokens = await oidc.authorizationCodeGrant(config, back, { expectedState: state, expectedNonce: nonce, pkceCodeVerifier: verifier, idTokenExpected: true });
+  const tokens = await oidc.authorizationCodeGrant(config, back, {
+    expectedState: state,
+    expectedNonce: nonce,
+    pkceCodeVerifier: verifier,
+    idTokenExpected: true,
+  });
   expect(tokens.claims()?.email).toBe('someone@corp.test');
 }
 
-async function relyingParty(opts: { registered?: string; offered?: string[]; override?: TokenAuthMethod | '' }): Promise<{ rp: OidcProvider; p: TestOidcProvider }> {
+async function relyingParty(opts: {
+  registered?: string;
+  offered?: string[];
+  override?: TokenAuthMethod | '';
+}): Promise<{ rp: OidcProvider; p: TestOidcProvider }> {
   provider = await startOidcProvider({
     clientId: CLIENT_ID,
     clientSecret: CLIENT_SECRET,
@@ -61,7 +70,9 @@ async function relyingParty(opts: { registered?: string; offered?: string[]; ove
 describe('SSO token endpoint client authentication', () => {
   it('chooses basic by default, else the first secret method discovery offers, and the operator override first', () => {
     expect(chooseTokenAuthMethod(undefined, '')).toBe('client_secret_basic');
-    expect(chooseTokenAuthMethod(['client_secret_post', 'client_secret_basic', 'private_key_jwt'], '')).toBe('client_secret_basic');
+    expect(chooseTokenAuthMethod(['client_secret_post', 'client_secret_basic', 'private_key_jwt'], '')).toBe(
+      'client_secret_basic',
+    );
     expect(chooseTokenAuthMethod(['private_key_jwt', 'client_secret_post'], '')).toBe('client_secret_post');
     expect(chooseTokenAuthMethod(['client_secret_jwt'], '')).toBe('client_secret_jwt');
     expect(chooseTokenAuthMethod(['client_secret_basic'], 'client_secret_post')).toBe('client_secret_post');
@@ -74,13 +85,19 @@ describe('SSO token endpoint client authentication', () => {
   });
 
   it('uses client_secret_post when discovery offers it and not basic', async () => {
-    const { rp, p } = await relyingParty({ registered: 'client_secret_post', offered: ['client_secret_post', 'private_key_jwt'] });
+    const { rp, p } = await relyingParty({
+      registered: 'client_secret_post',
+      offered: ['client_secret_post', 'private_key_jwt'],
+    });
     await codeFlow(rp, p);
     expect(p.tokenAuthMethods).toEqual(['client_secret_post']);
   });
 
   it('uses client_secret_jwt when that is the only secret method offered', async () => {
-    const { rp, p } = await relyingParty({ registered: 'client_secret_jwt', offered: ['client_secret_jwt', 'private_key_jwt'] });
+    const { rp, p } = await relyingParty({
+      registered: 'client_secret_jwt',
+      offered: ['client_secret_jwt', 'private_key_jwt'],
+    });
     await codeFlow(rp, p);
     expect(p.tokenAuthMethods).toEqual(['client_secret_jwt']);
   });

@@ -25,9 +25,19 @@ interface UserRow {
 }
 
 const userByEmail = async (sys: TestSystem, email: string): Promise<UserRow | undefined> =>
-  (await sys.sql<UserRow>(`SELECT id, email, status, password_hash, mfa_enabled, auth_provider, auth_provider_id FROM users WHERE lower(email) = lower(?)`, [email]))[0];
+  (
+    await sys.sql<UserRow>(
+      `SELECT id, email, status, password_hash, mfa_enabled, auth_provider, auth_provider_id FROM users WHERE lower(email) = lower(?)`,
+      [email],
+    )
+  )[0];
 const userById = async (sys: TestSystem, id: string): Promise<UserRow | undefined> =>
-  (await sys.sql<UserRow>(`SELECT id, email, status, password_hash, mfa_enabled, auth_provider, auth_provider_id FROM users WHERE id = ?`, [id]))[0];
+  (
+    await sys.sql<UserRow>(
+      `SELECT id, email, status, password_hash, mfa_enabled, auth_provider, auth_provider_id FROM users WHERE id = ?`,
+      [id],
+    )
+  )[0];
 
 function cookieOf(res: LightMyRequestResponse, name: string): { value: string; attributes: string } | undefined {
   const raw = res.headers['set-cookie'];
@@ -35,7 +45,8 @@ function cookieOf(res: LightMyRequestResponse, name: string): { value: string; a
   for (const line of lines) {
     const [pair, ...attrs] = line.split(';');
     const eq = pair!.indexOf('=');
-    if (pair!.slice(0, eq) === name) return { value: pair!.slice(eq + 1), attributes: attrs.map((a) => a.trim()).join('; ') };
+    if (pair!.slice(0, eq) === name)
+      return { value: pair!.slice(eq + 1), attributes: attrs.map((a) => a.trim()).join('; ') };
   }
   return undefined;
 }
@@ -51,7 +62,11 @@ interface Flow {
 }
 
 /** GET /api/v1/auth/sso, then through the provider's pages as a browser, up to (not into) our callback. */
-async function startFlow(sys: TestSystem, provider: TestOidcProvider, account: TestAccount | { error: string }): Promise<Flow> {
+async function startFlow(
+  sys: TestSystem,
+  provider: TestOidcProvider,
+  account: TestAccount | { error: string },
+): Promise<Flow> {
   if ('error' in account) provider.failNextWith(account.error);
   else provider.signInAs(account);
   const start = await sys.http({ method: 'GET', url: '/api/v1/auth/sso' });
@@ -61,11 +76,20 @@ async function startFlow(sys: TestSystem, provider: TestOidcProvider, account: T
   const binding = cookieOf(start, 'svc_sso_binding');
   expect(binding?.value).toBeTruthy();
   const back = await walkProvider(authorize.toString(), `${sys.config.SVC_BACKEND_URL}${CALLBACK_PATH}`);
-  return { authorize, binding: binding!.value, state: authorize.searchParams.get('state')!, callback: back.pathname + back.search };
+  return {
+    authorize,
+    binding: binding!.value,
+    state: authorize.searchParams.get('state')!,
+    callback: back.pathname + back.search,
+  };
 }
 
 /** Our callback, as the browser calls it (with the binding cookie unless told otherwise); returns where it sends the browser. */
-async function finishFlow(sys: TestSystem, flow: Flow, cookie: string | null = `svc_sso_binding=${flow.binding}`): Promise<{ res: LightMyRequestResponse; to: URL }> {
+async function finishFlow(
+  sys: TestSystem,
+  flow: Flow,
+  cookie: string | null = `svc_sso_binding=${flow.binding}`,
+): Promise<{ res: LightMyRequestResponse; to: URL }> {
   const res = await sys.http({ method: 'GET', url: flow.callback, headers: cookie ? { cookie } : {} });
   expect(res.statusCode).toBe(307);
   const to = new URL(String(res.headers.location));
@@ -73,7 +97,11 @@ async function finishFlow(sys: TestSystem, flow: Flow, cookie: string | null = `
   return { res, to };
 }
 
-async function signIn(sys: TestSystem, provider: TestOidcProvider, account: TestAccount | { error: string }): Promise<URL> {
+async function signIn(
+  sys: TestSystem,
+  provider: TestOidcProvider,
+  account: TestAccount | { error: string },
+): Promise<URL> {
   return (await finishFlow(sys, await startFlow(sys, provider, account))).to;
 }
 
@@ -99,10 +127,14 @@ async function signInForTokens(sys: TestSystem, provider: TestOidcProvider, acco
   return (res.json() as { data: Tokens }).data;
 }
 
-async function me(sys: TestSystem, token: string): Promise<{ id: string; email: string; mfa_enabled: boolean; status: string }> {
+async function me(
+  sys: TestSystem,
+  token: string,
+): Promise<{ id: string; email: string; mfa_enabled: boolean; status: string }> {
   const res = await sys.http({ method: 'GET', url: '/api/v1/auth/me', token });
   expect(res.statusCode).toBe(200);
-  return (res.json() as { data: { user: { id: string; email: string; mfa_enabled: boolean; status: string } } }).data.user;
+  return (res.json() as { data: { user: { id: string; email: string; mfa_enabled: boolean; status: string } } }).data
+    .user;
 }
 
 describe('SSO not configured', () => {
@@ -141,12 +173,24 @@ describe('SSO with an allowed domain', () => {
   let sys: TestSystem;
   const account = (over: Partial<TestAccount> = {}): TestAccount => {
     const id = randomUUID().slice(0, 8);
-    return { sub: `sub-${run}-${id}`, email: `sso-${id}@${domain}`, email_verified: true, hd: domain, name: `Person ${id}`, ...over };
+    return {
+      sub: `sub-${run}-${id}`,
+      email: `sso-${id}@${domain}`,
+      email_verified: true,
+      hd: domain,
+      name: `Person ${id}`,
+      ...over,
+    };
   };
 
   beforeAll(async () => {
     // Down at first: the system must start anyway and discover the provider on first use.
-    provider = await startOidcProvider({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUri: `${backend}${CALLBACK_PATH}`, available: false });
+    provider = await startOidcProvider({
+      clientId: CLIENT_ID,
+      clientSecret: CLIENT_SECRET,
+      redirectUri: `${backend}${CALLBACK_PATH}`,
+      available: false,
+    });
     sys = await startTestSystem({
       SVC_SSO_CLIENT_ID: CLIENT_ID,
       SVC_SSO_CLIENT_SECRET: CLIENT_SECRET,
@@ -241,12 +285,26 @@ describe('SSO with an allowed domain', () => {
     expect(tokens.session_id).toMatch(/^[0-9a-f-]{36}$/);
 
     const user = (await userByEmail(sys, acct.email))!;
-    expect(user).toMatchObject({ status: 'active', password_hash: null, mfa_enabled: false, auth_provider: provider.issuer, auth_provider_id: acct.sub });
-    const session = await sys.sql<{ user_id: string; is_revoked: boolean }>(`SELECT user_id, is_revoked FROM sessions WHERE id = ?`, [tokens.session_id]);
+    expect(user).toMatchObject({
+      status: 'active',
+      password_hash: null,
+      mfa_enabled: false,
+      auth_provider: provider.issuer,
+      auth_provider_id: acct.sub,
+    });
+    const session = await sys.sql<{ user_id: string; is_revoked: boolean }>(
+      `SELECT user_id, is_revoked FROM sessions WHERE id = ?`,
+      [tokens.session_id],
+    );
     expect(session).toEqual([{ user_id: user.id, is_revoked: false }]);
 
     // /auth/me is an enrolment route: it works without MFA; other user routes demand enrolment first.
-    expect(await me(sys, tokens.access_token)).toMatchObject({ id: user.id, email: acct.email, mfa_enabled: false, status: 'active' });
+    expect(await me(sys, tokens.access_token)).toMatchObject({
+      id: user.id,
+      email: acct.email,
+      mfa_enabled: false,
+      status: 'active',
+    });
     const sessions = await sys.http({ method: 'GET', url: '/api/v1/auth/sessions', token: tokens.access_token });
     expect(sessions.statusCode).toBe(403);
     expect((sessions.json() as { error: { code: string } }).error.code).toBe('mfa_enrollment_required');
@@ -264,7 +322,12 @@ describe('SSO with an allowed domain', () => {
     // The same identity signs in again without a second user.
     const second = await signInForTokens(sys, provider, acct);
     expect(second.session_id).not.toBe(tokens.session_id);
-    expect(await sys.sql(`SELECT id FROM users WHERE auth_provider = ? AND auth_provider_id = ?`, [provider.issuer, acct.sub])).toHaveLength(1);
+    expect(
+      await sys.sql(`SELECT id FROM users WHERE auth_provider = ? AND auth_provider_id = ?`, [
+        provider.issuer,
+        acct.sub,
+      ]),
+    ).toHaveLength(1);
   });
 
   it('refuses unknown, expired and malformed one-time codes', async () => {
@@ -294,7 +357,10 @@ describe('SSO with an allowed domain', () => {
     const linked = (await userById(sys, existing.id))!;
     expect(linked).toMatchObject({ email, auth_provider: provider.issuer, auth_provider_id: acct.sub });
     expect(linked.password_hash).not.toBeNull(); // linking leaves the password alone
-    expect((await waitForAuditRow(sys, existing.id, 'user.sso_linked')).details).toMatchObject({ method: 'sso', auth_provider_id: acct.sub });
+    expect((await waitForAuditRow(sys, existing.id, 'user.sso_linked')).details).toMatchObject({
+      method: 'sso',
+      auth_provider_id: acct.sub,
+    });
 
     // The provider now reports another address for the same subject: the link decides, the local e-mail stays.
     const renamed = await signInForTokens(sys, provider, { ...acct, email: `renamed-${run}@${domain}` });
@@ -307,7 +373,9 @@ describe('SSO with an allowed domain', () => {
     const local = `Mixed.Case-${randomUUID().slice(0, 8)}`;
     const acct = account({ email: `${local}@${domain.toUpperCase()}` });
     await signInForTokens(sys, provider, acct);
-    expect((await sys.sql<{ email: string }>(`SELECT email FROM users WHERE auth_provider_id = ?`, [acct.sub]))[0]?.email).toBe(`${local}@${domain}`);
+    expect(
+      (await sys.sql<{ email: string }>(`SELECT email FROM users WHERE auth_provider_id = ?`, [acct.sub]))[0]?.email,
+    ).toBe(`${local}@${domain}`);
   });
 
   it('refuses to link an e-mail whose user is already linked to another identity', async () => {
@@ -320,7 +388,11 @@ describe('SSO with an allowed domain', () => {
 
   it('refuses a wrong or replayed state, and a missing or mismatched binding cookie', async () => {
     // A state we never issued.
-    const unknown = await sys.http({ method: 'GET', url: `${CALLBACK_PATH}?code=abc&state=${'x'.repeat(43)}`, headers: { cookie: 'svc_sso_binding=whatever' } });
+    const unknown = await sys.http({
+      method: 'GET',
+      url: `${CALLBACK_PATH}?code=abc&state=${'x'.repeat(43)}`,
+      headers: { cookie: 'svc_sso_binding=whatever' },
+    });
     expect(unknown.statusCode).toBe(307);
     expect(unknown.headers.location).toBe(`${FRONTEND_CALLBACK}?error=invalid_state`);
     expect(cookieOf(unknown, 'svc_sso_binding')?.attributes).toContain('Max-Age=0');
@@ -338,7 +410,9 @@ describe('SSO with an allowed domain', () => {
     // The cookie of another flow.
     const other = await startFlow(sys, provider, acct);
     const mine = await startFlow(sys, provider, acct);
-    expect((await finishFlow(sys, mine, `svc_sso_binding=${other.binding}`)).to.searchParams.get('error')).toBe('invalid_state');
+    expect((await finishFlow(sys, mine, `svc_sso_binding=${other.binding}`)).to.searchParams.get('error')).toBe(
+      'invalid_state',
+    );
 
     // A legitimate callback works once; the replay is refused.
     const ok = await finishFlow(sys, other);
@@ -363,8 +437,15 @@ describe('SSO with an allowed domain', () => {
   });
 
   it('answers a malformed callback (repeated or over-long state) with 400 in the error envelope, not a redirect', async () => {
-    for (const query of [`code=abc&state=${'s'.repeat(43)}&state=${'t'.repeat(43)}`, `code=abc&state=${'s'.repeat(513)}`]) {
-      const res = await sys.http({ method: 'GET', url: `${CALLBACK_PATH}?${query}`, headers: { cookie: 'svc_sso_binding=whatever' } });
+    for (const query of [
+      `code=abc&state=${'s'.repeat(43)}&state=${'t'.repeat(43)}`,
+      `code=abc&state=${'s'.repeat(513)}`,
+    ]) {
+      const res = await sys.http({
+        method: 'GET',
+        url: `${CALLBACK_PATH}?${query}`,
+        headers: { cookie: 'svc_sso_binding=whatever' },
+      });
       expect(res.statusCode, query.slice(0, 40)).toBe(400);
       expect(res.headers.location).toBeUndefined();
       const { error } = res.json() as { error: { code: string; message: string } };
@@ -401,11 +482,15 @@ describe('SSO with an allowed domain', () => {
 
   it('refuses disabled and not yet activated users', async () => {
     const disabled = await createUser(sys, { email: `disabled-${run}@${domain}`, status: 'disabled', mfa: false });
-    expect((await signIn(sys, provider, account({ email: disabled.email }))).searchParams.get('error')).toBe('account_disabled');
+    expect((await signIn(sys, provider, account({ email: disabled.email }))).searchParams.get('error')).toBe(
+      'account_disabled',
+    );
     expect((await userById(sys, disabled.id))!.auth_provider_id).toBeNull();
 
     const invited = await createUser(sys, { email: `invited-${run}@${domain}`, status: 'invited', mfa: false });
-    expect((await signIn(sys, provider, account({ email: invited.email }))).searchParams.get('error')).toBe('account_not_active');
+    expect((await signIn(sys, provider, account({ email: invited.email }))).searchParams.get('error')).toBe(
+      'account_not_active',
+    );
 
     // Linked, then disabled: the link no longer signs in.
     const acct = account();
@@ -415,7 +500,9 @@ describe('SSO with an allowed domain', () => {
   });
 
   it('passes on a refusal at the provider', async () => {
-    expect((await signIn(sys, provider, { error: 'access_denied' })).toString()).toBe(`${FRONTEND_CALLBACK}?error=access_denied`);
+    expect((await signIn(sys, provider, { error: 'access_denied' })).toString()).toBe(
+      `${FRONTEND_CALLBACK}?error=access_denied`,
+    );
   });
 
   it('asks a user with MFA for a code instead of signing in, completed at /auth/mfa/verify', async () => {
@@ -429,12 +516,20 @@ describe('SSO with an allowed domain', () => {
     expect(await sys.sql(`SELECT id FROM sessions WHERE user_id = ?`, [user.id])).toHaveLength(0);
 
     const code = generateSync({ secret: user.totpSecret!, epoch: Math.floor(sys.clock.now() / 1000) });
-    const verify = await sys.http({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: mfaToken, code } });
+    const verify = await sys.http({
+      method: 'POST',
+      url: '/api/v1/auth/mfa/verify',
+      payload: { mfa_token: mfaToken, code },
+    });
     expect(verify.statusCode).toBe(200);
     const tokens = (verify.json() as { data: Tokens }).data;
     expect(await me(sys, tokens.access_token)).toMatchObject({ id: user.id, mfa_enabled: true });
     // The challenge is single use.
-    const replay = await sys.http({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: mfaToken, code } });
+    const replay = await sys.http({
+      method: 'POST',
+      url: '/api/v1/auth/mfa/verify',
+      payload: { mfa_token: mfaToken, code },
+    });
     expect(replay.statusCode).toBe(401);
   });
 });
@@ -446,7 +541,11 @@ describe('SSO without an allowed domain', () => {
   let sys: TestSystem;
 
   beforeAll(async () => {
-    provider = await startOidcProvider({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUri: `${backend}${CALLBACK_PATH}` });
+    provider = await startOidcProvider({
+      clientId: CLIENT_ID,
+      clientSecret: CLIENT_SECRET,
+      redirectUri: `${backend}${CALLBACK_PATH}`,
+    });
     sys = await startTestSystem({
       SVC_SSO_CLIENT_ID: CLIENT_ID,
       SVC_SSO_CLIENT_SECRET: CLIENT_SECRET,
@@ -484,8 +583,16 @@ describe('SSO without an allowed domain', () => {
   it('signs in a user already linked by provider id', async () => {
     const user = await createUser(sys, { email: `linked-${run}@anywhere.test`, mfa: false });
     const sub = `sub-${run}-linked`;
-    await sys.sql(`UPDATE users SET auth_provider = ?, auth_provider_id = ? WHERE id = ?`, [provider.issuer, sub, user.id]);
-    const tokens = await signInForTokens(sys, provider, { sub, email: `whatever-${run}@elsewhere.test`, email_verified: true });
+    await sys.sql(`UPDATE users SET auth_provider = ?, auth_provider_id = ? WHERE id = ?`, [
+      provider.issuer,
+      sub,
+      user.id,
+    ]);
+    const tokens = await signInForTokens(sys, provider, {
+      sub,
+      email: `whatever-${run}@elsewhere.test`,
+      email_verified: true,
+    });
     expect((await me(sys, tokens.access_token)).id).toBe(user.id);
     expect((await waitForAuditRow(sys, user.id, 'user.login')).details).toMatchObject({ method: 'sso' });
   });

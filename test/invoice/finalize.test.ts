@@ -66,9 +66,25 @@ describe('finalize and GET pdf', () => {
   });
 
   it('serves a PDF larger than the default 1 MB NATS message limit (a 700-line invoice)', async () => {
-    const preview = data<Json & { line_items: Json[] }>(await call('POST', '/api/v1/invoices/prefill', { application_key: t.fx.keys.ret }));
-    const extra = Array.from({ length: 700 }, (_, i) => ({ line_type: 'manual', description: `Consulting session ${i + 1}: review and follow-up`, quantity: '1.5000', unit_price: '120.00' }));
-    const res = await call('POST', '/api/v1/invoices/generate', { ...preview, line_items: [...preview.line_items, ...extra], total_amount: undefined, base_amount: undefined, total_hours: undefined, overtime_hours: undefined, overtime_amount: undefined, is_overtime: undefined });
+    const preview = data<Json & { line_items: Json[] }>(
+      await call('POST', '/api/v1/invoices/prefill', { application_key: t.fx.keys.ret }),
+    );
+    const extra = Array.from({ length: 700 }, (_, i) => ({
+      line_type: 'manual',
+      description: `Consulting session ${i + 1}: review and follow-up`,
+      quantity: '1.5000',
+      unit_price: '120.00',
+    }));
+    const res = await call('POST', '/api/v1/invoices/generate', {
+      ...preview,
+      line_items: [...preview.line_items, ...extra],
+      total_amount: undefined,
+      base_amount: undefined,
+      total_hours: undefined,
+      overtime_hours: undefined,
+      overtime_amount: undefined,
+      is_overtime: undefined,
+    });
     expectStatus(res, 201);
     const inv = data<Inv>(res);
     expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
@@ -85,7 +101,10 @@ describe('finalize and GET pdf', () => {
     const first = (await call('GET', `/api/v1/invoices/${inv.id}/pdf`)).rawPayload;
     const again = await call('POST', `/api/v1/invoices/${inv.id}/finalize`);
     expectStatus(again, 409);
-    expect(errorOf(again)).toMatchObject({ code: 'CONFLICT', message: 'only a draft can be finalized; this invoice is needs_review' });
+    expect(errorOf(again)).toMatchObject({
+      code: 'CONFLICT',
+      message: 'only a draft can be finalized; this invoice is needs_review',
+    });
     for (const status of ['approved', 'rejected', 'declined', 'sent']) {
       await t.sys.sql(`UPDATE invoices SET status = ? WHERE id = ?`, [status, inv.id]);
       expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 409);
@@ -95,9 +114,15 @@ describe('finalize and GET pdf', () => {
 
   it('two finalizes at once give one 200, one 409 and one PDF (the row lock)', async () => {
     const inv = await draft();
-    const results = await Promise.all([call('POST', `/api/v1/invoices/${inv.id}/finalize`), call('POST', `/api/v1/invoices/${inv.id}/finalize`)]);
+    const results = await Promise.all([
+      call('POST', `/api/v1/invoices/${inv.id}/finalize`),
+      call('POST', `/api/v1/invoices/${inv.id}/finalize`),
+    ]);
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 409]);
-    const rows = await t.sys.sql<{ n: number; version: number }>(`SELECT count(*)::int AS n, max(invoice_version) AS version FROM invoice_pdfs WHERE invoice_id = ?`, [inv.id]);
+    const rows = await t.sys.sql<{ n: number; version: number }>(
+      `SELECT count(*)::int AS n, max(invoice_version) AS version FROM invoice_pdfs WHERE invoice_id = ?`,
+      [inv.id],
+    );
     expect(rows[0]).toMatchObject({ n: 1, version: 2 });
     const h = data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`));
     expect(h.filter((e) => e.edit_type === 'status_change')).toHaveLength(1);
@@ -105,7 +130,13 @@ describe('finalize and GET pdf', () => {
 
   it('prints the html_override when set (what the preview shows is what the PDF holds)', async () => {
     const inv = await draft();
-    expectStatus(await call('PATCH', `/api/v1/invoices/${inv.id}`, { html_override: '<html><body><h1>Custom invoice OVR-77</h1><script>document.body.textContent = "ran"</script></body></html>' }), 200);
+    expectStatus(
+      await call('PATCH', `/api/v1/invoices/${inv.id}`, {
+        html_override:
+          '<html><body><h1>Custom invoice OVR-77</h1><script>document.body.textContent = "ran"</script></body></html>',
+      }),
+      200,
+    );
     expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
     const flat = squash(pdfText((await call('GET', `/api/v1/invoices/${inv.id}/pdf`)).rawPayload).text);
     expect(flat).toContain('CustominvoiceOVR-77');
@@ -135,7 +166,9 @@ interface Line extends Json {
 
 describe('PUT regenerate', () => {
   /** A finalized retainer draft with a manual line and an edited automatic task line, moved to `status`. */
-  async function reviewed(action: 'approve' | 'reject' | 'decline'): Promise<{ inv: Inv & { line_items: Line[] }; editedId: string }> {
+  async function reviewed(
+    action: 'approve' | 'reject' | 'decline',
+  ): Promise<{ inv: Inv & { line_items: Line[] }; editedId: string }> {
     const inv = await draft();
     const task = (inv as Inv & { line_items: Line[] }).line_items.find((l) => l.line_type === 'task')!;
     const edited = await call('PATCH', `/api/v1/invoices/${inv.id}/line-items`, {
@@ -145,7 +178,10 @@ describe('PUT regenerate', () => {
     expectStatus(edited, 200);
     expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
     expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/${action}`, { comment: 'looked at it' }), 200);
-    return { inv: data<Inv & { line_items: Line[] }>(await call('GET', `/api/v1/invoices/${inv.id}`)), editedId: task.id };
+    return {
+      inv: data<Inv & { line_items: Line[] }>(await call('GET', `/api/v1/invoices/${inv.id}`)),
+      editedId: task.id,
+    };
   }
 
   let n = 0;
@@ -155,13 +191,27 @@ describe('PUT regenerate', () => {
     await publishDurable(t.sys.nc, INGEST_SUBJECT, {
       batch_id: `regen-${t.fx.tag}-${n}`,
       worklogs: [
-        { worklog_id: `wl-${t.fx.tag}-regen-${n}`, application_key: t.fx.keys.ret, tracker_key: 'X-3', description: 'Late October fix', author: 'ben', worklog_date: '2026-10-20', time_seconds: 3600, billable_seconds: 3600, rate_tier: t.fx.keys.std },
+        {
+          worklog_id: `wl-${t.fx.tag}-regen-${n}`,
+          application_key: t.fx.keys.ret,
+          tracker_key: 'X-3',
+          description: 'Late October fix',
+          author: 'ben',
+          worklog_date: '2026-10-20',
+          time_seconds: 3600,
+          billable_seconds: 3600,
+          rate_tier: t.fx.keys.std,
+        },
       ],
     });
     await waitForIngest(t.sys.nc, 20_000);
   }
 
-  for (const [action, status] of [['approve', 'approved'], ['reject', 'rejected'], ['decline', 'declined']] as const) {
+  for (const [action, status] of [
+    ['approve', 'approved'],
+    ['reject', 'rejected'],
+    ['decline', 'declined'],
+  ] as const) {
     it(`from ${status}: back to draft with fresh analytics data; manual lines survive, edited automatic lines are replaced; version, history, PDF gone`, async () => {
       const { inv, editedId } = await reviewed(action);
       // Each case adds one more hour: the draft starts from what earlier cases ingested.
@@ -174,8 +224,15 @@ describe('PUT regenerate', () => {
       expectStatus(res, 200);
       const out = data<Inv & { line_items: Line[]; total_amount: string; overtime_amount: string }>(res);
       // 2000 base + the overtime with one more standard hour (120.00) + 80 travel.
-      expect(out).toMatchObject({ status: 'draft', version: inv.version + 1, overtime_amount: money(overtime + 120), total_amount: money(2080 + overtime + 120) });
-      expect(out.line_items.filter((l) => l.source === 'manual').map((l) => [l.description, l.line_total])).toEqual([['Travel to the customer', '80.00']]);
+      expect(out).toMatchObject({
+        status: 'draft',
+        version: inv.version + 1,
+        overtime_amount: money(overtime + 120),
+        total_amount: money(2080 + overtime + 120),
+      });
+      expect(out.line_items.filter((l) => l.source === 'manual').map((l) => [l.description, l.line_total])).toEqual([
+        ['Travel to the customer', '80.00'],
+      ]);
       expect(out.line_items.at(-1)!.description).toBe('Travel to the customer');
       expect(out.line_items.some((l) => l.description === 'Renamed by hand')).toBe(false);
       // One task line per (tracker key, tier): the new worklogs of X-3 are one line.
@@ -186,7 +243,9 @@ describe('PUT regenerate', () => {
       const tail = h.slice(h.findIndex((e) => e.edit_type === 'status_change' && e.new_value === 'draft'));
       expect(tail[0]).toMatchObject({ edit_type: 'status_change', old_value: status, new_value: 'draft' });
       expect(JSON.parse(tail[1]!.new_value!)).toMatchObject({ kept_manual: 1, replaced_edited_lines: [editedId] });
-      expect(tail.filter((e) => e.edit_type === 'recalculated').map((e) => [e.field_name, e.old_value, e.new_value])).toEqual([
+      expect(
+        tail.filter((e) => e.edit_type === 'recalculated').map((e) => [e.field_name, e.old_value, e.new_value]),
+      ).toEqual([
         ['overtime_hours', `${hours}.0000`, `${hours + 1}.0000`],
         ['overtime_amount', money(overtime), money(overtime + 120)],
         ['total_amount', money(2080 + overtime), money(2200 + overtime)],

@@ -18,7 +18,14 @@ beforeAll(async () => {
 });
 afterAll(() => sys?.stop());
 
-const RET_OCTOBER = { base_amount: '2000.00', overtime_hours: '2.0000', overtime_amount: '300.00', total_amount: '2300.00', total_hours: '12.0000', is_overtime: true };
+const RET_OCTOBER = {
+  base_amount: '2000.00',
+  overtime_hours: '2.0000',
+  overtime_amount: '300.00',
+  total_amount: '2300.00',
+  total_hours: '12.0000',
+  is_overtime: true,
+};
 
 describe('authentication and permissions', () => {
   it('answers 401 UNAUTHORIZED without a token and 403 FORBIDDEN without invoices permissions', async () => {
@@ -43,15 +50,32 @@ describe('authentication and permissions', () => {
 
 describe('prefill', () => {
   it('builds the previous month by default, from the analytics data, with customer and application, saving nothing', async () => {
-    const before = await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM invoices WHERE application_key = ?`, [keys.ret]);
+    const before = await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM invoices WHERE application_key = ?`, [
+      keys.ret,
+    ]);
     const res = await call('POST', '/api/v1/invoices/prefill', { application_key: keys.ret });
     expectStatus(res, 200);
     const p = data(res);
-    expect(p).toMatchObject({ application_key: keys.ret, customer_key: keys.cust, period_start: '2026-10-01', period_end: '2026-10-31', deal_type: 'RET', currency: 'EUR', ...RET_OCTOBER });
+    expect(p).toMatchObject({
+      application_key: keys.ret,
+      customer_key: keys.cust,
+      period_start: '2026-10-01',
+      period_end: '2026-10-31',
+      deal_type: 'RET',
+      currency: 'EUR',
+      ...RET_OCTOBER,
+    });
     expect(p).not.toHaveProperty('id');
     expect(p).not.toHaveProperty('display_number');
     expect(p).not.toHaveProperty('status');
-    expect(p.customer).toEqual({ customer_key: keys.cust, name: 'Acme <Logistics> GmbH', email: 'billing@acme.example', address: 'Hafenstraße 12, Hamburg', country: 'DE', vat_id: 'DE123' });
+    expect(p.customer).toEqual({
+      customer_key: keys.cust,
+      name: 'Acme <Logistics> GmbH',
+      email: 'billing@acme.example',
+      address: 'Hafenstraße 12, Hamburg',
+      country: 'DE',
+      vat_id: 'DE123',
+    });
     expect(p.application).toEqual({
       application_key: keys.ret,
       customer_key: keys.cust,
@@ -74,15 +98,44 @@ describe('prefill', () => {
       ['overtime', null, '1.0000', '180.00', '180.00'],
     ]);
     expect(Object.keys(lines[1]!).sort()).toEqual(
-      ['billable_seconds', 'description', 'is_auto_generated', 'line_total', 'line_type', 'linked_issue_key', 'quantity', 'rate_multiplier', 'rate_tier', 'sort_order', 'source', 'time_seconds', 'tracker_key', 'unit_price', 'worklog_date'].sort(),
+      [
+        'billable_seconds',
+        'description',
+        'is_auto_generated',
+        'line_total',
+        'line_type',
+        'linked_issue_key',
+        'quantity',
+        'rate_multiplier',
+        'rate_tier',
+        'sort_order',
+        'source',
+        'time_seconds',
+        'tracker_key',
+        'unit_price',
+        'worklog_date',
+      ].sort(),
     );
-    const after = await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM invoices WHERE application_key = ?`, [keys.ret]);
+    const after = await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM invoices WHERE application_key = ?`, [
+      keys.ret,
+    ]);
     expect(after[0]!.n).toBe(before[0]!.n);
   });
 
   it('takes an explicit period, and refuses bad input with 400 VALIDATION_ERROR naming the field, an unknown application with 404', async () => {
-    const nov = data(await call('POST', '/api/v1/invoices/prefill', { application_key: keys.ret, period_start: '2026-11-01', period_end: '2026-11-30' }));
-    expect(nov).toMatchObject({ total_hours: '17.5000', overtime_hours: '7.5000', overtime_amount: '900.00', total_amount: '2900.00' });
+    const nov = data(
+      await call('POST', '/api/v1/invoices/prefill', {
+        application_key: keys.ret,
+        period_start: '2026-11-01',
+        period_end: '2026-11-30',
+      }),
+    );
+    expect(nov).toMatchObject({
+      total_hours: '17.5000',
+      overtime_hours: '7.5000',
+      overtime_amount: '900.00',
+      total_amount: '2900.00',
+    });
     const cases: [Json, string][] = [
       [{ application_key: keys.ret, period_start: '2026-10-31', period_end: '2026-10-01' }, 'body.period_end'],
       [{ application_key: keys.ret, period_start: '2026-10-01' }, 'body.period_end'],
@@ -109,9 +162,27 @@ describe('generate, get and list', () => {
     const res = await call('POST', '/api/v1/invoices/generate', preview);
     expectStatus(res, 201);
     const inv = data(res);
-    expect(inv).toMatchObject({ status: 'draft', version: 1, application_key: keys.ret, customer_key: keys.cust, deal_type: 'RET', currency: 'EUR', period_start: '2026-10-01', period_end: '2026-10-31', ...RET_OCTOBER });
+    expect(inv).toMatchObject({
+      status: 'draft',
+      version: 1,
+      application_key: keys.ret,
+      customer_key: keys.cust,
+      deal_type: 'RET',
+      currency: 'EUR',
+      period_start: '2026-10-01',
+      period_end: '2026-10-31',
+      ...RET_OCTOBER,
+    });
     expect(inv.display_number).toMatch(/^INV-\d+$/);
-    expect(inv).toMatchObject({ invoice_date: '2026-11-15', show_task_list: true, show_tracked_time: true, show_task_pricing: true, show_overtime: true, legal_text: '', html_override: null });
+    expect(inv).toMatchObject({
+      invoice_date: '2026-11-15',
+      show_task_list: true,
+      show_tracked_time: true,
+      show_task_pricing: true,
+      show_overtime: true,
+      legal_text: '',
+      html_override: null,
+    });
     const lines = inv.line_items as Json[];
     const strip = (l: Json): Json => Object.fromEntries(Object.entries(l).filter(([k]) => k !== 'id'));
     expect(lines.map(strip)).toEqual(preview.line_items);
@@ -126,10 +197,24 @@ describe('generate, get and list', () => {
   it('refuses figures and line totals that disagree with the policy, and unknown applications', async () => {
     const line = { line_type: 'manual', description: 'Consulting', quantity: '0.5000', unit_price: '118.75' };
     const base = { application_key: keys.tm, period_start: '2026-09-01', period_end: '2026-09-30' };
-    const ok = await call('POST', '/api/v1/invoices/generate', { ...base, total_amount: '59.38', line_items: [{ ...line, line_total: '59.38' }] });
+    const ok = await call('POST', '/api/v1/invoices/generate', {
+      ...base,
+      total_amount: '59.38',
+      line_items: [{ ...line, line_total: '59.38' }],
+    });
     expectStatus(ok, 201);
-    expect(data(ok)).toMatchObject({ total_amount: '59.38', base_amount: '0.00', total_hours: '0.0000', is_overtime: false });
-    expect((data(ok).line_items as Json[])[0]).toMatchObject({ source: 'manual', is_auto_generated: false, sort_order: 0, line_total: '59.38' });
+    expect(data(ok)).toMatchObject({
+      total_amount: '59.38',
+      base_amount: '0.00',
+      total_hours: '0.0000',
+      is_overtime: false,
+    });
+    expect((data(ok).line_items as Json[])[0]).toMatchObject({
+      source: 'manual',
+      is_auto_generated: false,
+      sort_order: 0,
+      line_total: '59.38',
+    });
     const cases: [Json, number, string][] = [
       [{ ...base, total_amount: '59.37', line_items: [line] }, 400, 'body.total_amount: the line items give 59.38'],
       [{ ...base, line_items: [{ ...line, line_total: '59.37' }] }, 400, 'body.line_items.0.line_total'],
@@ -140,8 +225,16 @@ describe('generate, get and list', () => {
       [{ ...base, is_overtime: true, line_items: [] }, 400, 'body.is_overtime'],
       [{ application_key: keys.tm, line_items: [] }, 400, 'body.period_start'],
       [{ ...base }, 400, 'body.line_items'],
-      [{ ...base, line_items: [{ ...line, quantity: '999999999999.9999', unit_price: '9999999999999.999999' }] }, 400, 'body.line_items.0: quantity × unit_price'],
-      [{ ...base, line_items: [1, 2, 3].map(() => ({ ...line, quantity: '99999999999', unit_price: '99' })) }, 400, 'body.line_items: the invoice total'],
+      [
+        { ...base, line_items: [{ ...line, quantity: '999999999999.9999', unit_price: '9999999999999.999999' }] },
+        400,
+        'body.line_items.0: quantity × unit_price',
+      ],
+      [
+        { ...base, line_items: [1, 2, 3].map(() => ({ ...line, quantity: '99999999999', unit_price: '99' })) },
+        400,
+        'body.line_items: the invoice total',
+      ],
       [{ ...base, application_key: `NOPE-${tag}`, line_items: [] }, 404, 'application not found'],
     ];
     for (const [body, status, message] of cases) {
@@ -153,14 +246,24 @@ describe('generate, get and list', () => {
   });
 
   it('gives 200 parallel generates unique, gap-free display numbers', async () => {
-    const body = { application_key: keys.tm, period_start: '2026-09-01', period_end: '2026-09-30', line_items: [{ line_type: 'manual', description: 'Retainer fee', quantity: '1', unit_price: '10.00' }] };
-    const results = await Promise.all(Array.from({ length: 200 }, () => call('POST', '/api/v1/invoices/generate', body)));
+    const body = {
+      application_key: keys.tm,
+      period_start: '2026-09-01',
+      period_end: '2026-09-30',
+      line_items: [{ line_type: 'manual', description: 'Retainer fee', quantity: '1', unit_price: '10.00' }],
+    };
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () => call('POST', '/api/v1/invoices/generate', body)),
+    );
     for (const r of results) expectStatus(r, 201);
     const numbers = results.map((r) => Number(String(data(r).display_number).slice(4))).sort((a, b) => a - b);
     expect(new Set(numbers).size).toBe(200);
     expect(numbers[199]! - numbers[0]!).toBe(199);
     // Nobody else took a number in between: the stored numbers of the range are exactly ours.
-    const [inRange] = await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM invoices WHERE number BETWEEN ? AND ?`, [numbers[0], numbers[199]]);
+    const [inRange] = await sys.sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM invoices WHERE number BETWEEN ? AND ?`,
+      [numbers[0], numbers[199]],
+    );
     expect(inRange!.n).toBe(200);
   }, 60_000);
 
@@ -170,9 +273,26 @@ describe('generate, get and list', () => {
     const body = res.json() as { data: Json[]; meta: Json };
     expect(body.meta).toEqual({ total: 201, page: 2, per_page: 5 });
     expect(body.data).toHaveLength(5);
-    expect(Object.keys(body.data[0]!).sort()).toEqual(['application_key', 'created_at', 'currency', 'customer_key', 'deal_type', 'display_number', 'id', 'period_end', 'period_start', 'status', 'total_amount'].sort());
+    expect(Object.keys(body.data[0]!).sort()).toEqual(
+      [
+        'application_key',
+        'created_at',
+        'currency',
+        'customer_key',
+        'deal_type',
+        'display_number',
+        'id',
+        'period_end',
+        'period_start',
+        'status',
+        'total_amount',
+      ].sort(),
+    );
     const all: Json[] = [];
-    for (let page = 1; page <= 3; page++) all.push(...data<Json[]>(await call('GET', `/api/v1/invoices?application_key=${keys.tm}&per_page=100&page=${page}`)));
+    for (let page = 1; page <= 3; page++)
+      all.push(
+        ...data<Json[]>(await call('GET', `/api/v1/invoices?application_key=${keys.tm}&per_page=100&page=${page}`)),
+      );
     expect(all).toHaveLength(201);
     const nums = all.map((i) => Number(String(i.display_number).slice(4)));
     expect(nums).toEqual([...nums].sort((a, b) => b - a));
@@ -180,7 +300,10 @@ describe('generate, get and list', () => {
 
     const drafts = await call('GET', `/api/v1/invoices?status=draft&application_key=${keys.ret}`);
     expect((drafts.json() as { meta: Json }).meta.total).toBe(1);
-    expect((await call('GET', `/api/v1/invoices?status=approved&application_key=${keys.ret}`)).json()).toMatchObject({ data: [], meta: { total: 0, page: 1, per_page: 20 } });
+    expect((await call('GET', `/api/v1/invoices?status=approved&application_key=${keys.ret}`)).json()).toMatchObject({
+      data: [],
+      meta: { total: 0, page: 1, per_page: 20 },
+    });
     for (const q of ['per_page=101', 'page=0', 'status=paid', 'per_page=x']) {
       const bad = await call('GET', `/api/v1/invoices?${q}`);
       expectStatus(bad, 400);
@@ -203,7 +326,11 @@ describe('OpenAPI', () => {
     const doc = await sys.invoicingHttp({ method: 'GET', url: '/swagger/json' });
     expectStatus(doc, 200);
     const paths = (doc.json() as { paths: Record<string, Record<string, Json>> }).paths;
-    expect(Object.keys(paths).filter((p) => p.startsWith('/api/v1/invoices')).sort()).toEqual(
+    expect(
+      Object.keys(paths)
+        .filter((p) => p.startsWith('/api/v1/invoices'))
+        .sort(),
+    ).toEqual(
       [
         '/api/v1/invoices',
         '/api/v1/invoices/generate',
@@ -230,13 +357,22 @@ describe('OpenAPI', () => {
 describe('generate-bulk', () => {
   it('creates a draft per active application, skips and reports those already invoiced, and twice creates nothing', async () => {
     const period = { period_start: '2026-10-01', period_end: '2026-10-31' };
-    const countFor = async (): Promise<number> => (await sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM invoices WHERE period_start = '2026-10-01' AND period_end = '2026-10-31'`))[0]!.n;
+    const countFor = async (): Promise<number> =>
+      (
+        await sys.sql<{ n: number }>(
+          `SELECT count(*)::int AS n FROM invoices WHERE period_start = '2026-10-01' AND period_end = '2026-10-31'`,
+        )
+      )[0]!.n;
     const first = await call('POST', '/api/v1/invoices/generate-bulk', period);
     expectStatus(first, 200);
     const entries = data<Json[]>(first);
     const mine = (key: string): Json | undefined => entries.find((e) => e.application_key === key);
     // The retainer already had its October invoice (generated above): skipped, with that invoice.
-    expect(mine(keys.ret)).toMatchObject({ status: 'draft', skipped: true, reason: 'already invoiced for this period' });
+    expect(mine(keys.ret)).toMatchObject({
+      status: 'draft',
+      skipped: true,
+      reason: 'already invoiced for this period',
+    });
     expect(mine(keys.tm)).toMatchObject({ status: 'draft', skipped: false, reason: null });
     expect(mine(keys.fix)).toBeUndefined(); // inactive
     const tmDraft = data(await call('GET', `/api/v1/invoices/${String(mine(keys.tm)!.id)}`));
@@ -255,10 +391,16 @@ describe('generate-bulk', () => {
 
   it('creates one draft per application when two bulk runs race', async () => {
     const period = { period_start: '2026-06-01', period_end: '2026-06-30' };
-    const runs = await Promise.all([call('POST', '/api/v1/invoices/generate-bulk', period), call('POST', '/api/v1/invoices/generate-bulk', period)]);
+    const runs = await Promise.all([
+      call('POST', '/api/v1/invoices/generate-bulk', period),
+      call('POST', '/api/v1/invoices/generate-bulk', period),
+    ]);
     for (const r of runs) expectStatus(r, 200);
     for (const key of [keys.ret, keys.tm]) {
-      const rows = await sys.sql<{ id: string }>(`SELECT id FROM invoices WHERE application_key = ? AND period_start = '2026-06-01' AND period_end = '2026-06-30'`, [key]);
+      const rows = await sys.sql<{ id: string }>(
+        `SELECT id FROM invoices WHERE application_key = ? AND period_start = '2026-06-01' AND period_end = '2026-06-30'`,
+        [key],
+      );
       expect(rows).toHaveLength(1);
       const seen = runs.map((r) => data<Json[]>(r).find((e) => e.application_key === key)!);
       expect(seen.map((e) => e.id)).toEqual([rows[0]!.id, rows[0]!.id]);
@@ -275,7 +417,10 @@ describe('generate-bulk', () => {
     expectStatus(b, 200);
     expect(b.headers['idempotent-replayed']).toBe('true');
     expect(b.json()).toEqual(a.json());
-    const bad = await call('POST', '/api/v1/invoices/generate-bulk', { period_start: '2026-08-31', period_end: '2026-08-01' });
+    const bad = await call('POST', '/api/v1/invoices/generate-bulk', {
+      period_start: '2026-08-31',
+      period_end: '2026-08-01',
+    });
     expectStatus(bad, 400);
     expect(errorOf(bad).message).toContain('body.period_end');
   }, 60_000);

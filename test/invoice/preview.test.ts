@@ -28,10 +28,16 @@ const html = async (id: string): Promise<string> => {
   expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
   return res.body;
 };
-const patch = async (id: string, body: Json): Promise<void> => expectStatus(await call('PATCH', `/api/v1/invoices/${id}`, body), 200);
+const patch = async (id: string, body: Json): Promise<void> =>
+  expectStatus(await call('PATCH', `/api/v1/invoices/${id}`, body), 200);
 /** The visible text of the line table's rows (tags dropped, whitespace collapsed). */
 const rows = (page: string): string[] =>
-  [...(page.split('<tbody>')[1] ?? '').split('</tbody>')[0]!.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim());
+  [...(page.split('<tbody>')[1] ?? '').split('</tbody>')[0]!.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map((m) =>
+    m[1]!
+      .replace(/<[^>]+>/g, ' ')
+      .replace(/\s+/g, ' ')
+      .trim(),
+  );
 
 describe('GET preview-html', () => {
   it('renders the template: seller, customer, number, dates, period, lines and totals formatted from the decimal strings', async () => {
@@ -54,10 +60,20 @@ describe('GET preview-html', () => {
   it('escapes every value: a <script> in a description and a customer name with & < > " \' stay text', async () => {
     const inv = await draft();
     const res = await call('PATCH', `/api/v1/invoices/${inv.id}/line-items`, {
-      add: [{ line_type: 'manual', description: `<script>alert("x")</script> & 'quoted'`, quantity: '1', unit_price: '10.00' }],
+      add: [
+        {
+          line_type: 'manual',
+          description: `<script>alert("x")</script> & 'quoted'`,
+          quantity: '1',
+          unit_price: '10.00',
+        },
+      ],
     });
     expectStatus(res, 200);
-    await t.sys.sql(`UPDATE invoices SET customer_snapshot = jsonb_set(customer_snapshot, '{name}', to_jsonb(?::text)) WHERE id = ?`, [`Tom & Jerry <b>"Ltd"</b> 'x'`, inv.id]);
+    await t.sys.sql(
+      `UPDATE invoices SET customer_snapshot = jsonb_set(customer_snapshot, '{name}', to_jsonb(?::text)) WHERE id = ?`,
+      [`Tom & Jerry <b>"Ltd"</b> 'x'`, inv.id],
+    );
     await patch(inv.id, { legal_text: '<img src=x onerror=alert(1)>' });
     const page = await html(inv.id);
     expect(page).not.toContain('<script>alert');
@@ -135,7 +151,9 @@ describe('GET preview-html', () => {
   it('keeps its own sandbox policy and may be framed, with the rest of the API profile (issue 25, item 9)', async () => {
     const res = await call('GET', `/api/v1/invoices/${(await draft()).id}/preview-html`);
     expectStatus(res, 200);
-    expect(res.headers['content-security-policy']).toBe("sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:");
+    expect(res.headers['content-security-policy']).toBe(
+      "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:",
+    );
     expect(res.headers['x-frame-options']).toBeUndefined();
     expect(res.headers['x-content-type-options']).toBe('nosniff');
     expect(res.headers['cache-control']).toBe('no-store');
@@ -149,6 +167,9 @@ describe('GET preview-html', () => {
     const bad = await call('GET', '/api/v1/invoices/nope/preview-html');
     expectStatus(bad, 400);
     expect(errorOf(bad).code).toBe('VALIDATION_ERROR');
-    expectStatus(await call('GET', '/api/v1/invoices/00000000-0000-4000-8000-000000000000/preview-html', undefined, null), 401);
+    expectStatus(
+      await call('GET', '/api/v1/invoices/00000000-0000-4000-8000-000000000000/preview-html', undefined, null),
+      401,
+    );
   });
 });

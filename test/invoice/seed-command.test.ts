@@ -13,7 +13,14 @@ const dir = join(tmpdir(), `chdb-seed-${namespace}`);
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 function runSeed(): Promise<{ code: number | null; output: string }> {
-  const env = { ...process.env, ...brokerEnv(), SVC_DB_URL: testConfig().SVC_DB_URL, SVC_NAMESPACE: namespace, SVC_ANALYTICS_PATH: dir, SVC_LOG_LEVEL: 'info' };
+  const env = {
+    ...process.env,
+    ...brokerEnv(),
+    SVC_DB_URL: testConfig().SVC_DB_URL,
+    SVC_NAMESPACE: namespace,
+    SVC_ANALYTICS_PATH: dir,
+    SVC_LOG_LEVEL: 'info',
+  };
   const proc = spawn(process.execPath, ['scripts/seed/seed-demo.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   proc.stdout.on('data', (b: Buffer) => (output += b.toString()));

@@ -25,7 +25,15 @@ export async function startInvoiceFixture(overrides: Record<string, string> = {}
   const sys = await startTestSystem(overrides);
   sys.clock.set(Date.parse('2026-11-15T12:00:00Z'));
   const tag = sys.tag;
-  const keys = { ret: `RET-${tag}`, tm: `TM-${tag}`, fix: `FIX-${tag}`, cust: `CUST-${tag}`, std: `std-${tag}`, wkd: `wkd-${tag}`, urg: `urg-${tag}` };
+  const keys = {
+    ret: `RET-${tag}`,
+    tm: `TM-${tag}`,
+    fix: `FIX-${tag}`,
+    cust: `CUST-${tag}`,
+    std: `std-${tag}`,
+    wkd: `wkd-${tag}`,
+    urg: `urg-${tag}`,
+  };
   const admin = await createUser(sys, { superAdmin: true });
   const root = await tokenFor(sys, admin);
 
@@ -43,7 +51,13 @@ export async function startInvoiceFixture(overrides: Record<string, string> = {}
     ...over,
   });
   let n = 0;
-  const wl = (application_key: string, tracker_key: string, rate_tier: string, billable_seconds: number, worklog_date: string) => ({
+  const wl = (
+    application_key: string,
+    tracker_key: string,
+    rate_tier: string,
+    billable_seconds: number,
+    worklog_date: string,
+  ) => ({
     worklog_id: `wl-${tag}-${++n}`,
     application_key,
     tracker_key,
@@ -56,7 +70,16 @@ export async function startInvoiceFixture(overrides: Record<string, string> = {}
   });
   await publishDurable(sys.nc, INGEST_SUBJECT, {
     batch_id: `fixture-${tag}`,
-    customers: [{ customer_key: keys.cust, name: 'Acme <Logistics> GmbH', email: 'billing@acme.example', address: 'Hafenstraße 12, Hamburg', country: 'DE', vat_id: 'DE123' }],
+    customers: [
+      {
+        customer_key: keys.cust,
+        name: 'Acme <Logistics> GmbH',
+        email: 'billing@acme.example',
+        address: 'Hafenstraße 12, Hamburg',
+        country: 'DE',
+        vat_id: 'DE123',
+      },
+    ],
     rate_tiers: [
       { rate_tier: keys.std, name: 'Standard', multiplier: '1.0000' },
       { rate_tier: keys.wkd, name: 'Weekend', multiplier: '1.5000' },
@@ -85,7 +108,11 @@ export async function startInvoiceFixture(overrides: Record<string, string> = {}
  * One invoice system per test file, started before its tests and stopped after them: `const t = useInvoiceFixture();`
  * then `t.fx`, `t.sys` and `t.call(…)` inside the tests.
  */
-export function useInvoiceFixture(overrides: Record<string, string> = {}): { readonly fx: InvoiceFixture; readonly sys: TestSystem; call: ReturnType<typeof caller> } {
+export function useInvoiceFixture(overrides: Record<string, string> = {}): {
+  readonly fx: InvoiceFixture;
+  readonly sys: TestSystem;
+  call: ReturnType<typeof caller>;
+} {
   let fx: InvoiceFixture | undefined;
   const get = (): InvoiceFixture => {
     if (!fx) throw new Error('the invoice fixture is used before beforeAll started it');
@@ -108,8 +135,20 @@ export function useInvoiceFixture(overrides: Record<string, string> = {}): { rea
 
 /** HTTP against the invoicing gateway as `token` (the super admin by default; null sends none). */
 export function caller(f: () => InvoiceFixture) {
-  return (method: 'GET' | 'POST' | 'PATCH' | 'PUT', url: string, payload?: unknown, token: string | null = f().root, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> =>
-    f().sys.invoicingHttp({ method, url, headers, ...(payload !== undefined ? { payload: payload as Json } : {}), ...(token !== null ? { token } : {}) });
+  return (
+    method: 'GET' | 'POST' | 'PATCH' | 'PUT',
+    url: string,
+    payload?: unknown,
+    token: string | null = f().root,
+    headers: Record<string, string> = {},
+  ): Promise<LightMyRequestResponse> =>
+    f().sys.invoicingHttp({
+      method,
+      url,
+      headers,
+      ...(payload !== undefined ? { payload: payload as Json } : {}),
+      ...(token !== null ? { token } : {}),
+    });
 }
 
 export const expectStatus = (res: LightMyRequestResponse, status: number): void => {

@@ -128,11 +128,17 @@ async function settled(id: string, timeoutMs = 30_000): Promise<Inv> {
   }
 }
 
-async function lastDeadLetter(): Promise<{ invoice_id: string; reason: string | undefined; error: string | undefined } | undefined> {
+async function lastDeadLetter(): Promise<
+  { invoice_id: string; reason: string | undefined; error: string | undefined } | undefined
+> {
   const jsm = await jetstreamManager(sys.nc);
   const m = await jsm.streams.getMessage('SVC_DLQ', { last_by_subj: dlqSubjectFor(wireDurableName(SYNC_DURABLE)) });
   if (!m) return undefined;
-  return { invoice_id: m.json<{ invoice_id: string }>().invoice_id, reason: m.header.get(DlqHeaders.reason), error: m.header.get(DlqHeaders.error) };
+  return {
+    invoice_id: m.json<{ invoice_id: string }>().invoice_id,
+    reason: m.header.get(DlqHeaders.reason),
+    error: m.header.get(DlqHeaders.error),
+  };
 }
 
 describe('POST /api/v1/invoices/:id/sync-accounting', () => {
@@ -142,40 +148,80 @@ describe('POST /api/v1/invoices/:id/sync-accounting', () => {
     peer.script.set(inv.id, [{ status: 500 }, { status: 500 }, { status: 429, headers: { 'retry-after': '1' } }]);
 
     // A double click: both answered, one job queued.
-    const [a, b] = await Promise.all([call('POST', `/api/v1/invoices/${inv.id}/sync-accounting`), call('POST', `/api/v1/invoices/${inv.id}/sync-accounting`)]);
+    const [a, b] = await Promise.all([
+      call('POST', `/api/v1/invoices/${inv.id}/sync-accounting`),
+      call('POST', `/api/v1/invoices/${inv.id}/sync-accounting`),
+    ]);
     expectStatus(a, 200);
     expectStatus(b, 200);
-    expect([data<{ message: string }>(a).message, data<{ message: string }>(b).message].sort()).toEqual(['accounting sync already queued (attempt 1)', 'accounting sync queued (attempt 1)']);
+    expect([data<{ message: string }>(a).message, data<{ message: string }>(b).message].sort()).toEqual([
+      'accounting sync already queued (attempt 1)',
+      'accounting sync queued (attempt 1)',
+    ]);
 
     const done = await settled(inv.id);
-    expect(done).toMatchObject({ accounting_sync_state: 'synced', accounting_external_id: expect.stringMatching(/^ACC-\d+$/), accounting_sync_error: null, accounting_synced_version: inv.version, version: inv.version, status: 'approved' });
+    expect(done).toMatchObject({
+      accounting_sync_state: 'synced',
+      accounting_external_id: expect.stringMatching(/^ACC-\d+$/),
+      accounting_sync_error: null,
+      accounting_synced_version: inv.version,
+      version: inv.version,
+      status: 'approved',
+    });
     expect(Date.parse(done.accounting_sync_at ?? '')).not.toBeNaN();
 
     const seen = peer.seen.get(inv.id) ?? [];
     expect(seen.map((s) => s.status)).toEqual([500, 500, 429, 201]);
     expect(new Set(seen.map((s) => s.key))).toEqual(new Set([`${inv.id}:${inv.version}`]));
     expect(seen.every((s) => s.auth === 'Bearer acc-token')).toBe(true);
-    expect([...peer.created.entries()].filter(([k]) => k.startsWith(inv.id))).toEqual([[`${inv.id}:${inv.version}`, done.accounting_external_id]]);
+    expect([...peer.created.entries()].filter(([k]) => k.startsWith(inv.id))).toEqual([
+      [`${inv.id}:${inv.version}`, done.accounting_external_id],
+    ]);
     // Retry-After: 1 was waited for (with a few ms of timer slack); the 500s only for the short test backoff.
     expect(seen[3]!.at - seen[2]!.at).toBeGreaterThanOrEqual(990);
     expect(seen[1]!.at - seen[0]!.at).toBeLessThan(900);
     // The body: the invoice and its lines.
-    expect(seen[3]!.body).toMatchObject({ id: inv.id, version: inv.version, total_amount: inv.total_amount, currency: 'EUR', previous_external_id: null });
+    expect(seen[3]!.body).toMatchObject({
+      id: inv.id,
+      version: inv.version,
+      total_amount: inv.total_amount,
+      currency: 'EUR',
+      previous_external_id: null,
+    });
     expect((seen[3]!.body.line_items as Json[]).length).toBe(inv.line_items.length);
 
     // The list items keep exactly their fields.
     const list = data<Json[]>(await call('GET', `/api/v1/invoices?application_key=${fx.keys.ret}&per_page=100`));
-    expect(Object.keys(list[0]!).sort()).toEqual(['application_key', 'created_at', 'currency', 'customer_key', 'deal_type', 'display_number', 'id', 'period_end', 'period_start', 'status', 'total_amount']);
+    expect(Object.keys(list[0]!).sort()).toEqual([
+      'application_key',
+      'created_at',
+      'currency',
+      'customer_key',
+      'deal_type',
+      'display_number',
+      'id',
+      'period_end',
+      'period_start',
+      'status',
+      'total_amount',
+    ]);
 
     // Re-sync of the same version: nothing queued, nothing sent.
     const again = await call('POST', `/api/v1/invoices/${inv.id}/sync-accounting`);
     expectStatus(again, 200);
-    expect(data<{ message: string }>(again).message).toBe(`already synced to accounting as ${done.accounting_external_id} (version ${inv.version}); nothing queued`);
+    expect(data<{ message: string }>(again).message).toBe(
+      `already synced to accounting as ${done.accounting_external_id} (version ${inv.version}); nothing queued`,
+    );
     await new Promise((r) => setTimeout(r, 300));
     expect(peer.seen.get(inv.id)).toHaveLength(4);
 
-    const history = data<{ edit_type: string; new_value: string; edited_by: string }[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`)).filter((h) => h.edit_type === 'accounting_sync');
-    expect(history.map((h) => h.new_value)).toEqual([`queued (version ${inv.version})`, `synced ${done.accounting_external_id} (version ${inv.version})`]);
+    const history = data<{ edit_type: string; new_value: string; edited_by: string }[]>(
+      await call('GET', `/api/v1/invoices/${inv.id}/edit-history`),
+    ).filter((h) => h.edit_type === 'accounting_sync');
+    expect(history.map((h) => h.new_value)).toEqual([
+      `queued (version ${inv.version})`,
+      `synced ${done.accounting_external_id} (version ${inv.version})`,
+    ]);
     expect(history[0]!.edited_by).toBe(fx.rootEmail);
   });
 
@@ -185,7 +231,12 @@ describe('POST /api/v1/invoices/:id/sync-accounting', () => {
     const first = await settled(inv.id);
     expect(first.accounting_sync_state).toBe('synced');
     const sent = data<Inv>(await call('POST', `/api/v1/invoices/${inv.id}/send`));
-    expect(sent).toMatchObject({ status: 'sent', version: inv.version + 1, accounting_sync_state: 'synced', accounting_synced_version: inv.version });
+    expect(sent).toMatchObject({
+      status: 'sent',
+      version: inv.version + 1,
+      accounting_sync_state: 'synced',
+      accounting_synced_version: inv.version,
+    });
     expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/sync-accounting`), 200);
     const second = await settled(inv.id);
     expect(second).toMatchObject({ accounting_sync_state: 'synced', accounting_synced_version: sent.version });
@@ -230,7 +281,10 @@ describe('POST /api/v1/invoices/:id/sync-accounting', () => {
     const draft = await invoice('draft');
     const res = await call('POST', `/api/v1/invoices/${draft.id}/sync-accounting`);
     expectStatus(res, 400);
-    expect(errorOf(res)).toMatchObject({ code: 'VALIDATION_ERROR', message: 'only an approved or sent invoice can be synced to accounting; this invoice is draft' });
+    expect(errorOf(res)).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      message: 'only an approved or sent invoice can be synced to accounting; this invoice is draft',
+    });
 
     const bad = await call('POST', '/api/v1/invoices/not-a-uuid/sync-accounting');
     expectStatus(bad, 400);
@@ -265,7 +319,8 @@ describe('retry timing', () => {
     expect(parseRetryAfter(' 120 ', now)).toBe(120_000);
     expect(parseRetryAfter('Sun, 15 Nov 2026 12:00:30 GMT', now)).toBe(30_000);
     expect(parseRetryAfter('Sun, 15 Nov 2026 11:00:00 GMT', now)).toBe(0);
-    for (const v of [undefined, null, '', '-5', '1.5', 'soon', 'in 5 minutes']) expect(parseRetryAfter(v, now)).toBeUndefined();
+    for (const v of [undefined, null, '', '-5', '1.5', 'soon', 'in 5 minutes'])
+      expect(parseRetryAfter(v, now)).toBeUndefined();
   });
 
   it('caps Retry-After and jitters the backoff within [d/2, d], repeating the last step', () => {

@@ -42,7 +42,11 @@ async function serveEcho(host: ActorHost<TestCat>, instance: string): Promise<vo
       await new Promise((r) => setTimeout(r, ms));
       return { slept: signal.aborted ? -1 : ms };
     },
-    'svc.rtest.scope': async (_input, scope) => ({ traceparent: scope.traceparent, deadline: scope.deadline, request_id: scope.ctx.request_id }),
+    'svc.rtest.scope': async (_input, scope) => ({
+      traceparent: scope.traceparent,
+      deadline: scope.deadline,
+      request_id: scope.ctx.request_id,
+    }),
     'svc.rtest.nested': async (_input, scope) => ({
       outer: { traceparent: scope.traceparent, deadline: scope.deadline, request_id: scope.ctx.request_id },
       // Asks for a minute: a nested call never gets more than what is left of its parent's deadline.
@@ -50,7 +54,11 @@ async function serveEcho(host: ActorHost<TestCat>, instance: string): Promise<vo
     }),
     'svc.rtest.storedown': async () => {
       // What pg / ioredis / fetch throw when the server refuses the connection, wrapped as libraries do.
-      throw new Error('query failed', { cause: Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:5432 (password=hunter2)'), { code: 'ECONNREFUSED' }) });
+      throw new Error('query failed', {
+        cause: Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:5432 (password=hunter2)'), {
+          code: 'ECONNREFUSED',
+        }),
+      });
     },
     'svc.rtest.bigint': async () => ({ n: 1n }),
     // What a row with a column too many looks like: production would send it as it is, so tests must refuse it.
@@ -81,7 +89,8 @@ describe('actor runtime', () => {
 
   it('spreads requests over instances of the same domain (queue group)', async () => {
     const seen = new Set<string>();
-    for (let i = 0; i < 40; i++) seen.add((await caller.call('svc.rtest.echo', { name: 'q', times: 1 }, ctx())).instance);
+    for (let i = 0; i < 40; i++)
+      seen.add((await caller.call('svc.rtest.echo', { name: 'q', times: 1 }, ctx())).instance);
     expect(seen).toEqual(new Set(['a', 'b']));
   });
 
@@ -95,8 +104,14 @@ describe('actor runtime', () => {
   });
 
   it('carries domain errors and hides unexpected ones', async () => {
-    await expect(caller.call('svc.rtest.fail', { code: 'conflict' }, ctx())).rejects.toMatchObject({ code: 'conflict', message: 'failed with conflict' });
-    await expect(caller.call('svc.rtest.crash', {}, ctx())).rejects.toMatchObject({ code: 'internal_error', message: 'internal error' });
+    await expect(caller.call('svc.rtest.fail', { code: 'conflict' }, ctx())).rejects.toMatchObject({
+      code: 'conflict',
+      message: 'failed with conflict',
+    });
+    await expect(caller.call('svc.rtest.crash', {}, ctx())).rejects.toMatchObject({
+      code: 'internal_error',
+      message: 'internal error',
+    });
     await expect(caller.call('svc.rtest.badreply', {}, ctx())).rejects.toMatchObject({ code: 'internal_error' });
   });
 
@@ -108,7 +123,9 @@ describe('actor runtime', () => {
 
   it('gives up with timeout when the deadline passes', async () => {
     const t0 = Date.now();
-    await expect(caller.call('svc.rtest.sleep', { ms: 800 }, ctx(), { timeoutMs: 200 })).rejects.toMatchObject({ code: 'timeout' });
+    await expect(caller.call('svc.rtest.sleep', { ms: 800 }, ctx(), { timeoutMs: 200 })).rejects.toMatchObject({
+      code: 'timeout',
+    });
     expect(Date.now() - t0).toBeLessThan(700);
   });
 
@@ -157,18 +174,28 @@ describe('actor runtime', () => {
   });
 
   it('answers internal_error for a reply JSON cannot carry, and keeps serving', async () => {
-    await expect(caller.call('svc.rtest.bigint', {}, ctx())).rejects.toMatchObject({ code: 'internal_error', message: 'internal error' });
-    await expect(caller.call('svc.rtest.echo', { name: 'still', times: 1 }, ctx())).resolves.toMatchObject({ greeting: 'hello still' });
+    await expect(caller.call('svc.rtest.bigint', {}, ctx())).rejects.toMatchObject({
+      code: 'internal_error',
+      message: 'internal error',
+    });
+    await expect(caller.call('svc.rtest.echo', { name: 'still', times: 1 }, ctx())).resolves.toMatchObject({
+      greeting: 'hello still',
+    });
   });
 
   it('refuses, where replies are checked, a reply the schema would have trimmed: production sends replies unchecked', async () => {
-    await expect(caller.call('svc.rtest.extra', {}, ctx())).rejects.toMatchObject({ code: 'internal_error', message: 'internal error' });
+    await expect(caller.call('svc.rtest.extra', {}, ctx())).rejects.toMatchObject({
+      code: 'internal_error',
+      message: 'internal error',
+    });
     await expect(caller.call('svc.rtest.badreply', {}, ctx())).rejects.toMatchObject({ code: 'internal_error' });
   });
 
   it('sends the handler value as it is when reply checks are off (SVC_VALIDATE_REPLIES=false)', async () => {
     const unchecked = new ActorHost(nc, testCatalogue, testSigner(), log, 10_000, false);
-    await unchecked.serve('rtest2', 'rtest2-unchecked', { 'svc.rtest2.extra': async () => ({ kept: 'yes', extra: 1 }) as { kept: string } });
+    await unchecked.serve('rtest2', 'rtest2-unchecked', {
+      'svc.rtest2.extra': async () => ({ kept: 'yes', extra: 1 }) as { kept: string },
+    });
     try {
       expect(await caller.call('svc.rtest2.extra', {}, ctx())).toEqual({ kept: 'yes', extra: 1 });
     } finally {

@@ -26,7 +26,10 @@ interface Child {
 
 /** `node <script>` with this run's environment (same NATS namespace and chDB path) plus `env`. */
 function run(script: string, env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, [script], { env: { ...process.env, ...brokerEnv(), SVC_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [script], {
+    env: { ...process.env, ...brokerEnv(), SVC_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -34,8 +37,11 @@ function run(script: string, env: Record<string, string>): Child {
   return { exited, output: () => out, kill: (signal) => proc.exitCode === null && proc.kill(signal) };
 }
 
-const within = <T,>(p: Promise<T>, ms: number, what: string): Promise<T> =>
-  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms).unref())]);
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms).unref()),
+  ]);
 
 describe('embedded analytics store (chDB) ownership', () => {
   let sys: TestSystem;
@@ -43,7 +49,9 @@ describe('embedded analytics store (chDB) ownership', () => {
   beforeAll(async () => {
     sys = await startTestSystem();
     // The invoice domain applied the analytics DDL itself when it started.
-    const applied = await (await sys.stores.analytics()).query<{ id: string }>('SELECT id FROM schema_migrations FINAL');
+    const applied = await (
+      await sys.stores.analytics()
+    ).query<{ id: string }>('SELECT id FROM schema_migrations FINAL');
     expect(applied.map((r) => r.id)).toContain('0001_schema_migrations');
   });
   afterAll(async () => {
@@ -61,7 +69,10 @@ describe('embedded analytics store (chDB) ownership', () => {
   });
 
   it('npm run migrate succeeds while the system holds chDB (the analytics DDL is left to the invoice domain)', async () => {
-    const child = run('migrations/run.ts', { SVC_DB_URL: sys.config.SVC_DB_URL, SVC_ANALYTICS_PATH: sys.config.SVC_ANALYTICS_PATH });
+    const child = run('migrations/run.ts', {
+      SVC_DB_URL: sys.config.SVC_DB_URL,
+      SVC_ANALYTICS_PATH: sys.config.SVC_ANALYTICS_PATH,
+    });
     children.push(child);
     expect(await within(child.exited, 30_000, 'migrate exit'), child.output()).toBe(0);
     expect(child.output()).not.toMatch(/Cannot lock file/);
@@ -71,10 +82,17 @@ describe('embedded analytics store (chDB) ownership', () => {
   it('refuses a second invoice instance on chDB with a message naming SVC_CLICKHOUSE_URL, before opening chDB', async () => {
     // A directory of its own, so only the instance check (not the lock of the first one's directory) can refuse it.
     const dir = join(tmpdir(), `chdb-second-${randomUUID().slice(0, 8)}`);
-    const child = run('main.ts', { SVC_DB_URL: sys.config.SVC_DB_URL, SVC_ACTORS: 'invoice', SVC_GATEWAYS: 'none', SVC_ANALYTICS_PATH: dir });
+    const child = run('main.ts', {
+      SVC_DB_URL: sys.config.SVC_DB_URL,
+      SVC_ACTORS: 'invoice',
+      SVC_GATEWAYS: 'none',
+      SVC_ANALYTICS_PATH: dir,
+    });
     children.push(child);
     expect(await within(child.exited, 30_000, 'second instance exit'), child.output()).toBe(1);
-    expect(child.output()).toMatch(/start-up failed: another invoice actor instance already serves .*set SVC_CLICKHOUSE_URL/);
+    expect(child.output()).toMatch(
+      /start-up failed: another invoice actor instance already serves .*set SVC_CLICKHOUSE_URL/,
+    );
     expect(existsSync(dir)).toBe(false);
   });
 

@@ -30,7 +30,11 @@ describe('bench namespace', () => {
 
   it('bench/run.ts runs in its own namespace even when started with the default (empty) one', async () => {
     // PostgreSQL on a closed port: the bench stops at its first query, after choosing its namespace.
-    const env: NodeJS.ProcessEnv = { ...process.env, SVC_NAMESPACE: '', SVC_DB_URL: 'postgresql://postgres@127.0.0.1:1/none' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      SVC_NAMESPACE: '',
+      SVC_DB_URL: 'postgresql://postgres@127.0.0.1:1/none',
+    };
     delete env.SVC_BENCH_NAMESPACE;
     const proc = spawn(process.execPath, ['bench/run.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

@@ -51,11 +51,17 @@ interface Main {
 
 /** main.ts, everything in it, as the leader of a process group of its own (what a terminal or npm gives it). */
 function runMain(env: Record<string, string>): Main {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { env: { ...process.env, ...brokerEnv(), ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], {
+    env: { ...process.env, ...brokerEnv(), ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { proc, stdout: () => out, exited };
 }
 
@@ -107,7 +113,10 @@ describe('the PDF renderer after a busy run and a SIGTERM to the process group',
     await waitFor(
       async () => {
         if (m.proc.exitCode !== null) throw new Error(`main.ts exited early: ${m.stdout().slice(-2000)}`);
-        return fetch(`http://127.0.0.1:${invoicingPort}/healthz`).then((r) => r.ok, () => false);
+        return fetch(`http://127.0.0.1:${invoicingPort}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        );
       },
       60_000,
       'main.ts up',
@@ -119,32 +128,85 @@ describe('the PDF renderer after a busy run and a SIGTERM to the process group',
     const app = `RET-${tag}`;
     await publishDurable(nc, INGEST_SUBJECT, {
       batch_id: `browser-shutdown-${tag}`,
-      customers: [{ customer_key: `C-${tag}`, name: 'Acme', email: 'billing@acme.example', address: 'Hafenstraße 12', country: 'DE', vat_id: 'DE1' }],
+      customers: [
+        {
+          customer_key: `C-${tag}`,
+          name: 'Acme',
+          email: 'billing@acme.example',
+          address: 'Hafenstraße 12',
+          country: 'DE',
+          vat_id: 'DE1',
+        },
+      ],
       rate_tiers: [{ rate_tier: `std-${tag}`, name: 'Standard', multiplier: '1.0000' }],
-      applications: [{ application_key: app, customer_key: `C-${tag}`, name: 'App', is_active: true, deal_type: 'RET', currency: 'EUR', base_amount: '2000.00', included_hours: '10.0000', hourly_rate: '95.00', overtime_rate: '120.00' }],
+      applications: [
+        {
+          application_key: app,
+          customer_key: `C-${tag}`,
+          name: 'App',
+          is_active: true,
+          deal_type: 'RET',
+          currency: 'EUR',
+          base_amount: '2000.00',
+          included_hours: '10.0000',
+          hourly_rate: '95.00',
+          overtime_rate: '120.00',
+        },
+      ],
       worklogs: [],
     });
     await waitForIngest(nc, 30_000);
     const auth = { authorization: `Bearer ${token}` };
     const json = { ...auth, 'content-type': 'application/json' };
-    const inv = (path: string, init: RequestInit): Promise<Response> => fetch(`http://127.0.0.1:${invoicingPort}${path}`, init);
-    const prefill = await inv('/api/v1/invoices/prefill', { method: 'POST', headers: json, body: JSON.stringify({ application_key: app }) });
+    const inv = (path: string, init: RequestInit): Promise<Response> =>
+      fetch(`http://127.0.0.1:${invoicingPort}${path}`, init);
+    const prefill = await inv('/api/v1/invoices/prefill', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ application_key: app }),
+    });
     expect(prefill.status).toBe(200);
     const preview = JSON.stringify(((await prefill.json()) as { data: unknown }).data);
     const drafts: string[] = [];
-    for (let i = 0; i < 6; i++) drafts.push(((await (await inv('/api/v1/invoices/generate', { method: 'POST', headers: json, body: preview })).json()) as { data: { id: string } }).data.id);
+    for (let i = 0; i < 6; i++)
+      drafts.push(
+        (
+          (await (await inv('/api/v1/invoices/generate', { method: 'POST', headers: json, body: preview })).json()) as {
+            data: { id: string };
+          }
+        ).data.id,
+      );
 
     // The load: malformed and unauthenticated requests to both gateways while the PDFs render.
     const junk = ['{', 'null', '[]', '{"a":1}', JSON.stringify({ name: 'x'.repeat(5000) })];
-    const paths = [`http://127.0.0.1:${invoicingPort}/api/v1/invoices/zz`, `http://127.0.0.1:${invoicingPort}/api/v1/invoices/prefill`, `http://127.0.0.1:${consolePort}/api/v1/clients`, `http://127.0.0.1:${consolePort}/api/v1/auth/login`];
+    const paths = [
+      `http://127.0.0.1:${invoicingPort}/api/v1/invoices/zz`,
+      `http://127.0.0.1:${invoicingPort}/api/v1/invoices/prefill`,
+      `http://127.0.0.1:${consolePort}/api/v1/clients`,
+      `http://127.0.0.1:${consolePort}/api/v1/auth/login`,
+    ];
     let sent = 0;
     const fuzz = async (): Promise<void> => {
       while (sent < 800) {
         const n = sent++;
-        await fetch(paths[n % paths.length]!, { method: 'POST', headers: n % 2 ? json : { 'content-type': 'application/json' }, body: junk[n % junk.length] }).then((r) => r.arrayBuffer(), () => undefined);
+        await fetch(paths[n % paths.length]!, {
+          method: 'POST',
+          headers: n % 2 ? json : { 'content-type': 'application/json' },
+          body: junk[n % junk.length],
+        }).then(
+          (r) => r.arrayBuffer(),
+          () => undefined,
+        );
       }
     };
-    const [finalized] = await Promise.all([Promise.all(drafts.map(async (id) => (await inv(`/api/v1/invoices/${id}/finalize`, { method: 'POST', headers: auth })).status)), ...Array.from({ length: 6 }, fuzz)]);
+    const [finalized] = await Promise.all([
+      Promise.all(
+        drafts.map(
+          async (id) => (await inv(`/api/v1/invoices/${id}/finalize`, { method: 'POST', headers: auth })).status,
+        ),
+      ),
+      ...Array.from({ length: 6 }, fuzz),
+    ]);
     expect(finalized).toContain(200);
     chromium = chromiumPid(m.stdout());
     expect(chromium).toBeDefined();
@@ -165,18 +227,24 @@ describe('the PDF renderer after a busy run and a SIGTERM to the process group',
 });
 
 describe('a helper process group registered with killGroupOnExit', () => {
-  it.each(['throw', 'exit'])('is killed when the process ends by %s', async (how) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/crashing-parent.ts', how], { stdio: ['ignore', 'pipe', 'ignore'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-    const helper = Number(out.trim());
-    expect(helper).toBeGreaterThan(0);
-    try {
-      expect(code).toBe(how === 'throw' ? 1 : 3);
-      await waitFor(() => groupMembers(helper).length === 0, 5_000, 'helper gone');
-    } finally {
-      for (const pid of groupMembers(helper)) process.kill(pid, 'SIGKILL');
-    }
-  }, 30_000);
+  it.each(['throw', 'exit'])(
+    'is killed when the process ends by %s',
+    async (how) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/crashing-parent.ts', how], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      const helper = Number(out.trim());
+      expect(helper).toBeGreaterThan(0);
+      try {
+        expect(code).toBe(how === 'throw' ? 1 : 3);
+        await waitFor(() => groupMembers(helper).length === 0, 5_000, 'helper gone');
+      } finally {
+        for (const pid of groupMembers(helper)) process.kill(pid, 'SIGKILL');
+      }
+    },
+    30_000,
+  );
 });

@@ -9,7 +9,13 @@ describe('configuration', () => {
   });
 
   it('names each malformed variable', () => {
-    const run = () => loadConfig({ SVC_DB_URL: 'mysql://x', SVC_SERVER_PORT: 'eighty', SVC_MFA_ENCRYPTION_KEY: 'abc', SVC_ENABLE_DEBUG_ENDPOINTS: 'maybe' });
+    const run = () =>
+      loadConfig({
+        SVC_DB_URL: 'mysql://x',
+        SVC_SERVER_PORT: 'eighty',
+        SVC_MFA_ENCRYPTION_KEY: 'abc',
+        SVC_ENABLE_DEBUG_ENDPOINTS: 'maybe',
+      });
     expect(run).toThrow(/SVC_DB_URL: must be a postgresql:\/\/ URL/);
     expect(run).toThrow(/SVC_SERVER_PORT/);
     expect(run).toThrow(/SVC_MFA_ENCRYPTION_KEY: must be 64 hex characters/);
@@ -33,23 +39,33 @@ describe('configuration', () => {
       SVC_ACTORS: ['all'],
     });
     expect(c.SVC_VALKEY_URL).toBeUndefined();
-    expect(loadConfig({ SVC_DB_URL: 'postgresql://localhost/x', SVC_CORS_ORIGINS: 'https://a.example, https://b.example' }).SVC_CORS_ORIGINS).toEqual([
-      'https://a.example',
-      'https://b.example',
-    ]);
+    expect(
+      loadConfig({ SVC_DB_URL: 'postgresql://localhost/x', SVC_CORS_ORIGINS: 'https://a.example, https://b.example' })
+        .SVC_CORS_ORIGINS,
+    ).toEqual(['https://a.example', 'https://b.example']);
   });
 
   it('names SVC_* variables nothing reads (typos), but not the set-up script knobs', () => {
-    expect(unknownVariables({ SVC_DB_URL: 'x', SVC_ENABLE_DEBUG_ENDPOINT: 'true', SVC_SETUP_QUIET: '1', PATH: '/bin' })).toEqual(['SVC_ENABLE_DEBUG_ENDPOINT']);
+    expect(
+      unknownVariables({ SVC_DB_URL: 'x', SVC_ENABLE_DEBUG_ENDPOINT: 'true', SVC_SETUP_QUIET: '1', PATH: '/bin' }),
+    ).toEqual(['SVC_ENABLE_DEBUG_ENDPOINT']);
   });
 
   it('refuses to run identity without its secrets, naming them', () => {
     const c = loadConfig({ SVC_DB_URL: 'postgresql://localhost/x' });
-    expect(() => requireSecrets(c, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY'])).toThrow(/SVC_JWT_SECRET: is required[\s\S]*SVC_MFA_ENCRYPTION_KEY: is required/);
+    expect(() => requireSecrets(c, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY'])).toThrow(
+      /SVC_JWT_SECRET: is required[\s\S]*SVC_MFA_ENCRYPTION_KEY: is required/,
+    );
   });
 
   it('selects the domains a process runs', () => {
-    expect(selectDomains(['all']).map((d) => d.name)).toEqual(['identity', 'fleet', 'invoice', 'servicedesk', 'events']);
+    expect(selectDomains(['all']).map((d) => d.name)).toEqual([
+      'identity',
+      'fleet',
+      'invoice',
+      'servicedesk',
+      'events',
+    ]);
     expect(selectDomains(['invoice']).map((d) => d.name)).toEqual(['invoice']);
     expect(selectDomains(['none'])).toEqual([]);
     expect(() => selectDomains(['billing'])).toThrow(/unknown domain\(s\) billing/);

@@ -21,14 +21,19 @@ describe('a signer verifying a request it signed itself', () => {
     signer.servesHere(SUBJECT);
     return signer;
   };
-  const signed = (signer: ContextSigner, payload: Uint8Array, deadline = Date.now() + 5000) => ({ deadline: String(deadline), ...signer.sign(SUBJECT, 'r1', deadline, payload) });
+  const signed = (signer: ContextSigner, payload: Uint8Array, deadline = Date.now() + 5000) => ({
+    deadline: String(deadline),
+    ...signer.sign(SUBJECT, 'r1', deadline, payload),
+  });
 
   it('accepts it by comparison, without computing its MAC again', () => {
     const signer = serving(new ContextSigner(KEY));
     const payload = bytes('{"ctx":{},"input":{"a":1}}');
     const s = signed(signer, payload);
     const mac = vi.spyOn(ContextSigner.prototype as unknown as Mac, 'mac');
-    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, Buffer.from(payload))).toEqual({ ok: true });
+    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, Buffer.from(payload))).toEqual({
+      ok: true,
+    });
     expect(mac).not.toHaveBeenCalled();
     // Once verified it is forgotten: the same message again (a repeat, a replay) is verified the full way, and passes.
     expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: true });
@@ -39,13 +44,18 @@ describe('a signer verifying a request it signed itself', () => {
     const signer = serving(new ContextSigner(KEY));
     const payload = bytes('{"ctx":{},"input":{"a":1}}');
     const changed = [
-      (s: ReturnType<typeof signed>) => signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, bytes('{"ctx":{},"input":{"a":2}}')),
-      (s: ReturnType<typeof signed>) => signer.verify('svc.rtest.other', 'r1', s.deadline, s.signedAt, s.signature, payload),
+      (s: ReturnType<typeof signed>) =>
+        signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, bytes('{"ctx":{},"input":{"a":2}}')),
+      (s: ReturnType<typeof signed>) =>
+        signer.verify('svc.rtest.other', 'r1', s.deadline, s.signedAt, s.signature, payload),
       (s: ReturnType<typeof signed>) => signer.verify(SUBJECT, 'r2', s.deadline, s.signedAt, s.signature, payload),
-      (s: ReturnType<typeof signed>) => signer.verify(SUBJECT, 'r1', String(Number(s.deadline) + 1), s.signedAt, s.signature, payload),
-      (s: ReturnType<typeof signed>) => signer.verify(SUBJECT, 'r1', s.deadline, String(Number(s.signedAt) - 1), s.signature, payload),
+      (s: ReturnType<typeof signed>) =>
+        signer.verify(SUBJECT, 'r1', String(Number(s.deadline) + 1), s.signedAt, s.signature, payload),
+      (s: ReturnType<typeof signed>) =>
+        signer.verify(SUBJECT, 'r1', s.deadline, String(Number(s.signedAt) - 1), s.signature, payload),
     ];
-    for (const verify of changed) expect(verify(signed(signer, payload))).toEqual({ ok: false, reason: 'bad signature' });
+    for (const verify of changed)
+      expect(verify(signed(signer, payload))).toEqual({ ok: false, reason: 'bad signature' });
   });
 
   it('keeps a copy of what it signed: a buffer changed after signing does not pass as signed', () => {
@@ -53,7 +63,10 @@ describe('a signer verifying a request it signed itself', () => {
     const payload = Buffer.from('{"ctx":{},"input":{"a":1}}');
     const s = signed(signer, payload);
     payload[payload.length - 3] = '2'.charCodeAt(0);
-    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: false, reason: 'bad signature' });
+    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({
+      ok: false,
+      reason: 'bad signature',
+    });
   });
 
   it('still applies the replay window', () => {
@@ -62,7 +75,10 @@ describe('a signer verifying a request it signed itself', () => {
     const payload = bytes('{}');
     const s = signed(signer, payload, now + 60_000);
     now += 30_001;
-    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: false, reason: 'stale' });
+    expect(signer.verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({
+      ok: false,
+      reason: 'stale',
+    });
   });
 
   it('keeps no large payload, and nothing older than the replay window', () => {
@@ -76,8 +92,14 @@ describe('a signer verifying a request it signed itself', () => {
     // Signing again drops what the window no longer admits.
     signed(signer, bytes('{"new":1}'), now + 60_000);
     mac.mockClear();
-    expect(signer.verify(SUBJECT, 'r1', s1.deadline, s1.signedAt, s1.signature, big)).toEqual({ ok: false, reason: 'stale' });
-    expect(signer.verify(SUBJECT, 'r1', old.deadline, old.signedAt, old.signature, bytes('{"old":1}'))).toEqual({ ok: false, reason: 'stale' });
+    expect(signer.verify(SUBJECT, 'r1', s1.deadline, s1.signedAt, s1.signature, big)).toEqual({
+      ok: false,
+      reason: 'stale',
+    });
+    expect(signer.verify(SUBJECT, 'r1', old.deadline, old.signedAt, old.signature, bytes('{"old":1}'))).toEqual({
+      ok: false,
+      reason: 'stale',
+    });
     // Both went the full way: neither was kept.
     expect(mac).toHaveBeenCalledTimes(2);
   });
@@ -97,15 +119,21 @@ describe('a signer verifying a request it signed itself', () => {
     const first = signed(signer, bytes('{"n":0}'));
     for (let i = 1; i <= 5000; i++) signed(signer, bytes(`{"n":${i}}`));
     const mac = vi.spyOn(ContextSigner.prototype as unknown as Mac, 'mac');
-    expect(signer.verify(SUBJECT, 'r1', first.deadline, first.signedAt, first.signature, bytes('{"n":0}'))).toEqual({ ok: true });
+    expect(signer.verify(SUBJECT, 'r1', first.deadline, first.signedAt, first.signature, bytes('{"n":0}'))).toEqual({
+      ok: true,
+    });
     expect(mac).toHaveBeenCalledTimes(1);
   });
 
   it('a request signed by another process holding the same key is verified the full way', () => {
     const payload = bytes('{"x":1}');
     const s = signed(new ContextSigner(KEY), payload);
-    expect(new ContextSigner(KEY).verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: true });
-    expect(new ContextSigner('o'.repeat(40)).verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({ ok: false, reason: 'unknown key' });
+    expect(new ContextSigner(KEY).verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload)).toEqual({
+      ok: true,
+    });
+    expect(
+      new ContextSigner('o'.repeat(40)).verify(SUBJECT, 'r1', s.deadline, s.signedAt, s.signature, payload),
+    ).toEqual({ ok: false, reason: 'unknown key' });
   });
 });
 
@@ -166,7 +194,9 @@ describe('the request headers encoded in one template', () => {
     const theirs = natsHeaders();
     for (const [k, v] of values) theirs.set(k, v);
     const ours = new RequestHeaders(...(values.map(([, v]) => v) as [string, string, string, string, string]));
-    expect(Buffer.from(ours.encode()).toString()).toBe(Buffer.from((theirs as unknown as { encode(): Uint8Array }).encode()).toString());
+    expect(Buffer.from(ours.encode()).toString()).toBe(
+      Buffer.from((theirs as unknown as { encode(): Uint8Array }).encode()).toString(),
+    );
     expect(ours.get(Headers.deadline)).toBe('1767225600000');
     expect([...ours].map(([k]) => k)).toEqual(values.map(([k]) => k));
     ours.set('X-Extra', 'y');
@@ -180,12 +210,36 @@ describe('the request headers encoded in one template', () => {
     h.set(Headers.deadline, '1767225600000');
     h.set('svc-signed-at', 'another case is another name');
     h.set('X-Other', 'ignored');
-    expect(readRequestHeaders(h)).toEqual({ requestId: h.get(Headers.requestId), deadline: '1767225600000', traceparent: '', signedAt: h.get(SignatureHeaders.signedAt), signature: '' });
+    expect(readRequestHeaders(h)).toEqual({
+      requestId: h.get(Headers.requestId),
+      deadline: '1767225600000',
+      traceparent: '',
+      signedAt: h.get(SignatureHeaders.signedAt),
+      signature: '',
+    });
     expect(readRequestHeaders(h).requestId).toBe('first');
-    expect(readRequestHeaders(undefined)).toEqual({ requestId: '', deadline: '', traceparent: '', signedAt: '', signature: '' });
+    expect(readRequestHeaders(undefined)).toEqual({
+      requestId: '',
+      deadline: '',
+      traceparent: '',
+      signedAt: '',
+      signature: '',
+    });
     // What a caller sends is what an actor reads.
-    const sent = new RequestHeaders('r-9', '123', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', '120', 'v1=0123abcd:sig');
-    expect(readRequestHeaders(sent)).toEqual({ requestId: 'r-9', deadline: '123', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', signedAt: '120', signature: 'v1=0123abcd:sig' });
+    const sent = new RequestHeaders(
+      'r-9',
+      '123',
+      '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      '120',
+      'v1=0123abcd:sig',
+    );
+    expect(readRequestHeaders(sent)).toEqual({
+      requestId: 'r-9',
+      deadline: '123',
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      signedAt: '120',
+      signature: 'v1=0123abcd:sig',
+    });
   });
 
   it('refuses a request id with a line break, as nats.js does', () => {
@@ -196,10 +250,19 @@ describe('the request headers encoded in one template', () => {
 
 describe('a safe call sent twice', () => {
   /** `wallAt`: Date.now() when sent (the clock deadlines are in); `monoAt`: performance.now(), for elapsed time. */
-  type Attempt = { ms: number; wallAt: number; monoAt: number; resolve: (b: Uint8Array) => void; reject: (e: Error) => void };
+  type Attempt = {
+    ms: number;
+    wallAt: number;
+    monoAt: number;
+    resolve: (b: Uint8Array) => void;
+    reject: (e: Error) => void;
+  };
   const harness = () => {
     const attempts: Attempt[] = [];
-    const send = (ms: number): Promise<Uint8Array> => new Promise((resolve, reject) => attempts.push({ ms, wallAt: Date.now(), monoAt: performance.now(), resolve, reject }));
+    const send = (ms: number): Promise<Uint8Array> =>
+      new Promise((resolve, reject) =>
+        attempts.push({ ms, wallAt: Date.now(), monoAt: performance.now(), resolve, reject }),
+      );
     return { attempts, send };
   };
   const tick = (ms = 0): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -294,7 +357,13 @@ describe('a safe call sent twice', () => {
   it('rejects, leaving no timer, when the send throws at once', async () => {
     vi.useFakeTimers();
     try {
-      const p = sendTwice(() => { throw new Error('closed'); }, Date.now() + 1000, 20);
+      const p = sendTwice(
+        () => {
+          throw new Error('closed');
+        },
+        Date.now() + 1000,
+        20,
+      );
       await expect(p).rejects.toThrow('closed');
       expect(vi.getTimerCount()).toBe(0);
     } finally {

@@ -15,11 +15,16 @@ import { testCatalogue } from '../support/test-catalogue.ts';
 /** The shortcuts taken on the per-request path (docs/benchmarks.md) keep their behaviour. */
 
 describe('timestamps from PostgreSQL text', () => {
-  const slow = (v: string): string => new Date(Date.parse(v.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'))).toISOString();
-  it.each(['2026-01-02 03:04:05+00', '2026-01-02 03:04:05.1+00', '2026-01-02 03:04:05.12+00', '2026-01-02 03:04:05.123+00', '2026-12-31 23:59:59.999999+00', '1999-02-28 00:00:00.000456+00'])(
-    'the fast path for %s equals the Date round trip',
-    (v) => expect(iso(v)).toBe(slow(v)),
-  );
+  const slow = (v: string): string =>
+    new Date(Date.parse(v.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'))).toISOString();
+  it.each([
+    '2026-01-02 03:04:05+00',
+    '2026-01-02 03:04:05.1+00',
+    '2026-01-02 03:04:05.12+00',
+    '2026-01-02 03:04:05.123+00',
+    '2026-12-31 23:59:59.999999+00',
+    '1999-02-28 00:00:00.000456+00',
+  ])('the fast path for %s equals the Date round trip', (v) => expect(iso(v)).toBe(slow(v)));
   it('still converts other offsets and Dates', () => {
     expect(iso('2026-01-02 03:04:05.5+02')).toBe('2026-01-02T01:04:05.500Z');
     expect(iso(new Date(Date.UTC(2026, 0, 2)))).toBe('2026-01-02T00:00:00.000Z');
@@ -49,7 +54,9 @@ describe('envelopes without zod on the hot path', () => {
   beforeAll(async () => {
     nc = await connectNats(NATS_URL, 'hot-path-test', log, NATS_CREDS, NATS_CA);
     host = new ActorHost(nc, testCatalogue, testSigner(), log);
-    await host.serve('rtest', 'rtest-hot', { 'svc.rtest.echo': async ({ name, times }) => ({ greeting: `hello ${name}`.repeat(times), instance: 'hot' }) });
+    await host.serve('rtest', 'rtest-hot', {
+      'svc.rtest.echo': async ({ name, times }) => ({ greeting: `hello ${name}`.repeat(times), instance: 'hot' }),
+    });
   });
   afterAll(async () => {
     await host.drain(100);
@@ -72,35 +79,92 @@ describe('envelopes without zod on the hot path', () => {
   });
 
   it('turns a malformed reply into internal_error and a well-formed error reply into its DomainError', async () => {
-    const replies = ['not json', '{"ok":"yes"}', '{"ok":false,"error":{"code":"nonsense","message":"x"}}', '{"ok":false,"error":{"code":"conflict","message":"taken","details":{"k":1}}}'];
+    const replies = [
+      'not json',
+      '{"ok":"yes"}',
+      '{"ok":false,"error":{"code":"nonsense","message":"x"}}',
+      '{"ok":false,"error":{"code":"conflict","message":"taken","details":{"k":1}}}',
+    ];
     let i = 0;
-    const sub = nc.subscribe(wireRequestSubject('svc.rtest.bigint'), { callback: (_e, m) => void m.respond(replies[i++]!) });
+    const sub = nc.subscribe(wireRequestSubject('svc.rtest.bigint'), {
+      callback: (_e, m) => void m.respond(replies[i++]!),
+    });
     await nc.flush();
     try {
       const caller = new Caller(() => nc, testCatalogue, testSigner(), 2000);
       const ctx = { request_id: 'x', principal: { kind: 'anonymous' as const } };
-      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({ code: 'internal_error', message: expect.stringMatching(/not JSON/) });
-      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({ code: 'internal_error', message: expect.stringMatching(/malformed reply/) });
-      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({ code: 'internal_error', message: expect.stringMatching(/malformed reply/) });
-      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({ code: 'conflict', message: 'taken', details: { k: 1 } });
+      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({
+        code: 'internal_error',
+        message: expect.stringMatching(/not JSON/),
+      });
+      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({
+        code: 'internal_error',
+        message: expect.stringMatching(/malformed reply/),
+      });
+      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({
+        code: 'internal_error',
+        message: expect.stringMatching(/malformed reply/),
+      });
+      await expect(caller.call('svc.rtest.bigint', {}, ctx)).rejects.toMatchObject({
+        code: 'conflict',
+        message: 'taken',
+        details: { k: 1 },
+      });
     } finally {
       sub.unsubscribe();
     }
   });
 
   it('cuts a page reply into the list envelope without parsing it, and renders any other layout the same way', async () => {
-    const tricky = [{ n: 1, s: '],"total":9,"page":9,"per_page":9}}' }, { n: 2, s: 'ü雪 "q" \\ ]}' }, { n: 3, s: '' }];
-    const cases: { reply: string; data: unknown[]; meta: { total: number; page: number; per_page: number }; cut: boolean }[] = [
+    const tricky = [
+      { n: 1, s: '],"total":9,"page":9,"per_page":9}}' },
+      { n: 2, s: 'ü雪 "q" \\ ]}' },
+      { n: 3, s: '' },
+    ];
+    const cases: {
+      reply: string;
+      data: unknown[];
+      meta: { total: number; page: number; per_page: number };
+      cut: boolean;
+    }[] = [
       // pageOf's key order: cut.
-      { reply: JSON.stringify({ ok: true, data: { items: tricky, total: 1234567, page: 2, per_page: 3 } }), data: tricky, meta: { total: 1234567, page: 2, per_page: 3 }, cut: true },
-      { reply: JSON.stringify({ ok: true, data: { items: [], total: 0, page: 1, per_page: 20 } }), data: [], meta: { total: 0, page: 1, per_page: 20 }, cut: true },
-      { reply: JSON.stringify({ ok: true, data: { items: [[1], [2]], total: 2, page: 1, per_page: 2 } }), data: [[1], [2]], meta: { total: 2, page: 1, per_page: 2 }, cut: true },
+      {
+        reply: JSON.stringify({ ok: true, data: { items: tricky, total: 1234567, page: 2, per_page: 3 } }),
+        data: tricky,
+        meta: { total: 1234567, page: 2, per_page: 3 },
+        cut: true,
+      },
+      {
+        reply: JSON.stringify({ ok: true, data: { items: [], total: 0, page: 1, per_page: 20 } }),
+        data: [],
+        meta: { total: 0, page: 1, per_page: 20 },
+        cut: true,
+      },
+      {
+        reply: JSON.stringify({ ok: true, data: { items: [[1], [2]], total: 2, page: 1, per_page: 2 } }),
+        data: [[1], [2]],
+        meta: { total: 2, page: 1, per_page: 2 },
+        cut: true,
+      },
       // Another key order: parsed and rendered. (The first case holds an item string that looks like the tail.)
-      { reply: JSON.stringify({ ok: true, data: { total: 3, page: 1, per_page: 3, items: tricky } }), data: tricky, meta: { total: 3, page: 1, per_page: 3 }, cut: false },
-      { reply: JSON.stringify({ ok: true, data: { page: 1, items: [{ n: 5 }], per_page: 1, total: 1 } }), data: [{ n: 5 }], meta: { total: 1, page: 1, per_page: 1 }, cut: false },
+      {
+        reply: JSON.stringify({ ok: true, data: { total: 3, page: 1, per_page: 3, items: tricky } }),
+        data: tricky,
+        meta: { total: 3, page: 1, per_page: 3 },
+        cut: false,
+      },
+      {
+        reply: JSON.stringify({ ok: true, data: { page: 1, items: [{ n: 5 }], per_page: 1, total: 1 } }),
+        data: [{ n: 5 }],
+        meta: { total: 1, page: 1, per_page: 1 },
+        cut: false,
+      },
     ];
     let i = 0;
-    const sub = nc.subscribe(wireRequestSubject('svc.rtest.page'), { callback: (_e, m) => void m.respond(cases[i++]?.reply ?? '{"ok":false,"error":{"code":"forbidden","message":"no"}}') });
+    const sub = nc.subscribe(wireRequestSubject('svc.rtest.page'), {
+      callback: (_e, m) =>
+        void m.respond(cases[i++]?.reply ?? '{"ok":false,"error":{"code":"forbidden","message":"no"}}'),
+    });
     await nc.flush();
     try {
       const caller = new Caller(() => nc, testCatalogue, testSigner(), 2000);
@@ -112,7 +176,10 @@ describe('envelopes without zod on the hot path', () => {
         // A cut answer keeps the actor's bytes of the items as they are.
         if (c.cut) expect(text).toBe(`{"data":${JSON.stringify(c.data)},"meta":${JSON.stringify(c.meta)}}`);
       }
-      await expect(caller.callForwardedPage('svc.rtest.page', { page: 1, per_page: 1 }, ctx)).rejects.toMatchObject({ code: 'forbidden', message: 'no' });
+      await expect(caller.callForwardedPage('svc.rtest.page', { page: 1, per_page: 1 }, ctx)).rejects.toMatchObject({
+        code: 'forbidden',
+        message: 'no',
+      });
     } finally {
       sub.unsubscribe();
     }

@@ -18,7 +18,16 @@ import {
 } from '../../actors/runtime/jetstream.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
-import { agentOfTelemetrySubject, allStreams, DlqHeaders, dlqSubjectFor, streams, StreamSpec, telemetryFilter, telemetrySubject } from '../../contracts/streams.ts';
+import {
+  agentOfTelemetrySubject,
+  allStreams,
+  DlqHeaders,
+  dlqSubjectFor,
+  streams,
+  StreamSpec,
+  telemetryFilter,
+  telemetrySubject,
+} from '../../contracts/streams.ts';
 import { setNamespace } from '../../actors/runtime/namespace.ts';
 import { sleep, waitFor, freePort, startNatsServer, stopProcess } from '../support/processes.ts';
 import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
@@ -47,7 +56,10 @@ const durableOf = (name: string): string => {
 const Job = z.object({ n: z.number().int() });
 type Job = z.infer<typeof Job>;
 
-async function start(name: string, opts: Partial<RunConsumerOptions<Job>> & Pick<RunConsumerOptions<Job>, 'handler'>): Promise<ConsumerHandle> {
+async function start(
+  name: string,
+  opts: Partial<RunConsumerOptions<Job>> & Pick<RunConsumerOptions<Job>, 'handler'>,
+): Promise<ConsumerHandle> {
   const h = await runConsumer<Job>({
     nc,
     stream: WORK,
@@ -63,9 +75,8 @@ async function start(name: string, opts: Partial<RunConsumerOptions<Job>> & Pick
   return h;
 }
 
-
-
-const dlqOf = (durable: string): Promise<StoredMsg | null> => jsm.streams.getMessage('SVC_DLQ', { last_by_subj: dlqSubjectFor(durable) });
+const dlqOf = (durable: string): Promise<StoredMsg | null> =>
+  jsm.streams.getMessage('SVC_DLQ', { last_by_subj: dlqSubjectFor(durable) });
 
 /** Every dead letter of `durable`, oldest first, read with an ordered (ephemeral) consumer. */
 async function dlqAll(durable: string, expected: number): Promise<JsMsg[]> {
@@ -118,7 +129,8 @@ describe('contracts/streams', () => {
     expect(() => telemetrySubject('a.b', 'metrics')).toThrow();
     expect(telemetryFilter('heartbeat')).toBe('svc.agent.*.heartbeat');
     expect(agentOfTelemetrySubject(telemetrySubject('agent-1', 'metrics'))).toBe('agent-1');
-    for (const other of ['svc.agent.a.b.c', 'svc.fleet.hosts.get', 'ns.svc.agent.a.b', 'svc.agent..b']) expect(agentOfTelemetrySubject(other)).toBeUndefined();
+    for (const other of ['svc.agent.a.b.c', 'svc.fleet.hosts.get', 'ns.svc.agent.a.b', 'svc.agent..b'])
+      expect(agentOfTelemetrySubject(other)).toBeUndefined();
   });
 
   it('declares the five streams with the intended retention', () => {
@@ -148,7 +160,14 @@ describe('ensureStreams', () => {
 
   it('updates an existing stream to the declared limits without losing data, and refuses a retention change', async () => {
     const name = `TEST_${RAND.toUpperCase()}`;
-    const spec = StreamSpec.parse({ name, description: 'test', subjects: [`svc.streamtest.${RAND}.>`], retention: 'limits', maxAgeMs: 60_000, duplicateWindowMs: 1_000 });
+    const spec = StreamSpec.parse({
+      name,
+      description: 'test',
+      subjects: [`svc.streamtest.${RAND}.>`],
+      retention: 'limits',
+      maxAgeMs: 60_000,
+      duplicateWindowMs: 1_000,
+    });
     try {
       await ensureStreams(nc, [spec]);
       await jetstream(nc).publish(`svc.streamtest.${RAND}.a`, 'kept');
@@ -166,13 +185,28 @@ describe('ensureStreams', () => {
 describe('ensureConsumer', () => {
   it('creates a durable pull consumer with explicit ack, and updates it in place', async () => {
     const durable = durableOf('ensure');
-    const first = await ensureConsumer(nc, WORK, { durable, maxDeliver: 4, ackWaitMs: 2_000, filterSubjects: [subj('ensure')] });
+    const first = await ensureConsumer(nc, WORK, {
+      durable,
+      maxDeliver: 4,
+      ackWaitMs: 2_000,
+      filterSubjects: [subj('ensure')],
+    });
     expect(first.config.ack_policy).toBe('explicit');
     expect(first.config.max_deliver).toBe(4);
     expect(first.config.filter_subject).toBe(subj('ensure'));
-    const same = await ensureConsumer(nc, WORK, { durable, maxDeliver: 4, ackWaitMs: 2_000, filterSubjects: [subj('ensure')] });
+    const same = await ensureConsumer(nc, WORK, {
+      durable,
+      maxDeliver: 4,
+      ackWaitMs: 2_000,
+      filterSubjects: [subj('ensure')],
+    });
     expect(same.created).toBe(first.created);
-    const changed = await ensureConsumer(nc, WORK, { durable, maxDeliver: 7, ackWaitMs: 3_000, filterSubjects: [subj('ensure')] });
+    const changed = await ensureConsumer(nc, WORK, {
+      durable,
+      maxDeliver: 7,
+      ackWaitMs: 3_000,
+      filterSubjects: [subj('ensure')],
+    });
     expect(changed.created).toBe(first.created);
     expect(changed.config.max_deliver).toBe(7);
     expect(changed.config.ack_wait).toBe(3_000_000_000);
@@ -191,7 +225,12 @@ describe('runConsumer', () => {
         throw new Error(`boom #${meta.deliveryCount}\nsecond line`);
       },
     });
-    await publishDurable(nc, subj('fail'), { n: 1 }, { msgId: `${RAND}-fail-1`, headers: { 'Svc-Request-Id': 'req-1' } });
+    await publishDurable(
+      nc,
+      subj('fail'),
+      { n: 1 },
+      { msgId: `${RAND}-fail-1`, headers: { 'Svc-Request-Id': 'req-1' } },
+    );
 
     await waitFor(async () => (await dlqOf(durable)) !== null, 5_000, 'dead letter');
     const dead = (await dlqOf(durable))!;
@@ -252,7 +291,10 @@ describe('runConsumer', () => {
     expect(last.header.get(DlqHeaders.deliveryCount)).toBe('1');
     expect(last.header.get(DlqHeaders.error)).toBe('payload is not JSON');
     const all = await dlqAll(durable, 2);
-    expect(all.map((m) => m.headers?.get(DlqHeaders.error))).toEqual([expect.stringMatching(/^n: /), 'payload is not JSON']);
+    expect(all.map((m) => m.headers?.get(DlqHeaders.error))).toEqual([
+      expect.stringMatching(/^n: /),
+      'payload is not JSON',
+    ]);
     await sleep(300);
     expect(calls).toBe(0);
     expect(await workCount(subj('malformed'))).toBe(0);
@@ -277,7 +319,11 @@ describe('runConsumer', () => {
     await jetstream(nc).publish(subj('decode'), Uint8Array.of(0, 1, 2));
     await publishDurable(nc, subj('decode'), { boom: true } as unknown as Job);
     await publishDurable(nc, subj('decode'), { n: 1 });
-    await waitFor(async () => (await dlqCount(durable)) === 2 && calls === 1, 5_000, 'two dead letters and one handled');
+    await waitFor(
+      async () => (await dlqCount(durable)) === 2 && calls === 1,
+      5_000,
+      'two dead letters and one handled',
+    );
     const all = await dlqAll(durable, 2);
     expect(all.map((m) => [m.headers?.get(DlqHeaders.reason), m.headers?.get(DlqHeaders.error)])).toEqual([
       ['malformed', 'binary from decode refused'],
@@ -476,7 +522,15 @@ describe('runConsumer resilience', () => {
     // ack was not applied is delivered again, as at-least-once allows).
     await waitFor(async () => (await workCount(subj('recreate'))) === 0, 5_000, 'first job acknowledged');
     await jsm.consumers.delete(WORK, durable);
-    await waitFor(async () => (await jsm.consumers.info(WORK, durable).then(() => true, () => false)), 10_000, 'durable recreated');
+    await waitFor(
+      async () =>
+        await jsm.consumers.info(WORK, durable).then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+      'durable recreated',
+    );
     await publishDurable(nc, subj('recreate'), { n: 2 });
     await waitFor(() => seen.length === 2, 10_000, 'job after recreation');
     expect(seen).toEqual([1, 2]);
@@ -510,7 +564,15 @@ describe('runConsumer resilience', () => {
       server = startNatsServer(port, storeDir);
       await waitFor(() => !pnc.isClosed() && pnc.info !== undefined, 10_000, 'reconnect');
       // The publish may race the reconnect; a retry with the same msgId cannot store it twice.
-      await waitFor(() => publishDurable(pnc, 'svc.work.test.restart', { n: 2 }, { msgId: 'after-restart', timeoutMs: 1_000 }).then(() => true, () => false), 15_000, 'publish after restart');
+      await waitFor(
+        () =>
+          publishDurable(pnc, 'svc.work.test.restart', { n: 2 }, { msgId: 'after-restart', timeoutMs: 1_000 }).then(
+            () => true,
+            () => false,
+          ),
+        15_000,
+        'publish after restart',
+      );
       await waitFor(() => seen.length === 2, 15_000, 'job after restart');
       expect(seen).toEqual([1, 2]);
     } finally {
@@ -538,8 +600,12 @@ describe('publishDurable', () => {
 
   it('parses a typed subject against its catalogue schema before sending', async () => {
     // Invalid, so nothing reaches the shared SVC_WORK/SVC_EVENTS streams.
-    await expect(publishDurable(nc, 'svc.work.email.send', { to: 'x@example.com', subject: '', text: 't', kind: 'test' })).rejects.toThrow(/svc\.work\.email\.send: subject/);
-    await expect(publishEvent(nc, 'svc.evt.access.invalidated', { user_ids: ['not-a-uuid'] })).rejects.toThrow(/invalid payload/);
+    await expect(
+      publishDurable(nc, 'svc.work.email.send', { to: 'x@example.com', subject: '', text: 't', kind: 'test' }),
+    ).rejects.toThrow(/svc\.work\.email\.send: subject/);
+    await expect(publishEvent(nc, 'svc.evt.access.invalidated', { user_ids: ['not-a-uuid'] })).rejects.toThrow(
+      /invalid payload/,
+    );
     // Compile-time: the table's keys type the payload. Each checked call fits on one line, so a formatter cannot move
     // it away from its @ts-expect-error.
     const mail = { to: 'x@example.com', text: 't', kind: 'k' };

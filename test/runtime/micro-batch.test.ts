@@ -4,7 +4,11 @@ import { MicroBatcher } from '../../actors/runtime/micro-batch.ts';
 describe('MicroBatcher', () => {
   it('gathers concurrent adds into one write and hands each caller its own result', async () => {
     const writes: number[][] = [];
-    const b = new MicroBatcher<number, number>({ maxItems: 100, maxDelayMs: 20, write: async (xs) => (writes.push(xs), xs.map((x) => x * 2)) });
+    const b = new MicroBatcher<number, number>({
+      maxItems: 100,
+      maxDelayMs: 20,
+      write: async (xs) => (writes.push(xs), xs.map((x) => x * 2)),
+    });
     const results = await Promise.all([1, 2, 3, 4].map((x) => b.add(x)));
     expect(results).toEqual([2, 4, 6, 8]);
     expect(writes).toEqual([[1, 2, 3, 4]]);

@@ -28,7 +28,14 @@ beforeAll(async () => {
   host = new ActorHost(nc, testCatalogue, testSigner(), log);
   await host.serve('rtest', 'rtest-outage', {
     'svc.rtest.storedown': async () => {
-      if (storeDown) throw new Error('query failed', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', address: '127.0.0.1', port: 5432 }) });
+      if (storeDown)
+        throw new Error('query failed', {
+          cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), {
+            code: 'ECONNREFUSED',
+            address: '127.0.0.1',
+            port: 5432,
+          }),
+        });
       return {};
     },
     'svc.rtest.crash': async () => {
@@ -46,7 +53,8 @@ afterAll(async () => {
 describe('outage logging', () => {
   it('logs one warning when a store goes down and one when it is back, whatever the number of requests', async () => {
     lines.length = 0;
-    for (let i = 0; i < 5; i++) await expect(caller.call('svc.rtest.storedown', {}, ctx())).rejects.toMatchObject({ code: 'unavailable' });
+    for (let i = 0; i < 5; i++)
+      await expect(caller.call('svc.rtest.storedown', {}, ctx())).rejects.toMatchObject({ code: 'unavailable' });
     storeDown = false;
     for (let i = 0; i < 3; i++) await caller.call('svc.rtest.storedown', {}, ctx());
     storeDown = true;

@@ -38,9 +38,11 @@ function runMain(env: Record<string, string | undefined>): Child {
   return { proc, stdout: () => out, stderr: () => err, exited };
 }
 
-const within = <T,>(p: Promise<T>, ms: number, what: string): Promise<T> =>
-  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))]);
-
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)),
+  ]);
 
 /** A GET over a real socket (not inject): what a client of the running process sees. */
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
@@ -63,14 +65,24 @@ describe('start-up refusals', () => {
   let closedDb: Child;
   let noSecret: Child;
   beforeAll(() => {
-    noSecret = runMain({ SVC_DB_URL: base.SVC_DB_URL, SVC_ACTORS: 'none', SVC_GATEWAYS: 'console', SVC_JWT_SECRET: undefined });
+    noSecret = runMain({
+      SVC_DB_URL: base.SVC_DB_URL,
+      SVC_ACTORS: 'none',
+      SVC_GATEWAYS: 'console',
+      SVC_JWT_SECRET: undefined,
+    });
     missingDb = runMain({ SVC_DB_URL: undefined });
     badActors = runMain({ SVC_DB_URL: base.SVC_DB_URL, SVC_ACTORS: 'billing' });
     badGateways = runMain({ SVC_DB_URL: base.SVC_DB_URL, SVC_ACTORS: 'none', SVC_GATEWAYS: 'admin' });
-    closedDb = runMain({ SVC_DB_URL: 'postgresql://postgres:secret-pw@127.0.0.1:1/test', SVC_ACTORS: 'fleet', SVC_GATEWAYS: 'none' });
+    closedDb = runMain({
+      SVC_DB_URL: 'postgresql://postgres:secret-pw@127.0.0.1:1/test',
+      SVC_ACTORS: 'fleet',
+      SVC_GATEWAYS: 'none',
+    });
   });
   afterAll(() => {
-    for (const c of [missingDb, badActors, badGateways, closedDb, noSecret]) if (c?.proc.exitCode === null) c.proc.kill('SIGKILL');
+    for (const c of [missingDb, badActors, badGateways, closedDb, noSecret])
+      if (c?.proc.exitCode === null) c.proc.kill('SIGKILL');
   });
 
   it('exits 2 naming SVC_DB_URL when it is missing', async () => {
@@ -92,7 +104,9 @@ describe('start-up refusals', () => {
 
   it('exits 1 at once with a message naming SVC_DB_URL when PostgreSQL is on a closed port (no hang, no stack to decode)', async () => {
     expect(await within(closedDb.exited, 20_000, 'exit')).toBe(1);
-    expect(closedDb.stderr()).toMatch(/start-up failed: PostgreSQL is not reachable at postgresql:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test \(SVC_DB_URL\)/);
+    expect(closedDb.stderr()).toMatch(
+      /start-up failed: PostgreSQL is not reachable at postgresql:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test \(SVC_DB_URL\)/,
+    );
     expect(closedDb.stderr() + closedDb.stdout()).not.toContain('secret-pw');
   });
 });

@@ -37,26 +37,38 @@ describe('RequestMux', () => {
   it('gives each of many concurrent requests its own reply, answered out of order', async () => {
     const mux = RequestMux.of(requester);
     expect(RequestMux.of(requester)).toBe(mux);
-    const replies = await Promise.all(Array.from({ length: 200 }, (_, n) => mux.request(`${subject}.echo`, enc.encode(JSON.stringify({ ms: (n * 7) % 20, n })), { timeout: 5000 })));
+    const replies = await Promise.all(
+      Array.from({ length: 200 }, (_, n) =>
+        mux.request(`${subject}.echo`, enc.encode(JSON.stringify({ ms: (n * 7) % 20, n })), { timeout: 5000 }),
+      ),
+    );
     expect(replies.map((r) => Number(dec.decode(r)))).toEqual(Array.from({ length: 200 }, (_, n) => n));
   });
 
   it('times out, and drops the reply that comes later without disturbing the next request', async () => {
     const mux = RequestMux.of(requester);
-    await expect(mux.request(`${subject}.echo`, enc.encode(JSON.stringify({ ms: 300, n: 1 })), { timeout: 50 })).rejects.toBeInstanceOf(TimeoutError);
+    await expect(
+      mux.request(`${subject}.echo`, enc.encode(JSON.stringify({ ms: 300, n: 1 })), { timeout: 50 }),
+    ).rejects.toBeInstanceOf(TimeoutError);
     await sleep(350);
-    expect(dec.decode(await mux.request(`${subject}.echo`, enc.encode(JSON.stringify({ ms: 0, n: 2 })), { timeout: 2000 }))).toBe('2');
+    expect(
+      dec.decode(await mux.request(`${subject}.echo`, enc.encode(JSON.stringify({ ms: 0, n: 2 })), { timeout: 2000 })),
+    ).toBe('2');
   });
 
   it('says at once when nobody serves the subject', async () => {
     const started = Date.now();
-    await expect(RequestMux.of(requester).request(`${subject}.nobody`, enc.encode('{}'), { timeout: 5000 })).rejects.toBeInstanceOf(NoRespondersError);
+    await expect(
+      RequestMux.of(requester).request(`${subject}.nobody`, enc.encode('{}'), { timeout: 5000 }),
+    ).rejects.toBeInstanceOf(NoRespondersError);
     expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('fails requests still waiting when the connection closes, without waiting for their timeouts', async () => {
     const nc = await connectNats(NATS_URL, 'mux-closing', log, NATS_CREDS, NATS_CA);
-    const waiting = RequestMux.of(nc).request(`${subject}.echo`, enc.encode(JSON.stringify({ ms: 2000, n: 3 })), { timeout: 10_000 });
+    const waiting = RequestMux.of(nc).request(`${subject}.echo`, enc.encode(JSON.stringify({ ms: 2000, n: 3 })), {
+      timeout: 10_000,
+    });
     await nc.flush();
     const started = Date.now();
     await nc.close();

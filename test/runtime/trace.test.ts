@@ -5,7 +5,11 @@ describe('W3C traceparent', () => {
   const valid = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
   it('parses a valid header (case-insensitively) and formats it back', () => {
-    expect(parseTraceparent(valid)).toEqual({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', flags: '01' });
+    expect(parseTraceparent(valid)).toEqual({
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: '00f067aa0ba902b7',
+      flags: '01',
+    });
     expect(parseTraceparent(valid.toUpperCase())).toEqual(parseTraceparent(valid));
     expect(formatTraceparent(parseTraceparent(valid)!)).toBe(valid);
     // A later version may append fields; they are ignored.

@@ -14,7 +14,14 @@ import { bridge, type GatewayDeps } from '../../gateway/shared/bridge.ts';
  * `@ts-expect-error` below compiles, i.e. when a wrong subject or payload would no longer be a compile error.
  * The function is never run; the test only keeps it referenced.
  */
-function wrongPayloadsDoNotCompile(caller: Caller<Cat>, host: ActorHost<Cat>, app: GatewayApp, deps: GatewayDeps, nc: NatsConnection, ctx: CallerContext): void {
+function wrongPayloadsDoNotCompile(
+  caller: Caller<Cat>,
+  host: ActorHost<Cat>,
+  app: GatewayApp,
+  deps: GatewayDeps,
+  nc: NatsConnection,
+  ctx: CallerContext,
+): void {
   // The right shapes compile, and the reply is typed from the catalogue.
   const resolved = caller.call('svc.identity.access.resolve', { user_id: '00000000-0000-0000-0000-000000000001' }, ctx);
   expectTypeOf(resolved).resolves.toEqualTypeOf<ResolvedUser>();

@@ -58,13 +58,20 @@ afterAll(async () => {
 });
 
 /** What a plain-text client gets: the server's INFO, then whatever follows a CONNECT and PING sent in clear. */
-function plainTextSession(host: string, port: number): Promise<{ info: Record<string, unknown>; after: string; closed: boolean }> {
+function plainTextSession(
+  host: string,
+  port: number,
+): Promise<{ info: Record<string, unknown>; after: string; closed: boolean }> {
   return new Promise((resolve, reject) => {
     const socket = createConnection({ host, port });
     let buffer = '';
     let info: Record<string, unknown> | undefined;
     // A server that answers PONG has accepted the session: no need to wait for a close that will not come.
-    const done = (): void => (clearTimeout(timer), socket.destroy(), resolve({ info: info ?? {}, after: buffer, closed: false }));
+    const done = (): void => (
+      clearTimeout(timer),
+      socket.destroy(),
+      resolve({ info: info ?? {}, after: buffer, closed: false })
+    );
     const timer = setTimeout(done, 10_000);
     socket.on('data', (chunk) => {
       buffer += chunk.toString('latin1');
@@ -72,7 +79,9 @@ function plainTextSession(host: string, port: number): Promise<{ info: Record<st
         const line = buffer.slice(0, buffer.indexOf('\r\n'));
         info = JSON.parse(line.replace(/^INFO\s+/, '')) as Record<string, unknown>;
         buffer = buffer.slice(line.length + 2);
-        socket.write('CONNECT {"verbose":false,"pedantic":false,"tls_required":false,"lang":"raw","version":"0"}\r\nPING\r\n');
+        socket.write(
+          'CONNECT {"verbose":false,"pedantic":false,"tls_required":false,"lang":"raw","version":"0"}\r\nPING\r\n',
+        );
       }
       if (buffer.includes('PONG')) done();
     });
@@ -113,18 +122,36 @@ describe('the broker', () => {
 
 describe('a service', () => {
   it('connects when the server chains to SVC_NATS_CA', async () => {
-    const nc = await connect({ servers: NATS_URL.split(','), ...brokerAuth(NATS_CREDS), ...brokerTls(NATS_CA), reconnect: false, timeout: 5_000 });
+    const nc = await connect({
+      servers: NATS_URL.split(','),
+      ...brokerAuth(NATS_CREDS),
+      ...brokerTls(NATS_CA),
+      reconnect: false,
+      timeout: 5_000,
+    });
     expect(nc.info?.tls_required).toBe(true);
     await nc.close();
   });
 
   it('refuses a server whose certificate does not chain to SVC_NATS_CA', async () => {
-    await expect(connect({ servers: NATS_URL.split(','), ...brokerAuth(NATS_CREDS), ...brokerTls(otherCa), reconnect: false, timeout: 5_000 })).rejects.toThrow(/certificate/i);
+    await expect(
+      connect({
+        servers: NATS_URL.split(','),
+        ...brokerAuth(NATS_CREDS),
+        ...brokerTls(otherCa),
+        reconnect: false,
+        timeout: 5_000,
+      }),
+    ).rejects.toThrow(/certificate/i);
     // The gateways' background connection keeps refusing it: never up, and it says why.
     const { log, lines } = capturingLogger();
     const nats = new LazyNats(NATS_URL, 'tls-wrong-ca', log, NATS_CREDS, otherCa);
     try {
-      await waitFor(() => lines.some((l) => l.msg === 'nats not reachable yet; retrying'), 15_000, 'the refused connect to be logged');
+      await waitFor(
+        () => lines.some((l) => l.msg === 'nats not reachable yet; retrying'),
+        15_000,
+        'the refused connect to be logged',
+      );
       expect(JSON.stringify(lines)).toMatch(/certificate/i);
       expect(nats.current).toBeUndefined();
       expect(await nats.healthy()).toBe(false);
@@ -135,9 +162,22 @@ describe('a service', () => {
 });
 
 describe('an agent', () => {
-  async function linkWith(servers: string[], ca: string | undefined): Promise<{ link: AgentLink; lines: { msg: string; err?: unknown }[] }> {
+  async function linkWith(
+    servers: string[],
+    ca: string | undefined,
+  ): Promise<{ link: AgentLink; lines: { msg: string; err?: unknown }[] }> {
     const { log, lines } = capturingLogger<{ level: number; msg: string; err?: unknown }>();
-    const link = new AgentLink({ servers, name: 'agent-tls-test', inboxPrefix: '_INBOX.agent-tls', credentials: await agentCredentials(), ...(ca ? { ca } : {}), log, retryMinMs: 200, retryMaxMs: 400, connectTimeoutMs: 5_000 });
+    const link = new AgentLink({
+      servers,
+      name: 'agent-tls-test',
+      inboxPrefix: '_INBOX.agent-tls',
+      credentials: await agentCredentials(),
+      ...(ca ? { ca } : {}),
+      log,
+      retryMinMs: 200,
+      retryMaxMs: 400,
+      connectTimeoutMs: 5_000,
+    });
     return { link, lines };
   }
 
@@ -153,8 +193,14 @@ describe('an agent', () => {
   it('refuses a broker whose certificate chains to another CA than the pinned one', async () => {
     const { link, lines } = await linkWith(NATS_URL.split(','), readFileSync(otherCa, 'utf8'));
     try {
-      await waitFor(() => lines.some((l) => l.msg === 'broker not reachable; buffering and retrying'), 15_000, 'the refused connect to be logged');
-      expect(String(lines.find((l) => l.msg === 'broker not reachable; buffering and retrying')?.err)).toMatch(/certificate/i);
+      await waitFor(
+        () => lines.some((l) => l.msg === 'broker not reachable; buffering and retrying'),
+        15_000,
+        'the refused connect to be logged',
+      );
+      expect(String(lines.find((l) => l.msg === 'broker not reachable; buffering and retrying')?.err)).toMatch(
+        /certificate/i,
+      );
       expect(link.isUp).toBe(false);
       expect(link.connects).toBe(0);
     } finally {
@@ -165,7 +211,11 @@ describe('an agent', () => {
   it('never falls back to plain text: a broker without TLS is refused', async () => {
     const { link, lines } = await linkWith([`nats://127.0.0.1:${plainPort}`], readFileSync(NATS_CA, 'utf8'));
     try {
-      await waitFor(() => lines.some((l) => l.msg === 'broker not reachable; buffering and retrying'), 15_000, 'the refused connect to be logged');
+      await waitFor(
+        () => lines.some((l) => l.msg === 'broker not reachable; buffering and retrying'),
+        15_000,
+        'the refused connect to be logged',
+      );
       expect(String(lines.find((l) => l.msg === 'broker not reachable; buffering and retrying')?.err)).toMatch(/tls/i);
       expect(link.connects).toBe(0);
     } finally {

@@ -1,6 +1,12 @@
 import { createUser, fmtCreds } from '@nats-io/jwt';
 import { Svcm } from '@nats-io/services';
-import { connect, credsAuthenticator, headers as natsHeaders, jwtAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import {
+  connect,
+  credsAuthenticator,
+  headers as natsHeaders,
+  jwtAuthenticator,
+  type NatsConnection,
+} from '@nats-io/transport-node';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -10,7 +16,13 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BrokerIssuer, BrokerRevoker, accountOfCreds, seedFromFile } from '../../actors/runtime/broker/issuer.ts';
 import { agentInboxPrefix, servicePermissions, toolInboxPrefix } from '../../actors/runtime/broker/permissions.ts';
-import { ensureTrust, newUserCreds, permissionsOf, samePermissions, subjectOf } from '../../actors/runtime/broker/trust.ts';
+import {
+  ensureTrust,
+  newUserCreds,
+  permissionsOf,
+  samePermissions,
+  subjectOf,
+} from '../../actors/runtime/broker/trust.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
@@ -33,7 +45,14 @@ const decoder = new TextDecoder();
 /** The envelope an attacker would send: a super admin, made up. */
 const forgedCtx = (): Record<string, unknown> => ({
   request_id: `forged-${randomUUID()}`,
-  principal: { kind: 'user', user_id: randomUUID(), session_id: randomUUID(), email: 'x@evil.test', is_super_admin: true, mfa_enabled: true },
+  principal: {
+    kind: 'user',
+    user_id: randomUUID(),
+    session_id: randomUUID(),
+    email: 'x@evil.test',
+    is_super_admin: true,
+    mfa_enabled: true,
+  },
   access: { super_admin: true, all_clients: [], clients: {} },
 });
 
@@ -43,11 +62,20 @@ let issuer: BrokerIssuer;
 const opened: NatsConnection[] = [];
 
 /** A fresh agent: its own nkey (the seed never leaves "the host"), a user JWT from the issuer, a connection. */
-async function newAgent(ttlSeconds = 3600): Promise<{ id: string; publicKey: string; nc: NatsConnection; jwt: string; seed: Uint8Array; inboxPrefix: string }> {
+async function newAgent(
+  ttlSeconds = 3600,
+): Promise<{ id: string; publicKey: string; nc: NatsConnection; jwt: string; seed: Uint8Array; inboxPrefix: string }> {
   const id = randomUUID();
   const kp = createUser();
   const issued = await issuer.agent(id, kp.getPublicKey(), ttlSeconds);
-  const nc = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()), inboxPrefix: issued.inboxPrefix, reconnectTimeWait: 100, maxReconnectAttempts: 20 });
+  const nc = await connect({
+    servers,
+    tls: { caFile: NATS_CA },
+    authenticator: jwtAuthenticator(issued.jwt, kp.getSeed()),
+    inboxPrefix: issued.inboxPrefix,
+    reconnectTimeWait: 100,
+    maxReconnectAttempts: 20,
+  });
   opened.push(nc);
   return { id, publicKey: kp.getPublicKey(), nc, jwt: issued.jwt, seed: kp.getSeed(), inboxPrefix: issued.inboxPrefix };
 }
@@ -55,13 +83,21 @@ async function newAgent(ttlSeconds = 3600): Promise<{ id: string; publicKey: str
 /** The error a subscription ends with (undefined when it is still open after `ms`). */
 async function subscriptionError(nc: NatsConnection, subject: string, ms = 1500): Promise<Error | undefined> {
   const sub = nc.subscribe(subject);
-  const result = await Promise.race([sub.closed.then((e) => e ?? new Error('closed without error')), sleep(ms).then(() => undefined)]);
+  const result = await Promise.race([
+    sub.closed.then((e) => e ?? new Error('closed without error')),
+    sleep(ms).then(() => undefined),
+  ]);
   if (!result) sub.unsubscribe();
   return result instanceof Error ? result : undefined;
 }
 
 /** Sends a raw request envelope on a catalogue subject, with the headers given. */
-async function rawRequest(nc: NatsConnection, subject: string, body: Uint8Array, extra: Record<string, string>): Promise<{ ok: boolean; error?: { code: string } }> {
+async function rawRequest(
+  nc: NatsConnection,
+  subject: string,
+  body: Uint8Array,
+  extra: Record<string, string>,
+): Promise<{ ok: boolean; error?: { code: string } }> {
   const h = natsHeaders();
   for (const [k, v] of Object.entries(extra)) h.set(k, v);
   const msg = await nc.request(wireRequestSubject(subject), body, { timeout: 5000, headers: h });
@@ -83,14 +119,24 @@ afterAll(async () => {
 
 describe('who may connect', () => {
   it('refuses a connection without credentials', async () => {
-    await expect(connect({ servers, tls: { caFile: NATS_CA }, reconnect: false, timeout: 3000 })).rejects.toThrow(/Authorization Violation|authentication/i);
+    await expect(connect({ servers, tls: { caFile: NATS_CA }, reconnect: false, timeout: 3000 })).rejects.toThrow(
+      /Authorization Violation|authentication/i,
+    );
   });
 
   it('refuses a user whose JWT was not signed by the account (a self-made key pair)', async () => {
     const kp = createUser();
     const { encodeUser, createAccount } = await import('@nats-io/jwt');
     const jwt = await encodeUser('intruder', kp, createAccount(), { pub: { allow: ['>'] }, sub: { allow: ['>'] } });
-    await expect(connect({ servers, tls: { caFile: NATS_CA }, authenticator: credsAuthenticator(fmtCreds(jwt, kp)), reconnect: false, timeout: 3000 })).rejects.toThrow(/Authorization Violation/);
+    await expect(
+      connect({
+        servers,
+        tls: { caFile: NATS_CA },
+        authenticator: credsAuthenticator(fmtCreds(jwt, kp)),
+        reconnect: false,
+        timeout: 3000,
+      }),
+    ).rejects.toThrow(/Authorization Violation/);
   });
 });
 
@@ -99,47 +145,102 @@ describe('a caller context is believed only when a service signed it', () => {
   const body = (): Uint8Array => encoder.encode(JSON.stringify({ ctx: forgedCtx(), input: { page: 1, per_page: 5 } }));
 
   it('refuses a forged super-admin envelope without a signature, sent with valid service credentials', async () => {
-    const reply = await rawRequest(service, subject, body(), { [Headers.deadline]: String(Date.now() + 5000), [Headers.requestId]: 'forged-1' });
+    const reply = await rawRequest(service, subject, body(), {
+      [Headers.deadline]: String(Date.now() + 5000),
+      [Headers.requestId]: 'forged-1',
+    });
     expect(reply).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
   });
 
   it('refuses the same envelope signed with a wrong key, or with a signature of another payload', async () => {
     const payload = body();
     const deadline = Date.now() + 5000;
-    const wrong = new ContextSigner('not-the-services-key-not-the-services-key').sign(wireRequestSubject(subject), 'forged-2', deadline, payload);
-    expect(await rawRequest(service, subject, payload, { [Headers.deadline]: String(deadline), [Headers.requestId]: 'forged-2', [SignatureHeaders.signedAt]: wrong.signedAt, [SignatureHeaders.signature]: wrong.signature })).toMatchObject({
+    const wrong = new ContextSigner('not-the-services-key-not-the-services-key').sign(
+      wireRequestSubject(subject),
+      'forged-2',
+      deadline,
+      payload,
+    );
+    expect(
+      await rawRequest(service, subject, payload, {
+        [Headers.deadline]: String(deadline),
+        [Headers.requestId]: 'forged-2',
+        [SignatureHeaders.signedAt]: wrong.signedAt,
+        [SignatureHeaders.signature]: wrong.signature,
+      }),
+    ).toMatchObject({
       ok: false,
       error: { code: 'unauthorized' },
     });
     // A genuine signature lifted from another message does not carry over to a changed payload or subject.
-    const genuine = new ContextSigner(TEST_CONTEXT_KEY).sign(wireRequestSubject(subject), 'forged-3', deadline, encoder.encode('{"ctx":{},"input":{}}'));
-    expect(await rawRequest(service, subject, payload, { [Headers.deadline]: String(deadline), [Headers.requestId]: 'forged-3', [SignatureHeaders.signedAt]: genuine.signedAt, [SignatureHeaders.signature]: genuine.signature })).toMatchObject({
+    const genuine = new ContextSigner(TEST_CONTEXT_KEY).sign(
+      wireRequestSubject(subject),
+      'forged-3',
+      deadline,
+      encoder.encode('{"ctx":{},"input":{}}'),
+    );
+    expect(
+      await rawRequest(service, subject, payload, {
+        [Headers.deadline]: String(deadline),
+        [Headers.requestId]: 'forged-3',
+        [SignatureHeaders.signedAt]: genuine.signedAt,
+        [SignatureHeaders.signature]: genuine.signature,
+      }),
+    ).toMatchObject({
       ok: false,
       error: { code: 'unauthorized' },
     });
-    const otherSubject = new ContextSigner(TEST_CONTEXT_KEY).sign(wireRequestSubject('svc.identity.teams.list'), 'forged-4', deadline, payload);
-    expect(await rawRequest(service, subject, payload, { [Headers.deadline]: String(deadline), [Headers.requestId]: 'forged-4', [SignatureHeaders.signedAt]: otherSubject.signedAt, [SignatureHeaders.signature]: otherSubject.signature })).toMatchObject({
+    const otherSubject = new ContextSigner(TEST_CONTEXT_KEY).sign(
+      wireRequestSubject('svc.identity.teams.list'),
+      'forged-4',
+      deadline,
+      payload,
+    );
+    expect(
+      await rawRequest(service, subject, payload, {
+        [Headers.deadline]: String(deadline),
+        [Headers.requestId]: 'forged-4',
+        [SignatureHeaders.signedAt]: otherSubject.signedAt,
+        [SignatureHeaders.signature]: otherSubject.signature,
+      }),
+    ).toMatchObject({
       ok: false,
       error: { code: 'unauthorized' },
     });
   });
 
   it('accepts a correctly signed envelope, and refuses it when replayed after its window', async () => {
-    const payload = encoder.encode(JSON.stringify({ ctx: { ...forgedCtx(), request_id: 'replayed' }, input: { page: 1, per_page: 5 } }));
+    const payload = encoder.encode(
+      JSON.stringify({ ctx: { ...forgedCtx(), request_id: 'replayed' }, input: { page: 1, per_page: 5 } }),
+    );
     const deadline = Date.now() + 60_000;
     const signed = new ContextSigner(TEST_CONTEXT_KEY).sign(wireRequestSubject(subject), 'replayed', deadline, payload);
-    const headers = { [Headers.deadline]: String(deadline), [Headers.requestId]: 'replayed', [SignatureHeaders.signedAt]: signed.signedAt, [SignatureHeaders.signature]: signed.signature };
+    const headers = {
+      [Headers.deadline]: String(deadline),
+      [Headers.requestId]: 'replayed',
+      [SignatureHeaders.signedAt]: signed.signedAt,
+      [SignatureHeaders.signature]: signed.signature,
+    };
     expect(await rawRequest(service, subject, payload, headers)).toMatchObject({ ok: true });
     await sleep(2_300);
-    expect(await rawRequest(service, subject, payload, headers)).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
+    expect(await rawRequest(service, subject, payload, headers)).toMatchObject({
+      ok: false,
+      error: { code: 'unauthorized' },
+    });
   });
 });
 
 describe('agent credentials: only their own subjects', () => {
   it('cannot send a request to an actor subject', async () => {
     const a = await newAgent();
-    await expect(a.nc.request(wireRequestSubject('svc.identity.users.list'), JSON.stringify({ ctx: forgedCtx(), input: {} }), { timeout: 2000 })).rejects.toThrow(/Permissions Violation/);
-    await expect(a.nc.request('svc.identity.users.list', '{}', { timeout: 2000 })).rejects.toThrow(/Permissions Violation/);
+    await expect(
+      a.nc.request(wireRequestSubject('svc.identity.users.list'), JSON.stringify({ ctx: forgedCtx(), input: {} }), {
+        timeout: 2000,
+      }),
+    ).rejects.toThrow(/Permissions Violation/);
+    await expect(a.nc.request('svc.identity.users.list', '{}', { timeout: 2000 })).rejects.toThrow(
+      /Permissions Violation/,
+    );
   });
 
   it("cannot subscribe to another agent's commands, to _INBOX.> or to another agent's inbox prefix", async () => {
@@ -158,12 +259,16 @@ describe('agent credentials: only their own subjects', () => {
     const a = await newAgent();
     const b = await newAgent();
     const seen: string[] = [];
-    const sub = service.subscribe(`svc.agent.${b.id}.>`, { callback: (_e, m) => {
+    const sub = service.subscribe(`svc.agent.${b.id}.>`, {
+      callback: (_e, m) => {
         seen.push(m.subject);
-      } });
+      },
+    });
     await service.flush();
     a.nc.publish(`svc.agent.${b.id}.heartbeat`, '{}');
-    await expect(a.nc.request(`svc.system.agent.config.${b.id}`, '', { timeout: 1000 })).rejects.toThrow(/Permissions Violation/);
+    await expect(a.nc.request(`svc.system.agent.config.${b.id}`, '', { timeout: 1000 })).rejects.toThrow(
+      /Permissions Violation/,
+    );
     await a.nc.flush().catch(() => undefined);
     await sleep(200);
     sub.unsubscribe();
@@ -174,9 +279,11 @@ describe('agent credentials: only their own subjects', () => {
     const a = await newAgent();
     const b = await newAgent();
     const seen: string[] = [];
-    const sub = service.subscribe('_INBOX.>', { callback: (_e, m) => {
+    const sub = service.subscribe('_INBOX.>', {
+      callback: (_e, m) => {
         seen.push(m.subject);
-      } });
+      },
+    });
     await service.flush();
     a.nc.publish(`${b.inboxPrefix}.forged`, '{"spoofed":true}');
     a.nc.publish('_INBOX.somebody.else', '{}');
@@ -189,9 +296,11 @@ describe('agent credentials: only their own subjects', () => {
   it('publishes its own telemetry, receives its commands, and fetches its own config with replies on its own inbox', async () => {
     const a = await newAgent();
     const telemetry: string[] = [];
-    const tsub = service.subscribe(`svc.agent.${a.id}.>`, { callback: (_e, m) => {
+    const tsub = service.subscribe(`svc.agent.${a.id}.>`, {
+      callback: (_e, m) => {
         telemetry.push(`${m.subject} ${m.string()}`);
-      } });
+      },
+    });
     // A config responder with service credentials (the fleet domain's role): identity from the subject's last token.
     const csub = service.subscribe('svc.system.agent.config.*', {
       callback: (_e, m) => {
@@ -204,9 +313,11 @@ describe('agent credentials: only their own subjects', () => {
     expect(reply.json()).toEqual({ agent: a.id, watch_files: { paths: ['/etc'] } });
     expect(reply.subject.startsWith(`${a.inboxPrefix}.`)).toBe(true);
     const commands: string[] = [];
-    a.nc.subscribe(`svc.system.commands.${a.id}`, { callback: (_e, m) => {
+    a.nc.subscribe(`svc.system.commands.${a.id}`, {
+      callback: (_e, m) => {
         commands.push(m.string());
-      } });
+      },
+    });
     await a.nc.flush();
     service.publish(`svc.system.commands.${a.id}`, '{"type":"config_update"}');
     await waitFor(() => telemetry.length === 1 && commands.length === 1, 3000, 'telemetry and command');
@@ -220,7 +331,15 @@ describe('agent credentials: only their own subjects', () => {
     const kp = createUser();
     const { jwt } = await issuer.agent(id, kp.getPublicKey(), 1);
     await sleep(2100);
-    await expect(connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(jwt, kp.getSeed()), reconnect: false, timeout: 3000 })).rejects.toThrow();
+    await expect(
+      connect({
+        servers,
+        tls: { caFile: NATS_CA },
+        authenticator: jwtAuthenticator(jwt, kp.getSeed()),
+        reconnect: false,
+        timeout: 3000,
+      }),
+    ).rejects.toThrow();
   });
 
   it('is disconnected at once when revoked, and refused when it reconnects', async () => {
@@ -236,7 +355,15 @@ describe('agent credentials: only their own subjects', () => {
     await revoker.revoke([a.publicKey]);
     expect(await revoker.revoked(a.publicKey)).toBeGreaterThan(0);
     await waitFor(() => statuses.includes('disconnect'), 5000, 'the revoked agent being disconnected');
-    await expect(connect({ servers, tls: { caFile: NATS_CA }, authenticator: jwtAuthenticator(a.jwt, a.seed), reconnect: false, timeout: 3000 })).rejects.toThrow(/Authorization Violation/);
+    await expect(
+      connect({
+        servers,
+        tls: { caFile: NATS_CA },
+        authenticator: jwtAuthenticator(a.jwt, a.seed),
+        reconnect: false,
+        timeout: 3000,
+      }),
+    ).rejects.toThrow(/Authorization Violation/);
     // Its own reconnect loop keeps being refused; another agent is untouched.
     await sleep(500);
     expect(a.nc.isClosed() || statuses.filter((s) => s === 'reconnect').length === 0).toBe(true);
@@ -260,12 +387,17 @@ describe('service credentials', () => {
     const dir = mkdtempSync(join(tmpdir(), 'trust-'));
     await ensureTrust(dir);
     const accountJwt = readFileSync(join(dir, 'account.jwt'), 'utf8');
-    const old = await newUserCreds('service', subjectOf(accountJwt), seedFromFile(join(dir, 'account-signing.nk')), { ...servicePermissions(), resp: { max: 1, ttl: 60_000_000_000 } });
+    const old = await newUserCreds('service', subjectOf(accountJwt), seedFromFile(join(dir, 'account-signing.nk')), {
+      ...servicePermissions(),
+      resp: { max: 1, ttl: 60_000_000_000 },
+    });
     writeFileSync(join(dir, 'service.creds'), old.creds);
     await ensureTrust(dir);
     const renewed = readFileSync(join(dir, 'service.creds'), 'utf8');
     expect(renewed).not.toBe(new TextDecoder().decode(old.creds));
-    expect(samePermissions(permissionsOf(/-----BEGIN NATS USER JWT-----\s+(\S+)/.exec(renewed)![1]!), servicePermissions())).toBe(true);
+    expect(
+      samePermissions(permissionsOf(/-----BEGIN NATS USER JWT-----\s+(\S+)/.exec(renewed)![1]!), servicePermissions()),
+    ).toBe(true);
     expect(readFileSync(join(dir, 'account.jwt'), 'utf8')).toBe(accountJwt);
     // Current credentials are kept as they are.
     await ensureTrust(dir);
@@ -283,8 +415,17 @@ describe('tool credentials: read-only observers', () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-tool-'));
     credsFile = join(dir, 'tool.creds');
     const out = await new Promise<string>((resolve, reject) => {
-      const env = { ...process.env, SVC_NATS_URL: NATS_URL, SVC_NATS_CREDS: NATS_CREDS, SVC_NATS_ISSUER_KEY: NATS_FILES.issuerKey };
-      const child = spawn(process.execPath, ['scripts/creds.ts', 'tool', '--name', 'grafana-exporter', '--out', credsFile, '--expires-in', '1d'], { env });
+      const env = {
+        ...process.env,
+        SVC_NATS_URL: NATS_URL,
+        SVC_NATS_CREDS: NATS_CREDS,
+        SVC_NATS_ISSUER_KEY: NATS_FILES.issuerKey,
+      };
+      const child = spawn(
+        process.execPath,
+        ['scripts/creds.ts', 'tool', '--name', 'grafana-exporter', '--out', credsFile, '--expires-in', '1d'],
+        { env },
+      );
       let text = '';
       child.stdout.on('data', (d: Buffer) => (text += d.toString()));
       child.stderr.on('data', (d: Buffer) => (text += d.toString()));
@@ -293,16 +434,25 @@ describe('tool credentials: read-only observers', () => {
     inboxPrefix = /inbox prefix (\S+)/.exec(out)?.[1] ?? '';
     expect(inboxPrefix).toBe('_INBOX.tool-grafana-exporter');
     expect(statSync(credsFile).mode & 0o777).toBe(0o600);
-    expect(readFileSync(credsFile, 'utf8')).toMatch(/-----BEGIN NATS USER JWT-----[\s\S]+-----BEGIN USER NKEY SEED-----/);
-    tool = await connect({ servers, tls: { caFile: NATS_CA }, authenticator: credsAuthenticator(readFileSync(credsFile)), inboxPrefix });
+    expect(readFileSync(credsFile, 'utf8')).toMatch(
+      /-----BEGIN NATS USER JWT-----[\s\S]+-----BEGIN USER NKEY SEED-----/,
+    );
+    tool = await connect({
+      servers,
+      tls: { caFile: NATS_CA },
+      authenticator: credsAuthenticator(readFileSync(credsFile)),
+      inboxPrefix,
+    });
     opened.push(tool);
   });
 
   it('subscribes to svc.evt.> and sees events', async () => {
     const seen: string[] = [];
-    const sub = tool.subscribe('svc.evt.>', { callback: (_e, m) => {
+    const sub = tool.subscribe('svc.evt.>', {
+      callback: (_e, m) => {
         seen.push(m.subject);
-      } });
+      },
+    });
     await tool.flush();
     const subject = `svc.evt.securitytest.${randomUUID().slice(0, 8)}`;
     service.publish(subject, '{}');
@@ -317,14 +467,20 @@ describe('tool credentials: read-only observers', () => {
   });
 
   it('cannot send a request, publish an event, touch JetStream, or read other subjects', async () => {
-    await expect(tool.request(wireRequestSubject('svc.identity.users.list'), '{}', { timeout: 2000 })).rejects.toThrow(/Permissions Violation/);
+    await expect(tool.request(wireRequestSubject('svc.identity.users.list'), '{}', { timeout: 2000 })).rejects.toThrow(
+      /Permissions Violation/,
+    );
     await expect(tool.request('$JS.API.STREAM.NAMES', '', { timeout: 2000 })).rejects.toThrow(/Permissions Violation/);
     const errors: string[] = [];
     void (async () => {
       for await (const s of tool.status()) if (s.type === 'error') errors.push(String(s.error));
     })();
     tool.publish('svc.evt.securitytest.forged', '{}');
-    await waitFor(() => errors.some((e) => /Permissions Violation for Publish/.test(e)), 3000, 'the publish being refused');
+    await waitFor(
+      () => errors.some((e) => /Permissions Violation for Publish/.test(e)),
+      3000,
+      'the publish being refused',
+    );
     expect(await subscriptionError(tool, wireRequestSubject('svc.identity.users.list'))).toBeInstanceOf(Error);
     expect(await subscriptionError(tool, '_INBOX.>')).toBeInstanceOf(Error);
     expect(await subscriptionError(tool, 'svc.agent.>')).toBeInstanceOf(Error);

@@ -28,7 +28,10 @@ afterAll(() => sys?.stop());
 const LONE = 'must be well-formed Unicode (it contains a lone surrogate)';
 
 /** A JSON body as a client writes it, the escape spelt out (what JSON.stringify sends for a lone surrogate). */
-const rawJson = (text: string): { payload: string; headers: Record<string, string> } => ({ payload: text, headers: { 'content-type': 'application/json' } });
+const rawJson = (text: string): { payload: string; headers: Record<string, string> } => ({
+  payload: text,
+  headers: { 'content-type': 'application/json' },
+});
 
 describe('a lone surrogate in a request', () => {
   it('is refused with 400 naming the field, and the team keeps its name', async () => {
@@ -37,19 +40,34 @@ describe('a lone surrogate in a request', () => {
     expectStatus(created, 201);
     const team = created.json().data as { id: string };
 
-    const put = await sys.http({ method: 'PUT', url: `/api/v1/teams/${team.id}`, token: root, ...rawJson('{"name": "\\udfff lone"}') });
+    const put = await sys.http({
+      method: 'PUT',
+      url: `/api/v1/teams/${team.id}`,
+      token: root,
+      ...rawJson('{"name": "\\udfff lone"}'),
+    });
     expectStatus(put, 400);
     expect(errorOf(put)).toMatchObject({ code: 'bad_request', message: `body.name: ${LONE}` });
     expect((await call('GET', `/api/v1/teams/${team.id}`)).json().data.name).toBe(`Unicode ${sys.tag}`);
 
     const cases: [string, string, string | undefined, string][] = [
       ['POST', '/api/v1/teams', '{"name": "high \\ud83d alone"}', `body.name: ${LONE}`],
-      ['POST', '/api/v1/roles', '{"name": "r", "permissions": ["users:read", "\\udc00"]}', `body.permissions.1: ${LONE}`],
+      [
+        'POST',
+        '/api/v1/roles',
+        '{"name": "r", "permissions": ["users:read", "\\udc00"]}',
+        `body.permissions.1: ${LONE}`,
+      ],
       ['POST', '/api/v1/teams', '{"name": "ok", "k\\udfff": 1}', `body.k\\udfff: ${LONE}`],
       ['GET', '/api/v1/users?page=1&search=%ED%BF%BF', undefined, ''],
     ];
     for (const [method, url, body, message] of cases) {
-      const res = await sys.http({ method: method as 'GET' | 'POST', url, token: root, ...(body !== undefined ? rawJson(body) : {}) });
+      const res = await sys.http({
+        method: method as 'GET' | 'POST',
+        url,
+        token: root,
+        ...(body !== undefined ? rawJson(body) : {}),
+      });
       // Percent-encoded surrogate bytes are not UTF-8: the URL decoder never yields a lone surrogate from them.
       if (body === undefined) {
         expect(res.statusCode).toBeLessThan(500);
@@ -60,14 +78,24 @@ describe('a lone surrogate in a request', () => {
     }
 
     // A well-formed pair (an emoji) is an ordinary character.
-    const renamed = await sys.http({ method: 'PUT', url: `/api/v1/teams/${team.id}`, token: root, ...rawJson(`{"name": "Unicode \\ud83d\\ude80 ${sys.tag}"}`) });
+    const renamed = await sys.http({
+      method: 'PUT',
+      url: `/api/v1/teams/${team.id}`,
+      token: root,
+      ...rawJson(`{"name": "Unicode \\ud83d\\ude80 ${sys.tag}"}`),
+    });
     expectStatus(renamed, 200);
     expect(renamed.json().data.name).toBe(`Unicode \u{1F680} ${sys.tag}`);
     await waitForAudit(sys, root, { action: 'team.updated', resource_id: team.id });
   });
 
   it('is refused by the invoicing gateway too, in its own envelope', async () => {
-    const res = await sys.invoicingHttp({ method: 'PATCH', url: `/api/v1/invoices/${crypto.randomUUID()}`, token: root, ...rawJson('{"notes": "\\udfff"}') });
+    const res = await sys.invoicingHttp({
+      method: 'PATCH',
+      url: `/api/v1/invoices/${crypto.randomUUID()}`,
+      token: root,
+      ...rawJson('{"notes": "\\udfff"}'),
+    });
     expectStatus(res, 400);
     expect(errorOf(res)).toMatchObject({ code: 'VALIDATION_ERROR', message: `body.notes: ${LONE}` });
   });
@@ -90,8 +118,15 @@ const auditEntryText = (id: string, details: Record<string, unknown>, actorEmail
     created_at: new Date().toISOString(),
   });
 
-const storedDetails = async (id: string): Promise<{ details: Record<string, unknown>; actor_email: string | null } | undefined> =>
-  (await sys.sql<{ details: Record<string, unknown>; actor_email: string | null }>('SELECT details, actor_email FROM audit_log WHERE id = ?', [id]))[0];
+const storedDetails = async (
+  id: string,
+): Promise<{ details: Record<string, unknown>; actor_email: string | null } | undefined> =>
+  (
+    await sys.sql<{ details: Record<string, unknown>; actor_email: string | null }>(
+      'SELECT details, actor_email FROM audit_log WHERE id = ?',
+      [id],
+    )
+  )[0];
 
 describe('jsonb writers', () => {
   it('make every string and key storable: NUL dropped, a lone surrogate as U+FFFD, pairs kept', () => {
@@ -107,7 +142,10 @@ describe('jsonb writers', () => {
     expect(text).toContain('\\udfff');
     await jetstream(sys.nc).publish(wireDurableSubject('svc.evt.audit.recorded'), new TextEncoder().encode(text));
     await waitFor(async () => (await storedDetails(id)) !== undefined, 15_000, 'the audit entry stored');
-    expect(await storedDetails(id)).toEqual({ details: { name: '\ufffd lone', 'k\ufffd': 'v' }, actor_email: 'x\ufffd@example.com' });
+    expect(await storedDetails(id)).toEqual({
+      details: { name: '\ufffd lone', 'k\ufffd': 'v' },
+      actor_email: 'x\ufffd@example.com',
+    });
   });
 });
 
@@ -118,17 +156,31 @@ const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
 async function auditDeadLetters(reason: string): Promise<number> {
   const res = await sys.http({ method: 'GET', url: '/metrics' });
   expectStatus(res, 200);
-  const line = res.body.split('\n').find((l) => l.startsWith(`svc_dead_letters_total{durable="${wireDurableName(AUDIT_DURABLE)}",reason="${reason}"}`));
+  const line = res.body
+    .split('\n')
+    .find((l) =>
+      l.startsWith(`svc_dead_letters_total{durable="${wireDurableName(AUDIT_DURABLE)}",reason="${reason}"}`),
+    );
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
 describe('an audit event the consumer gives up on', () => {
   it('raises the dead-letter metric and is listed in the dead-letter subject with its source sequence', async () => {
     const before = await auditDeadLetters('malformed');
-    const ack = await jetstream(sys.nc).publish(wireDurableSubject('svc.evt.audit.recorded'), encode(JSON.stringify({ id: 'not-a-uuid' })));
-    await waitFor(async () => (await auditDeadLetters('malformed')) === before + 1, 15_000, 'the metric to count the dead letter');
+    const ack = await jetstream(sys.nc).publish(
+      wireDurableSubject('svc.evt.audit.recorded'),
+      encode(JSON.stringify({ id: 'not-a-uuid' })),
+    );
+    await waitFor(
+      async () => (await auditDeadLetters('malformed')) === before + 1,
+      15_000,
+      'the metric to count the dead letter',
+    );
     const letters = await listDeadLetters(sys.nc, AUDIT_DURABLE);
-    expect(letters.find((d) => d.sourceSeq === String(ack.seq))).toMatchObject({ subject: wireDurableSubject('svc.evt.audit.recorded'), reason: 'malformed' });
+    expect(letters.find((d) => d.sourceSeq === String(ack.seq))).toMatchObject({
+      subject: wireDurableSubject('svc.evt.audit.recorded'),
+      reason: 'malformed',
+    });
   });
 
   it('is stored once its dead letter is replayed (npm run dlq -- replay)', async () => {
@@ -140,11 +192,17 @@ describe('an audit event the consumer gives up on', () => {
     h.set(DlqHeaders.error, 'invalid input syntax for type json');
     h.set(DlqHeaders.streamSeq, '1');
     h.set(DlqHeaders.durable, wireDurableName(AUDIT_DURABLE));
-    const dead = await jetstream(sys.nc).publish(dlqSubjectFor(wireDurableName(AUDIT_DURABLE)), encode(auditEntryText(id, { name: 'replayed' })), { headers: h });
+    const dead = await jetstream(sys.nc).publish(
+      dlqSubjectFor(wireDurableName(AUDIT_DURABLE)),
+      encode(auditEntryText(id, { name: 'replayed' })),
+      { headers: h },
+    );
     expect(await storedDetails(id)).toBeUndefined();
 
     const printed: string[] = [];
-    const code = await dlqCommand(sys.nc, ['replay', AUDIT_DURABLE, String(dead.seq)], capturingLogger().log, (l) => printed.push(l));
+    const code = await dlqCommand(sys.nc, ['replay', AUDIT_DURABLE, String(dead.seq)], capturingLogger().log, (l) =>
+      printed.push(l),
+    );
     expect(code).toBe(0);
     expect(JSON.parse(printed[0]!)).toEqual({ replayed: [dead.seq], skipped: [] });
     await waitFor(async () => (await storedDetails(id)) !== undefined, 15_000, 'the replayed audit entry stored');
@@ -152,8 +210,14 @@ describe('an audit event the consumer gives up on', () => {
     // Replayed dead letters leave the DLQ; a second replay of the same one is reported, not repeated.
     expect((await listDeadLetters(sys.nc, AUDIT_DURABLE)).some((d) => d.seq === dead.seq)).toBe(false);
     printed.length = 0;
-    expect(await dlqCommand(sys.nc, ['replay', AUDIT_DURABLE, String(dead.seq)], capturingLogger().log, (l) => printed.push(l))).toBe(1);
-    expect(JSON.parse(printed[0]!).skipped).toEqual([{ seq: dead.seq, why: `no dead letter of ${AUDIT_DURABLE} at this sequence` }]);
+    expect(
+      await dlqCommand(sys.nc, ['replay', AUDIT_DURABLE, String(dead.seq)], capturingLogger().log, (l) =>
+        printed.push(l),
+      ),
+    ).toBe(1);
+    expect(JSON.parse(printed[0]!).skipped).toEqual([
+      { seq: dead.seq, why: `no dead letter of ${AUDIT_DURABLE} at this sequence` },
+    ]);
   });
 
   it('is logged at error, naming the subject and the stream sequence, by a consumer that alerts on dead letters', async () => {
@@ -161,7 +225,16 @@ describe('an audit event the consumer gives up on', () => {
     const subject = wireDurableSubject(`svc.evt.test_${rand}.alerting`);
     const durable = `test_${rand}_alerting`;
     const { log, lines } = capturingLogger('warn');
-    const handle = await runConsumer({ nc: sys.nc, stream: 'SVC_EVENTS', durable, filterSubjects: [`svc.evt.test_${rand}.alerting`], schema: z.object({ n: z.number() }), handler: async () => undefined, alertOnDeadLetter: true, log });
+    const handle = await runConsumer({
+      nc: sys.nc,
+      stream: 'SVC_EVENTS',
+      durable,
+      filterSubjects: [`svc.evt.test_${rand}.alerting`],
+      schema: z.object({ n: z.number() }),
+      handler: async () => undefined,
+      alertOnDeadLetter: true,
+      log,
+    });
     try {
       const ack = await jetstream(sys.nc).publish(subject, encode('not json'));
       await waitFor(() => lines.some((l) => l.level === 50), 15_000, 'the error line');

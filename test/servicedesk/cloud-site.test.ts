@@ -3,8 +3,27 @@ import type { KvStore } from '../../actors/runtime/stores/kv.ts';
 import { expectStatus, userWith } from '../identity/admin-support.ts';
 import { capturingLogger } from '../support/log-capture.ts';
 import { SiteCatalog } from '../../actors/servicedesk/tracker/site.ts';
-import { CLOSE_AFTER_RESOLUTION, CLOUD_SITE, PEER_TIMEZONE, resolutionPaused, TrackerPeer, type PeerIssue } from '../support/tracker-peer.ts';
-import { expectedMetrics, get, HOUR, onTime, resolutionBreached, SD, startSdSystem, stopSdSystem, syncNow, trackerApiFor, type SdSystem } from './support.ts';
+import {
+  CLOSE_AFTER_RESOLUTION,
+  CLOUD_SITE,
+  PEER_TIMEZONE,
+  resolutionPaused,
+  TrackerPeer,
+  type PeerIssue,
+} from '../support/tracker-peer.ts';
+import {
+  expectedMetrics,
+  get,
+  HOUR,
+  onTime,
+  resolutionBreached,
+  SD,
+  startSdSystem,
+  stopSdSystem,
+  syncNow,
+  trackerApiFor,
+  type SdSystem,
+} from './support.ts';
 
 /**
  * A tracker that lists its fields as a Jira Service Management Cloud site does: "Time to close after resolution" (an
@@ -49,7 +68,10 @@ describe('a Jira Service Management Cloud site', () => {
     const searches = s.peer.log.filter((l) => l.path === '/rest/api/3/search/jql');
     expect(searches.length).toBeGreaterThan(0);
     for (const search of searches) expect(search.jql).toMatch(/^cf\[10106\] = \d+ /);
-    const stored = await s.sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_requests WHERE organization_ids @> ?::text[]`, [`{${s.orgA}}`]);
+    const stored = await s.sys.sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM sd_requests WHERE organization_ids @> ?::text[]`,
+      [`{${s.orgA}}`],
+    );
     expect(stored[0]!.n).toBe(orgA().length);
   });
 
@@ -78,7 +100,10 @@ describe('a Jira Service Management Cloud site', () => {
     for (const p of orgA()) {
       const res = await get(s, userA, `${SD}/tickets/${p.key}`);
       expectStatus(res, 200);
-      const d = res.json().data as { sla: { resolution_sla_status: string; cycles: { name: string }[] }; delivery: { is_on_time: number } };
+      const d = res.json().data as {
+        sla: { resolution_sla_status: string; cycles: { name: string }[] };
+        delivery: { is_on_time: number };
+      };
       const status = expectedStatus(p, now);
       seen.add(status);
       expect(d.sla.resolution_sla_status, p.key).toBe(status);
@@ -86,19 +111,38 @@ describe('a Jira Service Management Cloud site', () => {
       expect(d.sla.cycles.some((c) => c.name === CLOSE_AFTER_RESOLUTION.name)).toBe(false);
     }
     expect([...seen].sort()).toEqual(['breached', 'in_progress', 'met', 'paused']);
-    const statusOf = async (p: PeerIssue): Promise<string> => (await get(s, userA, `${SD}/tickets/${p.key}`)).json().data.sla.resolution_sla_status;
-    expect([await statusOf(young.inProgress), await statusOf(young.paused), await statusOf(young.met)]).toEqual(['in_progress', 'paused', 'met']);
+    const statusOf = async (p: PeerIssue): Promise<string> =>
+      (await get(s, userA, `${SD}/tickets/${p.key}`)).json().data.sla.resolution_sla_status;
+    expect([await statusOf(young.inProgress), await statusOf(young.paused), await statusOf(young.met)]).toEqual([
+      'in_progress',
+      'paused',
+      'met',
+    ]);
   });
 
   it('a request is created with the site’s Organizations field, and one not yet synced is found through it', async () => {
-    const res = await s.sys.http({ method: 'POST', url: `${SD}/tickets`, token: userA, payload: { service_desk_id: '1', request_type_id: '10', request_field_values: { summary: 'Printer jammed' } } });
+    const res = await s.sys.http({
+      method: 'POST',
+      url: `${SD}/tickets`,
+      token: userA,
+      payload: { service_desk_id: '1', request_type_id: '10', request_field_values: { summary: 'Printer jammed' } },
+    });
     expectStatus(res, 201);
     const values = s.peer.lastCreate?.requestFieldValues as Record<string, unknown>;
     expect(values).toMatchObject({ summary: 'Printer jammed', customfield_10106: [Number(s.orgA)] });
     expect(values).not.toHaveProperty('customfield_10002');
     expect(s.peer.issues.get(res.json().data.issue_key)?.orgIds).toEqual([s.orgA]);
     // The site's Organizations field is the service's to set, whatever its id.
-    const own = await s.sys.http({ method: 'POST', url: `${SD}/tickets`, token: userA, payload: { service_desk_id: '1', request_type_id: '10', request_field_values: { summary: 'x', customfield_10106: [1] } } });
+    const own = await s.sys.http({
+      method: 'POST',
+      url: `${SD}/tickets`,
+      token: userA,
+      payload: {
+        service_desk_id: '1',
+        request_type_id: '10',
+        request_field_values: { summary: 'x', customfield_10106: [1] },
+      },
+    });
     expectStatus(own, 400);
     // Raised in the tracker after the last sync: its organization is read from the tracker, not the store.
     const fresh = s.peer.open({ orgIds: [s.orgA], at: Date.now() });
@@ -110,7 +154,8 @@ describe('a Jira Service Management Cloud site', () => {
   it('reads /field, /status and /myself once, not on every sync run', async () => {
     await syncNow(s);
     await syncNow(s);
-    for (const path of [/^\/rest\/api\/3\/field$/, /^\/rest\/api\/3\/status$/, /^\/rest\/api\/3\/myself$/]) expect(s.peer.count('GET', path), String(path)).toBe(1);
+    for (const path of [/^\/rest\/api\/3\/field$/, /^\/rest\/api\/3\/status$/, /^\/rest\/api\/3\/myself$/])
+      expect(s.peer.count('GET', path), String(path)).toBe(1);
   });
 
   it('logs the fields it chose once, at the first load (the sync’s first run)', async () => {
@@ -121,7 +166,12 @@ describe('a Jira Service Management Cloud site', () => {
       let now = Date.now();
       const site = new SiteCatalog(await trackerApiFor(s.peer, log, stores), {}, 60_000, log, () => now);
       const first = await site.get();
-      expect(first).toMatchObject({ resolutionSla: 'customfield_10134', firstResponseSla: 'customfield_10135', organizations: 'customfield_10106', timeZone: PEER_TIMEZONE });
+      expect(first).toMatchObject({
+        resolutionSla: 'customfield_10134',
+        firstResponseSla: 'customfield_10135',
+        organizations: 'customfield_10106',
+        timeZone: PEER_TIMEZONE,
+      });
       const before = s.peer.count('GET', /^\/rest\/api\/3\/field$/);
       expect(await site.get()).toBe(first);
       expect(s.peer.count('GET', /^\/rest\/api\/3\/field$/)).toBe(before);
@@ -134,6 +184,11 @@ describe('a Jira Service Management Cloud site', () => {
     // Read again after its expiry with the same outcome: logged once.
     const chosen = lines.filter((l) => l.msg === 'service desk fields chosen');
     expect(chosen).toHaveLength(1);
-    expect(chosen[0]).toMatchObject({ resolution_sla_field: 'customfield_10134', first_response_sla_field: 'customfield_10135', organizations_field: 'customfield_10106', request_type_field: 'customfield_10101' });
+    expect(chosen[0]).toMatchObject({
+      resolution_sla_field: 'customfield_10134',
+      first_response_sla_field: 'customfield_10135',
+      organizations_field: 'customfield_10106',
+      request_type_field: 'customfield_10101',
+    });
   });
 });

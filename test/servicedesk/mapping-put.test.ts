@@ -21,7 +21,8 @@ const mappingOfA = async (): Promise<Record<string, unknown>> => {
   if (!m) expect.fail('client A has no mapping');
   return m;
 };
-const put = (id: unknown, payload: Record<string, unknown>) => s.sys.http({ method: 'PUT', url: `${SD}/admin/organizations/${String(id)}`, token: s.root, payload });
+const put = (id: unknown, payload: Record<string, unknown>) =>
+  s.sys.http({ method: 'PUT', url: `${SD}/admin/organizations/${String(id)}`, token: s.root, payload });
 
 describe('PUT /service-desk/admin/organizations/:id', () => {
   it('accepts the mapping as listed with an edit, and refuses another client_id naming it, writing nothing', async () => {

@@ -5,7 +5,24 @@ import { expectStatus, userWith, waitForAudit } from '../identity/admin-support.
 import { createClient, createUser, tokenFor, assignRole } from '../support/identity.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { categoryOf, TRANSITIONS, type PeerIssue } from '../support/tracker-peer.ts';
-import { csvCell, expectedMetrics, DAY, frtMs, FRT_GOAL, get, onTime, priorityRank, resolutionBreached, round2, SD, startedAt, startSdSystem, stopSdSystem, syncNow, type SdSystem } from './support.ts';
+import {
+  csvCell,
+  expectedMetrics,
+  DAY,
+  frtMs,
+  FRT_GOAL,
+  get,
+  onTime,
+  priorityRank,
+  resolutionBreached,
+  round2,
+  SD,
+  startedAt,
+  startSdSystem,
+  stopSdSystem,
+  syncNow,
+  type SdSystem,
+} from './support.ts';
 
 let s: SdSystem;
 let userA: string;
@@ -66,7 +83,10 @@ describe('sync', () => {
     expect(byOrg[s.orgB]).toBe(s.peer.requestsOf(s.orgB).length);
     expect(byOrg[s.orgUnmapped]).toBeUndefined();
     expect(counts[s.orgB]).toBe(s.peer.requestsOf(s.orgB).length);
-    const state = await s.sys.sql<{ full_load_completed_at: string | null; watermark: string | null }>(`SELECT full_load_completed_at, watermark FROM sd_sync_state WHERE organization_id IN (?, ?)`, [s.orgA, s.orgB]);
+    const state = await s.sys.sql<{ full_load_completed_at: string | null; watermark: string | null }>(
+      `SELECT full_load_completed_at, watermark FROM sd_sync_state WHERE organization_id IN (?, ?)`,
+      [s.orgA, s.orgB],
+    );
     expect(state).toHaveLength(2);
     for (const st of state) expect(st.full_load_completed_at).not.toBeNull();
   });
@@ -90,7 +110,9 @@ describe('sync', () => {
 
   it('a request with more status changes than the search embeds gets its whole changelog, paged, in order', async () => {
     // One no other test moved (its changes all older than a minute), so the new ones come after them in time.
-    const target = orgA().find((i) => i.status !== 'Closed' && i.histories.length <= s.peer.changelogCap && i.updated < Date.now() - 60_000)!;
+    const target = orgA().find(
+      (i) => i.status !== 'Closed' && i.histories.length <= s.peer.changelogCap && i.updated < Date.now() - 60_000,
+    )!;
     // A dozen changes in the last seconds, never into Closed (which offers no way on).
     const base = Date.now() - 15_000;
     for (let i = 0; i < 12; i++) {
@@ -105,12 +127,20 @@ describe('sync', () => {
     } finally {
       s.peer.changelogPageMax = 100;
     }
-    const pages = s.peer.log.slice(before).filter((l) => l.method === 'GET' && l.path === `/rest/api/3/issue/${target.key}/changelog`).length;
+    const pages = s.peer.log
+      .slice(before)
+      .filter((l) => l.method === 'GET' && l.path === `/rest/api/3/issue/${target.key}/changelog`).length;
     expect(pages).toBe(Math.ceil(target.histories.length / 3));
     const detail = await get(s, userA, `${SD}/tickets/${target.key}`);
     expectStatus(detail, 200);
     expect(detail.json().data.ticket.status).toBe(target.status);
-    expect(detail.json().data.status_history).toEqual(target.histories.map((h) => ({ from_status: h.from, to_status: h.to, changed_at: new Date(h.created).toISOString() })));
+    expect(detail.json().data.status_history).toEqual(
+      target.histories.map((h) => ({
+        from_status: h.from,
+        to_status: h.to,
+        changed_at: new Date(h.created).toISOString(),
+      })),
+    );
   });
 
   it('only a caller with servicedeskconfig:write runs it', async () => {
@@ -121,39 +151,78 @@ describe('sync', () => {
 describe('organization mappings', () => {
   it('are created against the tracker, scoped to the caller’s clients, updated and deleted, each audited', async () => {
     const admin = await userWith(s.sys, 'Admin', s.clientA.id);
-    const post = (payload: Record<string, unknown>, token = admin.token) => s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token, payload });
+    const post = (payload: Record<string, unknown>, token = admin.token) =>
+      s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token, payload });
     // The main mapping of client A exists already: 409.
     expectStatus(await post({ client_id: s.clientA.id, organization_id: s.orgA, service_desk_ids: ['1'] }), 409);
     const bad = await post({ client_id: s.clientA.id, organization_id: '999999999999', service_desk_ids: ['1'] });
     expectStatus(bad, 400);
     expect(bad.json().error.message).toContain('does not exist in the issue tracker');
-    expectStatus(await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['77'] }), 400);
+    expectStatus(
+      await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['77'] }),
+      400,
+    );
     expectStatus(await post({ client_id: s.clientA.id, organization_id: 'abc', service_desk_ids: ['1'] }), 400);
     expectStatus(await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: [] }), 400);
     // Another client's mapping: out of reach.
     expectStatus(await post({ client_id: s.clientB.id, organization_id: s.orgUnmapped, service_desk_ids: ['1'] }), 404);
     // Client role: no servicedeskconfig.
-    expectStatus(await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['1'] }, userA), 403);
+    expectStatus(
+      await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['1'] }, userA),
+      403,
+    );
 
-    const created = await post({ client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['1', '2'], labels: ['vip'] });
+    const created = await post({
+      client_id: s.clientA.id,
+      organization_id: s.orgUnmapped,
+      service_desk_ids: ['1', '2'],
+      labels: ['vip'],
+    });
     expectStatus(created, 201);
     const m = created.json().data;
-    expect(m).toMatchObject({ client_id: s.clientA.id, organization_id: s.orgUnmapped, organization_name: 'Unmapped Ltd', project_keys: [s.peer.names.sup, s.peer.names.ops], labels: ['vip'] });
+    expect(m).toMatchObject({
+      client_id: s.clientA.id,
+      organization_id: s.orgUnmapped,
+      organization_name: 'Unmapped Ltd',
+      project_keys: [s.peer.names.sup, s.peer.names.ops],
+      labels: ['vip'],
+    });
 
     const list = await get(s, admin.token, `${SD}/admin/organizations?client_id=${s.clientA.id}`);
     expectStatus(list, 200);
-    expect(list.json().data.map((x: { organization_id: string }) => x.organization_id).sort()).toEqual([s.orgA, s.orgUnmapped].sort());
+    expect(
+      list
+        .json()
+        .data.map((x: { organization_id: string }) => x.organization_id)
+        .sort(),
+    ).toEqual([s.orgA, s.orgUnmapped].sort());
     expectStatus(await get(s, admin.token, `${SD}/admin/organizations?client_id=${s.clientB.id}`), 404);
     const mine = await get(s, userA, `${SD}/organizations`);
     expectStatus(mine, 200);
     expect(mine.json().meta.total).toBe(2);
 
-    const put = await s.sys.http({ method: 'PUT', url: `${SD}/admin/organizations/${m.id}`, token: admin.token, payload: { organization_id: s.orgUnmapped, service_desk_ids: ['1'], project_keys: [s.peer.names.sup], labels: [] } });
+    const put = await s.sys.http({
+      method: 'PUT',
+      url: `${SD}/admin/organizations/${m.id}`,
+      token: admin.token,
+      payload: {
+        organization_id: s.orgUnmapped,
+        service_desk_ids: ['1'],
+        project_keys: [s.peer.names.sup],
+        labels: [],
+      },
+    });
     expectStatus(put, 200);
     expect(put.json().data).toMatchObject({ service_desk_ids: ['1'], project_keys: [s.peer.names.sup], labels: [] });
     expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${m.id}`, token: userA }), 403);
-    expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${m.id}`, token: admin.token }), 204);
-    expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${m.id}`, token: admin.token }), 404);
+    expectStatus(
+      await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${m.id}`, token: admin.token }),
+      204,
+    );
+    expectStatus(
+      await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${m.id}`, token: admin.token }),
+      404,
+    );
     await waitForAudit(s.sys, s.root, { action: 'servicedesk.mapping_created', resource_id: m.id });
     await waitForAudit(s.sys, s.root, { action: 'servicedesk.mapping_deleted', resource_id: m.id });
   });
@@ -163,24 +232,49 @@ describe('mapping another client’s organization', () => {
   it('a client admin cannot map or re-point a mapping to an organization another client maps: 403, nothing written or asked', async () => {
     const admin = await userWith(s.sys, 'Admin', s.clientA.id);
     const mappedToA = async (org: string): Promise<number> =>
-      (await s.sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_mappings WHERE client_id = ? AND organization_id = ?`, [s.clientA.id, org]))[0]!.n;
+      (
+        await s.sys.sql<{ n: number }>(
+          `SELECT count(*)::int AS n FROM sd_mappings WHERE client_id = ? AND organization_id = ?`,
+          [s.clientA.id, org],
+        )
+      )[0]!.n;
     const asked = (): number => s.peer.count('GET', new RegExp(`/organization/${s.orgB}$`));
     const askedBefore = asked();
 
-    const refused = await s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: admin.token, payload: { client_id: s.clientA.id, organization_id: s.orgB, service_desk_ids: ['1'] } });
+    const refused = await s.sys.http({
+      method: 'POST',
+      url: `${SD}/admin/organizations`,
+      token: admin.token,
+      payload: { client_id: s.clientA.id, organization_id: s.orgB, service_desk_ids: ['1'] },
+    });
     expectStatus(refused, 403);
-    expect(refused.json().error.message).toContain(`organization ${s.orgB} is already mapped to a client outside your reach`);
+    expect(refused.json().error.message).toContain(
+      `organization ${s.orgB} is already mapped to a client outside your reach`,
+    );
     expect(await mappedToA(s.orgB)).toBe(0);
 
     // Re-pointing a mapping of A's own at B's organization: refused alike, the mapping unchanged.
-    const own = await s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: admin.token, payload: { client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['1'] } });
+    const own = await s.sys.http({
+      method: 'POST',
+      url: `${SD}/admin/organizations`,
+      token: admin.token,
+      payload: { client_id: s.clientA.id, organization_id: s.orgUnmapped, service_desk_ids: ['1'] },
+    });
     expectStatus(own, 201);
     const id = own.json().data.id as string;
     try {
-      const repointed = await s.sys.http({ method: 'PUT', url: `${SD}/admin/organizations/${id}`, token: admin.token, payload: { organization_id: s.orgB, service_desk_ids: ['1'] } });
+      const repointed = await s.sys.http({
+        method: 'PUT',
+        url: `${SD}/admin/organizations/${id}`,
+        token: admin.token,
+        payload: { organization_id: s.orgB, service_desk_ids: ['1'] },
+      });
       expectStatus(repointed, 403);
       expect(repointed.json().error.message).toContain('outside your reach');
-      const [row] = await s.sys.sql<{ organization_id: string }>(`SELECT organization_id FROM sd_mappings WHERE id = ?`, [id]);
+      const [row] = await s.sys.sql<{ organization_id: string }>(
+        `SELECT organization_id FROM sd_mappings WHERE id = ?`,
+        [id],
+      );
       expect(row!.organization_id).toBe(s.orgUnmapped);
       expect(await mappedToA(s.orgB)).toBe(0);
       // Refused before the tracker was asked about the organization.
@@ -188,13 +282,24 @@ describe('mapping another client’s organization', () => {
       // A's requests stay A's: B's organization never shows to A.
       expectStatus(await get(s, admin.token, `${SD}/tickets?organization_id=${s.orgB}`), 404);
     } finally {
-      expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${id}`, token: admin.token }), 204);
+      expectStatus(
+        await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${id}`, token: admin.token }),
+        204,
+      );
     }
 
     // A super admin may map it to A as well.
-    const byRoot = await s.sys.http({ method: 'POST', url: `${SD}/admin/organizations`, token: s.root, payload: { client_id: s.clientA.id, organization_id: s.orgB, service_desk_ids: ['1'] } });
+    const byRoot = await s.sys.http({
+      method: 'POST',
+      url: `${SD}/admin/organizations`,
+      token: s.root,
+      payload: { client_id: s.clientA.id, organization_id: s.orgB, service_desk_ids: ['1'] },
+    });
     expectStatus(byRoot, 201);
-    expectStatus(await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${byRoot.json().data.id}`, token: s.root }), 204);
+    expectStatus(
+      await s.sys.http({ method: 'DELETE', url: `${SD}/admin/organizations/${byRoot.json().data.id}`, token: s.root }),
+      204,
+    );
     expect(await mappedToA(s.orgB)).toBe(0);
   });
 });
@@ -208,7 +313,13 @@ describe('tickets', () => {
     expect(items.map((t) => t.issue_key)).toEqual(expected);
     for (const t of items) {
       const p = s.peer.issues.get(t.issue_key)!;
-      expect(t).toMatchObject({ status: p.status, priority: p.priority, issue_type: p.type, reporter_email: p.reporter.emailAddress, linked_issue_key: p.links[0]?.outward ?? null });
+      expect(t).toMatchObject({
+        status: p.status,
+        priority: p.priority,
+        issue_type: p.type,
+        reporter_email: p.reporter.emailAddress,
+        linked_issue_key: p.links[0]?.outward ?? null,
+      });
     }
     const b = await all(userB, '');
     expect(b.total).toBe(s.peer.requestsOf(s.orgB).length);
@@ -233,7 +344,11 @@ describe('tickets', () => {
         const sorted = [...vals].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
         if (dir === 'DESC') sorted.reverse();
         expect(vals, `${col} ${dir}`).toEqual(sorted);
-        if (col === 'assignee') expect(items.slice(-orgA().filter((i) => !i.assignee).length).every((t) => t.assignee === null), 'unassigned last').toBe(true);
+        if (col === 'assignee')
+          expect(
+            items.slice(-orgA().filter((i) => !i.assignee).length).every((t) => t.assignee === null),
+            'unassigned last',
+          ).toBe(true);
       }
     }
   });
@@ -253,14 +368,22 @@ describe('tickets', () => {
     await check('assignee=Carol%20Chen', (i) => i.assignee?.displayName === 'Carol Chen');
     await check('assignee=BOB@tracker.example', (i) => i.assignee?.emailAddress === 'bob@tracker.example');
     await check('search=vpn', (i) => i.summary.toLowerCase().includes('vpn'));
-    await check(`search=${s.peer.names.sup.toLowerCase()}-1`, (i) => i.key.toLowerCase().includes(`${s.peer.names.sup.toLowerCase()}-1`) || i.summary.toLowerCase().includes(`${s.peer.names.sup.toLowerCase()}-1`));
+    await check(
+      `search=${s.peer.names.sup.toLowerCase()}-1`,
+      (i) =>
+        i.key.toLowerCase().includes(`${s.peer.names.sup.toLowerCase()}-1`) ||
+        i.summary.toLowerCase().includes(`${s.peer.names.sup.toLowerCase()}-1`),
+    );
     await check('search=%25', () => false);
     await check('status=Open&priority=Medium', (i) => i.status === 'Open' && i.priority === 'Medium');
     const from = new Date(Date.now() - 30 * DAY).toISOString();
     await check(`date_from=${encodeURIComponent(from)}`, (i) => i.created >= Date.parse(from));
     const day = new Date(Date.now() - 40 * DAY).toISOString().slice(0, 10);
     await check(`date_to=${day}`, (i) => i.created < Date.parse(`${day}T00:00:00Z`) + DAY);
-    await check(`date_from=${day}&date_to=${day}`, (i) => i.created >= Date.parse(`${day}T00:00:00Z`) && i.created < Date.parse(`${day}T00:00:00Z`) + DAY);
+    await check(
+      `date_from=${day}&date_to=${day}`,
+      (i) => i.created >= Date.parse(`${day}T00:00:00Z`) && i.created < Date.parse(`${day}T00:00:00Z`) + DAY,
+    );
 
     // my_requests: a user whose e-mail is one of the organization's customers.
     const email = orgA()[0]!.reporter.emailAddress;
@@ -271,7 +394,12 @@ describe('tickets', () => {
     expectStatus(mine, 200);
     const want = orgA().filter((i) => i.reporter.emailAddress === email);
     expect(mine.json().meta.total).toBe(want.length);
-    expect(mine.json().data.map((t: T) => t.issue_key).sort()).toEqual(keysOf(want));
+    expect(
+      mine
+        .json()
+        .data.map((t: T) => t.issue_key)
+        .sort(),
+    ).toEqual(keysOf(want));
     expect((await get(s, token, `${SD}/tickets?my_requests=false&per_page=1`)).json().meta.total).toBe(orgA().length);
   });
 
@@ -284,13 +412,25 @@ describe('tickets', () => {
   });
 
   it('refuses bad queries with 400 and asks super admins for an organization', async () => {
-    for (const q of ['sort_by=reporter', 'sort_dir=up', 'per_page=101', 'page=0', 'date_from=yesterday', 'my_requests=maybe', 'date_from=2026-02-01&date_to=2026-01-01', 'organization_id=abc', 'date_to=9999-12-31', 'date_from=0000-01-01']) {
+    for (const q of [
+      'sort_by=reporter',
+      'sort_dir=up',
+      'per_page=101',
+      'page=0',
+      'date_from=yesterday',
+      'my_requests=maybe',
+      'date_from=2026-02-01&date_to=2026-01-01',
+      'organization_id=abc',
+      'date_to=9999-12-31',
+      'date_from=0000-01-01',
+    ]) {
       expectStatus(await get(s, userA, `${SD}/tickets?${q}`), 400);
     }
     const noOrg = await get(s, s.root, `${SD}/tickets`);
     expectStatus(noOrg, 400);
     expect(noOrg.json().error.message).toMatch(/super admins must filter by organization/);
-    for (const path of ['kanban', 'metrics/sla', 'metrics/delivery', 'metrics/summary', 'reports/export']) expectStatus(await get(s, s.root, `${SD}/${path}`), 400);
+    for (const path of ['kanban', 'metrics/sla', 'metrics/delivery', 'metrics/summary', 'reports/export'])
+      expectStatus(await get(s, s.root, `${SD}/${path}`), 400);
     const withOrg = await get(s, s.root, `${SD}/tickets?organization_id=${s.orgB}&per_page=1`);
     expectStatus(withOrg, 200);
     expect(withOrg.json().meta.total).toBe(s.peer.requestsOf(s.orgB).length);
@@ -313,7 +453,9 @@ describe('tickets', () => {
     expectStatus(await get(s, s.root, `${SD}/tickets/${a}/actions?organization_id=${s.orgA}`), 200);
     const orgs = await get(s, s.root, `${SD}/organizations?organization_id=${s.orgB}`);
     expectStatus(orgs, 200);
-    expect(orgs.json().data.map((m: { organization_id: string; client_id: string }) => [m.organization_id, m.client_id])).toEqual([[s.orgB, s.clientB.id]]);
+    expect(
+      orgs.json().data.map((m: { organization_id: string; client_id: string }) => [m.organization_id, m.client_id]),
+    ).toEqual([[s.orgB, s.clientB.id]]);
     // The request is not in the organization named: 404; an organization nobody maps: 404.
     expectStatus(await get(s, s.root, `${SD}/tickets/${a}?organization_id=${s.orgB}`), 404);
     expectStatus(await get(s, s.root, `${SD}/tickets/${a}/actions?organization_id=${s.orgB}`), 404);
@@ -342,10 +484,24 @@ describe('tickets', () => {
       expectStatus(res, 200);
       const d = res.json().data;
       expect(d.ticket.issue_key).toBe(p.key);
-      expect(d.status_history).toEqual(p.histories.map((h) => ({ from_status: h.from, to_status: h.to, changed_at: new Date(h.created).toISOString() })));
+      expect(d.status_history).toEqual(
+        p.histories.map((h) => ({
+          from_status: h.from,
+          to_status: h.to,
+          changed_at: new Date(h.created).toISOString(),
+        })),
+      );
       const frt = frtMs(p);
       expect(d.sla.first_response_sla_met).toBe(frt !== null && frt <= FRT_GOAL ? 1 : 0);
-      expect(d.sla.resolution_sla_status).toBe(p.resolved ? (resolutionBreached(p, now) ? 'breached' : 'met') : resolutionBreached(p, now) ? 'breached' : 'in_progress');
+      expect(d.sla.resolution_sla_status).toBe(
+        p.resolved
+          ? resolutionBreached(p, now)
+            ? 'breached'
+            : 'met'
+          : resolutionBreached(p, now)
+            ? 'breached'
+            : 'in_progress',
+      );
       const end = p.resolved ?? now;
       expect(Math.abs(d.delivery.cycle_time_days - round2((end - startedAt(p)) / DAY))).toBeLessThanOrEqual(0.02);
       if (p.resolved) expect(d.delivery.is_on_time).toBe(onTime(p, now) ? 1 : 0);
@@ -367,7 +523,18 @@ describe('kanban', () => {
   it('groups by status category and status, at most 500', async () => {
     const res = await get(s, userA, `${SD}/kanban`);
     expectStatus(res, 200);
-    const board = res.json().data as { columns: { category: string; status_category: string; count: number; statuses: { status: string; count: number; tickets: T[] }[] }[]; total: number; shown: number; truncated: boolean; limit: number };
+    const board = res.json().data as {
+      columns: {
+        category: string;
+        status_category: string;
+        count: number;
+        statuses: { status: string; count: number; tickets: T[] }[];
+      }[];
+      total: number;
+      shown: number;
+      truncated: boolean;
+      limit: number;
+    };
     expect(board.columns.map((c) => c.category)).toEqual(['To Do', 'In Progress', 'Done']);
     expect(board).toMatchObject({ total: orgA().length, shown: orgA().length, truncated: false, limit: 500 });
     for (const col of board.columns) {
@@ -392,7 +559,10 @@ describe('metrics', () => {
     const res = await get(s, userA, `${SD}/metrics/sla?date_from=${from}`);
     expectStatus(res, 200);
     const m = res.json().data;
-    const want = expectedMetrics(orgA().filter((i) => i.created >= Date.parse(`${from}T00:00:00Z`)), now()).sla;
+    const want = expectedMetrics(
+      orgA().filter((i) => i.created >= Date.parse(`${from}T00:00:00Z`)),
+      now(),
+    ).sla;
     expect(m.total_requests).toBe(want.total_requests);
     expect(m.avg_first_response_hours).toBeCloseTo(want.avg_first_response_hours, 1);
     expect(m.avg_resolution_hours).toBeCloseTo(want.avg_resolution_hours, 1);
@@ -414,7 +584,12 @@ describe('metrics', () => {
     expect(m.on_time_percent).toBeCloseTo(want.on_time_percent, 1);
     expect(m.throughput_per_week).toBeGreaterThan(0);
     const empty = await get(s, userA, `${SD}/metrics/delivery?date_from=2000-01-01&date_to=2000-01-31`);
-    expect(empty.json().data).toMatchObject({ resolved_count: 0, avg_cycle_time_days: null, on_time_percent: null, throughput: 0 });
+    expect(empty.json().data).toMatchObject({
+      resolved_count: 0,
+      avg_cycle_time_days: null,
+      on_time_percent: null,
+      throughput: 0,
+    });
   });
 
   it('summary: open and resolved counts, MTTA, MTTR, SLA compliance and throughput', async () => {
@@ -440,9 +615,13 @@ describe('export', () => {
     expect(res.headers['content-type']).toMatch(/^text\/csv/);
     expect(res.headers['content-disposition']).toMatch(/^attachment; filename="service-desk-export-\d{8}\.csv"$/);
     const lines = res.body.trimEnd().split('\n');
-    expect(lines[0]).toBe('issue_key,summary,status,status_category,priority,issue_type,assignee,reporter_email,organization_ids,labels,linked_issue_key,created,updated,resolved,due_date');
+    expect(lines[0]).toBe(
+      'issue_key,summary,status,status_category,priority,issue_type,assignee,reporter_email,organization_ids,labels,linked_issue_key,created,updated,resolved,due_date',
+    );
     expect(lines).toHaveLength(orgA().length + 1);
-    expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual([...orgA()].sort((a, b) => Number(a.key.split('-')[1]) - Number(b.key.split('-')[1])).map((i) => i.key));
+    expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(
+      [...orgA()].sort((a, b) => Number(a.key.split('-')[1]) - Number(b.key.split('-')[1])).map((i) => i.key),
+    );
     const formula = orgA().find((i) => i.summary.includes('=SUM'));
     // The seed must hold one, or the check below would pass on nothing.
     expect(formula, 'a formula-like summary in the seeded data').toBeDefined();
@@ -476,8 +655,14 @@ describe('export', () => {
     }
     // The conditional parts were exercised: a neutralized summary, a linked request, labels, a resolved one, a due date.
     const cells = (col: number): string[] => rows.slice(1).map((r) => r[col]!);
-    expect(cells(1).some((c) => c.startsWith("'=")), 'a neutralized summary').toBe(true);
-    expect(cells(10).some((c) => c !== ''), 'a linked engineering issue').toBe(true);
+    expect(
+      cells(1).some((c) => c.startsWith("'=")),
+      'a neutralized summary',
+    ).toBe(true);
+    expect(
+      cells(10).some((c) => c !== ''),
+      'a linked engineering issue',
+    ).toBe(true);
     expect(cells(9).some((c) => c !== '')).toBe(true);
     expect(cells(13).some((c) => c !== '')).toBe(true);
     expect(cells(14).some((c) => c !== '')).toBe(true);
@@ -497,12 +682,10 @@ describe('caps', () => {
     const project = `ZC${Date.now().toString(36).toUpperCase()}`;
     const client = await createClient(s.sys);
     const mappingId = randomUUID();
-    await s.sys.sql(`INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Caps Ltd', '{1}', ?::text[])`, [
-      mappingId,
-      client.id,
-      org,
-      `{${project}}`,
-    ]);
+    await s.sys.sql(
+      `INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Caps Ltd', '{1}', ?::text[])`,
+      [mappingId, client.id, org, `{${project}}`],
+    );
     try {
       await s.sys.sql(
         `INSERT INTO sd_requests (issue_key, issue_id, project_key, issue_number, summary, status, status_category, priority, issue_type, organization_ids, created_at, updated_at)
@@ -513,7 +696,13 @@ describe('caps', () => {
       );
       const board = await get(s, s.root, `${SD}/kanban?organization_id=${org}`);
       expectStatus(board, 200);
-      const b = board.json().data as { columns: { count: number }[]; total: number; shown: number; limit: number; truncated: boolean };
+      const b = board.json().data as {
+        columns: { count: number }[];
+        total: number;
+        shown: number;
+        limit: number;
+        truncated: boolean;
+      };
       expect(b).toMatchObject({ total: n, shown: 500, limit: 500, truncated: true });
       expect(b.columns.reduce((sum, c) => sum + c.count, 0)).toBe(500);
 
@@ -553,7 +742,8 @@ describe('read store upkeep (migration 0012)', () => {
   };
 
   it('the totals match the synced requests, and stay exact through upserts, updates and deletes', async () => {
-    for (const project of [s.peer.names.sup, s.peer.names.ops]) expect(await drift(project), project).toEqual({ missing: 0, extra: 0 });
+    for (const project of [s.peer.names.sup, s.peer.names.ops])
+      expect(await drift(project), project).toEqual({ missing: 0, extra: 0 });
     const project = `ZT${Date.now().toString(36).toUpperCase()}`;
     const insert = (from: number, to: number, status: string): Promise<unknown> =>
       s.sys.sql(
@@ -574,7 +764,10 @@ describe('read store upkeep (migration 0012)', () => {
       // Half new rows, half replacing stored ones (the sync's upsert: one statement inserting and updating).
       await insert(21, 60, 'Done');
       expect(await drift(project)).toEqual({ missing: 0, extra: 0 });
-      await s.sys.sql(`UPDATE sd_requests SET priority = 'Low', issue_type = 'Incident', acknowledged_at = NULL WHERE project_key = ? AND issue_number % 3 = 0`, [project]);
+      await s.sys.sql(
+        `UPDATE sd_requests SET priority = 'Low', issue_type = 'Incident', acknowledged_at = NULL WHERE project_key = ? AND issue_number % 3 = 0`,
+        [project],
+      );
       expect(await drift(project)).toEqual({ missing: 0, extra: 0 });
       await s.sys.sql(`DELETE FROM sd_requests WHERE project_key = ? AND issue_number > 50`, [project]);
       expect(await drift(project)).toEqual({ missing: 0, extra: 0 });
@@ -586,7 +779,8 @@ describe('read store upkeep (migration 0012)', () => {
   });
 
   it('the list total from the totals equals the count of the requests themselves, filter by filter', async () => {
-    const total = async (query: string): Promise<number> => (await get(s, userA, `${SD}/tickets?per_page=1${query}`)).json().meta.total as number;
+    const total = async (query: string): Promise<number> =>
+      (await get(s, userA, `${SD}/tickets?per_page=1${query}`)).json().meta.total as number;
     for (const [query, keep] of [
       ['', () => true],
       ['&status=Open', (i: PeerIssue) => i.status === 'Open'],
@@ -598,11 +792,43 @@ describe('read store upkeep (migration 0012)', () => {
   });
 
   it('the lowered search columns answer exactly what ILIKE answers (case folding beyond ASCII, escaped wildcards)', async () => {
-    const texts = ['Écran noir', 'ÉCRAN', 'straße', 'STRASSE', 'İstanbul', 'ǅemal', 'ΣΊΣΥΦΟΣ', 'σίσυφος', '100% done', '100 done', 'a_b', 'aXb', 'back\\slash', 'Ｆｕｌｌ'];
-    const patterns = ['%écran%', '%ÉCRAN%', '%STRASSE%', '%straße%', '%i̇stanbul%', '%ǆ%', '%ΣΊΣΥΦΟΣ%', '%σίσυφοσ%', '%100\\%%', '%a\\_b%', '%\\\\s%', '%ｆｕｌｌ%', '%'];
+    const texts = [
+      'Écran noir',
+      'ÉCRAN',
+      'straße',
+      'STRASSE',
+      'İstanbul',
+      'ǅemal',
+      'ΣΊΣΥΦΟΣ',
+      'σίσυφος',
+      '100% done',
+      '100 done',
+      'a_b',
+      'aXb',
+      'back\\slash',
+      'Ｆｕｌｌ',
+    ];
+    const patterns = [
+      '%écran%',
+      '%ÉCRAN%',
+      '%STRASSE%',
+      '%straße%',
+      '%i̇stanbul%',
+      '%ǆ%',
+      '%ΣΊΣΥΦΟΣ%',
+      '%σίσυφοσ%',
+      '%100\\%%',
+      '%a\\_b%',
+      '%\\\\s%',
+      '%ｆｕｌｌ%',
+      '%',
+    ];
     const rows = await s.sys.sql<{ t: string; p: string; ilike: boolean; lowered: boolean }>(
       `SELECT t, p, t ILIKE p AS ilike, lower(t) LIKE lower(p) AS lowered FROM unnest(?::text[]) t, unnest(?::text[]) p`,
-      [`{${texts.map((t) => `"${t.replaceAll('\\', '\\\\')}"`).join(',')}}`, `{${patterns.map((p) => `"${p.replaceAll('\\', '\\\\')}"`).join(',')}}`],
+      [
+        `{${texts.map((t) => `"${t.replaceAll('\\', '\\\\')}"`).join(',')}}`,
+        `{${patterns.map((p) => `"${p.replaceAll('\\', '\\\\')}"`).join(',')}}`,
+      ],
     );
     expect(rows).toHaveLength(texts.length * patterns.length);
     expect(rows.filter((r) => r.ilike !== r.lowered)).toEqual([]);

@@ -21,7 +21,12 @@ beforeAll(async () => {
   peer = new TrackerPeer({ perOrg: [12, 1, 1] });
   await peer.start();
   // The system's own service desk is not configured, so its actor runs no sync: only the two engines below compete.
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,servicedesk', SVC_SD_BASE_URL: '', SVC_SD_EMAIL: '', SVC_SD_API_TOKEN: '' });
+  sys = await startTestSystem({
+    SVC_ACTORS: 'identity,servicedesk',
+    SVC_SD_BASE_URL: '',
+    SVC_SD_EMAIL: '',
+    SVC_SD_API_TOKEN: '',
+  });
   org = peer.names.orgs[0]!.id;
   await mapOrganization(sys, peer, org);
 });
@@ -39,12 +44,16 @@ describe('the sync lease', () => {
       // Slow tracker answers keep A's run going while B asks.
       peer.delayMs = 150;
       const first = a.run();
-      for (let i = 0; i < 100 && !peer.log.some((l) => l.path === '/rest/api/3/search/jql'); i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 100 && !peer.log.some((l) => l.path === '/rest/api/3/search/jql'); i++)
+        await new Promise((r) => setTimeout(r, 20));
       const searchesBefore = peer.log.filter((l) => l.path === '/rest/api/3/search/jql').length;
       await expect(b.run()).rejects.toMatchObject({ code: 'conflict' });
       const report = await first;
       peer.delayMs = 0;
-      expect(report.organizations.find((o) => o.organization_id === org)).toMatchObject({ error: null, full_load: true });
+      expect(report.organizations.find((o) => o.organization_id === org)).toMatchObject({
+        error: null,
+        full_load: true,
+      });
       expect(await stored()).toBe(peer.requestsOf(org).length);
       // B's refusal read nothing from the tracker: every search after B asked belongs to A's run (its later pages).
       const searchesOfA = peer.log.filter((l) => l.path === '/rest/api/3/search/jql').length - searchesBefore;

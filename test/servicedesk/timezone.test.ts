@@ -41,12 +41,10 @@ describe('metrics in a session whose TimeZone is not UTC', () => {
     const project = `ZZ${Date.now().toString(36).toUpperCase()}`;
     const client = await createClient(s.sys);
     const mappingId = randomUUID();
-    await s.sys.sql(`INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Zone Ltd', '{1}', ?::text[])`, [
-      mappingId,
-      client.id,
-      org,
-      `{${project}}`,
-    ]);
+    await s.sys.sql(
+      `INSERT INTO sd_mappings (id, client_id, organization_id, organization_name, service_desk_ids, project_keys) VALUES (?, ?, ?, 'Zone Ltd', '{1}', ?::text[])`,
+      [mappingId, client.id, org, `{${project}}`],
+    );
     try {
       const now = Date.now();
       const resolved = [now - 30 * DAY + 6 * HOUR, now - 30 * DAY - 6 * HOUR];
@@ -54,7 +52,16 @@ describe('metrics in a session whose TimeZone is not UTC', () => {
         await s.sys.sql(
           `INSERT INTO sd_requests (issue_key, issue_id, project_key, issue_number, summary, status, status_category, organization_ids, created_at, updated_at, resolved_at)
            VALUES (?, ?, ?, ?, 'Zone', 'Done', 'done', ?::text[], ?::timestamptz - interval '1 day', ?::timestamptz, ?::timestamptz)`,
-          [`${project}-${i + 1}`, String(6_000_000 + i), project, i + 1, `{${org}}`, new Date(at).toISOString(), new Date(at).toISOString(), new Date(at).toISOString()],
+          [
+            `${project}-${i + 1}`,
+            String(6_000_000 + i),
+            project,
+            i + 1,
+            `{${org}}`,
+            new Date(at).toISOString(),
+            new Date(at).toISOString(),
+            new Date(at).toISOString(),
+          ],
         );
       }
       const res = await get(s, s.root, `${SD}/metrics/summary?organization_id=${org}`);

@@ -30,7 +30,12 @@ const send = (who: { token?: string; apiKey?: string }, r: (typeof ROUTES)[numbe
   api(sys, who)(r.method, r.url, r.body);
 
 beforeAll(async () => {
-  sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet,servicedesk', SVC_SD_BASE_URL: '', SVC_SD_EMAIL: '', SVC_SD_API_TOKEN: '' });
+  sys = await startTestSystem({
+    SVC_ACTORS: 'identity,fleet,servicedesk',
+    SVC_SD_BASE_URL: '',
+    SVC_SD_EMAIL: '',
+    SVC_SD_API_TOKEN: '',
+  });
   root = (await userWith(sys)).token;
   clientId = (await createClient(sys)).id;
 });

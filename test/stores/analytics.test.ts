@@ -3,7 +3,14 @@ import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createChdbConnection } from 'chdb/connection';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AnalyticsError, openAnalytics, openChdbAnalytics, openClickHouseAnalytics, type AnalyticsStore, type ClickHouseAnalyticsOptions } from '../../actors/runtime/stores/analytics.ts';
+import {
+  AnalyticsError,
+  openAnalytics,
+  openChdbAnalytics,
+  openClickHouseAnalytics,
+  type AnalyticsStore,
+  type ClickHouseAnalyticsOptions,
+} from '../../actors/runtime/stores/analytics.ts';
 import { migrateAnalytics } from '../../migrations/analytics/runner.ts';
 import { analyticsMigrations } from '../../migrations/analytics/index.ts';
 
@@ -48,21 +55,38 @@ function contract(name: string, open: () => Promise<AnalyticsStore>, expectedKin
     it('inserts JSON rows and reads them back with bound parameters, exact decimals and 64-bit ids', async () => {
       await store.insert(table, [
         // 2^63 + 7 and 14 integer digits: both lose precision as JS numbers, so they must arrive as strings.
-        { id: 9223372036854775815n, at: new Date('2024-05-01T10:00:00.123Z'), amount: '12345678901234.5678', note: "it's a \\ test\nline", tags: ['a', 'b'] },
+        {
+          id: 9223372036854775815n,
+          at: new Date('2024-05-01T10:00:00.123Z'),
+          amount: '12345678901234.5678',
+          note: "it's a \\ test\nline",
+          tags: ['a', 'b'],
+        },
         { id: 2, at: '2024-05-02T00:00:00Z', amount: '0.0001', note: "x' OR 1=1 --", tags: [] },
         { id: 3, at: '2024-04-30 23:59:59', amount: '-5', note: 'old', tags: ['b'] },
       ]);
 
-      const rows = await store.query<Row>(`SELECT id, at, amount, note, tags FROM ${table} WHERE at >= {since:DateTime64(3)} ORDER BY at`, {
-        since: new Date('2024-05-01T00:00:00Z'),
-      });
+      const rows = await store.query<Row>(
+        `SELECT id, at, amount, note, tags FROM ${table} WHERE at >= {since:DateTime64(3)} ORDER BY at`,
+        {
+          since: new Date('2024-05-01T00:00:00Z'),
+        },
+      );
       expect(rows).toEqual([
-        { id: '9223372036854775815', at: '2024-05-01 10:00:00.123', amount: '12345678901234.5678', note: "it's a \\ test\nline", tags: ['a', 'b'] },
+        {
+          id: '9223372036854775815',
+          at: '2024-05-01 10:00:00.123',
+          amount: '12345678901234.5678',
+          note: "it's a \\ test\nline",
+          tags: ['a', 'b'],
+        },
         { id: '2', at: '2024-05-02 00:00:00.000', amount: '0.0001', note: "x' OR 1=1 --", tags: [] },
       ]);
 
       // A parameter is a value, never SQL: the injection attempt matches only its own row.
-      const byNote = await store.query<{ id: string }>(`SELECT id FROM ${table} WHERE note = {note:String}`, { note: "x' OR 1=1 --" });
+      const byNote = await store.query<{ id: string }>(`SELECT id FROM ${table} WHERE note = {note:String}`, {
+        note: "x' OR 1=1 --",
+      });
       expect(byNote).toEqual([{ id: '2' }]);
 
       const sum = await store.query<{ total: string; n: string }>(
@@ -72,15 +96,21 @@ function contract(name: string, open: () => Promise<AnalyticsStore>, expectedKin
       expect(sum).toEqual([{ total: '-5', n: '1' }]);
 
       // A Date with whole seconds also binds to a plain DateTime parameter.
-      const whole = await store.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE toDateTime(at) < {t:DateTime}`, { t: new Date('2024-05-01T00:00:00Z') });
+      const whole = await store.query<{ n: string }>(
+        `SELECT count() AS n FROM ${table} WHERE toDateTime(at) < {t:DateTime}`,
+        { t: new Date('2024-05-01T00:00:00Z') },
+      );
       expect(whole).toEqual([{ n: '1' }]);
     });
 
     it('works in UTC whatever the host time zone (Date parameters and DateTime output)', async () => {
-      const rows = await store.query<{ u: string; shown: string }>('SELECT toUnixTimestamp({t:DateTime}) AS u, toString(toDateTime({s:UInt32})) AS shown', {
-        t: new Date('2024-01-01T00:00:00Z'),
-        s: 1704067200,
-      });
+      const rows = await store.query<{ u: string; shown: string }>(
+        'SELECT toUnixTimestamp({t:DateTime}) AS u, toString(toDateTime({s:UInt32})) AS shown',
+        {
+          t: new Date('2024-01-01T00:00:00Z'),
+          s: 1704067200,
+        },
+      );
       expect(rows).toEqual([{ u: 1704067200, shown: '2024-01-01 00:00:00' }]);
     });
 
@@ -121,10 +151,18 @@ contract('chdb', () => openAnalytics({ SVC_CLICKHOUSE_URL: undefined, SVC_ANALYT
 // chdb/connection is typed against its own copy of @clickhouse/client-common, which differs in details from the copy
 // inside @clickhouse/client (ClickHouseSettings): structurally the same Connection at run time, so the cast is sound.
 const chdbConnection = () => createChdbConnection({ path: dir }) as unknown as ClickHouseAnalyticsOptions['connection'];
-contract('clickhouse client over chdb/connection', () => openClickHouseAnalytics({ connection: chdbConnection() }), 'clickhouse');
+contract(
+  'clickhouse client over chdb/connection',
+  () => openClickHouseAnalytics({ connection: chdbConnection() }),
+  'clickhouse',
+);
 
 describe.skipIf(!process.env.SVC_CLICKHOUSE_URL)('clickhouse server (SVC_CLICKHOUSE_URL)', () => {
-  contract('server', () => openAnalytics({ SVC_CLICKHOUSE_URL: process.env.SVC_CLICKHOUSE_URL, SVC_ANALYTICS_PATH: dir }), 'clickhouse');
+  contract(
+    'server',
+    () => openAnalytics({ SVC_CLICKHOUSE_URL: process.env.SVC_CLICKHOUSE_URL, SVC_ANALYTICS_PATH: dir }),
+    'clickhouse',
+  );
 });
 
 describe('chDB session sharing', () => {

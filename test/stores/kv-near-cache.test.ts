@@ -18,7 +18,12 @@ let now = 1_000_000;
 
 beforeAll(async () => {
   writer = new Redis(VALKEY_URL);
-  cache = await openNearCache(VALKEY_URL, log, prefix, { maxEntries: 3, maxAgeMs: 10_000, checkEveryMs: 200, now: () => now });
+  cache = await openNearCache(VALKEY_URL, log, prefix, {
+    maxEntries: 3,
+    maxAgeMs: 10_000,
+    checkEveryMs: 200,
+    now: () => now,
+  });
 });
 
 afterAll(async () => {
@@ -29,7 +34,8 @@ afterAll(async () => {
 });
 
 /** The cache's own two connections, and their ids on the server (other runs may share it). */
-const internals = () => cache as unknown as { reads: Redis; redirect: number; inFlight: Map<string, { changed: boolean }> };
+const internals = () =>
+  cache as unknown as { reads: Redis; redirect: number; inFlight: Map<string, { changed: boolean }> };
 const connectionId = async (which: 'reads' | 'announcements'): Promise<number> =>
   which === 'reads' ? Number(await internals().reads.client('ID')) : internals().redirect;
 
@@ -38,10 +44,12 @@ const dropConnection = async (which: 'reads' | 'announcements'): Promise<void> =
   expect(await writer.client('KILL', 'ID', String(await connectionId(which)))).toBe(1);
   await vi.waitFor(() => expect(cache.tracking).toBe(false), { timeout: 2_000, interval: 5 });
 };
-const trackingAgain = (): Promise<void> => vi.waitFor(() => expect(cache.tracking).toBe(true), { timeout: 5_000, interval: 20 });
+const trackingAgain = (): Promise<void> =>
+  vi.waitFor(() => expect(cache.tracking).toBe(true), { timeout: 5_000, interval: 20 });
 
 /** Waits until `key` reads `want` through the cache: a change is announced on another connection, a moment later. */
-const eventually = (key: string, want: string | null): Promise<void> => vi.waitFor(async () => expect(await cache.get(key)).toBe(want), { timeout: 2_000, interval: 5 });
+const eventually = (key: string, want: string | null): Promise<void> =>
+  vi.waitFor(async () => expect(await cache.get(key)).toBe(want), { timeout: 2_000, interval: 5 });
 
 describe('NearCache (server-assisted client-side caching on Valkey)', () => {
   it('keeps a value after its first read, and reads it again once another client changes or deletes it', async () => {
@@ -70,7 +78,7 @@ describe('NearCache (server-assisted client-side caching on Valkey)', () => {
     await eventually('user:1', null);
   });
 
-  it('never serves a kept value past its key\'s expiry, announced or not', async () => {
+  it("never serves a kept value past its key's expiry, announced or not", async () => {
     // Shorter than the cache's maxAgeMs (10 s), so only the key's expiry can end the kept copy.
     await writer.set(`${prefix}ttl`, 'short', 'PX', 5_000);
     expect(await cache.get('ttl')).toBe('short');
@@ -99,7 +107,10 @@ describe('NearCache (server-assisted client-side caching on Valkey)', () => {
     const spy = vi.spyOn(reader, 'readWithTtl').mockImplementationOnce(async (key) => {
       const answer = await original(key);
       await writer.set(`${prefix}race`, 'new');
-      await vi.waitFor(() => expect(inFlight.get(`${prefix}race`)?.changed).toBe(true), { timeout: 2_000, interval: 5 });
+      await vi.waitFor(() => expect(inFlight.get(`${prefix}race`)?.changed).toBe(true), {
+        timeout: 2_000,
+        interval: 5,
+      });
       return answer;
     });
     expect(await cache.get('race')).toBe('old');

@@ -64,8 +64,18 @@ class FreezableProxy {
 }
 
 const catalogue = subjects({
-  'svc.rtpg.tx': { summary: 'a transaction', request: z.object({ sleep_s: z.number().min(0) }), reply: z.object({ n: z.number() }), errors: ['unavailable', 'timeout'] },
-  'svc.rtpg.read': { summary: 'a query outside a transaction', request: z.object({}), reply: z.object({ n: z.number() }), errors: ['unavailable', 'timeout'] },
+  'svc.rtpg.tx': {
+    summary: 'a transaction',
+    request: z.object({ sleep_s: z.number().min(0) }),
+    reply: z.object({ n: z.number() }),
+    errors: ['unavailable', 'timeout'],
+  },
+  'svc.rtpg.read': {
+    summary: 'a query outside a transaction',
+    request: z.object({}),
+    reply: z.object({ n: z.number() }),
+    errors: ['unavailable', 'timeout'],
+  },
 });
 
 const config = testConfig();
@@ -83,7 +93,7 @@ let caller: Caller<typeof catalogue>;
 let direct: MikroORM;
 /** Handlers still running: a handler stuck on the frozen store past its deadline holds a pooled connection. */
 let running = 0;
-const counted = async <T,>(fn: () => Promise<T>): Promise<T> => {
+const counted = async <T>(fn: () => Promise<T>): Promise<T> => {
   running++;
   try {
     return await fn();
@@ -161,19 +171,26 @@ describe('a connection that dies inside a transaction', () => {
       throw new Error(`${String(e)}: total ${pool.totalCount} idle ${pool.idleCount} waiting ${pool.waitingCount}`);
     });
     // And the pool serves again.
-    await expect(orm.em.fork().transactional(async (em) => em.execute<{ n: number }[]>(`SELECT 1 AS n`))).resolves.toEqual([{ n: 1 }]);
+    await expect(
+      orm.em.fork().transactional(async (em) => em.execute<{ n: number }[]>(`SELECT 1 AS n`)),
+    ).resolves.toEqual([{ n: 1 }]);
   });
 });
 
 describe('a frozen PostgreSQL', () => {
   it('answers 503/504 within the deadline, leaks no pooled connection, and serves again after the thaw', async () => {
-    for (let i = 0; i < POOL_MAX; i++) await expect(caller.call('svc.rtpg.tx', { sleep_s: 0 }, ctx())).resolves.toEqual({ n: 1 });
+    for (let i = 0; i < POOL_MAX; i++)
+      await expect(caller.call('svc.rtpg.tx', { sleep_s: 0 }, ctx())).resolves.toEqual({ n: 1 });
     lines.length = 0;
 
     proxy.freeze();
     // Twice the pool's size: half hold connections whose queries never return, half wait for one.
     const calls = Array.from({ length: 2 * POOL_MAX }, (_, i) =>
-      outcome(i % 2 ? caller.call('svc.rtpg.read', {}, ctx(), { timeoutMs: 1_500 }) : caller.call('svc.rtpg.tx', { sleep_s: 0 }, ctx(), { timeoutMs: 1_500 })),
+      outcome(
+        i % 2
+          ? caller.call('svc.rtpg.read', {}, ctx(), { timeoutMs: 1_500 })
+          : caller.call('svc.rtpg.tx', { sleep_s: 0 }, ctx(), { timeoutMs: 1_500 }),
+      ),
     );
     const results = await Promise.all(calls);
     for (const r of results) {
@@ -185,11 +202,19 @@ describe('a frozen PostgreSQL', () => {
     expect(running).toBe(0);
 
     proxy.thaw();
-    const after = await Promise.all(Array.from({ length: 2 * POOL_MAX }, () => outcome(caller.call('svc.rtpg.tx', { sleep_s: 0 }, ctx(), { timeoutMs: 3_000 }))));
+    const after = await Promise.all(
+      Array.from({ length: 2 * POOL_MAX }, () =>
+        outcome(caller.call('svc.rtpg.tx', { sleep_s: 0 }, ctx(), { timeoutMs: 3_000 })),
+      ),
+    );
     expect(after.map((r) => r.code)).toEqual(Array(2 * POOL_MAX).fill('ok'));
     // Nothing left checked out or waiting: the connections stuck on the frozen server were cut and discarded.
     // Generous: on a loaded 2-core machine the cut sockets' close events can take a few seconds to arrive.
-    await waitFor(() => pool.waitingCount === 0 && pool.totalCount === pool.idleCount, 15_000, 'the pool to settle').catch((err: unknown) => {
+    await waitFor(
+      () => pool.waitingCount === 0 && pool.totalCount === pool.idleCount,
+      15_000,
+      'the pool to settle',
+    ).catch((err: unknown) => {
       throw new Error(`${String(err)}: total ${pool.totalCount} idle ${pool.idleCount} waiting ${pool.waitingCount}`);
     });
     expect(pool.totalCount).toBeLessThanOrEqual(POOL_MAX);
@@ -207,14 +232,19 @@ describe('a frozen PostgreSQL', () => {
     expect(r.ms).toBeLessThan(1_300);
     const running = await direct.em
       .fork()
-      .execute<{ n: number }[]>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ? AND state = 'active' AND query LIKE '%pg_sleep%'`, [appName]);
+      .execute<{ n: number }[]>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = ? AND state = 'active' AND query LIKE '%pg_sleep%'`,
+        [appName],
+      );
     expect(running[0]?.n).toBe(0);
     await expect(caller.call('svc.rtpg.tx', { sleep_s: 0 }, ctx())).resolves.toEqual({ n: 1 });
   });
 
   it('bounds the wait for a pooled connection by the deadline', async () => {
     // Every pooled connection busy for 2 s; a request with 600 ms left must not wait for one beyond that.
-    const busy = Array.from({ length: POOL_MAX }, () => outcome(caller.call('svc.rtpg.tx', { sleep_s: 2 }, ctx(), { timeoutMs: 5_000 })));
+    const busy = Array.from({ length: POOL_MAX }, () =>
+      outcome(caller.call('svc.rtpg.tx', { sleep_s: 2 }, ctx(), { timeoutMs: 5_000 })),
+    );
     await waitFor(() => pool.totalCount - pool.idleCount === POOL_MAX, 2_000, 'the pool to be busy');
     const waiting = await outcome(caller.call('svc.rtpg.read', {}, ctx(), { timeoutMs: 600 }));
     expect(waiting.code).toBe('unavailable');

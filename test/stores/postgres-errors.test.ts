@@ -32,7 +32,9 @@ const answer = async (q: string, params: unknown[] = []): Promise<{ code: string
 
 beforeAll(async () => {
   orm = await openOrm({ url: config.SVC_DB_URL, log });
-  await sql(`CREATE TABLE ${parent} (id int PRIMARY KEY, name text NOT NULL, slug varchar(8) UNIQUE, n int CHECK (n >= 0))`);
+  await sql(
+    `CREATE TABLE ${parent} (id int PRIMARY KEY, name text NOT NULL, slug varchar(8) UNIQUE, n int CHECK (n >= 0))`,
+  );
   await sql(`CREATE TABLE ${child} (id serial PRIMARY KEY, client_id int NOT NULL REFERENCES ${parent}(id))`);
   await sql(`INSERT INTO ${parent} (id, name, slug, n) VALUES (1, 'one', 'one', 1), (2, 'two', 'two', 2)`);
   await sql(`INSERT INTO ${child} (client_id) VALUES (1)`);
@@ -45,21 +47,44 @@ afterAll(async () => {
 
 describe('PostgreSQL refusals in the reply', () => {
   it('a NUL byte or another invalid input is 400, not 503', async () => {
-    expect(await answer(`INSERT INTO ${parent} (id, name) VALUES (3, ?)`, ['a\u0000b'])).toMatchObject({ code: 'bad_request' });
-    expect(await answer(`SELECT ?::uuid`, ['not-a-uuid'])).toEqual({ code: 'bad_request', message: 'a value has an invalid format' });
-    expect(await answer(`INSERT INTO ${parent} (id, name, slug) VALUES (3, 'x', ?)`, ['much-too-long'])).toEqual({ code: 'bad_request', message: 'a value is too long' });
+    expect(await answer(`INSERT INTO ${parent} (id, name) VALUES (3, ?)`, ['a\u0000b'])).toMatchObject({
+      code: 'bad_request',
+    });
+    expect(await answer(`SELECT ?::uuid`, ['not-a-uuid'])).toEqual({
+      code: 'bad_request',
+      message: 'a value has an invalid format',
+    });
+    expect(await answer(`INSERT INTO ${parent} (id, name, slug) VALUES (3, 'x', ?)`, ['much-too-long'])).toEqual({
+      code: 'bad_request',
+      message: 'a value is too long',
+    });
     expect(await answer(`SELECT ?::int`, ['99999999999'])).toMatchObject({ code: 'bad_request' });
   });
 
   it('a missing reference is 404 naming the resource; removing a referenced row is 409', async () => {
-    expect(await answer(`INSERT INTO ${child} (client_id) VALUES (42)`)).toEqual({ code: 'not_found', message: 'client not found' });
-    expect(await answer(`DELETE FROM ${parent} WHERE id = 1`)).toMatchObject({ code: 'conflict', message: expect.stringContaining('still in use') });
+    expect(await answer(`INSERT INTO ${child} (client_id) VALUES (42)`)).toEqual({
+      code: 'not_found',
+      message: 'client not found',
+    });
+    expect(await answer(`DELETE FROM ${parent} WHERE id = 1`)).toMatchObject({
+      code: 'conflict',
+      message: expect.stringContaining('still in use'),
+    });
   });
 
   it('a duplicate is 409 naming the key; not-null and check violations are 400', async () => {
-    expect(await answer(`INSERT INTO ${parent} (id, name, slug) VALUES (5, 'x', 'one')`)).toEqual({ code: 'conflict', message: 'slug: already exists' });
-    expect(await answer(`INSERT INTO ${parent} (id, name) VALUES (6, NULL)`)).toEqual({ code: 'bad_request', message: 'name: must not be null' });
-    expect(await answer(`INSERT INTO ${parent} (id, name, n) VALUES (7, 'x', -1)`)).toMatchObject({ code: 'bad_request', message: expect.stringContaining(`${parent}_n_check`) });
+    expect(await answer(`INSERT INTO ${parent} (id, name, slug) VALUES (5, 'x', 'one')`)).toEqual({
+      code: 'conflict',
+      message: 'slug: already exists',
+    });
+    expect(await answer(`INSERT INTO ${parent} (id, name) VALUES (6, NULL)`)).toEqual({
+      code: 'bad_request',
+      message: 'name: must not be null',
+    });
+    expect(await answer(`INSERT INTO ${parent} (id, name, n) VALUES (7, 'x', -1)`)).toMatchObject({
+      code: 'bad_request',
+      message: expect.stringContaining(`${parent}_n_check`),
+    });
   });
 
   it('maps raw pg errors (not wrapped by MikroORM) the same way', () => {
@@ -67,9 +92,14 @@ describe('PostgreSQL refusals in the reply', () => {
       code: '23503',
       detail: 'Key (team_id)=(0a) is not present in table "teams".',
     });
-    expect(toReplyError(new Error('query failed', { cause: raw })).toBody()).toEqual({ code: 'not_found', message: 'team not found' });
+    expect(toReplyError(new Error('query failed', { cause: raw })).toBody()).toEqual({
+      code: 'not_found',
+      message: 'team not found',
+    });
     expect(toReplyError(Object.assign(new Error('deadlock detected'), { code: '40P01' })).code).toBe('conflict');
-    expect(toReplyError(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })).code).toBe('timeout');
+    expect(
+      toReplyError(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })).code,
+    ).toBe('timeout');
   });
 });
 

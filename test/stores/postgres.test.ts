@@ -60,16 +60,24 @@ describe('postgres migrations', () => {
     await runMigrations(config, log);
     const again = await runMigrations(config, log);
     expect(again).toEqual({ postgres: [], analytics: [] });
-    const rows = await orm.em.fork().getConnection().execute<{ name: string }[]>('select name from public.mikro_orm_migrations order by id');
+    const rows = await orm.em
+      .fork()
+      .getConnection()
+      .execute<{ name: string }[]>('select name from public.mikro_orm_migrations order by id');
     const names = rows.map((r) => r.name);
     for (const m of postgresMigrations) expect(names.filter((n) => n === m.name)).toHaveLength(1);
-    const ext = await orm.em.fork().getConnection().execute<{ n: number }[]>("select count(*)::int as n from pg_extension where extname = 'pgcrypto'");
+    const ext = await orm.em
+      .fork()
+      .getConnection()
+      .execute<{ n: number }[]>("select count(*)::int as n from pg_extension where extname = 'pgcrypto'");
     expect(ext[0]?.n).toBe(1);
   });
 
   it('migrates once when several processes start together (advisory lock), then entities work in a fork', async () => {
     // Separate ORMs = separate pools, as separate replicas would have.
-    const others = await Promise.all([1, 2, 3].map(() => openOrm({ url: config.SVC_DB_URL, log, migrations: testMigrations, poolMax: 2 })));
+    const others = await Promise.all(
+      [1, 2, 3].map(() => openOrm({ url: config.SVC_DB_URL, log, migrations: testMigrations, poolMax: 2 })),
+    );
     try {
       const results = await Promise.all([orm, ...others].map((o) => migratePostgres(o, log, { schema })));
       expect(results.flat().sort()).toEqual(['Migration0001_foundation', 'Migration9001_store_probe']);
@@ -77,7 +85,10 @@ describe('postgres migrations', () => {
     } finally {
       await Promise.all(others.map((o) => o.close()));
     }
-    const tracked = await orm.em.fork().getConnection().execute<{ name: string }[]>(`select name from "${schema}".mikro_orm_migrations order by id`);
+    const tracked = await orm.em
+      .fork()
+      .getConnection()
+      .execute<{ name: string }[]>(`select name from "${schema}".mikro_orm_migrations order by id`);
     expect(tracked.map((r) => r.name)).toEqual(['Migration0001_foundation', 'Migration9001_store_probe']);
     expect(await migratePostgres(orm, log, { schema })).toEqual([]);
 
@@ -102,9 +113,15 @@ describe('postgres migrations', () => {
     });
     try {
       await expect(migratePostgres(failing, log, { schema })).rejects.toThrow(/no_such_function/);
-      const exists = await failing.em.fork().getConnection().execute<{ t: string | null }[]>(`select to_regclass('"${schema}".store_probe_partial')::text as t`);
+      const exists = await failing.em
+        .fork()
+        .getConnection()
+        .execute<{ t: string | null }[]>(`select to_regclass('"${schema}".store_probe_partial')::text as t`);
       expect(exists[0]?.t).toBeNull();
-      const tracked = await failing.em.fork().getConnection().execute<{ name: string }[]>(`select name from "${schema}".mikro_orm_migrations`);
+      const tracked = await failing.em
+        .fork()
+        .getConnection()
+        .execute<{ name: string }[]>(`select name from "${schema}".mikro_orm_migrations`);
       expect(tracked.map((r) => r.name)).not.toContain('Migration9002_broken');
     } finally {
       await failing.close();

@@ -24,7 +24,8 @@ afterAll(async () => {
   await tsdb.deleteSeries([`{__name__="${metric}"}`]);
 });
 
-const byClient = (r: { metric: Record<string, string> }[]) => [...r].sort((x, y) => (x.metric.client_id ?? '').localeCompare(y.metric.client_id ?? ''));
+const byClient = (r: { metric: Record<string, string> }[]) =>
+  [...r].sort((x, y) => (x.metric.client_id ?? '').localeCompare(y.metric.client_id ?? ''));
 
 describe('Tsdb (VictoriaMetrics)', () => {
   it('returns imported points from query_range once flushed', async () => {
@@ -34,13 +35,21 @@ describe('Tsdb (VictoriaMetrics)', () => {
     expect(data.resultType).toBe('matrix');
     expect(byClient(data.result)).toEqual([
       { metric: { __name__: metric, client_id: 'a', host: 'h1' }, values: ts.map((t, i) => [t / 1000, String(i + 1)]) },
-      { metric: { __name__: metric, client_id: 'b', host: 'h2' }, values: ts.map((t, i) => [t / 1000, ['10', '20', '30.5'][i]]) },
+      {
+        metric: { __name__: metric, client_id: 'b', host: 'h2' },
+        values: ts.map((t, i) => [t / 1000, ['10', '20', '30.5'][i]]),
+      },
     ]);
   });
 
   it('restricts every selector of a query to extra_filters (tenant isolation)', async () => {
     // Even an aggregation over "everything" only sees client a's series.
-    const res = await tsdb.queryRange({ query: `sum(${metric})`, ...range, step: 60, extraFilters: ['{client_id="a"}'] });
+    const res = await tsdb.queryRange({
+      query: `sum(${metric})`,
+      ...range,
+      step: 60,
+      extraFilters: ['{client_id="a"}'],
+    });
     const data = res.data as PromMatrix;
     expect(data.result).toHaveLength(1);
     expect(data.result[0]?.values.map((v) => v[1])).toEqual(['1', '2', '3']);
@@ -70,13 +79,17 @@ describe('Tsdb (VictoriaMetrics)', () => {
       { __name__: metric, client_id: 'a', host: 'h1' },
       { __name__: metric, client_id: 'b', host: 'h2' },
     ]);
-    expect(await tsdb.series([metric], range.start, range.end, ['{client_id="b"}'])).toEqual([{ __name__: metric, client_id: 'b', host: 'h2' }]);
+    expect(await tsdb.series([metric], range.start, range.end, ['{client_id="b"}'])).toEqual([
+      { __name__: metric, client_id: 'b', host: 'h2' },
+    ]);
 
     expect((await tsdb.labelValues('host', [metric], range)).sort()).toEqual(['h1', 'h2']);
     expect(await tsdb.labelValues('host', [metric], { ...range, extraFilters: ['{client_id="a"}'] })).toEqual(['h1']);
 
     const exported = await tsdb.export([metric], { extraFilters: ['{client_id="a"}'] });
-    expect(exported).toEqual([{ metric: { __name__: metric, client_id: 'a', host: 'h1' }, values: [1, 2, 3], timestamps: ts }]);
+    expect(exported).toEqual([
+      { metric: { __name__: metric, client_id: 'a', host: 'h1' }, values: [1, 2, 3], timestamps: ts },
+    ]);
   });
 
   it('deletes series', async () => {
@@ -97,7 +110,9 @@ describe('Tsdb (VictoriaMetrics)', () => {
   });
 
   it('rejects malformed series before sending and reports an unreachable server', async () => {
-    await expect(tsdb.importSeries([{ metric: { __name__: metric }, values: [1, 2], timestamps: [t0] }])).rejects.toThrow(RangeError);
+    await expect(
+      tsdb.importSeries([{ metric: { __name__: metric }, values: [1, 2], timestamps: [t0] }]),
+    ).rejects.toThrow(RangeError);
     const down = new Tsdb('http://127.0.0.1:1', { timeoutMs: 1_000 });
     const err: unknown = await down.ping().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TsdbError);
@@ -115,9 +130,13 @@ describe('Tsdb against a store that never answers', () => {
     try {
       const store = new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 60_000 });
       const deadline = AbortSignal.timeout(150);
-      const byCaller = await store.queryRange({ query: 'up', start: 0, end: 60, step: 60 }, deadline).catch((e: unknown) => e);
+      const byCaller = await store
+        .queryRange({ query: 'up', start: 0, end: 60, step: 60 }, deadline)
+        .catch((e: unknown) => e);
       expect(tsdbFailure(byCaller)?.code).toBe('timeout');
-      const own = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 150 }).queryRange({ query: 'up', start: 0, end: 60, step: 60 }).catch((e: unknown) => e);
+      const own = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 150 })
+        .queryRange({ query: 'up', start: 0, end: 60, step: 60 })
+        .catch((e: unknown) => e);
       expect(tsdbFailure(own)?.code).toBe('timeout');
     } finally {
       hung.closeAllConnections();
@@ -127,7 +146,10 @@ describe('Tsdb against a store that never answers', () => {
 });
 
 /** A local HTTP peer standing in for the store: `handle` answers each request once its body has arrived. */
-const withPeer = async (handle: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, body: string) => void, run: (store: Tsdb, port: number) => Promise<void>): Promise<void> => {
+const withPeer = async (
+  handle: (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, body: string) => void,
+  run: (store: Tsdb, port: number) => Promise<void>,
+): Promise<void> => {
   const { createServer } = await import('node:http');
   const peer = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -147,8 +169,14 @@ const withPeer = async (handle: (req: import('node:http').IncomingMessage, res: 
 describe('Tsdb imports (node:http, kept-alive connections)', () => {
   it('sends pieces as one body, in order, with its byte length, and the store reads every line back', async () => {
     const name = `${metric}_pieces`;
-    const line = (host: string, v: number, t: number): string => `{"metric":{"__name__":"${name}","host":"${host}","note":"ü雪"},"values":[${v}],"timestamps":[${t}]}\n`;
-    await tsdb.importLines([line('p1', 1, t0), Buffer.from(line('p2', 2, t0) + line('p1', 3, t0 + 60_000), 'utf8'), '', line('p3', 4, t0)]);
+    const line = (host: string, v: number, t: number): string =>
+      `{"metric":{"__name__":"${name}","host":"${host}","note":"ü雪"},"values":[${v}],"timestamps":[${t}]}\n`;
+    await tsdb.importLines([
+      line('p1', 1, t0),
+      Buffer.from(line('p2', 2, t0) + line('p1', 3, t0 + 60_000), 'utf8'),
+      '',
+      line('p3', 4, t0),
+    ]);
     await tsdb.flush();
     const rows = await tsdb.export([name], { start: range.start, end: range.end });
     expect(rows.map((r) => [r.metric.host, r.metric.note, r.values, r.timestamps]).sort()).toEqual([
@@ -158,7 +186,8 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
     ]);
     await tsdb.deleteSeries([name]);
 
-    let seen: { body: string; length: string | undefined; type: string | undefined; path: string | undefined } | undefined;
+    let seen:
+      { body: string; length: string | undefined; type: string | undefined; path: string | undefined } | undefined;
     await withPeer(
       (req, res, body) => {
         seen = { body, length: req.headers['content-length'], type: req.headers['content-type'], path: req.url };
@@ -171,12 +200,20 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
         await store.importLines('');
       },
     );
-    expect(seen).toEqual({ body: 'a\nü雪\nc\n', length: String(Buffer.byteLength('a\nü雪\nc\n')), type: 'application/stream+json', path: '/api/v1/import' });
+    expect(seen).toEqual({
+      body: 'a\nü雪\nc\n',
+      length: String(Buffer.byteLength('a\nü雪\nc\n')),
+      type: 'application/stream+json',
+      path: '/api/v1/import',
+    });
   });
 
   it('reports a refusal with its status and reason, and a store that never answers as a timeout', async () => {
     await withPeer(
-      (req, res) => res.writeHead(req.headers['x-never'] ? 200 : 400, { 'content-type': 'text/plain' }).end('cannot parse line 1: unexpected end'),
+      (req, res) =>
+        res
+          .writeHead(req.headers['x-never'] ? 200 : 400, { 'content-type': 'text/plain' })
+          .end('cannot parse line 1: unexpected end'),
       async (store) => {
         const err: unknown = await store.importLines('{"metric":\n').catch((e: unknown) => e);
         expect(err).toBeInstanceOf(TsdbError);
@@ -190,13 +227,17 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
       () => undefined,
       async (_store, port) => {
         const started = Date.now();
-        const err: unknown = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 200 }).importLines('x\n').catch((e: unknown) => e);
+        const err: unknown = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 200 })
+          .importLines('x\n')
+          .catch((e: unknown) => e);
         expect(err).toBeInstanceOf(TsdbError);
         expect(tsdbFailure(err)?.code).toBe('timeout');
         expect(Date.now() - started).toBeLessThan(2_000);
       },
     );
-    const down: unknown = await new Tsdb('http://127.0.0.1:1', { timeoutMs: 1_000 }).importLines('x\n').catch((e: unknown) => e);
+    const down: unknown = await new Tsdb('http://127.0.0.1:1', { timeoutMs: 1_000 })
+      .importLines('x\n')
+      .catch((e: unknown) => e);
     expect(tsdbFailure(down)?.code).toBe('unavailable');
   });
 
@@ -353,7 +394,9 @@ describe('Tsdb against a store asking for credentials, and answers that break of
     await new Promise<void>((r) => peer.listen(0, '127.0.0.1', r));
     const port = (peer.address() as { port: number }).port;
     try {
-      const cut: unknown = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 2_000 }).importLines('x\n').catch((e: unknown) => e);
+      const cut: unknown = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 2_000 })
+        .importLines('x\n')
+        .catch((e: unknown) => e);
       expect(cut).toBeInstanceOf(TsdbError);
       expect(tsdbFailure(cut)?.code).toBe('unavailable');
     } finally {
@@ -371,7 +414,9 @@ describe('Tsdb against a store asking for credentials, and answers that break of
     const port2 = (stalled.address() as { port: number }).port;
     try {
       const started = Date.now();
-      const err: unknown = await new Tsdb(`http://127.0.0.1:${port2}`, { timeoutMs: 200 }).importLines('x\n').catch((e: unknown) => e);
+      const err: unknown = await new Tsdb(`http://127.0.0.1:${port2}`, { timeoutMs: 200 })
+        .importLines('x\n')
+        .catch((e: unknown) => e);
       expect(tsdbFailure(err)?.code).toBe('timeout');
       expect(Date.now() - started).toBeLessThan(2_000);
     } finally {
@@ -383,7 +428,10 @@ describe('Tsdb against a store asking for credentials, and answers that break of
 
 describe('Tsdb queries (node:http): timers and signals let go with the answer', () => {
   const form = { query: 'up', start: 0, end: 60, step: 60 };
-  const matrix = JSON.stringify({ status: 'success', data: { resultType: 'matrix', result: [{ metric: { __name__: 'up' }, values: [[60, '1']] }] } });
+  const matrix = JSON.stringify({
+    status: 'success',
+    data: { resultType: 'matrix', result: [{ metric: { __name__: 'up' }, values: [[60, '1']] }] },
+  });
 
   it("holds the caller's signal while the query runs, and lets it go once the answer is read", async () => {
     const { EventEmitter } = await import('node:events');
@@ -391,7 +439,8 @@ describe('Tsdb queries (node:http): timers and signals let go with the answer', 
     let answer: (() => void) | undefined;
     await withPeer(
       (req, res) => {
-        if (req.url === '/api/v1/series') res.writeHead(422, { 'content-type': 'application/json' }).end('{"status":"error","error":"cannot parse"}');
+        if (req.url === '/api/v1/series')
+          res.writeHead(422, { 'content-type': 'application/json' }).end('{"status":"error","error":"cannot parse"}');
         else answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(matrix);
       },
       async (store) => {
@@ -427,7 +476,9 @@ describe('Tsdb queries (node:http): timers and signals let go with the answer', 
         expect(Date.now() - started).toBeLessThan(2_000);
 
         const caller = new AbortController();
-        const answer = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 60_000 }).queryRangeRaw(form, { signal: caller.signal });
+        const answer = await new Tsdb(`http://127.0.0.1:${port}`, { timeoutMs: 60_000 }).queryRangeRaw(form, {
+          signal: caller.signal,
+        });
         expect(answer.status).toBe(200);
         const first = await new Promise<Buffer>((r) => answer.body.once('data', r));
         expect(first.toString()).toBe(matrix.slice(0, 20));

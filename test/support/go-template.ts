@@ -12,7 +12,11 @@ type Value = unknown;
 
 export class GoTemplateError extends Error {}
 
-type Token = { kind: 'field'; path: string[] } | { kind: 'string'; value: string } | { kind: 'ident'; name: string } | { kind: 'pipe' };
+type Token =
+  | { kind: 'field'; path: string[] }
+  | { kind: 'string'; value: string }
+  | { kind: 'ident'; name: string }
+  | { kind: 'pipe' };
 
 function tokenize(action: string): Token[] {
   const tokens: Token[] = [];
@@ -53,7 +57,8 @@ function field(data: Value, path: string[], where: string): Value {
   for (const name of path) {
     if (v === MISSING || v === undefined) return MISSING;
     if (v === null) throw new GoTemplateError(`${where}: nil pointer evaluating interface {}.${name}`);
-    if (typeof v !== 'object' || Array.isArray(v)) throw new GoTemplateError(`${where}: can't evaluate field ${name} in type ${typeof v}`);
+    if (typeof v !== 'object' || Array.isArray(v))
+      throw new GoTemplateError(`${where}: can't evaluate field ${name} in type ${typeof v}`);
     v = Object.hasOwn(v, name) ? (v as Record<string, Value>)[name] : MISSING;
   }
   return v;

@@ -27,11 +27,15 @@ export interface CreateUserOptions {
 let hashCache: { password: string; hash: string } | undefined;
 
 /** Inserts a user straight into the database (test set-up only; the product creates users through the API). */
-export async function createUser(sys: Pick<TestSystem, 'tag' | 'config' | 'stores'>, opts: CreateUserOptions = {}): Promise<TestUser> {
+export async function createUser(
+  sys: Pick<TestSystem, 'tag' | 'config' | 'stores'>,
+  opts: CreateUserOptions = {},
+): Promise<TestUser> {
   const id = randomUUID();
   const email = opts.email ?? `user-${sys.tag}-${id.slice(0, 8)}@example.com`;
   const password = opts.password ?? 'correct horse battery staple';
-  if (hashCache?.password !== password) hashCache = { password, hash: await argon2.hash(password, { type: argon2.argon2id }) };
+  if (hashCache?.password !== password)
+    hashCache = { password, hash: await argon2.hash(password, { type: argon2.argon2id }) };
   const mfa = opts.mfa ?? true;
   const totpSecret = mfa ? generateSecret() : undefined;
   const box = new SecretBox(sys.config.SVC_MFA_ENCRYPTION_KEY!);
@@ -41,30 +45,52 @@ export async function createUser(sys: Pick<TestSystem, 'tag' | 'config' | 'store
     .getConnection()
     .execute(
       `INSERT INTO users (id, email, display_name, status, is_super_admin, password_hash, mfa_enabled, mfa_secret_enc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      [id, email, opts.displayName ?? `User ${id.slice(0, 4)}`, opts.status ?? 'active', opts.superAdmin ?? false, hashCache.hash, mfa, totpSecret ? box.seal(totpSecret) : null],
+      [
+        id,
+        email,
+        opts.displayName ?? `User ${id.slice(0, 4)}`,
+        opts.status ?? 'active',
+        opts.superAdmin ?? false,
+        hashCache.hash,
+        mfa,
+        totpSecret ? box.seal(totpSecret) : null,
+      ],
     );
   return { id, email, password, ...(totpSecret ? { totpSecret } : {}) };
 }
 
 /** A session and a signed access token for `user`, bypassing the login flow (for tests of other routes). */
-export async function tokenFor(sys: Pick<TestSystem, 'config' | 'stores'> & { clock: Clock }, user: TestUser): Promise<string> {
+export async function tokenFor(
+  sys: Pick<TestSystem, 'config' | 'stores'> & { clock: Clock },
+  user: TestUser,
+): Promise<string> {
   const sessionId = randomUUID();
   const orm = await sys.stores.orm();
   await orm.em
     .fork()
     .getConnection()
-    .execute(`INSERT INTO sessions (id, user_id, ip_address, user_agent, device_label, last_active_at, expires_at) VALUES (?, ?, '127.0.0.1', 'test', 'test', now(), now() + interval '1 day')`, [
-      sessionId,
-      user.id,
-    ]);
-  return new AccessTokens(sys.config.SVC_JWT_SECRET!, sys.config.SVC_JWT_ACCESS_TTL, () => sys.clock.now()).sign({ sub: user.id, sid: sessionId, email: user.email });
+    .execute(
+      `INSERT INTO sessions (id, user_id, ip_address, user_agent, device_label, last_active_at, expires_at) VALUES (?, ?, '127.0.0.1', 'test', 'test', now(), now() + interval '1 day')`,
+      [sessionId, user.id],
+    );
+  return new AccessTokens(sys.config.SVC_JWT_SECRET!, sys.config.SVC_JWT_ACCESS_TTL, () => sys.clock.now()).sign({
+    sub: user.id,
+    sid: sessionId,
+    email: user.email,
+  });
 }
 
-export async function createClient(sys: TestSystem, name = `Client ${randomUUID().slice(0, 6)}`): Promise<{ id: string; name: string; slug: string }> {
+export async function createClient(
+  sys: TestSystem,
+  name = `Client ${randomUUID().slice(0, 6)}`,
+): Promise<{ id: string; name: string; slug: string }> {
   const id = randomUUID();
   const slug = `c-${sys.tag}-${id.slice(0, 8)}`;
   const orm = await sys.stores.orm();
-  await orm.em.fork().getConnection().execute(`INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)`, [id, name, slug]);
+  await orm.em
+    .fork()
+    .getConnection()
+    .execute(`INSERT INTO clients (id, name, slug) VALUES (?, ?, ?)`, [id, name, slug]);
   return { id, name, slug };
 }
 
@@ -74,11 +100,10 @@ export async function assignRole(sys: TestSystem, userId: string, clientId: stri
   await orm.em
     .fork()
     .getConnection()
-    .execute(`INSERT INTO user_client_roles (user_id, client_id, role_id) VALUES (?, ?, ?) ON CONFLICT (user_id, client_id) DO UPDATE SET role_id = EXCLUDED.role_id`, [
-      userId,
-      clientId,
-      roleId,
-    ]);
+    .execute(
+      `INSERT INTO user_client_roles (user_id, client_id, role_id) VALUES (?, ?, ?) ON CONFLICT (user_id, client_id) DO UPDATE SET role_id = EXCLUDED.role_id`,
+      [userId, clientId, roleId],
+    );
   await forgetAccess(sys, userId);
 }
 
@@ -114,16 +139,29 @@ export interface TokenPair {
  * A TOTP step works once, so for a user who already signed in during this period the code of the next step (still
  * inside the accepted skew) is used, and the clock is moved on only when that is used up too.
  */
-export async function login(sys: TestSystem, user: TestUser, opts: { userAgent?: string; remoteAddress?: string } = {}): Promise<TokenPair> {
+export async function login(
+  sys: TestSystem,
+  user: TestUser,
+  opts: { userAgent?: string; remoteAddress?: string } = {},
+): Promise<TokenPair> {
   const headers = opts.userAgent ? { 'user-agent': opts.userAgent } : {};
   const extra = opts.remoteAddress ? { remoteAddress: opts.remoteAddress } : {};
-  const res = await sys.http({ method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password }, headers, ...extra });
+  const res = await sys.http({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    payload: { email: user.email, password: user.password },
+    headers,
+    ...extra,
+  });
   if (res.statusCode === 200) return (res.json() as { data: TokenPair }).data;
   if (res.statusCode !== 202) throw new Error(`login failed: ${res.statusCode} ${res.body}`);
   if (!user.totpSecret) throw new Error('login: MFA is required but the test user has no TOTP secret');
   const mfaToken = (res.json() as { data: { mfa_token: string } }).data.mfa_token;
   const orm = await sys.stores.orm();
-  const rows = await orm.em.fork().getConnection().execute<{ step: string | null }[]>(`SELECT mfa_last_used_step AS step FROM users WHERE id = ?`, [user.id]);
+  const rows = await orm.em
+    .fork()
+    .getConnection()
+    .execute<{ step: string | null }[]>(`SELECT mfa_last_used_step AS step FROM users WHERE id = ?`, [user.id]);
   const last = rows[0]?.step === null || rows[0]?.step === undefined ? -1 : Number(rows[0].step);
   let current = Math.floor(sys.clock.now() / 30_000);
   if (last + 1 > current + 1) {
@@ -132,7 +170,13 @@ export async function login(sys: TestSystem, user: TestUser, opts: { userAgent?:
   }
   const step = Math.max(current, last + 1);
   const code = totpCode(user.totpSecret, sys.clock, step * 30_000 + 1_000);
-  const verify = await sys.http({ method: 'POST', url: '/api/v1/auth/mfa/verify', payload: { mfa_token: mfaToken, code }, headers, ...extra });
+  const verify = await sys.http({
+    method: 'POST',
+    url: '/api/v1/auth/mfa/verify',
+    payload: { mfa_token: mfaToken, code },
+    headers,
+    ...extra,
+  });
   if (verify.statusCode !== 200) throw new Error(`mfa verify failed: ${verify.statusCode} ${verify.body}`);
   return (verify.json() as { data: TokenPair }).data;
 }

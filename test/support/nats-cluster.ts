@@ -41,13 +41,30 @@ export class NatsCluster {
     for (let i = 1; i <= size; i++) {
       const dir = join(root, `n${i}`);
       mkdirSync(dir, { recursive: true });
-      nodes.push({ name: `n${i}`, clientPort: await freePort(), routePort: await freePort(), monitorPort: await freePort(), dir });
+      nodes.push({
+        name: `n${i}`,
+        clientPort: await freePort(),
+        routePort: await freePort(),
+        monitorPort: await freePort(),
+        dir,
+      });
     }
     const trust = await readTrust(NATS_DIR);
-    const tls = { cert: join(NATS_DIR, TLS_FILES.cert), key: join(NATS_DIR, TLS_FILES.key), ca: join(NATS_DIR, TLS_FILES.ca) };
+    const tls = {
+      cert: join(NATS_DIR, TLS_FILES.cert),
+      key: join(NATS_DIR, TLS_FILES.key),
+      ca: join(NATS_DIR, TLS_FILES.ca),
+    };
     for (const n of nodes) {
       const routes = nodes.filter((o) => o !== n).map((o) => `nats-route://127.0.0.1:${o.routePort}`);
-      writeFileSync(join(n.dir, 'nats-server.conf'), serverConfig({ ...trust, tls, cluster: { cluster: 'svc-test', serverName: n.name, listen: `127.0.0.1:${n.routePort}`, routes } }));
+      writeFileSync(
+        join(n.dir, 'nats-server.conf'),
+        serverConfig({
+          ...trust,
+          tls,
+          cluster: { cluster: 'svc-test', serverName: n.name, listen: `127.0.0.1:${n.routePort}`, routes },
+        }),
+      );
     }
     const cluster = new NatsCluster(root, nodes);
     for (let i = 0; i < nodes.length; i++) cluster.run(i);
@@ -68,7 +85,22 @@ export class NatsCluster {
   /** Starts (or restarts, on its data) node `i`. */
   run(i: number): void {
     const n = this.nodes[i]!;
-    n.proc = spawn('nats-server', ['-c', 'nats-server.conf', '-a', '127.0.0.1', '-p', String(n.clientPort), '-m', String(n.monitorPort), '-l', 'nats-server.log'], { cwd: n.dir, stdio: 'ignore' });
+    n.proc = spawn(
+      'nats-server',
+      [
+        '-c',
+        'nats-server.conf',
+        '-a',
+        '127.0.0.1',
+        '-p',
+        String(n.clientPort),
+        '-m',
+        String(n.monitorPort),
+        '-l',
+        'nats-server.log',
+      ],
+      { cwd: n.dir, stdio: 'ignore' },
+    );
   }
 
   private async monitor<T>(n: Node, path: string): Promise<{ status: number; body: T } | undefined> {
@@ -89,7 +121,12 @@ export class NatsCluster {
     await waitFor(
       async () => {
         const live = this.nodes.filter((n) => this.running(n));
-        const checks = await Promise.all(live.map(async (n) => ({ health: await this.monitor(n, '/healthz?js-enabled-only=true'), jsz: await this.monitor<Jsz>(n, '/jsz') })));
+        const checks = await Promise.all(
+          live.map(async (n) => ({
+            health: await this.monitor(n, '/healthz?js-enabled-only=true'),
+            jsz: await this.monitor<Jsz>(n, '/jsz'),
+          })),
+        );
         return checks.every((c) => c.health?.status === 200 && !!c.jsz?.body.meta_cluster?.leader);
       },
       timeoutMs,

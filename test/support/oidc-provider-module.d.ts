@@ -49,7 +49,11 @@ declare module 'oidc-provider' {
     findAccount?: (ctx: unknown, sub: string) => Promise<Account | undefined> | Account | undefined;
     loadExistingGrant?: (ctx: unknown) => Promise<unknown>;
     ttl?: Record<string, number>;
-    renderError?: (ctx: { type: string; body: string }, out: Record<string, string>, error: Error) => Promise<void> | void;
+    renderError?: (
+      ctx: { type: string; body: string },
+      out: Record<string, string>,
+      error: Error,
+    ) => Promise<void> | void;
   }
 
   export class Provider {
@@ -58,7 +62,12 @@ declare module 'oidc-provider' {
     Grant: new (init: { accountId: string; clientId: string }) => GrantInstance;
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;
-    interactionFinished(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, opts?: { mergeWithLastSubmission?: boolean }): Promise<void>;
+    interactionFinished(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: Record<string, unknown>,
+      opts?: { mergeWithLastSubmission?: boolean },
+    ): Promise<void>;
     on(event: string, listener: (...args: unknown[]) => void): this;
     use(middleware: (ctx: KoaContext, next: () => Promise<void>) => Promise<void>): void;
   }

@@ -140,7 +140,12 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
     if (nextError) {
       const error = nextError;
       nextError = undefined;
-      await provider.interactionFinished(req, res, { error, error_description: 'refused by the test' }, { mergeWithLastSubmission: false });
+      await provider.interactionFinished(
+        req,
+        res,
+        { error, error_description: 'refused by the test' },
+        { mergeWithLastSubmission: false },
+      );
       return;
     }
     const account = next;
@@ -149,7 +154,12 @@ export async function startOidcProvider(opts: OidcProviderOptions): Promise<Test
     const grant = new provider.Grant({ accountId: account.sub, clientId: String(details.params.client_id) });
     grant.addOIDCScope(String(details.params.scope ?? 'openid'));
     const grantId = await grant.save();
-    await provider.interactionFinished(req, res, { login: { accountId: account.sub }, consent: { grantId } }, { mergeWithLastSubmission: false });
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: account.sub }, consent: { grantId } },
+      { mergeWithLastSubmission: false },
+    );
   }
 
   return {

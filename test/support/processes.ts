@@ -9,7 +9,12 @@ import { NATS_FILES } from './env.ts';
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `cond` until it holds; fails naming `what` after `timeoutMs`. */
-export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 5_000, what = 'condition', pollMs = 20): Promise<void> {
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 5_000,
+  what = 'condition',
+  pollMs = 20,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
@@ -37,7 +42,10 @@ export function freePort(): Promise<number> {
 export function startNatsServer(port: number, storeDir: string): ChildProcess {
   mkdirSync(storeDir, { recursive: true });
   copyFileSync(NATS_FILES.serverConfig, join(storeDir, 'nats-server.conf'));
-  return spawn('nats-server', ['-c', 'nats-server.conf', '-a', '127.0.0.1', '-p', String(port)], { cwd: storeDir, stdio: 'ignore' });
+  return spawn('nats-server', ['-c', 'nats-server.conf', '-a', '127.0.0.1', '-p', String(port)], {
+    cwd: storeDir,
+    stdio: 'ignore',
+  });
 }
 
 /** SIGTERM, then wait for the exit (no-op when it already exited). */

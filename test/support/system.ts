@@ -57,7 +57,8 @@ export async function startTestSystem(overrides: Record<string, string | undefin
       if (!system.invoicing) throw new Error('invoicing gateway not running');
       return system.invoicing.inject(withAuth(opts));
     },
-    sql: async <T>(query: string, params: unknown[] = []): Promise<T[]> => (await system.stores.orm()).em.fork().getConnection().execute<T[]>(query, params),
+    sql: async <T>(query: string, params: unknown[] = []): Promise<T[]> =>
+      (await system.stores.orm()).em.fork().getConnection().execute<T[]>(query, params),
   };
 }
 

@@ -15,10 +15,7 @@ export class TcpProxy {
 
   private readonly server: Server;
   readonly port: number;
-  private constructor(
-    server: Server,
-    port: number,
-  ) {
+  private constructor(server: Server, port: number) {
     this.server = server;
     this.port = port;
   }

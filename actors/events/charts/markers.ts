@@ -27,14 +27,14 @@ interface DeployRow {
 
 /** Alerts of a chart: a host's own; an environment's (its hosts' and its own); all of a client's, client-wide ones included. */
 function alertPlace(t: Target, params: unknown[]): string {
-  if (t.kind === 'host') return params.push(t.host_id), 'host_id = ?';
-  if (t.kind === 'environment') return params.push(t.environment_id), 'environment_id = ?';
-  return params.push(t.client_id), 'client_id = ?';
+  if (t.kind === 'host') return (params.push(t.host_id), 'host_id = ?');
+  if (t.kind === 'environment') return (params.push(t.environment_id), 'environment_id = ?');
+  return (params.push(t.client_id), 'client_id = ?');
 }
 
 /** Deploys of a chart: its environment's and the client-wide ones; all of a client's on a client chart. */
 function deployPlace(t: Target, params: unknown[]): string {
-  if (t.kind === 'client') return params.push(t.client_id), 'client_id = ?';
+  if (t.kind === 'client') return (params.push(t.client_id), 'client_id = ?');
   params.push(t.client_id, t.environment_id);
   return 'client_id = ? AND (environment_id = ? OR environment_id IS NULL)';
 }

@@ -34,19 +34,31 @@ interface Row {
   created_at: string;
   updated_at: string;
 }
-const COLUMNS = 'id, scope, kind, client_id, environment_id, host_id, "timestamp", ends_at, text, created_by, created_by_name, created_at, updated_at';
+const COLUMNS =
+  'id, scope, kind, client_id, environment_id, host_id, "timestamp", ends_at, text, created_by, created_by_name, created_at, updated_at';
 
-const out = (r: Row): Note => ({ ...r, timestamp: iso(r.timestamp), ends_at: isoOrNull(r.ends_at), created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
+const out = (r: Row): Note => ({
+  ...r,
+  timestamp: iso(r.timestamp),
+  ends_at: isoOrNull(r.ends_at),
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+});
 
 /** annotations:write where the note sits: its environment (or client-wide) for host and environment notes, the client for client notes. */
 function canWriteAt(ctx: CallerContext, n: { client_id: string; environment_id: string | null }): boolean {
-  return n.environment_id !== null ? hasOnEnvironment(ctx, 'annotations:write', n.client_id, n.environment_id) : hasPermission(ctx, 'annotations:write', n.client_id);
+  return n.environment_id !== null
+    ? hasOnEnvironment(ctx, 'annotations:write', n.client_id, n.environment_id)
+    : hasPermission(ctx, 'annotations:write', n.client_id);
 }
 
 /** A note row the caller's metrics:read covers (client-wide notes: any metrics:read in the client). */
 function readable(ctx: CallerContext, n: { client_id: string; environment_id: string | null }): boolean {
   const g = grantIn(ctx, n.client_id, 'metrics:read');
-  return g.kind === 'client' || (g.kind === 'environments' && (n.environment_id === null || g.ids.includes(n.environment_id)));
+  return (
+    g.kind === 'client' ||
+    (g.kind === 'environments' && (n.environment_id === null || g.ids.includes(n.environment_id)))
+  );
 }
 
 export function noteHandlers(deps: EventsDeps): EventsHandlers {
@@ -54,7 +66,9 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
 
   /** The note with this id when the caller can read it; 404 otherwise (missing and out of scope look the same). */
   async function load(em: EntityManager, ctx: CallerContext, id: string, lock = false): Promise<Row> {
-    const [row] = await sql<Row>(em, `SELECT ${COLUMNS} FROM annotations WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
+    const [row] = await sql<Row>(em, `SELECT ${COLUMNS} FROM annotations WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [
+      id,
+    ]);
     if (!row || !readable(ctx, row)) throw new DomainError('not_found', 'note not found');
     return row;
   }
@@ -67,11 +81,13 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
       let place: { client_id: string; environment_id: string | null; host_id: string | null };
       if (b.scope === 'host') {
         const h = await deps.fleet.host(ctx, b.host_id!, opts);
-        if (!h || !inReachOfEnvironment(ctx, h.client_id, h.environment_id)) throw new DomainError('not_found', 'host not found');
+        if (!h || !inReachOfEnvironment(ctx, h.client_id, h.environment_id))
+          throw new DomainError('not_found', 'host not found');
         place = { client_id: h.client_id, environment_id: h.environment_id, host_id: h.id };
       } else if (b.scope === 'environment') {
         const e = await deps.fleet.environment(ctx, b.environment_id!, opts);
-        if (!e || !inReachOfEnvironment(ctx, e.client_id, e.id)) throw new DomainError('not_found', 'environment not found');
+        if (!e || !inReachOfEnvironment(ctx, e.client_id, e.id))
+          throw new DomainError('not_found', 'environment not found');
         place = { client_id: e.client_id, environment_id: e.id, host_id: null };
       } else {
         if (!inReach(ctx, b.client_id!)) throw new DomainError('not_found', 'client not found');
@@ -79,7 +95,8 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
         if (!c) throw new DomainError('not_found', 'client not found');
         place = { client_id: c.id, environment_id: null, host_id: null };
       }
-      if (!canWriteAt(ctx, place)) throw new DomainError('forbidden', `missing permission annotations:write on this ${b.scope}`);
+      if (!canWriteAt(ctx, place))
+        throw new DomainError('forbidden', `missing permission annotations:write on this ${b.scope}`);
       const { users } = await scope.call('svc.identity.lookup.user_names', { user_ids: [user.user_id] });
       const name = users[0]?.display_name || user.email;
       const id = randomUUID();
@@ -87,10 +104,27 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
         fork(),
         `INSERT INTO annotations (id, scope, kind, client_id, environment_id, host_id, "timestamp", ends_at, text, created_by, created_by_name)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-        [id, b.scope, b.kind, place.client_id, place.environment_id, place.host_id, b.timestamp, b.ends_at ?? null, b.text, user.user_id, name],
+        [
+          id,
+          b.scope,
+          b.kind,
+          place.client_id,
+          place.environment_id,
+          place.host_id,
+          b.timestamp,
+          b.ends_at ?? null,
+          b.text,
+          user.user_id,
+          name,
+        ],
       );
       const note = out(row!);
-      await deps.audit.record(ctx, { action: 'annotation_created', resource_type: 'annotation', resource_id: id, details: { note } });
+      await deps.audit.record(ctx, {
+        action: 'annotation_created',
+        resource_type: 'annotation',
+        resource_id: id,
+        details: { note },
+      });
       return note;
     },
 
@@ -119,7 +153,11 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
       const filter = grantFilter(rowGrant(ctx, 'metrics:read', t), 'a.environment_id', params);
       params.push(NOTE_MAX_LIST);
       // The newest 500 when more match, listed oldest first like every chart series.
-      const rows = await sql<Row>(fork(), `SELECT * FROM (${union}) a WHERE true${filter} ORDER BY a."timestamp" DESC, a.id DESC LIMIT ?`, params);
+      const rows = await sql<Row>(
+        fork(),
+        `SELECT * FROM (${union}) a WHERE true${filter} ORDER BY a."timestamp" DESC, a.id DESC LIMIT ?`,
+        params,
+      );
       return rows.reverse().map(out);
     },
 
@@ -127,20 +165,30 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
       const user = requireUser(ctx);
       const { before, after } = await fork().transactional(async (tx) => {
         const before = await load(tx, ctx, b.id, true);
-        if (before.created_by !== user.user_id) throw new DomainError('forbidden', 'only the author of a note may change it');
-        if (!canWriteAt(ctx, before)) throw new DomainError('forbidden', `missing permission annotations:write on this ${before.scope}`);
+        if (before.created_by !== user.user_id)
+          throw new DomainError('forbidden', 'only the author of a note may change it');
+        if (!canWriteAt(ctx, before))
+          throw new DomainError('forbidden', `missing permission annotations:write on this ${before.scope}`);
         refuseChanges(b, out(before), IMMUTABLE_NOTE_FIELDS);
-        const [after] = await sql<Row>(tx, `UPDATE annotations SET kind = ?, "timestamp" = ?, ends_at = ?, text = ?, updated_at = now() WHERE id = ? RETURNING ${COLUMNS}`, [
-          b.kind,
-          b.timestamp,
-          b.ends_at ?? null,
-          b.text,
-          b.id,
-        ]);
+        const [after] = await sql<Row>(
+          tx,
+          `UPDATE annotations SET kind = ?, "timestamp" = ?, ends_at = ?, text = ?, updated_at = now() WHERE id = ? RETURNING ${COLUMNS}`,
+          [b.kind, b.timestamp, b.ends_at ?? null, b.text, b.id],
+        );
         return { before, after: after! };
       });
-      const pick = (r: Row) => ({ kind: r.kind, timestamp: iso(r.timestamp), ends_at: isoOrNull(r.ends_at), text: r.text });
-      await deps.audit.record(ctx, { action: 'annotation_updated', resource_type: 'annotation', resource_id: b.id, details: { before: pick(before), after: pick(after) } });
+      const pick = (r: Row) => ({
+        kind: r.kind,
+        timestamp: iso(r.timestamp),
+        ends_at: isoOrNull(r.ends_at),
+        text: r.text,
+      });
+      await deps.audit.record(ctx, {
+        action: 'annotation_updated',
+        resource_type: 'annotation',
+        resource_id: b.id,
+        details: { before: pick(before), after: pick(after) },
+      });
       return out(after);
     },
 
@@ -149,11 +197,20 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
       const note = await fork().transactional(async (tx) => {
         const note = await load(tx, ctx, id, true);
         const allowed = user.is_super_admin || note.created_by === user.user_id || canWriteAt(ctx, note);
-        if (!allowed) throw new DomainError('forbidden', 'only the author, a holder of annotations:write at its scope or a super admin may delete this note');
+        if (!allowed)
+          throw new DomainError(
+            'forbidden',
+            'only the author, a holder of annotations:write at its scope or a super admin may delete this note',
+          );
         await sql(tx, `DELETE FROM annotations WHERE id = ?`, [id]);
         return note;
       });
-      await deps.audit.record(ctx, { action: 'annotation_deleted', resource_type: 'annotation', resource_id: id, details: { note: out(note) } });
+      await deps.audit.record(ctx, {
+        action: 'annotation_deleted',
+        resource_type: 'annotation',
+        resource_id: id,
+        details: { note: out(note) },
+      });
       return {};
     },
   };

@@ -3,7 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { clientsWith, requirePermission } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { ReceiverSource } from '../../../contracts/domains/events-records.ts';
-import { RECEIVER_IMMUTABLE, type AlertSource, type RejectedDelivery, type WebhookEndpoint } from '../../../contracts/domains/events.ts';
+import {
+  RECEIVER_IMMUTABLE,
+  type AlertSource,
+  type RejectedDelivery,
+  type WebhookEndpoint,
+} from '../../../contracts/domains/events.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { refuseChanges } from '../../../contracts/immutable.ts';
 import { publishEvent } from '../../runtime/jetstream.ts';
@@ -36,7 +41,8 @@ interface Row {
   created_at: string;
   updated_at: string;
 }
-const COLUMNS = 'id, kind, source, client_id, environment_id, name, token_hash, token_prefix, secret_enc, oncall_phone, created_by, last_delivery_at, created_at, updated_at';
+const COLUMNS =
+  'id, kind, source, client_id, environment_id, name, token_hash, token_prefix, secret_enc, oncall_phone, created_by, last_delivery_at, created_at, updated_at';
 
 const KIND = {
   webhook: { perm: 'webhooks', what: 'webhook endpoint', audit: 'webhook_endpoint' },
@@ -77,17 +83,35 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
   const fork = (): EntityManager => deps.orm.em.fork();
 
   /** A receiver of `kind` the caller may act on with `action` (404 out of reach or of another kind, 403 without it). */
-  async function load(em: EntityManager, ctx: CallerContext, kind: ReceiverKind, id: string, action: 'read' | 'write' | 'delete', lock = false): Promise<Row> {
-    const [row] = await sql<Row>(em, `SELECT ${COLUMNS} FROM event_receivers WHERE id = ? AND kind = ?${lock ? ' FOR UPDATE' : ''}`, [id, kind]);
+  async function load(
+    em: EntityManager,
+    ctx: CallerContext,
+    kind: ReceiverKind,
+    id: string,
+    action: 'read' | 'write' | 'delete',
+    lock = false,
+  ): Promise<Row> {
+    const [row] = await sql<Row>(
+      em,
+      `SELECT ${COLUMNS} FROM event_receivers WHERE id = ? AND kind = ?${lock ? ' FOR UPDATE' : ''}`,
+      [id, kind],
+    );
     if (!row) throw new DomainError('not_found', `${KIND[kind].what} not found`);
     requireOnClient(ctx, row.client_id, `${KIND[kind].perm}:${action}`, KIND[kind].what);
     return row;
   }
 
   /** An environment must be one of the receiver's client (404 otherwise, as for any id the caller cannot use). */
-  async function checkEnvironment(scope: RequestScope<Cat>, clientId: string, environmentId: string | null): Promise<void> {
+  async function checkEnvironment(
+    scope: RequestScope<Cat>,
+    clientId: string,
+    environmentId: string | null,
+  ): Promise<void> {
     if (environmentId === null) return;
-    const env = await deps.fleet.environment(scope.ctx, environmentId, { deadline: scope.deadline, traceparent: scope.traceparent });
+    const env = await deps.fleet.environment(scope.ctx, environmentId, {
+      deadline: scope.deadline,
+      traceparent: scope.traceparent,
+    });
     if (!env || env.client_id !== clientId) throw new DomainError('not_found', 'environment not found in this client');
   }
 
@@ -97,7 +121,10 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
   };
 
   function list(kind: ReceiverKind) {
-    return async (q: { page: number; per_page: number; client_id?: string | undefined; source?: string | undefined }, { ctx }: { ctx: CallerContext }) => {
+    return async (
+      q: { page: number; per_page: number; client_id?: string | undefined; source?: string | undefined },
+      { ctx }: { ctx: CallerContext },
+    ) => {
       const perm = `${KIND[kind].perm}:read`;
       requirePermission(ctx, perm);
       const where: string[] = ['kind = ?'];
@@ -118,13 +145,30 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
         where.push('source = ?');
         params.push(q.source);
       }
-      return pageOf(fork(), { columns: COLUMNS, from: `event_receivers WHERE ${where.join(' AND ')}`, params, order: 'created_at DESC, id DESC' }, q, (rows: Row[]) => rows);
+      return pageOf(
+        fork(),
+        {
+          columns: COLUMNS,
+          from: `event_receivers WHERE ${where.join(' AND ')}`,
+          params,
+          order: 'created_at DESC, id DESC',
+        },
+        q,
+        (rows: Row[]) => rows,
+      );
     };
   }
 
   async function create(
     kind: ReceiverKind,
-    b: { client_id: string; environment_id: string | null; source: ReceiverSource; name: string; secret: string | null; oncall_phone?: string | null },
+    b: {
+      client_id: string;
+      environment_id: string | null;
+      source: ReceiverSource;
+      name: string;
+      secret: string | null;
+      oncall_phone?: string | null;
+    },
     scope: RequestScope<Cat>,
   ): Promise<{ row: Row; token: string }> {
     const { ctx } = scope;
@@ -137,7 +181,19 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
       fork(),
       `INSERT INTO event_receivers (id, kind, source, client_id, environment_id, name, token_hash, token_prefix, secret_enc, oncall_phone, created_by)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-      [id, kind, b.source, b.client_id, b.environment_id, b.name, t.hash, t.prefix, b.secret === null ? null : deps.box.seal(b.secret), b.oncall_phone ?? null, createdBy],
+      [
+        id,
+        kind,
+        b.source,
+        b.client_id,
+        b.environment_id,
+        b.name,
+        t.hash,
+        t.prefix,
+        b.secret === null ? null : deps.box.seal(b.secret),
+        b.oncall_phone ?? null,
+        createdBy,
+      ],
     );
     if (!row) throw new DomainError('not_found', 'client not found');
     // The token may have been looked up (and cached as unknown) before it existed: unlikely with 256 random bits, but free to rule out.
@@ -146,7 +202,14 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
       action: `${KIND[kind].audit}.created`,
       resource_type: KIND[kind].audit,
       resource_id: id,
-      details: { client_id: b.client_id, environment_id: b.environment_id, source: b.source, name: b.name, has_secret: b.secret !== null, ...(kind === 'alert' ? { oncall_phone: b.oncall_phone ?? null } : {}) },
+      details: {
+        client_id: b.client_id,
+        environment_id: b.environment_id,
+        source: b.source,
+        name: b.name,
+        has_secret: b.secret !== null,
+        ...(kind === 'alert' ? { oncall_phone: b.oncall_phone ?? null } : {}),
+      },
     });
     return { row, token: t.token };
   }
@@ -187,7 +250,11 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
         set('token_hash', t.hash);
         set('token_prefix', t.prefix);
       }
-      const [after] = await sql<Row>(tx, `UPDATE event_receivers SET ${sets.join(', ')} WHERE id = ? RETURNING ${COLUMNS}`, [...params, b.id]);
+      const [after] = await sql<Row>(
+        tx,
+        `UPDATE event_receivers SET ${sets.join(', ')} WHERE id = ? RETURNING ${COLUMNS}`,
+        [...params, b.id],
+      );
       if (!after) throw new DomainError('not_found', `${KIND[kind].what} not found`);
       return { before, after };
     });
@@ -195,11 +262,18 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
     await announce(after, t ? [before.token_hash, t.hash] : [before.token_hash]);
     const changes: Record<string, unknown> = {};
     if (before.name !== after.name) changes.name = { from: before.name, to: after.name };
-    if (before.environment_id !== after.environment_id) changes.environment_id = { from: before.environment_id, to: after.environment_id };
+    if (before.environment_id !== after.environment_id)
+      changes.environment_id = { from: before.environment_id, to: after.environment_id };
     if (b.secret !== undefined) changes.secret = b.secret === null ? 'cleared' : 'set';
-    if (before.oncall_phone !== after.oncall_phone) changes.oncall_phone = { from: before.oncall_phone, to: after.oncall_phone };
+    if (before.oncall_phone !== after.oncall_phone)
+      changes.oncall_phone = { from: before.oncall_phone, to: after.oncall_phone };
     if (t) changes.token = 'rotated';
-    await deps.audit.record(ctx, { action: `${KIND[kind].audit}.updated`, resource_type: KIND[kind].audit, resource_id: b.id, details: { changes } });
+    await deps.audit.record(ctx, {
+      action: `${KIND[kind].audit}.updated`,
+      resource_type: KIND[kind].audit,
+      resource_id: b.id,
+      details: { changes },
+    });
     return t ? { row: after, token: t.token } : { row: after };
   }
 
@@ -210,7 +284,12 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
       return row;
     });
     await announce(row, [row.token_hash]);
-    await deps.audit.record(ctx, { action: `${KIND[kind].audit}.deleted`, resource_type: KIND[kind].audit, resource_id: id, details: { client_id: row.client_id, source: row.source, name: row.name } });
+    await deps.audit.record(ctx, {
+      action: `${KIND[kind].audit}.deleted`,
+      resource_type: KIND[kind].audit,
+      resource_id: id,
+      details: { client_id: row.client_id, source: row.source, name: row.name },
+    });
     return {};
   }
 
@@ -220,7 +299,12 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
       await load(em, ctx, kind, q.id, 'read');
       return pageOf(
         em,
-        { columns: 'id, receiver_id, source, event, reason, external_id, headers, body_excerpt, received_at', from: 'rejected_deliveries WHERE receiver_id = ?', params: [q.id], order: 'received_at DESC, created_at DESC, id DESC' },
+        {
+          columns: 'id, receiver_id, source, event, reason, external_id, headers, body_excerpt, received_at',
+          from: 'rejected_deliveries WHERE receiver_id = ?',
+          params: [q.id],
+          order: 'received_at DESC, created_at DESC, id DESC',
+        },
         q,
         (rows: RejectedRow[]) => rows.map(rejectedOut),
       );
@@ -235,7 +319,8 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
       const page = await list('webhook')(q, s);
       return { ...page, items: page.items.map(webhookOut) };
     },
-    'svc.events.webhook_endpoints.get': async ({ id }, { ctx }) => webhookOut(await load(fork(), ctx, 'webhook', id, 'read')),
+    'svc.events.webhook_endpoints.get': async ({ id }, { ctx }) =>
+      webhookOut(await load(fork(), ctx, 'webhook', id, 'read')),
     'svc.events.webhook_endpoints.create': async (b, scope) => {
       const { row, token } = await create('webhook', b, scope);
       return issued(webhookOut(row), row, token);

@@ -12,7 +12,12 @@ import { parseGitlab } from './parse/gitlab.ts';
 import { verifySignature } from './signatures.ts';
 import { tokenHash } from './tokens.ts';
 
-const PARSERS: Record<ReceiverSource, Parser> = { github: parseGithub, gitlab: parseGitlab, argocd: parseArgocd, alertmanager: parseAlertmanager };
+const PARSERS: Record<ReceiverSource, Parser> = {
+  github: parseGithub,
+  gitlab: parseGitlab,
+  argocd: parseArgocd,
+  alertmanager: parseAlertmanager,
+};
 
 /** Headers kept with a rejected delivery: never the credentials. */
 const SECRET_HEADERS = new Set(['authorization', 'x-gitlab-token']);
@@ -53,12 +58,21 @@ export function receiveHandlers(deps: EventsDeps): EventsHandlers {
           msgId: `delivery:${receiver.id}:${j.external_id}`,
           headers: { [Headers.requestId]: scope.ctx.request_id, [Headers.traceparent]: scope.traceparent },
         });
-      const keptHeaders = Object.fromEntries(Object.entries(headers).filter(([k]) => !SECRET_HEADERS.has(k)).map(([k, v]) => [k, clip(v, 500)]));
+      const keptHeaders = Object.fromEntries(
+        Object.entries(headers)
+          .filter(([k]) => !SECRET_HEADERS.has(k))
+          .map(([k, v]) => [k, clip(v, 500)]),
+      );
 
       if (receiver.secret !== null && !signature.ok) {
         // Nothing of an unverified body is kept: only that it came, and why it was refused.
         const event = headers['x-github-event'] ?? headers['x-gitlab-event'] ?? '';
-        await publish(job({ event, external_id: `unsigned:${randomUUID()}` }, { kind: 'rejected', rejected: { reason: signature.reason, body_excerpt: '', headers: keptHeaders } }));
+        await publish(
+          job(
+            { event, external_id: `unsigned:${randomUUID()}` },
+            { kind: 'rejected', rejected: { reason: signature.reason, body_excerpt: '', headers: keptHeaders } },
+          ),
+        );
         throw new DomainError('unauthorized', signature.reason);
       }
 
@@ -70,12 +84,22 @@ export function receiveHandlers(deps: EventsDeps): EventsHandlers {
           return { outcome: 'ignored', delivery_id: null, message: parsed.reason };
         case 'rejected': {
           const excerpt = clip(body.subarray(0, EXCERPT_BYTES).toString('utf8'), 8192);
-          await publish(job(parsed, { kind: 'rejected', rejected: { reason: clip(parsed.reason, 1000), body_excerpt: excerpt, headers: keptHeaders } }));
+          await publish(
+            job(parsed, {
+              kind: 'rejected',
+              rejected: { reason: clip(parsed.reason, 1000), body_excerpt: excerpt, headers: keptHeaders },
+            }),
+          );
           throw new DomainError('bad_request', `delivery rejected: ${parsed.reason}`);
         }
         case 'deploy':
         case 'alert': {
-          const j = job(parsed, parsed.kind === 'deploy' ? { kind: 'deploy', deploy: parsed.deploy } : { kind: 'alert', alert: parsed.alert });
+          const j = job(
+            parsed,
+            parsed.kind === 'deploy'
+              ? { kind: 'deploy', deploy: parsed.deploy }
+              : { kind: 'alert', alert: parsed.alert },
+          );
           const ack = await publish(j);
           return ack.duplicate
             ? { outcome: 'duplicate', delivery_id: null, message: 'this delivery was already accepted' }

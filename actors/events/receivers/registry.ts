@@ -36,11 +36,7 @@ export class ReceiverRegistry {
   private readonly orm: MikroORM;
   private readonly box: SecretBox;
   private readonly ttlMs: number;
-  constructor(
-    orm: MikroORM,
-    box: SecretBox,
-    ttlMs = 60_000,
-  ) {
+  constructor(orm: MikroORM, box: SecretBox, ttlMs = 60_000) {
     this.orm = orm;
     this.box = box;
     this.ttlMs = ttlMs;
@@ -49,12 +45,28 @@ export class ReceiverRegistry {
   async byTokenHash(hash: string): Promise<LiveReceiver | null> {
     const e = this.cache.get(hash);
     if (e && Date.now() - e.at < this.ttlMs) return e.hit;
-    const [row] = await sql<{ id: string; kind: 'webhook' | 'alert'; source: ReceiverSource; client_id: string; environment_id: string | null; secret_enc: string | null }>(
+    const [row] = await sql<{
+      id: string;
+      kind: 'webhook' | 'alert';
+      source: ReceiverSource;
+      client_id: string;
+      environment_id: string | null;
+      secret_enc: string | null;
+    }>(
       this.orm.em.fork(),
       `SELECT id, kind, source, client_id, environment_id, secret_enc FROM event_receivers WHERE token_hash = ?`,
       [hash],
     );
-    const hit = row ? { id: row.id, kind: row.kind, source: row.source, client_id: row.client_id, environment_id: row.environment_id, secret: row.secret_enc ? this.open(row.secret_enc) : null } : null;
+    const hit = row
+      ? {
+          id: row.id,
+          kind: row.kind,
+          source: row.source,
+          client_id: row.client_id,
+          environment_id: row.environment_id,
+          secret: row.secret_enc ? this.open(row.secret_enc) : null,
+        }
+      : null;
     if (this.cache.size > 100_000) this.cache.clear();
     this.cache.set(hash, { hit, at: Date.now() });
     return hit;
@@ -68,7 +80,9 @@ export class ReceiverRegistry {
     try {
       return this.box.open(sealed);
     } catch {
-      this.log?.warn('a receiver secret cannot be opened with the current key (SVC_EVENTS_ENCRYPTION_KEY changed?): set it again');
+      this.log?.warn(
+        'a receiver secret cannot be opened with the current key (SVC_EVENTS_ENCRYPTION_KEY changed?): set it again',
+      );
       return UNREADABLE_SECRET;
     }
   }

@@ -21,23 +21,44 @@ export interface SignatureVerdict {
   reason: string;
 }
 
-export function verifySignature(source: ReceiverSource, secret: string | null, headers: Record<string, string>, body: Buffer): SignatureVerdict {
+export function verifySignature(
+  source: ReceiverSource,
+  secret: string | null,
+  headers: Record<string, string>,
+  body: Buffer,
+): SignatureVerdict {
   const key = secret ?? THROWAWAY;
   switch (source) {
     case 'github': {
       const given = headers['x-hub-signature-256'] ?? '';
       const expected = `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
       const ok = same(given.toLowerCase(), expected);
-      return { ok, reason: given === '' ? 'the X-Hub-Signature-256 header is missing' : 'X-Hub-Signature-256 does not match the body under the shared secret' };
+      return {
+        ok,
+        reason:
+          given === ''
+            ? 'the X-Hub-Signature-256 header is missing'
+            : 'X-Hub-Signature-256 does not match the body under the shared secret',
+      };
     }
     case 'gitlab': {
       const given = headers['x-gitlab-token'] ?? '';
-      return { ok: same(given, key), reason: given === '' ? 'the X-Gitlab-Token header is missing' : 'X-Gitlab-Token does not match the shared secret' };
+      return {
+        ok: same(given, key),
+        reason:
+          given === '' ? 'the X-Gitlab-Token header is missing' : 'X-Gitlab-Token does not match the shared secret',
+      };
     }
     case 'argocd':
     case 'alertmanager': {
       const given = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1] ?? '';
-      return { ok: same(given, key), reason: given === '' ? 'the Authorization: Bearer header is missing' : 'the bearer credential does not match the shared secret' };
+      return {
+        ok: same(given, key),
+        reason:
+          given === ''
+            ? 'the Authorization: Bearer header is missing'
+            : 'the bearer credential does not match the shared secret',
+      };
     }
   }
 }

@@ -20,5 +20,7 @@ export const tokenHash = (token: string): string => sha256Hex(token);
 /** The full receiver URL a sender is configured with. */
 export function receiverUrl(backendUrl: string, source: ReceiverSource, token: string): string {
   const base = backendUrl.replace(/\/+$/, '');
-  return source === 'alertmanager' ? `${base}/api/v1/alerts/webhook/alertmanager/${token}` : `${base}/api/v1/webhooks/${source}/${token}`;
+  return source === 'alertmanager'
+    ? `${base}/api/v1/alerts/webhook/alertmanager/${token}`
+    : `${base}/api/v1/webhooks/${source}/${token}`;
 }

@@ -18,7 +18,8 @@ export interface AlertGroupRow {
   resolved_at: string | null;
   acknowledged_at: string | null;
 }
-export const GROUP_COLUMNS = 'id, receiver_id, client_id, environment_id, host_id, group_key, name, severity, status, fired_at, resolved_at, acknowledged_at';
+export const GROUP_COLUMNS =
+  'id, receiver_id, client_id, environment_id, host_id, group_key, name, severity, status, fired_at, resolved_at, acknowledged_at';
 
 /** Where a group sits: the host found for it, else the source's environment, else client-wide. */
 export interface Placement {
@@ -42,19 +43,42 @@ const ms = (t: string | null): number => (t === null ? Number.NaN : Date.parse(i
  * - the latest group resolved: a notification of alerts that started after it ended opens a new group (a new
  *   incident, firing or already resolved); an older one (a repeat, or out of order) changes nothing.
  */
-export async function applyNotification(tx: EntityManager, job: DeliveryJob, a: AlertFacts, place: Placement): Promise<GroupChange> {
-  await sql(tx, `SELECT pg_advisory_xact_lock(hashtext('events.alert_group'), hashtext(?))`, [`${job.receiver_id}:${a.group_key}`]);
-  const [latest] = await sql<AlertGroupRow>(tx, `SELECT ${GROUP_COLUMNS} FROM alert_groups WHERE receiver_id = ? AND group_key = ? ORDER BY fired_at DESC, created_at DESC LIMIT 1 FOR UPDATE`, [
-    job.receiver_id,
-    a.group_key,
+export async function applyNotification(
+  tx: EntityManager,
+  job: DeliveryJob,
+  a: AlertFacts,
+  place: Placement,
+): Promise<GroupChange> {
+  await sql(tx, `SELECT pg_advisory_xact_lock(hashtext('events.alert_group'), hashtext(?))`, [
+    `${job.receiver_id}:${a.group_key}`,
   ]);
+  const [latest] = await sql<AlertGroupRow>(
+    tx,
+    `SELECT ${GROUP_COLUMNS} FROM alert_groups WHERE receiver_id = ? AND group_key = ? ORDER BY fired_at DESC, created_at DESC LIMIT 1 FOR UPDATE`,
+    [job.receiver_id, a.group_key],
+  );
   const alerts = pgJson(a.alerts);
   const insert = async (): Promise<AlertGroupRow> => {
     const [row] = await sql<AlertGroupRow>(
       tx,
       `INSERT INTO alert_groups (id, receiver_id, client_id, environment_id, host_id, group_key, name, severity, status, fired_at, resolved_at, alerts, external_url, last_notified_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?) RETURNING ${GROUP_COLUMNS}`,
-      [randomUUID(), job.receiver_id, job.client_id, place.environment_id, place.host_id, a.group_key, a.name, a.severity, a.status, a.fired_at, a.resolved_at, alerts, a.external_url, job.received_at],
+      [
+        randomUUID(),
+        job.receiver_id,
+        job.client_id,
+        place.environment_id,
+        place.host_id,
+        a.group_key,
+        a.name,
+        a.severity,
+        a.status,
+        a.fired_at,
+        a.resolved_at,
+        alerts,
+        a.external_url,
+        job.received_at,
+      ],
     );
     return row!;
   };
@@ -65,7 +89,8 @@ export async function applyNotification(tx: EntityManager, job: DeliveryJob, a: 
     // A notification of alerts that started after the group ended is a new incident, even when its resolution
     // arrives before its firing (deliveries are stored concurrently); anything older is a repeat or out of order.
     const ended = ms(latest.resolved_at ?? latest.fired_at);
-    if (Date.parse(a.fired_at) > ended) return { group: await insert(), change: a.status === 'firing' ? 'fired' : 'resolved' };
+    if (Date.parse(a.fired_at) > ended)
+      return { group: await insert(), change: a.status === 'firing' ? 'fired' : 'resolved' };
     return { group: latest, change: null };
   }
 
@@ -75,13 +100,31 @@ export async function applyNotification(tx: EntityManager, job: DeliveryJob, a: 
             host_id = coalesce(host_id, ?), environment_id = CASE WHEN host_id IS NULL AND ?::uuid IS NOT NULL THEN ? ELSE environment_id END,
             alerts = ?::jsonb, external_url = ?, last_notified_at = ?, updated_at = now()
       WHERE id = ? RETURNING ${GROUP_COLUMNS}`,
-    [a.name, a.severity, a.status, a.fired_at, a.status === 'resolved' ? a.resolved_at : null, place.host_id, place.host_id, place.environment_id, alerts, a.external_url, job.received_at, latest.id],
+    [
+      a.name,
+      a.severity,
+      a.status,
+      a.fired_at,
+      a.status === 'resolved' ? a.resolved_at : null,
+      place.host_id,
+      place.host_id,
+      place.environment_id,
+      alerts,
+      a.external_url,
+      job.received_at,
+      latest.id,
+    ],
   );
   return { group: row!, change: a.status === 'resolved' ? 'resolved' : null };
 }
 
 /** The event announcing a change of a group (the timeline's alert rows). */
-export function changedEvent(g: AlertGroupRow, change: AlertGroupChanged['change'], at: string, by: string | null = null): AlertGroupChanged {
+export function changedEvent(
+  g: AlertGroupRow,
+  change: AlertGroupChanged['change'],
+  at: string,
+  by: string | null = null,
+): AlertGroupChanged {
   return {
     id: g.id,
     client_id: g.client_id,

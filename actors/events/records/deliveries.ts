@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { anonymousContext } from '../../../contracts/context.ts';
 import { DeliveryJob, type AlertFacts } from '../../../contracts/domains/events-records.ts';
 import { streams } from '../../../contracts/streams.ts';
-import { publishDurable, publishEvent, runConsumer, type ConsumerHandle, type DeliveryMeta } from '../../runtime/jetstream.ts';
+import {
+  publishDurable,
+  publishEvent,
+  runConsumer,
+  type ConsumerHandle,
+  type DeliveryMeta,
+} from '../../runtime/jetstream.ts';
 import { sqlStateOf } from '../../runtime/store-errors.ts';
 import { iso, sql } from '../../runtime/stores/sql.ts';
 import type { EventsDeps } from '../deps.ts';
@@ -40,7 +46,10 @@ export function startDeliveryConsumer(deps: EventsDeps): Promise<ConsumerHandle>
       } catch (err) {
         // A foreign key refused: the client, environment or receiver is gone. Nothing left to attach the delivery to.
         if (sqlStateOf(err) === '23503') {
-          meta.log.info({ receiver_id: job.receiver_id }, 'delivery dropped: its client, environment or receiver was deleted');
+          meta.log.info(
+            { receiver_id: job.receiver_id },
+            'delivery dropped: its client, environment or receiver was deleted',
+          );
           return;
         }
         throw err;
@@ -55,7 +64,11 @@ export function startDeliveryConsumer(deps: EventsDeps): Promise<ConsumerHandle>
   });
 }
 
-async function storeDeploy(deps: EventsDeps, job: DeliveryJob, d: Extract<DeliveryJob['outcome'], { kind: 'deploy' }>['deploy']): Promise<void> {
+async function storeDeploy(
+  deps: EventsDeps,
+  job: DeliveryJob,
+  d: Extract<DeliveryJob['outcome'], { kind: 'deploy' }>['deploy'],
+): Promise<void> {
   const source = job.source;
   if (source === 'alertmanager') return;
   const em = deps.orm.em.fork();
@@ -66,24 +79,48 @@ async function storeDeploy(deps: EventsDeps, job: DeliveryJob, d: Extract<Delive
     `INSERT INTO deploys (id, receiver_id, client_id, environment_id, source, event_type, summary, app, revision, url, failed, at, dedupe_key)
      VALUES (?, (SELECT id FROM event_receivers WHERE id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING
      RETURNING id, client_id, environment_id, at`,
-    [job.delivery_id, job.receiver_id, job.client_id, job.environment_id, source, d.event_type, d.summary, d.app, d.revision, d.url, d.failed, d.at, dedupe],
+    [
+      job.delivery_id,
+      job.receiver_id,
+      job.client_id,
+      job.environment_id,
+      source,
+      d.event_type,
+      d.summary,
+      d.app,
+      d.revision,
+      d.url,
+      d.failed,
+      d.at,
+      dedupe,
+    ],
   );
   // No transaction needed: the event is announced for the stored row whether this delivery stored it or found it (a
   // repeat, or a redelivery after a crash between the insert and the publish); the stream drops a repeat within its
   // window (message id) and the timeline's key drops a later one.
-  const [row] = inserted ? [inserted] : await sql<Stored>(em, `SELECT id, client_id, environment_id, at FROM deploys WHERE dedupe_key = ?`, [dedupe]);
+  const [row] = inserted
+    ? [inserted]
+    : await sql<Stored>(em, `SELECT id, client_id, environment_id, at FROM deploys WHERE dedupe_key = ?`, [dedupe]);
   if (!row) return;
-  await publishEvent(deps.nc, 'svc.evt.events.deploy', { ...d, id: row.id, client_id: row.client_id, environment_id: row.environment_id, source, at: iso(row.at) }, { msgId: `deploy:${row.id}` });
+  await publishEvent(
+    deps.nc,
+    'svc.evt.events.deploy',
+    { ...d, id: row.id, client_id: row.client_id, environment_id: row.environment_id, source, at: iso(row.at) },
+    { msgId: `deploy:${row.id}` },
+  );
 }
 
 /** Where the alert happened: a `host_id` label of the client, else an instance / hostname the fleet recognises. */
 async function placeAlert(deps: EventsDeps, job: DeliveryJob, a: AlertFacts): Promise<Placement> {
   const ctx = anonymousContext(`events-delivery:${job.delivery_id}`);
-  const fits = (h: { client_id: string; environment_id: string }): boolean => h.client_id === job.client_id && (job.environment_id === null || h.environment_id === job.environment_id);
+  const fits = (h: { client_id: string; environment_id: string }): boolean =>
+    h.client_id === job.client_id && (job.environment_id === null || h.environment_id === job.environment_id);
   const ids = a.host_ids.filter((id) => UUID.test(id)).map((id) => id.toLowerCase());
   if (ids.length > 0) {
     const found = await deps.fleet.resolve(ctx, { hosts: ids.slice(0, 200) });
-    const hosts = [...new Set(ids)].map((id) => found.get(`host:${id}`)).flatMap((h) => (h?.kind === 'host' && fits(h.value) ? [h.value] : []));
+    const hosts = [...new Set(ids)]
+      .map((id) => found.get(`host:${id}`))
+      .flatMap((h) => (h?.kind === 'host' && fits(h.value) ? [h.value] : []));
     if (hosts.length === 1) return { environment_id: hosts[0]!.environment_id, host_id: hosts[0]!.id };
     if (hosts.length > 1) return { environment_id: job.environment_id, host_id: null };
   }
@@ -97,27 +134,55 @@ async function placeAlert(deps: EventsDeps, job: DeliveryJob, a: AlertFacts): Pr
 async function storeAlert(deps: EventsDeps, job: DeliveryJob, a: AlertFacts, meta: DeliveryMeta): Promise<void> {
   const place = await placeAlert(deps, job, a);
   await deps.orm.em.fork().transactional(async (tx) => {
-    const [receiver] = await sql<{ oncall_phone: string | null }>(tx, `SELECT oncall_phone FROM event_receivers WHERE id = ?`, [job.receiver_id]);
+    const [receiver] = await sql<{ oncall_phone: string | null }>(
+      tx,
+      `SELECT oncall_phone FROM event_receivers WHERE id = ?`,
+      [job.receiver_id],
+    );
     if (!receiver) return; // removed since the delivery was accepted
     const { group, change } = await applyNotification(tx, job, a, place);
     if (change === null) return;
     const at = change === 'fired' ? iso(group.fired_at) : iso(group.resolved_at ?? job.received_at);
-    await publishEvent(deps.nc, 'svc.evt.events.alert', changedEvent(group, change, at), { msgId: `alert:${group.id}:${change}` });
+    await publishEvent(deps.nc, 'svc.evt.events.alert', changedEvent(group, change, at), {
+      msgId: `alert:${group.id}:${change}`,
+    });
     if (change === 'fired' && group.severity.toLowerCase() === 'critical' && receiver.oncall_phone !== null) {
       if (!voiceConfigured(deps.config)) {
-        meta.log.warn({ alert_group_id: group.id }, 'critical alert on a source with an on-call number, but no voice provider is configured (SVC_TWILIO_*): no call placed');
+        meta.log.warn(
+          { alert_group_id: group.id },
+          'critical alert on a source with an on-call number, but no voice provider is configured (SVC_TWILIO_*): no call placed',
+        );
         return;
       }
-      await publishDurable(deps.nc, 'svc.work.events.page', { alert_group_id: group.id, call_id: randomUUID(), attempt: 1, not_before: job.received_at }, { msgId: `page:${group.id}:1` });
+      await publishDurable(
+        deps.nc,
+        'svc.work.events.page',
+        { alert_group_id: group.id, call_id: randomUUID(), attempt: 1, not_before: job.received_at },
+        { msgId: `page:${group.id}:1` },
+      );
     }
   });
 }
 
-async function storeRejected(deps: EventsDeps, job: DeliveryJob, r: Extract<DeliveryJob['outcome'], { kind: 'rejected' }>['rejected']): Promise<void> {
+async function storeRejected(
+  deps: EventsDeps,
+  job: DeliveryJob,
+  r: Extract<DeliveryJob['outcome'], { kind: 'rejected' }>['rejected'],
+): Promise<void> {
   await sql(
     deps.orm.em.fork(),
     `INSERT INTO rejected_deliveries (id, receiver_id, source, event, reason, external_id, headers, body_excerpt, received_at)
      VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?) ON CONFLICT (id) DO NOTHING`,
-    [job.delivery_id, job.receiver_id, job.source, job.event, r.reason, job.external_id, pgJson(r.headers), r.body_excerpt, job.received_at],
+    [
+      job.delivery_id,
+      job.receiver_id,
+      job.source,
+      job.event,
+      r.reason,
+      job.external_id,
+      pgJson(r.headers),
+      r.body_excerpt,
+      job.received_at,
+    ],
   );
 }

@@ -35,7 +35,10 @@ function fromAgentStatus(e: AgentStatusChanged): TimelineRow {
 }
 
 function fromFileChange(e: FileChanged): TimelineRow {
-  const facts = [e.size_bytes !== null ? `${e.size_bytes} bytes` : '', e.sensitive ? 'sensitive file: content not hashed' : e.sha256 ? `sha256 ${e.sha256}` : ''].filter(Boolean);
+  const facts = [
+    e.size_bytes !== null ? `${e.size_bytes} bytes` : '',
+    e.sensitive ? 'sensitive file: content not hashed' : e.sha256 ? `sha256 ${e.sha256}` : '',
+  ].filter(Boolean);
   return {
     client_id: e.client_id,
     environment_id: e.environment_id,
@@ -43,7 +46,10 @@ function fromFileChange(e: FileChanged): TimelineRow {
     event_type: 'file_change',
     timestamp: e.time,
     title: cut(`${e.path} ${e.change}`, 500),
-    description: cut(`${e.path} was ${e.change} on ${e.hostname}${facts.length > 0 ? ` (${facts.join(', ')})` : ''}.`, 2000),
+    description: cut(
+      `${e.path} was ${e.change} on ${e.hostname}${facts.length > 0 ? ` (${facts.join(', ')})` : ''}.`,
+      2000,
+    ),
   };
 }
 
@@ -55,7 +61,10 @@ function fromDeploy(e: DeployRecorded): TimelineRow {
     event_type: 'deploy',
     timestamp: e.at,
     title: cut(e.summary, 500),
-    description: cut(`${e.source} ${e.event_type}${e.failed ? ' (failed)' : ''}: ${e.app}${e.revision ? ` at ${e.revision}` : ''}${e.url ? ` — ${e.url}` : ''}`, 2000),
+    description: cut(
+      `${e.source} ${e.event_type}${e.failed ? ' (failed)' : ''}: ${e.app}${e.revision ? ` at ${e.revision}` : ''}${e.url ? ` — ${e.url}` : ''}`,
+      2000,
+    ),
   };
 }
 
@@ -67,7 +76,10 @@ function fromAlert(e: AlertGroupChanged): TimelineRow {
     event_type: 'alert',
     timestamp: e.at,
     title: cut(`Alert ${e.name} ${e.change}`, 500),
-    description: cut(`${e.name} (severity ${e.severity}) ${e.change}${e.by ? ` by ${e.by}` : ''}; fired at ${e.fired_at}${e.resolved_at ? `, resolved at ${e.resolved_at}` : ''}.`, 2000),
+    description: cut(
+      `${e.name} (severity ${e.severity}) ${e.change}${e.by ? ` by ${e.by}` : ''}; fired at ${e.fired_at}${e.resolved_at ? `, resolved at ${e.resolved_at}` : ''}.`,
+      2000,
+    ),
   };
 }
 
@@ -76,7 +88,13 @@ function fromAlert(e: AlertGroupChanged): TimelineRow {
  * (or its stream position): a redelivered event is stored once. An event of a client, environment or host deleted
  * meanwhile is dropped (its foreign key refuses it).
  */
-function timelineConsumer<T>(deps: EventsDeps, durable: string, subject: EventSubject, schema: z.ZodType<T>, toRow: (e: T) => TimelineRow): Promise<ConsumerHandle> {
+function timelineConsumer<T>(
+  deps: EventsDeps,
+  durable: string,
+  subject: EventSubject,
+  schema: z.ZodType<T>,
+  toRow: (e: T) => TimelineRow,
+): Promise<ConsumerHandle> {
   return runConsumer<T>({
     nc: deps.nc,
     stream: streams.SVC_EVENTS.name,
@@ -96,7 +114,17 @@ function timelineConsumer<T>(deps: EventsDeps, durable: string, subject: EventSu
           deps.orm.em.fork(),
           `INSERT INTO timeline_events (id, source_key, client_id, environment_id, host_id, event_type, "timestamp", title, description) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (source_key) DO NOTHING`,
-          [randomUUID(), key, r.client_id, r.environment_id, r.host_id, r.event_type, r.timestamp, r.title, r.description],
+          [
+            randomUUID(),
+            key,
+            r.client_id,
+            r.environment_id,
+            r.host_id,
+            r.event_type,
+            r.timestamp,
+            r.title,
+            r.description,
+          ],
         );
       } catch (err) {
         if (sqlStateOf(err) === '23503') {
@@ -111,8 +139,20 @@ function timelineConsumer<T>(deps: EventsDeps, durable: string, subject: EventSu
 
 export async function startTimelineIngest(deps: EventsDeps): Promise<ConsumerHandle[]> {
   return [
-    await timelineConsumer(deps, 'events-timeline-agent-status', 'svc.evt.fleet.agent_status', AgentStatusChanged, fromAgentStatus),
-    await timelineConsumer(deps, 'events-timeline-file-change', 'svc.evt.fleet.file_change', FileChanged, fromFileChange),
+    await timelineConsumer(
+      deps,
+      'events-timeline-agent-status',
+      'svc.evt.fleet.agent_status',
+      AgentStatusChanged,
+      fromAgentStatus,
+    ),
+    await timelineConsumer(
+      deps,
+      'events-timeline-file-change',
+      'svc.evt.fleet.file_change',
+      FileChanged,
+      fromFileChange,
+    ),
     await timelineConsumer(deps, 'events-timeline-deploy', 'svc.evt.events.deploy', DeployRecorded, fromDeploy),
     await timelineConsumer(deps, 'events-timeline-alert', 'svc.evt.events.alert', AlertGroupChanged, fromAlert),
   ];

@@ -75,7 +75,10 @@ export function timelineHandlers(deps: EventsDeps): EventsHandlers {
         params.push(...typeParams);
       }
       if (byType.length === 0) {
-        throw new DomainError('forbidden', `missing permission ${[...new Set(wanted.map((t) => TIMELINE_PERMISSION[t]))].join(' or ')}${target ? ` on this ${target.kind}` : ''}`);
+        throw new DomainError(
+          'forbidden',
+          `missing permission ${[...new Set(wanted.map((t) => TIMELINE_PERMISSION[t]))].join(' or ')}${target ? ` on this ${target.kind}` : ''}`,
+        );
       }
       where.push(`(${byType.join(' OR ')})`);
       params.push(q.limit);

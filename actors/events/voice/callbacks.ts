@@ -28,8 +28,11 @@ const CALL_COLUMNS = 'id, alert_group_id, attempt, to_number, provider_sid, stat
 const UNANSWERED = new Set(['busy', 'no-answer', 'failed', 'canceled']);
 const FINAL = new Set(['completed', ...UNANSWERED]);
 
-const xml = (s: string): string => s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
-const twiml = (body: string): { twiml: string } => ({ twiml: `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>` });
+const xml = (s: string): string =>
+  s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
+const twiml = (body: string): { twiml: string } => ({
+  twiml: `<?xml version="1.0" encoding="UTF-8"?><Response>${body}</Response>`,
+});
 
 export function voiceHandlers(deps: EventsDeps): EventsHandlers {
   const fork = () => deps.orm.em.fork();
@@ -38,7 +41,8 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
     const v = voiceConfig(deps.config);
     // Authentication first: without a provider no signature can be valid, so every caller gets the same 403 as a bad
     // signature, and nobody unauthenticated learns whether paging is configured.
-    if (!v || !validTwilioSignature(v.authToken, `${v.publicUrl}${path}`, params, signature)) throw new DomainError('forbidden', 'X-Twilio-Signature does not match this request');
+    if (!v || !validTwilioSignature(v.authToken, `${v.publicUrl}${path}`, params, signature))
+      throw new DomainError('forbidden', 'X-Twilio-Signature does not match this request');
     return v;
   }
 
@@ -64,13 +68,19 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
    */
   function matched(v: VoiceConfig, call: CallRow, params: [string, string][]): CallRow {
     const field = (name: string) => params.find(([k]) => k === name)?.[1];
-    if (field('AccountSid') !== v.accountSid) throw new DomainError('forbidden', 'AccountSid is not the account this call was placed from');
-    if (call.provider_sid === null || field('CallSid') !== call.provider_sid) throw new DomainError('forbidden', 'CallSid is not the call this callback is for');
+    if (field('AccountSid') !== v.accountSid)
+      throw new DomainError('forbidden', 'AccountSid is not the account this call was placed from');
+    if (call.provider_sid === null || field('CallSid') !== call.provider_sid)
+      throw new DomainError('forbidden', 'CallSid is not the call this callback is for');
     return call;
   }
 
   async function groupOf(id: string): Promise<AlertGroupRow & { alerts: { annotations: Record<string, string> }[] }> {
-    const [g] = await sql<AlertGroupRow & { alerts: { annotations: Record<string, string> }[] }>(fork(), `SELECT ${GROUP_COLUMNS}, alerts FROM alert_groups WHERE id = ?`, [id]);
+    const [g] = await sql<AlertGroupRow & { alerts: { annotations: Record<string, string> }[] }>(
+      fork(),
+      `SELECT ${GROUP_COLUMNS}, alerts FROM alert_groups WHERE id = ?`,
+      [id],
+    );
     if (!g) throw new DomainError('not_found', 'alert group not found');
     return g;
   }
@@ -83,18 +93,31 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
       const call = matched(v, row, params);
       const g = await groupOf(call.alert_group_id);
       const summary = g.alerts[0]?.annotations.summary ?? g.alerts[0]?.annotations.description ?? '';
-      const state = g.status === 'resolved' ? 'It has been resolved.' : g.acknowledged_at ? 'It is already acknowledged.' : 'It is firing.';
+      const state =
+        g.status === 'resolved'
+          ? 'It has been resolved.'
+          : g.acknowledged_at
+            ? 'It is already acknowledged.'
+            : 'It is firing.';
       const say = `Alert: ${g.name}. Severity ${g.severity}. ${summary ? `${summary}. ` : ''}${state} Press 1 to acknowledge.`;
       const gather = callbackUrls(v, call.id).gather;
-      return twiml(`<Gather numDigits="1" timeout="10" method="POST" action="${xml(gather)}"><Say>${xml(say)}</Say></Gather><Say>No key was pressed. Goodbye.</Say>`);
+      return twiml(
+        `<Gather numDigits="1" timeout="10" method="POST" action="${xml(gather)}"><Say>${xml(say)}</Say></Gather><Say>No key was pressed. Goodbye.</Say>`,
+      );
     },
 
     'svc.events.voice.gather': async ({ path, params, signature }, { ctx }) => {
       const v = verified(path, params, signature);
       const call = await callOf(v, path, params);
       const digits = params.find(([k]) => k === 'Digits')?.[1] ?? '';
-      await sql(fork(), `UPDATE voice_calls SET digits = ?, updated_at = now() WHERE id = ?`, [digits.slice(0, 32), call.id]);
-      if (digits !== '1') return twiml(`<Say>That key does nothing.</Say><Redirect method="POST">${xml(callbackUrls(v, call.id).twiml)}</Redirect>`);
+      await sql(fork(), `UPDATE voice_calls SET digits = ?, updated_at = now() WHERE id = ?`, [
+        digits.slice(0, 32),
+        call.id,
+      ]);
+      if (digits !== '1')
+        return twiml(
+          `<Say>That key does nothing.</Say><Redirect method="POST">${xml(callbackUrls(v, call.id).twiml)}</Redirect>`,
+        );
       const at = new Date(deps.clock.now()).toISOString();
       const acknowledged = await fork().transactional(async (tx) => {
         const [g] = await sql<AlertGroupRow>(
@@ -103,7 +126,13 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
           [at, `phone:${call.to_number}`, call.alert_group_id],
         );
         // Shown on the timeline: published before the commit, so a failed publish leaves the group unacknowledged.
-        if (g) await publishEvent(deps.nc, 'svc.evt.events.alert', changedEvent(g, 'acknowledged', at, `phone:${call.to_number}`), { msgId: `alert:${g.id}:acknowledged` });
+        if (g)
+          await publishEvent(
+            deps.nc,
+            'svc.evt.events.alert',
+            changedEvent(g, 'acknowledged', at, `phone:${call.to_number}`),
+            { msgId: `alert:${g.id}:acknowledged` },
+          );
         return g;
       });
       if (acknowledged) {
@@ -111,7 +140,15 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
           action: 'alert.acknowledged',
           resource_type: 'alert_group',
           resource_id: acknowledged.id,
-          details: { via: 'phone', phone: call.to_number, call_id: call.id, call_sid: call.provider_sid, attempt: call.attempt, name: acknowledged.name, fired_at: iso(acknowledged.fired_at) },
+          details: {
+            via: 'phone',
+            phone: call.to_number,
+            call_id: call.id,
+            call_sid: call.provider_sid,
+            attempt: call.attempt,
+            name: acknowledged.name,
+            fired_at: iso(acknowledged.fired_at),
+          },
         });
       }
       return twiml('<Say>Alert acknowledged. Goodbye.</Say><Hangup/>');
@@ -131,7 +168,8 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
       if (!updated || !FINAL.has(status)) return {};
       const g = await groupOf(call.alert_group_id);
       // Unanswered, or answered without the acknowledging key: call again while the group still fires.
-      if (g.status === 'firing' && g.acknowledged_at === null && (UNANSWERED.has(status) || status === 'completed')) await scheduleRetry(deps, g.id, call.attempt);
+      if (g.status === 'firing' && g.acknowledged_at === null && (UNANSWERED.has(status) || status === 'completed'))
+        await scheduleRetry(deps, g.id, call.attempt);
       return {};
     },
   };

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { PageJob } from '../../../contracts/domains/events-records.ts';
 import { streams } from '../../../contracts/streams.ts';
-import { NonRetryableError, publishDurable, RetryLaterError, runConsumer, type ConsumerHandle } from '../../runtime/jetstream.ts';
+import {
+  NonRetryableError,
+  publishDurable,
+  RetryLaterError,
+  runConsumer,
+  type ConsumerHandle,
+} from '../../runtime/jetstream.ts';
 import { sql } from '../../runtime/stores/sql.ts';
 import type { EventsDeps } from '../deps.ts';
 import { callbackUrls, placeCall, VoiceProviderError, voiceConfig } from './twilio.ts';
@@ -28,7 +34,10 @@ export function startPager(deps: EventsDeps): Promise<ConsumerHandle> {
       const wait = Date.parse(job.not_before) - Date.now();
       if (wait > 0) throw new RetryLaterError('not yet: waiting before the next call', wait);
       const v = voiceConfig(deps.config);
-      if (!v) throw new NonRetryableError('no voice provider is configured (SVC_TWILIO_ACCOUNT_SID, SVC_TWILIO_AUTH_TOKEN, SVC_TWILIO_FROM)');
+      if (!v)
+        throw new NonRetryableError(
+          'no voice provider is configured (SVC_TWILIO_ACCOUNT_SID, SVC_TWILIO_AUTH_TOKEN, SVC_TWILIO_FROM)',
+        );
       const em = deps.orm.em.fork();
       const [group] = await sql<{ status: string; acknowledged_at: string | null; oncall_phone: string | null }>(
         em,
@@ -36,33 +45,45 @@ export function startPager(deps: EventsDeps): Promise<ConsumerHandle> {
         [job.alert_group_id],
       );
       // The job is published inside the transaction that creates the group: it may arrive before that commits.
-      if (!group && meta.deliveryCount < 5) throw new RetryLaterError('alert group not visible yet', 300 * meta.deliveryCount);
+      if (!group && meta.deliveryCount < 5)
+        throw new RetryLaterError('alert group not visible yet', 300 * meta.deliveryCount);
       if (!group || group.status !== 'firing' || group.acknowledged_at !== null || group.oncall_phone === null) {
-        meta.log.info({ alert_group_id: job.alert_group_id, attempt: job.attempt }, 'page dropped: the alert group is resolved, acknowledged, gone, or has no on-call number');
+        meta.log.info(
+          { alert_group_id: job.alert_group_id, attempt: job.attempt },
+          'page dropped: the alert group is resolved, acknowledged, gone, or has no on-call number',
+        );
         return;
       }
-      await sql(em, `INSERT INTO voice_calls (id, alert_group_id, attempt, to_number) VALUES (?, ?, ?, ?) ON CONFLICT (alert_group_id, attempt) DO NOTHING`, [
-        job.call_id,
-        job.alert_group_id,
-        job.attempt,
-        group.oncall_phone,
-      ]);
-      const [call] = await sql<{ id: string; provider_sid: string | null; to_number: string }>(em, `SELECT id, provider_sid, to_number FROM voice_calls WHERE alert_group_id = ? AND attempt = ?`, [
-        job.alert_group_id,
-        job.attempt,
-      ]);
+      await sql(
+        em,
+        `INSERT INTO voice_calls (id, alert_group_id, attempt, to_number) VALUES (?, ?, ?, ?) ON CONFLICT (alert_group_id, attempt) DO NOTHING`,
+        [job.call_id, job.alert_group_id, job.attempt, group.oncall_phone],
+      );
+      const [call] = await sql<{ id: string; provider_sid: string | null; to_number: string }>(
+        em,
+        `SELECT id, provider_sid, to_number FROM voice_calls WHERE alert_group_id = ? AND attempt = ?`,
+        [job.alert_group_id, job.attempt],
+      );
       if (!call || call.provider_sid !== null) return;
       const urls = callbackUrls(v, call.id);
       try {
         const placed = await placeCall(v, call.to_number, urls.twiml, urls.status);
-        await sql(em, `UPDATE voice_calls SET provider_sid = ?, status = ?, updated_at = now() WHERE id = ?`, [placed.sid, placed.status, call.id]);
-        meta.log.info({ alert_group_id: job.alert_group_id, attempt: job.attempt, call_sid: placed.sid }, 'on-call number paged');
+        await sql(em, `UPDATE voice_calls SET provider_sid = ?, status = ?, updated_at = now() WHERE id = ?`, [
+          placed.sid,
+          placed.status,
+          call.id,
+        ]);
+        meta.log.info(
+          { alert_group_id: job.alert_group_id, attempt: job.attempt, call_sid: placed.sid },
+          'on-call number paged',
+        );
       } catch (err) {
         if (err instanceof VoiceProviderError && !err.transient) {
           await sql(em, `UPDATE voice_calls SET status = 'failed', updated_at = now() WHERE id = ?`, [call.id]);
           throw new NonRetryableError(err.message);
         }
-        if (err instanceof VoiceProviderError && err.retryAfterMs !== undefined) throw new RetryLaterError(err.message, err.retryAfterMs);
+        if (err instanceof VoiceProviderError && err.retryAfterMs !== undefined)
+          throw new RetryLaterError(err.message, err.retryAfterMs);
         throw err;
       }
     },
@@ -76,7 +97,12 @@ export async function scheduleRetry(deps: EventsDeps, groupId: string, attempt: 
   await publishDurable(
     deps.nc,
     'svc.work.events.page',
-    { alert_group_id: groupId, call_id: randomUUID(), attempt: next, not_before: new Date(Date.now() + deps.config.SVC_TWILIO_RETRY_DELAY_SECONDS * 1000).toISOString() },
+    {
+      alert_group_id: groupId,
+      call_id: randomUUID(),
+      attempt: next,
+      not_before: new Date(Date.now() + deps.config.SVC_TWILIO_RETRY_DELAY_SECONDS * 1000).toISOString(),
+    },
     { msgId: `page:${groupId}:${next}` },
   );
   return true;

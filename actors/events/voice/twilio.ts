@@ -18,7 +18,11 @@ export interface VoiceConfig {
 }
 
 export function voiceConfigured(config: Config): boolean {
-  return config.SVC_TWILIO_ACCOUNT_SID !== undefined && config.SVC_TWILIO_AUTH_TOKEN !== undefined && config.SVC_TWILIO_FROM !== undefined;
+  return (
+    config.SVC_TWILIO_ACCOUNT_SID !== undefined &&
+    config.SVC_TWILIO_AUTH_TOKEN !== undefined &&
+    config.SVC_TWILIO_FROM !== undefined
+  );
 }
 
 export function voiceConfig(config: Config): VoiceConfig | undefined {
@@ -33,14 +37,25 @@ export function voiceConfig(config: Config): VoiceConfig | undefined {
 }
 
 /** The provider's signature of a callback: HMAC-SHA1 over the URL and the sorted parameters, base64. */
-export function twilioSignature(authToken: string, url: string, params: readonly (readonly [string, string])[]): string {
-  const sorted = [...params].sort(([ak, av], [bk, bv]) => (ak < bk ? -1 : ak > bk ? 1 : av < bv ? -1 : av > bv ? 1 : 0));
+export function twilioSignature(
+  authToken: string,
+  url: string,
+  params: readonly (readonly [string, string])[],
+): string {
+  const sorted = [...params].sort(([ak, av], [bk, bv]) =>
+    ak < bk ? -1 : ak > bk ? 1 : av < bv ? -1 : av > bv ? 1 : 0,
+  );
   const data = url + sorted.map(([k, v]) => k + v).join('');
   return createHmac('sha1', authToken).update(data, 'utf8').digest('base64');
 }
 
 /** Constant-time check of a callback's `X-Twilio-Signature`. */
-export function validTwilioSignature(authToken: string, url: string, params: readonly (readonly [string, string])[], given: string): boolean {
+export function validTwilioSignature(
+  authToken: string,
+  url: string,
+  params: readonly (readonly [string, string])[],
+  given: string,
+): boolean {
   const expected = Buffer.from(twilioSignature(authToken, url, params));
   const got = Buffer.from(given);
   // Compared over the expected length whatever was given, so a wrong length costs the same as a wrong value.
@@ -70,13 +85,31 @@ export class VoiceProviderError extends Error {
 }
 
 /** Places one outbound call that fetches its TwiML from `twimlUrl` and reports its outcome to `statusUrl`. */
-export async function placeCall(v: VoiceConfig, to: string, twimlUrl: string, statusUrl: string, timeoutMs = 10_000): Promise<{ sid: string; status: string }> {
-  const form = new URLSearchParams({ To: to, From: v.from, Url: twimlUrl, Method: 'POST', StatusCallback: statusUrl, StatusCallbackMethod: 'POST', Timeout: '30' });
+export async function placeCall(
+  v: VoiceConfig,
+  to: string,
+  twimlUrl: string,
+  statusUrl: string,
+  timeoutMs = 10_000,
+): Promise<{ sid: string; status: string }> {
+  const form = new URLSearchParams({
+    To: to,
+    From: v.from,
+    Url: twimlUrl,
+    Method: 'POST',
+    StatusCallback: statusUrl,
+    StatusCallbackMethod: 'POST',
+    Timeout: '30',
+  });
   let res: Response;
   try {
     res = await fetch(`${v.apiUrl}/2010-04-01/Accounts/${encodeURIComponent(v.accountSid)}/Calls.json`, {
       method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from(`${v.accountSid}:${v.authToken}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${v.accountSid}:${v.authToken}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+        accept: 'application/json',
+      },
       body: form.toString(),
       signal: AbortSignal.timeout(timeoutMs),
     });
@@ -89,11 +122,16 @@ export async function placeCall(v: VoiceConfig, to: string, twimlUrl: string, st
     let detail = text.slice(0, 200);
     try {
       const body = JSON.parse(text) as { message?: unknown; code?: unknown };
-      if (typeof body.message === 'string') detail = `${body.message}${body.code !== undefined ? ` (code ${String(body.code)})` : ''}`;
+      if (typeof body.message === 'string')
+        detail = `${body.message}${body.code !== undefined ? ` (code ${String(body.code)})` : ''}`;
     } catch {
       // not JSON: the raw start of the body
     }
-    throw new VoiceProviderError(`voice provider answered ${res.status}: ${detail}`, res.status, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined);
+    throw new VoiceProviderError(
+      `voice provider answered ${res.status}: ${detail}`,
+      res.status,
+      Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+    );
   }
   let body: { sid?: unknown; status?: unknown };
   try {
@@ -101,7 +139,8 @@ export async function placeCall(v: VoiceConfig, to: string, twimlUrl: string, st
   } catch {
     throw new VoiceProviderError('voice provider answered a body that is not JSON', res.status);
   }
-  if (typeof body.sid !== 'string' || body.sid.length === 0) throw new VoiceProviderError('voice provider answered without a call sid', res.status);
+  if (typeof body.sid !== 'string' || body.sid.length === 0)
+    throw new VoiceProviderError('voice provider answered without a call sid', res.status);
   return { sid: body.sid, status: typeof body.status === 'string' ? body.status : 'queued' };
 }
 

@@ -24,7 +24,8 @@ interface AgentRow {
   created_at: string;
 }
 
-const COLUMNS = 'id, client_id, environment_id, host_id, hostname, os, arch, agent_version, status, public_key, enrolled_at, revoked_at, credentials_expires_at, created_at';
+const COLUMNS =
+  'id, client_id, environment_id, host_id, hostname, os, arch, agent_version, status, public_key, enrolled_at, revoked_at, credentials_expires_at, created_at';
 
 const out = (a: AgentRow): Agent => ({
   id: a.id,
@@ -73,12 +74,19 @@ export function agentAdminHandlers(deps: FleetDeps): FleetHandlers {
         where.push('environment_id = ?');
         params.push(environment_id);
       }
-      return pageOf(em, { columns: COLUMNS, from: `agents WHERE ${where.join(' AND ')}`, params, order: 'created_at DESC, id DESC' }, { page, per_page }, (rows: AgentRow[]) => rows.map(out));
+      return pageOf(
+        em,
+        { columns: COLUMNS, from: `agents WHERE ${where.join(' AND ')}`, params, order: 'created_at DESC, id DESC' },
+        { page, per_page },
+        (rows: AgentRow[]) => rows.map(out),
+      );
     },
 
     'svc.fleet.agents.revoke': async ({ id }, { ctx }) => {
       const revoked = await fork().transactional(async (tx) => {
-        const [agent] = await sql<AgentRow>(tx, `SELECT ${COLUMNS} FROM agents WHERE id = ? AND status <> 'pending'`, [id]);
+        const [agent] = await sql<AgentRow>(tx, `SELECT ${COLUMNS} FROM agents WHERE id = ? AND status <> 'pending'`, [
+          id,
+        ]);
         if (!agent) throw new DomainError('not_found', 'agent not found');
         requireOnClient(ctx, agent.client_id, 'agents:update', 'agent');
         // Already revoked: nothing to do (a repeated DELETE answers 204 again).
@@ -86,7 +94,12 @@ export function agentAdminHandlers(deps: FleetDeps): FleetHandlers {
       });
       const [agent] = revoked;
       if (agent) {
-        await deps.audit.record(ctx, { action: 'agent.revoked', resource_type: 'agent', resource_id: id, details: { client_id: agent.client_id, host_id: agent.host_id, public_key: agent.public_key } });
+        await deps.audit.record(ctx, {
+          action: 'agent.revoked',
+          resource_type: 'agent',
+          resource_id: id,
+          details: { client_id: agent.client_id, host_id: agent.host_id, public_key: agent.public_key },
+        });
       }
       return {};
     },

@@ -94,8 +94,18 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
   const natsCa = agentNatsCa(deps.config);
 
   /** Every refused enrolment step is audited with its reason, then answered 401 with a message that says what failed. */
-  const refuse = async (ctx: CallerContext, step: string, reason: string, details: Record<string, unknown>): Promise<never> => {
-    await deps.audit.record(ctx, { action: 'agent.enrollment_failed', resource_type: 'agent', resource_id: (details.agent_id as string | undefined) ?? null, details: { step, reason, ...details } });
+  const refuse = async (
+    ctx: CallerContext,
+    step: string,
+    reason: string,
+    details: Record<string, unknown>,
+  ): Promise<never> => {
+    await deps.audit.record(ctx, {
+      action: 'agent.enrollment_failed',
+      resource_type: 'agent',
+      resource_id: (details.agent_id as string | undefined) ?? null,
+      details: { step, reason, ...details },
+    });
     throw new DomainError('unauthorized', reason);
   };
 
@@ -114,32 +124,59 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
       const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
       const id = randomUUID();
       const expiresAt = new Date(deps.clock.now() + expires_in_seconds * 1000);
-      const by = ctx.principal.kind === 'user' ? ctx.principal.user_id : ctx.principal.kind === 'service_account' ? ctx.principal.service_account_id : null;
-      await sql(em, `INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at, created_by) VALUES (?, ?, ?, ?, ?, ?)`, [
-        id,
-        env.id,
-        env.client_id,
-        sha256(token),
-        expiresAt,
-        by,
-      ]);
-      await deps.audit.record(ctx, { action: 'install_token.created', resource_type: 'install_token', resource_id: id, details: { environment_id: env.id, client_id: env.client_id, expires_at: expiresAt.toISOString() } });
+      const by =
+        ctx.principal.kind === 'user'
+          ? ctx.principal.user_id
+          : ctx.principal.kind === 'service_account'
+            ? ctx.principal.service_account_id
+            : null;
+      await sql(
+        em,
+        `INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at, created_by) VALUES (?, ?, ?, ?, ?, ?)`,
+        [id, env.id, env.client_id, sha256(token), expiresAt, by],
+      );
+      await deps.audit.record(ctx, {
+        action: 'install_token.created',
+        resource_type: 'install_token',
+        resource_id: id,
+        details: { environment_id: env.id, client_id: env.client_id, expires_at: expiresAt.toISOString() },
+      });
       return { id, token, expires_at: expiresAt.toISOString() };
     },
 
     'svc.fleet.enrol.start': async ({ install_token, public_key, hostname, os, arch }, { ctx }) => {
       const em = fork();
       const at = now();
-      const [row] = await sql<TokenRow>(em, `SELECT id, environment_id, client_id, expires_at, used_at FROM install_tokens WHERE token_hash = ?`, [sha256(install_token)]);
+      const [row] = await sql<TokenRow>(
+        em,
+        `SELECT id, environment_id, client_id, expires_at, used_at FROM install_tokens WHERE token_hash = ?`,
+        [sha256(install_token)],
+      );
       const problem = tokenProblem(row, at);
-      if (problem || !row) return refuse(ctx, 'enroll', problem ?? 'install token is not valid', { hostname, public_key, install_token_id: row?.id ?? null });
+      if (problem || !row)
+        return refuse(ctx, 'enroll', problem ?? 'install token is not valid', {
+          hostname,
+          public_key,
+          install_token_id: row?.id ?? null,
+        });
       const agentId = randomUUID();
       const challenge = randomBytes(32).toString('base64url');
       await sql(
         em,
         `INSERT INTO agents (id, client_id, environment_id, install_token_id, public_key, status, hostname, os, arch, challenge_hash, challenge_expires_at)
          VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`,
-        [agentId, row.client_id, row.environment_id, row.id, public_key, hostname, os, arch, sha256(challenge), new Date(at.getTime() + CHALLENGE_TTL_MS)],
+        [
+          agentId,
+          row.client_id,
+          row.environment_id,
+          row.id,
+          public_key,
+          hostname,
+          os,
+          arch,
+          sha256(challenge),
+          new Date(at.getTime() + CHALLENGE_TTL_MS),
+        ],
       );
       return { agent_id: agentId, challenge };
     },
@@ -157,30 +194,45 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
         if (!agent) return { refused: 'unknown agent or challenge' } as const;
         const expected = agent.challenge_hash;
         const given = sha256(challenge);
-        if (agent.status !== 'pending' || !expected || !timingSafeEqual(expected, given)) return { refused: 'challenge is not valid or was already used', agent } as const;
-        if (agent.challenge_expires_at && new Date(agent.challenge_expires_at).getTime() <= at.getTime()) return { refused: 'challenge has expired', agent } as const;
-        if (!verifiesChallenge(agent.public_key, challenge, signature)) return { refused: 'signature does not verify against the enrolled public key', agent } as const;
+        if (agent.status !== 'pending' || !expected || !timingSafeEqual(expected, given))
+          return { refused: 'challenge is not valid or was already used', agent } as const;
+        if (agent.challenge_expires_at && new Date(agent.challenge_expires_at).getTime() <= at.getTime())
+          return { refused: 'challenge has expired', agent } as const;
+        if (!verifiesChallenge(agent.public_key, challenge, signature))
+          return { refused: 'signature does not verify against the enrolled public key', agent } as const;
         // Only an agent that proved its challenge learns that the broker credentials cannot be issued (authentication
         // before availability); the rollback leaves its challenge and install token as they were.
-        if (!issuer) throw new DomainError('unavailable', 'agent enrolment is not configured (SVC_NATS_CREDS and SVC_NATS_ISSUER_KEY)');
+        if (!issuer)
+          throw new DomainError(
+            'unavailable',
+            'agent enrolment is not configured (SVC_NATS_CREDS and SVC_NATS_ISSUER_KEY)',
+          );
         // The token is consumed by the enrolment that completes, so a failed signature never burns it.
         const [token] = agent.install_token_id
-          ? await sql<TokenRow>(tx, `SELECT id, environment_id, client_id, expires_at, used_at FROM install_tokens WHERE id = ? FOR UPDATE`, [agent.install_token_id])
+          ? await sql<TokenRow>(
+              tx,
+              `SELECT id, environment_id, client_id, expires_at, used_at FROM install_tokens WHERE id = ? FOR UPDATE`,
+              [agent.install_token_id],
+            )
           : [];
         const problem = tokenProblem(token, at);
         if (problem) return { refused: problem, agent } as const;
         const hostId = randomUUID();
-        await sql(tx, `UPDATE install_tokens SET used_at = ?, used_by_agent_id = ? WHERE id = ?`, [at, agent.id, agent.install_token_id]);
-        await sql(tx, `INSERT INTO hosts (id, environment_id, client_id, agent_id, hostname, os, arch) VALUES (?, ?, ?, ?, ?, ?, ?)`, [
-          hostId,
-          agent.environment_id,
-          agent.client_id,
+        await sql(tx, `UPDATE install_tokens SET used_at = ?, used_by_agent_id = ? WHERE id = ?`, [
+          at,
           agent.id,
-          agent.hostname,
-          agent.os,
-          agent.arch,
+          agent.install_token_id,
         ]);
-        const credentials = await issuer.agent(agent.id, agent.public_key, deps.config.SVC_AGENT_CREDENTIALS_TTL_SECONDS);
+        await sql(
+          tx,
+          `INSERT INTO hosts (id, environment_id, client_id, agent_id, hostname, os, arch) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          [hostId, agent.environment_id, agent.client_id, agent.id, agent.hostname, agent.os, agent.arch],
+        );
+        const credentials = await issuer.agent(
+          agent.id,
+          agent.public_key,
+          deps.config.SVC_AGENT_CREDENTIALS_TTL_SECONDS,
+        );
         await sql(
           tx,
           `UPDATE agents SET status = 'active', host_id = ?, challenge_hash = NULL, challenge_expires_at = NULL, enrolled_at = ?, credentials_expires_at = ?, updated_at = ? WHERE id = ?`,
@@ -190,7 +242,8 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
       });
       if ('refused' in outcome) {
         // Also burn a pending challenge that failed: a second try must start over with a new one.
-        if (outcome.agent?.status === 'pending') await sql(fork(), `UPDATE agents SET challenge_hash = NULL WHERE id = ? AND status = 'pending'`, [agent_id]);
+        if (outcome.agent?.status === 'pending')
+          await sql(fork(), `UPDATE agents SET challenge_hash = NULL WHERE id = ? AND status = 'pending'`, [agent_id]);
         return refuse(ctx, 'complete', outcome.refused ?? 'enrolment refused', { agent_id });
       }
       const { agent, hostId, credentials } = outcome;
@@ -198,9 +251,22 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
         action: 'agent.enrolled',
         resource_type: 'agent',
         resource_id: agent.id,
-        details: { host_id: hostId, environment_id: agent.environment_id, client_id: agent.client_id, hostname: agent.hostname, public_key: agent.public_key },
+        details: {
+          host_id: hostId,
+          environment_id: agent.environment_id,
+          client_id: agent.client_id,
+          hostname: agent.hostname,
+          public_key: agent.public_key,
+        },
       });
-      return { agent_id: agent.id, host_id: hostId, nats_servers: agentNatsServers(deps.config), user_jwt: credentials.jwt, inbox_prefix: credentials.inboxPrefix, ...(ca ? { nats_ca: ca } : {}) };
+      return {
+        agent_id: agent.id,
+        host_id: hostId,
+        nats_servers: agentNatsServers(deps.config),
+        user_jwt: credentials.jwt,
+        inbox_prefix: credentials.inboxPrefix,
+        ...(ca ? { nats_ca: ca } : {}),
+      };
     },
   };
 }

@@ -38,24 +38,32 @@ export class AgentRevoker {
 
   private readonly broker: Broker | undefined;
   private readonly log: Logger;
-  private constructor(
-    broker: Broker | undefined,
-    log: Logger,
-  ) {
+  private constructor(broker: Broker | undefined, log: Logger) {
     this.broker = broker;
     this.log = log;
   }
 
   static async start(config: Config, log: Logger): Promise<AgentRevoker> {
     if (!config.SVC_NATS_CREDS) {
-      log.warn('SVC_NATS_CREDS is unset (the broker authenticates nobody): agent revocation only marks the agents revoked');
+      log.warn(
+        'SVC_NATS_CREDS is unset (the broker authenticates nobody): agent revocation only marks the agents revoked',
+      );
       return new AgentRevoker(undefined, log);
     }
     const missing = (['SVC_NATS_SYSTEM_CREDS', 'SVC_NATS_OPERATOR_KEY'] as const).filter((k) => !config[k]);
-    if (missing.length > 0) throw new ConfigError(`invalid configuration:\n  ${missing.map((k) => `${k}: is required by the fleet domain to revoke agents`).join('\n  ')}`);
+    if (missing.length > 0)
+      throw new ConfigError(
+        `invalid configuration:\n  ${missing.map((k) => `${k}: is required by the fleet domain to revoke agents`).join('\n  ')}`,
+      );
     const account = await accountOfCreds(config.SVC_NATS_CREDS);
     const signing = seedFromFile(config.SVC_NATS_OPERATOR_KEY!);
-    const nats = new LazyNats(config.SVC_NATS_URL, `svc-fleet-revoker-${process.pid}`, log, config.SVC_NATS_SYSTEM_CREDS, config.SVC_NATS_CA);
+    const nats = new LazyNats(
+      config.SVC_NATS_URL,
+      `svc-fleet-revoker-${process.pid}`,
+      log,
+      config.SVC_NATS_SYSTEM_CREDS,
+      config.SVC_NATS_CA,
+    );
     return new AgentRevoker({ nats, account, signing }, log);
   }
 
@@ -93,12 +101,19 @@ export class AgentRevoker {
   private async push(keys: string[]): Promise<void> {
     const broker = this.broker!;
     const nc = broker.nats.current ?? (await within(broker.nats.ready, CONNECT_WAIT_MS));
-    if (!nc) throw new DomainError('unavailable', 'the message broker is unreachable: the agent credentials could not be revoked; nothing was changed, try again');
+    if (!nc)
+      throw new DomainError(
+        'unavailable',
+        'the message broker is unreachable: the agent credentials could not be revoked; nothing was changed, try again',
+      );
     try {
       await new BrokerRevoker(nc, broker.account, broker.signing).revoke(keys);
     } catch (err) {
       this.log.error({ err, keys: keys.length }, 'agent revocation at the broker failed');
-      throw new DomainError('unavailable', 'the message broker did not confirm the revocation of the agent credentials; nothing was changed, try again');
+      throw new DomainError(
+        'unavailable',
+        'the message broker did not confirm the revocation of the agent credentials; nothing was changed, try again',
+      );
     }
   }
 
@@ -134,7 +149,11 @@ export interface RevokedAgent {
  * commits. A broker failure throws and so rolls the whole change back: the database never says revoked while the
  * broker still lets the agent in.
  */
-export async function revokeAgents(tx: EntityManager, revoker: AgentRevoker, where: { sql: string; params: unknown[] }): Promise<RevokedAgent[]> {
+export async function revokeAgents(
+  tx: EntityManager,
+  revoker: AgentRevoker,
+  where: { sql: string; params: unknown[] },
+): Promise<RevokedAgent[]> {
   const rows = await sql<RevokedAgent & { live: boolean }>(
     tx,
     `WITH target AS (
@@ -147,7 +166,11 @@ export async function revokeAgents(tx: EntityManager, revoker: AgentRevoker, whe
     where.params,
   );
   if (rows.length === 0) return [];
-  await sql(tx, `UPDATE hosts SET agent_status = 'offline', updated_at = now() WHERE agent_id IN (?) AND agent_status <> 'offline'`, [rows.map((r) => r.id)]);
+  await sql(
+    tx,
+    `UPDATE hosts SET agent_status = 'offline', updated_at = now() WHERE agent_id IN (?) AND agent_status <> 'offline'`,
+    [rows.map((r) => r.id)],
+  );
   await revoker.revoke(rows.filter((r) => r.previous === 'active' && r.live).map((r) => r.public_key));
   return rows.map(({ live: _live, ...r }) => r);
 }

@@ -15,7 +15,10 @@ export const HEARTBEAT_DURABLE = 'fleet-telemetry-heartbeat';
 export const EVENTS_DURABLE = 'fleet-telemetry-events';
 
 /** Stores a host's integration reports (the inventory part owns the table); heartbeats never remove any. */
-export type IntegrationSink = (em: EntityManager, entries: { host: { id: string; client_id: string }; reports: IntegrationReport[]; at: Date }[]) => Promise<void>;
+export type IntegrationSink = (
+  em: EntityManager,
+  entries: { host: { id: string; client_id: string }; reports: IntegrationReport[]; at: Date }[],
+) => Promise<void>;
 
 export interface StatusDeps {
   nc: NatsConnection;
@@ -55,7 +58,16 @@ interface HeartbeatItem {
   at: Date;
 }
 
-const FACTS = ['hostname', 'ip_address', 'os', 'os_version', 'kernel_version', 'arch', 'cpu_cores', 'memory_total_bytes'] as const;
+const FACTS = [
+  'hostname',
+  'ip_address',
+  'os',
+  'os_version',
+  'kernel_version',
+  'arch',
+  'cpu_cores',
+  'memory_total_bytes',
+] as const;
 
 /**
  * Heartbeats: `last_seen_at` (the server's clock, not the agent's), agent version, facts when sent, integration
@@ -93,8 +105,18 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
       );
       const done = new Set(updated.map((r) => r.id));
       if (deps.integrations) {
-        const reports = items.filter((i) => done.has(i.agent.host_id) && i.hb.integrations && i.hb.integrations.length > 0);
-        if (reports.length > 0) await deps.integrations(em, reports.map((i) => ({ host: { id: i.agent.host_id, client_id: i.agent.client_id }, reports: i.hb.integrations!, at: i.at })));
+        const reports = items.filter(
+          (i) => done.has(i.agent.host_id) && i.hb.integrations && i.hb.integrations.length > 0,
+        );
+        if (reports.length > 0)
+          await deps.integrations(
+            em,
+            reports.map((i) => ({
+              host: { id: i.agent.host_id, client_id: i.agent.client_id },
+              reports: i.hb.integrations!,
+              at: i.at,
+            })),
+          );
       }
       return items.map((i) => done.has(i.agent.host_id));
     },
@@ -115,15 +137,15 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
       );
       if (!row) return; // deleted or revoked meanwhile
       if (row.agent_status !== 'online') {
-        await publishEvent(deps.nc, 'svc.evt.fleet.agent_status', statusEvent(row, agent.agent_id, 'online', at), { msgId: `agent-status:${row.id}:online:${streamSequence}` });
+        await publishEvent(deps.nc, 'svc.evt.fleet.agent_status', statusEvent(row, agent.agent_id, 'online', at), {
+          msgId: `agent-status:${row.id}:online:${streamSequence}`,
+        });
       }
-      await sql(tx, `UPDATE hosts SET agent_status = 'online', last_seen_at = greatest(last_seen_at, ?), agent_version = ?${facts}, updated_at = ? WHERE id = ?`, [
-        at,
-        hb.agent_version,
-        ...factParams,
-        at,
-        row.id,
-      ]);
+      await sql(
+        tx,
+        `UPDATE hosts SET agent_status = 'online', last_seen_at = greatest(last_seen_at, ?), agent_version = ?${facts}, updated_at = ? WHERE id = ?`,
+        [at, hb.agent_version, ...factParams, at, row.id],
+      );
       if (hb.integrations && hb.integrations.length > 0 && deps.integrations) {
         await deps.integrations(tx, [{ host: { id: row.id, client_id: row.client_id }, reports: hb.integrations, at }]);
       }
@@ -147,12 +169,16 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
 }
 
 /** File changes under watched paths, republished as durable fleet events with the host and tenant resolved. */
-export function startAgentEventIngest(deps: Pick<StatusDeps, 'nc' | 'directory' | 'log'> & { orm: MikroORM }): Promise<ConsumerHandle> {
+export function startAgentEventIngest(
+  deps: Pick<StatusDeps, 'nc' | 'directory' | 'log'> & { orm: MikroORM },
+): Promise<ConsumerHandle> {
   const hostnames = new Map<string, string>();
   const hostnameOf = async (agent: AgentRef): Promise<string> => {
     const known = hostnames.get(agent.host_id);
     if (known !== undefined) return known;
-    const [row] = await sql<{ hostname: string }>(deps.orm.em.fork(), `SELECT hostname FROM hosts WHERE id = ?`, [agent.host_id]);
+    const [row] = await sql<{ hostname: string }>(deps.orm.em.fork(), `SELECT hostname FROM hosts WHERE id = ?`, [
+      agent.host_id,
+    ]);
     const name = row?.hostname ?? '';
     if (hostnames.size > 50_000) hostnames.clear();
     hostnames.set(agent.host_id, name);
@@ -173,7 +199,14 @@ export function startAgentEventIngest(deps: Pick<StatusDeps, 'nc' | 'directory' 
         await publishEvent(
           deps.nc,
           'svc.evt.fleet.file_change',
-          { ...e, host_id: agent.host_id, agent_id: agent.agent_id, environment_id: agent.environment_id, client_id: agent.client_id, hostname },
+          {
+            ...e,
+            host_id: agent.host_id,
+            agent_id: agent.agent_id,
+            environment_id: agent.environment_id,
+            client_id: agent.client_id,
+            hostname,
+          },
           { msgId: `file-change:${agent.agent_id}:${meta.streamSequence}:${i}` },
         );
       }
@@ -197,7 +230,11 @@ export function startStaleSweeper(deps: StatusDeps): { stop(): Promise<void>; sw
 
   const sweep = async (): Promise<number> => {
     const cutoff = new Date(deps.clock.now() - timeoutMs);
-    const stale = await sql<{ id: string }>(deps.orm.em.fork(), `SELECT id FROM hosts WHERE agent_status = 'online' AND last_seen_at < ? ORDER BY last_seen_at LIMIT 1000`, [cutoff]);
+    const stale = await sql<{ id: string }>(
+      deps.orm.em.fork(),
+      `SELECT id FROM hosts WHERE agent_status = 'online' AND last_seen_at < ? ORDER BY last_seen_at LIMIT 1000`,
+      [cutoff],
+    );
     let changed = 0;
     for (const { id } of stale) {
       if (stopped) break;

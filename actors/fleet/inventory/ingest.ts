@@ -46,7 +46,11 @@ export function startInventoryIngest(deps: InventoryIngestDeps): Promise<Consume
       try {
         outcome = await storeSnapshot(deps.orm.em.fork(), agent, snapshot, new Date(deps.clock.now()));
       } catch (err) {
-        if (isDataError(err)) throw new NonRetryableError(`the store refused the snapshot: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        if (isDataError(err))
+          throw new NonRetryableError(
+            `the store refused the snapshot: ${err instanceof Error ? err.message : String(err)}`,
+            { cause: err },
+          );
         throw err;
       }
       if (outcome.kind === 'no_host') {
@@ -55,11 +59,17 @@ export function startInventoryIngest(deps: InventoryIngestDeps): Promise<Consume
         throw new NonRetryableError(`host ${agent.host_id} is no longer enrolled with agent ${agent.agent_id}`);
       }
       if (outcome.kind === 'stale') {
-        meta.log.debug({ host_id: agent.host_id, collected_at: snapshot.collected_at }, 'inventory snapshot not newer than the stored one; skipped');
+        meta.log.debug(
+          { host_id: agent.host_id, collected_at: snapshot.collected_at },
+          'inventory snapshot not newer than the stored one; skipped',
+        );
         return;
       }
       if (Object.keys(outcome.duplicates).length > 0) {
-        meta.log.warn({ host_id: agent.host_id, duplicates: outcome.duplicates }, 'inventory snapshot repeated keys; the first record of each was kept');
+        meta.log.warn(
+          { host_id: agent.host_id, duplicates: outcome.duplicates },
+          'inventory snapshot repeated keys; the first record of each was kept',
+        );
       }
       meta.log.debug({ host_id: agent.host_id, statements: outcome.statements }, 'inventory snapshot stored');
     },

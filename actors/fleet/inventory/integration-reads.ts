@@ -71,10 +71,15 @@ async function typeInScope(em: EntityManager, ctx: CallerContext, id: string): P
 }
 
 type RecordRow = Omit<HostIntegration, 'last_seen_at'> & { last_seen_at: string | Date };
-const RECORD_COLUMNS = 'hi.id, hi.host_id, hi.integration_id, hi.collector_name, hi.status, hi.status_message, hi.enabled, hi.config, h.hostname, hi.last_seen_at';
+const RECORD_COLUMNS =
+  'hi.id, hi.host_id, hi.integration_id, hi.collector_name, hi.status, hi.status_message, hi.enabled, hi.config, h.hostname, hi.last_seen_at';
 
 async function records(em: EntityManager, where: string, params: unknown[], order: string): Promise<HostIntegration[]> {
-  const rows = await sql<RecordRow>(em, `SELECT ${RECORD_COLUMNS} FROM host_integrations hi JOIN hosts h ON h.id = hi.host_id WHERE ${where} ORDER BY ${order}`, params);
+  const rows = await sql<RecordRow>(
+    em,
+    `SELECT ${RECORD_COLUMNS} FROM host_integrations hi JOIN hosts h ON h.id = hi.host_id WHERE ${where} ORDER BY ${order}`,
+    params,
+  );
   return rows.map((r) => ({ ...r, last_seen_at: iso(r.last_seen_at) }));
 }
 
@@ -97,7 +102,12 @@ export function integrationHandlers(deps: { orm: MikroORM }): Handlers<Cat, 'fle
       const em = fork();
       await typeInScope(em, ctx, id);
       const scope = scopeOf(ctx);
-      return records(em, `hi.integration_id = ? AND ${scope.cond}`, [id, ...scope.params], 'lower(h.hostname), hi.host_id');
+      return records(
+        em,
+        `hi.integration_id = ? AND ${scope.cond}`,
+        [id, ...scope.params],
+        'lower(h.hostname), hi.host_id',
+      );
     },
 
     'svc.fleet.integrations.of_host': async ({ id }, { ctx }) => {

@@ -13,7 +13,12 @@ import { pgJson } from './pg-values.ts';
  * Call inside the transaction that holds (or has updated) the host row, so heartbeats and snapshots of one host take
  * their locks in the same order.
  */
-export async function upsertIntegrations(em: EntityManager, host: { id: string; client_id: string }, reports: readonly IntegrationReport[], at: Date): Promise<void> {
+export async function upsertIntegrations(
+  em: EntityManager,
+  host: { id: string; client_id: string },
+  reports: readonly IntegrationReport[],
+  at: Date,
+): Promise<void> {
   await upsertIntegrationsOfHosts(em, [{ host, reports, at }]);
 }
 
@@ -32,7 +37,8 @@ export async function upsertIntegrationsOfHosts(
     for (const r of kept) {
       const key = `${e.host.id}/${r.integration_id}`;
       const prev = byKey.get(key);
-      if (!prev || prev.at < e.at.toISOString()) byKey.set(key, { host_id: e.host.id, client_id: e.host.client_id, at: e.at.toISOString(), r });
+      if (!prev || prev.at < e.at.toISOString())
+        byKey.set(key, { host_id: e.host.id, client_id: e.host.client_id, at: e.at.toISOString(), r });
     }
   }
   if (byKey.size === 0) return;
@@ -76,10 +82,15 @@ export async function upsertIntegrationsOfHosts(
 }
 
 /** A snapshot's removal: integrations of the host it does not list, unless a newer report has seen them since. */
-export async function removeIntegrationsNotIn(em: EntityManager, hostId: string, listed: readonly string[], at: Date): Promise<void> {
-  await sql(em, `DELETE FROM host_integrations WHERE host_id = ? AND last_seen_at <= ? AND integration_id NOT IN (SELECT jsonb_array_elements_text(?::jsonb))`, [
-    hostId,
-    at,
-    pgJson(listed),
-  ]);
+export async function removeIntegrationsNotIn(
+  em: EntityManager,
+  hostId: string,
+  listed: readonly string[],
+  at: Date,
+): Promise<void> {
+  await sql(
+    em,
+    `DELETE FROM host_integrations WHERE host_id = ? AND last_seen_at <= ? AND integration_id NOT IN (SELECT jsonb_array_elements_text(?::jsonb))`,
+    [hostId, at, pgJson(listed)],
+  );
 }

@@ -20,14 +20,19 @@ export type SnapshotOutcome =
   /** The host is gone or enrolled with another agent since: nothing written. */
   | { kind: 'no_host' };
 
-const STATEMENTS = new Map<InventoryTable, ReturnType<typeof statementsFor>>(INVENTORY_TABLES.map((t) => [t, statementsFor(t)]));
+const STATEMENTS = new Map<InventoryTable, ReturnType<typeof statementsFor>>(
+  INVENTORY_TABLES.map((t) => [t, statementsFor(t)]),
+);
 
 /**
  * What a member's rows digest to, with the table's layout in it: a change of columns (a later migration) changes every
  * digest, so no table is skipped on the strength of a digest of another layout.
  */
 const digestOf = (t: InventoryTable, json: string): string =>
-  createHash('sha256').update(JSON.stringify([t.table, t.columns, t.key ?? null, t.ordered ?? false])).update(json).digest('base64url');
+  createHash('sha256')
+    .update(JSON.stringify([t.table, t.columns, t.key ?? null, t.ordered ?? false]))
+    .update(json)
+    .digest('base64url');
 
 /** One member's rows as the table takes them: duplicates of the key dropped (first kept), positions for `ord`. */
 function rowsOf(t: InventoryTable, snapshot: InventorySnapshot): { rows: object[]; dropped: number } {
@@ -47,7 +52,12 @@ function rowsOf(t: InventoryTable, snapshot: InventorySnapshot): { rows: object[
  * snapshot, none when the member is what the last snapshot stored (`hosts.inventory_digests`). `receivedAt` (the
  * server's time) stamps the integrations' `last_seen_at`.
  */
-export async function storeSnapshot(em: EntityManager, target: SnapshotTarget, snapshot: InventorySnapshot, receivedAt: Date): Promise<SnapshotOutcome> {
+export async function storeSnapshot(
+  em: EntityManager,
+  target: SnapshotTarget,
+  snapshot: InventorySnapshot,
+  receivedAt: Date,
+): Promise<SnapshotOutcome> {
   // Prepared before the transaction: the rows as JSON and their digests (no lock held while computing).
   const members = INVENTORY_TABLES.map((t) => {
     const { rows, dropped } = rowsOf(t, snapshot);
@@ -61,7 +71,12 @@ export async function storeSnapshot(em: EntityManager, target: SnapshotTarget, s
   const digests = Object.fromEntries(members.map((m) => [m.t.table, m.digest]));
 
   return em.transactional(async (tx) => {
-    const [host] = await sql<{ id: string; client_id: string; stale: boolean; inventory_digests: Record<string, string> }>(
+    const [host] = await sql<{
+      id: string;
+      client_id: string;
+      stale: boolean;
+      inventory_digests: Record<string, string>;
+    }>(
       tx,
       `SELECT id, client_id, inventory_digests, (inventory_collected_at IS NOT NULL AND inventory_collected_at >= ?::timestamptz) AS stale
          FROM hosts WHERE id = ? AND agent_id = ? FOR NO KEY UPDATE`,

@@ -2,7 +2,9 @@ import type { InventorySnapshot } from '../../../contracts/domains/agent-telemet
 
 /** The array members of a snapshot that land in a `host_*` table of their own. */
 export type InventoryMember = Exclude<
-  { [K in keyof InventorySnapshot]: InventorySnapshot[K] extends readonly unknown[] ? K : never }[keyof InventorySnapshot],
+  {
+    [K in keyof InventorySnapshot]: InventorySnapshot[K] extends readonly unknown[] ? K : never;
+  }[keyof InventorySnapshot],
   'integrations'
 >;
 
@@ -49,19 +51,44 @@ export const INVENTORY_TABLES: readonly InventoryTable[] = [
     member: 'services',
     table: 'host_services',
     key: ['name'],
-    columns: { name: 'text', description: 'text', load_state: 'text', active_state: 'text', sub_state: 'text', enabled: 'boolean', main_pid: 'integer', manager: 'text' },
+    columns: {
+      name: 'text',
+      description: 'text',
+      load_state: 'text',
+      active_state: 'text',
+      sub_state: 'text',
+      enabled: 'boolean',
+      main_pid: 'integer',
+      manager: 'text',
+    },
   },
   {
     member: 'packages',
     table: 'host_packages',
     key: ['manager', 'name', 'architecture'],
-    columns: { name: 'text', version: 'text', architecture: 'text', manager: 'text', description: 'text', installed_size_bytes: 'bigint' },
+    columns: {
+      name: 'text',
+      version: 'text',
+      architecture: 'text',
+      manager: 'text',
+      description: 'text',
+      installed_size_bytes: 'bigint',
+    },
   },
   {
     member: 'ports',
     table: 'host_ports',
     ordered: true,
-    columns: { protocol: 'text', local_address: 'text', local_port: 'integer', remote_address: 'text', remote_port: 'integer', state: 'text', pid: 'integer', process_name: 'text' },
+    columns: {
+      protocol: 'text',
+      local_address: 'text',
+      local_port: 'integer',
+      remote_address: 'text',
+      remote_port: 'integer',
+      state: 'text',
+      pid: 'integer',
+      process_name: 'text',
+    },
   },
   {
     member: 'interfaces',
@@ -83,7 +110,16 @@ export const INVENTORY_TABLES: readonly InventoryTable[] = [
     member: 'users',
     table: 'host_users',
     key: ['username'],
-    columns: { username: 'text', uid: 'bigint', gid: 'bigint', home: 'text', shell: 'text', gecos: 'text', is_system: 'boolean', groups: 'text[]' },
+    columns: {
+      username: 'text',
+      uid: 'bigint',
+      gid: 'bigint',
+      home: 'text',
+      shell: 'text',
+      gecos: 'text',
+      is_system: 'boolean',
+      groups: 'text[]',
+    },
   },
   {
     member: 'cron_jobs',
@@ -96,14 +132,31 @@ export const INVENTORY_TABLES: readonly InventoryTable[] = [
     member: 'gpu_devices',
     table: 'host_gpu_devices',
     id: true,
-    columns: { device_index: 'integer', name: 'text', vendor: 'text', driver_version: 'text', memory_total_bytes: 'bigint', pci_bus_id: 'text', architecture: 'text' },
+    columns: {
+      device_index: 'integer',
+      name: 'text',
+      vendor: 'text',
+      driver_version: 'text',
+      memory_total_bytes: 'bigint',
+      pci_bus_id: 'text',
+      architecture: 'text',
+    },
   },
   {
     member: 'firewall_rules',
     table: 'host_firewall_rules',
     ordered: true,
     id: true,
-    columns: { chain: 'text', rule_number: 'integer', target: 'text', protocol: 'text', port: 'text', tool: 'text', table_name: 'text', rule_text: 'text' },
+    columns: {
+      chain: 'text',
+      rule_number: 'integer',
+      target: 'text',
+      protocol: 'text',
+      port: 'text',
+      tool: 'text',
+      table_name: 'text',
+      rule_text: 'text',
+    },
   },
   {
     member: 'certificates',
@@ -137,7 +190,16 @@ export const INVENTORY_TABLES: readonly InventoryTable[] = [
     member: 'containers',
     table: 'host_containers',
     key: ['container_id'],
-    columns: { container_id: 'text', name: 'text', image: 'text', state: 'text', status: 'text', runtime: 'text', created_at: 'timestamptz', labels: 'jsonb' },
+    columns: {
+      container_id: 'text',
+      name: 'text',
+      image: 'text',
+      state: 'text',
+      status: 'text',
+      runtime: 'text',
+      created_at: 'timestamptz',
+      labels: 'jsonb',
+    },
   },
 ];
 
@@ -157,7 +219,10 @@ export interface TableStatements {
  */
 export function statementsFor(t: InventoryTable): TableStatements {
   const cols = [...(t.ordered ? ['ord'] : []), ...Object.keys(t.columns)];
-  const defs = [...(t.ordered ? ['ord integer'] : []), ...Object.entries(t.columns).map(([c, type]) => `${q(c)} ${type}`)].join(', ');
+  const defs = [
+    ...(t.ordered ? ['ord integer'] : []),
+    ...Object.entries(t.columns).map(([c, type]) => `${q(c)} ${type}`),
+  ].join(', ');
   const list = cols.map(q).join(', ');
   const source = `jsonb_to_recordset(?::jsonb) AS src(${defs})`;
   const insertCols = `host_id, ${t.id ? 'id, ' : ''}${list}`;
@@ -166,7 +231,10 @@ export function statementsFor(t: InventoryTable): TableStatements {
   if (!key) {
     return {
       remove: { sql: `DELETE FROM ${t.table} WHERE host_id = ?`, params: (h) => [h] },
-      add: { sql: `INSERT INTO ${t.table} (${insertCols}) SELECT ${insertVals} FROM ${source}`, params: (h, json) => [h, json] },
+      add: {
+        sql: `INSERT INTO ${t.table} (${insertCols}) SELECT ${insertVals} FROM ${source}`,
+        params: (h, json) => [h, json],
+      },
     };
   }
   const keyList = key.map(q).join(', ');

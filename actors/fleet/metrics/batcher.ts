@@ -52,8 +52,15 @@ export class ImportBatcher<T = ImportSeries> {
   private readonly opts: ImportBatcherOptions<T>;
   constructor(opts: ImportBatcherOptions<T>) {
     this.opts = opts;
-    if (!(opts.maxDelayMs >= 0) || !(opts.maxSamples >= 1) || !Number.isInteger(opts.maxConcurrentWrites) || opts.maxConcurrentWrites < 1) {
-      throw new RangeError('ImportBatcher needs maxDelayMs >= 0, maxSamples >= 1 and an integer maxConcurrentWrites >= 1');
+    if (
+      !(opts.maxDelayMs >= 0) ||
+      !(opts.maxSamples >= 1) ||
+      !Number.isInteger(opts.maxConcurrentWrites) ||
+      opts.maxConcurrentWrites < 1
+    ) {
+      throw new RangeError(
+        'ImportBatcher needs maxDelayMs >= 0, maxSamples >= 1 and an integer maxConcurrentWrites >= 1',
+      );
     }
     this.now = opts.now ?? Date.now;
     // Without samplesOf the items are ImportSeries rows (the type's default); a caller of another type passes it.
@@ -93,7 +100,10 @@ export class ImportBatcher<T = ImportSeries> {
   /** Starts every import that is due and a slot allows; otherwise makes sure a timer or a running import comes back. */
   private schedule(): void {
     while (this.pending.length > 0 && this.writing < this.opts.maxConcurrentWrites) {
-      const wait = this.closing || this.pendingSamples >= this.opts.maxSamples ? 0 : this.pending[0]!.at + this.opts.maxDelayMs - this.now();
+      const wait =
+        this.closing || this.pendingSamples >= this.opts.maxSamples
+          ? 0
+          : this.pending[0]!.at + this.opts.maxDelayMs - this.now();
       if (wait > 0) {
         // A timer armed for an older entry fires early at worst; it then re-arms for the rest.
         this.timer ??= setTimeout(() => {

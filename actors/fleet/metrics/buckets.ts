@@ -26,7 +26,8 @@ export function resolveRange(q: { start?: string | undefined; end?: string | und
   const startMs = q.start !== undefined ? Date.parse(q.start) : endMs - DEFAULT_RANGE_MS;
   if (startMs < 0) throw new DomainError('bad_request', 'start must not be before 1970-01-01T00:00:00Z');
   if (startMs > endMs) throw new DomainError('bad_request', 'start must not be after end');
-  if (endMs - startMs > MAX_RANGE_MS) throw new DomainError('bad_request', 'the range from start to end may span at most 31 days');
+  if (endMs - startMs > MAX_RANGE_MS)
+    throw new DomainError('bad_request', 'the range from start to end may span at most 31 days');
   return { startMs, endMs };
 }
 

@@ -100,7 +100,11 @@ function putDigits(buf: Buffer, at: number, v: number): number {
 function piecesOf(strings: readonly string[]): TablePieces {
   let pieces = piecesOfTable.get(strings);
   if (!pieces) {
-    pieces = { asName: new Array<Uint8Array | undefined>(strings.length), asLabel: new Array<Uint8Array | undefined>(strings.length), asValue: new Array<Uint8Array | undefined>(strings.length) };
+    pieces = {
+      asName: new Array<Uint8Array | undefined>(strings.length),
+      asLabel: new Array<Uint8Array | undefined>(strings.length),
+      asValue: new Array<Uint8Array | undefined>(strings.length),
+    };
     piecesOfTable.set(strings, pieces);
   }
   return pieces;

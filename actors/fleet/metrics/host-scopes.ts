@@ -21,11 +21,7 @@ export class HostScopes {
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly now: () => number;
-  constructor(
-    ttlMs = 5_000,
-    maxEntries = 10_000,
-    now: () => number = Date.now,
-  ) {
+  constructor(ttlMs = 5_000, maxEntries = 10_000, now: () => number = Date.now) {
     this.ttlMs = ttlMs;
     this.maxEntries = maxEntries;
     this.now = now;

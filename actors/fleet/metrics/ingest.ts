@@ -1,6 +1,11 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { RESERVED_LABELS, type MetricBatch } from '../../../contracts/domains/agent-telemetry.ts';
-import { CompactMetricBatch, MetricBatchWire, StringTableMemo, decodeMetricPayload } from '../../../contracts/domains/metric-wire.ts';
+import {
+  CompactMetricBatch,
+  MetricBatchWire,
+  StringTableMemo,
+  decodeMetricPayload,
+} from '../../../contracts/domains/metric-wire.ts';
 import { NonRetryableError, type ConsumerHandle } from '../../runtime/jetstream.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { TsdbError, type ImportSeries, type Tsdb } from '../../runtime/stores/tsdb.ts';
@@ -33,7 +38,9 @@ export const METRICS_INGEST_DEFAULTS = {
   backoffMs: [1_000, 2_000, 5_000, 10_000, 30_000, 60_000],
 } as const;
 
-export type MetricsIngestTuning = { -readonly [K in keyof typeof METRICS_INGEST_DEFAULTS]: K extends 'backoffMs' ? readonly number[] : number };
+export type MetricsIngestTuning = {
+  -readonly [K in keyof typeof METRICS_INGEST_DEFAULTS]: K extends 'backoffMs' ? readonly number[] : number;
+};
 
 const SERVER_SET = new Set<string>(RESERVED_LABELS);
 
@@ -55,10 +62,7 @@ export interface ImportChunk {
 class BytesChunk implements ImportChunk {
   private readonly body: Buffer;
   readonly samples: number;
-  constructor(
-    body: Buffer,
-    samples: number,
-  ) {
+  constructor(body: Buffer, samples: number) {
     this.body = body;
     this.samples = samples;
   }
@@ -74,10 +78,7 @@ class CompactChunk implements ImportChunk {
   readonly maxBytes: number;
   private readonly batch: CompactMetricBatch;
   private readonly tenant: Uint8Array;
-  constructor(
-    batch: CompactMetricBatch,
-    tenant: Uint8Array,
-  ) {
+  constructor(batch: CompactMetricBatch, tenant: Uint8Array) {
     this.batch = batch;
     this.tenant = tenant;
     this.maxBytes = compactLinesSize(batch, tenant);
@@ -92,7 +93,8 @@ class CompactChunk implements ImportChunk {
 
 /** A batch as it waits for its import. */
 export function batchToChunk(agent: AgentRef, batch: MetricBatch | CompactMetricBatch): ImportChunk {
-  if (batch instanceof CompactMetricBatch) return new CompactChunk(batch, tenantBytes(agent.host_id, agent.environment_id, agent.client_id));
+  if (batch instanceof CompactMetricBatch)
+    return new CompactChunk(batch, tenantBytes(agent.host_id, agent.environment_id, agent.client_id));
   return new BytesChunk(jsonBatchLines(agent, batch), batch.samples.length);
 }
 
@@ -106,7 +108,10 @@ export function writeChunks(chunks: readonly ImportChunk[], into: Buffer): Buffe
 const chunksBytes = (chunks: readonly ImportChunk[]): number => chunks.reduce((n, c) => n + c.maxBytes, 0);
 
 /** A batch's import lines as bytes of their own, and the samples they hold. */
-export function batchToImport(agent: AgentRef, batch: MetricBatch | CompactMetricBatch): { body: Buffer; samples: number } {
+export function batchToImport(
+  agent: AgentRef,
+  batch: MetricBatch | CompactMetricBatch,
+): { body: Buffer; samples: number } {
   const chunk = batchToChunk(agent, batch);
   return { body: writeChunks([chunk], Buffer.allocUnsafe(chunk.maxBytes)), samples: chunk.samples };
 }
@@ -120,11 +125,7 @@ export class ImportBuffers {
   private readonly keep: number;
   private readonly keepMax: number;
   private readonly minSize: number;
-  constructor(
-    keep: number,
-    keepMax = 32 * 1024 * 1024,
-    minSize = 8 * 1024 * 1024,
-  ) {
+  constructor(keep: number, keepMax = 32 * 1024 * 1024, minSize = 8 * 1024 * 1024) {
     this.keep = keep;
     this.keepMax = keepMax;
     this.minSize = minSize;
@@ -141,7 +142,6 @@ export class ImportBuffers {
     return this.free.length;
   }
 }
-
 
 /**
  * A batch's import lines: one line per sample (name, the sample's own labels, and the sender's host, environment and
@@ -314,7 +314,11 @@ export async function startMetricsIngest(deps: MetricsIngestDeps): Promise<Consu
       try {
         await batcher.add([chunk]);
       } catch (err) {
-        if (isTsdbRefusal(err)) throw new NonRetryableError(`VictoriaMetrics refused the batch: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        if (isTsdbRefusal(err))
+          throw new NonRetryableError(
+            `VictoriaMetrics refused the batch: ${err instanceof Error ? err.message : String(err)}`,
+            { cause: err },
+          );
         throw err;
       }
       meta.log.debug({ host_id: agent.host_id, samples: chunk.samples }, 'metric batch stored');

@@ -14,11 +14,7 @@ export class LabelNamesCache {
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly now: () => number;
-  constructor(
-    ttlMs = 10 * 60_000,
-    maxEntries = 20_000,
-    now: () => number = Date.now,
-  ) {
+  constructor(ttlMs = 10 * 60_000, maxEntries = 20_000, now: () => number = Date.now) {
     this.ttlMs = ttlMs;
     this.maxEntries = maxEntries;
     this.now = now;

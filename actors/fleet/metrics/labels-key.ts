@@ -44,7 +44,8 @@ export function parseLabelsKey(key: string): Record<string, string> {
     const c = key[i]!;
     if (c === '\\') {
       const e = key[i + 1];
-      if (e !== '\\' && e !== ',') throw new LabelsKeyError('labels_key: a backslash must be followed by \\ or , (\\\\ and \\, are the escapes)');
+      if (e !== '\\' && e !== ',')
+        throw new LabelsKeyError('labels_key: a backslash must be followed by \\ or , (\\\\ and \\, are the escapes)');
       current += c + e;
       i++;
     } else if (c === ',') {
@@ -55,10 +56,15 @@ export function parseLabelsKey(key: string): Record<string, string> {
   pairs.push(current);
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
-    if (eq <= 0) throw new LabelsKeyError(`labels_key: expected key=value pairs separated by commas, got ${JSON.stringify(pair.slice(0, 60))}`);
+    if (eq <= 0)
+      throw new LabelsKeyError(
+        `labels_key: expected key=value pairs separated by commas, got ${JSON.stringify(pair.slice(0, 60))}`,
+      );
     const name = pair.slice(0, eq);
-    if (!LABEL_NAME.test(name) || name.length > 100) throw new LabelsKeyError(`labels_key: ${JSON.stringify(name.slice(0, 60))} is not a label name`);
-    if (SERVER_LABELS.has(name)) throw new LabelsKeyError(`labels_key: ${name} is set by the server, not part of a labels_key`);
+    if (!LABEL_NAME.test(name) || name.length > 100)
+      throw new LabelsKeyError(`labels_key: ${JSON.stringify(name.slice(0, 60))} is not a label name`);
+    if (SERVER_LABELS.has(name))
+      throw new LabelsKeyError(`labels_key: ${name} is set by the server, not part of a labels_key`);
     if (Object.hasOwn(labels, name)) throw new LabelsKeyError(`labels_key: ${name} is given twice`);
     labels[name] = pair.slice(eq + 1).replace(/\\([\\,])/g, '$1');
   }

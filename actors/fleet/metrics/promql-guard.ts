@@ -109,7 +109,8 @@ const isTenant = (label: string): boolean => TENANT_LABELS.includes(label);
 /** Parses and judges `query`; returns the canonical text to send upstream, or throws QueryRefused. */
 export function guardQuery(query: string): string {
   if (query.trim() === '') throw new QueryRefused('the query is empty');
-  if (query.length > GUARD_LIMITS.maxQueryLength) throw new QueryRefused(`the query is longer than ${GUARD_LIMITS.maxQueryLength} characters`);
+  if (query.length > GUARD_LIMITS.maxQueryLength)
+    throw new QueryRefused(`the query is longer than ${GUARD_LIMITS.maxQueryLength} characters`);
   let tree: PromNode;
   try {
     tree = parsePromQL(query);
@@ -122,7 +123,10 @@ export function guardQuery(query: string): string {
     if (n.kind === 'selector') selectors++;
     check(n);
   });
-  if (selectors > GUARD_LIMITS.maxSelectors) throw new QueryRefused(`the query has ${selectors} series selectors; at most ${GUARD_LIMITS.maxSelectors} are allowed`);
+  if (selectors > GUARD_LIMITS.maxSelectors)
+    throw new QueryRefused(
+      `the query has ${selectors} series selectors; at most ${GUARD_LIMITS.maxSelectors} are allowed`,
+    );
   return print(tree);
 }
 
@@ -157,7 +161,8 @@ function literalArg(n: Extract<PromNode, { kind: 'call' }>, i: number, what: str
 }
 
 function checkWindow(ms: number | undefined, what: string): void {
-  if (ms !== undefined && Math.abs(ms) > GUARD_LIMITS.maxWindowMs) throw new QueryRefused(`${what} longer than 31 days`);
+  if (ms !== undefined && Math.abs(ms) > GUARD_LIMITS.maxWindowMs)
+    throw new QueryRefused(`${what} longer than 31 days`);
 }
 
 function check(n: PromNode): void {
@@ -171,7 +176,9 @@ function check(n: PromNode): void {
       checkWindow(n.offsetMs, 'an offset is');
       // Without a step the server uses the query's own step, which the route already bounds.
       if (n.stepMs !== undefined && n.rangeMs / n.stepMs > GUARD_LIMITS.maxSubqueryPoints) {
-        throw new QueryRefused(`a subquery resolution gives more than ${GUARD_LIMITS.maxSubqueryPoints} points per series; use a coarser step`);
+        throw new QueryRefused(
+          `a subquery resolution gives more than ${GUARD_LIMITS.maxSubqueryPoints} points per series; use a coarser step`,
+        );
       }
       return;
     }
@@ -192,7 +199,9 @@ function check(n: PromNode): void {
       if (n.func === 'absent' || n.func === 'absent_over_time') {
         walk({ kind: 'call', func: 'inner', args: n.args }, (inner) => {
           if (inner.kind === 'selector' && inner.matchers.some((m) => isTenant(m.label))) {
-            throw new QueryRefused(`${n.func} over a selector naming ${TENANT_LABELS.join(', ')} is not allowed (its answer would carry those labels)`);
+            throw new QueryRefused(
+              `${n.func} over a selector naming ${TENANT_LABELS.join(', ')} is not allowed (its answer would carry those labels)`,
+            );
           }
         });
       }
@@ -200,8 +209,10 @@ function check(n: PromNode): void {
     }
     case 'aggregate':
       if (n.op === 'count_values') {
-        if (n.param?.kind !== 'string') throw new QueryRefused('count_values: its first argument must be a quoted label name');
-        if (isTenant(n.param.value)) throw new QueryRefused(`count_values may not write the tenant label ${n.param.value}`);
+        if (n.param?.kind !== 'string')
+          throw new QueryRefused('count_values: its first argument must be a quoted label name');
+        if (isTenant(n.param.value))
+          throw new QueryRefused(`count_values may not write the tenant label ${n.param.value}`);
       }
       return;
     default:
@@ -212,7 +223,8 @@ function check(n: PromNode): void {
 /** Label values and string literals, quoted so Go's strconv.Unquote (PromQL's reader) gives the same string back. */
 export const promString = (s: string): string => JSON.stringify(s);
 
-const printNumber = (v: number): string => (Number.isNaN(v) ? 'NaN' : v === Infinity ? 'Inf' : v === -Infinity ? '(-Inf)' : String(v));
+const printNumber = (v: number): string =>
+  Number.isNaN(v) ? 'NaN' : v === Infinity ? 'Inf' : v === -Infinity ? '(-Inf)' : String(v);
 const printAt = (at: At): string => (at === 'start' ? 'start()' : at === 'end' ? 'end()' : printNumber(at));
 const modifiers = (n: { offsetMs?: number; at?: At }): string =>
   `${n.offsetMs !== undefined ? ` offset ${n.offsetMs < 0 ? '-' : ''}${Math.abs(n.offsetMs)}ms` : ''}${n.at !== undefined ? ` @ ${printAt(n.at)}` : ''}`;

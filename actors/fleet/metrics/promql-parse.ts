@@ -21,7 +21,13 @@ export type PromNode =
   | { kind: 'selector'; name?: string; matchers: Matcher[]; rangeMs?: number; offsetMs?: number; at?: At }
   | { kind: 'subquery'; expr: PromNode; rangeMs: number; stepMs?: number; offsetMs?: number; at?: At }
   | { kind: 'call'; func: string; args: PromNode[] }
-  | { kind: 'aggregate'; op: string; param?: PromNode; expr: PromNode; grouping?: { mode: 'by' | 'without'; labels: string[] } }
+  | {
+      kind: 'aggregate';
+      op: string;
+      param?: PromNode;
+      expr: PromNode;
+      grouping?: { mode: 'by' | 'without'; labels: string[] };
+    }
   | {
       kind: 'binary';
       op: string;
@@ -38,7 +44,20 @@ export class PromQLSyntaxError extends Error {
   override name = 'PromQLSyntaxError';
 }
 
-export const AGGREGATIONS = new Set(['sum', 'min', 'max', 'avg', 'group', 'stddev', 'stdvar', 'count', 'count_values', 'bottomk', 'topk', 'quantile']);
+export const AGGREGATIONS = new Set([
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'group',
+  'stddev',
+  'stdvar',
+  'count',
+  'count_values',
+  'bottomk',
+  'topk',
+  'quantile',
+]);
 /** Aggregations whose first argument is a parameter (a number or, for count_values, a label name). */
 const PARAMETRIC = new Set(['count_values', 'bottomk', 'topk', 'quantile']);
 
@@ -53,7 +72,15 @@ interface Token {
   str?: string;
 }
 
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000, y: 31_536_000_000 };
+const DURATION_UNITS: Record<string, number> = {
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+  y: 31_536_000_000,
+};
 const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y))+/;
 const DURATION_PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)/g;
 const NUMBER = /^(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)/;
@@ -130,7 +157,18 @@ function lex(src: string): Token[] {
   return out;
 }
 
-const SIMPLE_ESCAPES: Record<string, string> = { n: '\n', t: '\t', r: '\r', a: '\x07', b: '\b', f: '\f', v: '\v', '\\': '\\', '"': '"', "'": "'" };
+const SIMPLE_ESCAPES: Record<string, string> = {
+  n: '\n',
+  t: '\t',
+  r: '\r',
+  a: '\x07',
+  b: '\b',
+  f: '\f',
+  v: '\v',
+  '\\': '\\',
+  '"': '"',
+  "'": "'",
+};
 
 /** A quoted string as Go (and so PromQL) reads it: backslash escapes in "…" and '…', none in `…`. */
 function readString(src: string, start: number): { value: string; end: number } {
@@ -151,9 +189,11 @@ function readString(src: string, start: number): { value: string; end: number } 
       const hex = e === 'x' ? 2 : e === 'u' ? 4 : e === 'U' ? 8 : 0;
       if (hex > 0) {
         const digits = src.slice(i + 2, i + 2 + hex);
-        if (!new RegExp(`^[0-9a-fA-F]{${hex}}$`).test(digits)) throw new PromQLSyntaxError(`invalid escape \\${e} at position ${i}`);
+        if (!new RegExp(`^[0-9a-fA-F]{${hex}}$`).test(digits))
+          throw new PromQLSyntaxError(`invalid escape \\${e} at position ${i}`);
         const code = Number.parseInt(digits, 16);
-        if (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) throw new PromQLSyntaxError(`invalid code point in escape at position ${i}`);
+        if (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))
+          throw new PromQLSyntaxError(`invalid code point in escape at position ${i}`);
         value += String.fromCodePoint(code);
         i += 2 + hex;
         continue;
@@ -233,7 +273,8 @@ class Parser {
     return new PromQLSyntaxError(`${what} at position ${t.pos}, found ${found}`);
   }
   private enter(t: Token): void {
-    if (++this.depth > MAX_DEPTH) throw new PromQLSyntaxError(`the query nests deeper than ${MAX_DEPTH} levels at position ${t.pos}`);
+    if (++this.depth > MAX_DEPTH)
+      throw new PromQLSyntaxError(`the query nests deeper than ${MAX_DEPTH} levels at position ${t.pos}`);
   }
 
   /** Binary operator at the cursor, if any: symbols, or the keywords and/or/unless/atan2. */
@@ -313,9 +354,11 @@ class Parser {
   private identifier(t: Token): PromNode {
     const lower = t.text.toLowerCase();
     if (lower === 'inf' || lower === 'nan') return { kind: 'number', value: lower === 'inf' ? Infinity : NaN };
-    if (AGGREGATIONS.has(t.text) && (this.is('(', 'punct') || this.is('by', 'ident') || this.is('without', 'ident'))) return this.aggregate(t.text);
+    if (AGGREGATIONS.has(t.text) && (this.is('(', 'punct') || this.is('by', 'ident') || this.is('without', 'ident')))
+      return this.aggregate(t.text);
     if (this.is('(', 'punct')) return this.call(t.text);
-    if (SET_OPERATORS.has(t.text) || t.text === 'atan2' || t.text === 'bool' || t.text === 'offset') throw this.error(t, 'expected an expression');
+    if (SET_OPERATORS.has(t.text) || t.text === 'atan2' || t.text === 'bool' || t.text === 'offset')
+      throw this.error(t, 'expected an expression');
     if (this.is('{', 'punct')) {
       this.next();
       return this.selector(t.text);
@@ -353,9 +396,16 @@ class Parser {
       grouping = after;
     }
     const wanted = PARAMETRIC.has(op) ? 2 : 1;
-    if (args.length !== wanted) throw new PromQLSyntaxError(`${op} takes ${wanted} argument${wanted > 1 ? 's' : ''}, got ${args.length}`);
+    if (args.length !== wanted)
+      throw new PromQLSyntaxError(`${op} takes ${wanted} argument${wanted > 1 ? 's' : ''}, got ${args.length}`);
     const expr = args[wanted - 1]!;
-    return { kind: 'aggregate', op, expr, ...(wanted === 2 ? { param: args[0]! } : {}), ...(grouping ? { grouping } : {}) };
+    return {
+      kind: 'aggregate',
+      op,
+      expr,
+      ...(wanted === 2 ? { param: args[0]! } : {}),
+      ...(grouping ? { grouping } : {}),
+    };
   }
 
   private grouping(): { mode: 'by' | 'without'; labels: string[] } | undefined {
@@ -385,7 +435,8 @@ class Parser {
       const l = this.next();
       if (l.kind !== 'ident' || !LABEL.test(l.text)) throw this.error(l, 'expected a label name');
       const op = this.next();
-      if (op.kind !== 'op' || !['=', '!=', '=~', '!~'].includes(op.text)) throw this.error(op, 'expected one of = != =~ !~');
+      if (op.kind !== 'op' || !['=', '!=', '=~', '!~'].includes(op.text))
+        throw this.error(op, 'expected one of = != =~ !~');
       const v = this.next();
       if (v.kind !== 'str') throw this.error(v, 'expected a quoted label value');
       matchers.push({ label: l.text, op: op.text as MatchOp, value: v.str! });
@@ -393,8 +444,10 @@ class Parser {
       this.next();
     }
     this.expect('}');
-    if (name !== undefined && matchers.some((m) => m.label === '__name__')) throw new PromQLSyntaxError(`metric name ${name} is also given as __name__`);
-    if (name === undefined && matchers.length === 0) throw new PromQLSyntaxError('a selector needs a metric name or at least one matcher');
+    if (name !== undefined && matchers.some((m) => m.label === '__name__'))
+      throw new PromQLSyntaxError(`metric name ${name} is also given as __name__`);
+    if (name === undefined && matchers.length === 0)
+      throw new PromQLSyntaxError('a selector needs a metric name or at least one matcher');
     return { kind: 'selector', ...(name !== undefined ? { name } : {}), matchers };
   }
 
@@ -412,13 +465,20 @@ class Parser {
           continue;
         }
         this.expect(']');
-        if (node.kind !== 'selector' || node.rangeMs !== undefined || node.offsetMs !== undefined || node.at !== undefined) throw this.error(open, 'a range window needs a plain series selector before it');
+        if (
+          node.kind !== 'selector' ||
+          node.rangeMs !== undefined ||
+          node.offsetMs !== undefined ||
+          node.at !== undefined
+        )
+          throw this.error(open, 'a range window needs a plain series selector before it');
         node = { ...node, rangeMs: range };
         continue;
       }
       if (this.is('offset', 'ident')) {
         const t = this.next();
-        if (!isModifiable(node) || node.offsetMs !== undefined) throw this.error(t, 'offset needs a selector or subquery before it (once)');
+        if (!isModifiable(node) || node.offsetMs !== undefined)
+          throw this.error(t, 'offset needs a selector or subquery before it (once)');
         const negative = this.is('-', 'op') ? (this.next(), true) : false;
         const d = this.duration();
         node = { ...node, offsetMs: negative ? -d : d };
@@ -426,7 +486,8 @@ class Parser {
       }
       if (this.is('@', 'punct')) {
         const t = this.next();
-        if (!isModifiable(node) || node.at !== undefined) throw this.error(t, '@ needs a selector or subquery before it (once)');
+        if (!isModifiable(node) || node.at !== undefined)
+          throw this.error(t, '@ needs a selector or subquery before it (once)');
         node = { ...node, at: this.atValue() };
         continue;
       }
@@ -453,7 +514,8 @@ class Parser {
   }
 }
 
-const isModifiable = (n: PromNode): n is Extract<PromNode, { kind: 'selector' | 'subquery' }> => n.kind === 'selector' || n.kind === 'subquery';
+const isModifiable = (n: PromNode): n is Extract<PromNode, { kind: 'selector' | 'subquery' }> =>
+  n.kind === 'selector' || n.kind === 'subquery';
 
 /** Parses `src` or throws PromQLSyntaxError. */
 export function parsePromQL(src: string): PromNode {

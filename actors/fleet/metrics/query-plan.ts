@@ -28,18 +28,26 @@ export function stepSeconds(step: string): number {
 export function metricsQueryHandlers(deps: { orm: MikroORM; queryTimeoutMs: number }): Handlers<Cat, 'fleet'> {
   return {
     'svc.fleet.metrics.query': async ({ query, start, end, step, host_id, environment_id }, { ctx }) => {
-      if (host_id === undefined && environment_id === undefined) throw new DomainError('bad_request', 'host_id or environment_id is required');
+      if (host_id === undefined && environment_id === undefined)
+        throw new DomainError('bad_request', 'host_id or environment_id is required');
       const startMs = Date.parse(start);
       const endMs = Date.parse(end);
       if (startMs < 0) throw new DomainError('bad_request', 'start must not be before 1970-01-01T00:00:00Z');
       if (startMs > endMs) throw new DomainError('bad_request', 'start must not be after end');
-      if (endMs - startMs > MAX_RANGE_MS) throw new DomainError('bad_request', `the range from start to end may span at most ${QUERY_LIMITS.maxRangeDays} days`);
+      if (endMs - startMs > MAX_RANGE_MS)
+        throw new DomainError(
+          'bad_request',
+          `the range from start to end may span at most ${QUERY_LIMITS.maxRangeDays} days`,
+        );
       // Without a step: the charts' bucket rule (1 minute up to 6 hours, hourly beyond).
       const stepS = step !== undefined ? stepSeconds(step) : endMs - startMs <= SIX_HOURS_MS ? 60 : HOUR_MS / 1000;
       if (!(stepS > 0)) throw new DomainError('bad_request', 'step must be positive');
       const points = Math.floor((endMs - startMs) / 1000 / stepS) + 1;
       if (points > QUERY_LIMITS.maxPoints) {
-        throw new DomainError('bad_request', `start, end and step give ${points} points per series; at most ${QUERY_LIMITS.maxPoints} are allowed (use a step of at least ${Math.ceil((endMs - startMs) / 1000 / (QUERY_LIMITS.maxPoints - 1))}s)`);
+        throw new DomainError(
+          'bad_request',
+          `start, end and step give ${points} points per series; at most ${QUERY_LIMITS.maxPoints} are allowed (use a step of at least ${Math.ceil((endMs - startMs) / 1000 / (QUERY_LIMITS.maxPoints - 1))}s)`,
+        );
       }
       let canonical: string;
       try {
@@ -51,13 +59,22 @@ export function metricsQueryHandlers(deps: { orm: MikroORM; queryTimeoutMs: numb
 
       const em: EntityManager = deps.orm.em.fork();
       const host = host_id !== undefined ? await loadHost(em, ctx, host_id, 'metrics:read') : undefined;
-      const env = environment_id !== undefined ? await loadEnvironment(em, ctx, environment_id, 'metrics:read') : undefined;
-      if (host && env && host.client_id !== env.client_id) throw new DomainError('bad_request', 'host_id and environment_id belong to different clients');
+      const env =
+        environment_id !== undefined ? await loadEnvironment(em, ctx, environment_id, 'metrics:read') : undefined;
+      if (host && env && host.client_id !== env.client_id)
+        throw new DomainError('bad_request', 'host_id and environment_id belong to different clients');
       const clientId = host?.client_id ?? env!.client_id;
       const tenant: Match[] = [['client_id', '=', clientId]];
       if (env) tenant.push(['environment_id', '=', env.id]);
       if (host) tenant.push(['host_id', '=', host.id]);
-      return { query: canonical, start: startMs / 1000, end: endMs / 1000, step: stepS, extra_filters: [selector(tenant)], timeout_ms: deps.queryTimeoutMs };
+      return {
+        query: canonical,
+        start: startMs / 1000,
+        end: endMs / 1000,
+        step: stepS,
+        extra_filters: [selector(tenant)],
+        timeout_ms: deps.queryTimeoutMs,
+      };
     },
   };
 }

@@ -14,10 +14,15 @@ import { promString } from './promql-guard.ts';
 export type Match = readonly [label: string, op: '=' | '=~' | '!=', value: string];
 
 /** `{a="b",c=~"d|e"}`, values quoted for PromQL. */
-export const selector = (matches: readonly Match[]): string => `{${matches.map(([l, op, v]) => `${l}${op}${promString(v)}`).join(',')}}`;
+export const selector = (matches: readonly Match[]): string =>
+  `{${matches.map(([l, op, v]) => `${l}${op}${promString(v)}`).join(',')}}`;
 
 /** The tenant selector of one host. */
-export const hostFilter = (host: { id: string; client_id: string }): string => selector([['client_id', '=', host.client_id], ['host_id', '=', host.id]]);
+export const hostFilter = (host: { id: string; client_id: string }): string =>
+  selector([
+    ['client_id', '=', host.client_id],
+    ['host_id', '=', host.id],
+  ]);
 
 const seconds = (ms: number): number => ms / 1000;
 
@@ -47,12 +52,24 @@ export type GaugeSeries = { metric: Record<string, string>; values: [number, str
  * (series of one labels_key under several environment labels — a host moved — are one series to the reader).
  * The point at t covers (t − size − 1ms, t − 1ms], i.e. exactly the bucket [t − size, t) in whole milliseconds.
  */
-export async function gaugeBuckets(tsdb: Tsdb, match: string, filter: string, b: Buckets, signal: AbortSignal): Promise<Map<string, Map<number, Acc>>> {
+export async function gaugeBuckets(
+  tsdb: Tsdb,
+  match: string,
+  filter: string,
+  b: Buckets,
+  signal: AbortSignal,
+): Promise<Map<string, Map<number, Acc>>> {
   return accumulateGauges(await gaugeSeries(tsdb, match, filter, b, signal), b);
 }
 
 /** gaugeBuckets' query alone: its answer's series, for a caller that picks among them (accumulateGauges' `keep`). */
-export async function gaugeSeries(tsdb: Tsdb, match: string, filter: string, b: Buckets, signal: AbortSignal): Promise<GaugeSeries[]> {
+export async function gaugeSeries(
+  tsdb: Tsdb,
+  match: string,
+  filter: string,
+  b: Buckets,
+  signal: AbortSignal,
+): Promise<GaugeSeries[]> {
   const res = await storeCall(() =>
     tsdb.queryRange(
       {
@@ -70,7 +87,11 @@ export async function gaugeSeries(tsdb: Tsdb, match: string, filter: string, b: 
 }
 
 /** gaugeBuckets' figures from the series of its query; only those `keep` accepts, when given, count. */
-export function accumulateGauges(series: readonly GaugeSeries[], b: Buckets, keep?: (metric: Record<string, string>) => boolean): Map<string, Map<number, Acc>> {
+export function accumulateGauges(
+  series: readonly GaugeSeries[],
+  b: Buckets,
+  keep?: (metric: Record<string, string>) => boolean,
+): Map<string, Map<number, Acc>> {
   const byName = new Map<string, Map<number, Acc>>();
   for (const r of series) {
     if (keep && !keep(r.metric)) continue;
@@ -108,9 +129,22 @@ export function accumulateGauges(series: readonly GaugeSeries[], b: Buckets, kee
  * Per-second rates of cumulative counters, per metric name (buckets.ts counterBuckets), from the raw samples:
  * exported from one bucket (at least 5 minutes) before the first, so the first bucket's first rate has its predecessor.
  */
-export async function counterRateBuckets(tsdb: Tsdb, match: string, filter: string, b: Buckets, signal: AbortSignal): Promise<Map<string, Map<number, Acc>>> {
+export async function counterRateBuckets(
+  tsdb: Tsdb,
+  match: string,
+  filter: string,
+  b: Buckets,
+  signal: AbortSignal,
+): Promise<Map<string, Map<number, Acc>>> {
   const lookbackMs = Math.max(b.sizeMs, 5 * 60_000);
-  const rows = await storeCall(() => tsdb.export([match], { start: seconds(b.firstMs - lookbackMs), end: seconds(b.lastMs + b.sizeMs - 1), extraFilters: [filter], signal }));
+  const rows = await storeCall(() =>
+    tsdb.export([match], {
+      start: seconds(b.firstMs - lookbackMs),
+      end: seconds(b.lastMs + b.sizeMs - 1),
+      extraFilters: [filter],
+      signal,
+    }),
+  );
   // An export may split one series over several lines: gather them per series, then per metric name.
   const bySeries = new Map<string, { name: string; raw: RawSeries }>();
   for (const row of rows) {
@@ -139,7 +173,15 @@ export async function latestValues(
   signal: AbortSignal,
 ): Promise<{ metric: Record<string, string>; value: number; timeMs: number }[]> {
   const res = await storeCall(() =>
-    tsdb.query({ query: `aggr_over_time(("last_over_time","tlast_over_time"), ${match}[${windowMs}ms]) keep_metric_names`, time: seconds(atMs), extraFilters: [filter], nocache: true }, signal),
+    tsdb.query(
+      {
+        query: `aggr_over_time(("last_over_time","tlast_over_time"), ${match}[${windowMs}ms]) keep_metric_names`,
+        time: seconds(atMs),
+        extraFilters: [filter],
+        nocache: true,
+      },
+      signal,
+    ),
   );
   // The two rollups of one series share its labels: pair them by the labels without `rollup`.
   const bySeries = new Map<string, { metric: Record<string, string>; value?: number; timeMs?: number }>();
@@ -152,5 +194,8 @@ export async function latestValues(
     if (rollup === 'last_over_time') s.value = v;
     else if (rollup === 'tlast_over_time') s.timeMs = Math.round(v * 1000);
   }
-  return [...bySeries.values()].filter((s): s is { metric: Record<string, string>; value: number; timeMs: number } => Number.isFinite(s.value) && Number.isFinite(s.timeMs));
+  return [...bySeries.values()].filter(
+    (s): s is { metric: Record<string, string>; value: number; timeMs: number } =>
+      Number.isFinite(s.value) && Number.isFinite(s.timeMs),
+  );
 }

@@ -19,11 +19,13 @@ export class Params {
 }
 
 /** `*` → `%`, everything else literal: LIKE's own wildcards and its escape character are escaped. */
-export const likePattern = (glob: GlobPart[]): string => glob.map((part) => (part === null ? '%' : part.replace(/[\\%_]/g, (c) => `\\${c}`))).join('');
+export const likePattern = (glob: GlobPart[]): string =>
+  glob.map((part) => (part === null ? '%' : part.replace(/[\\%_]/g, (c) => `\\${c}`))).join('');
 
 const CMP: Partial<Record<Op, string>> = { '=': '=', '!=': '<>', '>': '>', '<': '<', '>=': '>=', '<=': '<=' };
 
-const text = (v: Value): string => (v.kind === 'string' || v.kind === 'number' || v.kind === 'datetime' ? v.text : String(v.value));
+const text = (v: Value): string =>
+  v.kind === 'string' || v.kind === 'number' || v.kind === 'datetime' ? v.text : String(v.value);
 const glob = (v: Value): GlobPart[] => (v.kind === 'string' ? v.glob : [text(v)]);
 
 /**
@@ -36,7 +38,12 @@ function columnPredicate(col: string, alias: string, def: FieldDef, op: Op, valu
 }
 
 function rawColumnPredicate(col: string, alias: string, def: FieldDef, op: Op, values: Value[], p: Params): string {
-  if (op === 'EXISTS') return def.nullable ? `${col} IS NOT NULL` : def.type === 'string' || def.type === 'version' ? `${col} <> ''` : 'TRUE';
+  if (op === 'EXISTS')
+    return def.nullable
+      ? `${col} IS NOT NULL`
+      : def.type === 'string' || def.type === 'version'
+        ? `${col} <> ''`
+        : 'TRUE';
   if (def.lowerIndex) {
     // The same matches as ILIKE and =, written on the index expression: a prefix glob or a name reads a range of it.
     const lower = `lower(${col}) COLLATE "C"`;
@@ -72,7 +79,10 @@ function rawColumnPredicate(col: string, alias: string, def: FieldDef, op: Op, v
     case 'string':
       break;
   }
-  const pred = op === 'IN' || op === 'NOT IN' ? `${operand} ${op} (${values.map(bind).join(', ')})` : `${operand} ${CMP[op]} ${bind(values[0]!)}`;
+  const pred =
+    op === 'IN' || op === 'NOT IN'
+      ? `${operand} ${op} (${values.map(bind).join(', ')})`
+      : `${operand} ${CMP[op]} ${bind(values[0]!)}`;
   // An empty version is an unreported one: it has no place in the version order and matches no comparison (stored
   // keys are NULL for it; the explicit test keeps the predicate two-valued under NOT and leaves the index usable).
   if (def.type !== 'version') return pred;
@@ -111,7 +121,8 @@ function hostPredicate(field: FieldRef, op: Op, values: Value[], p: Params): str
   return columnPredicate(`h.${def.column}`, 'h', def, op, values, p);
 }
 
-const recordExists = (table: string, condition: string): string => `EXISTS (SELECT 1 FROM ${table} r WHERE r.host_id = h.id AND ${condition})`;
+const recordExists = (table: string, condition: string): string =>
+  `EXISTS (SELECT 1 FROM ${table} r WHERE r.host_id = h.id AND ${condition})`;
 
 /** A condition on one record (`r`) of a service/container/package table. */
 function recordCondition(e: Expr, p: Params): string {
@@ -141,7 +152,10 @@ export function recordCountSql(e: Expr, p: Params): string | null {
   if (e.kind === 'record') {
     table = RECORD_TABLES[e.prefix];
     condition = recordCondition(e.cond, p);
-  } else if (e.kind === 'cmp' && (e.field.def.prefix === 'service' || e.field.def.prefix === 'container' || e.field.def.prefix === 'package')) {
+  } else if (
+    e.kind === 'cmp' &&
+    (e.field.def.prefix === 'service' || e.field.def.prefix === 'container' || e.field.def.prefix === 'package')
+  ) {
     table = RECORD_TABLES[e.field.def.prefix];
     condition = `(${columnPredicate(`r.${e.field.def.column}`, 'r', e.field.def, e.op, e.values, p)})`;
   } else {
@@ -164,7 +178,10 @@ export function compileWhere(e: Expr, p: Params): string {
       const prefix = e.field.def.prefix;
       if (prefix === 'host') return `(${hostPredicate(e.field, e.op, e.values, p)})`;
       if (prefix === 'label' || prefix === 'tag') return `(${keyedPredicate(e.field, e.op, e.values, p)})`;
-      return recordExists(RECORD_TABLES[prefix], `(${columnPredicate(`r.${e.field.def.column}`, 'r', e.field.def, e.op, e.values, p)})`);
+      return recordExists(
+        RECORD_TABLES[prefix],
+        `(${columnPredicate(`r.${e.field.def.column}`, 'r', e.field.def, e.op, e.values, p)})`,
+      );
     }
   }
 }

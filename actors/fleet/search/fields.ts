@@ -88,11 +88,18 @@ const RECORD_FIELDS: readonly FieldDef[] = [
 ];
 
 /** Agent labels and user tags: any key, string values. */
-const KEYED_FIELDS: readonly FieldDef[] = [field('label', '*', 'string', { column: 'labels' }), field('tag', '*', 'string', { column: 'tags' })];
+const KEYED_FIELDS: readonly FieldDef[] = [
+  field('label', '*', 'string', { column: 'labels' }),
+  field('tag', '*', 'string', { column: 'tags' }),
+];
 
 export const FIELDS: readonly FieldDef[] = [...HOST_FIELDS, ...KEYED_FIELDS, ...RECORD_FIELDS];
 
-export const RECORD_TABLES: Record<RecordPrefix, string> = { service: 'host_services', container: 'host_containers', package: 'host_packages' };
+export const RECORD_TABLES: Record<RecordPrefix, string> = {
+  service: 'host_services',
+  container: 'host_containers',
+  package: 'host_packages',
+};
 
 export function findField(prefix: Prefix, name: string): FieldDef | undefined {
   if (prefix === 'label' || prefix === 'tag') return FIELDS.find((f) => f.prefix === prefix);

@@ -31,7 +31,8 @@ export function searchScope(ctx: CallerContext): 'all' | string[] {
   const hosts = clientsWith(ctx, 'hosts:read');
   const search = clientsWith(ctx, 'search:read');
   if (hosts === 'all' && search === 'all') return 'all';
-  const both = hosts === 'all' ? (search as string[]) : search === 'all' ? hosts : hosts.filter((id) => search.includes(id));
+  const both =
+    hosts === 'all' ? (search as string[]) : search === 'all' ? hosts : hosts.filter((id) => search.includes(id));
   return both.filter((id) => UUID.test(id));
 }
 
@@ -48,7 +49,10 @@ function parseOr400(q: string): Expr {
  * The compiled condition on `hosts h`, tenant filter first, and the statement that counts its hosts; null when the
  * caller reaches no client (nothing matches).
  */
-function compiled(ctx: CallerContext, q: string): { where: string; params: Params; count: { sql: string; params: Params } } | null {
+function compiled(
+  ctx: CallerContext,
+  q: string,
+): { where: string; params: Params; count: { sql: string; params: Params } } | null {
   requirePermission(ctx, 'search:read');
   // Parsed before the scope is looked at: an invalid query is a 400 whatever the caller may reach.
   const expr = parseOr400(q);
@@ -59,7 +63,9 @@ function compiled(ctx: CallerContext, q: string): { where: string; params: Param
   const where = `${tenant} AND ${compileWhere(expr, params)}`;
   const recordParams = new Params();
   const recordCount = scope === 'all' ? recordCountSql(expr, recordParams) : null;
-  const count = recordCount ? { sql: recordCount, params: recordParams } : { sql: `SELECT count(*)::int AS n FROM hosts h WHERE ${where}`, params };
+  const count = recordCount
+    ? { sql: recordCount, params: recordParams }
+    : { sql: `SELECT count(*)::int AS n FROM hosts h WHERE ${where}`, params };
   return { where, params, count };
 }
 
@@ -74,18 +80,35 @@ interface HitRow {
 }
 
 /** `host.os`, `os`, `tag.env` or `label.app`: the value expression a group is formed on, and how values leave. */
-function groupKey(groupBy: string, params: Params): { value: string; join: string; out: (v: unknown) => string | number | null } {
+function groupKey(
+  groupBy: string,
+  params: Params,
+): { value: string; join: string; out: (v: unknown) => string | number | null } {
   const text = groupBy.trim();
   const keyed = /^(label|tag)\.(.+)$/.exec(text);
   if (keyed) {
     const key = keyed[2]!.startsWith('"') ? quotedKey(keyed[2]!) : keyed[2]!;
-    return { value: `h.${keyed[1] === 'label' ? 'labels' : 'tags'} ->> ${params.add(key)}`, join: '', out: (v) => (v === null ? null : String(v)) };
+    return {
+      value: `h.${keyed[1] === 'label' ? 'labels' : 'tags'} ->> ${params.add(key)}`,
+      join: '',
+      out: (v) => (v === null ? null : String(v)),
+    };
   }
   const name = text.startsWith('host.') ? text.slice(5) : text;
   const def: FieldDef | undefined = hostField(name);
-  if (!def) throw new DomainError('bad_request', `group_by must be a host field (${HOST_FIELD_NAMES.map((n) => `host.${n}`).join(', ')}), label.<key> or tag.<key>`);
-  if (def.lookup) return { value: 'g.slug', join: `JOIN ${def.lookup.table} g ON g.id = h.${def.lookup.via}`, out: (v) => String(v) };
-  const out = def.type === 'number' ? (v: unknown) => Number(v) : def.type === 'datetime' ? (v: unknown) => (v === null ? null : iso(v as Date | string)) : (v: unknown) => String(v);
+  if (!def)
+    throw new DomainError(
+      'bad_request',
+      `group_by must be a host field (${HOST_FIELD_NAMES.map((n) => `host.${n}`).join(', ')}), label.<key> or tag.<key>`,
+    );
+  if (def.lookup)
+    return { value: 'g.slug', join: `JOIN ${def.lookup.table} g ON g.id = h.${def.lookup.via}`, out: (v) => String(v) };
+  const out =
+    def.type === 'number'
+      ? (v: unknown) => Number(v)
+      : def.type === 'datetime'
+        ? (v: unknown) => (v === null ? null : iso(v as Date | string))
+        : (v: unknown) => String(v);
   return { value: `h.${def.column}`, join: '', out };
 }
 
@@ -101,7 +124,8 @@ function quotedKey(text: string): string {
 }
 
 export function searchHandlers(deps: SearchDeps): FleetHandlers {
-  const run = <T>(work: (query: BoundQuery) => Promise<T>): Promise<T> => readOnlySearch(deps.orm, deps.timeoutMs, work);
+  const run = <T>(work: (query: BoundQuery) => Promise<T>): Promise<T> =>
+    readOnlySearch(deps.orm, deps.timeoutMs, work);
 
   return {
     'svc.fleet.search.hosts': async ({ q, page, per_page }, { ctx }) => {
@@ -120,9 +144,20 @@ export function searchHandlers(deps: SearchDeps): FleetHandlers {
         );
         return { total, rows };
       });
-      const items: SearchHit[] = rows.map((r) => ({ id: r.id, hostname: r.hostname, ip_address: r.ip_address, os: r.os, arch: r.arch, agent_status: r.agent_status, tags: r.tags }));
+      const items: SearchHit[] = rows.map((r) => ({
+        id: r.id,
+        hostname: r.hostname,
+        ip_address: r.ip_address,
+        os: r.os,
+        arch: r.arch,
+        agent_status: r.agent_status,
+        tags: r.tags,
+      }));
       if (Buffer.byteLength(JSON.stringify(items)) > MAX_REPLY_BYTES) {
-        throw new DomainError('bad_request', `this page of results is larger than ${MAX_REPLY_BYTES / 1024 / 1024} MB (hosts with many long tags); ask for fewer hosts per page`);
+        throw new DomainError(
+          'bad_request',
+          `this page of results is larger than ${MAX_REPLY_BYTES / 1024 / 1024} MB (hosts with many long tags); ask for fewer hosts per page`,
+        );
       }
       return { items, total, page, per_page };
     },

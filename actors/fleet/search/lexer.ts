@@ -27,7 +27,10 @@ const HEX4 = /^[0-9A-Fa-f]{4}$/;
 const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', n: '\n', t: '\t', r: '\r', b: '\b', f: '\f' };
 
 /** How a character is shown in a message: printable as itself, others as a JSON escape. */
-export const showChar = (c: string): string => (/^[\x20-\x7e]$/.test(c) ? c : JSON.stringify(c).slice(1, -1) || `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`);
+export const showChar = (c: string): string =>
+  /^[\x20-\x7e]$/.test(c)
+    ? c
+    : JSON.stringify(c).slice(1, -1) || `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`;
 
 export function tokenize(query: string): Token[] {
   const chars = Array.from(query);
@@ -76,7 +79,8 @@ export function tokenize(query: string): Token[] {
       i++;
       continue;
     }
-    if (c === "'") throw new PqlError(`unexpected character "'" at position ${pos}; strings are written in double quotes`);
+    if (c === "'")
+      throw new PqlError(`unexpected character "'" at position ${pos}; strings are written in double quotes`);
     throw new PqlError(`unexpected character '${showChar(c)}' at position ${pos}`);
   }
   tokens.push({ kind: 'eof', pos: chars.length + 1, end: chars.length + 1 });

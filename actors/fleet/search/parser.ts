@@ -1,4 +1,14 @@
-import { FIELDS, findField, isRecordPrefix, PREFIXES, RECORD_PREFIXES, type FieldDef, type Op, type Prefix, type RecordPrefix } from './fields.ts';
+import {
+  FIELDS,
+  findField,
+  isRecordPrefix,
+  PREFIXES,
+  RECORD_PREFIXES,
+  type FieldDef,
+  type Op,
+  type Prefix,
+  type RecordPrefix,
+} from './fields.ts';
 import { PqlError, tokenize, type GlobPart, type Token } from './lexer.ts';
 
 /**
@@ -130,7 +140,10 @@ class Parser {
   }
 
   private deeper(depth: number, at: Token): number {
-    if (depth + 1 > MAX_DEPTH) throw new PqlError(`the query nests more than ${MAX_DEPTH} levels deep (parentheses, NOT, [...]) at position ${at.pos}`);
+    if (depth + 1 > MAX_DEPTH)
+      throw new PqlError(
+        `the query nests more than ${MAX_DEPTH} levels deep (parentheses, NOT, [...]) at position ${at.pos}`,
+      );
     return depth + 1;
   }
 
@@ -152,9 +165,11 @@ class Parser {
   private condition(scope: RecordPrefix | null, depth: number): Expr {
     const t = this.t;
     if (t.kind !== 'word' || KEYWORDS.has(t.text.toUpperCase())) throw this.expected('a condition');
-    if (++this.conditions > MAX_CONDITIONS) throw new PqlError(`the query has more than ${MAX_CONDITIONS} conditions at position ${t.pos}`);
+    if (++this.conditions > MAX_CONDITIONS)
+      throw new PqlError(`the query has more than ${MAX_CONDITIONS} conditions at position ${t.pos}`);
     this.next();
-    if (scope === null && !t.text.includes('.') && isRecordPrefix(t.text) && this.isPunct('[')) return this.recordCondition(t.text, depth);
+    if (scope === null && !t.text.includes('.') && isRecordPrefix(t.text) && this.isPunct('['))
+      return this.recordCondition(t.text, depth);
     const field = scope === null ? this.hostLevelField(t) : this.recordField(t, scope);
     return this.comparison(field);
   }
@@ -172,11 +187,19 @@ class Parser {
     const dot = t.text.indexOf('.');
     const prefix = dot < 0 ? t.text : t.text.slice(0, dot);
     if (!(PREFIXES as readonly string[]).includes(prefix)) {
-      if (dot < 0) throw new PqlError(`unknown field '${clip(t.text)}' at position ${t.pos}; fields are written prefix.name (host., label., tag., service., container., package.)`);
-      throw new PqlError(`unknown field prefix '${clip(prefix)}' at position ${t.pos}; expected host, label, tag, service, container or package`);
+      if (dot < 0)
+        throw new PqlError(
+          `unknown field '${clip(t.text)}' at position ${t.pos}; fields are written prefix.name (host., label., tag., service., container., package.)`,
+        );
+      throw new PqlError(
+        `unknown field prefix '${clip(prefix)}' at position ${t.pos}; expected host, label, tag, service, container or package`,
+      );
     }
     if (dot < 0) {
-      if (this.isPunct('[')) throw new PqlError(`only ${RECORD_PREFIXES.join(', ')} take a [...] condition, not '${prefix}', at position ${this.t.pos}`);
+      if (this.isPunct('['))
+        throw new PqlError(
+          `only ${RECORD_PREFIXES.join(', ')} take a [...] condition, not '${prefix}', at position ${this.t.pos}`,
+        );
       throw new PqlError(`expected '.' and a field name after '${prefix}' at position ${t.end}`);
     }
     const p = prefix as Prefix;
@@ -184,9 +207,11 @@ class Parser {
     if (p === 'label' || p === 'tag') {
       let key = rest;
       // label."any key": a quoted key right after the dot.
-      if (key === '' && this.t.kind === 'string' && this.t.pos === t.end) key = (this.next() as Extract<Token, { kind: 'string' }>).value;
+      if (key === '' && this.t.kind === 'string' && this.t.pos === t.end)
+        key = (this.next() as Extract<Token, { kind: 'string' }>).value;
       if (key === '') throw new PqlError(`expected a ${p} name after '${p}.' at position ${t.end}`);
-      if (key.length > MAX_KEY_LENGTH) throw new PqlError(`a ${p} name is at most ${MAX_KEY_LENGTH} characters, at position ${t.pos}`);
+      if (key.length > MAX_KEY_LENGTH)
+        throw new PqlError(`a ${p} name is at most ${MAX_KEY_LENGTH} characters, at position ${t.pos}`);
       return { def: findField(p, '*')!, key, label: `${p}.${key}` };
     }
     if (rest === '') throw new PqlError(`expected a field name after '${p}.' at position ${t.end}`);
@@ -201,7 +226,9 @@ class Parser {
     const def = name.includes('.') ? undefined : findField(scope, name);
     if (!def) {
       const names = FIELDS.filter((f) => f.prefix === scope).map((f) => f.name);
-      throw new PqlError(`unknown ${scope} field '${clip(t.text)}' at position ${t.pos}; inside ${scope}[...] the fields are ${names.join(', ')}`);
+      throw new PqlError(
+        `unknown ${scope} field '${clip(t.text)}' at position ${t.pos}; inside ${scope}[...] the fields are ${names.join(', ')}`,
+      );
     }
     return { def, label: `${scope}.${name}` };
   }
@@ -218,7 +245,9 @@ class Parser {
       op = 'NOT IN';
     } else throw this.expected('an operator (=, !=, ~, >, <, >=, <=, IN, NOT IN or EXISTS)');
     if (!field.def.operators.includes(op)) {
-      throw new PqlError(`operator ${op} does not apply to ${field.label} (a ${field.def.type} field; it takes ${field.def.operators.join(', ')}) at position ${t.pos}`);
+      throw new PqlError(
+        `operator ${op} does not apply to ${field.label} (a ${field.def.type} field; it takes ${field.def.operators.join(', ')}) at position ${t.pos}`,
+      );
     }
     this.next();
     if (op === 'NOT IN') this.next();
@@ -233,7 +262,8 @@ class Parser {
     const values = [this.value(field, 'IN')];
     while (this.isPunct(',')) {
       this.next();
-      if (values.length >= MAX_IN_VALUES) throw new PqlError(`an IN list takes at most ${MAX_IN_VALUES} values, at position ${this.t.pos}`);
+      if (values.length >= MAX_IN_VALUES)
+        throw new PqlError(`an IN list takes at most ${MAX_IN_VALUES} values, at position ${this.t.pos}`);
       values.push(this.value(field, 'IN'));
     }
     if (!this.isPunct(')')) throw this.expected(`',' or ')'`);
@@ -245,7 +275,8 @@ class Parser {
   private value(field: FieldRef, op: Op): Value {
     const t = this.t;
     // A bare word is taken as an attempted value (and gets the typed message), but not a keyword such as AND.
-    const isValue = t.kind === 'string' || t.kind === 'number' || (t.kind === 'word' && !OPERATOR_WORDS.has(t.text.toUpperCase()));
+    const isValue =
+      t.kind === 'string' || t.kind === 'number' || (t.kind === 'word' && !OPERATOR_WORDS.has(t.text.toUpperCase()));
     if (!isValue) throw this.expected('a value');
     const type = op === '~' ? 'string' : field.def.type;
     const wrong = (what: string): PqlError => this.expected(`${what} for ${field.label}`);
@@ -269,7 +300,10 @@ class Parser {
       case 'datetime': {
         if (t.kind !== 'string') throw wrong('a quoted date-time such as "2026-01-31T12:00:00Z"');
         const iso = dateTimeValue(t.value);
-        if (iso === undefined) throw new PqlError(`invalid date-time ${clip(t.raw)} for ${field.label} at position ${t.pos}; expected RFC 3339 such as "2026-01-31T12:00:00Z"`);
+        if (iso === undefined)
+          throw new PqlError(
+            `invalid date-time ${clip(t.raw)} for ${field.label} at position ${t.pos}; expected RFC 3339 such as "2026-01-31T12:00:00Z"`,
+          );
         this.next();
         return { kind: 'datetime', text: iso };
       }
@@ -280,13 +314,20 @@ class Parser {
 /** An exact decimal string; a size unit (KB, MiB, GiB...) is allowed on byte fields only. */
 function numberValue(t: Extract<Token, { kind: 'number' }>, field: FieldRef): string {
   const m = NUMBER.exec(t.text);
-  if (!m || t.text.replace(/^-/, '').length > 40) throw new PqlError(`invalid number '${clip(t.text)}' at position ${t.pos}`);
+  if (!m || t.text.replace(/^-/, '').length > 40)
+    throw new PqlError(`invalid number '${clip(t.text)}' at position ${t.pos}`);
   const [, int, frac = '', unitText] = m;
   const negative = t.text.startsWith('-');
   if (!unitText) return `${negative ? '-' : ''}${int}${frac ? `.${frac}` : ''}`;
   const unit = UNITS[unitText.toUpperCase()];
-  if (unit === undefined) throw new PqlError(`invalid number '${clip(t.text)}' at position ${t.pos}; size units are B, KB, MB, GB, TB, KiB, MiB, GiB, TiB`);
-  if (!field.def.bytes) throw new PqlError(`a size unit is only allowed on byte fields such as host.memory_total_bytes, not on ${field.label}, at position ${t.pos}`);
+  if (unit === undefined)
+    throw new PqlError(
+      `invalid number '${clip(t.text)}' at position ${t.pos}; size units are B, KB, MB, GB, TB, KiB, MiB, GiB, TiB`,
+    );
+  if (!field.def.bytes)
+    throw new PqlError(
+      `a size unit is only allowed on byte fields such as host.memory_total_bytes, not on ${field.label}, at position ${t.pos}`,
+    );
   // int.frac × unit, exactly: the scaled integer divided by 10^digits of the fraction.
   const scale = 10n ** BigInt(frac.length);
   const scaled = BigInt(int! + frac) * unit;
@@ -310,11 +351,13 @@ export function dateTimeValue(text: string): string | undefined {
   return new Date(ms).toISOString();
 }
 
-const offsetMs = (zone: string): number => (zone.startsWith('-') ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6))) * 60_000;
+const offsetMs = (zone: string): number =>
+  (zone.startsWith('-') ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6))) * 60_000;
 
 /** Parses a PQL query; throws PqlError with the position and what was expected. */
 export function parsePql(query: string): Expr {
-  if (Array.from(query).length > MAX_QUERY_LENGTH) throw new PqlError(`the query is longer than ${MAX_QUERY_LENGTH} characters`);
+  if (Array.from(query).length > MAX_QUERY_LENGTH)
+    throw new PqlError(`the query is longer than ${MAX_QUERY_LENGTH} characters`);
   return new Parser(tokenize(query)).parseQuery();
 }
 

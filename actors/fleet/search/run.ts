@@ -18,7 +18,11 @@ const STATEMENT_MARGIN_MS = 150;
  * no query, however expensive, holds the database longer. A search stopped by that limit answers 504 with a message
  * that says so; stopped by the request deadline, the runtime's usual 504.
  */
-export async function readOnlySearch<T>(orm: MikroORM, timeoutMs: number, work: (query: BoundQuery) => Promise<T>): Promise<T> {
+export async function readOnlySearch<T>(
+  orm: MikroORM,
+  timeoutMs: number,
+  work: (query: BoundQuery) => Promise<T>,
+): Promise<T> {
   const scope = currentDeadline();
   const left = scope ? scope.deadline - Date.now() - STATEMENT_MARGIN_MS : Number.POSITIVE_INFINITY;
   const limit = Math.max(1, Math.floor(Math.min(timeoutMs, left)));
@@ -30,11 +34,17 @@ export async function readOnlySearch<T>(orm: MikroORM, timeoutMs: number, work: 
       await tx.execute(`SET LOCAL statement_timeout = ${limit}`);
       const ctx = tx.getTransactionContext<KyselyExecutor>();
       if (!ctx) throw new Error('no transaction context');
-      return work(async <R>(sql: string, params: readonly unknown[]) => (await ctx.executeQuery(CompiledQuery.raw(sql, [...params]))).rows as R[]);
+      return work(
+        async <R>(sql: string, params: readonly unknown[]) =>
+          (await ctx.executeQuery(CompiledQuery.raw(sql, [...params]))).rows as R[],
+      );
     });
   } catch (err) {
     if (timeoutMs < left && (err as { code?: unknown }).code === '57014') {
-      throw new DomainError('timeout', `the search took longer than ${timeoutMs / 1000} s and was stopped; narrow the query`);
+      throw new DomainError(
+        'timeout',
+        `the search took longer than ${timeoutMs / 1000} s and was stopped; narrow the query`,
+      );
     }
     throw err;
   }

@@ -42,14 +42,16 @@ function requireValidQuery(query: string): void {
 /** A saved search the caller may see: 404 when it does not exist or is someone else's private one. */
 async function visible(em: EntityManager, ctx: CallerContext, id: string): Promise<Row> {
   const [row] = await sql<Row>(em, `SELECT ${COLUMNS} FROM saved_searches WHERE id = ?`, [id]);
-  if (!row || (!row.is_shared && row.user_id !== userIdOf(ctx) && !isSuperAdmin(ctx))) throw new DomainError('not_found', 'saved search not found');
+  if (!row || (!row.is_shared && row.user_id !== userIdOf(ctx) && !isSuperAdmin(ctx)))
+    throw new DomainError('not_found', 'saved search not found');
   return row;
 }
 
 /** One the caller may change: visible (404), and theirs or the caller a super admin (403). */
 async function owned(em: EntityManager, ctx: CallerContext, id: string): Promise<Row> {
   const row = await visible(em, ctx, id);
-  if (row.user_id !== userIdOf(ctx) && !isSuperAdmin(ctx)) throw new DomainError('forbidden', 'only its owner or a super admin may change a saved search');
+  if (row.user_id !== userIdOf(ctx) && !isSuperAdmin(ctx))
+    throw new DomainError('forbidden', 'only its owner or a super admin may change a saved search');
   return row;
 }
 
@@ -63,7 +65,12 @@ export function savedSearchHandlers(deps: { orm: MikroORM; audit: AuditRecorder 
       // Service accounts own no searches: they see the shared ones.
       return pageOf(
         fork(),
-        { columns: COLUMNS, from: me ? 'saved_searches WHERE is_shared OR user_id = ?' : 'saved_searches WHERE is_shared', params: me ? [me] : [], order: 'lower(name), id' },
+        {
+          columns: COLUMNS,
+          from: me ? 'saved_searches WHERE is_shared OR user_id = ?' : 'saved_searches WHERE is_shared',
+          params: me ? [me] : [],
+          order: 'lower(name), id',
+        },
         { page, per_page },
         (rows: Row[]) => rows.map(out),
       );
@@ -84,7 +91,12 @@ export function savedSearchHandlers(deps: { orm: MikroORM; audit: AuditRecorder 
         `INSERT INTO saved_searches (id, user_id, name, query, description, is_shared) VALUES (?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
         [id, user.user_id, name, query, description, is_shared],
       );
-      await deps.audit.record(ctx, { action: 'saved_search.created', resource_type: 'saved_search', resource_id: id, details: { name, is_shared } });
+      await deps.audit.record(ctx, {
+        action: 'saved_search.created',
+        resource_type: 'saved_search',
+        resource_id: id,
+        details: { name, is_shared },
+      });
       return out(row!);
     },
 
@@ -102,9 +114,16 @@ export function savedSearchHandlers(deps: { orm: MikroORM; audit: AuditRecorder 
       );
       if (!row) throw new DomainError('not_found', 'saved search not found');
       const changes = Object.fromEntries(
-        (['name', 'query', 'description', 'is_shared'] as const).filter((k) => before[k] !== row[k]).map((k) => [k, { from: before[k], to: row[k] }]),
+        (['name', 'query', 'description', 'is_shared'] as const)
+          .filter((k) => before[k] !== row[k])
+          .map((k) => [k, { from: before[k], to: row[k] }]),
       );
-      await deps.audit.record(ctx, { action: 'saved_search.updated', resource_type: 'saved_search', resource_id: id, details: { owner_id: row.user_id, changes } });
+      await deps.audit.record(ctx, {
+        action: 'saved_search.updated',
+        resource_type: 'saved_search',
+        resource_id: id,
+        details: { owner_id: row.user_id, changes },
+      });
       return out(row);
     },
 
@@ -114,7 +133,12 @@ export function savedSearchHandlers(deps: { orm: MikroORM; audit: AuditRecorder 
       const em = fork();
       const row = await owned(em, ctx, id);
       await sql(em, `DELETE FROM saved_searches WHERE id = ?`, [id]);
-      await deps.audit.record(ctx, { action: 'saved_search.deleted', resource_type: 'saved_search', resource_id: id, details: { name: row.name, owner_id: row.user_id } });
+      await deps.audit.record(ctx, {
+        action: 'saved_search.deleted',
+        resource_type: 'saved_search',
+        resource_id: id,
+        details: { name: row.name, owner_id: row.user_id },
+      });
       return {};
     },
   };

@@ -33,10 +33,7 @@ export class AgentDirectory {
 
   private readonly orm: MikroORM;
   private readonly ttlMs: number;
-  constructor(
-    orm: MikroORM,
-    ttlMs = 30_000,
-  ) {
+  constructor(orm: MikroORM, ttlMs = 30_000) {
     this.orm = orm;
     this.ttlMs = ttlMs;
   }

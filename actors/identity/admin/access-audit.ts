@@ -19,7 +19,14 @@ interface GrantRow {
   permissions: string[];
 }
 
-const grantOut = (g: GrantRow) => ({ source: g.source, team_id: g.team_id, team_name: g.team_name, role_id: g.role_id, role_name: g.role_name, permissions: g.permissions });
+const grantOut = (g: GrantRow) => ({
+  source: g.source,
+  team_id: g.team_id,
+  team_name: g.team_name,
+  role_id: g.role_id,
+  role_name: g.role_name,
+  permissions: g.permissions,
+});
 
 /** Union of the grants' permissions, in registry order. */
 const merged = (grants: readonly GrantRow[]): string[] => {
@@ -44,11 +51,13 @@ export function accessAuditHandlers(deps: IdentityDeps): IdentityHandlers {
     'svc.identity.access_audit.by_user': async ({ user_id }, { ctx }) => {
       requireAny(ctx, ['roles:read', 'users:read']);
       const em = fork();
-      const [user] = await sql<{ id: string; email: string; display_name: string; status: 'invited' | 'active' | 'disabled'; is_super_admin: boolean }>(
-        em,
-        `SELECT id, email, display_name, status, is_super_admin FROM users WHERE id = ?`,
-        [user_id],
-      );
+      const [user] = await sql<{
+        id: string;
+        email: string;
+        display_name: string;
+        status: 'invited' | 'active' | 'disabled';
+        is_super_admin: boolean;
+      }>(em, `SELECT id, email, display_name, status, is_super_admin FROM users WHERE id = ?`, [user_id]);
       if (!user) throw new DomainError('not_found', 'user not found');
       const rows = await sql<GrantRow & { client_id: string; client_name: string; client_slug: string }>(
         em,
@@ -66,9 +75,20 @@ export function accessAuditHandlers(deps: IdentityDeps): IdentityHandlers {
       );
       // A caller scoped to some clients sees the user's access on those clients only.
       const visible = visibleClients(ctx, ['roles:read', 'users:read']);
-      const clients = [...groupBy(rows.filter((r) => canSee(visible, r.client_id)), (r) => r.client_id).values()].map((grants) => {
+      const clients = [
+        ...groupBy(
+          rows.filter((r) => canSee(visible, r.client_id)),
+          (r) => r.client_id,
+        ).values(),
+      ].map((grants) => {
         const first = grants[0]!;
-        return { client_id: first.client_id, client_name: first.client_name, client_slug: first.client_slug, permissions: merged(grants), grants: grants.map(grantOut) };
+        return {
+          client_id: first.client_id,
+          client_name: first.client_name,
+          client_slug: first.client_slug,
+          permissions: merged(grants),
+          grants: grants.map(grantOut),
+        };
       });
       return { user, clients };
     },
@@ -77,7 +97,9 @@ export function accessAuditHandlers(deps: IdentityDeps): IdentityHandlers {
       requireAny(ctx, ['roles:read', 'clients:read'], client_id);
       const em = fork();
       const client = await findClient(em, client_id);
-      const rows = await sql<GrantRow & { user_id: string; email: string; display_name: string; status: 'invited' | 'active' | 'disabled' }>(
+      const rows = await sql<
+        GrantRow & { user_id: string; email: string; display_name: string; status: 'invited' | 'active' | 'disabled' }
+      >(
         em,
         `SELECT 'direct' AS source, NULL::uuid AS team_id, NULL::text AS team_name, u.id AS user_id, u.email, u.display_name, u.status,
                 r.id AS role_id, r.name AS role_name, r.permissions
@@ -93,9 +115,24 @@ export function accessAuditHandlers(deps: IdentityDeps): IdentityHandlers {
       );
       const users = [...groupBy(rows, (r) => r.user_id).values()].map((grants) => {
         const first = grants[0]!;
-        return { user_id: first.user_id, email: first.email, display_name: first.display_name, status: first.status, permissions: merged(grants), grants: grants.map(grantOut) };
+        return {
+          user_id: first.user_id,
+          email: first.email,
+          display_name: first.display_name,
+          status: first.status,
+          permissions: merged(grants),
+          grants: grants.map(grantOut),
+        };
       });
-      const service_accounts = await sql<{ id: string; name: string; is_active: boolean; all_clients: boolean; role_id: string; role_name: string; permissions: string[] }>(
+      const service_accounts = await sql<{
+        id: string;
+        name: string;
+        is_active: boolean;
+        all_clients: boolean;
+        role_id: string;
+        role_name: string;
+        permissions: string[];
+      }>(
         em,
         `SELECT sa.id, sa.name, sa.is_active, ('*' = ANY(sa.client_scope)) AS all_clients, r.id AS role_id, r.name AS role_name, r.permissions
            FROM service_accounts sa JOIN roles r ON r.id = sa.role_id

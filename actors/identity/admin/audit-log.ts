@@ -17,7 +17,8 @@ interface AuditRow {
   created_at: string;
 }
 
-const COLUMNS = 'id, actor_id, actor_email, actor_type, action, resource_type, resource_id, details, ip_address, user_agent, request_id, created_at';
+const COLUMNS =
+  'id, actor_id, actor_email, actor_type, action, resource_type, resource_id, details, ip_address, user_agent, request_id, created_at';
 
 /** The audit log, newest first. Entries are written by the audit actor from the event stream. */
 export function auditLogHandlers(deps: IdentityDeps): IdentityHandlers {
@@ -45,7 +46,8 @@ export function auditLogHandlers(deps: IdentityDeps): IdentityHandlers {
         (rows: AuditRow[]) =>
           rows.map((r) => ({
             ...r,
-            details: typeof r.details === 'string' ? (JSON.parse(r.details) as Record<string, unknown>) : (r.details ?? {}),
+            details:
+              typeof r.details === 'string' ? (JSON.parse(r.details) as Record<string, unknown>) : (r.details ?? {}),
             created_at: iso(r.created_at),
           })),
       );

@@ -7,7 +7,17 @@ import type { Handlers } from '../../runtime/serve.ts';
 /** The handler table type of the identity domain's admin actor. */
 export type IdentityHandlers = Handlers<Cat, 'identity'>;
 
-export { conflictOnDuplicate, findById, iso, isoOrNull, isUniqueViolation, offsetOf, pageOf, sql, type Page } from '../../runtime/stores/sql.ts';
+export {
+  conflictOnDuplicate,
+  findById,
+  iso,
+  isoOrNull,
+  isUniqueViolation,
+  offsetOf,
+  pageOf,
+  sql,
+  type Page,
+} from '../../runtime/stores/sql.ts';
 import { sql } from '../../runtime/stores/sql.ts';
 
 /** Passes when the caller holds any of `permissions` (on any client, or on `clientId` when given). */
@@ -16,8 +26,18 @@ export function requireAny(ctx: CallerContext, permissions: readonly string[], c
   const ok =
     access !== undefined &&
     (access.super_admin ||
-      permissions.some((p) => access.all_clients.includes(p) || (clientId !== undefined ? (access.clients[clientId]?.includes(p) ?? false) : Object.values(access.clients).some((ps) => ps.includes(p)))));
-  if (!ok) throw new DomainError('forbidden', `missing permission ${permissions.join(' or ')}${clientId ? ' on this client' : ''}`);
+      permissions.some(
+        (p) =>
+          access.all_clients.includes(p) ||
+          (clientId !== undefined
+            ? (access.clients[clientId]?.includes(p) ?? false)
+            : Object.values(access.clients).some((ps) => ps.includes(p))),
+      ));
+  if (!ok)
+    throw new DomainError(
+      'forbidden',
+      `missing permission ${permissions.join(' or ')}${clientId ? ' on this client' : ''}`,
+    );
 }
 
 /**
@@ -35,27 +55,40 @@ export function visibleClients(ctx: CallerContext, permissions: readonly string[
       .map(([id]) => id),
   );
 }
-export const canSee = (visible: 'all' | Set<string>, clientId: string): boolean => visible === 'all' || visible.has(clientId);
+export const canSee = (visible: 'all' | Set<string>, clientId: string): boolean =>
+  visible === 'all' || visible.has(clientId);
 
 /**
  * Privilege-escalation guard: a caller may only hand out permissions it holds itself, on every client the grant
  * reaches (`'all'` = every client, present and future: only super admins and callers holding them on all clients).
  * Super admins pass.
  */
-export function assertCanGrant(ctx: CallerContext, permissions: readonly string[], clients: 'all' | readonly string[]): void {
+export function assertCanGrant(
+  ctx: CallerContext,
+  permissions: readonly string[],
+  clients: 'all' | readonly string[],
+): void {
   const access = ctx.access;
   if (!access) throw new DomainError('forbidden', 'no access');
   if (access.super_admin) return;
   const all = new Set(access.all_clients);
   if (clients === 'all') {
     const missing = permissions.filter((p) => !all.has(p));
-    if (missing.length > 0) throw new DomainError('forbidden', `cannot grant on all clients permissions you do not hold on all clients: ${missing.slice(0, 10).join(', ')}`);
+    if (missing.length > 0)
+      throw new DomainError(
+        'forbidden',
+        `cannot grant on all clients permissions you do not hold on all clients: ${missing.slice(0, 10).join(', ')}`,
+      );
     return;
   }
   for (const clientId of clients) {
     const held = new Set([...all, ...(access.clients[clientId] ?? [])]);
     const missing = permissions.filter((p) => !held.has(p));
-    if (missing.length > 0) throw new DomainError('forbidden', `cannot grant permissions you do not hold on client ${clientId}: ${missing.slice(0, 10).join(', ')}`);
+    if (missing.length > 0)
+      throw new DomainError(
+        'forbidden',
+        `cannot grant permissions you do not hold on client ${clientId}: ${missing.slice(0, 10).join(', ')}`,
+      );
   }
 }
 
@@ -66,11 +99,20 @@ export function assertCanGrant(ctx: CallerContext, permissions: readonly string[
  * to client B. `'all'` (super admins, service accounts scoped `["*"]`) needs super admin or the permission on all
  * clients. Reaching no client at all leaves only the plain permission check the caller already passed.
  */
-export function requireOnEvery(ctx: CallerContext, permission: string, clients: 'all' | readonly string[], what: string): void {
+export function requireOnEvery(
+  ctx: CallerContext,
+  permission: string,
+  clients: 'all' | readonly string[],
+  what: string,
+): void {
   const access = ctx.access;
   if (!access) throw new DomainError('forbidden', 'no access');
   if (access.super_admin || access.all_clients.includes(permission)) return;
-  if (clients === 'all') throw new DomainError('forbidden', `${what} reaches every client: only a super admin or a holder of ${permission} on all clients may change it`);
+  if (clients === 'all')
+    throw new DomainError(
+      'forbidden',
+      `${what} reaches every client: only a super admin or a holder of ${permission} on all clients may change it`,
+    );
   if (clients.some((c) => !(access.clients[c]?.includes(permission) ?? false)))
     throw new DomainError('forbidden', `missing permission ${permission} on a client ${what} reaches`);
 }
@@ -114,4 +156,5 @@ export async function findClient(em: EntityManager, clientId: string): Promise<C
 }
 
 /** The user id of a signed-in caller, or undefined for service accounts. */
-export const callerUserId = (ctx: CallerContext): string | undefined => (ctx.principal.kind === 'user' ? ctx.principal.user_id : undefined);
+export const callerUserId = (ctx: CallerContext): string | undefined =>
+  ctx.principal.kind === 'user' ? ctx.principal.user_id : undefined;

@@ -6,7 +6,17 @@ import { DomainError } from '../../../contracts/errors.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { ALL_PERMISSIONS, isKnownPermission } from '../permissions.ts';
 import { toPgArray } from '../seed.ts';
-import { assertCanGrant, canSee, conflictOnDuplicate, iso, requireOnEvery, sql, visibleClients, type IdentityHandlers, findById } from './common.ts';
+import {
+  assertCanGrant,
+  canSee,
+  conflictOnDuplicate,
+  iso,
+  requireOnEvery,
+  sql,
+  visibleClients,
+  type IdentityHandlers,
+  findById,
+} from './common.ts';
 
 interface RoleRow {
   id: string;
@@ -21,12 +31,17 @@ interface RoleRow {
 const COLUMNS = `id, name, description, permissions, is_system, created_at, updated_at`;
 const out = (r: RoleRow): Role => ({ ...r, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
 
-const findRoleRow = (em: EntityManager, id: string, lock = false): Promise<RoleRow> => findById<RoleRow>(em, 'roles', COLUMNS, id, 'role', lock);
+const findRoleRow = (em: EntityManager, id: string, lock = false): Promise<RoleRow> =>
+  findById<RoleRow>(em, 'roles', COLUMNS, id, 'role', lock);
 
 /** Deduplicated, registry-checked, in registry order; an unknown permission is a 400 naming it. */
 function checkPermissions(permissions: readonly string[]): string[] {
   const unknown = [...new Set(permissions.filter((p) => !isKnownPermission(p)))];
-  if (unknown.length > 0) throw new DomainError('bad_request', `body.permissions: unknown permission${unknown.length > 1 ? 's' : ''} ${unknown.slice(0, 10).join(', ')}`);
+  if (unknown.length > 0)
+    throw new DomainError(
+      'bad_request',
+      `body.permissions: unknown permission${unknown.length > 1 ? 's' : ''} ${unknown.slice(0, 10).join(', ')}`,
+    );
   const wanted = new Set(permissions);
   return ALL_PERMISSIONS.filter((p) => wanted.has(p));
 }
@@ -39,7 +54,11 @@ const DUPLICATE_NAME = 'a role with this name already exists';
 
 /** Clients a role currently grants access on ('all' when a service account holds it with scope ["*"]). */
 async function clientsReachedBy(em: EntityManager, roleId: string): Promise<'all' | string[]> {
-  const [star] = await sql<{ n: number }>(em, `SELECT count(*)::int AS n FROM service_accounts WHERE role_id = ? AND '*' = ANY(client_scope)`, [roleId]);
+  const [star] = await sql<{ n: number }>(
+    em,
+    `SELECT count(*)::int AS n FROM service_accounts WHERE role_id = ? AND '*' = ANY(client_scope)`,
+    [roleId],
+  );
   if ((star?.n ?? 0) > 0) return 'all';
   const rows = await sql<{ client_id: string }>(
     em,
@@ -58,7 +77,10 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
     'svc.identity.roles.list': async (_input, { ctx }) => {
       requirePermission(ctx, 'roles:read');
       // System roles first in their fixed order (their ids sort that way), then custom roles by name.
-      const rows = await sql<RoleRow>(fork(), `SELECT ${COLUMNS} FROM roles ORDER BY is_system DESC, CASE WHEN is_system THEN id::text END, lower(name) COLLATE "C", id`);
+      const rows = await sql<RoleRow>(
+        fork(),
+        `SELECT ${COLUMNS} FROM roles ORDER BY is_system DESC, CASE WHEN is_system THEN id::text END, lower(name) COLLATE "C", id`,
+      );
       return rows.map(out);
     },
 
@@ -74,9 +96,18 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
       const em = fork();
       // is_system is never taken from the request: every role created here is a custom role.
       await conflictOnDuplicate(DUPLICATE_NAME, () =>
-        sql(em, `INSERT INTO roles (id, name, description, permissions, is_system) VALUES (?, ?, ?, ?::text[], false)`, [id, name, description, toPgArray(perms)]),
+        sql(
+          em,
+          `INSERT INTO roles (id, name, description, permissions, is_system) VALUES (?, ?, ?, ?::text[], false)`,
+          [id, name, description, toPgArray(perms)],
+        ),
       );
-      await deps.audit.record(ctx, { action: 'role.created', resource_type: 'role', resource_id: id, details: { name, description, permissions: perms } });
+      await deps.audit.record(ctx, {
+        action: 'role.created',
+        resource_type: 'role',
+        resource_id: id,
+        details: { name, description, permissions: perms },
+      });
       return out(await findRoleRow(em, id));
     },
 
@@ -90,8 +121,10 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
         const reach = await clientsReachedBy(tx, input.id);
         requireOnEvery(ctx, 'roles:write', reach, 'this role');
         const changes: Record<string, unknown> = {};
-        if (input.name !== undefined && input.name !== before.name) changes.name = { from: before.name, to: input.name };
-        if (input.description !== undefined && input.description !== before.description) changes.description = { from: before.description, to: input.description };
+        if (input.name !== undefined && input.name !== before.name)
+          changes.name = { from: before.name, to: input.name };
+        if (input.description !== undefined && input.description !== before.description)
+          changes.description = { from: before.description, to: input.description };
         if (perms !== undefined) {
           const added = perms.filter((p) => !before.permissions.includes(p));
           const removed = before.permissions.filter((p) => !perms.includes(p));
@@ -103,18 +136,27 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
         }
         if (Object.keys(changes).length > 0)
           await conflictOnDuplicate(DUPLICATE_NAME, () =>
-            sql(tx, `UPDATE roles SET name = COALESCE(?, name), description = COALESCE(?, description), permissions = COALESCE(?::text[], permissions), updated_at = now() WHERE id = ?`, [
-              changes.name ? input.name : null,
-              changes.description ? input.description : null,
-              changes.permissions && perms ? toPgArray(perms) : null,
-              input.id,
-            ]),
+            sql(
+              tx,
+              `UPDATE roles SET name = COALESCE(?, name), description = COALESCE(?, description), permissions = COALESCE(?::text[], permissions), updated_at = now() WHERE id = ?`,
+              [
+                changes.name ? input.name : null,
+                changes.description ? input.description : null,
+                changes.permissions && perms ? toPgArray(perms) : null,
+                input.id,
+              ],
+            ),
           );
         return { before, changes };
       });
       if (changes.permissions) await deps.access.invalidateRole(input.id);
       if (Object.keys(changes).length > 0)
-        await deps.audit.record(ctx, { action: 'role.updated', resource_type: 'role', resource_id: input.id, details: { name: before.name, changes } });
+        await deps.audit.record(ctx, {
+          action: 'role.updated',
+          resource_type: 'role',
+          resource_id: input.id,
+          details: { name: before.name, changes },
+        });
       return out(await findRoleRow(fork(), input.id));
     },
 
@@ -138,7 +180,12 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
         await sql(tx, `DELETE FROM roles WHERE id = ?`, [id]);
         return role;
       });
-      await deps.audit.record(ctx, { action: 'role.deleted', resource_type: 'role', resource_id: id, details: { name: role.name, permissions: role.permissions } });
+      await deps.audit.record(ctx, {
+        action: 'role.deleted',
+        resource_type: 'role',
+        resource_id: id,
+        details: { name: role.name, permissions: role.permissions },
+      });
       return {};
     },
 
@@ -148,7 +195,14 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
       await findRoleRow(em, id);
       const visible = visibleClients(ctx, ['roles:read']);
       const users = (
-        await sql<{ user_id: string; email: string; display_name: string; client_id: string; client_name: string; client_slug: string }>(
+        await sql<{
+          user_id: string;
+          email: string;
+          display_name: string;
+          client_id: string;
+          client_name: string;
+          client_slug: string;
+        }>(
           em,
           `SELECT u.id AS user_id, u.email, u.display_name, c.id AS client_id, c.name AS client_name, c.slug AS client_slug
              FROM user_client_roles ucr JOIN users u ON u.id = ucr.user_id JOIN clients c ON c.id = ucr.client_id
@@ -156,20 +210,33 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
           [id],
         )
       ).filter((u) => canSee(visible, u.client_id));
-      const memberships = await sql<{ team_id: string; team_name: string; user_id: string; email: string; display_name: string }>(
+      const memberships = await sql<{
+        team_id: string;
+        team_name: string;
+        user_id: string;
+        email: string;
+        display_name: string;
+      }>(
         em,
         `SELECT t.id AS team_id, t.name AS team_name, u.id AS user_id, u.email, u.display_name
            FROM team_members tm JOIN teams t ON t.id = tm.team_id JOIN users u ON u.id = tm.user_id
           WHERE tm.role_id = ? ORDER BY lower(t.name), t.id, lower(u.email)`,
         [id],
       );
-      const teams = new Map<string, { team_id: string; team_name: string; members: { user_id: string; email: string; display_name: string }[] }>();
+      const teams = new Map<
+        string,
+        { team_id: string; team_name: string; members: { user_id: string; email: string; display_name: string }[] }
+      >();
       for (const m of memberships) {
         const team = teams.get(m.team_id) ?? { team_id: m.team_id, team_name: m.team_name, members: [] };
         team.members.push({ user_id: m.user_id, email: m.email, display_name: m.display_name });
         teams.set(m.team_id, team);
       }
-      const service_accounts = await sql<{ id: string; name: string; is_active: boolean }>(em, `SELECT id, name, is_active FROM service_accounts WHERE role_id = ? ORDER BY lower(name), id`, [id]);
+      const service_accounts = await sql<{ id: string; name: string; is_active: boolean }>(
+        em,
+        `SELECT id, name, is_active FROM service_accounts WHERE role_id = ? ORDER BY lower(name), id`,
+        [id],
+      );
       return { role_id: id, users, teams: [...teams.values()], service_accounts };
     },
 

@@ -6,7 +6,17 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { sha256 } from '../crypto.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { toPgArray } from '../seed.ts';
-import { assertCanGrant, callerUserId, findRole, iso, isoOrNull, pageOf, requireOnEvery, sql, type IdentityHandlers } from './common.ts';
+import {
+  assertCanGrant,
+  callerUserId,
+  findRole,
+  iso,
+  isoOrNull,
+  pageOf,
+  requireOnEvery,
+  sql,
+  type IdentityHandlers,
+} from './common.ts';
 
 interface SaRow {
   id: string;
@@ -47,7 +57,11 @@ const out = (s: SaRow): ServiceAccount => ({
 });
 
 async function findSa(em: EntityManager, id: string, lock = false): Promise<SaRow> {
-  const [sa] = await sql<SaRow>(em, `SELECT ${COLUMNS} FROM ${FROM} WHERE sa.id = ?${lock ? ' FOR UPDATE OF sa' : ''}`, [id]);
+  const [sa] = await sql<SaRow>(
+    em,
+    `SELECT ${COLUMNS} FROM ${FROM} WHERE sa.id = ?${lock ? ' FOR UPDATE OF sa' : ''}`,
+    [id],
+  );
   if (!sa) throw new DomainError('not_found', 'service account not found');
   return sa;
 }
@@ -56,9 +70,15 @@ async function findSa(em: EntityManager, id: string, lock = false): Promise<SaRo
 async function resolveScope(em: EntityManager, scope: readonly string[]): Promise<'all' | string[]> {
   if (scope.length === 1 && scope[0] === '*') return 'all';
   const ids = [...new Set(scope)];
-  const found = new Set((await sql<{ id: string }>(em, `SELECT id FROM clients WHERE id IN (?)`, [ids])).map((r) => r.id));
+  const found = new Set(
+    (await sql<{ id: string }>(em, `SELECT id FROM clients WHERE id IN (?)`, [ids])).map((r) => r.id),
+  );
   const missing = ids.filter((id) => !found.has(id));
-  if (missing.length > 0) throw new DomainError('not_found', `client${missing.length > 1 ? 's' : ''} not found: ${missing.slice(0, 10).join(', ')}`);
+  if (missing.length > 0)
+    throw new DomainError(
+      'not_found',
+      `client${missing.length > 1 ? 's' : ''} not found: ${missing.slice(0, 10).join(', ')}`,
+    );
   return ids;
 }
 
@@ -84,7 +104,12 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
   return {
     'svc.identity.service_accounts.list': async ({ page, per_page }, { ctx }) => {
       requirePermission(ctx, 'users:read');
-      return pageOf(fork(), { columns: COLUMNS, from: FROM, order: 'sa.created_at DESC, sa.id' }, { page, per_page }, (rows: SaRow[]) => rows.map(out));
+      return pageOf(
+        fork(),
+        { columns: COLUMNS, from: FROM, order: 'sa.created_at DESC, sa.id' },
+        { page, per_page },
+        (rows: SaRow[]) => rows.map(out),
+      );
     },
 
     'svc.identity.service_accounts.get': async ({ id }, { ctx }) => {
@@ -106,7 +131,17 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
           tx,
           `INSERT INTO service_accounts (id, name, description, role_id, client_scope, expires_at, api_key_hash, api_key_prefix, created_by)
            VALUES (?, ?, ?, ?, ?::text[], ?, ?, ?, ?)`,
-          [id, input.name, input.description, input.role_id, toPgArray(scopeArray(scope)), expiresAt, hash, prefix, callerUserId(ctx) ?? null],
+          [
+            id,
+            input.name,
+            input.description,
+            input.role_id,
+            toPgArray(scopeArray(scope)),
+            expiresAt,
+            hash,
+            prefix,
+            callerUserId(ctx) ?? null,
+          ],
         );
         return scope;
       });
@@ -114,7 +149,13 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'service_account.created',
         resource_type: 'service_account',
         resource_id: id,
-        details: { name: input.name, role_id: input.role_id, client_scope: scopeArray(scope), expires_at: expiresAt?.toISOString() ?? null, api_key_prefix: prefix },
+        details: {
+          name: input.name,
+          role_id: input.role_id,
+          client_scope: scopeArray(scope),
+          expires_at: expiresAt?.toISOString() ?? null,
+          api_key_prefix: prefix,
+        },
       });
       return { ...out(await findSa(em, id)), api_key: key };
     },
@@ -129,8 +170,10 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
         requireOnEvery(ctx, 'users:write', scopeOf(sa.client_scope), 'this service account');
         const changes: Record<string, { from: unknown; to: unknown }> = {};
         if (input.name !== undefined && input.name !== sa.name) changes.name = { from: sa.name, to: input.name };
-        if (input.description !== undefined && input.description !== sa.description) changes.description = { from: sa.description, to: input.description };
-        if (input.role_id !== undefined && input.role_id !== sa.role_id) changes.role_id = { from: sa.role_id, to: input.role_id };
+        if (input.description !== undefined && input.description !== sa.description)
+          changes.description = { from: sa.description, to: input.description };
+        if (input.role_id !== undefined && input.role_id !== sa.role_id)
+          changes.role_id = { from: sa.role_id, to: input.role_id };
         let scope = scopeOf(sa.client_scope);
         if (input.client_scope !== undefined) {
           scope = await resolveScope(tx, input.client_scope);
@@ -138,8 +181,10 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
           if (next.join(',') !== sa.client_scope.join(',')) changes.client_scope = { from: sa.client_scope, to: next };
         }
         const currentExpiry = isoOrNull(sa.expires_at);
-        if (expiresAt !== undefined && (expiresAt?.toISOString() ?? null) !== currentExpiry) changes.expires_at = { from: currentExpiry, to: expiresAt?.toISOString() ?? null };
-        if (input.is_active !== undefined && input.is_active !== sa.is_active) changes.is_active = { from: sa.is_active, to: input.is_active };
+        if (expiresAt !== undefined && (expiresAt?.toISOString() ?? null) !== currentExpiry)
+          changes.expires_at = { from: currentExpiry, to: expiresAt?.toISOString() ?? null };
+        if (input.is_active !== undefined && input.is_active !== sa.is_active)
+          changes.is_active = { from: sa.is_active, to: input.is_active };
         if (Object.keys(changes).length === 0) return { hash: sa.api_key_hash, changes };
         // Anything that lets the key do more (new role or scope, reactivation, a later expiry) is a grant by the caller.
         if (changes.role_id || changes.client_scope || changes.expires_at || changes.is_active?.to === true) {
@@ -164,7 +209,12 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
       if (Object.keys(changes).length > 0) {
         // The key's cached access is dropped at once: the next request with it sees the change.
         await deps.access.invalidateApiKeys([hash]);
-        await deps.audit.record(ctx, { action: 'service_account.updated', resource_type: 'service_account', resource_id: input.id, details: { changes } });
+        await deps.audit.record(ctx, {
+          action: 'service_account.updated',
+          resource_type: 'service_account',
+          resource_id: input.id,
+          details: { changes },
+        });
       }
       return out(await findSa(fork(), input.id));
     },
@@ -178,7 +228,12 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
         return sa;
       });
       await deps.access.invalidateApiKeys([removed.api_key_hash]);
-      await deps.audit.record(ctx, { action: 'service_account.deleted', resource_type: 'service_account', resource_id: id, details: { name: removed.name, api_key_prefix: removed.api_key_prefix } });
+      await deps.audit.record(ctx, {
+        action: 'service_account.deleted',
+        resource_type: 'service_account',
+        resource_id: id,
+        details: { name: removed.name, api_key_prefix: removed.api_key_prefix },
+      });
       return {};
     },
   };

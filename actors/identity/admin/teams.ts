@@ -6,7 +6,20 @@ import { TEAM_MEMBER_IMMUTABLE, type Team } from '../../../contracts/domains/ide
 import { DomainError } from '../../../contracts/errors.ts';
 import { refuseChanges } from '../../../contracts/immutable.ts';
 import type { IdentityDeps } from '../deps.ts';
-import { assertCanGrant, canSee, conflictOnDuplicate, findClient, findRole, iso, pageOf, requireOnEvery, sql, visibleClients, type IdentityHandlers, findById } from './common.ts';
+import {
+  assertCanGrant,
+  canSee,
+  conflictOnDuplicate,
+  findClient,
+  findRole,
+  iso,
+  pageOf,
+  requireOnEvery,
+  sql,
+  visibleClients,
+  type IdentityHandlers,
+  findById,
+} from './common.ts';
 
 interface TeamRow {
   id: string;
@@ -57,13 +70,16 @@ async function withMembers(em: EntityManager, ctx: CallerContext, teams: TeamRow
     name: t.name,
     description: t.description,
     members: members.filter((m) => m.team_id === t.id).map(({ team_id: _t, ...m }) => m),
-    clients: clients.filter((c) => c.team_id === t.id && canSee(visible, c.client_id)).map(({ team_id: _t, ...c }) => c),
+    clients: clients
+      .filter((c) => c.team_id === t.id && canSee(visible, c.client_id))
+      .map(({ team_id: _t, ...c }) => c),
     created_at: iso(t.created_at),
     updated_at: iso(t.updated_at),
   }));
 }
 
-const findTeam = (em: EntityManager, id: string, lock = false): Promise<TeamRow> => findById<TeamRow>(em, 'teams', TEAM_COLUMNS, id, 'team', lock);
+const findTeam = (em: EntityManager, id: string, lock = false): Promise<TeamRow> =>
+  findById<TeamRow>(em, 'teams', TEAM_COLUMNS, id, 'team', lock);
 
 async function teamDetail(em: EntityManager, ctx: CallerContext, id: string): Promise<Team> {
   const [team] = await withMembers(em, ctx, [await findTeam(em, id)]);
@@ -72,7 +88,9 @@ async function teamDetail(em: EntityManager, ctx: CallerContext, id: string): Pr
 }
 
 const teamClientIds = async (em: EntityManager, teamId: string): Promise<string[]> =>
-  (await sql<{ client_id: string }>(em, `SELECT client_id FROM team_clients WHERE team_id = ?`, [teamId])).map((r) => r.client_id);
+  (await sql<{ client_id: string }>(em, `SELECT client_id FROM team_clients WHERE team_id = ?`, [teamId])).map(
+    (r) => r.client_id,
+  );
 
 /** Changing a team changes access on every client it is linked to: the caller needs `permission` on each of them. */
 async function guardTeam(em: EntityManager, ctx: CallerContext, teamId: string, permission: string): Promise<string[]> {
@@ -90,7 +108,12 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
     'svc.identity.teams.list': async ({ page, per_page }, { ctx }) => {
       requirePermission(ctx, 'teams:read');
       const em = fork();
-      return pageOf(em, { columns: TEAM_COLUMNS, from: 'teams', order: 'lower(name), id' }, { page, per_page }, (rows: TeamRow[]) => withMembers(em, ctx, rows));
+      return pageOf(
+        em,
+        { columns: TEAM_COLUMNS, from: 'teams', order: 'lower(name), id' },
+        { page, per_page },
+        (rows: TeamRow[]) => withMembers(em, ctx, rows),
+      );
     },
 
     'svc.identity.teams.get': async ({ id }, { ctx }) => {
@@ -102,8 +125,15 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       requirePermission(ctx, 'teams:write');
       const id = randomUUID();
       const em = fork();
-      await conflictOnDuplicate(DUPLICATE_NAME, () => sql(em, `INSERT INTO teams (id, name, description) VALUES (?, ?, ?)`, [id, name, description]));
-      await deps.audit.record(ctx, { action: 'team.created', resource_type: 'team', resource_id: id, details: { name, description } });
+      await conflictOnDuplicate(DUPLICATE_NAME, () =>
+        sql(em, `INSERT INTO teams (id, name, description) VALUES (?, ?, ?)`, [id, name, description]),
+      );
+      await deps.audit.record(ctx, {
+        action: 'team.created',
+        resource_type: 'team',
+        resource_id: id,
+        details: { name, description },
+      });
       return teamDetail(em, ctx, id);
     },
 
@@ -114,18 +144,25 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         await guardTeam(tx, ctx, team.id, 'teams:write');
         const changes: Record<string, { from: string; to: string }> = {};
         if (input.name !== undefined && input.name !== team.name) changes.name = { from: team.name, to: input.name };
-        if (input.description !== undefined && input.description !== team.description) changes.description = { from: team.description, to: input.description };
+        if (input.description !== undefined && input.description !== team.description)
+          changes.description = { from: team.description, to: input.description };
         if (Object.keys(changes).length > 0)
           await conflictOnDuplicate(DUPLICATE_NAME, () =>
-            sql(tx, `UPDATE teams SET name = COALESCE(?, name), description = COALESCE(?, description), updated_at = now() WHERE id = ?`, [
-              changes.name ? input.name : null,
-              changes.description ? input.description : null,
-              input.id,
-            ]),
+            sql(
+              tx,
+              `UPDATE teams SET name = COALESCE(?, name), description = COALESCE(?, description), updated_at = now() WHERE id = ?`,
+              [changes.name ? input.name : null, changes.description ? input.description : null, input.id],
+            ),
           );
         return changes;
       });
-      if (Object.keys(changes).length > 0) await deps.audit.record(ctx, { action: 'team.updated', resource_type: 'team', resource_id: input.id, details: { changes } });
+      if (Object.keys(changes).length > 0)
+        await deps.audit.record(ctx, {
+          action: 'team.updated',
+          resource_type: 'team',
+          resource_id: input.id,
+          details: { changes },
+        });
       return teamDetail(fork(), ctx, input.id);
     },
 
@@ -134,13 +171,20 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       const { team, members, clients } = await fork().transactional(async (tx) => {
         const team = await findTeam(tx, id, true);
         const clients = await guardTeam(tx, ctx, id, 'teams:delete');
-        const members = (await sql<{ user_id: string }>(tx, `SELECT user_id FROM team_members WHERE team_id = ?`, [id])).map((m) => m.user_id);
+        const members = (
+          await sql<{ user_id: string }>(tx, `SELECT user_id FROM team_members WHERE team_id = ?`, [id])
+        ).map((m) => m.user_id);
         // Memberships and client links go with the team (ON DELETE CASCADE).
         await sql(tx, `DELETE FROM teams WHERE id = ?`, [id]);
         return { team, members, clients };
       });
       await deps.access.invalidateUsers(members);
-      await deps.audit.record(ctx, { action: 'team.deleted', resource_type: 'team', resource_id: id, details: { name: team.name, member_ids: members, client_ids: clients } });
+      await deps.audit.record(ctx, {
+        action: 'team.deleted',
+        resource_type: 'team',
+        resource_id: id,
+        details: { name: team.name, member_ids: members, client_ids: clients },
+      });
       return {};
     },
 
@@ -160,7 +204,12 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         return role;
       });
       await deps.access.invalidateUsers([user_id]);
-      await deps.audit.record(ctx, { action: 'team.member.added', resource_type: 'team', resource_id: team_id, details: { user_id, role_id, role_name: role.name } });
+      await deps.audit.record(ctx, {
+        action: 'team.member.added',
+        resource_type: 'team',
+        resource_id: team_id,
+        details: { user_id, role_id, role_name: role.name },
+      });
       return teamDetail(fork(), ctx, team_id);
     },
 
@@ -169,12 +218,20 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       const { role, previous } = await fork().transactional(async (tx) => {
         await findTeam(tx, team_id, true);
         const clients = await guardTeam(tx, ctx, team_id, 'teams:write');
-        const [member] = await sql<{ role_id: string }>(tx, `SELECT role_id FROM team_members WHERE team_id = ? AND user_id = ?`, [team_id, user_id]);
+        const [member] = await sql<{ role_id: string }>(
+          tx,
+          `SELECT role_id FROM team_members WHERE team_id = ? AND user_id = ?`,
+          [team_id, user_id],
+        );
         if (!member) throw new DomainError('not_found', 'the user is not a member of this team');
         refuseChanges(sent, { user_id }, TEAM_MEMBER_IMMUTABLE);
         const role = await findRole(tx, role_id);
         assertCanGrant(ctx, role.permissions, clients);
-        await sql(tx, `UPDATE team_members SET role_id = ? WHERE team_id = ? AND user_id = ?`, [role_id, team_id, user_id]);
+        await sql(tx, `UPDATE team_members SET role_id = ? WHERE team_id = ? AND user_id = ?`, [
+          role_id,
+          team_id,
+          user_id,
+        ]);
         return { role, previous: member.role_id };
       });
       await deps.access.invalidateUsers([user_id]);
@@ -192,10 +249,19 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       const em = fork();
       await findTeam(em, team_id);
       await guardTeam(em, ctx, team_id, 'teams:write');
-      const removed = await sql<{ role_id: string }>(em, `DELETE FROM team_members WHERE team_id = ? AND user_id = ? RETURNING role_id`, [team_id, user_id]);
+      const removed = await sql<{ role_id: string }>(
+        em,
+        `DELETE FROM team_members WHERE team_id = ? AND user_id = ? RETURNING role_id`,
+        [team_id, user_id],
+      );
       if (removed.length === 0) throw new DomainError('not_found', 'the user is not a member of this team');
       await deps.access.invalidateUsers([user_id]);
-      await deps.audit.record(ctx, { action: 'team.member.removed', resource_type: 'team', resource_id: team_id, details: { user_id, role_id: removed[0]?.role_id } });
+      await deps.audit.record(ctx, {
+        action: 'team.member.removed',
+        resource_type: 'team',
+        resource_id: team_id,
+        details: { user_id, role_id: removed[0]?.role_id },
+      });
       return {};
     },
 
@@ -211,12 +277,19 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
           [team_id],
         );
         assertCanGrant(ctx, [...new Set(roles.flatMap((r) => r.permissions))], [client_id]);
-        await conflictOnDuplicate('the client is already linked to this team', () => sql(tx, `INSERT INTO team_clients (team_id, client_id) VALUES (?, ?)`, [team_id, client_id]));
+        await conflictOnDuplicate('the client is already linked to this team', () =>
+          sql(tx, `INSERT INTO team_clients (team_id, client_id) VALUES (?, ?)`, [team_id, client_id]),
+        );
         return roles.map((r) => r.user_id);
       });
       await deps.access.invalidateUsers(members);
       await deps.access.invalidateTeam(team_id);
-      await deps.audit.record(ctx, { action: 'team.client.added', resource_type: 'team', resource_id: team_id, details: { client_id } });
+      await deps.audit.record(ctx, {
+        action: 'team.client.added',
+        resource_type: 'team',
+        resource_id: team_id,
+        details: { client_id },
+      });
       return teamDetail(fork(), ctx, team_id);
     },
 
@@ -224,10 +297,19 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
       requirePermission(ctx, 'teams:write', client_id);
       const em = fork();
       await findTeam(em, team_id);
-      const removed = await sql<{ client_id: string }>(em, `DELETE FROM team_clients WHERE team_id = ? AND client_id = ? RETURNING client_id`, [team_id, client_id]);
+      const removed = await sql<{ client_id: string }>(
+        em,
+        `DELETE FROM team_clients WHERE team_id = ? AND client_id = ? RETURNING client_id`,
+        [team_id, client_id],
+      );
       if (removed.length === 0) throw new DomainError('not_found', 'the client is not linked to this team');
       await deps.access.invalidateTeam(team_id);
-      await deps.audit.record(ctx, { action: 'team.client.removed', resource_type: 'team', resource_id: team_id, details: { client_id } });
+      await deps.audit.record(ctx, {
+        action: 'team.client.removed',
+        resource_type: 'team',
+        resource_id: team_id,
+        details: { client_id },
+      });
       return {};
     },
   };

@@ -2,7 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import { requirePermission } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
-import { ASSIGNMENT_IMMUTABLE, USER_IMMUTABLE, type UserDetail, type UserSummary } from '../../../contracts/domains/identity-admin.ts';
+import {
+  ASSIGNMENT_IMMUTABLE,
+  USER_IMMUTABLE,
+  type UserDetail,
+  type UserSummary,
+} from '../../../contracts/domains/identity-admin.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { refuseChanges } from '../../../contracts/immutable.ts';
 import type { IdentityDeps } from '../deps.ts';
@@ -58,7 +63,8 @@ const summary = (u: UserRow): UserSummary => ({
   created_at: iso(u.created_at),
 });
 
-const findUser = (em: EntityManager, id: string, lock = false): Promise<UserRow> => findById<UserRow>(em, 'users', USER_COLUMNS, id, 'user', lock);
+const findUser = (em: EntityManager, id: string, lock = false): Promise<UserRow> =>
+  findById<UserRow>(em, 'users', USER_COLUMNS, id, 'user', lock);
 
 interface AssignmentRow {
   client_id: string;
@@ -70,7 +76,12 @@ interface AssignmentRow {
 }
 
 /** A user's direct assignments, limited to the clients the caller may see users of. */
-async function assignmentsOf(em: EntityManager, ctx: CallerContext, userId: string, clientId?: string): Promise<AssignmentRow[]> {
+async function assignmentsOf(
+  em: EntityManager,
+  ctx: CallerContext,
+  userId: string,
+  clientId?: string,
+): Promise<AssignmentRow[]> {
   const rows = await sql<AssignmentRow>(
     em,
     `SELECT c.id AS client_id, c.name AS client_name, c.slug AS client_slug, r.id AS role_id, r.name AS role_name, ucr.created_at
@@ -94,8 +105,23 @@ async function detail(em: EntityManager, ctx: CallerContext, id: string): Promis
       WHERE tm.user_id = ? ORDER BY lower(t.name), t.id`,
     [id],
   );
-  const clients = (await assignmentsOf(em, ctx, id)).map(({ client_id, client_name, client_slug, role_id, role_name }) => ({ client_id, client_name, client_slug, role_id, role_name }));
-  return { ...summary(user), auth_provider: user.auth_provider, auth_provider_id: user.auth_provider_id, updated_at: iso(user.updated_at), teams, clients };
+  const clients = (await assignmentsOf(em, ctx, id)).map(
+    ({ client_id, client_name, client_slug, role_id, role_name }) => ({
+      client_id,
+      client_name,
+      client_slug,
+      role_id,
+      role_name,
+    }),
+  );
+  return {
+    ...summary(user),
+    auth_provider: user.auth_provider,
+    auth_provider_id: user.auth_provider_id,
+    updated_at: iso(user.updated_at),
+    teams,
+    clients,
+  };
 }
 
 /**
@@ -107,7 +133,12 @@ async function guardTarget(em: EntityManager, ctx: CallerContext, userId: string
   requireOnEvery(ctx, permission, await clientsOfUser(em, userId), 'this user');
 }
 
-async function revokeAllSessions(em: EntityManager, deps: IdentityDeps, userId: string, reason: string): Promise<number> {
+async function revokeAllSessions(
+  em: EntityManager,
+  deps: IdentityDeps,
+  userId: string,
+  reason: string,
+): Promise<number> {
   const rows = await sql<{ id: string }>(
     em,
     `UPDATE sessions SET is_revoked = true, revoked_at = ?, revoked_reason = ? WHERE user_id = ? AND NOT is_revoked RETURNING id`,
@@ -130,8 +161,10 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
     const { user, token } = await fork().transactional(async (tx) => {
       const user = await findUser(tx, id, true);
       await guardTarget(tx, ctx, id, 'users:write');
-      if (purpose === 'invite' && user.status !== 'invited') throw new DomainError('conflict', `only invited users can be re-invited; this user is ${user.status}`);
-      if (purpose === 'reset' && user.status !== 'active') throw new DomainError('conflict', `only active users can reset a password; this user is ${user.status}`);
+      if (purpose === 'invite' && user.status !== 'invited')
+        throw new DomainError('conflict', `only invited users can be re-invited; this user is ${user.status}`);
+      if (purpose === 'reset' && user.status !== 'active')
+        throw new DomainError('conflict', `only active users can reset a password; this user is ${user.status}`);
       return { user, token: await createOneTimeToken(tx, deps, id, purpose) };
     });
     await (purpose === 'invite' ? sendInvitation : sendPasswordReset)(deps, user, token);
@@ -141,7 +174,12 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
   return {
     'svc.identity.users.list': async ({ page, per_page }, { ctx }) => {
       requirePermission(ctx, 'users:read');
-      return pageOf(fork(), { columns: USER_COLUMNS, from: 'users', order: 'created_at DESC, id' }, { page, per_page }, (rows: UserRow[]) => rows.map(summary));
+      return pageOf(
+        fork(),
+        { columns: USER_COLUMNS, from: 'users', order: 'created_at DESC, id' },
+        { page, per_page },
+        (rows: UserRow[]) => rows.map(summary),
+      );
     },
 
     'svc.identity.users.get': async ({ id }, { ctx }) => {
@@ -157,12 +195,21 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
       const em = fork();
       const token = await conflictOnDuplicate('a user with this e-mail already exists', () =>
         em.transactional(async (tx) => {
-          await sql(tx, `INSERT INTO users (id, email, display_name, status) VALUES (?, ?, ?, 'invited')`, [id, email, display_name]);
+          await sql(tx, `INSERT INTO users (id, email, display_name, status) VALUES (?, ?, ?, 'invited')`, [
+            id,
+            email,
+            display_name,
+          ]);
           return createOneTimeToken(tx, deps, id, 'invite');
         }),
       );
       await sendInvitation(deps, { email, display_name }, token);
-      await deps.audit.record(ctx, { action: 'user.created', resource_type: 'user', resource_id: id, details: { email, display_name, status: 'invited' } });
+      await deps.audit.record(ctx, {
+        action: 'user.created',
+        resource_type: 'user',
+        resource_id: id,
+        details: { email, display_name, status: 'invited' },
+      });
       return detail(fork(), ctx, id);
     },
 
@@ -177,34 +224,55 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
         refuseChanges(input, user, USER_IMMUTABLE);
         // `invited` only travels as the echo of an invited user's GET; an invitation is accepted, never set.
         if (input.status === 'invited' && user.status !== 'invited')
-          throw new DomainError('bad_request', `body.status: cannot be set to "invited" (it is ${JSON.stringify(user.status)}); a user becomes invited only when created or invited again`, {
-            field: 'status',
-          });
-        if (input.display_name !== undefined && input.display_name !== user.display_name) changes.display_name = { from: user.display_name, to: input.display_name };
+          throw new DomainError(
+            'bad_request',
+            `body.status: cannot be set to "invited" (it is ${JSON.stringify(user.status)}); a user becomes invited only when created or invited again`,
+            {
+              field: 'status',
+            },
+          );
+        if (input.display_name !== undefined && input.display_name !== user.display_name)
+          changes.display_name = { from: user.display_name, to: input.display_name };
         if (input.is_super_admin !== undefined && input.is_super_admin !== user.is_super_admin) {
-          if (ctx.access?.super_admin !== true) throw new DomainError('forbidden', 'only a super admin may grant or revoke super admin');
+          if (ctx.access?.super_admin !== true)
+            throw new DomainError('forbidden', 'only a super admin may grant or revoke super admin');
           if (user.id === self) throw new DomainError('conflict', 'you cannot revoke your own super admin flag');
           changes.is_super_admin = { from: user.is_super_admin, to: input.is_super_admin };
         }
         if (input.status !== undefined && input.status !== user.status) {
-          if (input.status === 'disabled' && user.id === self) throw new DomainError('conflict', 'you cannot disable your own account');
-          if (input.status === 'active' && user.status === 'invited') throw new DomainError('conflict', 'an invited user becomes active by accepting the invitation');
+          if (input.status === 'disabled' && user.id === self)
+            throw new DomainError('conflict', 'you cannot disable your own account');
+          if (input.status === 'active' && user.status === 'invited')
+            throw new DomainError('conflict', 'an invited user becomes active by accepting the invitation');
           if (input.status === 'active' && !user.has_password && !user.auth_provider_id)
-            throw new DomainError('conflict', 'this account has no password and no single sign-on link, so it cannot be activated; invite the user again instead');
+            throw new DomainError(
+              'conflict',
+              'this account has no password and no single sign-on link, so it cannot be activated; invite the user again instead',
+            );
           changes.status = { from: user.status, to: input.status };
         }
         if (Object.keys(changes).length === 0) return;
         await sql(
           tx,
           `UPDATE users SET display_name = COALESCE(?, display_name), is_super_admin = COALESCE(?, is_super_admin), status = COALESCE(?, status), updated_at = now() WHERE id = ?`,
-          [changes.display_name ? input.display_name : null, changes.is_super_admin ? input.is_super_admin : null, changes.status ? input.status : null, input.id],
+          [
+            changes.display_name ? input.display_name : null,
+            changes.is_super_admin ? input.is_super_admin : null,
+            changes.status ? input.status : null,
+            input.id,
+          ],
         );
         if (changes.status?.to === 'disabled') revoked = await revokeAllSessions(tx, deps, input.id, 'user_disabled');
       });
       if (changes.is_super_admin || changes.status) await deps.access.invalidateUsers([input.id]);
       if (Object.keys(changes).length > 0) {
         const action = changes.status?.to === 'disabled' ? 'user.disabled' : 'user.updated';
-        await deps.audit.record(ctx, { action, resource_type: 'user', resource_id: input.id, details: { changes, ...(changes.status?.to === 'disabled' ? { sessions_revoked: revoked } : {}) } });
+        await deps.audit.record(ctx, {
+          action,
+          resource_type: 'user',
+          resource_id: input.id,
+          details: { changes, ...(changes.status?.to === 'disabled' ? { sessions_revoked: revoked } : {}) },
+        });
       }
       return detail(fork(), ctx, input.id);
     },
@@ -215,29 +283,48 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
       const result = await fork().transactional(async (tx) => {
         const user = await findUser(tx, id, true);
         await guardTarget(tx, ctx, id, 'users:delete');
-        if (user.status !== 'disabled') await sql(tx, `UPDATE users SET status = 'disabled', updated_at = now() WHERE id = ?`, [id]);
+        if (user.status !== 'disabled')
+          await sql(tx, `UPDATE users SET status = 'disabled', updated_at = now() WHERE id = ?`, [id]);
         // Idempotent: sessions are revoked even when the account was already disabled.
         return { from: user.status, revoked: await revokeAllSessions(tx, deps, id, 'user_disabled') };
       });
       await deps.access.invalidateUsers([id]);
       if (result.from !== 'disabled' || result.revoked > 0)
-        await deps.audit.record(ctx, { action: 'user.disabled', resource_type: 'user', resource_id: id, details: { previous_status: result.from, sessions_revoked: result.revoked } });
+        await deps.audit.record(ctx, {
+          action: 'user.disabled',
+          resource_type: 'user',
+          resource_id: id,
+          details: { previous_status: result.from, sessions_revoked: result.revoked },
+        });
       return {};
     },
 
     'svc.identity.users.resend_invite': async ({ id }, { ctx }) => {
       requirePermission(ctx, 'users:write');
       const user = await mailToken(ctx, id, 'invite');
-      await deps.audit.record(ctx, { action: 'user.invite_resent', resource_type: 'user', resource_id: id, details: { email: user.email } });
+      await deps.audit.record(ctx, {
+        action: 'user.invite_resent',
+        resource_type: 'user',
+        resource_id: id,
+        details: { email: user.email },
+      });
       return { message: 'invitation sent' };
     },
 
     'svc.identity.users.reset_password': async ({ id }, { ctx }) => {
       requirePermission(ctx, 'users:write');
       if (!emailSenderConfigured(deps.config))
-        throw new DomainError('conflict', 'no e-mail sender is configured (set SVC_SMTP_HOST, or SVC_EMAIL_PROVIDER=resend with SVC_RESEND_API_KEY)');
+        throw new DomainError(
+          'conflict',
+          'no e-mail sender is configured (set SVC_SMTP_HOST, or SVC_EMAIL_PROVIDER=resend with SVC_RESEND_API_KEY)',
+        );
       const user = await mailToken(ctx, id, 'reset');
-      await deps.audit.record(ctx, { action: 'user.password_reset_requested', resource_type: 'user', resource_id: id, details: { email: user.email } });
+      await deps.audit.record(ctx, {
+        action: 'user.password_reset_requested',
+        resource_type: 'user',
+        resource_id: id,
+        details: { email: user.email },
+      });
       return { message: 'password reset e-mail sent' };
     },
 
@@ -258,12 +345,21 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
         const role = await findRole(tx, role_id);
         assertCanGrant(ctx, role.permissions, [client_id]);
         await conflictOnDuplicate('the user already has a role on this client; change it with PUT', () =>
-          sql(tx, `INSERT INTO user_client_roles (user_id, client_id, role_id) VALUES (?, ?, ?)`, [user_id, client_id, role_id]),
+          sql(tx, `INSERT INTO user_client_roles (user_id, client_id, role_id) VALUES (?, ?, ?)`, [
+            user_id,
+            client_id,
+            role_id,
+          ]),
         );
         return role;
       });
       await deps.access.invalidateUsers([user_id]);
-      await deps.audit.record(ctx, { action: 'user.client.assigned', resource_type: 'user', resource_id: user_id, details: { client_id, role_id, role_name: role.name } });
+      await deps.audit.record(ctx, {
+        action: 'user.client.assigned',
+        resource_type: 'user',
+        resource_id: user_id,
+        details: { client_id, role_id, role_name: role.name },
+      });
       const [row] = await assignmentsOf(fork(), ctx, user_id, client_id);
       if (!row) throw new DomainError('not_found', 'assignment not found');
       return assignmentOut(row);
@@ -272,12 +368,20 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
     'svc.identity.users.clients.update': async ({ user_id, client_id, role_id, sent }, { ctx }) => {
       requirePermission(ctx, 'users:write', client_id);
       const { role, previous } = await fork().transactional(async (tx) => {
-        const [current] = await sql<{ role_id: string }>(tx, `SELECT role_id FROM user_client_roles WHERE user_id = ? AND client_id = ? FOR UPDATE`, [user_id, client_id]);
+        const [current] = await sql<{ role_id: string }>(
+          tx,
+          `SELECT role_id FROM user_client_roles WHERE user_id = ? AND client_id = ? FOR UPDATE`,
+          [user_id, client_id],
+        );
         if (!current) throw new DomainError('not_found', 'the user has no direct assignment on this client');
         refuseChanges(sent, { client_id }, ASSIGNMENT_IMMUTABLE);
         const role = await findRole(tx, role_id);
         assertCanGrant(ctx, role.permissions, [client_id]);
-        await sql(tx, `UPDATE user_client_roles SET role_id = ? WHERE user_id = ? AND client_id = ?`, [role_id, user_id, client_id]);
+        await sql(tx, `UPDATE user_client_roles SET role_id = ? WHERE user_id = ? AND client_id = ?`, [
+          role_id,
+          user_id,
+          client_id,
+        ]);
         return { role, previous: current.role_id };
       });
       await deps.access.invalidateUsers([user_id]);
@@ -294,10 +398,19 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
 
     'svc.identity.users.clients.remove': async ({ user_id, client_id }, { ctx }) => {
       requirePermission(ctx, 'users:delete', client_id);
-      const removed = await sql<{ role_id: string }>(fork(), `DELETE FROM user_client_roles WHERE user_id = ? AND client_id = ? RETURNING role_id`, [user_id, client_id]);
+      const removed = await sql<{ role_id: string }>(
+        fork(),
+        `DELETE FROM user_client_roles WHERE user_id = ? AND client_id = ? RETURNING role_id`,
+        [user_id, client_id],
+      );
       if (removed.length === 0) throw new DomainError('not_found', 'the user has no direct assignment on this client');
       await deps.access.invalidateUsers([user_id]);
-      await deps.audit.record(ctx, { action: 'user.client.removed', resource_type: 'user', resource_id: user_id, details: { client_id, role_id: removed[0]?.role_id } });
+      await deps.audit.record(ctx, {
+        action: 'user.client.removed',
+        resource_type: 'user',
+        resource_id: user_id,
+        details: { client_id, role_id: removed[0]?.role_id },
+      });
       return {};
     },
   };

@@ -24,16 +24,25 @@ interface LoginUser {
  * dummy hash (`verifyDummy`), exactly what a wrong password costs, so neither the answer nor its timing tells them
  * apart. The attempt is counted (1) before any hash runs, so parallel guesses cannot outrun the lockout.
  */
-export async function login(s: SessionServices, input: { email: string; password: string }, ctx: CallerContext): Promise<TokenResponse | MfaChallenge> {
+export async function login(
+  s: SessionServices,
+  input: { email: string; password: string },
+  ctx: CallerContext,
+): Promise<TokenResponse | MfaChallenge> {
   const { deps } = s;
   const email = normalizeEmail(input.email);
   const attempt = await s.loginLockout.begin(email);
   try {
     const em = deps.orm.em.fork();
-    const rows = await em.execute<LoginUser[]>(`SELECT id, email, status, password_hash, mfa_enabled FROM users WHERE lower(email) = ?`, [email]);
+    const rows = await em.execute<LoginUser[]>(
+      `SELECT id, email, status, password_hash, mfa_enabled FROM users WHERE lower(email) = ?`,
+      [email],
+    );
     const found = rows[0];
     const user = found?.status === 'active' && found.password_hash ? found : undefined;
-    const passwordOk = user?.password_hash ? await deps.hasher.verify(user.password_hash, input.password) : await deps.hasher.verifyDummy(input.password);
+    const passwordOk = user?.password_hash
+      ? await deps.hasher.verify(user.password_hash, input.password)
+      : await deps.hasher.verifyDummy(input.password);
     if (!user || !passwordOk) {
       await attempt.fail();
       await auditQuietly(deps, () =>
@@ -54,7 +63,13 @@ export async function login(s: SessionServices, input: { email: string; password
       return { mfa_required: true, mfa_token: await createMfaChallenge(deps, user.id, 'password') };
     }
     const tokens = await issueSession(deps, em, user, ctx);
-    await deps.audit.record(ctx, { action: 'user.login', resource_type: 'user', resource_id: user.id, actor: { id: user.id, email: user.email }, details: { method: 'password', session_id: tokens.session_id } });
+    await deps.audit.record(ctx, {
+      action: 'user.login',
+      resource_type: 'user',
+      resource_id: user.id,
+      actor: { id: user.id, email: user.email },
+      details: { method: 'password', session_id: tokens.session_id },
+    });
     return tokens;
   } finally {
     await attempt.settle();
@@ -66,7 +81,11 @@ export async function login(s: SessionServices, input: { email: string; password
  * tiers as the password's), and a challenge dies after CHALLENGE_TRIES wrong codes. A good code consumes the factor
  * (TOTP step or recovery code) and then the challenge (getDel: of concurrent winners only one gets a session).
  */
-export async function mfaVerify(s: SessionServices, input: { mfa_token: string; code: string }, ctx: CallerContext): Promise<TokenResponse> {
+export async function mfaVerify(
+  s: SessionServices,
+  input: { mfa_token: string; code: string },
+  ctx: CallerContext,
+): Promise<TokenResponse> {
   const { deps } = s;
   const key = challengeKey(input.mfa_token);
   const raw = await deps.kv.get(key);
@@ -79,10 +98,18 @@ export async function mfaVerify(s: SessionServices, input: { mfa_token: string; 
   const attempt = await s.mfaLockout.begin(challenge.user_id);
   try {
     const em = deps.orm.em.fork();
-    const rows = await em.execute<{ id: string; email: string; status: string; mfa_enabled: boolean; mfa_secret_enc: string | null; mfa_last_used_step: string | null }[]>(
-      `SELECT id, email, status, mfa_enabled, mfa_secret_enc, mfa_last_used_step FROM users WHERE id = ?`,
-      [challenge.user_id],
-    );
+    const rows = await em.execute<
+      {
+        id: string;
+        email: string;
+        status: string;
+        mfa_enabled: boolean;
+        mfa_secret_enc: string | null;
+        mfa_last_used_step: string | null;
+      }[]
+    >(`SELECT id, email, status, mfa_enabled, mfa_secret_enc, mfa_last_used_step FROM users WHERE id = ?`, [
+      challenge.user_id,
+    ]);
     const user = rows[0];
     if (!user || user.status !== 'active' || !user.mfa_enabled) {
       await deps.kv.del(key);
@@ -94,11 +121,17 @@ export async function mfaVerify(s: SessionServices, input: { mfa_token: string; 
       const tries = await deps.kv.incr(`${key}:tries`, CHALLENGE_MS);
       if (tries >= CHALLENGE_TRIES) await deps.kv.del(key);
       await auditQuietly(deps, () =>
-        deps.audit.record(ctx, { action: 'user.mfa_failed', resource_type: 'user', resource_id: user.id, actor: { id: user.id, email: user.email } }),
+        deps.audit.record(ctx, {
+          action: 'user.mfa_failed',
+          resource_type: 'user',
+          resource_id: user.id,
+          actor: { id: user.id, email: user.email },
+        }),
       );
       throw new DomainError('unauthorized', 'invalid authentication code');
     }
-    if (!(await deps.kv.getDel(key))) throw new DomainError('unauthorized', 'invalid or expired MFA token; sign in again');
+    if (!(await deps.kv.getDel(key)))
+      throw new DomainError('unauthorized', 'invalid or expired MFA token; sign in again');
     await attempt.succeed();
     const tokens = await issueSession(deps, em, user, ctx);
     await deps.audit.record(ctx, {

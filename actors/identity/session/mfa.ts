@@ -60,7 +60,9 @@ export function normalizeRecoveryCode(code: string): string | null {
  * stored as an HMAC under a key derived from SVC_MFA_ENCRYPTION_KEY, which is not in the database.
  */
 export function recoveryCodeHash(deps: IdentityDeps, normalized: string): string {
-  const key = createHmac('sha256', Buffer.from(deps.config.SVC_MFA_ENCRYPTION_KEY ?? '', 'hex')).update('svc.mfa.recovery-code.v1').digest();
+  const key = createHmac('sha256', Buffer.from(deps.config.SVC_MFA_ENCRYPTION_KEY ?? '', 'hex'))
+    .update('svc.mfa.recovery-code.v1')
+    .digest();
   return createHmac('sha256', key).update(normalized).digest('hex');
 }
 
@@ -75,7 +77,12 @@ interface FactorUser {
  * (of two requests with the same code only one succeeds), a recovery code is marked used with a conditional update.
  * Returns which factor worked, or null.
  */
-export async function consumeSecondFactor(deps: IdentityDeps, em: EntityManager, user: FactorUser, code: string): Promise<'totp' | 'recovery_code' | null> {
+export async function consumeSecondFactor(
+  deps: IdentityDeps,
+  em: EntityManager,
+  user: FactorUser,
+  code: string,
+): Promise<'totp' | 'recovery_code' | null> {
   const trimmed = code.trim();
   if (/^\d{6}$/.test(trimmed)) {
     if (!user.mfa_secret_enc) return null;
@@ -101,16 +108,31 @@ export async function consumeSecondFactor(deps: IdentityDeps, em: EntityManager,
 // Enrolment
 
 /** The secret of a setup in progress, held in the key-value store only, sealed like the stored secret. */
-const Pending = z.object({ secret_enc: z.string(), code_hashes: z.array(z.string()).length(RECOVERY_CODES), expires_at: z.number() });
+const Pending = z.object({
+  secret_enc: z.string(),
+  code_hashes: z.array(z.string()).length(RECOVERY_CODES),
+  expires_at: z.number(),
+});
 const pendingKey = (userId: string): string => `mfa:pending:${userId}`;
 
-export async function mfaSetup(s: SessionServices, ctx: CallerContext): Promise<{ secret: string; qr_code_uri: string; recovery_codes: string[] }> {
+export async function mfaSetup(
+  s: SessionServices,
+  ctx: CallerContext,
+): Promise<{ secret: string; qr_code_uri: string; recovery_codes: string[] }> {
   const { deps } = s;
   const p = requireUser(ctx);
-  const rows = await deps.orm.em.fork().execute<{ email: string; mfa_enabled: boolean }[]>(`SELECT email, mfa_enabled FROM users WHERE id = ?`, [p.user_id]);
+  const rows = await deps.orm.em
+    .fork()
+    .execute<{ email: string; mfa_enabled: boolean }[]>(`SELECT email, mfa_enabled FROM users WHERE id = ?`, [
+      p.user_id,
+    ]);
   const user = rows[0];
   if (!user) throw new DomainError('unauthorized', 'account not found');
-  if (user.mfa_enabled) throw new DomainError('conflict', 'multi-factor authentication is already enabled; remove it first to enrol a new authenticator');
+  if (user.mfa_enabled)
+    throw new DomainError(
+      'conflict',
+      'multi-factor authentication is already enabled; remove it first to enrol a new authenticator',
+    );
   const secret = generateSecret();
   const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode);
   const pending: z.infer<typeof Pending> = {
@@ -122,19 +144,33 @@ export async function mfaSetup(s: SessionServices, ctx: CallerContext): Promise<
   await deps.kv.set(pendingKey(p.user_id), JSON.stringify(pending), { ttlMs: PENDING_MS });
   return {
     secret,
-    qr_code_uri: generateURI({ issuer: MFA_ISSUER, label: user.email, secret, algorithm: 'sha1', digits: 6, period: PERIOD_S }),
+    qr_code_uri: generateURI({
+      issuer: MFA_ISSUER,
+      label: user.email,
+      secret,
+      algorithm: 'sha1',
+      digits: 6,
+      period: PERIOD_S,
+    }),
     recovery_codes: codes,
   };
 }
 
-export async function mfaConfirm(s: SessionServices, input: { code: string }, ctx: CallerContext): Promise<{ mfa_enabled: true }> {
+export async function mfaConfirm(
+  s: SessionServices,
+  input: { code: string },
+  ctx: CallerContext,
+): Promise<{ mfa_enabled: true }> {
   const { deps } = s;
   const p = requireUser(ctx);
   const raw = await deps.kv.get(pendingKey(p.user_id));
   const parsed = raw ? Pending.safeParse(JSON.parse(raw)) : undefined;
   const pending = parsed?.success ? parsed.data : undefined;
   if (!pending || pending.expires_at <= deps.clock.now()) {
-    throw new DomainError('bad_request', 'no multi-factor setup is pending (it expires after 10 minutes); start again with POST /api/v1/auth/mfa/setup');
+    throw new DomainError(
+      'bad_request',
+      'no multi-factor setup is pending (it expires after 10 minutes); start again with POST /api/v1/auth/mfa/setup',
+    );
   }
   const step = totpStep(deps.box.open(pending.secret_enc), input.code, deps.clock.now(), null);
   if (step === null) throw new DomainError('bad_request', 'code: is not valid for the pending secret');
@@ -159,15 +195,19 @@ export async function mfaConfirm(s: SessionServices, input: { code: string }, ct
   return { mfa_enabled: true };
 }
 
-export async function mfaDisable(s: SessionServices, input: { password: string }, ctx: CallerContext): Promise<{ mfa_enabled: false }> {
+export async function mfaDisable(
+  s: SessionServices,
+  input: { password: string },
+  ctx: CallerContext,
+): Promise<{ mfa_enabled: false }> {
   const { deps } = s;
   const p = requireUser(ctx);
   await verifyCurrentPassword(s, p.user_id, input.password, 'password');
   await deps.orm.em.fork().transactional(async (em) => {
-    await em.execute(`UPDATE users SET mfa_enabled = false, mfa_secret_enc = NULL, mfa_last_used_step = NULL, updated_at = ? WHERE id = ?`, [
-      new Date(deps.clock.now()),
-      p.user_id,
-    ]);
+    await em.execute(
+      `UPDATE users SET mfa_enabled = false, mfa_secret_enc = NULL, mfa_last_used_step = NULL, updated_at = ? WHERE id = ?`,
+      [new Date(deps.clock.now()), p.user_id],
+    );
     await em.execute(`DELETE FROM mfa_recovery_codes WHERE user_id = ?`, [p.user_id]);
   });
   await deps.access.invalidateUsers([p.user_id]);

@@ -15,9 +15,19 @@ import { normalizeEmail, type SessionServices } from './services.ts';
 /** Forgot-password requests are queued as work, so the answer costs the same whether the account exists or not. */
 
 /** Always the same answer and the same work (one durable publish): nothing here depends on the account existing. */
-export async function forgotPassword(s: SessionServices, input: { email: string }, ctx: CallerContext): Promise<{ message: string }> {
-  const payload: PasswordResetRequested = { email: normalizeEmail(input.email), request_id: ctx.request_id, ...(ctx.ip ? { ip: ctx.ip } : {}) };
-  await publishDurable(s.deps.nc, 'svc.work.identity.password_reset', payload, { headers: { [Headers.requestId]: ctx.request_id } });
+export async function forgotPassword(
+  s: SessionServices,
+  input: { email: string },
+  ctx: CallerContext,
+): Promise<{ message: string }> {
+  const payload: PasswordResetRequested = {
+    email: normalizeEmail(input.email),
+    request_id: ctx.request_id,
+    ...(ctx.ip ? { ip: ctx.ip } : {}),
+  };
+  await publishDurable(s.deps.nc, 'svc.work.identity.password_reset', payload, {
+    headers: { [Headers.requestId]: ctx.request_id },
+  });
   return { message: FORGOT_PASSWORD_MESSAGE };
 }
 
@@ -49,10 +59,10 @@ export function startPasswordResetWorker(s: SessionServices): Promise<ConsumerHa
         );
         const user = rows[0];
         if (!user) return { kind: 'none' as const };
-        const recent = await tem.execute<{ n: number }[]>(`SELECT count(*)::int AS n FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset' AND created_at > ?`, [
-          user.id,
-          new Date(deps.clock.now() - HOUR_MS),
-        ]);
+        const recent = await tem.execute<{ n: number }[]>(
+          `SELECT count(*)::int AS n FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset' AND created_at > ?`,
+          [user.id, new Date(deps.clock.now() - HOUR_MS)],
+        );
         if ((recent[0]?.n ?? 0) >= RESET_MAILS_PER_HOUR) return { kind: 'throttled' as const, user };
         return { kind: 'send' as const, user, token: await createOneTimeToken(tem, deps, user.id, 'reset') };
       });
@@ -61,15 +71,33 @@ export function startPasswordResetWorker(s: SessionServices): Promise<ConsumerHa
         return;
       }
       const { user } = outcome;
-      const ctx: CallerContext = { request_id: job.request_id, ...(job.ip ? { ip: job.ip } : {}), principal: { kind: 'anonymous' } };
+      const ctx: CallerContext = {
+        request_id: job.request_id,
+        ...(job.ip ? { ip: job.ip } : {}),
+        principal: { kind: 'anonymous' },
+      };
       const actor = { id: user.id, email: user.email };
       if (outcome.kind === 'throttled') {
-        meta.log.warn({ user_id: user.id, limit: RESET_MAILS_PER_HOUR }, 'password reset mails per hour reached; nothing sent');
-        await deps.audit.record(ctx, { action: 'user.password_reset_throttled', resource_type: 'user', resource_id: user.id, actor, details: { limit_per_hour: RESET_MAILS_PER_HOUR } });
+        meta.log.warn(
+          { user_id: user.id, limit: RESET_MAILS_PER_HOUR },
+          'password reset mails per hour reached; nothing sent',
+        );
+        await deps.audit.record(ctx, {
+          action: 'user.password_reset_throttled',
+          resource_type: 'user',
+          resource_id: user.id,
+          actor,
+          details: { limit_per_hour: RESET_MAILS_PER_HOUR },
+        });
         return;
       }
       await sendPasswordReset(deps, user, outcome.token);
-      await deps.audit.record(ctx, { action: 'user.password_reset_requested', resource_type: 'user', resource_id: user.id, actor });
+      await deps.audit.record(ctx, {
+        action: 'user.password_reset_requested',
+        resource_type: 'user',
+        resource_id: user.id,
+        actor,
+      });
     },
   });
 }
@@ -78,11 +106,19 @@ export function startPasswordResetWorker(s: SessionServices): Promise<ConsumerHa
  * Mails the owner that the password was changed or reset. Queued after the change is committed; a failure to queue
  * is logged, not answered: the password did change, and the caller must not retry a change that happened.
  */
-async function noticePasswordChanged(s: SessionServices, user: { id: string; email: string; display_name: string }, how: 'changed' | 'reset', ctx: CallerContext): Promise<void> {
+async function noticePasswordChanged(
+  s: SessionServices,
+  user: { id: string; email: string; display_name: string },
+  how: 'changed' | 'reset',
+  ctx: CallerContext,
+): Promise<void> {
   try {
     await sendPasswordChanged(s.deps, user, how, new Date(s.deps.clock.now()), ctx.ip);
   } catch (err) {
-    s.deps.log.error({ err, user_id: user.id, request_id: ctx.request_id }, 'password change notice could not be queued');
+    s.deps.log.error(
+      { err, user_id: user.id, request_id: ctx.request_id },
+      'password change notice could not be queued',
+    );
   }
 }
 
@@ -95,7 +131,11 @@ const invalidInvite = (): DomainError => new DomainError('bad_request', 'token: 
  * that sets the password, cancels other reset links and revokes every session: of two racing requests exactly one
  * succeeds. The login lockout of the account is cleared: its owner has just proved control of the mailbox.
  */
-export async function resetPassword(s: SessionServices, input: { token: string; new_password: string }, ctx: CallerContext): Promise<{ message: string }> {
+export async function resetPassword(
+  s: SessionServices,
+  input: { token: string; new_password: string },
+  ctx: CallerContext,
+): Promise<{ message: string }> {
   const { deps } = s;
   checkPasswordPolicy(input.new_password, 'new_password');
   const em = deps.orm.em.fork();
@@ -106,9 +146,10 @@ export async function resetPassword(s: SessionServices, input: { token: string; 
   const result = await deps.orm.em.fork().transactional(async (tem) => {
     const redeemed = await consumeOneTimeToken(tem, deps, input.token, 'reset');
     if (!redeemed) throw invalidResetToken();
-    const users = await tem.execute<{ id: string; email: string; display_name: string; status: string }[]>(`SELECT id, email, display_name, status FROM users WHERE id = ? FOR UPDATE`, [
-      redeemed.user_id,
-    ]);
+    const users = await tem.execute<{ id: string; email: string; display_name: string; status: string }[]>(
+      `SELECT id, email, display_name, status FROM users WHERE id = ? FOR UPDATE`,
+      [redeemed.user_id],
+    );
     const user = users[0];
     if (!user || user.status !== 'active') throw invalidResetToken();
     await storePassword(deps, tem, user.id, hash);
@@ -129,7 +170,11 @@ export async function resetPassword(s: SessionServices, input: { token: string; 
 }
 
 /** Changes the signed-in user's password; outstanding reset links stop working. Sessions are kept. */
-export async function changePassword(s: SessionServices, input: { current_password: string; new_password: string }, ctx: CallerContext): Promise<{ message: string }> {
+export async function changePassword(
+  s: SessionServices,
+  input: { current_password: string; new_password: string },
+  ctx: CallerContext,
+): Promise<{ message: string }> {
   const { deps } = s;
   const p = requireUser(ctx);
   await verifyCurrentPassword(s, p.user_id, input.current_password, 'current_password');
@@ -139,7 +184,10 @@ export async function changePassword(s: SessionServices, input: { current_passwo
   const user = await deps.orm.em.fork().transactional(async (tem) => {
     await storePassword(deps, tem, p.user_id, hash);
     await cancelOneTimeTokens(tem, deps, p.user_id, 'reset');
-    const rows = await tem.execute<{ id: string; email: string; display_name: string }[]>(`SELECT id, email, display_name FROM users WHERE id = ?`, [p.user_id]);
+    const rows = await tem.execute<{ id: string; email: string; display_name: string }[]>(
+      `SELECT id, email, display_name FROM users WHERE id = ?`,
+      [p.user_id],
+    );
     return rows[0];
   });
   await deps.audit.record(ctx, { action: 'user.password_changed', resource_type: 'user', resource_id: p.user_id });
@@ -152,7 +200,11 @@ export async function changePassword(s: SessionServices, input: { current_passwo
  * active with the password, and a session is issued. MFA enrolment is still required afterwards: the new user's
  * other routes answer 403 mfa_enrollment_required until /auth/mfa/setup and /auth/mfa/confirm are done.
  */
-export async function acceptInvite(s: SessionServices, input: { token: string; password: string }, ctx: CallerContext): Promise<TokenResponse> {
+export async function acceptInvite(
+  s: SessionServices,
+  input: { token: string; password: string },
+  ctx: CallerContext,
+): Promise<TokenResponse> {
   const { deps } = s;
   checkPasswordPolicy(input.password, 'password');
   // A look first, so a made-up token costs no password hash.
@@ -161,10 +213,16 @@ export async function acceptInvite(s: SessionServices, input: { token: string; p
   const { user, tokens } = await deps.orm.em.fork().transactional(async (tem) => {
     const redeemed = await consumeOneTimeToken(tem, deps, input.token, 'invite');
     if (!redeemed) throw invalidInvite();
-    const users = await tem.execute<{ id: string; email: string; status: string }[]>(`SELECT id, email, status FROM users WHERE id = ? FOR UPDATE`, [redeemed.user_id]);
+    const users = await tem.execute<{ id: string; email: string; status: string }[]>(
+      `SELECT id, email, status FROM users WHERE id = ? FOR UPDATE`,
+      [redeemed.user_id],
+    );
     const u = users[0];
     if (!u || u.status !== 'invited') throw new DomainError('bad_request', 'token: this invitation is no longer valid');
-    await tem.execute(`UPDATE users SET status = 'active', updated_at = ? WHERE id = ?`, [new Date(deps.clock.now()), u.id]);
+    await tem.execute(`UPDATE users SET status = 'active', updated_at = ? WHERE id = ?`, [
+      new Date(deps.clock.now()),
+      u.id,
+    ]);
     await storePassword(deps, tem, u.id, hash);
     return { user: u, tokens: await issueSession(deps, tem, u, ctx) };
   });
@@ -172,6 +230,12 @@ export async function acceptInvite(s: SessionServices, input: { token: string; p
   await deps.access.invalidateUsers([user.id]);
   const actor = { id: user.id, email: user.email };
   await deps.audit.record(ctx, { action: 'user.invite_accepted', resource_type: 'user', resource_id: user.id, actor });
-  await deps.audit.record(ctx, { action: 'user.login', resource_type: 'user', resource_id: user.id, actor, details: { method: 'invitation', session_id: tokens.session_id } });
+  await deps.audit.record(ctx, {
+    action: 'user.login',
+    resource_type: 'user',
+    resource_id: user.id,
+    actor,
+    details: { method: 'invitation', session_id: tokens.session_id },
+  });
   return tokens;
 }

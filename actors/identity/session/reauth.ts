@@ -7,10 +7,17 @@ import type { SessionServices } from './services.ts';
  * not take it for an expired session. Failures count on their own lockout, so a stolen access token cannot be used
  * to guess the password at full speed.
  */
-export async function verifyCurrentPassword(s: SessionServices, userId: string, password: string, field: string): Promise<{ password_hash: string }> {
+export async function verifyCurrentPassword(
+  s: SessionServices,
+  userId: string,
+  password: string,
+  field: string,
+): Promise<{ password_hash: string }> {
   const attempt = await s.reauthLockout.begin(userId);
   try {
-    const rows = await s.deps.orm.em.fork().execute<{ password_hash: string | null }[]>(`SELECT password_hash FROM users WHERE id = ?`, [userId]);
+    const rows = await s.deps.orm.em
+      .fork()
+      .execute<{ password_hash: string | null }[]>(`SELECT password_hash FROM users WHERE id = ?`, [userId]);
     const hash = rows[0]?.password_hash;
     if (!hash) {
       await attempt.succeed();

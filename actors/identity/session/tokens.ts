@@ -21,7 +21,11 @@ const refreshRefused = (): DomainError => new DomainError('unauthorized', 'inval
  * must be live (not revoked, not past expires_at) and its user active; every refresh slides the session's expiry to
  * now + SVC_JWT_REFRESH_TTL (the lifetime of the new refresh token).
  */
-export async function refresh(s: SessionServices, input: { refresh_token: string }, ctx: CallerContext): Promise<TokenResponse> {
+export async function refresh(
+  s: SessionServices,
+  input: { refresh_token: string },
+  ctx: CallerContext,
+): Promise<TokenResponse> {
   const { deps } = s;
   const hash = sha256(input.refresh_token);
   const nowMs = deps.clock.now();
@@ -33,7 +37,10 @@ export async function refresh(s: SessionServices, input: { refresh_token: string
     );
     const sessionId = rotated[0]?.session_id;
     if (!sessionId) {
-      const known = await em.execute<{ session_id: string }[]>(`SELECT session_id FROM refresh_tokens WHERE token_hash = ?`, [hash]);
+      const known = await em.execute<{ session_id: string }[]>(
+        `SELECT session_id FROM refresh_tokens WHERE token_hash = ?`,
+        [hash],
+      );
       const replayed = known[0]?.session_id;
       if (!replayed) return { kind: 'unknown' };
       const revoked = await em.execute<{ user_id: string }[]>(
@@ -42,31 +49,54 @@ export async function refresh(s: SessionServices, input: { refresh_token: string
       );
       return { kind: 'replay', session_id: replayed, user_id: revoked[0]?.user_id ?? null };
     }
-    const rows = await em.execute<{ user_id: string; is_revoked: boolean; expires_at: Date; email: string; status: string }[]>(
+    const rows = await em.execute<
+      { user_id: string; is_revoked: boolean; expires_at: Date; email: string; status: string }[]
+    >(
       `SELECT s.user_id, s.is_revoked, s.expires_at, u.email, u.status FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? FOR UPDATE OF s`,
       [sessionId],
     );
     const row = rows[0];
     // The presented token is retired either way: it belonged to a session that can no longer be refreshed.
-    if (!row || row.is_revoked || new Date(row.expires_at).getTime() <= nowMs || row.status !== 'active') return { kind: 'refused' };
+    if (!row || row.is_revoked || new Date(row.expires_at).getTime() <= nowMs || row.status !== 'active')
+      return { kind: 'refused' };
     const next = randomToken();
-    await em.execute(`INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)`, [sha256(next), sessionId, now]);
-    await em.execute(`UPDATE sessions SET last_active_at = ?, expires_at = ? WHERE id = ?`, [now, new Date(nowMs + deps.config.SVC_JWT_REFRESH_TTL * 1000), sessionId]);
+    await em.execute(`INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)`, [
+      sha256(next),
+      sessionId,
+      now,
+    ]);
+    await em.execute(`UPDATE sessions SET last_active_at = ?, expires_at = ? WHERE id = ?`, [
+      now,
+      new Date(nowMs + deps.config.SVC_JWT_REFRESH_TTL * 1000),
+      sessionId,
+    ]);
     return { kind: 'ok', tokens: await tokenResponse(deps, { id: row.user_id, email: row.email }, sessionId, next) };
   });
   if (outcome.kind === 'ok') return outcome.tokens;
   if (outcome.kind === 'replay' && outcome.user_id) {
-    deps.log.warn({ session_id: outcome.session_id, user_id: outcome.user_id, ip: ctx.ip }, 'rotated refresh token presented again; session revoked');
+    deps.log.warn(
+      { session_id: outcome.session_id, user_id: outcome.user_id, ip: ctx.ip },
+      'rotated refresh token presented again; session revoked',
+    );
     const userId = outcome.user_id;
     await auditQuietly(deps, () =>
-      deps.audit.record(ctx, { action: 'session.revoked', resource_type: 'session', resource_id: outcome.session_id, details: { reason: 'refresh_token_reuse', user_id: userId } }),
+      deps.audit.record(ctx, {
+        action: 'session.revoked',
+        resource_type: 'session',
+        resource_id: outcome.session_id,
+        details: { reason: 'refresh_token_reuse', user_id: userId },
+      }),
     );
   }
   throw refreshRefused();
 }
 
 /** Revokes the session of a refresh token, only when that session is the caller's; always the same answer. */
-export async function logout(s: SessionServices, input: { refresh_token: string }, ctx: CallerContext): Promise<{ message: string }> {
+export async function logout(
+  s: SessionServices,
+  input: { refresh_token: string },
+  ctx: CallerContext,
+): Promise<{ message: string }> {
   const { deps } = s;
   const p = requireUser(ctx);
   const rows = await deps.orm.em.fork().execute<{ id: string }[]>(
@@ -76,7 +106,8 @@ export async function logout(s: SessionServices, input: { refresh_token: string 
       RETURNING s.id`,
     [new Date(deps.clock.now()), sha256(input.refresh_token), p.user_id],
   );
-  if (rows[0]) await deps.audit.record(ctx, { action: 'user.logout', resource_type: 'session', resource_id: rows[0].id });
+  if (rows[0])
+    await deps.audit.record(ctx, { action: 'user.logout', resource_type: 'session', resource_id: rows[0].id });
   return { message: 'Logged out.' };
 }
 
@@ -116,7 +147,11 @@ export async function listSessions(s: SessionServices, ctx: CallerContext): Prom
 }
 
 /** Only the owner may revoke a session: another user's id answers 404, exactly like an unknown one. */
-export async function revokeSession(s: SessionServices, input: { id: string }, ctx: CallerContext): Promise<{ message: string }> {
+export async function revokeSession(
+  s: SessionServices,
+  input: { id: string },
+  ctx: CallerContext,
+): Promise<{ message: string }> {
   const { deps } = s;
   const p = requireUser(ctx);
   // Idempotent for the owner: revoking an already revoked session keeps its original time and reason.
@@ -126,18 +161,33 @@ export async function revokeSession(s: SessionServices, input: { id: string }, c
     [new Date(deps.clock.now()), input.id, p.user_id],
   );
   if (!rows[0]) throw new DomainError('not_found', 'session not found');
-  await deps.audit.record(ctx, { action: 'session.revoked', resource_type: 'session', resource_id: input.id, details: { reason: 'user_revoked' } });
+  await deps.audit.record(ctx, {
+    action: 'session.revoked',
+    resource_type: 'session',
+    resource_id: input.id,
+    details: { reason: 'user_revoked' },
+  });
   return { message: 'Session revoked.' };
 }
 
-export async function revokeAllSessions(s: SessionServices, ctx: CallerContext): Promise<{ message: string; revoked: number }> {
+export async function revokeAllSessions(
+  s: SessionServices,
+  ctx: CallerContext,
+): Promise<{ message: string; revoked: number }> {
   const { deps } = s;
   const p = requireUser(ctx);
-  const rows = await deps.orm.em.fork().execute<{ id: string }[]>(
-    `UPDATE sessions SET is_revoked = true, revoked_at = ?, revoked_reason = 'user_revoked_all' WHERE user_id = ? AND NOT is_revoked RETURNING id`,
-    [new Date(deps.clock.now()), p.user_id],
-  );
-  await deps.audit.record(ctx, { action: 'session.revoked_all', resource_type: 'user', resource_id: p.user_id, details: { revoked: rows.length } });
+  const rows = await deps.orm.em
+    .fork()
+    .execute<{ id: string }[]>(
+      `UPDATE sessions SET is_revoked = true, revoked_at = ?, revoked_reason = 'user_revoked_all' WHERE user_id = ? AND NOT is_revoked RETURNING id`,
+      [new Date(deps.clock.now()), p.user_id],
+    );
+  await deps.audit.record(ctx, {
+    action: 'session.revoked_all',
+    resource_type: 'user',
+    resource_id: p.user_id,
+    details: { revoked: rows.length },
+  });
   return { message: 'All sessions revoked.', revoked: rows.length };
 }
 
@@ -145,10 +195,16 @@ export async function revokeAllSessions(s: SessionServices, ctx: CallerContext):
 export async function me(s: SessionServices, ctx: CallerContext): Promise<MeView> {
   const { deps } = s;
   const p = requireUser(ctx);
-  const rows = await deps.orm.em.fork().execute<{ id: string; email: string; display_name: string; mfa_enabled: boolean; status: 'invited' | 'active' | 'disabled'; is_super_admin: boolean }[]>(
-    `SELECT id, email, display_name, mfa_enabled, status, is_super_admin FROM users WHERE id = ?`,
-    [p.user_id],
-  );
+  const rows = await deps.orm.em.fork().execute<
+    {
+      id: string;
+      email: string;
+      display_name: string;
+      mfa_enabled: boolean;
+      status: 'invited' | 'active' | 'disabled';
+      is_super_admin: boolean;
+    }[]
+  >(`SELECT id, email, display_name, mfa_enabled, status, is_super_admin FROM users WHERE id = ?`, [p.user_id]);
   const user = rows[0];
   if (!user) throw new DomainError('unauthorized', 'account not found');
   return { user, client_access: ctx.access?.clients ?? {} };

@@ -47,10 +47,7 @@ export type SsoFailureReason =
 
 export class SsoFailure extends Error {
   readonly reason: SsoFailureReason;
-  constructor(
-    reason: SsoFailureReason,
-    message: string,
-  ) {
+  constructor(reason: SsoFailureReason, message: string) {
     super(message);
     this.reason = reason;
     this.name = 'SsoFailure';
@@ -90,7 +87,9 @@ interface Identity {
   name: string | undefined;
 }
 
-type Outcome = { kind: 'tokens'; user: UserRow; tokens: TokenResponse; events: AuditEvent[] } | { kind: 'mfa'; user: UserRow; events: AuditEvent[] };
+type Outcome =
+  | { kind: 'tokens'; user: UserRow; tokens: TokenResponse; events: AuditEvent[] }
+  | { kind: 'mfa'; user: UserRow; events: AuditEvent[] };
 interface AuditEvent {
   action: 'user.created' | 'user.sso_linked';
   details: Record<string, unknown>;
@@ -107,10 +106,7 @@ export class SsoFlow {
 
   private readonly deps: IdentityDeps;
   private readonly provider: OidcProvider;
-  constructor(
-    deps: IdentityDeps,
-    provider: OidcProvider,
-  ) {
+  constructor(deps: IdentityDeps, provider: OidcProvider) {
     this.deps = deps;
     this.provider = provider;
     this.frontend = `${trimSlash(deps.config.SVC_FRONTEND_URL)}/auth/sso/callback`;
@@ -119,7 +115,12 @@ export class SsoFlow {
   }
 
   /** Step 0: a fresh flow, and the provider URL to send the browser to. */
-  async start(): Promise<{ redirect_url: string; secure_cookie: boolean; binding: string | null; binding_max_age_seconds: number }> {
+  async start(): Promise<{
+    redirect_url: string;
+    secure_cookie: boolean;
+    binding: string | null;
+    binding_max_age_seconds: number;
+  }> {
     const base = { secure_cookie: this.secureCookie, binding_max_age_seconds: SSO_TTL_MS / 1000 };
     let config: oidc.Configuration;
     try {
@@ -132,7 +133,12 @@ export class SsoFlow {
     const nonce = oidc.randomNonce();
     const codeVerifier = oidc.randomPKCECodeVerifier();
     const binding = randomToken();
-    const record: z.infer<typeof FlowState> = { nonce, code_verifier: codeVerifier, binding_hash: sha256(binding), expires_at: this.deps.clock.now() + SSO_TTL_MS };
+    const record: z.infer<typeof FlowState> = {
+      nonce,
+      code_verifier: codeVerifier,
+      binding_hash: sha256(binding),
+      expires_at: this.deps.clock.now() + SSO_TTL_MS,
+    };
     await this.deps.kv.set(stateKey(state), JSON.stringify(record), { ttlMs: SSO_TTL_MS });
     const params: Record<string, string> = {
       redirect_uri: this.provider.redirectUri,
@@ -148,7 +154,10 @@ export class SsoFlow {
   }
 
   /** Steps 1-5 of "Single sign-on callback procedure"; always answers a frontend redirect, errors included. */
-  async callback(input: z.infer<typeof SsoCallbackParams> & { binding?: string | undefined }, ctx: CallerContext): Promise<{ redirect_url: string; secure_cookie: boolean }> {
+  async callback(
+    input: z.infer<typeof SsoCallbackParams> & { binding?: string | undefined },
+    ctx: CallerContext,
+  ): Promise<{ redirect_url: string; secure_cookie: boolean }> {
     const reply = (redirect_url: string) => ({ redirect_url, secure_cookie: this.secureCookie });
     try {
       const outcome = await this.complete(input, ctx);
@@ -158,12 +167,19 @@ export class SsoFlow {
       }
       const code = randomToken();
       const now = this.deps.clock.now();
-      const record: z.infer<typeof CodeRecord> = { tokens: outcome.tokens, issued_at: now, expires_at: now + SSO_TTL_MS };
+      const record: z.infer<typeof CodeRecord> = {
+        tokens: outcome.tokens,
+        issued_at: now,
+        expires_at: now + SSO_TTL_MS,
+      };
       await this.deps.kv.set(codeKey(code), this.deps.box.seal(JSON.stringify(record)), { ttlMs: SSO_TTL_MS });
       return reply(`${this.frontend}?code=${encodeURIComponent(code)}`);
     } catch (err) {
       if (err instanceof SsoFailure) {
-        this.deps.log.info({ reason: err.reason, detail: err.message, request_id: ctx.request_id }, 'sso sign-in refused');
+        this.deps.log.info(
+          { reason: err.reason, detail: err.message, request_id: ctx.request_id },
+          'sso sign-in refused',
+        );
         return reply(this.failureUrl(err.reason));
       }
       this.deps.log.error({ err, request_id: ctx.request_id }, 'sso callback failed');
@@ -192,7 +208,10 @@ export class SsoFlow {
     return `${this.frontend}?error=${reason}`;
   }
 
-  private async complete(input: z.infer<typeof SsoCallbackParams> & { binding?: string | undefined }, ctx: CallerContext): Promise<Outcome> {
+  private async complete(
+    input: z.infer<typeof SsoCallbackParams> & { binding?: string | undefined },
+    ctx: CallerContext,
+  ): Promise<Outcome> {
     // 1. Single-use state, bound to this browser. Consumed first, whatever happens next.
     if (!input.state) throw new SsoFailure('invalid_state', 'callback without state');
     const raw = await this.deps.kv.getDel(stateKey(input.state));
@@ -200,8 +219,13 @@ export class SsoFlow {
     if (!parsed?.success) throw new SsoFailure('invalid_state', 'state unknown, used or expired');
     const flow = parsed.data;
     if (this.deps.clock.now() >= flow.expires_at) throw new SsoFailure('invalid_state', 'state expired');
-    if (!input.binding || !safeEqual(sha256(input.binding), flow.binding_hash)) throw new SsoFailure('invalid_state', 'browser-binding cookie missing or not matching');
-    if (input.error) throw new SsoFailure(input.error === 'access_denied' ? 'access_denied' : 'provider_error', `provider error ${input.error}`);
+    if (!input.binding || !safeEqual(sha256(input.binding), flow.binding_hash))
+      throw new SsoFailure('invalid_state', 'browser-binding cookie missing or not matching');
+    if (input.error)
+      throw new SsoFailure(
+        input.error === 'access_denied' ? 'access_denied' : 'provider_error',
+        `provider error ${input.error}`,
+      );
     if (!input.code) throw new SsoFailure('provider_error', 'callback without code');
 
     // 2. Code for tokens (openid-client checks state, iss, PKCE, and the ID token: signature, iss, aud, exp, nonce).
@@ -210,8 +234,14 @@ export class SsoFlow {
     try {
       config = await this.provider.configuration();
       const current = new URL(this.provider.redirectUri);
-      for (const [k, v] of Object.entries(input)) if (k !== 'binding' && typeof v === 'string') current.searchParams.set(k, v);
-      const tokens = await oidc.authorizationCodeGrant(config, current, { expectedState: input.state, expectedNonce: flow.nonce, pkceCodeVerifier: flow.code_verifier, idTokenExpected: true });
+      for (const [k, v] of Object.entries(input))
+        if (k !== 'binding' && typeof v === 'string') current.searchParams.set(k, v);
+      const tokens = await oidc.authorizationCodeGrant(config, current, {
+        expectedState: input.state,
+        expectedNonce: flow.nonce,
+        pkceCodeVerifier: flow.code_verifier,
+        idTokenExpected: true,
+      });
       claims = tokens.claims();
     } catch (err) {
       throw new SsoFailure(classify(err), errMessage(err));
@@ -222,8 +252,15 @@ export class SsoFlow {
     if (claims.nonce !== flow.nonce) throw new SsoFailure('invalid_token', 'nonce mismatch');
     if (this.allowedDomain && (typeof claims.hd !== 'string' || claims.hd.toLowerCase() !== this.allowedDomain))
       throw new SsoFailure('domain_not_allowed', `hd ${String(claims.hd)} is not ${this.allowedDomain}`);
-    if (claims.email_verified !== true && claims.email_verified !== 'true') throw new SsoFailure('email_not_verified', 'email_verified is not true');
-    if (typeof claims.sub !== 'string' || !claims.sub || typeof claims.email !== 'string' || !claims.email.includes('@')) throw new SsoFailure('invalid_token', 'ID token without sub or e-mail');
+    if (claims.email_verified !== true && claims.email_verified !== 'true')
+      throw new SsoFailure('email_not_verified', 'email_verified is not true');
+    if (
+      typeof claims.sub !== 'string' ||
+      !claims.sub ||
+      typeof claims.email !== 'string' ||
+      !claims.email.includes('@')
+    )
+      throw new SsoFailure('invalid_token', 'ID token without sub or e-mail');
     const identity: Identity = {
       issuer: config.serverMetadata().issuer,
       sub: claims.sub,
@@ -237,12 +274,22 @@ export class SsoFlow {
       if (user.status === 'disabled') throw new SsoFailure('account_disabled', 'user is disabled');
       if (user.status !== 'active') throw new SsoFailure('account_not_active', `user is ${user.status}`);
       if (user.mfa_enabled) return { kind: 'mfa' as const, user, events };
-      const tokens = await issueSession(this.deps, em, user, { ip: ctx.ip ?? null, user_agent: ctx.user_agent ?? null });
+      const tokens = await issueSession(this.deps, em, user, {
+        ip: ctx.ip ?? null,
+        user_agent: ctx.user_agent ?? null,
+      });
       return { kind: 'tokens' as const, user, tokens, events };
     });
 
     const actor = { id: outcome.user.id, email: outcome.user.email };
-    for (const e of outcome.events) await this.deps.audit.record(ctx, { action: e.action, resource_type: 'user', resource_id: outcome.user.id, details: e.details, actor });
+    for (const e of outcome.events)
+      await this.deps.audit.record(ctx, {
+        action: e.action,
+        resource_type: 'user',
+        resource_id: outcome.user.id,
+        details: e.details,
+        actor,
+      });
     if (outcome.kind === 'tokens')
       await this.deps.audit.record(ctx, {
         action: 'user.login',
@@ -261,21 +308,40 @@ export class SsoFlow {
    */
   private async findUser(em: EntityManager, id: Identity): Promise<{ user: UserRow; events: AuditEvent[] }> {
     for (let attempt = 0; attempt < 2; attempt += 1) {
-      const linked = await em.execute<UserRow[]>(`SELECT ${USER_COLUMNS} FROM users WHERE auth_provider = ? AND auth_provider_id = ?`, [id.issuer, id.sub]);
+      const linked = await em.execute<UserRow[]>(
+        `SELECT ${USER_COLUMNS} FROM users WHERE auth_provider = ? AND auth_provider_id = ?`,
+        [id.issuer, id.sub],
+      );
       if (linked[0]) return { user: linked[0], events: [] };
-      if (!this.allowedDomain) throw new SsoFailure('account_not_found', 'no linked account; linking and provisioning are off without an allowed domain');
+      if (!this.allowedDomain)
+        throw new SsoFailure(
+          'account_not_found',
+          'no linked account; linking and provisioning are off without an allowed domain',
+        );
 
-      const byEmail = await em.execute<UserRow[]>(`SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = lower(?)`, [id.email]);
+      const byEmail = await em.execute<UserRow[]>(`SELECT ${USER_COLUMNS} FROM users WHERE lower(email) = lower(?)`, [
+        id.email,
+      ]);
       const existing = byEmail[0];
       if (existing) {
-        if (existing.auth_provider_id !== null) throw new SsoFailure('account_conflict', 'e-mail belongs to a user linked to another identity');
+        if (existing.auth_provider_id !== null)
+          throw new SsoFailure('account_conflict', 'e-mail belongs to a user linked to another identity');
         if (existing.status === 'disabled') throw new SsoFailure('account_disabled', 'user is disabled');
         if (existing.status !== 'active') throw new SsoFailure('account_not_active', `user is ${existing.status}`);
         const updated = await em.execute<UserRow[]>(
           `UPDATE users SET auth_provider = ?, auth_provider_id = ?, updated_at = ? WHERE id = ? AND auth_provider_id IS NULL RETURNING ${USER_COLUMNS}`,
           [id.issuer, id.sub, new Date(this.deps.clock.now()), existing.id],
         );
-        if (updated[0]) return { user: updated[0], events: [{ action: 'user.sso_linked', details: { method: 'sso', auth_provider: id.issuer, auth_provider_id: id.sub, linked_by: 'email' } }] };
+        if (updated[0])
+          return {
+            user: updated[0],
+            events: [
+              {
+                action: 'user.sso_linked',
+                details: { method: 'sso', auth_provider: id.issuer, auth_provider_id: id.sub, linked_by: 'email' },
+              },
+            ],
+          };
         continue;
       }
 
@@ -287,7 +353,15 @@ export class SsoFlow {
         [randomUUID(), id.email, id.name ?? id.email.split('@')[0]!, id.issuer, id.sub, now, now],
       );
       if (created[0])
-        return { user: created[0], events: [{ action: 'user.created', details: { method: 'sso', auth_provider: id.issuer, email: id.email, status: 'active' } }] };
+        return {
+          user: created[0],
+          events: [
+            {
+              action: 'user.created',
+              details: { method: 'sso', auth_provider: id.issuer, email: id.email, status: 'active' },
+            },
+          ],
+        };
     }
     throw new SsoFailure('account_conflict', 'user changed concurrently');
   }
@@ -295,14 +369,21 @@ export class SsoFlow {
 
 /** Maps an openid-client failure of the code exchange to the reason shown to the user. */
 function classify(err: unknown): SsoFailureReason {
-  if (err instanceof oidc.AuthorizationResponseError) return err.error === 'access_denied' ? 'access_denied' : 'provider_error';
-  if (err instanceof oidc.ResponseBodyError || err instanceof oidc.WWWAuthenticateChallengeError) return 'provider_error';
+  if (err instanceof oidc.AuthorizationResponseError)
+    return err.error === 'access_denied' ? 'access_denied' : 'provider_error';
+  if (err instanceof oidc.ResponseBodyError || err instanceof oidc.WWWAuthenticateChallengeError)
+    return 'provider_error';
   if (err instanceof oidc.ClientError) {
     const code = err.code ?? '';
     if (/JWT|JWS|KEY_SELECTION|INVALID_RESPONSE|PARSE_ERROR/.test(code)) return 'invalid_token';
     return 'provider_error';
   }
-  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError' || (err instanceof TypeError && /fetch failed/i.test(err.message))))
+  if (
+    err instanceof Error &&
+    (err.name === 'TimeoutError' ||
+      err.name === 'AbortError' ||
+      (err instanceof TypeError && /fetch failed/i.test(err.message)))
+  )
     return 'provider_unavailable';
   return 'server_error';
 }

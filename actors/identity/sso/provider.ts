@@ -8,7 +8,8 @@ const PROVIDER_TIMEOUT_S = 5;
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
 /** Where the provider sends the browser back: `{backend_url}/api/v1/auth/sso/callback`. */
-export const callbackUrl = (config: Pick<Config, 'SVC_BACKEND_URL'>): string => `${trimSlash(config.SVC_BACKEND_URL)}/api/v1/auth/sso/callback`;
+export const callbackUrl = (config: Pick<Config, 'SVC_BACKEND_URL'>): string =>
+  `${trimSlash(config.SVC_BACKEND_URL)}/api/v1/auth/sso/callback`;
 
 export const trimSlash = (url: string): string => url.replace(/\/+$/, '');
 
@@ -22,10 +23,24 @@ export class OidcProvider {
   private pending: Promise<oidc.Configuration> | undefined;
   readonly redirectUri: string;
 
-  private readonly config: Pick<Config, 'SVC_SSO_ISSUER_URL' | 'SVC_SSO_CLIENT_ID' | 'SVC_SSO_CLIENT_SECRET' | 'SVC_SSO_TOKEN_AUTH_METHOD' | 'SVC_BACKEND_URL'>;
+  private readonly config: Pick<
+    Config,
+    | 'SVC_SSO_ISSUER_URL'
+    | 'SVC_SSO_CLIENT_ID'
+    | 'SVC_SSO_CLIENT_SECRET'
+    | 'SVC_SSO_TOKEN_AUTH_METHOD'
+    | 'SVC_BACKEND_URL'
+  >;
   private readonly log: Logger;
   constructor(
-    config: Pick<Config, 'SVC_SSO_ISSUER_URL' | 'SVC_SSO_CLIENT_ID' | 'SVC_SSO_CLIENT_SECRET' | 'SVC_SSO_TOKEN_AUTH_METHOD' | 'SVC_BACKEND_URL'>,
+    config: Pick<
+      Config,
+      | 'SVC_SSO_ISSUER_URL'
+      | 'SVC_SSO_CLIENT_ID'
+      | 'SVC_SSO_CLIENT_SECRET'
+      | 'SVC_SSO_TOKEN_AUTH_METHOD'
+      | 'SVC_BACKEND_URL'
+    >,
     log: Logger,
   ) {
     this.config = config;
@@ -55,7 +70,8 @@ export class OidcProvider {
     const issuer = new URL(this.config.SVC_SSO_ISSUER_URL);
     // Plain HTTP only for a provider on this machine (local development, tests); anything else must be https.
     const insecure = issuer.protocol === 'http:' && LOOPBACK.has(issuer.hostname);
-    if (issuer.protocol !== 'https:' && !insecure) throw new Error(`SVC_SSO_ISSUER_URL must be https (got ${issuer.protocol})`);
+    if (issuer.protocol !== 'https:' && !insecure)
+      throw new Error(`SVC_SSO_ISSUER_URL must be https (got ${issuer.protocol})`);
     let lastError: unknown;
     // One quick second attempt covers a provider that is just starting; later requests retry on their own.
     for (let attempt = 1; attempt <= 2; attempt += 1) {
@@ -77,8 +93,12 @@ export class OidcProvider {
         const method = secret ? chooseTokenAuthMethod(offered, this.config.SVC_SSO_TOKEN_AUTH_METHOD) : 'none';
         if (secret && method !== 'none') auth = clientAuthFor(method, secret);
         // An operator's choice is used as given (metadata can be incomplete), but worth a line in the log.
-        if (offered && !offered.includes(method)) this.log.warn({ method, offered }, 'sso token endpoint authentication method not listed by the provider');
-        this.log.info({ issuer: config.serverMetadata().issuer, token_endpoint_auth_method: method }, 'sso provider discovered');
+        if (offered && !offered.includes(method))
+          this.log.warn({ method, offered }, 'sso token endpoint authentication method not listed by the provider');
+        this.log.info(
+          { issuer: config.serverMetadata().issuer, token_endpoint_auth_method: method },
+          'sso provider discovered',
+        );
         return config;
       } catch (err) {
         lastError = err;

@@ -9,7 +9,10 @@ export type TokenAuthMethod = (typeof TOKEN_AUTH_METHODS)[number];
  * providers, and what RFC 6749 recommends) unless discovery lists methods without it, then the first secret-based
  * one it lists. An absent list means basic (OpenID Connect Discovery 1.0 §3).
  */
-export function chooseTokenAuthMethod(supported: readonly string[] | undefined, override: TokenAuthMethod | ''): TokenAuthMethod {
+export function chooseTokenAuthMethod(
+  supported: readonly string[] | undefined,
+  override: TokenAuthMethod | '',
+): TokenAuthMethod {
   if (override) return override;
   const offered = supported ?? ['client_secret_basic'];
   if (offered.includes('client_secret_basic')) return 'client_secret_basic';

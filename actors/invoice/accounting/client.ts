@@ -64,20 +64,41 @@ const idOf = (body: unknown): string | undefined => {
 };
 
 /** `POST {url}/invoices` with the bearer token and `Idempotency-Key: <invoice id>:<version>`. Never throws. */
-export async function pushInvoice(target: AccountingTarget, body: Record<string, unknown>, idempotencyKey: string, now: () => number): Promise<PushResult> {
+export async function pushInvoice(
+  target: AccountingTarget,
+  body: Record<string, unknown>,
+  idempotencyKey: string,
+  now: () => number,
+): Promise<PushResult> {
   let res: Response;
   try {
     res = await fetch(`${target.url.replace(/\/+$/, '')}/invoices`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${target.token}`, 'content-type': 'application/json', accept: 'application/json', 'idempotency-key': idempotencyKey },
+      headers: {
+        authorization: `Bearer ${target.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'idempotency-key': idempotencyKey,
+      },
       body: JSON.stringify(body),
       // A redirect would turn the POST into a GET (or resend the token elsewhere): treated as a wrong URL instead.
       redirect: 'manual',
       signal: AbortSignal.timeout(target.timeoutMs),
     });
   } catch (err) {
-    const cause = err instanceof Error ? (err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message) : String(err);
-    return { ok: false, transient: true, status: null, retryAfterMs: undefined, error: `accounting system unreachable: ${cause}` };
+    const cause =
+      err instanceof Error
+        ? err.cause instanceof Error
+          ? `${err.message}: ${err.cause.message}`
+          : err.message
+        : String(err);
+    return {
+      ok: false,
+      transient: true,
+      status: null,
+      retryAfterMs: undefined,
+      error: `accounting system unreachable: ${cause}`,
+    };
   }
   const text = await res.text().catch(() => '');
   if (res.status === 200 || res.status === 201) {
@@ -90,7 +111,13 @@ export async function pushInvoice(target: AccountingTarget, body: Record<string,
     const externalId = idOf(parsed);
     if (externalId !== undefined) return { ok: true, externalId, status: res.status };
     // It accepted something but did not say what: pushing again with the same key would give the same answer.
-    return { ok: false, transient: false, status: res.status, retryAfterMs: undefined, error: `accounting system answered ${res.status} without an id` };
+    return {
+      ok: false,
+      transient: false,
+      status: res.status,
+      retryAfterMs: undefined,
+      error: `accounting system answered ${res.status} without an id`,
+    };
   }
   const detail = text.replace(/\s+/g, ' ').trim().slice(0, 300);
   const transient = res.status === 408 || res.status === 429 || res.status >= 500;

@@ -16,13 +16,23 @@ export function parseRetryAfter(value: string | null | undefined, now: number): 
 }
 
 /** The jittered delay after the n-th failed attempt (1-based); the schedule's last entry repeats. */
-export function backoffDelay(scheduleMs: readonly number[], attempt: number, random: () => number = Math.random): number {
+export function backoffDelay(
+  scheduleMs: readonly number[],
+  attempt: number,
+  random: () => number = Math.random,
+): number {
   const step = scheduleMs[Math.min(Math.max(attempt, 1), scheduleMs.length) - 1] ?? 0;
   return Math.round(step / 2 + random() * (step / 2));
 }
 
 /** The delay before the next attempt: the peer's Retry-After (capped at `maxMs`) when it gave one, else the backoff. */
-export function nextDelay(opts: { retryAfterMs: number | undefined; scheduleMs: readonly number[]; attempt: number; maxMs: number; random?: () => number }): number {
+export function nextDelay(opts: {
+  retryAfterMs: number | undefined;
+  scheduleMs: readonly number[];
+  attempt: number;
+  maxMs: number;
+  random?: () => number;
+}): number {
   if (opts.retryAfterMs !== undefined) return Math.min(opts.retryAfterMs, opts.maxMs);
   return backoffDelay(opts.scheduleMs, opts.attempt, opts.random);
 }

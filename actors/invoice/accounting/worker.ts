@@ -27,7 +27,12 @@ export const accountingConfigured = (c: Config): boolean => Boolean(c.SVC_ACCOUN
  * the sent invoice. Transient failures are naked with a jittered backoff or the peer's Retry-After; a permanent
  * answer or the last attempt dead-letters the job and marks the invoice failed (onDeadLetter).
  */
-export function startAccountingWorker(deps: { nc: NatsConnection; orm: MikroORM; config: Config; log: Logger }): Promise<ConsumerHandle> {
+export function startAccountingWorker(deps: {
+  nc: NatsConnection;
+  orm: MikroORM;
+  config: Config;
+  log: Logger;
+}): Promise<ConsumerHandle> {
   const { config } = deps;
   const maxAttempts = config.SVC_ACCOUNTING_MAX_ATTEMPTS;
   const schedule = config.SVC_ACCOUNTING_BACKOFF_MS;
@@ -53,22 +58,37 @@ export function startAccountingWorker(deps: { nc: NatsConnection; orm: MikroORM;
       // A duplicate after the stream's dedup window, or a job a newer request replaced: nothing left to do.
       if (row.accounting_sync_state === 'synced' && row.accounting_synced_version === row.version) return;
       if (row.accounting_sync_attempt > job.attempt) return;
-      if (!(SYNCABLE as readonly string[]).includes(row.status)) throw new NonRetryableError(`the invoice is ${row.status} now; only an approved or sent invoice is pushed`);
+      if (!(SYNCABLE as readonly string[]).includes(row.status))
+        throw new NonRetryableError(`the invoice is ${row.status} now; only an approved or sent invoice is pushed`);
       // Read per delivery: an operator who fixes the variables and restarts lets queued jobs through.
-      if (!config.SVC_ACCOUNTING_URL || !config.SVC_ACCOUNTING_TOKEN) throw new NonRetryableError('accounting integration not configured (SVC_ACCOUNTING_URL, SVC_ACCOUNTING_TOKEN)');
+      if (!config.SVC_ACCOUNTING_URL || !config.SVC_ACCOUNTING_TOKEN)
+        throw new NonRetryableError('accounting integration not configured (SVC_ACCOUNTING_URL, SVC_ACCOUNTING_TOKEN)');
       const inv = await loadInvoice(em, job.invoice_id);
       const key = `${inv.id}:${inv.version}`;
-      const result = await pushInvoice({ url: config.SVC_ACCOUNTING_URL, token: config.SVC_ACCOUNTING_TOKEN, timeoutMs: HTTP_TIMEOUT_MS }, pushBody(inv, row.accounting_external_id), key, Date.now);
+      const result = await pushInvoice(
+        { url: config.SVC_ACCOUNTING_URL, token: config.SVC_ACCOUNTING_TOKEN, timeoutMs: HTTP_TIMEOUT_MS },
+        pushBody(inv, row.accounting_external_id),
+        key,
+        Date.now,
+      );
       if (result.ok) {
         await markSynced(em, inv.id, inv.version, result.externalId);
-        meta.log.info({ invoice_id: inv.id, version: inv.version, external_id: result.externalId }, 'invoice pushed to accounting');
+        meta.log.info(
+          { invoice_id: inv.id, version: inv.version, external_id: result.externalId },
+          'invoice pushed to accounting',
+        );
         return;
       }
       if (!result.transient) throw new NonRetryableError(result.error);
       const note = `attempt ${meta.deliveryCount} of ${maxAttempts}: ${result.error}`;
       await noteRetry(em, inv.id, job.attempt, note);
       // The last attempt's failure is dead-lettered by runConsumer; the delay only matters before it.
-      const delay = nextDelay({ retryAfterMs: result.retryAfterMs, scheduleMs: schedule, attempt: meta.deliveryCount, maxMs: retryAfterMaxMs });
+      const delay = nextDelay({
+        retryAfterMs: result.retryAfterMs,
+        scheduleMs: schedule,
+        attempt: meta.deliveryCount,
+        maxMs: retryAfterMaxMs,
+      });
       throw new RetryLaterError(note, delay);
     },
   });

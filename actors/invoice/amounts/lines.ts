@@ -38,13 +38,25 @@ export interface ComputedLine extends LineFields {
  * Usage records are billed on every deal type: `quantity × unit_price`, one line per (metric, unit, unit price).
  * A worklog whose rate tier is unknown counts with multiplier 1 (and says so in the line's rate_tier).
  */
-export function buildLines(app: ApplicationRow, worklogs: readonly WorklogRow[], usage: readonly UsageRow[], tiers: ReadonlyMap<string, string>): ComputedLine[] {
+export function buildLines(
+  app: ApplicationRow,
+  worklogs: readonly WorklogRow[],
+  usage: readonly UsageRow[],
+  tiers: ReadonlyMap<string, string>,
+): ComputedLine[] {
   const deal = app.deal_type as DealType;
   const lines: ComputedLine[] = [];
   const multiplierOf = (tier: string): Dec => dec(tiers.get(tier) ?? '1');
 
   if (deal === 'RET' || deal === 'FIX') {
-    lines.push(line({ line_type: 'base', description: deal === 'RET' ? `Retainer: ${app.name}` : `Fixed price: ${app.name}`, quantity: dec(1), unit: dec(app.base_amount) }));
+    lines.push(
+      line({
+        line_type: 'base',
+        description: deal === 'RET' ? `Retainer: ${app.name}` : `Fixed price: ${app.name}`,
+        quantity: dec(1),
+        unit: dec(app.base_amount),
+      }),
+    );
   }
 
   // Task lines: one per (tracker_key, rate_tier), ordered by tracker key then tier.
@@ -62,14 +74,24 @@ export function buildLines(app: ApplicationRow, worklogs: readonly WorklogRow[],
     const key = `${w.tracker_key}\u0000${w.rate_tier}`;
     const g = groups.get(key);
     if (!g) {
-      groups.set(key, { tracker_key: w.tracker_key, rate_tier: w.rate_tier, description: w.description, linked_issue_key: w.linked_issue_key, last_date: w.worklog_date, time: w.time_seconds, billable: w.billable_seconds });
+      groups.set(key, {
+        tracker_key: w.tracker_key,
+        rate_tier: w.rate_tier,
+        description: w.description,
+        linked_issue_key: w.linked_issue_key,
+        last_date: w.worklog_date,
+        time: w.time_seconds,
+        billable: w.billable_seconds,
+      });
     } else {
       g.time += w.time_seconds;
       g.billable += w.billable_seconds;
       if (w.worklog_date > g.last_date) g.last_date = w.worklog_date;
     }
   }
-  const sorted = [...groups.values()].sort((a, b) => (a.tracker_key === b.tracker_key ? cmp(a.rate_tier, b.rate_tier) : cmp(a.tracker_key, b.tracker_key)));
+  const sorted = [...groups.values()].sort((a, b) =>
+    a.tracker_key === b.tracker_key ? cmp(a.rate_tier, b.rate_tier) : cmp(a.tracker_key, b.tracker_key),
+  );
   for (const g of sorted) {
     const m = multiplierOf(g.rate_tier);
     const unit = deal === 'TM' ? unitPriceOf(app.hourly_rate, m) : dec(0);
@@ -99,7 +121,14 @@ export function buildLines(app: ApplicationRow, worklogs: readonly WorklogRow[],
     else usageGroups.set(key, { metric: u.metric, unit: u.unit, unit_price: u.unit_price, quantity: dec(u.quantity) });
   }
   for (const g of usageGroups.values()) {
-    lines.push(line({ line_type: 'usage', description: g.unit ? `${g.metric} (${g.unit})` : g.metric, quantity: g.quantity, unit: dec(g.unit_price) }));
+    lines.push(
+      line({
+        line_type: 'usage',
+        description: g.unit ? `${g.metric} (${g.unit})` : g.metric,
+        quantity: g.quantity,
+        unit: dec(g.unit_price),
+      }),
+    );
   }
 
   if (deal === 'RET') {

@@ -25,13 +25,15 @@ export const MULTIPLIER_DECIMALS = 4;
 export const dec = (v: string | number | Dec): Dec => new Dec(v);
 
 /** Rule 1: seconds (an integer or an exact decimal) to hours at 4 decimals. */
-export const hoursOf = (seconds: string | number | Dec): Dec => new Dec(seconds).div(SECONDS_PER_HOUR).toDecimalPlaces(HOUR_DECIMALS, Dec.ROUND_HALF_UP);
+export const hoursOf = (seconds: string | number | Dec): Dec =>
+  new Dec(seconds).div(SECONDS_PER_HOUR).toDecimalPlaces(HOUR_DECIMALS, Dec.ROUND_HALF_UP);
 
 /** Rule 2: the unit price of a rate under a multiplier, exact. */
 export const unitPriceOf = (rate: string | Dec, multiplier: string | Dec): Dec => new Dec(rate).mul(multiplier);
 
 /** Rule 3: a line total in cents, half-up (away from zero for negative lines). */
-export const lineTotalOf = (quantity: string | Dec, unitPrice: string | Dec): Dec => new Dec(quantity).mul(unitPrice).toDecimalPlaces(MONEY_DECIMALS, Dec.ROUND_HALF_UP);
+export const lineTotalOf = (quantity: string | Dec, unitPrice: string | Dec): Dec =>
+  new Dec(quantity).mul(unitPrice).toDecimalPlaces(MONEY_DECIMALS, Dec.ROUND_HALF_UP);
 
 /** Wire forms: amounts with exactly 2 decimals, hours and quantities with 4, multipliers with 4. */
 export const money = (d: Dec): string => d.toFixed(MONEY_DECIMALS);

@@ -17,7 +17,8 @@ export interface InvoiceTotals {
 }
 
 /** Rule 3 on a wire line: its total from its own quantity and unit price. */
-export const lineTotal = (l: Pick<LineFigures, 'quantity' | 'unit_price'>): string => money(lineTotalOf(l.quantity, l.unit_price));
+export const lineTotal = (l: Pick<LineFigures, 'quantity' | 'unit_price'>): string =>
+  money(lineTotalOf(l.quantity, l.unit_price));
 
 /** Rule 4: the invoice figures as sums over the lines (never rounded again). */
 export function totalsOf(lines: readonly LineFigures[]): InvoiceTotals {

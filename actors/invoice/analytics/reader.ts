@@ -69,26 +69,36 @@ export class AnalyticsReader {
   }
 
   async application(key: string): Promise<ApplicationRow | undefined> {
-    const [row] = await this.store.query<ApplicationRow>(`SELECT ${APP_COLUMNS} FROM applications FINAL WHERE application_key = {key:String}`, { key });
+    const [row] = await this.store.query<ApplicationRow>(
+      `SELECT ${APP_COLUMNS} FROM applications FINAL WHERE application_key = {key:String}`,
+      { key },
+    );
     return row;
   }
 
   /** Active applications, by key (generate-bulk). */
   async activeApplications(): Promise<ApplicationRow[]> {
-    return this.store.query<ApplicationRow>(`SELECT ${APP_COLUMNS} FROM applications FINAL WHERE is_active ORDER BY application_key`);
+    return this.store.query<ApplicationRow>(
+      `SELECT ${APP_COLUMNS} FROM applications FINAL WHERE is_active ORDER BY application_key`,
+    );
   }
 
   async customers(keys: readonly string[]): Promise<Map<string, CustomerRow>> {
     if (keys.length === 0) return new Map();
-    const rows = await this.store.query<CustomerRow>(`SELECT customer_key, name, email, address, country, vat_id FROM customers FINAL WHERE customer_key IN {keys:Array(String)}`, {
-      keys: [...new Set(keys)],
-    });
+    const rows = await this.store.query<CustomerRow>(
+      `SELECT customer_key, name, email, address, country, vat_id FROM customers FINAL WHERE customer_key IN {keys:Array(String)}`,
+      {
+        keys: [...new Set(keys)],
+      },
+    );
     return new Map(rows.map((r) => [r.customer_key, r]));
   }
 
   /** Multiplier of every rate tier, as decimal strings. */
   async rateTiers(): Promise<Map<string, string>> {
-    const rows = await this.store.query<{ rate_tier: string; multiplier: string }>(`SELECT rate_tier, toString(multiplier) AS multiplier FROM rate_tiers FINAL`);
+    const rows = await this.store.query<{ rate_tier: string; multiplier: string }>(
+      `SELECT rate_tier, toString(multiplier) AS multiplier FROM rate_tiers FINAL`,
+    );
     return new Map(rows.map((r) => [r.rate_tier, r.multiplier]));
   }
 
@@ -107,7 +117,12 @@ export class AnalyticsReader {
     for (const { application_key, day, ...w } of rows) {
       let list = out.get(application_key);
       if (!list) out.set(application_key, (list = []));
-      list.push({ ...w, worklog_date: day, time_seconds: Number(w.time_seconds), billable_seconds: Number(w.billable_seconds) });
+      list.push({
+        ...w,
+        worklog_date: day,
+        time_seconds: Number(w.time_seconds),
+        billable_seconds: Number(w.billable_seconds),
+      });
     }
     return out;
   }
@@ -135,7 +150,16 @@ export class AnalyticsReader {
   async forApplication(key: string, period: Period): Promise<ApplicationPeriodData | undefined> {
     const application = await this.application(key);
     if (!application) return undefined;
-    const [customers, worklogs, usage] = await Promise.all([this.customers([application.customer_key]), this.worklogs([key], period), this.usage([key], period)]);
-    return { application, customer: customers.get(application.customer_key), worklogs: worklogs.get(key) ?? [], usage: usage.get(key) ?? [] };
+    const [customers, worklogs, usage] = await Promise.all([
+      this.customers([application.customer_key]),
+      this.worklogs([key], period),
+      this.usage([key], period),
+    ]);
+    return {
+      application,
+      customer: customers.get(application.customer_key),
+      worklogs: worklogs.get(key) ?? [],
+      usage: usage.get(key) ?? [],
+    };
   }
 }

@@ -23,7 +23,12 @@ export interface DocumentDeps {
   log: Logger;
 }
 
-export const sellerOf = (c: Config): Seller => ({ name: c.SVC_INVOICE_SELLER_NAME, address: c.SVC_INVOICE_SELLER_ADDRESS, email: c.SVC_INVOICE_SELLER_EMAIL, vat_id: c.SVC_INVOICE_SELLER_VAT_ID });
+export const sellerOf = (c: Config): Seller => ({
+  name: c.SVC_INVOICE_SELLER_NAME,
+  address: c.SVC_INVOICE_SELLER_ADDRESS,
+  email: c.SVC_INVOICE_SELLER_EMAIL,
+  vat_id: c.SVC_INVOICE_SELLER_VAT_ID,
+});
 
 /** A render never outlives the request that asked for it (nor 30 s). */
 const renderBudget = (deadline: number): number => Math.max(1_000, Math.min(30_000, deadline - Date.now() - 250));
@@ -38,12 +43,22 @@ export function documentHandlers(deps: DocumentDeps): Handlers<Cat, 'invoice'> {
 
     'svc.invoice.finalize': async ({ id }, { ctx, deadline, log }) => {
       requirePermission(ctx, WRITE);
-      return deps.orm.em.fork().transactional((tx) => finalize(tx, id, { renderer: deps.renderer, seller: deps.seller, log, editor: editorOf(ctx), timeoutMs: renderBudget(deadline) }));
+      return deps.orm.em.fork().transactional((tx) =>
+        finalize(tx, id, {
+          renderer: deps.renderer,
+          seller: deps.seller,
+          log,
+          editor: editorOf(ctx),
+          timeoutMs: renderBudget(deadline),
+        }),
+      );
     },
 
     'svc.invoice.regenerate': async ({ id }, { ctx }) => {
       requirePermission(ctx, WRITE);
-      return deps.orm.em.fork().transactional((tx) => regenerate(tx, id, { reader: deps.reader, editor: editorOf(ctx) }));
+      return deps.orm.em
+        .fork()
+        .transactional((tx) => regenerate(tx, id, { reader: deps.reader, editor: editorOf(ctx) }));
     },
 
     'svc.invoice.pdf': async ({ id }, { ctx }) => {
@@ -53,7 +68,12 @@ export function documentHandlers(deps: DocumentDeps): Handlers<Cat, 'invoice'> {
       if (!inv) throw new DomainError('not_found', 'invoice not found');
       const pdf = await readPdf(em, id);
       if (!pdf) throw new DomainError('not_found', 'this invoice has no PDF yet: finalize it first');
-      return { filename: `${inv.display_number}.pdf`, content_base64: pdf.content.toString('base64'), byte_size: Number(pdf.byte_size), sha256: pdf.sha256 };
+      return {
+        filename: `${inv.display_number}.pdf`,
+        content_base64: pdf.content.toString('base64'),
+        byte_size: Number(pdf.byte_size),
+        sha256: pdf.sha256,
+      };
     },
   };
 }

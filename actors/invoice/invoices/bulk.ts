@@ -20,7 +20,12 @@ const CHUNK = 100;
  * locks on (application, period), so two bulk runs at once cannot both create one. Entries are ordered by
  * application key.
  */
-export async function generateBulk(deps: InvoiceDeps, period: Period, editor: string, invoiceDate: string): Promise<Entry[]> {
+export async function generateBulk(
+  deps: InvoiceDeps,
+  period: Period,
+  editor: string,
+  invoiceDate: string,
+): Promise<Entry[]> {
   const apps = await deps.reader.activeApplications();
   if (apps.length === 0) return [];
   const keys = apps.map((a) => a.application_key);
@@ -41,7 +46,15 @@ export async function generateBulk(deps: InvoiceDeps, period: Period, editor: st
   const out: Entry[] = [];
   const todo = apps.filter((a) => {
     const have = existing.get(a.application_key);
-    if (have) out.push({ id: have.id, display_number: have.display_number, application_key: a.application_key, status: have.status, skipped: true, reason: SKIP_REASON });
+    if (have)
+      out.push({
+        id: have.id,
+        display_number: have.display_number,
+        application_key: a.application_key,
+        status: have.status,
+        skipped: true,
+        reason: SKIP_REASON,
+      });
     return !have;
   });
   // Many drafts per transaction and a few statements per chunk: statements per application would dominate the run.
@@ -51,7 +64,11 @@ export async function generateBulk(deps: InvoiceDeps, period: Period, editor: st
       const keysOfChunk = chunk.map((a) => a.application_key);
       // Sorted, so two bulk runs at once take the locks in the same order (no deadlock).
       const lockKeys = keysOfChunk.map((k) => `invoice-period:${k}:${period.start}:${period.end}`).sort();
-      await sql(tx, `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM (SELECT unnest(?::text[]) AS k ORDER BY 1) s`, [textArray(lockKeys)]);
+      await sql(
+        tx,
+        `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM (SELECT unnest(?::text[]) AS k ORDER BY 1) s`,
+        [textArray(lockKeys)],
+      );
       const again = await sql<Existing & { application_key: string }>(
         tx,
         `SELECT DISTINCT ON (application_key) application_key, id, display_number, status FROM invoices
@@ -59,7 +76,14 @@ export async function generateBulk(deps: InvoiceDeps, period: Period, editor: st
         [textArray(keysOfChunk), period.start, period.end],
       );
       const taken = new Map(again.map((r) => [r.application_key, r]));
-      const done: Entry[] = again.map((r) => ({ id: r.id, display_number: r.display_number, application_key: r.application_key, status: r.status, skipped: true, reason: SKIP_REASON }));
+      const done: Entry[] = again.map((r) => ({
+        id: r.id,
+        display_number: r.display_number,
+        application_key: r.application_key,
+        status: r.status,
+        skipped: true,
+        reason: SKIP_REASON,
+      }));
       const fresh = chunk.filter((a) => !taken.has(a.application_key));
       const created = await insertInvoices(
         tx,
@@ -83,7 +107,15 @@ export async function generateBulk(deps: InvoiceDeps, period: Period, editor: st
           };
         }),
       );
-      fresh.forEach((a, j) => done.push({ ...created[j]!, application_key: a.application_key, status: 'draft', skipped: false, reason: null }));
+      fresh.forEach((a, j) =>
+        done.push({
+          ...created[j]!,
+          application_key: a.application_key,
+          status: 'draft',
+          skipped: false,
+          reason: null,
+        }),
+      );
       return done;
     });
     out.push(...entries);

@@ -14,44 +14,100 @@ import { insertLines, loadInvoice, sql, type NewLine } from './store.ts';
  * neither. Line edits are allowed in `draft` only (like invoice edits: a finalized invoice has a PDF to match).
  */
 
-const FIGURES = ['base_amount', 'overtime_hours', 'overtime_amount', 'total_amount', 'total_hours', 'is_overtime'] as const;
+const FIGURES = [
+  'base_amount',
+  'overtime_hours',
+  'overtime_amount',
+  'total_amount',
+  'total_hours',
+  'is_overtime',
+] as const;
 
 async function lockDraft(tx: EntityManager, id: string, version: number | undefined): Promise<Invoice> {
   const inv = await loadInvoice(tx, id, true);
-  if (version !== undefined && version !== inv.version) throw new DomainError('conflict', `the invoice is at version ${inv.version}, not ${version}; reload it and edit again`);
-  if (inv.status !== 'draft') throw new DomainError('conflict', `only a draft can be edited; this invoice is ${inv.status}`);
+  if (version !== undefined && version !== inv.version)
+    throw new DomainError(
+      'conflict',
+      `the invoice is at version ${inv.version}, not ${version}; reload it and edit again`,
+    );
+  if (inv.status !== 'draft')
+    throw new DomainError('conflict', `only a draft can be edited; this invoice is ${inv.status}`);
   return inv;
 }
 
 /** Stores the figures the lines now give, bumps the version and records what the recalculation changed. */
-async function settle(tx: EntityManager, before: Invoice, history: HistoryEntry[], editor: string, extraSet: Record<string, unknown> = {}): Promise<void> {
-  const lines = await sql<{ line_type: string; quantity: string; unit_price: string }>(tx, `SELECT line_type, quantity::text AS quantity, unit_price::text AS unit_price FROM invoice_line_items WHERE invoice_id = ?`, [
-    before.id,
-  ]);
+async function settle(
+  tx: EntityManager,
+  before: Invoice,
+  history: HistoryEntry[],
+  editor: string,
+  extraSet: Record<string, unknown> = {},
+): Promise<void> {
+  const lines = await sql<{ line_type: string; quantity: string; unit_price: string }>(
+    tx,
+    `SELECT line_type, quantity::text AS quantity, unit_price::text AS unit_price FROM invoice_line_items WHERE invoice_id = ?`,
+    [before.id],
+  );
   const totals = totalsOf(lines);
-  if (!fitsAmount(totals.total_amount)) throw new DomainError('bad_request', `the invoice total (${totals.total_amount}) would exceed the largest amount, ${MAX_AMOUNT}`);
+  if (!fitsAmount(totals.total_amount))
+    throw new DomainError(
+      'bad_request',
+      `the invoice total (${totals.total_amount}) would exceed the largest amount, ${MAX_AMOUNT}`,
+    );
   const edited = new Set(history.filter((h) => h.edit_type === 'invoice_update').map((h) => h.field_name));
   for (const f of FIGURES) {
-    if (!edited.has(f) && String(before[f]) !== String(totals[f])) history.push({ edit_type: 'recalculated', field_name: f, old_value: String(before[f]), new_value: String(totals[f]) });
+    if (!edited.has(f) && String(before[f]) !== String(totals[f]))
+      history.push({
+        edit_type: 'recalculated',
+        field_name: f,
+        old_value: String(before[f]),
+        new_value: String(totals[f]),
+      });
   }
   if (history.length === 0) return;
   const set = { ...extraSet, ...totals };
   const cols = Object.keys(set);
-  await sql(tx, `UPDATE invoices SET ${cols.map((c) => `${c} = ?`).join(', ')}, version = version + 1, updated_at = now() WHERE id = ?`, [...cols.map((c) => set[c as keyof typeof set]), before.id]);
+  await sql(
+    tx,
+    `UPDATE invoices SET ${cols.map((c) => `${c} = ?`).join(', ')}, version = version + 1, updated_at = now() WHERE id = ?`,
+    [...cols.map((c) => set[c as keyof typeof set]), before.id],
+  );
   await recordHistory(tx, before.id, editor, history);
 }
 
-async function setLine(tx: EntityManager, lineId: string, fields: Partial<Record<keyof NewLine, unknown>>): Promise<void> {
+async function setLine(
+  tx: EntityManager,
+  lineId: string,
+  fields: Partial<Record<keyof NewLine, unknown>>,
+): Promise<void> {
   const cols = Object.keys(fields);
   if (cols.length === 0) return;
-  await sql(tx, `UPDATE invoice_line_items SET ${cols.map((c) => `${c} = ?`).join(', ')}, updated_at = now() WHERE id = ?`, [...cols.map((c) => fields[c as keyof NewLine]), lineId]);
+  await sql(
+    tx,
+    `UPDATE invoice_line_items SET ${cols.map((c) => `${c} = ?`).join(', ')}, updated_at = now() WHERE id = ?`,
+    [...cols.map((c) => fields[c as keyof NewLine]), lineId],
+  );
 }
 
 const lineJson = (l: Pick<LineItem, 'line_type' | 'description' | 'quantity' | 'unit_price' | 'line_total'>): string =>
-  JSON.stringify({ line_type: l.line_type, description: l.description, quantity: l.quantity, unit_price: l.unit_price, line_total: l.line_total });
+  JSON.stringify({
+    line_type: l.line_type,
+    description: l.description,
+    quantity: l.quantity,
+    unit_price: l.unit_price,
+    line_total: l.line_total,
+  });
 
 /** Replaces the lines of `type` by one line `{quantity, unit}` (the first keeps its id), or adds one. */
-async function rewriteLines(tx: EntityManager, inv: Invoice, type: 'base' | 'overtime', quantity: Dec, unit: Dec, description: string, history: HistoryEntry[]): Promise<void> {
+async function rewriteLines(
+  tx: EntityManager,
+  inv: Invoice,
+  type: 'base' | 'overtime',
+  quantity: Dec,
+  unit: Dec,
+  description: string,
+  history: HistoryEntry[],
+): Promise<void> {
   const existing = inv.line_items.filter((l) => l.line_type === type);
   for (const l of existing.slice(1)) {
     await sql(tx, `DELETE FROM invoice_line_items WHERE id = ?`, [l.id]);
@@ -69,7 +125,14 @@ async function rewriteLines(tx: EntityManager, inv: Invoice, type: 'base' | 'ove
   if (first) {
     const changed = (['quantity', 'unit_price', 'line_total'] as const).filter((k) => first[k] !== next[k]);
     await setLine(tx, first.id, Object.fromEntries(changed.map((k) => [k, next[k]])));
-    for (const k of changed) history.push({ line_item_id: first.id, edit_type: 'line_update', field_name: k, old_value: first[k], new_value: next[k] });
+    for (const k of changed)
+      history.push({
+        line_item_id: first.id,
+        edit_type: 'line_update',
+        field_name: k,
+        old_value: first[k],
+        new_value: next[k],
+      });
     return;
   }
   const line: NewLine = {
@@ -101,11 +164,24 @@ const nextSort = (inv: Invoice): number => inv.line_items.reduce((m, l) => Math.
  * - is_overtime: must agree with the resulting overtime hours (it is not a free flag);
  * - total_amount: a manual `Adjustment` line carries the difference to the sum of the other lines.
  */
-export async function updateInvoice(tx: EntityManager, id: string, body: UpdateInvoiceBody, editor: string): Promise<Invoice> {
+export async function updateInvoice(
+  tx: EntityManager,
+  id: string,
+  body: UpdateInvoiceBody,
+  editor: string,
+): Promise<Invoice> {
   const inv = await lockDraft(tx, id, body.version);
   const history: HistoryEntry[] = [];
   const set: Record<string, unknown> = {};
-  for (const f of ['invoice_date', 'show_task_list', 'show_tracked_time', 'show_task_pricing', 'show_overtime', 'legal_text', 'html_override'] as const) {
+  for (const f of [
+    'invoice_date',
+    'show_task_list',
+    'show_tracked_time',
+    'show_task_pricing',
+    'show_overtime',
+    'legal_text',
+    'html_override',
+  ] as const) {
     const v = body[f];
     if (v === undefined || v === inv[f]) continue;
     set[f] = v;
@@ -125,19 +201,32 @@ export async function updateInvoice(tx: EntityManager, id: string, body: UpdateI
     const q = dec(body.overtime_hours ?? inv.overtime_hours);
     const a = dec(body.overtime_amount ?? inv.overtime_amount);
     if (q.isNegative()) throw new DomainError('bad_request', 'body.overtime_hours: must not be negative');
-    if (q.isZero() && !a.isZero()) throw new DomainError('bad_request', 'body.overtime_amount: must be 0.00 without overtime hours');
+    if (q.isZero() && !a.isZero())
+      throw new DomainError('bad_request', 'body.overtime_amount: must be 0.00 without overtime hours');
     const unit = q.isZero() ? dec(0) : a.div(q).toDecimalPlaces(6, Dec.ROUND_HALF_UP);
-    if (!q.isZero() && !lineTotalOf(q, unit).eq(a)) throw new DomainError('bad_request', `body.overtime_amount: ${money(a)} is not reachable as ${hours(q)} hours at a unit price of 6 decimals`);
+    if (!q.isZero() && !lineTotalOf(q, unit).eq(a))
+      throw new DomainError(
+        'bad_request',
+        `body.overtime_amount: ${money(a)} is not reachable as ${hours(q)} hours at a unit price of 6 decimals`,
+      );
     await rewriteLines(tx, inv, 'overtime', q, unit, 'Overtime', history);
   }
   // The rest is checked against the lines as they are now.
   const current = await loadInvoice(tx, id);
   const totals: InvoiceTotals = totalsOf(current.line_items);
   if (body.is_overtime !== undefined && body.is_overtime !== totals.is_overtime) {
-    throw new DomainError('bad_request', `body.is_overtime: follows the overtime hours (${totals.overtime_hours}); change overtime_hours instead`);
+    throw new DomainError(
+      'bad_request',
+      `body.is_overtime: follows the overtime hours (${totals.overtime_hours}); change overtime_hours instead`,
+    );
   }
   if (body.total_amount !== undefined && !sameDecimal(body.total_amount, totals.total_amount)) {
-    history.push({ edit_type: 'invoice_update', field_name: 'total_amount', old_value: inv.total_amount, new_value: money(dec(body.total_amount)) });
+    history.push({
+      edit_type: 'invoice_update',
+      field_name: 'total_amount',
+      old_value: inv.total_amount,
+      new_value: money(dec(body.total_amount)),
+    });
     const diff = dec(body.total_amount).sub(totals.total_amount);
     const line: NewLine = {
       line_type: 'manual',
@@ -164,7 +253,12 @@ export async function updateInvoice(tx: EntityManager, id: string, body: UpdateI
 }
 
 /** PATCH line-items: remove, then update, then add, in one transaction; only the supplied fields of a line change. */
-export async function updateLineItems(tx: EntityManager, id: string, body: LineItemsBody, editor: string): Promise<Invoice> {
+export async function updateLineItems(
+  tx: EntityManager,
+  id: string,
+  body: LineItemsBody,
+  editor: string,
+): Promise<Invoice> {
   const inv = await lockDraft(tx, id, body.version);
   const byId = new Map(inv.line_items.map((l) => [l.id, l]));
   const history: HistoryEntry[] = [];
@@ -175,7 +269,8 @@ export async function updateLineItems(tx: EntityManager, id: string, body: LineI
     history.push({ line_item_id: lineId, edit_type: 'line_remove', old_value: lineJson(line) });
   }
   // Every referenced line is checked before anything is written (a 404 leaves no partial update behind anyway: one transaction).
-  for (const patch of body.update) if (!byId.has(patch.id)) throw new DomainError('not_found', `line item ${patch.id} not found on this invoice`);
+  for (const patch of body.update)
+    if (!byId.has(patch.id)) throw new DomainError('not_found', `line item ${patch.id} not found on this invoice`);
   for (const [i, patch] of body.update.entries()) {
     const line = byId.get(patch.id)!;
     const next: Record<string, string | number | null> = {};
@@ -194,20 +289,39 @@ export async function updateLineItems(tx: EntityManager, id: string, body: LineI
       worklog_date: patch.worklog_date,
     };
     for (const [k, v] of Object.entries(norm)) if (v !== undefined && v !== line[k as keyof LineItem]) next[k] = v;
-    const total = lineTotal({ quantity: String(next.quantity ?? line.quantity), unit_price: String(next.unit_price ?? line.unit_price) });
+    const total = lineTotal({
+      quantity: String(next.quantity ?? line.quantity),
+      unit_price: String(next.unit_price ?? line.unit_price),
+    });
     if (patch.line_total !== undefined && !sameDecimal(patch.line_total, total)) {
-      throw new DomainError('bad_request', `body.update.${i}.line_total: must be quantity × unit_price rounded half-up to cents (${total})`);
+      throw new DomainError(
+        'bad_request',
+        `body.update.${i}.line_total: must be quantity × unit_price rounded half-up to cents (${total})`,
+      );
     }
-    if (!fitsAmount(total)) throw new DomainError('bad_request', `body.update.${i}: quantity × unit_price (${total}) exceeds the largest amount, ${MAX_AMOUNT}`);
+    if (!fitsAmount(total))
+      throw new DomainError(
+        'bad_request',
+        `body.update.${i}: quantity × unit_price (${total}) exceeds the largest amount, ${MAX_AMOUNT}`,
+      );
     if (total !== line.line_total) next.line_total = total;
     await setLine(tx, line.id, next);
-    for (const [k, v] of Object.entries(next)) history.push({ line_item_id: line.id, edit_type: 'line_update', field_name: k, old_value: asText(line[k as keyof LineItem]), new_value: asText(v) });
+    for (const [k, v] of Object.entries(next))
+      history.push({
+        line_item_id: line.id,
+        edit_type: 'line_update',
+        field_name: k,
+        old_value: asText(line[k as keyof LineItem]),
+        new_value: asText(v),
+      });
   }
   if (body.add.length > 0) {
     const start = nextSort(inv);
     const lines = body.add.map((l, i) => toNewLine(l, start + i, `body.add.${i}`));
     const ids = await insertLines(tx, id, lines);
-    lines.forEach((l, i) => history.push({ line_item_id: ids[i] ?? null, edit_type: 'line_add', new_value: lineJson(l) }));
+    lines.forEach((l, i) =>
+      history.push({ line_item_id: ids[i] ?? null, edit_type: 'line_add', new_value: lineJson(l) }),
+    );
   }
   await settle(tx, inv, history, editor);
   // Read inside the transaction: the answer is this edit's result, not a later concurrent one's.
@@ -222,12 +336,24 @@ const MOVES = {
   send: { from: 'approved', to: 'sent' },
 } as const;
 
-export async function review(tx: EntityManager, id: string, action: keyof typeof MOVES, comment: string | undefined, editor: string): Promise<Invoice> {
+export async function review(
+  tx: EntityManager,
+  id: string,
+  action: keyof typeof MOVES,
+  comment: string | undefined,
+  editor: string,
+): Promise<Invoice> {
   const inv = await loadInvoice(tx, id, true);
   const move = MOVES[action];
-  if (inv.status !== move.from) throw new DomainError('conflict', `${action} needs an invoice in ${move.from}; this one is ${inv.status}`);
-  await sql(tx, `UPDATE invoices SET status = ?, version = version + 1, updated_at = now() WHERE id = ?`, [move.to, id]);
-  const history: HistoryEntry[] = [{ edit_type: 'status_change', field_name: 'status', old_value: inv.status, new_value: move.to }];
+  if (inv.status !== move.from)
+    throw new DomainError('conflict', `${action} needs an invoice in ${move.from}; this one is ${inv.status}`);
+  await sql(tx, `UPDATE invoices SET status = ?, version = version + 1, updated_at = now() WHERE id = ?`, [
+    move.to,
+    id,
+  ]);
+  const history: HistoryEntry[] = [
+    { edit_type: 'status_change', field_name: 'status', old_value: inv.status, new_value: move.to },
+  ];
   if (comment) history.push({ edit_type: 'review_comment', field_name: 'comment', new_value: comment });
   await recordHistory(tx, id, editor, history);
   return loadInvoice(tx, id);

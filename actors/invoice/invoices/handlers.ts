@@ -45,8 +45,14 @@ export function invoiceHandlers(deps: InvoiceDeps): Handlers<Cat, 'invoice'> {
   return {
     'svc.invoice.prefill': async (input, { ctx }) => {
       requirePermission(ctx, READ);
-      const period: Period = input.period_start && input.period_end ? { start: input.period_start, end: input.period_end } : previousMonth(deps.clock.now());
-      const [data, tiers] = await Promise.all([deps.reader.forApplication(input.application_key, period), deps.reader.rateTiers()]);
+      const period: Period =
+        input.period_start && input.period_end
+          ? { start: input.period_start, end: input.period_end }
+          : previousMonth(deps.clock.now());
+      const [data, tiers] = await Promise.all([
+        deps.reader.forApplication(input.application_key, period),
+        deps.reader.rateTiers(),
+      ]);
       if (!data) throw new DomainError('not_found', 'application not found');
       return buildPreview(data, period, tiers);
     },
@@ -55,17 +61,31 @@ export function invoiceHandlers(deps: InvoiceDeps): Handlers<Cat, 'invoice'> {
       requirePermission(ctx, WRITE);
       const application = await deps.reader.application(input.application_key);
       if (!application) throw new DomainError('not_found', 'application not found');
-      if (input.deal_type !== undefined && input.deal_type !== application.deal_type) throw new DomainError('bad_request', `body.deal_type: the application's deal type is ${application.deal_type}`);
-      if (input.currency !== undefined && input.currency !== application.currency) throw new DomainError('bad_request', `body.currency: the application's currency is ${application.currency}`);
+      if (input.deal_type !== undefined && input.deal_type !== application.deal_type)
+        throw new DomainError('bad_request', `body.deal_type: the application's deal type is ${application.deal_type}`);
+      if (input.currency !== undefined && input.currency !== application.currency)
+        throw new DomainError('bad_request', `body.currency: the application's currency is ${application.currency}`);
       const lines = input.line_items.map((l, i) => toNewLine(l, i, `body.line_items.${i}`));
       const totals = totalsOf(lines);
-      if (!fitsAmount(totals.total_amount)) throw new DomainError('bad_request', `body.line_items: the invoice total (${totals.total_amount}) exceeds the largest amount, ${MAX_AMOUNT}`);
+      if (!fitsAmount(totals.total_amount))
+        throw new DomainError(
+          'bad_request',
+          `body.line_items: the invoice total (${totals.total_amount}) exceeds the largest amount, ${MAX_AMOUNT}`,
+        );
       // Sent figures must be the ones the lines give: a draft never disagrees with its own lines.
-      for (const field of ['base_amount', 'total_amount', 'total_hours', 'overtime_hours', 'overtime_amount'] as const) {
+      for (const field of [
+        'base_amount',
+        'total_amount',
+        'total_hours',
+        'overtime_hours',
+        'overtime_amount',
+      ] as const) {
         const sent = input[field];
-        if (sent !== undefined && !sameDecimal(sent, totals[field])) throw new DomainError('bad_request', `body.${field}: the line items give ${totals[field]}`);
+        if (sent !== undefined && !sameDecimal(sent, totals[field]))
+          throw new DomainError('bad_request', `body.${field}: the line items give ${totals[field]}`);
       }
-      if (input.is_overtime !== undefined && input.is_overtime !== totals.is_overtime) throw new DomainError('bad_request', `body.is_overtime: the line items give ${totals.is_overtime}`);
+      if (input.is_overtime !== undefined && input.is_overtime !== totals.is_overtime)
+        throw new DomainError('bad_request', `body.is_overtime: the line items give ${totals.is_overtime}`);
       const customers = await deps.reader.customers([application.customer_key]);
       const em = fork();
       const id = await em.transactional((tx) =>

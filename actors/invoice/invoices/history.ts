@@ -22,10 +22,25 @@ export interface HistoryEntry {
   new_value?: string | null;
 }
 
-export async function recordHistory(tx: EntityManager, invoiceId: string, editor: string, entries: readonly HistoryEntry[]): Promise<void> {
+export async function recordHistory(
+  tx: EntityManager,
+  invoiceId: string,
+  editor: string,
+  entries: readonly HistoryEntry[],
+): Promise<void> {
   if (entries.length === 0) return;
   const params: unknown[] = [];
-  for (const e of entries) params.push(randomUUID(), invoiceId, e.line_item_id ?? null, e.edit_type, e.field_name ?? null, e.old_value ?? null, e.new_value ?? null, editor);
+  for (const e of entries)
+    params.push(
+      randomUUID(),
+      invoiceId,
+      e.line_item_id ?? null,
+      e.edit_type,
+      e.field_name ?? null,
+      e.old_value ?? null,
+      e.new_value ?? null,
+      editor,
+    );
   await sql(
     tx,
     `INSERT INTO invoice_edit_history (id, invoice_id, line_item_id, edit_type, field_name, old_value, new_value, edited_by) VALUES ${entries.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
@@ -51,8 +66,15 @@ export async function readHistory(em: EntityManager, invoiceId: string): Promise
     `SELECT id, invoice_id, line_item_id, edit_type, field_name, old_value, new_value, edited_by, edited_at FROM invoice_edit_history WHERE invoice_id = ? ORDER BY seq`,
     [invoiceId],
   );
-  return rows.map((r) => ({ ...r, edited_at: r.edited_at instanceof Date ? r.edited_at.toISOString() : new Date(Date.parse(r.edited_at.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'))).toISOString() }));
+  return rows.map((r) => ({
+    ...r,
+    edited_at:
+      r.edited_at instanceof Date
+        ? r.edited_at.toISOString()
+        : new Date(Date.parse(r.edited_at.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'))).toISOString(),
+  }));
 }
 
 /** A value as the history keeps it: text, null as null. */
-export const asText = (v: unknown): string | null => (v === null || v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v));
+export const asText = (v: unknown): string | null =>
+  v === null || v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v);

@@ -11,13 +11,23 @@ export const fitsAmount = (amount: string): boolean => dec(amount).abs().lte(MAX
 /** A request line with its total computed by the policy; a sent total or flag that disagrees is a 400 naming it. */
 export function toNewLine(l: LineItemInput, index: number, path: string): NewLine {
   const total = lineTotal(l);
-  if (!fitsAmount(total)) throw new DomainError('bad_request', `${path}: quantity × unit_price (${total}) exceeds the largest amount, ${MAX_AMOUNT}`);
+  if (!fitsAmount(total))
+    throw new DomainError(
+      'bad_request',
+      `${path}: quantity × unit_price (${total}) exceeds the largest amount, ${MAX_AMOUNT}`,
+    );
   if (l.line_total !== undefined && !sameDecimal(l.line_total, total)) {
-    throw new DomainError('bad_request', `${path}.line_total: must be quantity × unit_price rounded half-up to cents (${total})`);
+    throw new DomainError(
+      'bad_request',
+      `${path}.line_total: must be quantity × unit_price rounded half-up to cents (${total})`,
+    );
   }
   const auto = l.source === 'analytics';
   if (l.is_auto_generated !== undefined && l.is_auto_generated !== auto) {
-    throw new DomainError('bad_request', `${path}.is_auto_generated: must be ${auto} for a line with source ${l.source}`);
+    throw new DomainError(
+      'bad_request',
+      `${path}.is_auto_generated: must be ${auto} for a line with source ${l.source}`,
+    );
   }
   return {
     line_type: l.line_type,

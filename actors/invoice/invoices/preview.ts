@@ -20,7 +20,12 @@ export const applicationOut = (a: ApplicationRow): Preview['application'] => ({
 
 /** The invoice of one application and period, as prefill shows it and generate-bulk saves it. */
 export function buildPreview(
-  data: { application: ApplicationRow; customer: CustomerRow | undefined; worklogs: readonly WorklogRow[]; usage: readonly UsageRow[] },
+  data: {
+    application: ApplicationRow;
+    customer: CustomerRow | undefined;
+    worklogs: readonly WorklogRow[];
+    usage: readonly UsageRow[];
+  },
   period: Period,
   tiers: ReadonlyMap<string, string>,
 ): Preview {

@@ -14,7 +14,8 @@ import { pgJson } from '../../runtime/stores/pg-values.ts';
  * turn a `date` into a local-time Date) and numerics arrive as strings, formatted by the amounts policy on the way out.
  */
 
-export const sql = <T>(em: EntityManager, query: string, params: unknown[] = []): Promise<T[]> => em.execute<T[]>(query, params);
+export const sql = <T>(em: EntityManager, query: string, params: unknown[] = []): Promise<T[]> =>
+  em.execute<T[]>(query, params);
 
 const iso = (value: Date | string): string => {
   if (value instanceof Date) return value.toISOString();
@@ -59,7 +60,8 @@ const LINE_COLUMNS = [
 ] as const;
 
 /** A PostgreSQL array literal of texts (each element quoted), for `?::text[]` parameters. */
-export const textArray = (values: readonly string[]): string => `{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+export const textArray = (values: readonly string[]): string =>
+  `{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`;
 
 const INVOICE_INSERT_COLUMNS = [
   'id',
@@ -90,9 +92,16 @@ const INVOICE_INSERT_COLUMNS = [
  * UPDATE in the same transaction: concurrent generates queue on that row lock and each commit takes the next numbers,
  * and a transaction that rolls back gives its numbers back, so numbers are unique and gap-free.
  */
-export async function insertInvoices(tx: EntityManager, invs: readonly NewInvoice[]): Promise<{ id: string; display_number: string }[]> {
+export async function insertInvoices(
+  tx: EntityManager,
+  invs: readonly NewInvoice[],
+): Promise<{ id: string; display_number: string }[]> {
   if (invs.length === 0) return [];
-  const [counter] = await sql<{ value: string | number }>(tx, `UPDATE invoice_counters SET value = value + ? WHERE name = 'invoice' RETURNING value`, [invs.length]);
+  const [counter] = await sql<{ value: string | number }>(
+    tx,
+    `UPDATE invoice_counters SET value = value + ? WHERE name = 'invoice' RETURNING value`,
+    [invs.length],
+  );
   const first = Number(counter!.value) - invs.length + 1;
   const out = invs.map((_, i) => ({ id: randomUUID(), display_number: `INV-${first + i}` }));
   const params: unknown[] = [];
@@ -122,7 +131,11 @@ export async function insertInvoices(tx: EntityManager, invs: readonly NewInvoic
     );
   });
   const row = `(${INVOICE_INSERT_COLUMNS.map((c) => (c.endsWith('_snapshot') ? '?::jsonb' : '?')).join(', ')})`;
-  await sql(tx, `INSERT INTO invoices (${INVOICE_INSERT_COLUMNS.join(', ')}) VALUES ${invs.map(() => row).join(', ')}`, params);
+  await sql(
+    tx,
+    `INSERT INTO invoices (${INVOICE_INSERT_COLUMNS.join(', ')}) VALUES ${invs.map(() => row).join(', ')}`,
+    params,
+  );
   await insertLineRows(
     tx,
     invs.flatMap((inv, i) => inv.lines.map((line) => ({ invoiceId: out[i]!.id, line }))),
@@ -144,7 +157,10 @@ export const insertLines = (tx: EntityManager, invoiceId: string, lines: readonl
   );
 
 /** Inserts lines in chunks that stay far below PostgreSQL's bind-parameter limit (65,535). */
-async function insertLineRows(tx: EntityManager, rows: readonly { invoiceId: string; line: NewLine }[]): Promise<string[]> {
+async function insertLineRows(
+  tx: EntityManager,
+  rows: readonly { invoiceId: string; line: NewLine }[],
+): Promise<string[]> {
   const ids: string[] = [];
   const CHUNK = 500;
   for (let i = 0; i < rows.length; i += CHUNK) {
@@ -153,10 +169,32 @@ async function insertLineRows(tx: EntityManager, rows: readonly { invoiceId: str
     for (const { invoiceId, line: l } of chunk) {
       const id = randomUUID();
       ids.push(id);
-      params.push(id, invoiceId, l.line_type, l.description, l.tracker_key, l.time_seconds, l.billable_seconds, l.unit_price, l.quantity, l.line_total, l.rate_tier, l.rate_multiplier, l.source, l.is_auto_generated, l.sort_order, l.linked_issue_key, l.worklog_date);
+      params.push(
+        id,
+        invoiceId,
+        l.line_type,
+        l.description,
+        l.tracker_key,
+        l.time_seconds,
+        l.billable_seconds,
+        l.unit_price,
+        l.quantity,
+        l.line_total,
+        l.rate_tier,
+        l.rate_multiplier,
+        l.source,
+        l.is_auto_generated,
+        l.sort_order,
+        l.linked_issue_key,
+        l.worklog_date,
+      );
     }
     const row = `(${LINE_COLUMNS.map(() => '?').join(', ')})`;
-    await sql(tx, `INSERT INTO invoice_line_items (${LINE_COLUMNS.join(', ')}) VALUES ${chunk.map(() => row).join(', ')}`, params);
+    await sql(
+      tx,
+      `INSERT INTO invoice_line_items (${LINE_COLUMNS.join(', ')}) VALUES ${chunk.map(() => row).join(', ')}`,
+      params,
+    );
   }
   return ids;
 }
@@ -265,14 +303,35 @@ const invoiceOut = (r: InvoiceRow, lines: LineItem[]): Invoice => ({
 
 /** One invoice with its lines (by sort_order, then id), or 404. `lock` holds the invoice row for the transaction. */
 export async function loadInvoice(em: EntityManager, id: string, lock = false): Promise<Invoice> {
-  const [row] = await sql<InvoiceRow>(em, `SELECT ${INVOICE_COLUMNS} FROM invoices WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
+  const [row] = await sql<InvoiceRow>(
+    em,
+    `SELECT ${INVOICE_COLUMNS} FROM invoices WHERE id = ?${lock ? ' FOR UPDATE' : ''}`,
+    [id],
+  );
   if (!row) throw new DomainError('not_found', 'invoice not found');
-  const lines = await sql<LineRow>(em, `SELECT ${LINE_SELECT} FROM invoice_line_items WHERE invoice_id = ? ORDER BY sort_order, id`, [id]);
+  const lines = await sql<LineRow>(
+    em,
+    `SELECT ${LINE_SELECT} FROM invoice_line_items WHERE invoice_id = ? ORDER BY sort_order, id`,
+    [id],
+  );
   return invoiceOut(row, lines.map(lineOut));
 }
 
 /** A list row: the list item's fields of the invoice row. */
-type ListRow = Pick<InvoiceRow, 'id' | 'display_number' | 'application_key' | 'customer_key' | 'period_start' | 'period_end' | 'deal_type' | 'currency' | 'total_amount' | 'status' | 'created_at'>;
+type ListRow = Pick<
+  InvoiceRow,
+  | 'id'
+  | 'display_number'
+  | 'application_key'
+  | 'customer_key'
+  | 'period_start'
+  | 'period_end'
+  | 'deal_type'
+  | 'currency'
+  | 'total_amount'
+  | 'status'
+  | 'created_at'
+>;
 
 /** A page of list items, newest display number first (numbers are unique: the order is total and stable). */
 export async function listInvoices(
@@ -317,7 +376,11 @@ export async function listInvoices(
 }
 
 /** An invoice with what the document shows beyond it: the customer and application as recorded at generation. */
-export async function loadRenderable(em: EntityManager, id: string, lock = false): Promise<{ invoice: Invoice; customer: CustomerSnapshot | null; application_name: string | null }> {
+export async function loadRenderable(
+  em: EntityManager,
+  id: string,
+  lock = false,
+): Promise<{ invoice: Invoice; customer: CustomerSnapshot | null; application_name: string | null }> {
   type Row = InvoiceRow & { customer_snapshot: CustomerSnapshot | null; application_name: string | null };
   const rowQuery = `SELECT ${INVOICE_COLUMNS}, customer_snapshot, application_snapshot->>'name' AS application_name FROM invoices WHERE id = ?`;
   const linesQuery = `SELECT ${LINE_SELECT} FROM invoice_line_items WHERE invoice_id = ? ORDER BY sort_order, id`;
@@ -327,5 +390,9 @@ export async function loadRenderable(em: EntityManager, id: string, lock = false
     ? [await sql<Row>(em, `${rowQuery} FOR UPDATE`, [id]), await sql<LineRow>(em, linesQuery, [id])]
     : await Promise.all([sql<Row>(em, rowQuery, [id]), sql<LineRow>(em, linesQuery, [id])]);
   if (!row) throw new DomainError('not_found', 'invoice not found');
-  return { invoice: invoiceOut(row, lines.map(lineOut)), customer: row.customer_snapshot ?? null, application_name: row.application_name ?? null };
+  return {
+    invoice: invoiceOut(row, lines.map(lineOut)),
+    customer: row.customer_snapshot ?? null,
+    application_name: row.application_name ?? null,
+  };
 }

@@ -17,10 +17,15 @@ import type { Seller } from '../render/view.ts';
  * PDF is printed from exactly what preview-html shows (the template, or the html_override when set), at the version
  * the finalize produces, so the document shows no "Draft" mark.
  */
-export async function finalize(tx: EntityManager, id: string, deps: { renderer: PdfRenderer; seller: Seller; log: Logger; editor: string; timeoutMs: number }): Promise<Invoice> {
+export async function finalize(
+  tx: EntityManager,
+  id: string,
+  deps: { renderer: PdfRenderer; seller: Seller; log: Logger; editor: string; timeoutMs: number },
+): Promise<Invoice> {
   const doc = await loadRenderable(tx, id, true);
   const inv = doc.invoice;
-  if (inv.status !== 'draft') throw new DomainError('conflict', `only a draft can be finalized; this invoice is ${inv.status}`);
+  if (inv.status !== 'draft')
+    throw new DomainError('conflict', `only a draft can be finalized; this invoice is ${inv.status}`);
   const html = renderInvoiceHtml({ ...doc, invoice: { ...inv, status: 'needs_review' } }, deps.seller);
   let pdf: Buffer;
   try {
@@ -31,7 +36,10 @@ export async function finalize(tx: EntityManager, id: string, deps: { renderer: 
   }
   const version = inv.version + 1;
   const stored = await savePdf(tx, id, version, pdf, deps.editor);
-  await sql(tx, `UPDATE invoices SET status = 'needs_review', version = ?, updated_at = now() WHERE id = ?`, [version, id]);
+  await sql(tx, `UPDATE invoices SET status = 'needs_review', version = ?, updated_at = now() WHERE id = ?`, [
+    version,
+    id,
+  ]);
   await recordHistory(tx, id, deps.editor, [
     { edit_type: 'status_change', field_name: 'status', old_value: 'draft', new_value: 'needs_review' },
     { edit_type: 'pdf_rendered', field_name: 'pdf', new_value: `sha256:${stored.sha256} bytes:${stored.byte_size}` },

@@ -11,10 +11,29 @@ import { deletePdf } from '../pdf/store.ts';
 import { pgJson } from '../../runtime/stores/pg-values.ts';
 
 const FROM = ['declined', 'rejected', 'approved'] as const;
-const FIGURES = ['base_amount', 'overtime_hours', 'overtime_amount', 'total_amount', 'total_hours', 'is_overtime'] as const;
+const FIGURES = [
+  'base_amount',
+  'overtime_hours',
+  'overtime_amount',
+  'total_amount',
+  'total_hours',
+  'is_overtime',
+] as const;
 
-const lineJson = (l: { line_type: string; description: string; quantity: string; unit_price: string; line_total: string }): string =>
-  JSON.stringify({ line_type: l.line_type, description: l.description, quantity: l.quantity, unit_price: l.unit_price, line_total: l.line_total });
+const lineJson = (l: {
+  line_type: string;
+  description: string;
+  quantity: string;
+  unit_price: string;
+  line_total: string;
+}): string =>
+  JSON.stringify({
+    line_type: l.line_type,
+    description: l.description,
+    quantity: l.quantity,
+    unit_price: l.unit_price,
+    line_total: l.line_total,
+  });
 
 /**
  * regenerate: declined, rejected or approved → draft, rebuilt from what the analytics store says now (409 from any
@@ -31,17 +50,32 @@ const lineJson = (l: { line_type: string; description: string; quantity: string;
  * - the stored PDF is deleted (it shows the old figures; GET pdf is 404 until the next finalize);
  * - version + 1, and the history records the status move, the summary and every line replaced or added.
  */
-export async function regenerate(tx: EntityManager, id: string, deps: { reader: AnalyticsReader; editor: string }): Promise<Invoice> {
+export async function regenerate(
+  tx: EntityManager,
+  id: string,
+  deps: { reader: AnalyticsReader; editor: string },
+): Promise<Invoice> {
   const inv = await loadInvoice(tx, id, true);
-  if (!(FROM as readonly string[]).includes(inv.status)) throw new DomainError('conflict', `only a declined, rejected or approved invoice can be regenerated; this invoice is ${inv.status}`);
+  if (!(FROM as readonly string[]).includes(inv.status))
+    throw new DomainError(
+      'conflict',
+      `only a declined, rejected or approved invoice can be regenerated; this invoice is ${inv.status}`,
+    );
   const period = { start: inv.period_start, end: inv.period_end };
-  const [data, tiers] = await Promise.all([deps.reader.forApplication(inv.application_key, period), deps.reader.rateTiers()]);
+  const [data, tiers] = await Promise.all([
+    deps.reader.forApplication(inv.application_key, period),
+    deps.reader.rateTiers(),
+  ]);
   if (!data) throw new DomainError('not_found', 'application not found in the analytics store');
   const fresh = buildLines(data.application, data.worklogs, data.usage, tiers);
   const auto = inv.line_items.filter((l) => l.source === 'analytics');
   const manual = inv.line_items.filter((l) => l.source !== 'analytics');
   const totals = totalsOf([...fresh, ...manual]);
-  if (!fitsAmount(totals.total_amount)) throw new DomainError('bad_request', `the regenerated total (${totals.total_amount}) exceeds the largest amount, ${MAX_AMOUNT}`);
+  if (!fitsAmount(totals.total_amount))
+    throw new DomainError(
+      'bad_request',
+      `the regenerated total (${totals.total_amount}) exceeds the largest amount, ${MAX_AMOUNT}`,
+    );
 
   const edited =
     auto.length === 0
@@ -53,7 +87,8 @@ export async function regenerate(tx: EntityManager, id: string, deps: { reader: 
         );
   await sql(tx, `DELETE FROM invoice_line_items WHERE invoice_id = ? AND source = 'analytics'`, [id]);
   const ids = await insertLines(tx, id, fresh);
-  for (const [i, l] of manual.entries()) await sql(tx, `UPDATE invoice_line_items SET sort_order = ? WHERE id = ?`, [fresh.length + i, l.id]);
+  for (const [i, l] of manual.entries())
+    await sql(tx, `UPDATE invoice_line_items SET sort_order = ? WHERE id = ?`, [fresh.length + i, l.id]);
   await sql(
     tx,
     `UPDATE invoices SET status = 'draft', version = version + 1, updated_at = now(), deal_type = ?, currency = ?, customer_snapshot = ?::jsonb, application_snapshot = ?::jsonb,
@@ -78,11 +113,25 @@ export async function regenerate(tx: EntityManager, id: string, deps: { reader: 
     {
       edit_type: 'regenerated',
       field_name: 'line_items',
-      new_value: JSON.stringify({ replaced: auto.length, added: fresh.length, kept_manual: manual.length, replaced_edited_lines: edited.map((e) => e.line_item_id).sort() }),
+      new_value: JSON.stringify({
+        replaced: auto.length,
+        added: fresh.length,
+        kept_manual: manual.length,
+        replaced_edited_lines: edited.map((e) => e.line_item_id).sort(),
+      }),
     },
     ...auto.map((l): HistoryEntry => ({ line_item_id: l.id, edit_type: 'line_remove', old_value: lineJson(l) })),
-    ...fresh.map((l, i): HistoryEntry => ({ line_item_id: ids[i] ?? null, edit_type: 'line_add', new_value: lineJson(l) })),
-    ...FIGURES.filter((f) => String(inv[f]) !== String(totals[f])).map((f): HistoryEntry => ({ edit_type: 'recalculated', field_name: f, old_value: String(inv[f]), new_value: String(totals[f]) })),
+    ...fresh.map((l, i): HistoryEntry => ({
+      line_item_id: ids[i] ?? null,
+      edit_type: 'line_add',
+      new_value: lineJson(l),
+    })),
+    ...FIGURES.filter((f) => String(inv[f]) !== String(totals[f])).map((f): HistoryEntry => ({
+      edit_type: 'recalculated',
+      field_name: f,
+      old_value: String(inv[f]),
+      new_value: String(totals[f]),
+    })),
   ];
   await recordHistory(tx, id, deps.editor, history);
   return loadInvoice(tx, id);

@@ -6,7 +6,8 @@ import { killGroup, killGroupOnExit } from '../../runtime/child-reaper.ts';
 import type { Logger } from '../../runtime/logger.ts';
 
 /** Chromium may still be writing its profile while it exits: retried, and never an error of the caller's. */
-const removeProfile = (dir: string): Promise<void> => rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(() => undefined);
+const removeProfile = (dir: string): Promise<void> =>
+  rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(() => undefined);
 
 /** Chromium as the PDF renderer runs it: no network of its own, no background services, a profile of its own. */
 export const CHROMIUM_FLAGS = [
@@ -106,7 +107,8 @@ export class PdfRenderer {
       page = this.idle.pop();
     }
     if (page) return page;
-    if (this.open >= this.opts.pages) return new Promise<Page>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    if (this.open >= this.opts.pages)
+      return new Promise<Page>((resolve, reject) => this.waiting.push({ resolve, reject }));
     this.open++;
     try {
       if (!this.browser) {
@@ -149,7 +151,10 @@ export class PdfRenderer {
       const { browser, profile } = await started;
       const pid = browser.process()?.pid;
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([browser.close().catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)))]);
+      await Promise.race([
+        browser.close().catch(() => undefined),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS))),
+      ]);
       clearTimeout(timer);
       // Whatever did not close in time (a busy or hung browser) or outlived it (a helper) goes with its group.
       if (pid !== undefined) killGroup(pid);

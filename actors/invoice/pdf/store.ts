@@ -4,7 +4,13 @@ import { sql } from '../invoices/store.ts';
 
 /** The PDF table (Migration0004_invoice_pdfs): one PDF per invoice, in PostgreSQL with the invoice it shows. */
 
-export async function savePdf(tx: EntityManager, invoiceId: string, version: number, pdf: Buffer, editor: string): Promise<{ sha256: string; byte_size: number }> {
+export async function savePdf(
+  tx: EntityManager,
+  invoiceId: string,
+  version: number,
+  pdf: Buffer,
+  editor: string,
+): Promise<{ sha256: string; byte_size: number }> {
   const sha256 = createHash('sha256').update(pdf).digest('hex');
   await sql(
     tx,
@@ -16,9 +22,17 @@ export async function savePdf(tx: EntityManager, invoiceId: string, version: num
   return { sha256, byte_size: pdf.length };
 }
 
-export async function readPdf(em: EntityManager, invoiceId: string): Promise<{ content: Buffer; sha256: string; byte_size: number } | undefined> {
-  const [row] = await sql<{ content: Buffer; sha256: string; byte_size: number }>(em, `SELECT content, sha256, byte_size FROM invoice_pdfs WHERE invoice_id = ?`, [invoiceId]);
+export async function readPdf(
+  em: EntityManager,
+  invoiceId: string,
+): Promise<{ content: Buffer; sha256: string; byte_size: number } | undefined> {
+  const [row] = await sql<{ content: Buffer; sha256: string; byte_size: number }>(
+    em,
+    `SELECT content, sha256, byte_size FROM invoice_pdfs WHERE invoice_id = ?`,
+    [invoiceId],
+  );
   return row;
 }
 
-export const deletePdf = (tx: EntityManager, invoiceId: string): Promise<unknown> => sql(tx, `DELETE FROM invoice_pdfs WHERE invoice_id = ?`, [invoiceId]);
+export const deletePdf = (tx: EntityManager, invoiceId: string): Promise<unknown> =>
+  sql(tx, `DELETE FROM invoice_pdfs WHERE invoice_id = ?`, [invoiceId]);

@@ -8,7 +8,11 @@ import { invoiceView, type Renderable, type Seller } from './view.ts';
  * handlebars instance with only the built-in helpers: nothing registered elsewhere can change how it renders.
  */
 const hbs = Handlebars.create();
-const compiled = hbs.compile(readFileSync(new URL('./invoice.hbs', import.meta.url), 'utf8'), { knownHelpersOnly: true, noEscape: false, strict: false });
+const compiled = hbs.compile(readFileSync(new URL('./invoice.hbs', import.meta.url), 'utf8'), {
+  knownHelpersOnly: true,
+  noEscape: false,
+  strict: false,
+});
 
 /** The invoice as HTML: the html_override as is when set, otherwise the template. */
 export function renderInvoiceHtml(r: Renderable, seller: Seller): string {

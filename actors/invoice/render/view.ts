@@ -49,13 +49,22 @@ export function invoiceView(r: Renderable, seller: Seller) {
   const cur = inv.currency;
   const m = (v: string): string => formatMoney(v, cur);
   // Sums of amounts already in cents (and of hours at 4 decimals) are exact: formatting them rounds nothing.
-  const sum = (lines: readonly LineItem[], f: (l: LineItem) => string): string => money(lines.reduce((s, l) => s.add(f(l)), dec(0)));
+  const sum = (lines: readonly LineItem[], f: (l: LineItem) => string): string =>
+    money(lines.reduce((s, l) => s.add(f(l)), dec(0)));
   const sumHours = (lines: readonly LineItem[]): string => hours(lines.reduce((s, l) => s.add(l.quantity), dec(0)));
   const row = (l: LineItem, priced: boolean): ViewRow => ({
     description: l.description,
-    detail: [l.tracker_key, l.rate_tier && l.rate_multiplier !== '1.0000' ? `× ${l.rate_multiplier.replace(/0+$/, '').replace(/\.$/, '')}` : null].filter(Boolean).join(' · '),
+    detail: [
+      l.tracker_key,
+      l.rate_tier && l.rate_multiplier !== '1.0000'
+        ? `× ${l.rate_multiplier.replace(/0+$/, '').replace(/\.$/, '')}`
+        : null,
+    ]
+      .filter(Boolean)
+      .join(' · '),
     time: l.time_seconds > 0 ? formatDuration(l.billable_seconds) : '',
-    quantity: !inv.show_tracked_time && (l.line_type === 'task' || l.line_type === 'overtime') ? '' : formatHours(l.quantity),
+    quantity:
+      !inv.show_tracked_time && (l.line_type === 'task' || l.line_type === 'overtime') ? '' : formatHours(l.quantity),
     unit_price: priced ? formatPrice(l.unit_price, cur) : '',
     amount: priced ? m(l.line_total) : '',
   });
@@ -82,7 +91,14 @@ export function invoiceView(r: Renderable, seller: Seller) {
     } else if (l.line_type === 'overtime' && !inv.show_overtime) {
       if (!overtimePlaced) {
         overtimePlaced = true;
-        rows.push({ description: 'Additional services', detail: '', time: '', quantity: '', unit_price: '', amount: m(sum(overtime, (o) => o.line_total)) });
+        rows.push({
+          description: 'Additional services',
+          detail: '',
+          time: '',
+          quantity: '',
+          unit_price: '',
+          amount: m(sum(overtime, (o) => o.line_total)),
+        });
       }
     } else rows.push(row(l, true));
   }
@@ -95,13 +111,23 @@ export function invoiceView(r: Renderable, seller: Seller) {
     application: r.application_name ? `${r.application_name} (${inv.application_key})` : inv.application_key,
     seller: { ...seller, address_lines: seller.address.split(/\r?\n|\s*\|\s*/).filter(Boolean) },
     customer: c
-      ? { name: c.name, address_lines: c.address.split(/\r?\n/).filter(Boolean), country: c.country, email: c.email, vat_id: c.vat_id, key: c.customer_key }
+      ? {
+          name: c.name,
+          address_lines: c.address.split(/\r?\n/).filter(Boolean),
+          country: c.country,
+          email: c.email,
+          vat_id: c.vat_id,
+          key: c.customer_key,
+        }
       : { name: inv.customer_key, address_lines: [], country: '', email: '', vat_id: '', key: inv.customer_key },
     currency: cur,
     show_time: inv.show_tracked_time,
     rows,
     total_hours: inv.show_tracked_time && tasks.length > 0 ? formatHours(inv.total_hours) : null,
-    overtime: inv.show_overtime && inv.is_overtime ? { hours: formatHours(inv.overtime_hours), amount: m(inv.overtime_amount) } : null,
+    overtime:
+      inv.show_overtime && inv.is_overtime
+        ? { hours: formatHours(inv.overtime_hours), amount: m(inv.overtime_amount) }
+        : null,
     total: m(inv.total_amount),
     legal_text: inv.legal_text,
   };

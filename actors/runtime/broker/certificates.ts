@@ -38,12 +38,19 @@ function openssl(args: string[], cwd: string): void {
     execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
   } catch (err) {
     const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim();
-    throw new Error(`openssl ${args[0]} failed: ${stderr || (err instanceof Error ? err.message : String(err))} (the broker's certificates need the openssl CLI)`);
+    throw new Error(
+      `openssl ${args[0]} failed: ${stderr || (err instanceof Error ? err.message : String(err))} (the broker's certificates need the openssl CLI)`,
+    );
   }
 }
 
 /** `IP:` or `DNS:` and the name; IPv6 in its compressed form, as the URL parser writes it (openssl prints it long). */
-const sanEntry = (name: string): string => (isIP(name) === 6 ? `IP:${new URL(`http://[${name}]`).hostname.slice(1, -1)}` : isIP(name) ? `IP:${name}` : `DNS:${name}`);
+const sanEntry = (name: string): string =>
+  isIP(name) === 6
+    ? `IP:${new URL(`http://[${name}]`).hostname.slice(1, -1)}`
+    : isIP(name)
+      ? `IP:${name}`
+      : `DNS:${name}`;
 
 /** The SAN names a certificate covers, as openssl prints them (`DNS:x`, `IP Address:y`), normalised to sanEntry's form. */
 function sansOf(pem: string): Set<string> {
@@ -73,7 +80,10 @@ function needsServerCert(dir: string, sans: string[]): boolean {
  * Makes the CA when it is missing and (re)issues the server certificate when it is missing, signed by another CA,
  * near its end, or lacking one of `sans`. Files are mode 600 and replaced atomically. Returns absolute paths.
  */
-export function ensureBrokerCertificates(dir: string, sans: string[] = DEFAULT_SANS): Required<BrokerTlsFiles> & { issued: boolean } {
+export function ensureBrokerCertificates(
+  dir: string,
+  sans: string[] = DEFAULT_SANS,
+): Required<BrokerTlsFiles> & { issued: boolean } {
   const names = [...new Set([...DEFAULT_SANS, ...sans])];
   const files = { ca: join(dir, TLS_FILES.ca), cert: join(dir, TLS_FILES.cert), key: join(dir, TLS_FILES.key) };
   let issued = false;
@@ -81,8 +91,27 @@ export function ensureBrokerCertificates(dir: string, sans: string[] = DEFAULT_S
   if (!existsSync(files.ca) || !existsSync(join(dir, TLS_FILES.caKey))) {
     const tmp = `.ca-${process.pid}`;
     openssl(
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${tmp}-key.pem`, '-out', `${tmp}.pem`, '-days', String(CA_DAYS), '-subj', '/CN=svc broker CA',
-        '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        `${tmp}-key.pem`,
+        '-out',
+        `${tmp}.pem`,
+        '-days',
+        String(CA_DAYS),
+        '-subj',
+        '/CN=svc broker CA',
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign',
+      ],
       dir,
     );
     renameSync(join(dir, `${tmp}-key.pem`), join(dir, TLS_FILES.caKey));
@@ -92,15 +121,58 @@ export function ensureBrokerCertificates(dir: string, sans: string[] = DEFAULT_S
   if (issued || needsServerCert(dir, names)) {
     const tmp = `.server-${process.pid}`;
     // Server and client use: cluster routes present the same certificate to each other (mutual TLS).
-    const ext = [`subjectAltName=${names.map(sanEntry).join(',')}`, 'basicConstraints=CA:FALSE', 'keyUsage=critical,digitalSignature', 'extendedKeyUsage=serverAuth,clientAuth', ''].join('\n');
+    const ext = [
+      `subjectAltName=${names.map(sanEntry).join(',')}`,
+      'basicConstraints=CA:FALSE',
+      'keyUsage=critical,digitalSignature',
+      'extendedKeyUsage=serverAuth,clientAuth',
+      '',
+    ].join('\n');
     writeFileSync(join(dir, `${tmp}.ext`), ext, { mode: 0o600 });
     try {
-      openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${tmp}-key.pem`, '-out', `${tmp}.csr`, '-subj', '/CN=svc broker'], dir);
-      openssl(['x509', '-req', '-in', `${tmp}.csr`, '-CA', TLS_FILES.ca, '-CAkey', TLS_FILES.caKey, '-set_serial', `0x${Date.now().toString(16)}`, '-days', String(SERVER_DAYS), '-extfile', `${tmp}.ext`, '-out', `${tmp}.pem`], dir);
+      openssl(
+        [
+          'req',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:P-256',
+          '-nodes',
+          '-keyout',
+          `${tmp}-key.pem`,
+          '-out',
+          `${tmp}.csr`,
+          '-subj',
+          '/CN=svc broker',
+        ],
+        dir,
+      );
+      openssl(
+        [
+          'x509',
+          '-req',
+          '-in',
+          `${tmp}.csr`,
+          '-CA',
+          TLS_FILES.ca,
+          '-CAkey',
+          TLS_FILES.caKey,
+          '-set_serial',
+          `0x${Date.now().toString(16)}`,
+          '-days',
+          String(SERVER_DAYS),
+          '-extfile',
+          `${tmp}.ext`,
+          '-out',
+          `${tmp}.pem`,
+        ],
+        dir,
+      );
       renameSync(join(dir, `${tmp}-key.pem`), files.key);
       renameSync(join(dir, `${tmp}.pem`), files.cert);
     } finally {
-      for (const f of [`${tmp}.ext`, `${tmp}.csr`, `${tmp}-key.pem`, `${tmp}.pem`]) rmSync(join(dir, f), { force: true });
+      for (const f of [`${tmp}.ext`, `${tmp}.csr`, `${tmp}-key.pem`, `${tmp}.pem`])
+        rmSync(join(dir, f), { force: true });
     }
     issued = true;
   }

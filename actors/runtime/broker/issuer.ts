@@ -1,7 +1,24 @@
-import { decode, encodeAccount, encodeUser, fmtCreds, fromPublic, fromSeed, parseCreds, createUser, type Account, type KeyPair } from '@nats-io/jwt';
+import {
+  decode,
+  encodeAccount,
+  encodeUser,
+  fmtCreds,
+  fromPublic,
+  fromSeed,
+  parseCreds,
+  createUser,
+  type Account,
+  type KeyPair,
+} from '@nats-io/jwt';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
-import { agentInboxPrefix, agentPermissions, servicePermissions, toolInboxPrefix, toolPermissions } from './permissions.ts';
+import {
+  agentInboxPrefix,
+  agentPermissions,
+  servicePermissions,
+  toolInboxPrefix,
+  toolPermissions,
+} from './permissions.ts';
 
 /** A seed read from a file (`SU…`, `SA…`, `SO…`), trimmed. */
 export function seedFromFile(path: string): KeyPair {
@@ -29,10 +46,7 @@ const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 export class BrokerIssuer {
   readonly account: string;
   private readonly signing: KeyPair;
-  constructor(
-    account: string,
-    signing: KeyPair,
-  ) {
+  constructor(account: string, signing: KeyPair) {
     this.account = account;
     this.signing = signing;
     if (!account.startsWith('A')) throw new Error('account must be an account public key (A…)');
@@ -43,7 +57,11 @@ export class BrokerIssuer {
   }
 
   /** An agent's user JWT for the public nkey it presented (`U…`), expiring after `ttlSeconds`. */
-  async agent(agentId: string, publicKey: string, ttlSeconds: number): Promise<{ jwt: string; inboxPrefix: string; expiresAt: number }> {
+  async agent(
+    agentId: string,
+    publicKey: string,
+    ttlSeconds: number,
+  ): Promise<{ jwt: string; inboxPrefix: string; expiresAt: number }> {
     let user: KeyPair;
     try {
       user = fromPublic(publicKey);
@@ -52,12 +70,18 @@ export class BrokerIssuer {
     }
     if (!publicKey.startsWith('U')) throw new Error('public key must be a user nkey (U…)');
     const expiresAt = nowSeconds() + ttlSeconds;
-    const jwt = await encodeUser(`agent-${agentId}`, user, this.account, agentPermissions(agentId), { signer: this.signing, exp: expiresAt });
+    const jwt = await encodeUser(`agent-${agentId}`, user, this.account, agentPermissions(agentId), {
+      signer: this.signing,
+      exp: expiresAt,
+    });
     return { jwt, inboxPrefix: agentInboxPrefix(agentId), expiresAt };
   }
 
   /** A read-only observer's creds (events and discovery); `ttlSeconds` 0 means no expiry. */
-  async tool(name: string, ttlSeconds: number): Promise<{ creds: Uint8Array; publicKey: string; inboxPrefix: string; expiresAt?: number }> {
+  async tool(
+    name: string,
+    ttlSeconds: number,
+  ): Promise<{ creds: Uint8Array; publicKey: string; inboxPrefix: string; expiresAt?: number }> {
     const issued = await this.newUser(`tool-${name}`, toolPermissions(name), ttlSeconds);
     return { ...issued, inboxPrefix: toolInboxPrefix(name) };
   }
@@ -67,10 +91,17 @@ export class BrokerIssuer {
     return this.newUser(`service-${name}`, servicePermissions(), ttlSeconds);
   }
 
-  private async newUser(name: string, perms: ReturnType<typeof servicePermissions>, ttlSeconds: number): Promise<{ creds: Uint8Array; publicKey: string; expiresAt?: number }> {
+  private async newUser(
+    name: string,
+    perms: ReturnType<typeof servicePermissions>,
+    ttlSeconds: number,
+  ): Promise<{ creds: Uint8Array; publicKey: string; expiresAt?: number }> {
     const user = createUser();
     const expiresAt = ttlSeconds > 0 ? nowSeconds() + ttlSeconds : undefined;
-    const jwt = await encodeUser(name, user, this.account, perms, { signer: this.signing, ...(expiresAt ? { exp: expiresAt } : {}) });
+    const jwt = await encodeUser(name, user, this.account, perms, {
+      signer: this.signing,
+      ...(expiresAt ? { exp: expiresAt } : {}),
+    });
     return { creds: fmtCreds(jwt, user), publicKey: user.getPublicKey(), ...(expiresAt ? { expiresAt } : {}) };
   }
 }
@@ -92,12 +123,7 @@ export class BrokerRevoker {
   private readonly account: string;
   private readonly operatorSigning: KeyPair;
   private readonly timeoutMs: number;
-  constructor(
-    system: NatsConnection,
-    account: string,
-    operatorSigning: KeyPair,
-    timeoutMs = 5_000,
-  ) {
+  constructor(system: NatsConnection, account: string, operatorSigning: KeyPair, timeoutMs = 5_000) {
     this.system = system;
     this.account = account;
     this.operatorSigning = operatorSigning;
@@ -105,7 +131,9 @@ export class BrokerRevoker {
   }
 
   private async current(): Promise<{ name: string; claims: Partial<Account> }> {
-    const msg = await this.system.request(`$SYS.REQ.ACCOUNT.${this.account}.CLAIMS.LOOKUP`, '', { timeout: this.timeoutMs });
+    const msg = await this.system.request(`$SYS.REQ.ACCOUNT.${this.account}.CLAIMS.LOOKUP`, '', {
+      timeout: this.timeoutMs,
+    });
     const jwt = msg.string();
     const claims = decode<Account>(jwt);
     if (claims.sub !== this.account) throw new Error('account lookup answered another account');
@@ -126,7 +154,11 @@ export class BrokerRevoker {
       for (const key of publicKeys) revocations[key] = Math.max(revocations[key] ?? 0, at);
       await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
       const jwt = await encodeAccount(name, this.account, { ...claims, revocations }, { signer: this.operatorSigning });
-      const reply = JSON.parse((await this.system.request(`$SYS.REQ.ACCOUNT.${this.account}.CLAIMS.UPDATE`, jwt, { timeout: this.timeoutMs })).string()) as ClaimsReply;
+      const reply = JSON.parse(
+        (
+          await this.system.request(`$SYS.REQ.ACCOUNT.${this.account}.CLAIMS.UPDATE`, jwt, { timeout: this.timeoutMs })
+        ).string(),
+      ) as ClaimsReply;
       if (reply.error) throw new Error(`account update refused: ${reply.error.description ?? 'unknown error'}`);
       const after = (await this.current()).claims.revocations ?? {};
       if (publicKeys.every((k) => (after[k] ?? 0) >= at)) return;

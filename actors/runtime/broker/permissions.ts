@@ -72,7 +72,10 @@ export function toolPermissions(name: string): Permissions {
 
 export function systemPermissions(): Permissions {
   return {
-    pub: { allow: ['$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE', '$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP', '$SYS.REQ.CLAIMS.UPDATE'], deny: [] },
+    pub: {
+      allow: ['$SYS.REQ.ACCOUNT.*.CLAIMS.UPDATE', '$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP', '$SYS.REQ.CLAIMS.UPDATE'],
+      deny: [],
+    },
     sub: { allow: ['_INBOX.>'], deny: [] },
   };
 }

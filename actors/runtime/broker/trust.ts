@@ -1,4 +1,16 @@
-import { createAccount, createOperator, createUser, encodeAccount, encodeOperator, encodeUser, fmtCreds, fromSeed, type Account, type KeyPair, type Permissions } from '@nats-io/jwt';
+import {
+  createAccount,
+  createOperator,
+  createUser,
+  encodeAccount,
+  encodeOperator,
+  encodeUser,
+  fmtCreds,
+  fromSeed,
+  type Account,
+  type KeyPair,
+  type Permissions,
+} from '@nats-io/jwt';
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,7 +39,16 @@ export const TRUST_FILES = {
 } as const;
 
 /** Every NATS limit open: the system's own account, bounded by the server's resources rather than by quotas. */
-const OPEN_LIMITS = { subs: -1, data: -1, payload: -1, imports: -1, exports: -1, wildcards: true, conn: -1, leaf: -1 } as const;
+const OPEN_LIMITS = {
+  subs: -1,
+  data: -1,
+  payload: -1,
+  imports: -1,
+  exports: -1,
+  wildcards: true,
+  conn: -1,
+  leaf: -1,
+} as const;
 const JETSTREAM_ON = { mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1 } as const;
 
 export interface TrustSummary {
@@ -50,9 +71,18 @@ async function readSeed(dir: string, file: string): Promise<KeyPair> {
 }
 
 /** A standard NATS creds file for a new user of `account`, signed by the account's signing key. */
-export async function newUserCreds(name: string, account: string, signing: KeyPair, perms: Parameters<typeof encodeUser>[3], expiresAt?: number): Promise<{ creds: Uint8Array; publicKey: string }> {
+export async function newUserCreds(
+  name: string,
+  account: string,
+  signing: KeyPair,
+  perms: Parameters<typeof encodeUser>[3],
+  expiresAt?: number,
+): Promise<{ creds: Uint8Array; publicKey: string }> {
   const user = createUser();
-  const jwt = await encodeUser(name, user, account, perms, { signer: signing, ...(expiresAt ? { exp: expiresAt } : {}) });
+  const jwt = await encodeUser(name, user, account, perms, {
+    signer: signing,
+    ...(expiresAt ? { exp: expiresAt } : {}),
+  });
   return { creds: fmtCreds(jwt, user), publicKey: user.getPublicKey() };
 }
 
@@ -74,9 +104,15 @@ export async function ensureTrust(dir: string, opts: { tls?: BrokerTlsFiles } = 
     const accountSigning = createAccount();
     const systemUser = createUser();
     const systemJwt = await encodeAccount('SYS', system, { limits: OPEN_LIMITS }, { signer: operatorSigning });
-    const accountClaims: Partial<Account> = { limits: { ...OPEN_LIMITS, ...JETSTREAM_ON }, signing_keys: [accountSigning.getPublicKey()] };
+    const accountClaims: Partial<Account> = {
+      limits: { ...OPEN_LIMITS, ...JETSTREAM_ON },
+      signing_keys: [accountSigning.getPublicKey()],
+    };
     const accountJwt = await encodeAccount('SVC', account, accountClaims, { signer: operatorSigning });
-    const operatorJwt = await encodeOperator('svc-operator', operator, { system_account: system.getPublicKey(), signing_keys: [operatorSigning.getPublicKey()] });
+    const operatorJwt = await encodeOperator('svc-operator', operator, {
+      system_account: system.getPublicKey(),
+      signing_keys: [operatorSigning.getPublicKey()],
+    });
     const sysUserJwt = await encodeUser('system', systemUser, system, systemPermissions());
     const service = await newUserCreds('service', account.getPublicKey(), accountSigning, servicePermissions());
     await writeSecret(join(dir, TRUST_FILES.operatorSeed), seedOf(operator));
@@ -103,10 +139,23 @@ export async function ensureTrust(dir: string, opts: { tls?: BrokerTlsFiles } = 
   const serviceCreds = await readFile(serviceCredsPath, 'utf8').catch(() => '');
   const issued = /-----BEGIN NATS USER JWT-----\s+(\S+)\s+/.exec(serviceCreds)?.[1];
   if (!issued || samePermissions(permissionsOf(issued), servicePermissions()) === false) {
-    const renewed = await newUserCreds('service', account, await readSeed(dir, TRUST_FILES.accountSigningSeed), servicePermissions());
+    const renewed = await newUserCreds(
+      'service',
+      account,
+      await readSeed(dir, TRUST_FILES.accountSigningSeed),
+      servicePermissions(),
+    );
     await writeSecret(serviceCredsPath, renewed.creds);
   }
-  await writeSecret(join(dir, TRUST_FILES.serverConfig), serverConfig({ operatorJwt, systemAccount, preload: { [systemAccount]: systemJwt, [account]: accountJwt }, ...(opts.tls ? { tls: opts.tls } : {}) }));
+  await writeSecret(
+    join(dir, TRUST_FILES.serverConfig),
+    serverConfig({
+      operatorJwt,
+      systemAccount,
+      preload: { [systemAccount]: systemJwt, [account]: accountJwt },
+      ...(opts.tls ? { tls: opts.tls } : {}),
+    }),
+  );
   return { operator: operator?.getPublicKey() ?? subjectOf(operatorJwt), systemAccount, account, created };
 }
 
@@ -130,7 +179,13 @@ export const permissionsOf = (jwt: string): Permissions => {
 };
 
 const canonical = (p: Permissions): string =>
-  JSON.stringify({ pub: [...(p.pub?.allow ?? [])].sort(), pubDeny: [...(p.pub?.deny ?? [])].sort(), sub: [...(p.sub?.allow ?? [])].sort(), subDeny: [...(p.sub?.deny ?? [])].sort(), resp: p.resp ?? null });
+  JSON.stringify({
+    pub: [...(p.pub?.allow ?? [])].sort(),
+    pubDeny: [...(p.pub?.deny ?? [])].sort(),
+    sub: [...(p.sub?.allow ?? [])].sort(),
+    subDeny: [...(p.sub?.deny ?? [])].sort(),
+    resp: p.resp ?? null,
+  });
 
 export const samePermissions = (a: Permissions, b: Permissions): boolean => canonical(a) === canonical(b);
 
@@ -142,7 +197,13 @@ export const samePermissions = (a: Permissions, b: Permissions): boolean => cano
  * refuses a client that does not upgrade); its files are named by absolute path, so a copy of this file elsewhere (a
  * test's private server) still finds them.
  */
-export function serverConfig(opts: { operatorJwt: string; systemAccount: string; preload: Record<string, string>; tls?: BrokerTlsFiles; cluster?: ClusterNode }): string {
+export function serverConfig(opts: {
+  operatorJwt: string;
+  systemAccount: string;
+  preload: Record<string, string>;
+  tls?: BrokerTlsFiles;
+  cluster?: ClusterNode;
+}): string {
   const preload = Object.entries(opts.preload)
     .map(([k, v]) => `  ${k}: ${v}`)
     .join('\n');
@@ -180,13 +241,19 @@ export interface ClusterNode {
  */
 function clusterBlock(node: ClusterNode, tls: BrokerTlsFiles | undefined): string[] {
   const routes = node.routes.map((r) => `    ${JSON.stringify(r)}`).join('\n');
-  const inner = [`  name: ${JSON.stringify(node.cluster)}`, `  listen: ${JSON.stringify(node.listen)}`, `  routes: [\n${routes}\n  ]`];
+  const inner = [
+    `  name: ${JSON.stringify(node.cluster)}`,
+    `  listen: ${JSON.stringify(node.listen)}`,
+    `  routes: [\n${routes}\n  ]`,
+  ];
   if (tls) inner.push(tlsBlock('tls', tls, true).replace(/^/gm, '  '));
   return [`server_name: ${JSON.stringify(node.serverName)}`, `cluster {\n${inner.join('\n')}\n}`];
 }
 
 /** The JWTs a server configuration is written from, as ensureTrust left them in `dir`. */
-export async function readTrust(dir: string): Promise<{ operatorJwt: string; systemAccount: string; preload: Record<string, string> }> {
+export async function readTrust(
+  dir: string,
+): Promise<{ operatorJwt: string; systemAccount: string; preload: Record<string, string> }> {
   const read = async (f: string): Promise<string> => (await readFile(join(dir, f), 'utf8')).trim();
   const operatorJwt = await read(TRUST_FILES.operatorJwt);
   const systemJwt = await read(TRUST_FILES.systemAccountJwt);
@@ -197,6 +264,12 @@ export async function readTrust(dir: string): Promise<{ operatorJwt: string; sys
 
 /** A nats-server `tls {}` block; `verify` also asks the peer for a certificate of the same CA (cluster routes). */
 export function tlsBlock(name: string, files: BrokerTlsFiles, verify = false): string {
-  const lines = [`  cert_file: ${JSON.stringify(files.cert)}`, `  key_file: ${JSON.stringify(files.key)}`, ...(files.ca ? [`  ca_file: ${JSON.stringify(files.ca)}`] : []), ...(verify ? ['  verify: true'] : []), '  timeout: 5'];
+  const lines = [
+    `  cert_file: ${JSON.stringify(files.cert)}`,
+    `  key_file: ${JSON.stringify(files.key)}`,
+    ...(files.ca ? [`  ca_file: ${JSON.stringify(files.ca)}`] : []),
+    ...(verify ? ['  verify: true'] : []),
+    '  timeout: 5',
+  ];
   return `${name} {\n${lines.join('\n')}\n}`;
 }

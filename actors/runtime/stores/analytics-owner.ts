@@ -11,7 +11,8 @@ import { namespace, wireRequestSubject } from '../namespace.ts';
  */
 
 /** No ClickHouse server configured: the analytics store is chDB inside the invoice process. */
-export const usesEmbeddedAnalytics = (config: Pick<Config, 'SVC_CLICKHOUSE_URL'>): boolean => !config.SVC_CLICKHOUSE_URL;
+export const usesEmbeddedAnalytics = (config: Pick<Config, 'SVC_CLICKHOUSE_URL'>): boolean =>
+  !config.SVC_CLICKHOUSE_URL;
 
 /** SVC_ACTORS selects the invoice domain (`invoice` or `all`; `none` selects nothing), the analytics store's owner. */
 export function runsInvoiceDomain(config: Pick<Config, 'SVC_ACTORS'>): boolean {
@@ -36,7 +37,12 @@ export const SECOND_INSTANCE_MESSAGE =
  * `$SRV.INFO.<service>` (the NATS micro-services discovery every actor answers). Systems in other namespaces share the
  * service name on one broker, so only instances whose endpoint is this namespace's wire subject count.
  */
-export async function countServingInstances(nc: NatsConnection, service: string, subject: string, waitMs = 2000): Promise<number> {
+export async function countServingInstances(
+  nc: NatsConnection,
+  service: string,
+  subject: string,
+  waitMs = 2000,
+): Promise<number> {
   const wire = wireRequestSubject(subject);
   const ids = new Set<string>();
   try {
@@ -54,11 +60,17 @@ export async function countServingInstances(nc: NatsConnection, service: string,
 }
 
 /** Refuses to start a second invoice instance on chDB (call before opening the store). */
-export async function refuseSecondEmbeddedInstance(nc: NatsConnection, service: string, subject: string): Promise<void> {
+export async function refuseSecondEmbeddedInstance(
+  nc: NatsConnection,
+  service: string,
+  subject: string,
+): Promise<void> {
   const others = await countServingInstances(nc, service, subject);
   if (others > 0) {
     const ns = namespace();
-    throw new AnalyticsOwnershipError(`${SECOND_INSTANCE_MESSAGE} (${others} already serving${ns ? ` in namespace ${ns}` : ''})`);
+    throw new AnalyticsOwnershipError(
+      `${SECOND_INSTANCE_MESSAGE} (${others} already serving${ns ? ` in namespace ${ns}` : ''})`,
+    );
   }
 }
 

@@ -1,6 +1,12 @@
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { ClickHouseError, createClient, type ClickHouseClient, type ClickHouseClientConfigOptions, type ClickHouseSettings } from '@clickhouse/client';
+import {
+  ClickHouseError,
+  createClient,
+  type ClickHouseClient,
+  type ClickHouseClientConfigOptions,
+  type ClickHouseSettings,
+} from '@clickhouse/client';
 import { Session, drainPending } from 'chdb';
 import type { Config } from '../config.ts';
 
@@ -39,12 +45,7 @@ export class AnalyticsError extends Error {
   override name = 'AnalyticsError';
   readonly code: number | undefined;
   readonly type: string | undefined;
-  constructor(
-    message: string,
-    code: number | undefined,
-    type: string | undefined,
-    options?: { cause?: unknown },
-  ) {
+  constructor(message: string, code: number | undefined, type: string | undefined, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
     this.type = type;
@@ -64,7 +65,9 @@ const ENGINE_SETTINGS = {
 
 const IDENTIFIER = /^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$/;
 
-export async function openAnalytics(config: Pick<Config, 'SVC_CLICKHOUSE_URL' | 'SVC_ANALYTICS_PATH'>): Promise<AnalyticsStore> {
+export async function openAnalytics(
+  config: Pick<Config, 'SVC_CLICKHOUSE_URL' | 'SVC_ANALYTICS_PATH'>,
+): Promise<AnalyticsStore> {
   if (config.SVC_CLICKHOUSE_URL) return openClickHouseAnalytics({ url: config.SVC_CLICKHOUSE_URL });
   return openChdbAnalytics(config.SVC_ANALYTICS_PATH);
 }
@@ -171,7 +174,11 @@ async function acquireSession(path: string): Promise<Session> {
   if (!entry) {
     const other = sessions.keys().next();
     if (!other.done) {
-      throw new AnalyticsError(`chDB can open one data directory per process: ${other.value} is open, ${path} was requested`, undefined, undefined);
+      throw new AnalyticsError(
+        `chDB can open one data directory per process: ${other.value} is open, ${path} was requested`,
+        undefined,
+        undefined,
+      );
     }
     const created: SessionEntry = {
       refs: 0,
@@ -224,10 +231,7 @@ class ChdbAnalytics implements AnalyticsStore {
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly path: string;
   private readonly session: Session;
-  constructor(
-    path: string,
-    session: Session,
-  ) {
+  constructor(path: string, session: Session) {
     this.path = path;
     this.session = session;
   }
@@ -266,7 +270,10 @@ class ChdbAnalytics implements AnalyticsStore {
   private async run(sql: string, params: AnalyticsParams | undefined, format: string): Promise<string> {
     this.assertOpen();
     const bound = normalizeParams(params);
-    const result = bound && Object.keys(bound).length > 0 ? this.session.queryBindAsync(sql, bound, { format }) : this.session.queryAsync(sql, { format });
+    const result =
+      bound && Object.keys(bound).length > 0
+        ? this.session.queryBindAsync(sql, bound, { format })
+        : this.session.queryAsync(sql, { format });
     return (await this.track(result)).text();
   }
 
@@ -305,7 +312,8 @@ function fromChdb(err: unknown): Error {
 
 function checkTable(table: string): void {
   // Identifiers cannot be bound as parameters; accept only plain (optionally db-qualified) names.
-  if (!IDENTIFIER.test(table)) throw new AnalyticsError(`invalid table name ${JSON.stringify(table)}`, undefined, undefined);
+  if (!IDENTIFIER.test(table))
+    throw new AnalyticsError(`invalid table name ${JSON.stringify(table)}`, undefined, undefined);
 }
 
 /** bigint has no JSON form: send it as a string, which ClickHouse parses into any integer or Decimal column. */

@@ -3,7 +3,12 @@ import { allEntities } from '../../entities.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { openAnalytics, type AnalyticsStore } from './analytics.ts';
-import { AnalyticsOwnershipError, NOT_OWNER_MESSAGE, runsInvoiceDomain, usesEmbeddedAnalytics } from './analytics-owner.ts';
+import {
+  AnalyticsOwnershipError,
+  NOT_OWNER_MESSAGE,
+  runsInvoiceDomain,
+  usesEmbeddedAnalytics,
+} from './analytics-owner.ts';
 import { DEFAULT_KEY_PREFIX, openKv, redactCredentials, type KvOptions, type KvReader, type KvStore } from './kv.ts';
 import { openNearCache, type NearCache } from './kv-near-cache.ts';
 import { openOrm } from './postgres.ts';
@@ -25,11 +30,7 @@ export class Stores {
   private readonly config: Config;
   private readonly log: Logger;
   private readonly kvOptions: KvOptions;
-  constructor(
-    config: Config,
-    log: Logger,
-    kvOptions: KvOptions = {},
-  ) {
+  constructor(config: Config, log: Logger, kvOptions: KvOptions = {}) {
     this.config = config;
     this.log = log;
     this.kvOptions = kvOptions;
@@ -42,14 +43,22 @@ export class Stores {
    */
   orm(): Promise<MikroORM> {
     this.ormP ??= (async () => {
-      const orm = await openOrm({ url: this.config.SVC_DB_URL, entities: allEntities, log: this.log.child({ store: 'postgres' }), applicationName: 'svc' });
+      const orm = await openOrm({
+        url: this.config.SVC_DB_URL,
+        entities: allEntities,
+        log: this.log.child({ store: 'postgres' }),
+        applicationName: 'svc',
+      });
       try {
         // MikroORM 7 connects lazily (its checkConnection() reports "not established" until a first query): ask.
         await orm.em.fork().getConnection().execute('select 1');
       } catch (err) {
         await orm.close(true).catch(() => undefined);
         const reason = err instanceof Error ? err.message || err.name : String(err);
-        throw new StoreUnavailableError(`PostgreSQL is not reachable at ${redactCredentials(this.config.SVC_DB_URL)} (SVC_DB_URL): ${reason}`, { cause: err });
+        throw new StoreUnavailableError(
+          `PostgreSQL is not reachable at ${redactCredentials(this.config.SVC_DB_URL)} (SVC_DB_URL): ${reason}`,
+          { cause: err },
+        );
       }
       return orm;
     })();
@@ -67,7 +76,11 @@ export class Stores {
   async kvReads(): Promise<KvReader> {
     const url = this.config.SVC_VALKEY_URL;
     if (!url) return this.kv();
-    this.nearP ??= openNearCache(url, this.log.child({ store: 'kv-near-cache' }), this.kvOptions.keyPrefix ?? DEFAULT_KEY_PREFIX);
+    this.nearP ??= openNearCache(
+      url,
+      this.log.child({ store: 'kv-near-cache' }),
+      this.kvOptions.keyPrefix ?? DEFAULT_KEY_PREFIX,
+    );
     return this.nearP;
   }
   /**
@@ -75,7 +88,8 @@ export class Stores {
    * invoice domain is refused here, so a gateway or another domain never takes the lock by accident.
    */
   analytics(): Promise<AnalyticsStore> {
-    if (usesEmbeddedAnalytics(this.config) && !runsInvoiceDomain(this.config)) return Promise.reject(new AnalyticsOwnershipError(NOT_OWNER_MESSAGE));
+    if (usesEmbeddedAnalytics(this.config) && !runsInvoiceDomain(this.config))
+      return Promise.reject(new AnalyticsOwnershipError(NOT_OWNER_MESSAGE));
     this.analyticsP ??= openAnalytics(this.config);
     return this.analyticsP;
   }
@@ -93,6 +107,11 @@ export class Stores {
         this.log.warn({ err }, 'store close failed');
       }
     };
-    await Promise.all([settle(this.ormP, (o) => o.close()), settle(this.kvP, (k) => k.close()), settle(this.nearP, (n) => n.close()), settle(this.analyticsP, (a) => a.close())]);
+    await Promise.all([
+      settle(this.ormP, (o) => o.close()),
+      settle(this.kvP, (k) => k.close()),
+      settle(this.nearP, (n) => n.close()),
+      settle(this.analyticsP, (a) => a.close()),
+    ]);
   }
 }

@@ -66,13 +66,7 @@ export class NearCache implements KvReader {
   private readonly announcements: Redis;
   private readonly prefix: string;
   private readonly log: Logger;
-  constructor(
-    reads: Redis,
-    announcements: Redis,
-    prefix: string,
-    log: Logger,
-    opts: NearCacheOptions = {},
-  ) {
+  constructor(reads: Redis, announcements: Redis, prefix: string, log: Logger, opts: NearCacheOptions = {}) {
     this.reads = reads;
     this.announcements = announcements;
     this.prefix = prefix;
@@ -153,7 +147,8 @@ export class NearCache implements KvReader {
       const [value, ttlMs] = await this.readWithTtl(k);
       // Kept only if tracking held throughout and the key was not announced meanwhile; a missing key is not kept
       // (whoever fills it writes it, and the next read finds it).
-      if (value !== null && ttlMs !== -2 && epoch === this.epoch && this.trusted && !flight.changed) this.keep(k, value, ttlMs >= 0 ? this.now() + ttlMs : Infinity);
+      if (value !== null && ttlMs !== -2 && epoch === this.epoch && this.trusted && !flight.changed)
+        this.keep(k, value, ttlMs >= 0 ? this.now() + ttlMs : Infinity);
       return value;
     } finally {
       flight.reads--;
@@ -165,7 +160,11 @@ export class NearCache implements KvReader {
     this.closed = true;
     clearInterval(this.checker);
     this.distrust();
-    await Promise.all([this.reads, this.announcements].map((c) => (c.status === 'end' ? undefined : c.quit().catch(() => c.disconnect()))));
+    await Promise.all(
+      [this.reads, this.announcements].map((c) =>
+        c.status === 'end' ? undefined : c.quit().catch(() => c.disconnect()),
+      ),
+    );
   }
 
   /** GET and PTTL in one round trip (PTTL: ms left, -1 without expiry, -2 gone). */
@@ -209,7 +208,8 @@ export class NearCache implements KvReader {
 
   private distrust(): void {
     // Closing drops the connections on purpose: nothing to warn of.
-    if (this.trusted && !this.closed) this.log.warn('valkey near cache: a connection dropped; reading through until tracking is set up again');
+    if (this.trusted && !this.closed)
+      this.log.warn('valkey near cache: a connection dropped; reading through until tracking is set up again');
     this.trusted = false;
     this.forgetAll();
   }
@@ -233,7 +233,8 @@ export class NearCache implements KvReader {
     return this.serial(async () => {
       if (this.trusted || !this.bothReady()) return;
       const gen = { ...this.generation };
-      const unchanged = (): boolean => this.bothReady() && gen.reads === this.generation.reads && gen.announcements === this.generation.announcements;
+      const unchanged = (): boolean =>
+        this.bothReady() && gen.reads === this.generation.reads && gen.announcements === this.generation.announcements;
       try {
         // The subscriber's id first: a connection in subscriber mode answers nothing else (RESP2).
         if (!this.subscribed) {
@@ -257,7 +258,11 @@ export class NearCache implements KvReader {
         for (const w of this.waiters.splice(0)) w();
       } catch (err) {
         const reason = err instanceof Error ? err.message : String(err);
-        if (reason !== this.setupFailure) this.log.warn({ err: reason }, 'valkey near cache: tracking could not be set up; reads go to valkey until a later attempt');
+        if (reason !== this.setupFailure)
+          this.log.warn(
+            { err: reason },
+            'valkey near cache: tracking could not be set up; reads go to valkey until a later attempt',
+          );
         this.setupFailure = reason;
       }
     });
@@ -308,16 +313,31 @@ export class NearCache implements KvReader {
  * Opens a near cache on `url` (two connections of its own). Keys are `keyPrefix` + key, as in the shared store's
  * KvStore. Like that store, a read never waits for a connection: while Valkey is down it fails at once.
  */
-export async function openNearCache(url: string, log: Logger, keyPrefix: string, opts: NearCacheOptions = {}): Promise<NearCache> {
+export async function openNearCache(
+  url: string,
+  log: Logger,
+  keyPrefix: string,
+  opts: NearCacheOptions = {},
+): Promise<NearCache> {
   // A command unanswered when a connection dropped is not sent again on the next one: a SUBSCRIBE or CLIENT ID
   // replayed there would pair this cache with the wrong connection.
-  const reads = valkeyConnection(url, log, { autoResendUnfulfilledCommands: false, connectionName: 'svc-near-cache-reads' }, 'valkey near cache');
+  const reads = valkeyConnection(
+    url,
+    log,
+    { autoResendUnfulfilledCommands: false, connectionName: 'svc-near-cache-reads' },
+    'valkey near cache',
+  );
   // RESP2: the server announces changes to a RESP2 subscriber as Pub/Sub messages, which ioredis delivers; to a RESP3
   // one as `invalidate` pushes, which it drops. Its subscription is renewed by track() with the new connection's id.
   const announcements = valkeyConnection(
     url,
     log,
-    { autoResendUnfulfilledCommands: false, protocol: 2, autoResubscribe: false, connectionName: 'svc-near-cache-announcements' },
+    {
+      autoResendUnfulfilledCommands: false,
+      protocol: 2,
+      autoResubscribe: false,
+      connectionName: 'svc-near-cache-announcements',
+    },
     'valkey near cache',
   );
   const cache = new NearCache(reads, announcements, keyPrefix, log, opts);

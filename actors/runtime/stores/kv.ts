@@ -31,7 +31,12 @@ export interface KvStore {
    * caller must wait before using it (0 = at once). Reservations queue up in order, so callers never race each other
    * for a refill. When the wait would exceed `maxWaitMs` nothing is reserved and `granted` is false.
    */
-  reserveToken(key: string, ratePerSecond: number, burst: number, maxWaitMs: number): Promise<{ granted: boolean; waitMs: number }>;
+  reserveToken(
+    key: string,
+    ratePerSecond: number,
+    burst: number,
+    maxWaitMs: number,
+  ): Promise<{ granted: boolean; waitMs: number }>;
   /** Throws when the backend is unreachable. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -55,10 +60,16 @@ export interface KvOptions {
 
 export const DEFAULT_KEY_PREFIX = 'svc:';
 
-export async function openKv(config: Pick<Config, 'SVC_VALKEY_URL'>, log: Logger, opts: KvOptions = {}): Promise<KvStore> {
+export async function openKv(
+  config: Pick<Config, 'SVC_VALKEY_URL'>,
+  log: Logger,
+  opts: KvOptions = {},
+): Promise<KvStore> {
   const prefix = opts.keyPrefix ?? DEFAULT_KEY_PREFIX;
   if (config.SVC_VALKEY_URL) return openValkeyKv(config.SVC_VALKEY_URL, log, prefix);
-  log.warn('SVC_VALKEY_URL is not set: lockouts, rate limits and MFA challenges are kept in-process (correct for a single instance only)');
+  log.warn(
+    'SVC_VALKEY_URL is not set: lockouts, rate limits and MFA challenges are kept in-process (correct for a single instance only)',
+  );
   return new MemoryKv(prefix);
 }
 
@@ -138,7 +149,12 @@ export interface ValkeyOptions {
  * first connection, so a healthy start never sees a "not connected" failure; a server that is down at start-up is
  * logged, and used as soon as it answers.
  */
-export async function openValkeyKv(url: string, log: Logger, keyPrefix = DEFAULT_KEY_PREFIX, opts: ValkeyOptions = {}): Promise<KvStore> {
+export async function openValkeyKv(
+  url: string,
+  log: Logger,
+  keyPrefix = DEFAULT_KEY_PREFIX,
+  opts: ValkeyOptions = {},
+): Promise<KvStore> {
   const redis = valkeyConnection(url, log, { commandTimeout: opts.commandTimeoutMs ?? 2_000 });
   const where = redactCredentials(url);
   const up = await new Promise<boolean>((resolve) => {
@@ -207,10 +223,7 @@ class ValkeyKv implements KvStore {
   readonly kind = 'valkey' as const;
   private readonly redis: Redis;
   private readonly prefix: string;
-  constructor(
-    redis: Redis,
-    prefix: string,
-  ) {
+  constructor(redis: Redis, prefix: string) {
     this.redis = redis;
     this.prefix = prefix;
   }
@@ -258,8 +271,19 @@ class ValkeyKv implements KvStore {
     return { count: Number(res[0]), resetMs: Number(res[1]) };
   }
 
-  async reserveToken(key: string, ratePerSecond: number, burst: number, maxWaitMs: number): Promise<{ granted: boolean; waitMs: number }> {
-    const res = await this.eval(RESERVE_TOKEN, this.k(key), String(ratePerSecond), String(burst), String(Math.max(0, Math.floor(maxWaitMs))));
+  async reserveToken(
+    key: string,
+    ratePerSecond: number,
+    burst: number,
+    maxWaitMs: number,
+  ): Promise<{ granted: boolean; waitMs: number }> {
+    const res = await this.eval(
+      RESERVE_TOKEN,
+      this.k(key),
+      String(ratePerSecond),
+      String(burst),
+      String(Math.max(0, Math.floor(maxWaitMs))),
+    );
     if (!Array.isArray(res) || res.length !== 2) throw new Error('unexpected reply from token-bucket script');
     return { granted: Number(res[0]) === 1, waitMs: Number(res[1]) };
   }
@@ -282,7 +306,8 @@ class ValkeyKv implements KvStore {
     try {
       return await this.redis.evalsha(script.sha, 1, key, ...args);
     } catch (err) {
-      if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return this.redis.eval(script.source, 1, key, ...args);
+      if (err instanceof Error && err.message.startsWith('NOSCRIPT'))
+        return this.redis.eval(script.source, 1, key, ...args);
       throw err;
     }
   }
@@ -373,7 +398,12 @@ export class MemoryKv implements KvStore {
 
   private readonly buckets = new Map<string, { tokens: number; ts: number }>();
 
-  async reserveToken(key: string, ratePerSecond: number, burst: number, maxWaitMs: number): Promise<{ granted: boolean; waitMs: number }> {
+  async reserveToken(
+    key: string,
+    ratePerSecond: number,
+    burst: number,
+    maxWaitMs: number,
+  ): Promise<{ granted: boolean; waitMs: number }> {
     // Same arithmetic as the Valkey script, synchronously (atomic on the event loop).
     const now = Date.now();
     const k = this.prefix + key;

@@ -55,7 +55,11 @@ export async function openOrm(opts: OpenOrmOptions): Promise<MikroORM> {
     pool: { min: 0, max: opts.poolMax ?? 10, idleTimeoutMillis: 30_000 },
     // Merged into the `pg` Pool config: fail fast instead of queueing forever when the server is unreachable (this
     // bounds both a new connection's handshake and the wait for a pooled one; inside a request, its deadline does).
-    driverOptions: { connectionTimeoutMillis: 5_000, application_name: opts.applicationName ?? 'svc', onPoolCreated: guardPool },
+    driverOptions: {
+      connectionTimeoutMillis: 5_000,
+      application_name: opts.applicationName ?? 'svc',
+      onPoolCreated: guardPool,
+    },
     // Every `em.transactional` (forks included) gets the request's statement timeout and race retries.
     entityManager: DeadlineEntityManager,
     extensions: [Migrator],
@@ -106,7 +110,12 @@ export class DeadlineEntityManager extends EntityManager {
       } catch (err) {
         const scope = currentDeadline();
         const pause = 10 * attempt + Math.random() * 20 * attempt;
-        if (!isTransactionRace(err) || attempt >= TRANSACTION_ATTEMPTS || (scope && scope.deadline - Date.now() < pause + STATEMENT_MARGIN_MS * 2)) throw err;
+        if (
+          !isTransactionRace(err) ||
+          attempt >= TRANSACTION_ATTEMPTS ||
+          (scope && scope.deadline - Date.now() < pause + STATEMENT_MARGIN_MS * 2)
+        )
+          throw err;
         await sleep(pause);
       }
     }
@@ -144,7 +153,10 @@ export function guardPool(pool: Pool): void {
     const gaveUp = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         // The pool may still hand a connection to this waiter later: give it straight back.
-        pending.then((c) => c.release(), () => undefined);
+        pending.then(
+          (c) => c.release(),
+          () => undefined,
+        );
         reject(new Error('timeout exceeded when trying to connect: no pooled connection before the request deadline'));
       }, budget);
     });
@@ -155,7 +167,8 @@ export function guardPool(pool: Pool): void {
     }
   };
   // kysely calls `connect()` without a callback; the callback form is left as pg implements it.
-  pool.connect = ((...args: unknown[]) => (args.length > 0 ? (connect as (...a: unknown[]) => unknown)(...args) : guarded())) as Pool['connect'];
+  pool.connect = ((...args: unknown[]) =>
+    args.length > 0 ? (connect as (...a: unknown[]) => unknown)(...args) : guarded()) as Pool['connect'];
 }
 
 /**
@@ -177,10 +190,13 @@ function guardCheckout(client: PoolClient, scope?: DeadlineScope): PoolClient {
   };
   client.once('end', onEnd);
   if (scope) {
-    timer = setTimeout(() => {
-      // pg keeps its socket on `connection.stream` (typed on Client, not on PoolClient).
-      (client as PoolClient & { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-    }, Math.max(0, scope.deadline - Date.now() - CONNECTION_MARGIN_MS));
+    timer = setTimeout(
+      () => {
+        // pg keeps its socket on `connection.stream` (typed on Client, not on PoolClient).
+        (client as PoolClient & { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      },
+      Math.max(0, scope.deadline - Date.now() - CONNECTION_MARGIN_MS),
+    );
     timer.unref();
   }
   client.release = done;
@@ -191,10 +207,7 @@ function guardCheckout(client: PoolClient, scope?: DeadlineScope): PoolClient {
 class PinoOrmLogger implements OrmLogger {
   private debugMode: LoggerNamespace[] | boolean;
   private readonly pino: Logger | undefined;
-  constructor(
-    pino: Logger | undefined,
-    debugMode: boolean | LoggerNamespace[] = false,
-  ) {
+  constructor(pino: Logger | undefined, debugMode: boolean | LoggerNamespace[] = false) {
     this.pino = pino;
     this.debugMode = debugMode;
   }
@@ -224,7 +237,14 @@ class PinoOrmLogger implements OrmLogger {
     const namespace: LoggerNamespace = slow ? 'slow-query' : 'query';
     if (!this.isEnabled(namespace, context)) return;
     const params = this.isEnabled('query-params', { ...context, enabled: undefined }) ? context.params : undefined;
-    const fields = { orm: namespace, sql: context.query, params, took_ms: context.took, results: context.results, affected: context.affected };
+    const fields = {
+      orm: namespace,
+      sql: context.query,
+      params,
+      took_ms: context.took,
+      results: context.results,
+      affected: context.affected,
+    };
     if (slow) this.pino?.warn(fields, 'slow sql');
     else this.pino?.debug(fields, 'sql');
   }

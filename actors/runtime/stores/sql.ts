@@ -20,10 +20,12 @@ export function iso(value: Date | string): string {
   if (Number.isNaN(ms)) throw new Error(`unparseable timestamp ${value}`);
   return new Date(ms).toISOString();
 }
-export const isoOrNull = (value: Date | string | null | undefined): string | null => (value === null || value === undefined ? null : iso(value));
+export const isoOrNull = (value: Date | string | null | undefined): string | null =>
+  value === null || value === undefined ? null : iso(value);
 
 export const isUniqueViolation = (err: unknown): boolean =>
-  err instanceof UniqueConstraintViolationException || (typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505');
+  err instanceof UniqueConstraintViolationException ||
+  (typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505');
 
 /** Runs `fn`; a unique-index violation becomes a 409 with `message` (a concurrent duplicate loses cleanly). */
 export async function conflictOnDuplicate<T>(message: string, fn: () => Promise<T>): Promise<T> {
@@ -36,10 +38,18 @@ export async function conflictOnDuplicate<T>(message: string, fn: () => Promise<
 }
 
 /** Raw SQL through the fork (inside `em.transactional`, through the transaction). */
-export const sql = <T>(em: EntityManager, query: string, params: unknown[] = []): Promise<T[]> => em.execute<T[]>(query, params);
+export const sql = <T>(em: EntityManager, query: string, params: unknown[] = []): Promise<T[]> =>
+  em.execute<T[]>(query, params);
 
 /** One row by id, or 404 naming `what`; `lock` takes a row lock for the rest of the transaction. */
-export async function findById<T>(em: EntityManager, table: string, columns: string, id: string, what: string, lock = false): Promise<T> {
+export async function findById<T>(
+  em: EntityManager,
+  table: string,
+  columns: string,
+  id: string,
+  what: string,
+  lock = false,
+): Promise<T> {
   const [row] = await sql<T>(em, `SELECT ${columns} FROM ${table} WHERE id = ?${lock ? ' FOR UPDATE' : ''}`, [id]);
   if (!row) throw new DomainError('not_found', `${what} not found`);
   return row;
@@ -66,7 +76,10 @@ export async function pageOf<R, T>(
 ): Promise<Page<T>> {
   const params = q.params ?? [];
   const [count] = await sql<{ n: number }>(em, `SELECT count(*)::int AS n FROM ${q.from}`, params);
-  const rows = await sql<R>(em, `SELECT ${q.columns} FROM ${q.from} ORDER BY ${q.order} LIMIT ? OFFSET ?`, [...params, paging.per_page, offsetOf(paging.page, paging.per_page)]);
+  const rows = await sql<R>(em, `SELECT ${q.columns} FROM ${q.from} ORDER BY ${q.order} LIMIT ? OFFSET ?`, [
+    ...params,
+    paging.per_page,
+    offsetOf(paging.page, paging.per_page),
+  ]);
   return { items: await map(rows), total: count?.n ?? 0, page: paging.page, per_page: paging.per_page };
 }
-

@@ -16,13 +16,21 @@ export function tsdbFailure(err: unknown, opts: { callerQuery?: boolean } = {}):
     if (/timed out/.test(err.message)) return new DomainError('timeout', 'the metrics store did not answer in time');
     return new DomainError('unavailable', 'the metrics store is unavailable');
   }
-  if (err.status === 429 || err.status === 503) return new DomainError('unavailable', 'the metrics store is overloaded; retry shortly');
+  if (err.status === 429 || err.status === 503)
+    return new DomainError('unavailable', 'the metrics store is overloaded; retry shortly');
   const reason = storeReason(err.body);
   if (/timeout exceeded|cannot execute query in|deadline exceeded|query timed out/i.test(reason)) {
-    return new DomainError('timeout', 'the query did not finish within its time limit; narrow the range or the selectors');
+    return new DomainError(
+      'timeout',
+      'the query did not finish within its time limit; narrow the range or the selectors',
+    );
   }
   if (err.status >= 400 && err.status < 500) {
-    if (/maxSamplesPerQuery|maxSamplesPerSeries|maxUniqueTimeseries|maxPointsPerTimeseries|maxSeries|maxQueryLen|cannot select more than|too many/i.test(reason)) {
+    if (
+      /maxSamplesPerQuery|maxSamplesPerSeries|maxUniqueTimeseries|maxPointsPerTimeseries|maxSeries|maxQueryLen|cannot select more than|too many/i.test(
+        reason,
+      )
+    ) {
       return new DomainError('bad_request', `the query exceeds a limit of the metrics store: ${reason}`);
     }
     if (opts.callerQuery) return new DomainError('bad_request', `the metrics store refused the query: ${reason}`);

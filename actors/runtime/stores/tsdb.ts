@@ -84,11 +84,7 @@ export class TsdbError extends Error {
   override name = 'TsdbError';
   readonly status: number;
   readonly body: string;
-  constructor(
-    message: string,
-    status: number,
-    body: string,
-  ) {
+  constructor(message: string, status: number, body: string) {
     super(message);
     this.status = status;
     this.body = body;
@@ -118,7 +114,8 @@ export class Tsdb {
     if (url.username !== '' || url.password !== '') {
       this.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RangeError(`SVC_TSDB_URL must be http(s), not ${url.protocol}`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new RangeError(`SVC_TSDB_URL must be http(s), not ${url.protocol}`);
     this.https = url.protocol === 'https:';
     // hostname keeps an IPv6 address's brackets, which node:http does not take.
     this.origin = { hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port };
@@ -130,9 +127,15 @@ export class Tsdb {
   async importSeries(rows: readonly ImportSeries[]): Promise<void> {
     if (rows.length === 0) return;
     for (const r of rows) {
-      if (r.values.length !== r.timestamps.length) throw new RangeError(`series ${r.metric.__name__}: ${r.values.length} values for ${r.timestamps.length} timestamps`);
+      if (r.values.length !== r.timestamps.length)
+        throw new RangeError(
+          `series ${r.metric.__name__}: ${r.values.length} values for ${r.timestamps.length} timestamps`,
+        );
     }
-    await this.importLines(rows.map((r) => JSON.stringify({ metric: r.metric, values: r.values, timestamps: r.timestamps })).join('\n') + '\n');
+    await this.importLines(
+      rows.map((r) => JSON.stringify({ metric: r.metric, values: r.values, timestamps: r.timestamps })).join('\n') +
+        '\n',
+    );
   }
 
   /**
@@ -149,7 +152,12 @@ export class Tsdb {
     let bytes = 0;
     for (const p of pieces) bytes += Buffer.byteLength(p);
     if (bytes === 0) return;
-    await (await this.exchange('/api/v1/import', { method: 'POST', body: { pieces, bytes, contentType: 'application/stream+json' } })).text();
+    await (
+      await this.exchange('/api/v1/import', {
+        method: 'POST',
+        body: { pieces, bytes, contentType: 'application/stream+json' },
+      })
+    ).text();
   }
 
   /** PromQL over a range: `data.resultType` is `matrix`. */
@@ -162,7 +170,12 @@ export class Tsdb {
    * replaces the store's default for this call (the caller's deadline, say).
    */
   async queryRangeRaw(q: RangeQuery, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<TsdbAnswer> {
-    const form = new URLSearchParams({ query: q.query, start: toTime(q.start), end: toTime(q.end), step: String(q.step) });
+    const form = new URLSearchParams({
+      query: q.query,
+      start: toTime(q.start),
+      end: toTime(q.end),
+      step: String(q.step),
+    });
     if (q.timeout) form.set('timeout', q.timeout);
     if (q.nocache) form.set('nocache', '1');
     appendFilters(form, q.extraFilters);
@@ -184,16 +197,26 @@ export class Tsdb {
   }
 
   /** Label sets of the series matching any of `match` in [start, end] (without a range the server looks at the last day). */
-  async series(match: readonly string[], start?: TsdbTime, end?: TsdbTime, extraFilters?: readonly string[], signal?: AbortSignal): Promise<Record<string, string>[]> {
+  async series(
+    match: readonly string[],
+    start?: TsdbTime,
+    end?: TsdbTime,
+    extraFilters?: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<Record<string, string>[]> {
     const form = seriesForm(match, { start, end, extraFilters });
-    return (await (await this.post('/api/v1/series', form, { signal })).json<PromResponse<Record<string, string>[]>>()).data;
+    return (await (await this.post('/api/v1/series', form, { signal })).json<PromResponse<Record<string, string>[]>>())
+      .data;
   }
 
   /** Values of one label, optionally limited to series matching `match` (e.g. a metric name for a picker). */
   async labelValues(label: string, match: readonly string[] = [], opts: SeriesOptions = {}): Promise<string[]> {
     const form = seriesForm(match, opts);
     // GET: older VictoriaMetrics releases (the Debian package is 1.79) answer this endpoint on GET only.
-    const res = await this.exchange(`/api/v1/label/${encodeURIComponent(label)}/values?${form.toString()}`, { method: 'GET', signal: opts.signal });
+    const res = await this.exchange(`/api/v1/label/${encodeURIComponent(label)}/values?${form.toString()}`, {
+      method: 'GET',
+      signal: opts.signal,
+    });
     return (await res.json<PromResponse<string[]>>()).data;
   }
 
@@ -227,9 +250,17 @@ export class Tsdb {
   }
 
   /** A form POST (the query and series endpoints take their parameters as a form, without a URL length limit). */
-  private post(path: string, form: URLSearchParams, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<TsdbAnswer> {
+  private post(
+    path: string,
+    form: URLSearchParams,
+    opts: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<TsdbAnswer> {
     const text = form.toString();
-    return this.exchange(path, { method: 'POST', body: { pieces: [text], bytes: Buffer.byteLength(text), contentType: 'application/x-www-form-urlencoded' }, ...opts });
+    return this.exchange(path, {
+      method: 'POST',
+      body: { pieces: [text], bytes: Buffer.byteLength(text), contentType: 'application/x-www-form-urlencoded' },
+      ...opts,
+    });
   }
 
   private agent(): http.Agent {
@@ -260,7 +291,9 @@ export class Tsdb {
       const left = timeoutMs - (Date.now() - started);
       if (left <= 0) throw new TsdbError(`tsdb ${pathOnly(path)}: timed out after ${timeoutMs}ms`, 0, '');
       return this.attempt(path, { ...opts, timeoutMs: left }, true).catch((again: unknown) => {
-        throw again instanceof StaleConnection ? new TsdbError(`tsdb ${pathOnly(path)}: connection reset`, 0, '') : again;
+        throw again instanceof StaleConnection
+          ? new TsdbError(`tsdb ${pathOnly(path)}: connection reset`, 0, '')
+          : again;
       });
     }
   }
@@ -272,7 +305,10 @@ export class Tsdb {
       const signal = opts.signal;
       if (signal?.aborted) return reject(new TsdbError(`${where}: timed out: the request deadline passed`, 0, ''));
       const pieces = opts.body?.pieces ?? [];
-      const headers: http.OutgoingHttpHeaders = { 'accept-encoding': 'identity', ...(this.authorization ? { authorization: this.authorization } : {}) };
+      const headers: http.OutgoingHttpHeaders = {
+        'accept-encoding': 'identity',
+        ...(this.authorization ? { authorization: this.authorization } : {}),
+      };
       if (opts.body) {
         headers['content-type'] = opts.body.contentType;
         headers['content-length'] = opts.body.bytes;
@@ -287,7 +323,8 @@ export class Tsdb {
       });
       /** Why this side ended the exchange, if it did. */
       let cut: string | undefined;
-      const failure = (err: unknown): TsdbError => new TsdbError(`${where}: ${cut ?? (err instanceof Error ? err.message : String(err))}`, 0, '');
+      const failure = (err: unknown): TsdbError =>
+        new TsdbError(`${where}: ${cut ?? (err instanceof Error ? err.message : String(err))}`, 0, '');
       const timer = setTimeout(() => {
         cut = `timed out after ${timeoutMs}ms`;
         req.destroy(new Cut());
@@ -310,7 +347,8 @@ export class Tsdb {
         // Once answered, the answer reports the failure (TsdbAnswer), through its body or the rest of the request's.
         if (answered) return sendingFailed?.(err);
         release();
-        if (cut === undefined && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) reject(new StaleConnection());
+        if (cut === undefined && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE'))
+          reject(new StaleConnection());
         else reject(failure(err));
       });
       req.on('response', (res) => {
@@ -322,7 +360,9 @@ export class Tsdb {
           if (req.writableFinished) return done();
           req.once('finish', done);
           sendingFailed = (err) => fail(failure(err));
-          req.once('close', () => (req.writableFinished ? done() : fail(failure(new Error('the request ended before its body went out')))));
+          req.once('close', () =>
+            req.writableFinished ? done() : fail(failure(new Error('the request ended before its body went out'))),
+          );
         });
         bodySent.catch(() => undefined);
         if (status >= 200 && status < 300) {
@@ -330,16 +370,18 @@ export class Tsdb {
           return;
         }
         // A refusal: its text is the reason; one given before the whole body went out stops the sending.
-        new TsdbAnswer(where, status, res.headers['content-type'], res, Promise.resolve(), release, failure).text().then(
-          (text) => {
-            if (!req.writableFinished) req.destroy();
-            reject(new TsdbError(`${where}: HTTP ${status}: ${text.slice(0, 500)}`, status, text));
-          },
-          (err: unknown) => {
-            if (!req.writableFinished) req.destroy();
-            reject(err);
-          },
-        );
+        new TsdbAnswer(where, status, res.headers['content-type'], res, Promise.resolve(), release, failure)
+          .text()
+          .then(
+            (text) => {
+              if (!req.writableFinished) req.destroy();
+              reject(new TsdbError(`${where}: HTTP ${status}: ${text.slice(0, 500)}`, status, text));
+            },
+            (err: unknown) => {
+              if (!req.writableFinished) req.destroy();
+              reject(err);
+            },
+          );
       });
       // Written before the socket is assigned: the request keeps them and flushes them with its head in one writev.
       for (const p of pieces) req.write(p);

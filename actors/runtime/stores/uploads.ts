@@ -63,7 +63,8 @@ export class UploadStore {
       await flush();
       const h = natsHeaders();
       h.set(END_HEADER, String(size));
-      for (const [k, v] of Object.entries(meta)) h.set(`Svc-Upload-${k.replace(/[^A-Za-z0-9-]/g, '-')}`, encodeURIComponent(v));
+      for (const [k, v] of Object.entries(meta))
+        h.set(`Svc-Upload-${k.replace(/[^A-Za-z0-9-]/g, '-')}`, encodeURIComponent(v));
       await js.publish(subject, new TextEncoder().encode(JSON.stringify({ size })), { headers: h });
       return size;
     } catch (err) {

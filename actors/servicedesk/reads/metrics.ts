@@ -26,10 +26,18 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
   const fork = (): EntityManager => deps.orm.em.fork();
 
   /** One row of aggregates, memoized per store generation. */
-  const aggregate = async (kind: string, query: string, params: unknown[]): Promise<Record<string, unknown> | undefined> =>
+  const aggregate = async (
+    kind: string,
+    query: string,
+    params: unknown[],
+  ): Promise<Record<string, unknown> | undefined> =>
     (await deps.memo.memo(kind, query, params, () => sql<Record<string, unknown>>(fork(), query, params)))[0];
 
-  const scoped = async (em: EntityManager, ctx: Parameters<typeof requireOrganizationFilter>[0], q: { organization_id?: string | undefined; client_id?: string | undefined }) => {
+  const scoped = async (
+    em: EntityManager,
+    ctx: Parameters<typeof requireOrganizationFilter>[0],
+    q: { organization_id?: string | undefined; client_id?: string | undefined },
+  ) => {
     requireOrganizationFilter(ctx, q);
     return mappingsFor(em, ctx, 'servicedesk:read', q);
   };
@@ -49,7 +57,8 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
         where.push('v.created_at < ?');
         params.push(rangeEndExclusive(q.date_to));
       }
-      const r = await aggregate('sla',
+      const r = await aggregate(
+        'sla',
         `SELECT count(*) AS total,
                 avg(v.first_response_ms) / 3600000.0 AS frt_hours,
                 avg(extract(epoch FROM v.resolved_at - v.created_at)) / 3600.0 AS res_hours,
@@ -87,7 +96,8 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
       }
       // cycle_us (resolved minus started, or created; never negative) and on_time (by the due date, else the resolution
       // SLA) are kept per row at write time (migration 0012): the covering index over resolved requests answers alone.
-      const r = await aggregate('delivery',
+      const r = await aggregate(
+        'delivery',
         `SELECT count(*) AS n, avg(v.cycle_us) / ${DAY_US} AS avg_days,
                 percentile_cont(0.5) WITHIN GROUP (ORDER BY v.cycle_us) / ${DAY_US} AS median_days,
                 percentile_cont(0.9) WITHIN GROUP (ORDER BY v.cycle_us) / ${DAY_US} AS p90_days,
@@ -98,7 +108,11 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
       );
       const n = int(r?.n);
       // Throughput per week over the range asked for (open ends: the first resolution, and now).
-      const from = q.date_from ? Date.parse(rangeStart(q.date_from)) : r?.first_resolved ? new Date(String(r.first_resolved)).getTime() : null;
+      const from = q.date_from
+        ? Date.parse(rangeStart(q.date_from))
+        : r?.first_resolved
+          ? new Date(String(r.first_resolved)).getTime()
+          : null;
       const to = q.date_to ? Date.parse(rangeEndExclusive(q.date_to)) : deps.clock.now();
       const weeks = from !== null && to > from ? (to - from) / (7 * 86_400_000) : null;
       return {
@@ -122,7 +136,8 @@ export function metricsHandlers(deps: SdDeps): SdHandlers {
       // All-time figures are sums over sd_request_totals (kept by the store's triggers, exact); the last 30 days'
       // throughput reads the resolved requests of that window through the delivery index.
       const recent = visibleWhere(mappings, 'r');
-      const r = await aggregate('summary',
+      const r = await aggregate(
+        'summary',
         `SELECT COALESCE(sum(v.requests) FILTER (WHERE v.status_category <> 'done'), 0) AS open_count,
                 COALESCE(sum(v.requests) FILTER (WHERE v.status_category = 'done'), 0) AS resolved_count,
                 sum(v.acknowledge_seconds) / NULLIF(sum(v.acknowledged), 0) / 3600.0 AS mtta,

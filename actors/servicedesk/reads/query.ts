@@ -86,7 +86,10 @@ const DATE_ONLY = /^\d{4}-\d\d-\d\d$/;
 /** The start of a range bound: a date is its midnight UTC. */
 export const rangeStart = (v: string): string => (DATE_ONLY.test(v) ? `${v}T00:00:00.000Z` : new Date(v).toISOString());
 /** The end of a range bound, exclusive: a date covers its whole day. */
-export const rangeEndExclusive = (v: string): string => (DATE_ONLY.test(v) ? new Date(Date.parse(`${v}T00:00:00.000Z`) + 86_400_000).toISOString() : new Date(Date.parse(v) + 1).toISOString());
+export const rangeEndExclusive = (v: string): string =>
+  DATE_ONLY.test(v)
+    ? new Date(Date.parse(`${v}T00:00:00.000Z`) + 86_400_000).toISOString()
+    : new Date(Date.parse(v) + 1).toISOString();
 
 /** What PostgreSQL's timestamptz takes, with a day to spare for an exclusive end (a bound outside it would be a 500). */
 const FIRST_DAY_MS = Date.parse('0001-01-01T00:00:00.000Z');
@@ -94,19 +97,28 @@ const PAST_LAST_DAY_MS = Date.parse('9999-12-31T00:00:00.000Z');
 
 /** 400 for a bound outside the years the store can compare with, or a range that ends before it starts. */
 export function checkRange(from: string | undefined, to: string | undefined): void {
-  for (const [name, v] of [['date_from', from], ['date_to', to]] as const) {
+  for (const [name, v] of [
+    ['date_from', from],
+    ['date_to', to],
+  ] as const) {
     if (v === undefined) continue;
     const ms = Date.parse(rangeStart(v));
-    if (!(ms >= FIRST_DAY_MS && ms < PAST_LAST_DAY_MS)) throw new DomainError('bad_request', `${name} must lie between 0001-01-01 and 9999-12-30`);
+    if (!(ms >= FIRST_DAY_MS && ms < PAST_LAST_DAY_MS))
+      throw new DomainError('bad_request', `${name} must lie between 0001-01-01 and 9999-12-30`);
   }
-  if (from && to && rangeStart(from) >= rangeEndExclusive(to)) throw new DomainError('bad_request', 'date_from must not be after date_to');
+  if (from && to && rangeStart(from) >= rangeEndExclusive(to))
+    throw new DomainError('bad_request', 'date_from must not be after date_to');
 }
 
 /**
  * The WHERE of the tickets, board and export: what the mappings cover, then every filter. `totals`: the condition reads
  * only columns sd_request_totals groups by (scope, status, category, priority, type), so it counts there too.
  */
-export function ticketWhere(mappings: readonly MappingRow[], f: Filters, ctx: CallerContext): { sql: string; params: unknown[]; totals: boolean } {
+export function ticketWhere(
+  mappings: readonly MappingRow[],
+  f: Filters,
+  ctx: CallerContext,
+): { sql: string; params: unknown[]; totals: boolean } {
   const visible = visibleWhere(mappings, 'v');
   const where = [visible.sql];
   const params = [...visible.params];
@@ -124,7 +136,8 @@ export function ticketWhere(mappings: readonly MappingRow[], f: Filters, ctx: Ca
   // Exact values, like status: the tracker's own names (the filters then use the scan index).
   if (f.priority) add('v.priority = ?', f.priority);
   if (f.issue_type) add('v.issue_type = ?', f.issue_type);
-  if (f.assignee) addRowLevel('(lower(v.assignee) = lower(?) OR lower(v.assignee_email) = lower(?))', f.assignee, f.assignee);
+  if (f.assignee)
+    addRowLevel('(lower(v.assignee) = lower(?) OR lower(v.assignee_email) = lower(?))', f.assignee, f.assignee);
   if (f.search) {
     // Case-insensitive substring of the key or summary. ILIKE is lower() of both sides then LIKE (UTF-8 database):
     // the lowered copies (search_key, search_summary, trigram-indexed) give the same answer without lowering each row.
@@ -135,7 +148,8 @@ export function ticketWhere(mappings: readonly MappingRow[], f: Filters, ctx: Ca
   if (f.date_from) addRowLevel('v.created_at >= ?', rangeStart(f.date_from));
   if (f.date_to) addRowLevel('v.created_at < ?', rangeEndExclusive(f.date_to));
   if (f.my_requests) {
-    if (ctx.principal.kind !== 'user') throw new DomainError('bad_request', 'my_requests needs a signed-in user (an e-mail to match reporters against)');
+    if (ctx.principal.kind !== 'user')
+      throw new DomainError('bad_request', 'my_requests needs a signed-in user (an e-mail to match reporters against)');
     addRowLevel('lower(v.reporter_email) = lower(?)', ctx.principal.email);
   }
   return { sql: where.join(' AND '), params, totals };

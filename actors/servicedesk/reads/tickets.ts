@@ -7,7 +7,17 @@ import { iso, isoOrNull, offsetOf, pageOf, sql } from '../../runtime/stores/sql.
 import type { SdDeps, SdHandlers } from '../deps.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import { covers, mappingsFor, requireOrganizationFilter, requireOwnership, type MappingRow } from '../scope.ts';
-import { PENDING_CREATES, ticketColumns, ticketOrder, ticketOut, ticketSource, ticketWhere, WITH_TRANSITIONS, type Filters, type TicketRow } from './query.ts';
+import {
+  PENDING_CREATES,
+  ticketColumns,
+  ticketOrder,
+  ticketOut,
+  ticketSource,
+  ticketWhere,
+  WITH_TRANSITIONS,
+  type Filters,
+  type TicketRow,
+} from './query.ts';
 
 export const KANBAN_LIMIT = 500;
 export const EXPORT_LIMIT = 10_000;
@@ -56,7 +66,12 @@ export async function locate(em: EntityManager, key: string): Promise<Located[]>
  * support requests, of different organizations): undefined when the store knows none; 403 when the caller only
  * reaches them without the permission; 404 when it reaches none.
  */
-export async function locateOwned(em: EntityManager, ctx: CallerContext, key: string, permission: string): Promise<{ found: Located; mapping: MappingRow } | undefined> {
+export async function locateOwned(
+  em: EntityManager,
+  ctx: CallerContext,
+  key: string,
+  permission: string,
+): Promise<{ found: Located; mapping: MappingRow } | undefined> {
   const candidates = await locate(em, key);
   if (candidates.length === 0) return undefined;
   let forbidden: DomainError | undefined;
@@ -77,7 +92,12 @@ export async function locateOwned(em: EntityManager, ctx: CallerContext, key: st
  * admin must name its organization (as on every read route), and a named organization narrows the look-up to it: 404
  * for an organization outside the caller's mappings or a request that is not in it.
  */
-async function locateForRead(em: EntityManager, ctx: CallerContext, key: string, organizationId: string | undefined): Promise<Located> {
+async function locateForRead(
+  em: EntityManager,
+  ctx: CallerContext,
+  key: string,
+  organizationId: string | undefined,
+): Promise<Located> {
   requireOrganizationFilter(ctx, { organization_id: organizationId });
   if (!organizationId) {
     const owned = await locateOwned(em, ctx, key, 'servicedesk:read');
@@ -136,7 +156,23 @@ export function neutralize(cell: string): string {
   return /^[=+\-@\t\r]/.test(cell) ? `'${cell}` : cell;
 }
 
-const CSV_HEADER = ['issue_key', 'summary', 'status', 'status_category', 'priority', 'issue_type', 'assignee', 'reporter_email', 'organization_ids', 'labels', 'linked_issue_key', 'created', 'updated', 'resolved', 'due_date'];
+const CSV_HEADER = [
+  'issue_key',
+  'summary',
+  'status',
+  'status_category',
+  'priority',
+  'issue_type',
+  'assignee',
+  'reporter_email',
+  'organization_ids',
+  'labels',
+  'linked_issue_key',
+  'created',
+  'updated',
+  'resolved',
+  'due_date',
+];
 
 export function ticketHandlers(deps: SdDeps): SdHandlers {
   const fork = (): EntityManager => deps.orm.em.fork();
@@ -153,12 +189,23 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
       source.pending === 'false' && where.totals
         ? `SELECT COALESCE(sum(v.requests), 0)::int AS n FROM sd_request_totals v WHERE ${where.sql}`
         : `SELECT count(*)::int AS n FROM ${source.from} WHERE ${where.sql}`;
-    return { from: `${source.from} WHERE ${where.sql}`, params: where.params, columns: ticketColumns(source.pending), order: ticketOrder(f), counted };
+    return {
+      from: `${source.from} WHERE ${where.sql}`,
+      params: where.params,
+      columns: ticketColumns(source.pending),
+      order: ticketOrder(f),
+      counted,
+    };
   };
 
   /** How many requests match: memoized per store generation (the store changes only when synced or written through). */
   const count = (p: { counted: string; params: unknown[] }): Promise<number> =>
-    deps.memo.memo('count', p.counted, p.params, async () => (await sql<{ n: number }>(fork(), p.counted, p.params))[0]?.n ?? 0);
+    deps.memo.memo(
+      'count',
+      p.counted,
+      p.params,
+      async () => (await sql<{ n: number }>(fork(), p.counted, p.params))[0]?.n ?? 0,
+    );
 
   return {
     'svc.servicedesk.tickets.list': async (q, { ctx }) => {
@@ -167,7 +214,11 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
       if (!p) return { items: [], total: 0, page: q.page, per_page: q.per_page };
       const [total, rows] = await Promise.all([
         count(p),
-        sql<TicketRow>(fork(), `SELECT ${p.columns} FROM ${p.from} ORDER BY ${p.order} LIMIT ? OFFSET ?`, [...p.params, q.per_page, offsetOf(q.page, q.per_page)]),
+        sql<TicketRow>(fork(), `SELECT ${p.columns} FROM ${p.from} ORDER BY ${p.order} LIMIT ? OFFSET ?`, [
+          ...p.params,
+          q.per_page,
+          offsetOf(q.page, q.per_page),
+        ]),
       ]);
       return { items: rows.map(ticketOut), total, page: q.page, per_page: q.per_page };
     },
@@ -177,15 +228,37 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
       const key = found.issue_key;
       const now = deps.clock.now();
       if (!found.stored) {
-        const [row] = await sql<TicketRow>(fork(), `SELECT ${ticketColumns('v.pending')} FROM (${PENDING_CREATES} AND p.issue_key = ?) v`, [key]);
+        const [row] = await sql<TicketRow>(
+          fork(),
+          `SELECT ${ticketColumns('v.pending')} FROM (${PENDING_CREATES} AND p.issue_key = ?) v`,
+          [key],
+        );
         if (!row) throw new DomainError('not_found', `request ${key} not found`);
-        const derived: DerivedRow = { created_at: row.created_at, started_at: null, resolved_at: null, due_date: null, first_response_ms: null, first_response_breached: null, resolution_breached: null, resolution_sla_status: 'none', sla: [] };
+        const derived: DerivedRow = {
+          created_at: row.created_at,
+          started_at: null,
+          resolved_at: null,
+          due_date: null,
+          first_response_ms: null,
+          first_response_breached: null,
+          resolution_breached: null,
+          resolution_sla_status: 'none',
+          sla: [],
+        };
         return { ticket: ticketOut(row), status_history: [], ...slaAndDelivery(derived, now) };
       }
       // The three parts are independent reads: loaded in parallel.
       const [ticketRows, history, derivedRows] = await Promise.all([
-        sql<TicketRow>(fork(), `SELECT ${ticketColumns('v.pending')} FROM (${WITH_TRANSITIONS} WHERE r.issue_key = ?) v`, [key]),
-        sql<{ from_status: string | null; to_status: string; changed_at: string }>(fork(), `SELECT from_status, to_status, changed_at FROM sd_status_history WHERE issue_key = ? ORDER BY seq`, [key]),
+        sql<TicketRow>(
+          fork(),
+          `SELECT ${ticketColumns('v.pending')} FROM (${WITH_TRANSITIONS} WHERE r.issue_key = ?) v`,
+          [key],
+        ),
+        sql<{ from_status: string | null; to_status: string; changed_at: string }>(
+          fork(),
+          `SELECT from_status, to_status, changed_at FROM sd_status_history WHERE issue_key = ? ORDER BY seq`,
+          [key],
+        ),
         sql<DerivedRow>(
           fork(),
           `SELECT created_at, started_at, resolved_at, due_date::text AS due_date, first_response_ms, first_response_breached, resolution_breached, resolution_sla_status, sla
@@ -198,7 +271,11 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
       if (!row || !derived) throw new DomainError('not_found', `request ${key} not found`);
       return {
         ticket: ticketOut(row),
-        status_history: history.map((h) => ({ from_status: h.from_status, to_status: h.to_status, changed_at: iso(h.changed_at) })),
+        status_history: history.map((h) => ({
+          from_status: h.from_status,
+          to_status: h.to_status,
+          changed_at: iso(h.changed_at),
+        })),
         ...slaAndDelivery(derived, now),
       };
     },
@@ -214,11 +291,22 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
         truncated: false,
       };
       if (!p) return empty;
-      const [rows, total] = await Promise.all([sql<TicketRow>(em, `SELECT ${p.columns} FROM ${p.from} ORDER BY ${p.order} LIMIT ${KANBAN_LIMIT}`, p.params), count(p)]);
+      const [rows, total] = await Promise.all([
+        sql<TicketRow>(em, `SELECT ${p.columns} FROM ${p.from} ORDER BY ${p.order} LIMIT ${KANBAN_LIMIT}`, p.params),
+        count(p),
+      ]);
       const columns = CATEGORIES.map((c) => {
         const mine = rows.filter((r) => r.status_category === c.status_category);
         const names = [...new Set(mine.map((r) => r.status))].sort((a, b) => a.localeCompare(b));
-        return { ...c, count: mine.length, statuses: names.map((status) => ({ status, count: mine.filter((r) => r.status === status).length, tickets: mine.filter((r) => r.status === status).map(ticketOut) })) };
+        return {
+          ...c,
+          count: mine.length,
+          statuses: names.map((status) => ({
+            status,
+            count: mine.filter((r) => r.status === status).length,
+            tickets: mine.filter((r) => r.status === status).map(ticketOut),
+          })),
+        };
       });
       return { columns, total, shown: rows.length, limit: KANBAN_LIMIT, truncated: total > rows.length };
     },
@@ -226,7 +314,13 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
     'svc.servicedesk.export': async (f, { ctx }) => {
       const em = fork();
       const p = await prepare(em, f, ctx);
-      const rows = p ? await sql<TicketRow>(em, `SELECT ${p.columns} FROM ${p.from} ORDER BY ${p.order} LIMIT ${EXPORT_LIMIT}`, p.params) : [];
+      const rows = p
+        ? await sql<TicketRow>(
+            em,
+            `SELECT ${p.columns} FROM ${p.from} ORDER BY ${p.order} LIMIT ${EXPORT_LIMIT}`,
+            p.params,
+          )
+        : [];
       const records = rows.map((r) =>
         [
           r.issue_key,
@@ -257,10 +351,24 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
       const key = (await locateForRead(em, ctx, issue_key, organization_id)).issue_key;
       return pageOf(
         em,
-        { columns: 'id, issue_key, action, actor_id, actor_email, details, created_at', from: 'sd_actions WHERE issue_key = ?', params: [key], order: 'created_at DESC, id' },
+        {
+          columns: 'id, issue_key, action, actor_id, actor_email, details, created_at',
+          from: 'sd_actions WHERE issue_key = ?',
+          params: [key],
+          order: 'created_at DESC, id',
+        },
         { page, per_page },
-        (rows: { id: string; issue_key: string; action: string; actor_id: string | null; actor_email: string | null; details: Record<string, unknown>; created_at: string }[]) =>
-          rows.map((a) => ({ ...a, created_at: iso(a.created_at) })),
+        (
+          rows: {
+            id: string;
+            issue_key: string;
+            action: string;
+            actor_id: string | null;
+            actor_email: string | null;
+            details: Record<string, unknown>;
+            created_at: string;
+          }[],
+        ) => rows.map((a) => ({ ...a, created_at: iso(a.created_at) })),
       );
     },
   };

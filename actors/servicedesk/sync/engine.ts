@@ -28,7 +28,21 @@ const PAGE_SIZE = 100;
 const LEASE_MS = 60_000;
 /** Pending writes the sync never confirmed (the request was deleted, moved out of the organization) are dropped after this. */
 const PENDING_MAX_AGE = '1 day';
-const BASE_FIELDS = ['summary', 'status', 'priority', 'issuetype', 'assignee', 'reporter', 'created', 'updated', 'resolutiondate', 'duedate', 'labels', 'project', 'issuelinks'];
+const BASE_FIELDS = [
+  'summary',
+  'status',
+  'priority',
+  'issuetype',
+  'assignee',
+  'reporter',
+  'created',
+  'updated',
+  'resolutiondate',
+  'duedate',
+  'labels',
+  'project',
+  'issuelinks',
+];
 const SITE_CACHE_MS = 3_600_000;
 
 interface StateRow {
@@ -56,13 +70,7 @@ export class SyncEngine {
   private readonly api: TrackerApi;
   private readonly log: Logger;
   private readonly settings: SyncSettings;
-  constructor(
-    orm: MikroORM,
-    api: TrackerApi,
-    nc: NatsConnection,
-    log: Logger,
-    settings: SyncSettings,
-  ) {
+  constructor(orm: MikroORM, api: TrackerApi, nc: NatsConnection, log: Logger, settings: SyncSettings) {
     this.orm = orm;
     this.api = api;
     this.log = log;
@@ -94,7 +102,8 @@ export class SyncEngine {
     for (;;) {
       while (this.current) await this.current.catch(() => undefined);
       if (this.stopped) throw new DomainError('unavailable', 'the service desk is shutting down');
-      if (!(await this.lease.hold())) throw new DomainError('conflict', 'a service desk sync is running on another instance; try again shortly');
+      if (!(await this.lease.hold()))
+        throw new DomainError('conflict', 'a service desk sync is running on another instance; try again shortly');
       // A timer's run may have started while the lease was checked: wait for that one too.
       if (!this.current) return this.track(this.runAll());
     }
@@ -116,16 +125,24 @@ export class SyncEngine {
 
   private track(p: Promise<SyncReport>): Promise<SyncReport> {
     this.current = p;
-    void p.catch(() => undefined).finally(() => {
-      if (this.current === p) this.current = undefined;
-    });
+    void p
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.current === p) this.current = undefined;
+      });
     return p;
   }
 
   private async runAll(): Promise<SyncReport> {
     const em = this.orm.em.fork();
-    const orgs = await sql<{ organization_id: string }>(em, `SELECT DISTINCT organization_id FROM sd_mappings ORDER BY organization_id`);
-    const expired = await sql<{ id: string }>(em, `DELETE FROM sd_pending WHERE created_at < now() - interval '${PENDING_MAX_AGE}' RETURNING id`);
+    const orgs = await sql<{ organization_id: string }>(
+      em,
+      `SELECT DISTINCT organization_id FROM sd_mappings ORDER BY organization_id`,
+    );
+    const expired = await sql<{ id: string }>(
+      em,
+      `DELETE FROM sd_pending WHERE created_at < now() - interval '${PENDING_MAX_AGE}' RETURNING id`,
+    );
     if (expired.length > 0) await this.settings.changed?.();
     const report: SyncReport = { organizations: [] };
     if (orgs.length === 0) return report;
@@ -139,22 +156,40 @@ export class SyncEngine {
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         this.log.warn({ err, organization_id }, 'service desk sync of an organization failed');
-        await sql(this.orm.em.fork(), `UPDATE sd_sync_state SET last_error = ? WHERE organization_id = ?`, [message.slice(0, 500), organization_id]);
+        await sql(this.orm.em.fork(), `UPDATE sd_sync_state SET last_error = ? WHERE organization_id = ?`, [
+          message.slice(0, 500),
+          organization_id,
+        ]);
         report.organizations.push({ organization_id, requests: 0, full_load: false, error: message });
       }
     }
     return report;
   }
 
-  private async syncOrganization(organizationId: string, site: Site): Promise<{ requests: number; full_load: boolean }> {
+  private async syncOrganization(
+    organizationId: string,
+    site: Site,
+  ): Promise<{ requests: number; full_load: boolean }> {
     const em = this.orm.em.fork();
-    await sql(em, `INSERT INTO sd_sync_state (organization_id) VALUES (?) ON CONFLICT (organization_id) DO NOTHING`, [organizationId]);
-    const [state] = await sql<StateRow>(em, `SELECT organization_id, watermark, full_load_completed_at FROM sd_sync_state WHERE organization_id = ?`, [organizationId]);
+    await sql(em, `INSERT INTO sd_sync_state (organization_id) VALUES (?) ON CONFLICT (organization_id) DO NOTHING`, [
+      organizationId,
+    ]);
+    const [state] = await sql<StateRow>(
+      em,
+      `SELECT organization_id, watermark, full_load_completed_at FROM sd_sync_state WHERE organization_id = ?`,
+      [organizationId],
+    );
     await sql(em, `UPDATE sd_sync_state SET last_run_at = now() WHERE organization_id = ?`, [organizationId]);
     const fullLoad = !state?.full_load_completed_at;
-    const since = state?.watermark ? new Date(new Date(state.watermark).getTime() - this.settings.overlapSeconds * 1000) : undefined;
+    const since = state?.watermark
+      ? new Date(new Date(state.watermark).getTime() - this.settings.overlapSeconds * 1000)
+      : undefined;
     const jql = `${jqlField(site.organizations)} = ${organizationId}${since ? ` AND updated >= "${jqlDate(since, site.timeZone)}"` : ''} ORDER BY updated ASC, key ASC`;
-    const fields = [...BASE_FIELDS, site.organizations, ...[site.firstResponseSla, site.resolutionSla, site.requestType].filter((f): f is string => f !== undefined)];
+    const fields = [
+      ...BASE_FIELDS,
+      site.organizations,
+      ...[site.firstResponseSla, site.resolutionSla, site.requestType].filter((f): f is string => f !== undefined),
+    ];
     const opts = { on429: 'wait' as const, signal: this.abort.signal };
     let token: string | undefined;
     let count = 0;
@@ -163,7 +198,10 @@ export class SyncEngine {
       const page = await this.api.search(jql, fields, token, this.settings.pageSize ?? PAGE_SIZE, opts);
       const records: RequestRecord[] = [];
       for (const issue of page.issues) records.push(await this.record(issue, site));
-      const watermark = records.reduce<string | null>((max, r) => (max === null || r.updated_at > max ? r.updated_at : max), null);
+      const watermark = records.reduce<string | null>(
+        (max, r) => (max === null || r.updated_at > max ? r.updated_at : max),
+        null,
+      );
       await this.orm.em.fork().transactional(async (tx) => {
         await upsertRequests(tx, records);
         await sql(
@@ -179,10 +217,16 @@ export class SyncEngine {
       // Long loads keep the lease; losing it means another instance took over: stop here, it resumes from the watermark.
       if (!(await this.lease.hold())) throw new DomainError('conflict', 'the sync lease was lost to another instance');
     }
-    await sql(this.orm.em.fork(), `UPDATE sd_sync_state SET full_load_completed_at = COALESCE(full_load_completed_at, now()), last_success_at = now(), last_error = NULL WHERE organization_id = ?`, [
-      organizationId,
-    ]);
-    if (count > 0) this.log.info({ organization_id: organizationId, requests: count, full_load: fullLoad }, 'service desk requests synced');
+    await sql(
+      this.orm.em.fork(),
+      `UPDATE sd_sync_state SET full_load_completed_at = COALESCE(full_load_completed_at, now()), last_success_at = now(), last_error = NULL WHERE organization_id = ?`,
+      [organizationId],
+    );
+    if (count > 0)
+      this.log.info(
+        { organization_id: organizationId, requests: count, full_load: fullLoad },
+        'service desk requests synced',
+      );
     return { requests: count, full_load: fullLoad };
   }
 
@@ -193,7 +237,7 @@ export class SyncEngine {
     const total = issue.changelog?.total ?? histories.length;
     if (total > histories.length) {
       histories = [];
-      for (let startAt = 0; ; ) {
+      for (let startAt = 0; ;) {
         const page = await this.api.changelog(issue.key, startAt, opts);
         histories.push(...page.values);
         startAt += page.values.length;
@@ -214,9 +258,25 @@ export class SyncEngine {
 export function jqlDate(at: Date, timeZone: string): string {
   let parts: Intl.DateTimeFormatPart[];
   try {
-    parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(at);
+    parts = new Intl.DateTimeFormat('en-CA', {
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    }).formatToParts(at);
   } catch {
-    parts = new Intl.DateTimeFormat('en-CA', { timeZone: 'UTC', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(at);
+    parts = new Intl.DateTimeFormat('en-CA', {
+      timeZone: 'UTC',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    }).formatToParts(at);
   }
   const get = (t: string): string => parts.find((p) => p.type === t)?.value ?? '00';
   return `${get('year')}/${get('month')}/${get('day')} ${get('hour')}:${get('minute')}`;

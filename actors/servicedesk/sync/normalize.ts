@@ -18,7 +18,18 @@ export interface SiteFields {
 export { asCategory, type Category };
 
 /** The tracker's priority names, most urgent first; unknown names sort below them. */
-const PRIORITY_RANK: Record<string, number> = { highest: 5, blocker: 5, critical: 5, high: 4, major: 4, medium: 3, low: 2, minor: 2, lowest: 1, trivial: 1 };
+const PRIORITY_RANK: Record<string, number> = {
+  highest: 5,
+  blocker: 5,
+  critical: 5,
+  high: 4,
+  major: 4,
+  medium: 3,
+  low: 2,
+  minor: 2,
+  lowest: 1,
+  trivial: 1,
+};
 
 export interface StatusChangeRow {
   seq: number;
@@ -71,18 +82,34 @@ export interface RequestRecord extends RequestColumns {
   history: StatusChangeRow[];
 }
 
-const RequestTypeValue = z.object({ requestType: z.object({ id: z.union([z.string(), z.number()]).transform(String), name: z.string().optional(), serviceDeskId: z.union([z.string(), z.number()]).transform(String).optional() }) });
+const RequestTypeValue = z.object({
+  requestType: z.object({
+    id: z.union([z.string(), z.number()]).transform(String),
+    name: z.string().optional(),
+    serviceDeskId: z.union([z.string(), z.number()]).transform(String).optional(),
+  }),
+});
 
 /** Status changes in time order, from the changelog's histories. */
 export function statusChanges(histories: readonly History[]): (StatusChangeRow & { to_id: string | null })[] {
-  const sorted = [...histories].sort((a, b) => (trackerDate(a.created)?.getTime() ?? 0) - (trackerDate(b.created)?.getTime() ?? 0) || Number(a.id) - Number(b.id));
+  const sorted = [...histories].sort(
+    (a, b) =>
+      (trackerDate(a.created)?.getTime() ?? 0) - (trackerDate(b.created)?.getTime() ?? 0) ||
+      Number(a.id) - Number(b.id),
+  );
   const out: (StatusChangeRow & { to_id: string | null })[] = [];
   for (const h of sorted) {
     const at = trackerDate(h.created);
     if (!at) continue;
     for (const item of h.items) {
       if (item.field !== 'status' && item.fieldId !== 'status') continue;
-      out.push({ seq: out.length + 1, from_status: item.fromString ?? null, to_status: item.toString ?? '', changed_at: at.toISOString(), to_id: item.to ?? null });
+      out.push({
+        seq: out.length + 1,
+        from_status: item.fromString ?? null,
+        to_status: item.toString ?? '',
+        changed_at: at.toISOString(),
+        to_id: item.to ?? null,
+      });
     }
   }
   return out;
@@ -100,7 +127,10 @@ function cycles(dto: SlaDto | undefined): SlaCycle[] {
     goal_ms: c.goalDuration ? Math.round(c.goalDuration.millis) : null,
     elapsed_ms: c.elapsedTime ? Math.round(c.elapsedTime.millis) : null,
   });
-  return [...dto.completedCycles.map((c) => one(c, 'completed')), ...(dto.ongoingCycle ? [one(dto.ongoingCycle, 'ongoing')] : [])];
+  return [
+    ...dto.completedCycles.map((c) => one(c, 'completed')),
+    ...(dto.ongoingCycle ? [one(dto.ongoingCycle, 'ongoing')] : []),
+  ];
 }
 
 /** An SLA value from a search field, or undefined when absent or unreadable. */
@@ -111,8 +141,14 @@ export function slaFromField(value: unknown): SlaDto | undefined {
 }
 
 /** Picks the two SLAs the metrics use out of a request's SLA list (the `/sla` endpoint's answer), by their whole default names. */
-export function pickSlas(list: readonly SlaDto[]): { firstResponse: SlaDto | undefined; resolution: SlaDto | undefined } {
-  return { firstResponse: list.find((s) => isSlaNamed(s.name, SLA_NAMES.firstResponse)), resolution: list.find((s) => isSlaNamed(s.name, SLA_NAMES.resolution)) };
+export function pickSlas(list: readonly SlaDto[]): {
+  firstResponse: SlaDto | undefined;
+  resolution: SlaDto | undefined;
+} {
+  return {
+    firstResponse: list.find((s) => isSlaNamed(s.name, SLA_NAMES.firstResponse)),
+    resolution: list.find((s) => isSlaNamed(s.name, SLA_NAMES.resolution)),
+  };
 }
 
 /**
@@ -122,13 +158,19 @@ export function pickSlas(list: readonly SlaDto[]): { firstResponse: SlaDto | und
  * - resolution: `met`/`breached` from the last completed cycle, `in_progress`/`paused`/`breached` while ongoing,
  *   `none` without the SLA.
  */
-export function toRecord(issue: Issue, histories: readonly History[], site: SiteFields, slas: { firstResponse: SlaDto | undefined; resolution: SlaDto | undefined }): RequestRecord {
+export function toRecord(
+  issue: Issue,
+  histories: readonly History[],
+  site: SiteFields,
+  slas: { firstResponse: SlaDto | undefined; resolution: SlaDto | undefined },
+): RequestRecord {
   const f = issue.fields;
   const projectKey = f.project?.key ?? issue.key.split('-')[0] ?? '';
   const created = trackerDate(f.created) ?? new Date(0);
   const updated = trackerDate(f.updated) ?? created;
   const changes = statusChanges(histories);
-  const categoryOf = (id: string | null, name: string): Category => (id && site.categoryById.get(id)) || site.categoryByName.get(name.toLowerCase()) || 'new';
+  const categoryOf = (id: string | null, name: string): Category =>
+    (id && site.categoryById.get(id)) || site.categoryByName.get(name.toLowerCase()) || 'new';
   const started = changes.find((c) => categoryOf(c.to_id, c.to_status) !== 'new');
   const rt = site.requestType ? RequestTypeValue.safeParse(f[site.requestType]) : undefined;
   const requestType = rt?.success ? rt.data.requestType : undefined;
@@ -165,7 +207,9 @@ export function toRecord(issue: Issue, histories: readonly History[], site: Site
     request_type: requestType?.name ?? null,
     summary: f.summary ?? '',
     status,
-    status_category: f.status?.statusCategory ? asCategory(f.status.statusCategory.key) : categoryOf(f.status?.id ?? null, status),
+    status_category: f.status?.statusCategory
+      ? asCategory(f.status.statusCategory.key)
+      : categoryOf(f.status?.id ?? null, status),
     priority: f.priority?.name ?? null,
     priority_rank: f.priority ? (PRIORITY_RANK[f.priority.name.toLowerCase()] ?? 0) : 0,
     issue_type: f.issuetype?.name ?? null,

@@ -68,7 +68,9 @@ export async function upsertRequests(tx: EntityManager, records: readonly Reques
      WHERE h.issue_key = x.issue_key AND r.issue_key = x.issue_key AND r.updated_at = x.updated_at`,
     [pgJson(records.map((r) => ({ issue_key: r.issue_key, updated_at: r.updated_at })))],
   );
-  const history = records.flatMap((r) => r.history.map((h) => ({ issue_key: r.issue_key, updated_at: r.updated_at, ...h })));
+  const history = records.flatMap((r) =>
+    r.history.map((h) => ({ issue_key: r.issue_key, updated_at: r.updated_at, ...h })),
+  );
   if (history.length > 0) {
     await sql(
       tx,

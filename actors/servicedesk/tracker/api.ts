@@ -37,7 +37,9 @@ export const SlaDto = z.object({
 export type SlaDto = z.infer<typeof SlaDto>;
 
 const IssueLink = z.object({
-  type: z.object({ name: z.string().optional(), inward: z.string().optional(), outward: z.string().optional() }).optional(),
+  type: z
+    .object({ name: z.string().optional(), inward: z.string().optional(), outward: z.string().optional() })
+    .optional(),
   inwardIssue: z.object({ key: z.string() }).optional(),
   outwardIssue: z.object({ key: z.string() }).optional(),
 });
@@ -46,7 +48,9 @@ const Named = z.object({ id: Str.optional(), name: z.string() }).nullable().opti
 export const IssueFields = z
   .object({
     summary: z.string().nullable().optional(),
-    status: z.object({ id: Str.optional(), name: z.string(), statusCategory: z.object({ key: z.string() }).optional() }).optional(),
+    status: z
+      .object({ id: Str.optional(), name: z.string(), statusCategory: z.object({ key: z.string() }).optional() })
+      .optional(),
     priority: Named,
     issuetype: Named,
     assignee: User,
@@ -63,7 +67,10 @@ export const IssueFields = z
 export type IssueFields = z.infer<typeof IssueFields>;
 
 /** The Organizations field's value (its id varies between sites: tracker/site.ts). */
-const OrganizationsValue = z.array(z.object({ id: Str, name: z.string().optional() })).nullable().optional();
+const OrganizationsValue = z
+  .array(z.object({ id: Str, name: z.string().optional() }))
+  .nullable()
+  .optional();
 
 /** The organization ids of an issue's Organizations field; none when absent or unreadable. */
 export function organizationIdsOf(fields: IssueFields, fieldId: string): string[] {
@@ -86,20 +93,53 @@ export const Issue = z.object({
   id: Str,
   key: z.string(),
   fields: IssueFields,
-  changelog: z.object({ startAt: z.number().optional(), maxResults: z.number().optional(), total: z.number().optional(), histories: z.array(History) }).optional(),
+  changelog: z
+    .object({
+      startAt: z.number().optional(),
+      maxResults: z.number().optional(),
+      total: z.number().optional(),
+      histories: z.array(History),
+    })
+    .optional(),
 });
 export type Issue = z.infer<typeof Issue>;
 
-const SearchPage = z.object({ issues: z.array(Issue), nextPageToken: z.string().nullable().optional(), isLast: z.boolean().optional() });
-const ChangelogPage = z.object({ startAt: z.number(), maxResults: z.number(), total: z.number(), isLast: z.boolean().optional(), values: z.array(History) });
-const FieldDto = z.object({ id: z.string(), name: z.string(), schema: z.object({ custom: z.string().optional() }).nullable().optional() });
+const SearchPage = z.object({
+  issues: z.array(Issue),
+  nextPageToken: z.string().nullable().optional(),
+  isLast: z.boolean().optional(),
+});
+const ChangelogPage = z.object({
+  startAt: z.number(),
+  maxResults: z.number(),
+  total: z.number(),
+  isLast: z.boolean().optional(),
+  values: z.array(History),
+});
+const FieldDto = z.object({
+  id: z.string(),
+  name: z.string(),
+  schema: z.object({ custom: z.string().optional() }).nullable().optional(),
+});
 export type TrackerField = z.output<typeof FieldDto>;
 const StatusDto = z.object({ id: Str, name: z.string(), statusCategory: z.object({ key: z.string() }) });
 
 const Paged = <T extends z.ZodType>(item: T) =>
-  z.object({ start: z.number().default(0), limit: z.number().default(0), size: z.number().default(0), isLastPage: z.boolean().default(true), values: z.array(item) });
+  z.object({
+    start: z.number().default(0),
+    limit: z.number().default(0),
+    size: z.number().default(0),
+    isLastPage: z.boolean().default(true),
+    values: z.array(item),
+  });
 
-export const CommentDto = z.object({ id: Str, body: z.string().default(''), public: z.boolean().default(true), author: User, created: DateDto });
+export const CommentDto = z.object({
+  id: Str,
+  body: z.string().default(''),
+  public: z.boolean().default(true),
+  author: User,
+  created: DateDto,
+});
 export const TransitionDto = z.object({ id: Str, name: z.string() });
 export const ApprovalDto = z.object({
   id: Str,
@@ -110,7 +150,13 @@ export const ApprovalDto = z.object({
   createdDate: DateDto,
   completedDate: DateDto,
 });
-export const AttachmentDto = z.object({ filename: z.string(), size: z.number().nullable().optional(), mimeType: z.string().nullable().optional(), created: DateDto, author: User });
+export const AttachmentDto = z.object({
+  filename: z.string(),
+  size: z.number().nullable().optional(),
+  mimeType: z.string().nullable().optional(),
+  created: DateDto,
+  author: User,
+});
 export const CustomerRequestDto = z.object({
   issueId: Str,
   issueKey: z.string(),
@@ -118,7 +164,9 @@ export const CustomerRequestDto = z.object({
   serviceDeskId: Str.optional(),
   createdDate: DateDto,
   reporter: User,
-  currentStatus: z.object({ status: z.string(), statusCategory: z.string().optional(), statusDate: DateDto }).optional(),
+  currentStatus: z
+    .object({ status: z.string(), statusCategory: z.string().optional(), statusDate: DateDto })
+    .optional(),
 });
 const RequestTypeFieldDto = z.object({
   fieldId: z.string(),
@@ -128,7 +176,10 @@ const RequestTypeFieldDto = z.object({
   visible: z.boolean().default(true),
   defaultValues: z.array(z.object({ value: Str, label: z.string().default('') })).default([]),
   validValues: z.array(z.object({ value: Str, label: z.string().default('') })).default([]),
-  jiraSchema: z.object({ type: z.string().optional(), system: z.string().optional(), custom: z.string().optional() }).nullable().optional(),
+  jiraSchema: z
+    .object({ type: z.string().optional(), system: z.string().optional(), custom: z.string().optional() })
+    .nullable()
+    .optional(),
 });
 export const RequestTypeFieldsDto = z.object({
   requestTypeFields: z.array(RequestTypeFieldDto).default([]),
@@ -139,7 +190,8 @@ export const RequestTypeFieldsDto = z.object({
 /** A parse of a tracker answer; a shape we cannot read is the tracker's fault (502), not ours (500). */
 function parse<T extends z.ZodType>(schema: T, body: unknown, what: string): z.output<T> {
   const r = schema.safeParse(body);
-  if (!r.success) throw new DomainError('bad_gateway', `the issue tracker's answer for ${what} has an unexpected shape`);
+  if (!r.success)
+    throw new DomainError('bad_gateway', `the issue tracker's answer for ${what} has an unexpected shape`);
   return r.data;
 }
 
@@ -152,8 +204,21 @@ export class TrackerApi {
     this.client = client;
   }
 
-  private async get<T extends z.ZodType>(schema: T, path: string, what: string, opts: CallOpts, query?: TrackerCall['query']): Promise<z.output<T>> {
-    const res = await this.client.call({ method: 'GET', path, idempotent: true, what, ...opts, ...(query ? { query } : {}) });
+  private async get<T extends z.ZodType>(
+    schema: T,
+    path: string,
+    what: string,
+    opts: CallOpts,
+    query?: TrackerCall['query'],
+  ): Promise<z.output<T>> {
+    const res = await this.client.call({
+      method: 'GET',
+      path,
+      idempotent: true,
+      what,
+      ...opts,
+      ...(query ? { query } : {}),
+    });
     return parse(schema, res.body, what);
   }
 
@@ -172,7 +237,13 @@ export class TrackerApi {
   }
 
   /** One page of the enhanced JQL search (`/rest/api/3/search/jql`), each issue with its changelog. */
-  async search(jql: string, fields: string[], nextPageToken: string | undefined, maxResults: number, opts: CallOpts = {}): Promise<z.output<typeof SearchPage>> {
+  async search(
+    jql: string,
+    fields: string[],
+    nextPageToken: string | undefined,
+    maxResults: number,
+    opts: CallOpts = {},
+  ): Promise<z.output<typeof SearchPage>> {
     const res = await this.client.call({
       method: 'POST',
       path: '/rest/api/3/search/jql',
@@ -186,48 +257,111 @@ export class TrackerApi {
   }
 
   async changelog(key: string, startAt: number, opts: CallOpts = {}): Promise<z.output<typeof ChangelogPage>> {
-    return this.get(ChangelogPage, `/rest/api/3/issue/${encodeURIComponent(key)}/changelog`, `issue ${key}`, opts, { startAt, maxResults: 100 });
+    return this.get(ChangelogPage, `/rest/api/3/issue/${encodeURIComponent(key)}/changelog`, `issue ${key}`, opts, {
+      startAt,
+      maxResults: 100,
+    });
   }
 
   async issue(key: string, fields: string[], opts: CallOpts = {}): Promise<Issue> {
-    return this.get(Issue, `/rest/api/3/issue/${encodeURIComponent(key)}`, `issue ${key}`, opts, { fields: fields.join(',') });
+    return this.get(Issue, `/rest/api/3/issue/${encodeURIComponent(key)}`, `issue ${key}`, opts, {
+      fields: fields.join(','),
+    });
   }
 
   // ---- service desk (/rest/servicedeskapi) -------------------------------------------------------------------
 
   async organization(id: string, opts: CallOpts = {}): Promise<{ id: string; name: string }> {
-    return this.get(z.object({ id: Str, name: z.string() }), `/rest/servicedeskapi/organization/${id}`, `organization ${id}`, opts);
+    return this.get(
+      z.object({ id: Str, name: z.string() }),
+      `/rest/servicedeskapi/organization/${id}`,
+      `organization ${id}`,
+      opts,
+    );
   }
 
   async serviceDesk(id: string, opts: CallOpts = {}): Promise<{ id: string; projectKey: string }> {
-    return this.get(z.object({ id: Str, projectKey: z.string() }), `/rest/servicedeskapi/servicedesk/${id}`, `service desk ${id}`, opts);
+    return this.get(
+      z.object({ id: Str, projectKey: z.string() }),
+      `/rest/servicedeskapi/servicedesk/${id}`,
+      `service desk ${id}`,
+      opts,
+    );
   }
 
   async request(key: string, opts: CallOpts = {}): Promise<z.output<typeof CustomerRequestDto>> {
-    return this.get(CustomerRequestDto, `/rest/servicedeskapi/request/${encodeURIComponent(key)}`, `request ${key}`, opts);
+    return this.get(
+      CustomerRequestDto,
+      `/rest/servicedeskapi/request/${encodeURIComponent(key)}`,
+      `request ${key}`,
+      opts,
+    );
   }
 
-  async createRequest(body: Record<string, unknown>, opts: CallOpts = {}): Promise<z.output<typeof CustomerRequestDto>> {
-    const res = await this.client.call({ method: 'POST', path: '/rest/servicedeskapi/request', json: body, what: 'the service desk or request type', ...opts });
+  async createRequest(
+    body: Record<string, unknown>,
+    opts: CallOpts = {},
+  ): Promise<z.output<typeof CustomerRequestDto>> {
+    const res = await this.client.call({
+      method: 'POST',
+      path: '/rest/servicedeskapi/request',
+      json: body,
+      what: 'the service desk or request type',
+      ...opts,
+    });
     return parse(CustomerRequestDto, res.body, 'the new request');
   }
 
   async sla(key: string, opts: CallOpts = {}): Promise<SlaDto[]> {
-    const page = await this.get(Paged(SlaDto), `/rest/servicedeskapi/request/${encodeURIComponent(key)}/sla`, `request ${key}`, opts, { limit: 50 });
+    const page = await this.get(
+      Paged(SlaDto),
+      `/rest/servicedeskapi/request/${encodeURIComponent(key)}/sla`,
+      `request ${key}`,
+      opts,
+      { limit: 50 },
+    );
     return page.values;
   }
 
-  async comments(key: string, start: number, limit: number, opts: CallOpts = {}): Promise<z.output<ReturnType<typeof Paged<typeof CommentDto>>>> {
-    return this.get(Paged(CommentDto), `/rest/servicedeskapi/request/${encodeURIComponent(key)}/comment`, `request ${key}`, opts, { start, limit });
+  async comments(
+    key: string,
+    start: number,
+    limit: number,
+    opts: CallOpts = {},
+  ): Promise<z.output<ReturnType<typeof Paged<typeof CommentDto>>>> {
+    return this.get(
+      Paged(CommentDto),
+      `/rest/servicedeskapi/request/${encodeURIComponent(key)}/comment`,
+      `request ${key}`,
+      opts,
+      { start, limit },
+    );
   }
 
-  async addComment(key: string, body: string, isPublic: boolean, opts: CallOpts = {}): Promise<z.output<typeof CommentDto>> {
-    const res = await this.client.call({ method: 'POST', path: `/rest/servicedeskapi/request/${encodeURIComponent(key)}/comment`, json: { body, public: isPublic }, what: `request ${key}`, ...opts });
+  async addComment(
+    key: string,
+    body: string,
+    isPublic: boolean,
+    opts: CallOpts = {},
+  ): Promise<z.output<typeof CommentDto>> {
+    const res = await this.client.call({
+      method: 'POST',
+      path: `/rest/servicedeskapi/request/${encodeURIComponent(key)}/comment`,
+      json: { body, public: isPublic },
+      what: `request ${key}`,
+      ...opts,
+    });
     return parse(CommentDto, res.body, 'the new comment');
   }
 
   async transitions(key: string, opts: CallOpts = {}): Promise<z.output<typeof TransitionDto>[]> {
-    const page = await this.get(Paged(TransitionDto), `/rest/servicedeskapi/request/${encodeURIComponent(key)}/transition`, `request ${key}`, opts, { limit: 100 });
+    const page = await this.get(
+      Paged(TransitionDto),
+      `/rest/servicedeskapi/request/${encodeURIComponent(key)}/transition`,
+      `request ${key}`,
+      opts,
+      { limit: 100 },
+    );
     return page.values;
   }
 
@@ -242,11 +376,22 @@ export class TrackerApi {
   }
 
   async approvals(key: string, opts: CallOpts = {}): Promise<z.output<typeof ApprovalDto>[]> {
-    const page = await this.get(Paged(ApprovalDto), `/rest/servicedeskapi/request/${encodeURIComponent(key)}/approval`, `request ${key}`, opts, { limit: 100 });
+    const page = await this.get(
+      Paged(ApprovalDto),
+      `/rest/servicedeskapi/request/${encodeURIComponent(key)}/approval`,
+      `request ${key}`,
+      opts,
+      { limit: 100 },
+    );
     return page.values;
   }
 
-  async decide(key: string, approvalId: string, decision: 'approve' | 'decline', opts: CallOpts = {}): Promise<z.output<typeof ApprovalDto>> {
+  async decide(
+    key: string,
+    approvalId: string,
+    decision: 'approve' | 'decline',
+    opts: CallOpts = {},
+  ): Promise<z.output<typeof ApprovalDto>> {
     const res = await this.client.call({
       method: 'POST',
       path: `/rest/servicedeskapi/request/${encodeURIComponent(key)}/approval/${approvalId}`,
@@ -258,12 +403,23 @@ export class TrackerApi {
   }
 
   async attachments(key: string, opts: CallOpts = {}): Promise<z.output<typeof AttachmentDto>[]> {
-    const page = await this.get(Paged(AttachmentDto), `/rest/servicedeskapi/request/${encodeURIComponent(key)}/attachment`, `request ${key}`, opts, { limit: 100 });
+    const page = await this.get(
+      Paged(AttachmentDto),
+      `/rest/servicedeskapi/request/${encodeURIComponent(key)}/attachment`,
+      `request ${key}`,
+      opts,
+      { limit: 100 },
+    );
     return page.values;
   }
 
   /** The temporary-file step: the file goes to the service desk first and comes back as a temporary attachment id. */
-  async attachTemporaryFile(serviceDeskId: string, body: ReadableStream<Uint8Array>, contentType: string, opts: CallOpts = {}): Promise<string[]> {
+  async attachTemporaryFile(
+    serviceDeskId: string,
+    body: ReadableStream<Uint8Array>,
+    contentType: string,
+    opts: CallOpts = {},
+  ): Promise<string[]> {
     const res = await this.client.call({
       method: 'POST',
       path: `/rest/servicedeskapi/servicedesk/${serviceDeskId}/attachTemporaryFile`,
@@ -273,11 +429,22 @@ export class TrackerApi {
       what: `service desk ${serviceDeskId}`,
       ...opts,
     });
-    const out = parse(z.object({ temporaryAttachments: z.array(z.object({ temporaryAttachmentId: z.string(), fileName: z.string().optional() })) }), res.body, 'the upload');
+    const out = parse(
+      z.object({
+        temporaryAttachments: z.array(z.object({ temporaryAttachmentId: z.string(), fileName: z.string().optional() })),
+      }),
+      res.body,
+      'the upload',
+    );
     return out.temporaryAttachments.map((t) => t.temporaryAttachmentId);
   }
 
-  async attach(key: string, temporaryAttachmentIds: string[], isPublic: boolean, opts: CallOpts = {}): Promise<z.output<typeof AttachmentDto>[]> {
+  async attach(
+    key: string,
+    temporaryAttachmentIds: string[],
+    isPublic: boolean,
+    opts: CallOpts = {},
+  ): Promise<z.output<typeof AttachmentDto>[]> {
     const res = await this.client.call({
       method: 'POST',
       path: `/rest/servicedeskapi/request/${encodeURIComponent(key)}/attachment`,
@@ -289,7 +456,11 @@ export class TrackerApi {
     return out.attachments.values;
   }
 
-  async requestTypeFields(serviceDeskId: string, requestTypeId: string, opts: CallOpts = {}): Promise<z.output<typeof RequestTypeFieldsDto>> {
+  async requestTypeFields(
+    serviceDeskId: string,
+    requestTypeId: string,
+    opts: CallOpts = {},
+  ): Promise<z.output<typeof RequestTypeFieldsDto>> {
     return this.get(
       RequestTypeFieldsDto,
       `/rest/servicedeskapi/servicedesk/${serviceDeskId}/requesttype/${requestTypeId}/field`,
@@ -307,7 +478,9 @@ export function trackerDate(value: string | null | undefined): Date | null {
   return Number.isNaN(ms) ? null : new Date(ms);
 }
 
-export function dtoDate(d: { iso8601?: string | undefined; epochMillis?: number | undefined } | null | undefined): Date | null {
+export function dtoDate(
+  d: { iso8601?: string | undefined; epochMillis?: number | undefined } | null | undefined,
+): Date | null {
   if (!d) return null;
   // An epoch the Date cannot hold is read as absent (toISOString on it would throw).
   const at = typeof d.epochMillis === 'number' ? new Date(d.epochMillis) : null;

@@ -20,12 +20,7 @@ export class TokenBucket {
   private readonly log: Logger;
   readonly ratePerSecond: number;
   readonly burst: number;
-  constructor(
-    kv: KvStore,
-    log: Logger,
-    ratePerSecond = TRACKER_RATE_PER_SECOND,
-    burst = TRACKER_BURST,
-  ) {
+  constructor(kv: KvStore, log: Logger, ratePerSecond = TRACKER_RATE_PER_SECOND, burst = TRACKER_BURST) {
     this.kv = kv;
     this.log = log;
     this.ratePerSecond = ratePerSecond;
@@ -39,12 +34,18 @@ export class TokenBucket {
       r = await this.kv.reserveToken(KEY, this.ratePerSecond, this.burst, maxWaitMs);
       this.degraded = false;
     } catch (err) {
-      if (!this.degraded) this.log.warn({ err }, 'token bucket in Valkey unavailable; limiting calls to the issue tracker per instance meanwhile');
+      if (!this.degraded)
+        this.log.warn(
+          { err },
+          'token bucket in Valkey unavailable; limiting calls to the issue tracker per instance meanwhile',
+        );
       this.degraded = true;
       r = await this.local.reserveToken(KEY, this.ratePerSecond, this.burst, maxWaitMs);
     }
     if (!r.granted) {
-      throw new DomainError('too_many_requests', 'too many calls to the issue tracker right now; retry later', { retry_after_seconds: Math.max(1, Math.ceil(r.waitMs / 1000)) });
+      throw new DomainError('too_many_requests', 'too many calls to the issue tracker right now; retry later', {
+        retry_after_seconds: Math.max(1, Math.ceil(r.waitMs / 1000)),
+      });
     }
     if (r.waitMs > 0) await sleep(r.waitMs, signal);
   }

@@ -45,10 +45,7 @@ const BACKGROUND_WAIT_MS = 120_000;
 /** Failed before an answer: unreachable, reset, timed out. */
 class TransportError extends Error {
   readonly timedOut: boolean;
-  constructor(
-    message: string,
-    timedOut: boolean,
-  ) {
+  constructor(message: string, timedOut: boolean) {
     super(message);
     this.timedOut = timedOut;
   }
@@ -68,11 +65,7 @@ export class TrackerClient {
   private readonly settings: TrackerSettings;
   private readonly bucket: TokenBucket;
   private readonly log: Logger;
-  constructor(
-    settings: TrackerSettings,
-    bucket: TokenBucket,
-    log: Logger,
-  ) {
+  constructor(settings: TrackerSettings, bucket: TokenBucket, log: Logger) {
     this.settings = settings;
     this.bucket = bucket;
     this.log = log;
@@ -83,21 +76,29 @@ export class TrackerClient {
   async call(c: TrackerCall): Promise<TrackerResponse> {
     const attempts = c.idempotent && !c.raw ? ATTEMPTS : 1;
     let waits429 = 0;
-    for (let attempt = 0; ; ) {
+    for (let attempt = 0; ;) {
       const remaining = c.deadline !== undefined ? c.deadline - Date.now() : undefined;
-      if (remaining !== undefined && remaining <= 0) throw new DomainError('timeout', 'the request ran out of time waiting for the issue tracker');
+      if (remaining !== undefined && remaining <= 0)
+        throw new DomainError('timeout', 'the request ran out of time waiting for the issue tracker');
       // Keep a little of the caller's time for the answer itself.
       await this.bucket.take(remaining !== undefined ? Math.max(0, remaining - 500) : BACKGROUND_WAIT_MS, c.signal);
       let res: Response;
       try {
         res = await this.once(c);
       } catch (err) {
-        if (c.signal?.aborted) throw c.signal.reason instanceof Error ? c.signal.reason : new DomainError('timeout', 'deadline passed');
-        const transport = err instanceof TransportError ? err : new TransportError(err instanceof Error ? err.message : String(err), false);
+        if (c.signal?.aborted)
+          throw c.signal.reason instanceof Error ? c.signal.reason : new DomainError('timeout', 'deadline passed');
+        const transport =
+          err instanceof TransportError
+            ? err
+            : new TransportError(err instanceof Error ? err.message : String(err), false);
         attempt += 1;
         if (attempt < attempts && (await this.backoff(attempt, c))) continue;
         this.log.warn({ err: transport.message, path: c.path, method: c.method }, 'issue tracker call failed');
-        throw new DomainError('bad_gateway', transport.timedOut ? 'the issue tracker did not answer in time' : 'the issue tracker could not be reached');
+        throw new DomainError(
+          'bad_gateway',
+          transport.timedOut ? 'the issue tracker did not answer in time' : 'the issue tracker could not be reached',
+        );
       }
       if (res.status === 429) {
         const retryAfterMs = retryAfterOf(res.headers.get('retry-after'));
@@ -148,11 +149,22 @@ export class TrackerClient {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(c.json);
     }
-    const timeout = AbortSignal.timeout(c.deadline !== undefined ? Math.max(1, Math.min(this.settings.timeoutMs, c.deadline - Date.now())) : this.settings.timeoutMs);
+    const timeout = AbortSignal.timeout(
+      c.deadline !== undefined
+        ? Math.max(1, Math.min(this.settings.timeoutMs, c.deadline - Date.now()))
+        : this.settings.timeoutMs,
+    );
     const signal = c.signal ? AbortSignal.any([c.signal, timeout]) : timeout;
     try {
       // A streamed body needs half-duplex (undici); JSON bodies are strings.
-      return await fetch(url, { method: c.method, headers, body, signal, ...(c.raw ? { duplex: 'half' } : {}), redirect: 'error' } as RequestInit);
+      return await fetch(url, {
+        method: c.method,
+        headers,
+        body,
+        signal,
+        ...(c.raw ? { duplex: 'half' } : {}),
+        redirect: 'error',
+      } as RequestInit);
     } catch (err) {
       if (timeout.aborted) throw new TransportError(`timed out after ${this.settings.timeoutMs} ms`, true);
       throw err;
@@ -161,11 +173,25 @@ export class TrackerClient {
 
   private failure(status: number, body: unknown, c: TrackerCall): DomainError {
     const said = trackerMessage(body);
-    if (status === 404) return new DomainError('not_found', `${c.what ?? 'the requested item'} does not exist in the issue tracker`);
-    this.log.warn({ status, path: c.path, method: c.method, tracker_message: said }, 'issue tracker answered with an error');
-    if (status === 401 || status === 403) return new DomainError('bad_gateway', `the issue tracker refused the service's credentials or permissions (${status}); check SVC_SD_EMAIL and SVC_SD_API_TOKEN`);
+    if (status === 404)
+      return new DomainError('not_found', `${c.what ?? 'the requested item'} does not exist in the issue tracker`);
+    this.log.warn(
+      { status, path: c.path, method: c.method, tracker_message: said },
+      'issue tracker answered with an error',
+    );
+    if (status === 401 || status === 403)
+      return new DomainError(
+        'bad_gateway',
+        `the issue tracker refused the service's credentials or permissions (${status}); check SVC_SD_EMAIL and SVC_SD_API_TOKEN`,
+      );
     // A refusal (4xx) names what it refused; a server error's words are its internals, kept to the log.
-    if (status >= 400 && status < 500) return new DomainError('bad_gateway', said ? `the issue tracker refused the request (${status}): ${said}` : `the issue tracker refused the request (${status})`);
+    if (status >= 400 && status < 500)
+      return new DomainError(
+        'bad_gateway',
+        said
+          ? `the issue tracker refused the request (${status}): ${said}`
+          : `the issue tracker refused the request (${status})`,
+      );
     return new DomainError('bad_gateway', `the issue tracker answered ${status}`);
   }
 }
@@ -199,8 +225,13 @@ export function trackerMessage(body: unknown): string {
   if (typeof b.errorMessage === 'string') parts.push(b.errorMessage);
   if (Array.isArray(b.errorMessages)) parts.push(...b.errorMessages.filter((m): m is string => typeof m === 'string'));
   if (typeof b.errors === 'object' && b.errors !== null) {
-    for (const [field, msg] of Object.entries(b.errors as Record<string, unknown>)) if (typeof msg === 'string') parts.push(`${field}: ${msg}`);
+    for (const [field, msg] of Object.entries(b.errors as Record<string, unknown>))
+      if (typeof msg === 'string') parts.push(`${field}: ${msg}`);
   }
   // eslint-disable-next-line no-control-regex
-  return parts.join('; ').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, 300);
+  return parts
+    .join('; ')
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .trim()
+    .slice(0, 300);
 }

@@ -4,7 +4,8 @@ import type { CallOpts, TrackerApi, TrackerField } from './api.ts';
 
 /** A status category key, as the tracker files statuses. */
 export type Category = 'new' | 'indeterminate' | 'done';
-export const asCategory = (key: string | undefined): Category => (key === 'indeterminate' || key === 'done' ? key : 'new');
+export const asCategory = (key: string | undefined): Category =>
+  key === 'indeterminate' || key === 'done' ? key : 'new';
 
 export const SLA_FIELD_TYPE = 'com.atlassian.servicedesk:sd-sla-field';
 export const ORGANIZATIONS_FIELD_TYPE = 'com.atlassian.servicedesk:sd-customer-organizations';
@@ -46,7 +47,10 @@ export function chooseFields(fields: readonly TrackerField[], overrides: FieldOv
   const named = (setting: string, id: string, type: string, what: string): string => {
     const listed = fields.find((f) => f.id === id);
     if (!listed) warnings.push(`${setting}=${id}: the site lists no such field; ${what} reads it all the same`);
-    else if (listed.schema?.custom !== type) warnings.push(`${setting}=${id}: the site lists "${listed.name}" of type ${listed.schema?.custom ?? 'none'}, not ${type}`);
+    else if (listed.schema?.custom !== type)
+      warnings.push(
+        `${setting}=${id}: the site lists "${listed.name}" of type ${listed.schema?.custom ?? 'none'}, not ${type}`,
+      );
     return id;
   };
   const sla = (setting: string, override: string | undefined, name: string): [string | undefined, Source] => {
@@ -54,20 +58,36 @@ export function chooseFields(fields: readonly TrackerField[], overrides: FieldOv
     const id = ofType(SLA_FIELD_TYPE).find((f) => isSlaNamed(f.name, name))?.id;
     return [id, id ? 'found' : 'none'];
   };
-  const [resolutionSla, resolutionSource] = sla('SVC_SD_SLA_RESOLUTION_FIELD', overrides.resolutionSla, SLA_NAMES.resolution);
-  const [firstResponseSla, firstResponseSource] = sla('SVC_SD_SLA_FIRST_RESPONSE_FIELD', overrides.firstResponseSla, SLA_NAMES.firstResponse);
+  const [resolutionSla, resolutionSource] = sla(
+    'SVC_SD_SLA_RESOLUTION_FIELD',
+    overrides.resolutionSla,
+    SLA_NAMES.resolution,
+  );
+  const [firstResponseSla, firstResponseSource] = sla(
+    'SVC_SD_SLA_FIRST_RESPONSE_FIELD',
+    overrides.firstResponseSla,
+    SLA_NAMES.firstResponse,
+  );
   if (!resolutionSla && !firstResponseSla) {
-    warnings.push(`no SLA field named "${SLA_NAMES.resolution}" or "${SLA_NAMES.firstResponse}": each request's SLAs are read from its own /sla (set SVC_SD_SLA_RESOLUTION_FIELD and SVC_SD_SLA_FIRST_RESPONSE_FIELD to name them)`);
+    warnings.push(
+      `no SLA field named "${SLA_NAMES.resolution}" or "${SLA_NAMES.firstResponse}": each request's SLAs are read from its own /sla (set SVC_SD_SLA_RESOLUTION_FIELD and SVC_SD_SLA_FIRST_RESPONSE_FIELD to name them)`,
+    );
   }
   let organizations: string;
   let organizationsSource: Source;
   if (overrides.organizations) {
-    organizations = named('SVC_SD_ORGANIZATIONS_FIELD', overrides.organizations, ORGANIZATIONS_FIELD_TYPE, 'the service');
+    organizations = named(
+      'SVC_SD_ORGANIZATIONS_FIELD',
+      overrides.organizations,
+      ORGANIZATIONS_FIELD_TYPE,
+      'the service',
+    );
     organizationsSource = 'setting';
   } else {
     const found = ofType(ORGANIZATIONS_FIELD_TYPE).filter((f) => /^customfield_\d+$/.test(f.id));
     // Two of the type would be odd; the spec's own id wins then.
-    organizations = (found.find((f) => f.id === DEFAULT_ORGANIZATIONS_FIELD) ?? found[0])?.id ?? DEFAULT_ORGANIZATIONS_FIELD;
+    organizations =
+      (found.find((f) => f.id === DEFAULT_ORGANIZATIONS_FIELD) ?? found[0])?.id ?? DEFAULT_ORGANIZATIONS_FIELD;
     organizationsSource = found.length > 0 ? 'found' : 'default';
   }
   return {
@@ -75,7 +95,11 @@ export function chooseFields(fields: readonly TrackerField[], overrides: FieldOv
     resolutionSla,
     requestType: ofType(REQUEST_TYPE_FIELD_TYPE)[0]?.id,
     organizations,
-    sources: { first_response_sla: firstResponseSource, resolution_sla: resolutionSource, organizations: organizationsSource },
+    sources: {
+      first_response_sla: firstResponseSource,
+      resolution_sla: resolutionSource,
+      organizations: organizationsSource,
+    },
     warnings,
   };
 }
@@ -100,13 +124,7 @@ export class SiteCatalog {
   private readonly ttlMs: number;
   private readonly log: Logger;
   private readonly now: () => number;
-  constructor(
-    api: TrackerApi,
-    overrides: FieldOverrides,
-    ttlMs: number,
-    log: Logger,
-    now: () => number = Date.now,
-  ) {
+  constructor(api: TrackerApi, overrides: FieldOverrides, ttlMs: number, log: Logger, now: () => number = Date.now) {
     this.api = api;
     this.overrides = overrides;
     this.ttlMs = ttlMs;
@@ -123,7 +141,11 @@ export class SiteCatalog {
   }
 
   private async load(opts: CallOpts): Promise<Site> {
-    const [fields, statuses, myself] = await Promise.all([this.api.fields(opts), this.api.statuses(opts), this.api.myself(opts)]);
+    const [fields, statuses, myself] = await Promise.all([
+      this.api.fields(opts),
+      this.api.statuses(opts),
+      this.api.myself(opts),
+    ]);
     const choice = chooseFields(fields, this.overrides);
     const site: Site = {
       firstResponseSla: choice.firstResponseSla,

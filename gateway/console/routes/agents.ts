@@ -8,6 +8,20 @@ const IdParams = z.object({ id: z.uuid() });
 /** Agent administration: the enrolled agents and their revocation (enrolment routes live with the enrolment). */
 export function registerAgentAdminRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['agents'] });
-  route({ method: 'GET', url: '/api/v1/agents', subject: 'svc.fleet.agents.list', query: AgentListQuery, input: ({ query }) => query, paged: true });
-  route({ method: 'DELETE', url: '/api/v1/agents/:id', subject: 'svc.fleet.agents.revoke', params: IdParams, input: ({ params }) => params, status: 204 });
+  route({
+    method: 'GET',
+    url: '/api/v1/agents',
+    subject: 'svc.fleet.agents.list',
+    query: AgentListQuery,
+    input: ({ query }) => query,
+    paged: true,
+  });
+  route({
+    method: 'DELETE',
+    url: '/api/v1/agents/:id',
+    subject: 'svc.fleet.agents.revoke',
+    params: IdParams,
+    input: ({ params }) => params,
+    status: 204,
+  });
 }

@@ -23,6 +23,20 @@ export function registerEnrolmentRoutes(app: GatewayApp, deps: GatewayDeps): voi
     idempotent: false,
   });
   const open = routeGroup(app, deps, { auth: 'public', tags: ['agents'] });
-  open({ method: 'POST', url: '/api/v1/agents/enroll', subject: 'svc.fleet.enrol.start', rate: 'auth', body: EnrollBody, input: ({ body }) => body });
-  open({ method: 'POST', url: '/api/v1/agents/enroll/complete', subject: 'svc.fleet.enrol.complete', rate: 'auth', body: EnrollCompleteBody, input: ({ body }) => body });
+  open({
+    method: 'POST',
+    url: '/api/v1/agents/enroll',
+    subject: 'svc.fleet.enrol.start',
+    rate: 'auth',
+    body: EnrollBody,
+    input: ({ body }) => body,
+  });
+  open({
+    method: 'POST',
+    url: '/api/v1/agents/enroll/complete',
+    subject: 'svc.fleet.enrol.complete',
+    rate: 'auth',
+    body: EnrollCompleteBody,
+    input: ({ body }) => body,
+  });
 }

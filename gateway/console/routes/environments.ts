@@ -1,5 +1,9 @@
 import { z } from 'zod';
-import { CreateEnvironmentBody, EnvironmentListQuery, UpdateEnvironmentBody } from '../../../contracts/domains/fleet.ts';
+import {
+  CreateEnvironmentBody,
+  EnvironmentListQuery,
+  UpdateEnvironmentBody,
+} from '../../../contracts/domains/fleet.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
@@ -26,7 +30,27 @@ export function registerEnvironmentRoutes(app: GatewayApp, deps: GatewayDeps): v
     input: ({ params, body }) => ({ client_id: params.id, ...body }),
     status: 201,
   });
-  route({ method: 'GET', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.get', params: IdParams, input: ({ params }) => params });
-  route({ method: 'PUT', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.update', params: IdParams, body: UpdateEnvironmentBody, input: ({ params, body }) => ({ ...body, id: params.id }) });
-  route({ method: 'DELETE', url: '/api/v1/environments/:id', subject: 'svc.fleet.environments.delete', params: IdParams, input: ({ params }) => params, status: 204 });
+  route({
+    method: 'GET',
+    url: '/api/v1/environments/:id',
+    subject: 'svc.fleet.environments.get',
+    params: IdParams,
+    input: ({ params }) => params,
+  });
+  route({
+    method: 'PUT',
+    url: '/api/v1/environments/:id',
+    subject: 'svc.fleet.environments.update',
+    params: IdParams,
+    body: UpdateEnvironmentBody,
+    input: ({ params, body }) => ({ ...body, id: params.id }),
+  });
+  route({
+    method: 'DELETE',
+    url: '/api/v1/environments/:id',
+    subject: 'svc.fleet.environments.delete',
+    params: IdParams,
+    input: ({ params }) => params,
+    status: 204,
+  });
 }

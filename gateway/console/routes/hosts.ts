@@ -17,7 +17,27 @@ export function registerHostRoutes(app: GatewayApp, deps: GatewayDeps): void {
     input: ({ params, query }) => ({ environment_id: params.id, ...query }),
     paged: true,
   });
-  route({ method: 'GET', url: '/api/v1/hosts/:id', subject: 'svc.fleet.hosts.get', params: IdParams, input: ({ params }) => params });
-  route({ method: 'PUT', url: '/api/v1/hosts/:id/tags', subject: 'svc.fleet.hosts.tags.replace', params: IdParams, body: PutTagsBody, input: ({ params, body }) => ({ id: params.id, tags: body.tags }) });
-  route({ method: 'DELETE', url: '/api/v1/hosts/:id', subject: 'svc.fleet.hosts.delete', params: IdParams, input: ({ params }) => params, status: 204 });
+  route({
+    method: 'GET',
+    url: '/api/v1/hosts/:id',
+    subject: 'svc.fleet.hosts.get',
+    params: IdParams,
+    input: ({ params }) => params,
+  });
+  route({
+    method: 'PUT',
+    url: '/api/v1/hosts/:id/tags',
+    subject: 'svc.fleet.hosts.tags.replace',
+    params: IdParams,
+    body: PutTagsBody,
+    input: ({ params, body }) => ({ id: params.id, tags: body.tags }),
+  });
+  route({
+    method: 'DELETE',
+    url: '/api/v1/hosts/:id',
+    subject: 'svc.fleet.hosts.delete',
+    params: IdParams,
+    input: ({ params }) => params,
+    status: 204,
+  });
 }

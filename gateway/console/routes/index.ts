@@ -24,7 +24,12 @@ import { registerVoiceRoutes } from './voice.ts';
 import { registerReceiverAdminRoutes } from './webhook-endpoints.ts';
 
 /** Every console route module, one per resource (gateway/console/routes/<resource>.ts). */
-export async function registerConsoleRoutes(app: GatewayApp, deps: GatewayDeps, config: Config, uploads: UploadStore): Promise<void> {
+export async function registerConsoleRoutes(
+  app: GatewayApp,
+  deps: GatewayDeps,
+  config: Config,
+  uploads: UploadStore,
+): Promise<void> {
   registerAuthRoutes(app, deps);
   registerSsoConfigRoute(app, deps);
   // The SSO routes exist only when an SSO client id is configured.

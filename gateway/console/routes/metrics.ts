@@ -24,8 +24,20 @@ const MetricParams = HostParams.extend({ metricName: MetricName });
 /** Host, process and container metrics and the tenant PromQL route (console-operations.md, "Metrics"). */
 export function registerMetricsRoutes(app: GatewayApp, deps: GatewayDeps, tsdbUrl: string): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['metrics'] });
-  route({ method: 'GET', url: '/api/v1/hosts/metrics/latest', subject: 'svc.fleet.metrics.latest', query: LatestMetricsQuery, input: ({ query }) => query });
-  route({ method: 'GET', url: '/api/v1/hosts/:id/metrics', subject: 'svc.fleet.metrics.names', params: HostParams, input: ({ params }) => params });
+  route({
+    method: 'GET',
+    url: '/api/v1/hosts/metrics/latest',
+    subject: 'svc.fleet.metrics.latest',
+    query: LatestMetricsQuery,
+    input: ({ query }) => query,
+  });
+  route({
+    method: 'GET',
+    url: '/api/v1/hosts/:id/metrics',
+    subject: 'svc.fleet.metrics.names',
+    params: HostParams,
+    input: ({ params }) => params,
+  });
   route({
     method: 'GET',
     url: '/api/v1/hosts/:id/metrics/:metricName',
@@ -63,7 +75,8 @@ export function registerMetricsRoutes(app: GatewayApp, deps: GatewayDeps, tsdbUr
     method: 'POST',
     url: '/api/v1/metrics/query',
     subject: 'svc.fleet.metrics.query',
-    summary: "Runs a PromQL range query over the named host and/or environment (metrics:read) and streams VictoriaMetrics' range-query JSON.",
+    summary:
+      "Runs a PromQL range query over the named host and/or environment (metrics:read) and streams VictoriaMetrics' range-query JSON.",
     // Nothing in the URL either: no caller-supplied extra_filters[] / extra_label can ride along.
     query: z.strictObject({}, { error: () => 'this route takes no query parameters' }),
     body: MetricsQueryBody,
@@ -80,9 +93,16 @@ const TENANT_FILTER = /^\{client_id="[0-9a-f-]{36}"(,environment_id="[0-9a-f-]{3
  * Only the plan's fields are sent (the caller's body went to the domain, never here). The store's own timeout and
  * this request are both bounded by what is left of the request's deadline.
  */
-async function streamQuery(tsdb: Tsdb, plan: QueryPlan, reply: FastifyReply, req: FastifyRequest, requestTimeoutMs: number): Promise<FastifyReply> {
+async function streamQuery(
+  tsdb: Tsdb,
+  plan: QueryPlan,
+  reply: FastifyReply,
+  req: FastifyRequest,
+  requestTimeoutMs: number,
+): Promise<FastifyReply> {
   // Defence in depth: a plan without its tenant selector is a bug upstream of here, and is never run.
-  if (plan.extra_filters.length !== 1 || !TENANT_FILTER.test(plan.extra_filters[0]!)) throw new DomainError('internal_error', 'query plan without a tenant filter');
+  if (plan.extra_filters.length !== 1 || !TENANT_FILTER.test(plan.extra_filters[0]!))
+    throw new DomainError('internal_error', 'query plan without a tenant filter');
   const left = deadlineOf(req, requestTimeoutMs) - Date.now();
   if (left < 250) throw new DomainError('timeout', 'the request deadline passed before the query could run');
   const gone = new AbortController();
@@ -106,7 +126,10 @@ async function streamQuery(tsdb: Tsdb, plan: QueryPlan, reply: FastifyReply, req
     );
   } catch (err) {
     if (err instanceof TsdbError && err.status === 0 && /timed out after/.test(err.message)) {
-      throw new DomainError('timeout', 'the query did not finish before the request deadline; narrow the range or the selectors');
+      throw new DomainError(
+        'timeout',
+        'the query did not finish before the request deadline; narrow the range or the selectors',
+      );
     }
     throw tsdbFailure(err, { callerQuery: true }) ?? err;
   }

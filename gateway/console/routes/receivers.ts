@@ -21,10 +21,16 @@ function receiverHeaders(req: FastifyRequest): Record<string, string> {
 }
 
 /** Durable deliveries are 202 (a consumer stores them); a ping or a delivery with nothing to record is 200. */
-const RECEIVE_STATUS: Record<ReceiveReply['outcome'], 200 | 202> = { accepted: 202, duplicate: 202, ignored: 200, pong: 200 };
+const RECEIVE_STATUS: Record<ReceiveReply['outcome'], 200 | 202> = {
+  accepted: 202,
+  duplicate: 202,
+  ignored: 200,
+  pong: 200,
+};
 
 const sourceOf = (value: string, known: readonly string[]): ReceiverSource => {
-  if (!known.includes(value)) throw new DomainError('not_found', `no receiver for ${JSON.stringify(value.slice(0, 32))}`);
+  if (!known.includes(value))
+    throw new DomainError('not_found', `no receiver for ${JSON.stringify(value.slice(0, 32))}`);
   return value as ReceiverSource;
 };
 
@@ -39,16 +45,25 @@ export async function registerReceiverRoutes(app: GatewayApp, deps: GatewayDeps)
   await app.register(async (raw) => {
     const scoped = raw as unknown as GatewayApp;
     scoped.removeAllContentTypeParsers();
-    scoped.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, (body as Buffer).toString('base64')));
+    scoped.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) =>
+      done(null, (body as Buffer).toString('base64')),
+    );
     const open = routeGroup(scoped, deps, { auth: 'public', tags: ['receivers'] });
-    const reply = { send: (data: ReceiveReply, r: FastifyReply) => r.status(RECEIVE_STATUS[data.outcome]).send({ data }) };
+    const reply = {
+      send: (data: ReceiveReply, r: FastifyReply) => r.status(RECEIVE_STATUS[data.outcome]).send({ data }),
+    };
     open({
       method: 'POST',
       url: '/api/v1/webhooks/:source/:token',
       subject: 'svc.events.receive',
       rate: 'api',
       params: HookParams,
-      input: ({ params, req }) => ({ source: sourceOf(params.source, WEBHOOK_SOURCES), token: params.token, headers: receiverHeaders(req), body_b64: typeof req.body === 'string' ? req.body : '' }),
+      input: ({ params, req }) => ({
+        source: sourceOf(params.source, WEBHOOK_SOURCES),
+        token: params.token,
+        headers: receiverHeaders(req),
+        body_b64: typeof req.body === 'string' ? req.body : '',
+      }),
       ...reply,
     });
     open({
@@ -59,7 +74,12 @@ export async function registerReceiverRoutes(app: GatewayApp, deps: GatewayDeps)
       operationId: 'events_receive_alert',
       rate: 'api',
       params: AlertParams,
-      input: ({ params, req }) => ({ source: sourceOf(params.router, ALERT_ROUTERS), token: params.token, headers: receiverHeaders(req), body_b64: typeof req.body === 'string' ? req.body : '' }),
+      input: ({ params, req }) => ({
+        source: sourceOf(params.router, ALERT_ROUTERS),
+        token: params.token,
+        headers: receiverHeaders(req),
+        body_b64: typeof req.body === 'string' ? req.body : '',
+      }),
       ...reply,
     });
   });

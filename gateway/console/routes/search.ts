@@ -1,6 +1,11 @@
 import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
-import { AggregateRequest, SEARCH_CSV_MAX_ROWS, ValidateBody, type SearchHit } from '../../../contracts/domains/fleet-search.ts';
+import {
+  AggregateRequest,
+  SEARCH_CSV_MAX_ROWS,
+  ValidateBody,
+  type SearchHit,
+} from '../../../contracts/domains/fleet-search.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
@@ -17,7 +22,14 @@ const SearchQuery = z
   })
   .superRefine((v, ctx) => {
     if (v.format === 'json' && v.per_page !== undefined && v.per_page > JSON_MAX_PER_PAGE) {
-      ctx.addIssue({ code: 'too_big', origin: 'number', maximum: JSON_MAX_PER_PAGE, inclusive: true, path: ['per_page'], message: `Too big: expected number to be <=${JSON_MAX_PER_PAGE}` });
+      ctx.addIssue({
+        code: 'too_big',
+        origin: 'number',
+        maximum: JSON_MAX_PER_PAGE,
+        inclusive: true,
+        path: ['per_page'],
+        message: `Too big: expected number to be <=${JSON_MAX_PER_PAGE}`,
+      });
     }
   });
 
@@ -42,9 +54,14 @@ export function registerSearchRoutes(app: GatewayApp, deps: GatewayDeps): void {
     url: '/api/v1/search',
     subject: 'svc.fleet.search.hosts',
     query: SearchQuery,
-    input: ({ query }) => ({ q: query.q, page: query.page, per_page: query.per_page ?? (query.format === 'csv' ? SEARCH_CSV_MAX_ROWS : 20) }),
+    input: ({ query }) => ({
+      q: query.q,
+      page: query.page,
+      per_page: query.per_page ?? (query.format === 'csv' ? SEARCH_CSV_MAX_ROWS : 20),
+    }),
     send: (data, reply, req) => {
-      if ((req.query as z.output<typeof SearchQuery>).format !== 'csv') return reply.send({ data: data.items, meta: { total: data.total, page: data.page, per_page: data.per_page } });
+      if ((req.query as z.output<typeof SearchQuery>).format !== 'csv')
+        return reply.send({ data: data.items, meta: { total: data.total, page: data.page, per_page: data.per_page } });
       return reply
         .header('content-type', 'text/csv; charset=utf-8')
         .header('content-disposition', 'attachment; filename="hosts.csv"')
@@ -54,14 +71,29 @@ export function registerSearchRoutes(app: GatewayApp, deps: GatewayDeps): void {
         .send(hostsCsv(data.items));
     },
   });
-  route({ method: 'GET', url: '/api/v1/search/count', subject: 'svc.fleet.search.count', query: z.object({ q: Q }), input: ({ query }) => query });
+  route({
+    method: 'GET',
+    url: '/api/v1/search/count',
+    subject: 'svc.fleet.search.count',
+    query: z.object({ q: Q }),
+    input: ({ query }) => query,
+  });
   route({ method: 'GET', url: '/api/v1/search/fields', subject: 'svc.fleet.search.fields', input: () => ({}) });
-  route({ method: 'POST', url: '/api/v1/search/validate', subject: 'svc.fleet.search.validate', body: ValidateBody, input: ({ body }) => body });
+  route({
+    method: 'POST',
+    url: '/api/v1/search/validate',
+    subject: 'svc.fleet.search.validate',
+    body: ValidateBody,
+    input: ({ body }) => body,
+  });
   route({
     method: 'GET',
     url: '/api/v1/search/aggregate',
     subject: 'svc.fleet.search.aggregate',
-    query: AggregateRequest.extend({ q: Q, group_by: z.string({ error: 'is required (a host field such as host.os)' }).max(200) }),
+    query: AggregateRequest.extend({
+      q: Q,
+      group_by: z.string({ error: 'is required (a host field such as host.os)' }).max(200),
+    }),
     input: ({ query }) => query,
   });
 }

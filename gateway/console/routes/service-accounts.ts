@@ -8,7 +8,14 @@ const SaParams = z.object({ id: z.uuid() });
 /** Service accounts, governed by the users permissions (console-identity.md, Administration). */
 export function registerServiceAccountRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['service-accounts'] });
-  route({ method: 'GET', url: '/api/v1/service-accounts', subject: 'svc.identity.service_accounts.list', query: PageQuery, input: ({ query }) => query, paged: true });
+  route({
+    method: 'GET',
+    url: '/api/v1/service-accounts',
+    subject: 'svc.identity.service_accounts.list',
+    query: PageQuery,
+    input: ({ query }) => query,
+    paged: true,
+  });
   // The answer carries the API key, shown once: no copy of it is kept for Idempotency-Key replays.
   route({
     method: 'POST',
@@ -19,7 +26,13 @@ export function registerServiceAccountRoutes(app: GatewayApp, deps: GatewayDeps)
     status: 201,
     idempotent: false,
   });
-  route({ method: 'GET', url: '/api/v1/service-accounts/:id', subject: 'svc.identity.service_accounts.get', params: SaParams, input: ({ params }) => params });
+  route({
+    method: 'GET',
+    url: '/api/v1/service-accounts/:id',
+    subject: 'svc.identity.service_accounts.get',
+    params: SaParams,
+    input: ({ params }) => params,
+  });
   route({
     method: 'PUT',
     url: '/api/v1/service-accounts/:id',
@@ -28,5 +41,12 @@ export function registerServiceAccountRoutes(app: GatewayApp, deps: GatewayDeps)
     body: UpdateServiceAccountBody,
     input: ({ params, body }) => ({ ...body, id: params.id }),
   });
-  route({ method: 'DELETE', url: '/api/v1/service-accounts/:id', subject: 'svc.identity.service_accounts.delete', params: SaParams, input: ({ params }) => params, status: 204 });
+  route({
+    method: 'DELETE',
+    url: '/api/v1/service-accounts/:id',
+    subject: 'svc.identity.service_accounts.delete',
+    params: SaParams,
+    input: ({ params }) => params,
+    status: 204,
+  });
 }

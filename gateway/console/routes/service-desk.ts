@@ -26,8 +26,22 @@ export function registerServiceDeskRoutes(app: GatewayApp, deps: GatewayDeps): v
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['service-desk'] });
 
   // Organization mappings (servicedeskconfig:*)
-  route({ method: 'GET', url: `${BASE}/admin/organizations`, subject: 'svc.servicedesk.mappings.list', query: MappingListQuery, input: ({ query }) => query, paged: true });
-  route({ method: 'POST', url: `${BASE}/admin/organizations`, subject: 'svc.servicedesk.mappings.create', body: CreateMappingBody, input: ({ body }) => body, status: 201 });
+  route({
+    method: 'GET',
+    url: `${BASE}/admin/organizations`,
+    subject: 'svc.servicedesk.mappings.list',
+    query: MappingListQuery,
+    input: ({ query }) => query,
+    paged: true,
+  });
+  route({
+    method: 'POST',
+    url: `${BASE}/admin/organizations`,
+    subject: 'svc.servicedesk.mappings.create',
+    body: CreateMappingBody,
+    input: ({ body }) => body,
+    status: 201,
+  });
   route({
     method: 'PUT',
     url: `${BASE}/admin/organizations/:id`,
@@ -36,12 +50,33 @@ export function registerServiceDeskRoutes(app: GatewayApp, deps: GatewayDeps): v
     body: UpdateMappingBody,
     input: ({ params, body }) => ({ ...body, id: params.id }),
   });
-  route({ method: 'DELETE', url: `${BASE}/admin/organizations/:id`, subject: 'svc.servicedesk.mappings.delete', params: MappingParams, input: ({ params }) => params, status: 204 });
+  route({
+    method: 'DELETE',
+    url: `${BASE}/admin/organizations/:id`,
+    subject: 'svc.servicedesk.mappings.delete',
+    params: MappingParams,
+    input: ({ params }) => params,
+    status: 204,
+  });
   route({ method: 'POST', url: `${BASE}/admin/sync`, subject: 'svc.servicedesk.sync.run', input: () => ({}) });
-  route({ method: 'GET', url: `${BASE}/organizations`, subject: 'svc.servicedesk.organizations.list', query: OrganizationListQuery, input: ({ query }) => query, paged: true });
+  route({
+    method: 'GET',
+    url: `${BASE}/organizations`,
+    subject: 'svc.servicedesk.organizations.list',
+    query: OrganizationListQuery,
+    input: ({ query }) => query,
+    paged: true,
+  });
 
   // The read store
-  route({ method: 'GET', url: `${BASE}/tickets`, subject: 'svc.servicedesk.tickets.list', query: TicketListQuery, input: ({ query }) => query, paged: true });
+  route({
+    method: 'GET',
+    url: `${BASE}/tickets`,
+    subject: 'svc.servicedesk.tickets.list',
+    query: TicketListQuery,
+    input: ({ query }) => query,
+    paged: true,
+  });
   route({
     method: 'GET',
     url: `${BASE}/tickets/:issueKey`,
@@ -59,10 +94,34 @@ export function registerServiceDeskRoutes(app: GatewayApp, deps: GatewayDeps): v
     input: ({ params, query }) => ({ issue_key: params.issueKey, ...query }),
     paged: true,
   });
-  route({ method: 'GET', url: `${BASE}/kanban`, subject: 'svc.servicedesk.kanban', query: TicketFilters, input: ({ query }) => query });
-  route({ method: 'GET', url: `${BASE}/metrics/sla`, subject: 'svc.servicedesk.metrics.sla', query: MetricsRangeQuery, input: ({ query }) => query });
-  route({ method: 'GET', url: `${BASE}/metrics/delivery`, subject: 'svc.servicedesk.metrics.delivery', query: MetricsRangeQuery, input: ({ query }) => query });
-  route({ method: 'GET', url: `${BASE}/metrics/summary`, subject: 'svc.servicedesk.metrics.summary', query: MetricsScopeQuery, input: ({ query }) => query });
+  route({
+    method: 'GET',
+    url: `${BASE}/kanban`,
+    subject: 'svc.servicedesk.kanban',
+    query: TicketFilters,
+    input: ({ query }) => query,
+  });
+  route({
+    method: 'GET',
+    url: `${BASE}/metrics/sla`,
+    subject: 'svc.servicedesk.metrics.sla',
+    query: MetricsRangeQuery,
+    input: ({ query }) => query,
+  });
+  route({
+    method: 'GET',
+    url: `${BASE}/metrics/delivery`,
+    subject: 'svc.servicedesk.metrics.delivery',
+    query: MetricsRangeQuery,
+    input: ({ query }) => query,
+  });
+  route({
+    method: 'GET',
+    url: `${BASE}/metrics/summary`,
+    subject: 'svc.servicedesk.metrics.summary',
+    query: MetricsScopeQuery,
+    input: ({ query }) => query,
+  });
   route({
     method: 'GET',
     url: `${BASE}/reports/export`,

@@ -13,7 +13,15 @@ const tags = ['auth'];
 /** GET /api/v1/auth/config: public, always present (the login page asks whether to offer SSO). */
 export function registerSsoConfigRoute(app: GatewayApp, deps: GatewayDeps): void {
   // Counted as an ordinary request: the login page loads it on every visit, it must not eat the 5-per-minute budget.
-  bridge(app, deps, { method: 'GET', url: '/api/v1/auth/config', subject: 'svc.identity.sso.config', auth: 'public', rate: 'api', tags, input: () => ({}) });
+  bridge(app, deps, {
+    method: 'GET',
+    url: '/api/v1/auth/config',
+    subject: 'svc.identity.sso.config',
+    auth: 'public',
+    rate: 'api',
+    tags,
+    input: () => ({}),
+  });
 }
 
 /** The SSO routes; registered only when SVC_SSO_CLIENT_ID is set (otherwise they answer 404). */
@@ -71,7 +79,13 @@ function redirect(reply: FastifyReply, url: string): FastifyReply {
 }
 
 function setBindingCookie(reply: FastifyReply, value: string, maxAgeSeconds: number, secure: boolean): void {
-  const parts = [`${SSO_BINDING_COOKIE}=${value}`, `Path=${COOKIE_PATH}`, `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax'];
+  const parts = [
+    `${SSO_BINDING_COOKIE}=${value}`,
+    `Path=${COOKIE_PATH}`,
+    `Max-Age=${maxAgeSeconds}`,
+    'HttpOnly',
+    'SameSite=Lax',
+  ];
   if (secure) parts.push('Secure');
   void reply.header('set-cookie', parts.join('; '));
 }

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { CreateTeamBody, TeamClientBody, TeamMemberBody, TeamMemberRoleBody, UpdateTeamBody } from '../../../contracts/domains/identity-admin.ts';
+import {
+  CreateTeamBody,
+  TeamClientBody,
+  TeamMemberBody,
+  TeamMemberRoleBody,
+  UpdateTeamBody,
+} from '../../../contracts/domains/identity-admin.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { PageQuery, routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
@@ -10,11 +16,45 @@ const ClientParams = z.object({ id: z.uuid(), clientId: z.uuid() });
 /** Teams, their members and their clients (console-identity.md, Administration). */
 export function registerTeamRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['teams'] });
-  route({ method: 'GET', url: '/api/v1/teams', subject: 'svc.identity.teams.list', query: PageQuery, input: ({ query }) => query, paged: true });
-  route({ method: 'POST', url: '/api/v1/teams', subject: 'svc.identity.teams.create', body: CreateTeamBody, input: ({ body }) => body, status: 201 });
-  route({ method: 'GET', url: '/api/v1/teams/:id', subject: 'svc.identity.teams.get', params: TeamParams, input: ({ params }) => params });
-  route({ method: 'PUT', url: '/api/v1/teams/:id', subject: 'svc.identity.teams.update', params: TeamParams, body: UpdateTeamBody, input: ({ params, body }) => ({ ...body, id: params.id }) });
-  route({ method: 'DELETE', url: '/api/v1/teams/:id', subject: 'svc.identity.teams.delete', params: TeamParams, input: ({ params }) => params, status: 204 });
+  route({
+    method: 'GET',
+    url: '/api/v1/teams',
+    subject: 'svc.identity.teams.list',
+    query: PageQuery,
+    input: ({ query }) => query,
+    paged: true,
+  });
+  route({
+    method: 'POST',
+    url: '/api/v1/teams',
+    subject: 'svc.identity.teams.create',
+    body: CreateTeamBody,
+    input: ({ body }) => body,
+    status: 201,
+  });
+  route({
+    method: 'GET',
+    url: '/api/v1/teams/:id',
+    subject: 'svc.identity.teams.get',
+    params: TeamParams,
+    input: ({ params }) => params,
+  });
+  route({
+    method: 'PUT',
+    url: '/api/v1/teams/:id',
+    subject: 'svc.identity.teams.update',
+    params: TeamParams,
+    body: UpdateTeamBody,
+    input: ({ params, body }) => ({ ...body, id: params.id }),
+  });
+  route({
+    method: 'DELETE',
+    url: '/api/v1/teams/:id',
+    subject: 'svc.identity.teams.delete',
+    params: TeamParams,
+    input: ({ params }) => params,
+    status: 204,
+  });
 
   route({
     method: 'POST',

@@ -12,7 +12,8 @@ const signatureOf = (req: FastifyRequest): string => {
   return (Array.isArray(v) ? v[0] : v)?.slice(0, 200) ?? '';
 };
 const pairsOf = (req: FastifyRequest): Pairs => (Array.isArray(req.body) ? (req.body as Pairs).slice(0, 200) : []);
-const sendTwiml = (data: { twiml: string }, reply: FastifyReply): FastifyReply => reply.header('content-type', 'text/xml; charset=utf-8').send(data.twiml);
+const sendTwiml = (data: { twiml: string }, reply: FastifyReply): FastifyReply =>
+  reply.header('content-type', 'text/xml; charset=utf-8').send(data.twiml);
 
 /**
  * The voice provider's callbacks (`/api/v1/twilio/voice/…`): form-encoded, authenticated by `X-Twilio-Signature`
@@ -23,8 +24,12 @@ export async function registerVoiceRoutes(app: GatewayApp, deps: GatewayDeps): P
   await app.register(async (raw) => {
     const scoped = raw as unknown as GatewayApp;
     scoped.removeAllContentTypeParsers();
-    scoped.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, [...new URLSearchParams(body as string)]));
-    scoped.addContentTypeParser('*', (_req, _payload, done) => done(new DomainError('bad_request', 'send application/x-www-form-urlencoded'), undefined));
+    scoped.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
+      done(null, [...new URLSearchParams(body as string)]),
+    );
+    scoped.addContentTypeParser('*', (_req, _payload, done) =>
+      done(new DomainError('bad_request', 'send application/x-www-form-urlencoded'), undefined),
+    );
     const open = routeGroup(scoped, deps, { auth: 'public', tags: ['voice'] });
     open({
       method: 'POST',
@@ -32,7 +37,12 @@ export async function registerVoiceRoutes(app: GatewayApp, deps: GatewayDeps): P
       subject: 'svc.events.voice.twiml',
       rate: 'api',
       params: z.object({ callID: z.uuid() }),
-      input: ({ params, req }) => ({ call_id: params.callID, path: req.url, params: pairsOf(req), signature: signatureOf(req) }),
+      input: ({ params, req }) => ({
+        call_id: params.callID,
+        path: req.url,
+        params: pairsOf(req),
+        signature: signatureOf(req),
+      }),
       send: sendTwiml,
     });
     open({

@@ -8,7 +8,13 @@ const HostParams = z.object({ hostID: z.uuid() });
 /** Watch config (console-operations.md, "Watch config"): a PUT also sends a config_update command to the host's agent. */
 export function registerWatchConfigRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['hosts'] });
-  route({ method: 'GET', url: '/api/v1/hosts/:hostID/watch-config', subject: 'svc.fleet.watch_config.get', params: HostParams, input: ({ params }) => ({ host_id: params.hostID }) });
+  route({
+    method: 'GET',
+    url: '/api/v1/hosts/:hostID/watch-config',
+    subject: 'svc.fleet.watch_config.get',
+    params: HostParams,
+    input: ({ params }) => ({ host_id: params.hostID }),
+  });
   route({
     method: 'PUT',
     url: '/api/v1/hosts/:hostID/watch-config',

@@ -19,9 +19,30 @@ const IdParams = z.object({ id: z.uuid() });
  */
 export function registerReceiverAdminRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const hooks = routeGroup(app, deps, { auth: 'authenticated', tags: ['webhooks'] });
-  hooks({ method: 'GET', url: '/api/v1/webhook-endpoints', subject: 'svc.events.webhook_endpoints.list', query: WebhookEndpointListQuery, input: ({ query }) => query, paged: true });
-  hooks({ method: 'POST', url: '/api/v1/webhook-endpoints', subject: 'svc.events.webhook_endpoints.create', body: CreateWebhookEndpointBody, input: ({ body }) => body, status: 201, idempotent: false });
-  hooks({ method: 'GET', url: '/api/v1/webhook-endpoints/:id', subject: 'svc.events.webhook_endpoints.get', params: IdParams, input: ({ params }) => params });
+  hooks({
+    method: 'GET',
+    url: '/api/v1/webhook-endpoints',
+    subject: 'svc.events.webhook_endpoints.list',
+    query: WebhookEndpointListQuery,
+    input: ({ query }) => query,
+    paged: true,
+  });
+  hooks({
+    method: 'POST',
+    url: '/api/v1/webhook-endpoints',
+    subject: 'svc.events.webhook_endpoints.create',
+    body: CreateWebhookEndpointBody,
+    input: ({ body }) => body,
+    status: 201,
+    idempotent: false,
+  });
+  hooks({
+    method: 'GET',
+    url: '/api/v1/webhook-endpoints/:id',
+    subject: 'svc.events.webhook_endpoints.get',
+    params: IdParams,
+    input: ({ params }) => params,
+  });
   hooks({
     method: 'PUT',
     url: '/api/v1/webhook-endpoints/:id',
@@ -30,7 +51,14 @@ export function registerReceiverAdminRoutes(app: GatewayApp, deps: GatewayDeps):
     body: UpdateWebhookEndpointBody,
     input: ({ params, body }) => ({ ...body, id: params.id }),
   });
-  hooks({ method: 'DELETE', url: '/api/v1/webhook-endpoints/:id', subject: 'svc.events.webhook_endpoints.delete', params: IdParams, input: ({ params }) => params, status: 204 });
+  hooks({
+    method: 'DELETE',
+    url: '/api/v1/webhook-endpoints/:id',
+    subject: 'svc.events.webhook_endpoints.delete',
+    params: IdParams,
+    input: ({ params }) => params,
+    status: 204,
+  });
   hooks({
     method: 'GET',
     url: '/api/v1/webhook-endpoints/:id/rejected-deliveries',
@@ -42,9 +70,30 @@ export function registerReceiverAdminRoutes(app: GatewayApp, deps: GatewayDeps):
   });
 
   const sources = routeGroup(app, deps, { auth: 'authenticated', tags: ['alert-sources'] });
-  sources({ method: 'GET', url: '/api/v1/alert-sources', subject: 'svc.events.alert_sources.list', query: AlertSourceListQuery, input: ({ query }) => query, paged: true });
-  sources({ method: 'POST', url: '/api/v1/alert-sources', subject: 'svc.events.alert_sources.create', body: CreateAlertSourceBody, input: ({ body }) => body, status: 201, idempotent: false });
-  sources({ method: 'GET', url: '/api/v1/alert-sources/:id', subject: 'svc.events.alert_sources.get', params: IdParams, input: ({ params }) => params });
+  sources({
+    method: 'GET',
+    url: '/api/v1/alert-sources',
+    subject: 'svc.events.alert_sources.list',
+    query: AlertSourceListQuery,
+    input: ({ query }) => query,
+    paged: true,
+  });
+  sources({
+    method: 'POST',
+    url: '/api/v1/alert-sources',
+    subject: 'svc.events.alert_sources.create',
+    body: CreateAlertSourceBody,
+    input: ({ body }) => body,
+    status: 201,
+    idempotent: false,
+  });
+  sources({
+    method: 'GET',
+    url: '/api/v1/alert-sources/:id',
+    subject: 'svc.events.alert_sources.get',
+    params: IdParams,
+    input: ({ params }) => params,
+  });
   sources({
     method: 'PUT',
     url: '/api/v1/alert-sources/:id',
@@ -53,7 +102,14 @@ export function registerReceiverAdminRoutes(app: GatewayApp, deps: GatewayDeps):
     body: UpdateAlertSourceBody,
     input: ({ params, body }) => ({ ...body, id: params.id }),
   });
-  sources({ method: 'DELETE', url: '/api/v1/alert-sources/:id', subject: 'svc.events.alert_sources.delete', params: IdParams, input: ({ params }) => params, status: 204 });
+  sources({
+    method: 'DELETE',
+    url: '/api/v1/alert-sources/:id',
+    subject: 'svc.events.alert_sources.delete',
+    params: IdParams,
+    input: ({ params }) => params,
+    status: 204,
+  });
   sources({
     method: 'GET',
     url: '/api/v1/alert-sources/:id/rejected-deliveries',

@@ -11,5 +11,11 @@ const InvoiceParams = z.object({ id: z.uuid() });
  */
 export function registerAccountingRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'user', tags: ['invoices'] });
-  route({ method: 'POST', url: '/api/v1/invoices/:id/sync-accounting', subject: 'svc.invoice.sync_accounting', params: InvoiceParams, input: ({ params }) => params });
+  route({
+    method: 'POST',
+    url: '/api/v1/invoices/:id/sync-accounting',
+    subject: 'svc.invoice.sync_accounting',
+    params: InvoiceParams,
+    input: ({ params }) => params,
+  });
 }

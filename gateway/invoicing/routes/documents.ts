@@ -19,7 +19,10 @@ export function registerDocumentRoutes(app: GatewayApp, deps: GatewayDeps): void
     send: (data, reply) =>
       reply
         .header('content-type', 'text/html; charset=utf-8')
-        .header('content-security-policy', "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:")
+        .header(
+          'content-security-policy',
+          "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:",
+        )
         // The preview is a page meant to be framed (by the console's front end): only its sandbox policy applies.
         .removeHeader('x-frame-options')
         .header('x-content-type-options', 'nosniff')
@@ -31,8 +34,20 @@ export function registerDocumentRoutes(app: GatewayApp, deps: GatewayDeps): void
 /** finalize, regenerate and the PDF. The PDF crosses NATS as base64 in the reply; the route writes the bytes. */
 export function registerPdfRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'user', tags: ['invoices'] });
-  route({ method: 'PUT', url: '/api/v1/invoices/:id/regenerate', subject: 'svc.invoice.regenerate', params: InvoiceParams, input: ({ params }) => params });
-  route({ method: 'POST', url: '/api/v1/invoices/:id/finalize', subject: 'svc.invoice.finalize', params: InvoiceParams, input: ({ params }) => params });
+  route({
+    method: 'PUT',
+    url: '/api/v1/invoices/:id/regenerate',
+    subject: 'svc.invoice.regenerate',
+    params: InvoiceParams,
+    input: ({ params }) => params,
+  });
+  route({
+    method: 'POST',
+    url: '/api/v1/invoices/:id/finalize',
+    subject: 'svc.invoice.finalize',
+    params: InvoiceParams,
+    input: ({ params }) => params,
+  });
   route({
     method: 'GET',
     url: '/api/v1/invoices/:id/pdf',

@@ -1,6 +1,18 @@
 import { z } from 'zod';
 import type { AlertItem } from '../../../../contracts/domains/events-records.ts';
-import { bodyDigest, clip, isoTime, jsonOf, nonEmpty, rejectedOr, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
+import {
+  bodyDigest,
+  clip,
+  isoTime,
+  jsonOf,
+  nonEmpty,
+  rejectedOr,
+  shaped,
+  Str,
+  Unusable,
+  type Delivery,
+  type Parsed,
+} from './common.ts';
 
 /**
  * Prometheus Alertmanager's webhook (`webhook_config`, payload version 4): one notification per alert group, firing or
@@ -54,11 +66,14 @@ export function parseAlertmanager(d: Delivery): Parsed {
     const body = jsonOf(d.body);
     const p = shaped(Notification, body, 'Alertmanager notification');
     event = p.status;
-    if (p.version !== undefined && p.version !== '4') throw new Unusable(`webhook payload version ${p.version} is not supported (version 4 is)`);
+    if (p.version !== undefined && p.version !== '4')
+      throw new Unusable(`webhook payload version ${p.version} is not supported (version 4 is)`);
     const all = [p.commonLabels, ...p.alerts.map((a) => a.labels)];
     const name = p.commonLabels.alertname ?? p.groupLabels.alertname ?? p.alerts[0]!.labels.alertname ?? p.groupKey;
     const severities = uniq(p.alerts.map((a) => a.labels.severity ?? ''));
-    const severity = nonEmpty(p.commonLabels.severity) ?? (severities.length > 0 ? severities.sort((a, b) => rank(b) - rank(a))[0]! : 'unknown');
+    const severity =
+      nonEmpty(p.commonLabels.severity) ??
+      (severities.length > 0 ? severities.sort((a, b) => rank(b) - rank(a))[0]! : 'unknown');
     // The key identifies the group on every repeat; NULs (which PostgreSQL text cannot hold) are dropped from it.
     const group_key = clip(p.groupKey, 2000);
     if (group_key === '') throw new Unusable('groupKey: must not be empty');
@@ -68,8 +83,16 @@ export function parseAlertmanager(d: Delivery): Parsed {
     const resolved_at = p.status === 'resolved' && ends.length > 0 ? ends.sort().at(-1)! : null;
     const alerts: AlertItem[] = p.alerts.slice(0, 100).map((a) => ({
       status: a.status,
-      labels: Object.fromEntries(Object.entries(a.labels).slice(0, 50).map(([k, v]) => [clip(k, 200), clip(v, 1000)])),
-      annotations: Object.fromEntries(Object.entries(a.annotations).slice(0, 20).map(([k, v]) => [clip(k, 200), clip(v, 2000)])),
+      labels: Object.fromEntries(
+        Object.entries(a.labels)
+          .slice(0, 50)
+          .map(([k, v]) => [clip(k, 200), clip(v, 1000)]),
+      ),
+      annotations: Object.fromEntries(
+        Object.entries(a.annotations)
+          .slice(0, 20)
+          .map(([k, v]) => [clip(k, 200), clip(v, 2000)]),
+      ),
       starts_at: isoTime(a.startsAt) ?? null,
       ends_at: isoTime(a.endsAt) ?? null,
       fingerprint: a.fingerprint ? clip(a.fingerprint, 128) : null,
@@ -86,8 +109,12 @@ export function parseAlertmanager(d: Delivery): Parsed {
         severity: nonEmpty(clip(severity, 64)) ?? 'unknown',
         fired_at,
         resolved_at,
-        host_ids: uniq(all.map((l) => l.host_id ?? '')).slice(0, 100).map((h) => clip(h, 64)),
-        host_names: uniq(all.flatMap((l) => [l.instance ? instanceHost(l.instance) : '', l.hostname ?? ''])).slice(0, 100).map((h) => clip(h, 255)),
+        host_ids: uniq(all.map((l) => l.host_id ?? ''))
+          .slice(0, 100)
+          .map((h) => clip(h, 64)),
+        host_names: uniq(all.flatMap((l) => [l.instance ? instanceHost(l.instance) : '', l.hostname ?? '']))
+          .slice(0, 100)
+          .map((h) => clip(h, 255)),
         alerts,
         external_url: p.externalURL ? clip(p.externalURL, 2000) : null,
       },

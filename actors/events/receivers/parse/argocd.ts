@@ -1,5 +1,17 @@
 import { z } from 'zod';
-import { bodyDigest, deployOf, isoTime, jsonOf, nonEmpty, OptStr, rejectedOr, shaped, Unusable, type Delivery, type Parsed } from './common.ts';
+import {
+  bodyDigest,
+  deployOf,
+  isoTime,
+  jsonOf,
+  nonEmpty,
+  OptStr,
+  rejectedOr,
+  shaped,
+  Unusable,
+  type Delivery,
+  type Parsed,
+} from './common.ts';
 
 /**
  * Argo CD notifications (argocd-notifications' webhook service): the body is whatever the template says, so
@@ -47,19 +59,30 @@ export function parseArgocd(d: Delivery): Parsed {
     const named = given(p.event) ?? given(p.trigger);
     event = named ?? (phase ? `phase ${phase}` : '');
     const app = given(p.app);
-    if (app === null) throw new Unusable('Argo CD notification: app: the application name is missing (render it with {{.app.metadata.name | toJson}})');
+    if (app === null)
+      throw new Unusable(
+        'Argo CD notification: app: the application name is missing (render it with {{.app.metadata.name | toJson}})',
+      );
     const said = (named ?? '').toLowerCase();
     const failed = said.includes('fail') || phase?.toLowerCase() === 'failed' || phase?.toLowerCase() === 'error';
     const succeeded = !failed && (said.includes('succeed') || phase?.toLowerCase() === 'succeeded');
     if (!failed && !succeeded) {
-      if (event === '') throw new Unusable('neither event, trigger nor phase says whether the sync succeeded or failed');
-      return { kind: 'ignored', event, external_id, reason: `${event} is not recorded (only sync succeeded and sync failed)` };
+      if (event === '')
+        throw new Unusable('neither event, trigger nor phase says whether the sync succeeded or failed');
+      return {
+        kind: 'ignored',
+        event,
+        external_id,
+        reason: `${event} is not recorded (only sync succeeded and sync failed)`,
+      };
     }
     const rev = given(p.revision) ?? '';
     const detail = given(p.message);
     return deployOf(event, external_id, {
       event_type: failed ? 'sync_failed' : 'sync_succeeded',
-      summary: failed ? `${app}: sync of ${rev || 'the target revision'} failed${detail ? ` (${detail})` : ''}` : `${app} synced to ${rev || 'the target revision'}`,
+      summary: failed
+        ? `${app}: sync of ${rev || 'the target revision'} failed${detail ? ` (${detail})` : ''}`
+        : `${app} synced to ${rev || 'the target revision'}`,
       app,
       revision: rev,
       url: httpUrl(given(p.url)),

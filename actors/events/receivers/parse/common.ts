@@ -69,7 +69,8 @@ export const Str = z.string().max(100_000);
 export const OptStr = z.string().max(100_000).nullish();
 
 /** The string when it has more than blanks, else null (senders leave fields out, send null or ""). */
-export const nonEmpty = (s: string | null | undefined): string | null => (s !== undefined && s !== null && s.trim() !== '' ? s : null);
+export const nonEmpty = (s: string | null | undefined): string | null =>
+  s !== undefined && s !== null && s.trim() !== '' ? s : null;
 
 /** What a parser says of one deploy, before the fields are cut to what the deploys table holds. */
 export interface DeployDraft {

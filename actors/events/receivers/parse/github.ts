@@ -1,5 +1,18 @@
 import { z } from 'zod';
-import { bodyDigest, deployOf, isoTime, jsonOf, nonEmpty, OptStr, rejectedOr, shaped, Str, Unusable, type Delivery, type Parsed } from './common.ts';
+import {
+  bodyDigest,
+  deployOf,
+  isoTime,
+  jsonOf,
+  nonEmpty,
+  OptStr,
+  rejectedOr,
+  shaped,
+  Str,
+  Unusable,
+  type Delivery,
+  type Parsed,
+} from './common.ts';
 
 /**
  * GitHub's webhooks (docs.github.com, "Webhook events and payloads"): `release` (published), `create` (a tag),
@@ -10,7 +23,14 @@ import { bodyDigest, deployOf, isoTime, jsonOf, nonEmpty, OptStr, rejectedOr, sh
 const Repository = z.object({ full_name: Str, html_url: Str });
 const Release = z.object({
   action: Str,
-  release: z.object({ tag_name: Str, name: OptStr, html_url: OptStr, published_at: OptStr, created_at: OptStr, target_commitish: OptStr }),
+  release: z.object({
+    tag_name: Str,
+    name: OptStr,
+    html_url: OptStr,
+    published_at: OptStr,
+    created_at: OptStr,
+    target_commitish: OptStr,
+  }),
   repository: Repository,
 });
 const Create = z.object({ ref: Str, ref_type: Str, repository: Repository });
@@ -51,7 +71,13 @@ export function parseGithub(d: Delivery): Parsed {
         return { kind: 'pong', event, external_id };
       case 'release': {
         const p = shaped(Release, body, 'release payload');
-        if (p.action !== 'published') return { kind: 'ignored', event, external_id, reason: `release action ${p.action} is not recorded (only published)` };
+        if (p.action !== 'published')
+          return {
+            kind: 'ignored',
+            event,
+            external_id,
+            reason: `release action ${p.action} is not recorded (only published)`,
+          };
         const r = p.release;
         return deployOf(event, external_id, {
           event_type: 'release',
@@ -65,7 +91,8 @@ export function parseGithub(d: Delivery): Parsed {
       }
       case 'create': {
         const p = shaped(Create, body, 'create payload');
-        if (p.ref_type !== 'tag') return { kind: 'ignored', event, external_id, reason: `a created ${p.ref_type} is not recorded (only tags)` };
+        if (p.ref_type !== 'tag')
+          return { kind: 'ignored', event, external_id, reason: `a created ${p.ref_type} is not recorded (only tags)` };
         return deployOf(event, external_id, {
           event_type: 'tag',
           summary: `${p.repository.full_name}: tag ${p.ref} created`,
@@ -80,12 +107,20 @@ export function parseGithub(d: Delivery): Parsed {
         const p = shaped(DeploymentStatus, body, 'deployment_status payload');
         const s = p.deployment_status;
         const failed = s.state === 'failure' || s.state === 'error';
-        if (!failed && s.state !== 'success') return { kind: 'ignored', event, external_id, reason: `deployment state ${s.state} is not recorded (only success, failure, error)` };
+        if (!failed && s.state !== 'success')
+          return {
+            kind: 'ignored',
+            event,
+            external_id,
+            reason: `deployment state ${s.state} is not recorded (only success, failure, error)`,
+          };
         const env = nonEmpty(s.environment) ?? nonEmpty(p.deployment.environment) ?? 'an environment';
         const ref = nonEmpty(p.deployment.ref) ?? p.deployment.sha.slice(0, 12);
         return deployOf(event, external_id, {
           event_type: 'deployment',
-          summary: failed ? `${p.repository.full_name}: deployment of ${ref} to ${env} failed` : `${p.repository.full_name} deployed ${ref} to ${env}`,
+          summary: failed
+            ? `${p.repository.full_name}: deployment of ${ref} to ${env} failed`
+            : `${p.repository.full_name} deployed ${ref} to ${env}`,
           app: p.repository.full_name,
           revision: p.deployment.sha,
           url: nonEmpty(s.log_url) ?? nonEmpty(s.target_url) ?? s.environment_url,
