@@ -16,5 +16,5 @@ node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile.jso
 node -e '
   const r = JSON.parse(require("fs").readFileSync("data/test-results.json", "utf8"));
   console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
-' 2>/dev/null || true
+' 2>/dev/null | tee data/test-summary.txt || true
 exit "$code"

@@ -2,6 +2,10 @@ import { DomainError } from '../../../contracts/errors.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { sleep, type TokenBucket } from './bucket.ts';
 
+// Control characters of a tracker's message, shown as spaces (a log or an answer must not carry them).
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]+/g;
+
 export interface TrackerSettings {
   baseUrl: string;
   email: string;
@@ -228,10 +232,5 @@ export function trackerMessage(body: unknown): string {
     for (const [field, msg] of Object.entries(b.errors as Record<string, unknown>))
       if (typeof msg === 'string') parts.push(`${field}: ${msg}`);
   }
-  // eslint-disable-next-line no-control-regex
-  return parts
-    .join('; ')
-    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
-    .trim()
-    .slice(0, 300);
+  return parts.join('; ').replace(CONTROL_CHARS, ' ').trim().slice(0, 300);
 }
