@@ -160,7 +160,7 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       const caller = new Caller(() => nats.current, catalogue, signer, config.SVC_REQUEST_TIMEOUT_MS);
       const kv = await stores.kv();
       // One broker health check for both gateways of this process; it stops with them.
-      const breaker = new BrokerBreaker((ms) => nats.healthy(ms), {
+      const breaker = new BrokerBreaker(async (ms) => (nats.current ? nats.healthy(ms) : 'reconnecting'), {
         log: log.child({ component: 'broker-breaker' }),
       }).start();
       closers.push(async () => breaker.stop());

@@ -7,6 +7,12 @@ import { DomainError } from '../../contracts/errors.ts';
  */
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
+/**
+ * What one health check found: the broker answered (true), the connection is up but the broker did not answer in time
+ * (false: frozen), or the client is between connections (`'reconnecting'`).
+ */
+export type PingResult = boolean | 'reconnecting';
+
 export interface BrokerBreakerOptions {
   /** Pause between the end of one health check and the start of the next. */
   intervalMs?: number;
@@ -23,7 +29,7 @@ export interface BrokerBreakerOptions {
  * broker. While open, the next scheduled ping is the half-open probe; one answered ping closes the breaker.
  */
 export class BrokerBreaker {
-  private readonly ping: (timeoutMs: number) => Promise<boolean>;
+  private readonly ping: (timeoutMs: number) => Promise<PingResult>;
   private readonly intervalMs: number;
   private readonly pingTimeoutMs: number;
   private readonly log: Logger | undefined;
@@ -32,7 +38,7 @@ export class BrokerBreaker {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
 
-  constructor(ping: (timeoutMs: number) => Promise<boolean>, opts: BrokerBreakerOptions = {}) {
+  constructor(ping: (timeoutMs: number) => Promise<PingResult>, opts: BrokerBreakerOptions = {}) {
     this.ping = ping;
     this.intervalMs = opts.intervalMs ?? 1000;
     this.pingTimeoutMs = opts.pingTimeoutMs ?? 1500;
@@ -91,7 +97,16 @@ export class BrokerBreaker {
 
   private async probe(): Promise<boolean> {
     if (this.current === 'open') this.current = 'half_open';
-    const ok = await this.ping(this.pingTimeoutMs).catch(() => false);
+    const result = await this.ping(this.pingTimeoutMs).catch(() => false as const);
+    // Between connections the breaker holds its state: losing a cluster node's connection is a reconnect of well under
+    // a second (the client buffers what is sent meanwhile), not a silent broker, and refusing every request of that
+    // moment would turn a failover into thousands of 503s. A broker that stays away keeps callers on the
+    // disconnected path (503 at once); one that is frozen keeps the connection up and opens the breaker.
+    if (result === 'reconnecting') {
+      if (this.current === 'half_open') this.current = 'open';
+      return false;
+    }
+    const ok = result;
     if (ok && this.current !== 'closed') this.log?.info('message broker answers again; API requests are served');
     if (!ok && this.current === 'closed')
       this.log?.warn(

@@ -6,22 +6,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { LazyNats } from '../../actors/runtime/nats.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import { BrokerBreaker } from '../../gateway/shared/broker-breaker.ts';
-import { NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { BrokerBreaker, type PingResult } from '../../gateway/shared/broker-breaker.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 import { createUser, tokenFor } from '../support/identity.ts';
 import { freePort, startNatsServer, stopProcess, waitFor } from '../support/processes.ts';
 import { errorOf, startTestSystem, type TestSystem } from '../support/system.ts';
 
 /** A health check the test answers by hand: each ping waits until the test settles it. */
-function handPing(): { ping: (timeoutMs: number) => Promise<boolean>; pings: number; answer: (ok: boolean) => void } {
-  const pending: ((ok: boolean) => void)[] = [];
+function handPing(): {
+  ping: (timeoutMs: number) => Promise<PingResult>;
+  pings: number;
+  answer: (ok: PingResult) => void;
+} {
+  const pending: ((ok: PingResult) => void)[] = [];
   const hand = {
     pings: 0,
-    ping: (): Promise<boolean> => {
+    ping: (): Promise<PingResult> => {
       hand.pings++;
-      return new Promise<boolean>((resolve) => pending.push(resolve));
+      return new Promise<PingResult>((resolve) => pending.push(resolve));
     },
-    answer: (ok: boolean): void => {
+    answer: (ok: PingResult): void => {
       for (const resolve of pending.splice(0)) resolve(ok);
     },
   };
@@ -72,6 +76,30 @@ describe('the broker breaker', () => {
     expect(breaker.refusal()).toBeUndefined();
   });
 
+  it('holds its state while the client is between connections (a cluster failover is not a silent broker)', async () => {
+    const hand = handPing();
+    const breaker = new BrokerBreaker(hand.ping);
+    // Closed and reconnecting: requests keep going (the client buffers them until it is connected again).
+    const during = breaker.check();
+    hand.answer('reconnecting');
+    expect(await during).toBe(false);
+    expect(breaker.state).toBe('closed');
+    expect(breaker.refusal()).toBeUndefined();
+    // Open (a frozen broker) and then reconnecting: still open until a ping is answered.
+    const frozen = breaker.check();
+    hand.answer(false);
+    await frozen;
+    const away = breaker.check();
+    hand.answer('reconnecting');
+    expect(await away).toBe(false);
+    expect(breaker.state).toBe('open');
+    expect(breaker.refusal()).toBeDefined();
+    const back = breaker.check();
+    hand.answer(true);
+    expect(await back).toBe(true);
+    expect(breaker.state).toBe('closed');
+  });
+
   it('runs the health check by itself once started: opens while pings fail, closes when they answer', async () => {
     let answering = true;
     const breaker = new BrokerBreaker(async () => answering, { intervalMs: 20 }).start();
@@ -87,7 +115,7 @@ describe('the broker breaker', () => {
   });
 
   it('a stalled gateway is not a silent broker: a PONG that arrived during the stall counts', async () => {
-    const nats = new LazyNats(NATS_URL, 'breaker-stall', createLogger('silent'), NATS_CREDS);
+    const nats = new LazyNats(NATS_URL, 'breaker-stall', createLogger('silent'), NATS_CREDS, NATS_CA);
     try {
       await nats.ready;
       const healthy = nats.healthy(300);

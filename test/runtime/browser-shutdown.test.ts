@@ -78,7 +78,7 @@ describe('the PDF renderer after a busy run and a SIGTERM to the process group',
   let chromium: number | undefined;
 
   beforeAll(async () => {
-    nc = await connectNats(base.SVC_NATS_URL, 'browser-shutdown-test', log, base.SVC_NATS_CREDS);
+    nc = await connectNats(base.SVC_NATS_URL, 'browser-shutdown-test', log, base.SVC_NATS_CREDS, base.SVC_NATS_CA);
     stores = new Stores(base, log, {});
     analytics = mkdtempSync(join(tmpdir(), 'svc-analytics-'));
   });
