@@ -39,7 +39,13 @@ async function main(): Promise<number> {
   const config = loadConfig();
   setNamespace(config.SVC_NAMESPACE);
   const log = createLogger(config.SVC_LOG_LEVEL, 'dlq');
-  const nc = await connectNats(config.SVC_NATS_URL, `dlq-${process.pid}`, log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
+  const nc = await connectNats(
+    config.SVC_NATS_URL,
+    `dlq-${process.pid}`,
+    log,
+    config.SVC_NATS_CREDS,
+    config.SVC_NATS_CA,
+  );
   try {
     return await dlqCommand(nc, process.argv.slice(2), log, (line) => process.stdout.write(`${line}\n`));
   } catch (err) {
