@@ -119,6 +119,9 @@ describe('the broker breaker', () => {
     try {
       await nats.ready;
       const healthy = nats.healthy(300);
+      // The PING is on the wire first: a connection's writes go out once per event-loop turn (setImmediate), and a
+      // stall that begins before that would hold the PING itself, so no PONG could have arrived during it.
+      await new Promise((r) => setImmediate(r));
       // A synchronous task holds the event loop past the ping's bound; the broker answered meanwhile.
       const until = Date.now() + 1000;
       while (Date.now() < until) {
