@@ -11,6 +11,17 @@ import { join } from 'node:path';
  * would cut every enrolled agent off. The server certificate is re-issued from the same CA when its names change or it
  * nears its end.
  */
+/** `openssl req` arguments for a new unencrypted P-256 key written to `keyFile` (the CA's and the server's alike). */
+const newEcKey = (keyFile: string): string[] => [
+  '-newkey',
+  'ec',
+  '-pkeyopt',
+  'ec_paramgen_curve:P-256',
+  '-nodes',
+  '-keyout',
+  keyFile,
+];
+
 export const TLS_FILES = {
   ca: 'ca.pem',
   caKey: 'ca-key.pem',
@@ -94,13 +105,7 @@ export function ensureBrokerCertificates(
       [
         'req',
         '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        `${tmp}-key.pem`,
+        ...newEcKey(`${tmp}-key.pem`),
         '-out',
         `${tmp}.pem`,
         '-days',
@@ -130,23 +135,7 @@ export function ensureBrokerCertificates(
     ].join('\n');
     writeFileSync(join(dir, `${tmp}.ext`), ext, { mode: 0o600 });
     try {
-      openssl(
-        [
-          'req',
-          '-newkey',
-          'ec',
-          '-pkeyopt',
-          'ec_paramgen_curve:P-256',
-          '-nodes',
-          '-keyout',
-          `${tmp}-key.pem`,
-          '-out',
-          `${tmp}.csr`,
-          '-subj',
-          '/CN=svc broker',
-        ],
-        dir,
-      );
+      openssl(['req', ...newEcKey(`${tmp}-key.pem`), '-out', `${tmp}.csr`, '-subj', '/CN=svc broker'], dir);
       openssl(
         [
           'x509',
