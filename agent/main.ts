@@ -1,3 +1,4 @@
+import './lean.ts';
 import { readFile } from 'node:fs/promises';
 import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { parseArgs } from 'node:util';

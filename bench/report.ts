@@ -3,6 +3,7 @@
 // over the rounds and its date).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { REPORT_DOC, replaceFiguresTable, TABLE_HEADER } from './report-doc.ts';
+import type { AgentFigures } from './agent.ts';
 import type { FleetFigures } from './fleet.ts';
 import type { ServiceDeskFigures } from './servicedesk.ts';
 import type { EventsFigures } from './events.ts';
@@ -52,6 +53,7 @@ interface Latest {
   search?: Stamped & SearchFigures;
   events?: Stamped & EventsFigures;
   servicedesk?: Stamped & ServiceDeskFigures;
+  agent?: Stamped & AgentFigures;
 }
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
@@ -432,6 +434,35 @@ if (latest.servicedesk) {
     '≤ 1 s',
     exportRun,
   ]);
+}
+if (latest.agent) {
+  const a = latest.agent;
+  const run = `${a.at.slice(0, 16).replace('T', ' ')} UTC, ${a.rounds} rounds of ${a.seconds} s`;
+  const mib = (x: Spread): string => `${fmt(x, 1)} MiB`;
+  rows.push([
+    `the packaged agent (\`npm run agent:package\`): the executable, the .deb`,
+    `${a.executableMiB.toFixed(1)} MiB, ${a.debMiB.toFixed(1)} MiB`,
+    '',
+    run,
+  ]);
+  for (const [cache, what] of [
+    ['cold', 'only what runs in the page cache, as after a reboot'],
+    ['fresh', 'a freshly written executable, all of it in the page cache, as right after `dpkg -i`'],
+  ] as const) {
+    const c = a[cache];
+    rows.push([
+      `agent RSS after ${a.seconds} s of \`run\` (${what}): packaged (anonymous + file-backed); \`npm run agent\`, side by side`,
+      `**${mib(c.packagedRssMiB)}** (${fmt(c.packagedAnonMiB, 1)} + ${fmt(c.packagedFileMiB, 1)}); ${mib(c.unbundledRssMiB)}`,
+      '< 80 MiB',
+      run,
+    ]);
+    rows.push([
+      `packaged / \`npm run agent\`; the floor (a single executable built the same way that only connects over TLS and pings) and packaged / floor (${cache})`,
+      `**${fmt(c.ratio, 2)}**; ${mib(c.floorRssMiB)}, ${fmt(c.toFloor, 2)}`,
+      '≤ 1.20',
+      run,
+    ]);
+  }
 }
 const table = [TABLE_HEADER, '|---|---|---|---|', ...rows.map((r) => `| ${r.join(' | ')} |`)];
 console.log(table.join('\n'));

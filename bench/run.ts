@@ -1,5 +1,5 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
-// rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events (all by default). Not a test: nothing here fails a build.
+// rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events, agent (all by default). Not a test: nothing here fails a build.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,6 +15,7 @@ import { contextSigner } from '../actors/runtime/signing.ts';
 import { Stores } from '../actors/runtime/stores/index.ts';
 import { catalogue } from '../contracts/catalogue.ts';
 import { anonymousContext } from '../contracts/context.ts';
+import { agentBench } from './agent.ts';
 import { eventsBench } from './events.ts';
 import { fleetBench } from './fleet.ts';
 import { invoiceBench } from './invoice.ts';
@@ -512,6 +513,30 @@ async function events(token: string): Promise<Record<string, unknown>> {
   }
 }
 
+/** The packaged agent against `npm run agent`'s: size, and resident memory after a minute of work (bench/agent.ts). */
+async function agent(): Promise<Record<string, unknown>> {
+  const f = await agentBench({ stores, rounds: ROUNDS, start: startChild, env });
+  console.log(
+    `\n## agent: the packaged executable against \`node agent/main.ts\`, side by side, RSS after ${f.seconds} s`,
+  );
+  console.log(`executable ${f.executableMiB.toFixed(1)} MiB, .deb ${f.debMiB.toFixed(1)} MiB`);
+  for (const cache of ['cold', 'fresh'] as const) {
+    const c = f[cache];
+    console.log(
+      cache === 'cold'
+        ? 'cold page cache (only what runs is cached, as after a reboot):'
+        : 'freshly written executable (all of it in the page cache, as right after dpkg -i):',
+    );
+    console.log(
+      `  RSS MiB: packaged ${fmt(c.packagedRssMiB, 1)} (anonymous ${fmt(c.packagedAnonMiB, 1)}, file ${fmt(c.packagedFileMiB, 1)}), unbundled ${fmt(c.unbundledRssMiB, 1)}, floor ${fmt(c.floorRssMiB, 1)} (file ${fmt(c.floorFileMiB, 1)})`,
+    );
+    console.log(
+      `  packaged / unbundled ${fmt(c.ratio, 2)} (target ≤ 1.20); packaged / floor ${fmt(c.toFloor, 2)}; packaged ${c.packagedRssMiB.max < 80 ? 'under' : 'NOT under'} 80 MiB`,
+    );
+  }
+  return { ...f };
+}
+
 const runtime = async (): Promise<Record<string, unknown>> => ({
   ...(await runtimeBench({ config, log, rounds: ROUNDS, seconds: SECONDS })),
 });
@@ -528,6 +553,7 @@ const PARTS = {
   metrics,
   servicedesk,
   events,
+  agent,
 } as const;
 type Part = keyof typeof PARTS;
 const results: Record<string, unknown> = {};
@@ -633,7 +659,7 @@ async function main(): Promise<void> {
                     ? resolve(user.userId)
                     : part === 'search'
                       ? search(user.token)
-                      : PARTS[part as 'login' | 'signing' | 'runtime']());
+                      : PARTS[part as 'login' | 'signing' | 'runtime' | 'agent']());
   }
   mkdirSync('data/bench', { recursive: true });
   // Parts run now replace their figures; the others keep those of their last run (each part carries its date).

@@ -100,7 +100,8 @@ export async function detectServices(proc: string): Promise<Found[]> {
       .map((s) => ({ host: dialHost(s), port: s.localPort }));
     out.push({ ...entry, listeners });
   }
-  return out.sort((a, b) => a.kind.id.localeCompare(b.kind.id));
+  // Code-point order: ids are ASCII, and localeCompare would load ICU's collation data (megabytes of resident memory).
+  return out.sort((a, b) => (a.kind.id < b.kind.id ? -1 : a.kind.id > b.kind.id ? 1 : 0));
 }
 
 /** Resolves to the probe's result, or an error result when it overruns its deadline. */

@@ -80,6 +80,8 @@ afterAll(async () => {
 
 interface LoadReport {
   statuses: Record<number, number>;
+  /** Each 5xx answer's status, error code and message, with how many times it came. */
+  failures: Record<string, number>;
   serverErrors: number;
 }
 
@@ -94,6 +96,7 @@ async function underLoad(during: () => Promise<void>): Promise<LoadReport> {
     const call = api(sys, { token: root });
     const created: string[] = [];
     const statuses = new Map<number, number>();
+    const failures = new Map<string, number>();
     let writing = true;
     const writers = Array.from({ length: WRITERS }, async (_, w) => {
       for (let i = 0; writing; i++) {
@@ -102,6 +105,11 @@ async function underLoad(during: () => Promise<void>): Promise<LoadReport> {
           slug: `w${w}-${i}-${randomUUID().slice(0, 8)}`,
         });
         statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+        if (res.statusCode >= 500) {
+          const body = res.json() as { error?: { code?: string; message?: string } };
+          const key = `${res.statusCode} ${body.error?.code} ${body.error?.message}`;
+          failures.set(key, (failures.get(key) ?? 0) + 1);
+        }
         if (res.statusCode === 201) created.push(res.json().data.id as string);
       }
     });
@@ -136,6 +144,7 @@ async function underLoad(during: () => Promise<void>): Promise<LoadReport> {
     const byStatus = Object.fromEntries(statuses);
     return {
       statuses: byStatus,
+      failures: Object.fromEntries(failures),
       serverErrors: Object.entries(byStatus).reduce((n, [code, count]) => (Number(code) >= 500 ? n + count : n), 0),
     };
   } finally {
@@ -189,7 +198,7 @@ describe('the cluster under load', () => {
       times = await recovered(Date.now());
     });
     console.log(
-      `[node-loss] kill -9 of ${cluster.nodes[killed]!.name} (meta and telemetry leader): /readyz 200 after ${times.readyMs} ms, agents back after ${times.agentsMs} ms; answers ${JSON.stringify(report.statuses)}`,
+      `[node-loss] kill -9 of ${cluster.nodes[killed]!.name} (meta and telemetry leader): /readyz 200 after ${times.readyMs} ms, agents back after ${times.agentsMs} ms; answers ${JSON.stringify(report.statuses)}, 5xx ${JSON.stringify(report.failures)}`,
     );
     // Target: no 5xx beyond requests in flight at the kill (8 writers).
     expect(report.serverErrors).toBeLessThanOrEqual(WRITERS);
@@ -208,7 +217,9 @@ describe('the cluster under load', () => {
         steps.push(`${cluster.nodes[i]!.name}: ready ${t.readyMs} ms, agents ${t.agentsMs} ms`);
       }
     });
-    console.log(`[node-loss] rolling restart: ${steps.join('; ')}; answers ${JSON.stringify(report.statuses)}`);
+    console.log(
+      `[node-loss] rolling restart: ${steps.join('; ')}; answers ${JSON.stringify(report.statuses)}, 5xx ${JSON.stringify(report.failures)}`,
+    );
     // The target is at most the requests in flight at each of the three stops (3 × WRITERS), met by the kill -9 case
     // above. A graceful stop still answers a few dozen 500s (51 in a run here, cause not yet found: see the issue's
     // notes), so this bound only catches a regression to failing the whole restart window (thousands); it is reported
