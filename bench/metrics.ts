@@ -12,7 +12,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { bucketsOf } from '../actors/fleet/metrics/buckets.ts';
 import { batchToImport, METRICS_DURABLE, METRICS_INGEST_DEFAULTS } from '../actors/fleet/metrics/ingest.ts';
 import { hostFilter, selector } from '../actors/fleet/metrics/store-reads.ts';
-import type { Config } from '../actors/runtime/config.ts';
+import { tsdbBases, type Config } from '../actors/runtime/config.ts';
 import type { Logger } from '../actors/runtime/logger.ts';
 import { wireDurableName } from '../actors/runtime/namespace.ts';
 import { brokerTls } from '../actors/runtime/nats.ts';
@@ -129,7 +129,9 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     { ...deps.env, SVC_SERVER_PORT: String(METRICS_PORT), SVC_GATEWAYS: 'console', SVC_ACTORS: 'identity,fleet' },
     `${base}/readyz`,
   );
-  const tsdb = new Tsdb(deps.config.SVC_TSDB_URL, { timeoutMs: 60_000 });
+  const tsdb = new Tsdb(tsdbBases(deps.config), { timeoutMs: 60_000 });
+  // The "straight to VictoriaMetrics" figures query the read base (a cluster's vmselect), as the services do.
+  const tsdbRead = tsdbBases(deps.config).read.replace(/\/+$/, '');
   const conn = (await deps.stores.orm()).em.fork().getConnection();
   const svc = await connect({
     servers: deps.config.SVC_NATS_URL.split(','),
@@ -412,7 +414,7 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
       };
       const direct = async (): Promise<number> => {
         const t0 = performance.now();
-        const res = await fetch(`${deps.config.SVC_TSDB_URL}/api/v1/query_range`, { method: 'POST', body: form });
+        const res = await fetch(`${tsdbRead}/api/v1/query_range`, { method: 'POST', body: form });
         await res.json();
         if (!res.ok) throw new Error(`chart straight to VictoriaMetrics: HTTP ${res.status}`);
         return performance.now() - t0;
@@ -513,7 +515,7 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
     };
     const straight = async (): Promise<number> => {
       const t0 = performance.now();
-      const res = await fetch(`${deps.config.SVC_TSDB_URL}/api/v1/query_range`, { method: 'POST', body: queryForm });
+      const res = await fetch(`${tsdbRead}/api/v1/query_range`, { method: 'POST', body: queryForm });
       const text = await res.text();
       if (!res.ok) throw new Error(`query straight to VictoriaMetrics: HTTP ${res.status}`);
       bytes = [bytes[0]!, text.length];

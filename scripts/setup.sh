@@ -225,7 +225,13 @@ _svc_tsdb_restart_stale() {
 }
 
 _svc_tsdb() {
-  _svc_is_local "$SVC_TSDB_URL" 8428 || { _svc_log "SVC_TSDB_URL is not the local server; not starting VictoriaMetrics"; return 0; }
+  # The bases the services use (SVC_TSDB_WRITE_URL / SVC_TSDB_READ_URL, each defaulting to SVC_TSDB_URL): the local
+  # server is started when one of them is it.
+  local url local_tsdb=''
+  for url in "${SVC_TSDB_WRITE_URL:-$SVC_TSDB_URL}" "${SVC_TSDB_READ_URL:-$SVC_TSDB_URL}"; do
+    _svc_is_local "$url" 8428 && local_tsdb=1
+  done
+  [[ -n $local_tsdb ]] || { _svc_log "the TSDB URLs are not the local server; not starting VictoriaMetrics"; return 0; }
   local log=$_svc_dir/data/logs/victoria-metrics.log
   _svc_tsdb_data=$_svc_dir/data/tsdb
   if _svc_port_open 127.0.0.1 8428; then _svc_tsdb_restart_stale || return 1; fi

@@ -53,6 +53,9 @@ export const ConfigSchema = z.object({
   SVC_CLICKHOUSE_URL: optionalUrl,
   SVC_ANALYTICS_PATH: z.string().default('./data/analytics'),
   SVC_TSDB_URL: url.default('http://127.0.0.1:8428'),
+  // A VictoriaMetrics cluster: writes to vminsert, reads to vmselect (each unset = SVC_TSDB_URL; see tsdbBases)
+  SVC_TSDB_WRITE_URL: optionalUrl,
+  SVC_TSDB_READ_URL: optionalUrl,
   // POST /metrics/query: VictoriaMetrics' own timeout for a caller's PromQL (also capped by the request's deadline)
   SVC_METRICS_QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(300_000).default(10_000),
   SVC_SERVER_BIND: z.string().default('127.0.0.1'),
@@ -210,6 +213,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   return result.data;
+}
+
+/**
+ * Where the metrics store is written and read: SVC_TSDB_WRITE_URL and SVC_TSDB_READ_URL, each defaulting to
+ * SVC_TSDB_URL (a single-node VictoriaMetrics serves both). The one place that decides them: every Tsdb the services
+ * open takes these.
+ */
+export function tsdbBases(config: Pick<Config, 'SVC_TSDB_URL' | 'SVC_TSDB_WRITE_URL' | 'SVC_TSDB_READ_URL'>): {
+  write: string;
+  read: string;
+} {
+  return {
+    write: config.SVC_TSDB_WRITE_URL ?? config.SVC_TSDB_URL,
+    read: config.SVC_TSDB_READ_URL ?? config.SVC_TSDB_URL,
+  };
 }
 
 /** SVC_* names read by the scripts rather than the services (scripts/setup.sh). */

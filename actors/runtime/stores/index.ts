@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { allEntities } from '../../entities.ts';
-import type { Config } from '../config.ts';
+import { tsdbBases, type Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { openAnalytics, type AnalyticsStore } from './analytics.ts';
 import {
@@ -93,8 +93,9 @@ export class Stores {
     this.analyticsP ??= openAnalytics(this.config);
     return this.analyticsP;
   }
+  /** The metrics store: imports to the write base, queries to the read base (tsdbBases). */
   tsdb(): Tsdb {
-    this.tsdbV ??= new Tsdb(this.config.SVC_TSDB_URL);
+    this.tsdbV ??= new Tsdb(tsdbBases(this.config));
     return this.tsdbV;
   }
 

@@ -2,6 +2,10 @@
  * VictoriaMetrics over its HTTP API (host, process and container metrics; PromQL). Tenancy is enforced by the
  * caller passing `extraFilters` (VictoriaMetrics' `extra_filters[]`, e.g. `{client_id="42"}`), which the server ANDs
  * into every selector of the query, so a user-supplied PromQL expression cannot read other tenants' series.
+ *
+ * One single-node server takes writes and reads under one base URL; a cluster takes writes at vminsert
+ * (`/insert/<accountID>/prometheus`) and reads at vmselect (`/select/<accountID>/prometheus`), each appending the same
+ * API paths (TsdbBases).
  */
 
 import http from 'node:http';
@@ -91,35 +95,80 @@ export class TsdbError extends Error {
   }
 }
 
+/**
+ * Where the store is written and read. A single-node server is both (`http://127.0.0.1:8428`); a cluster's bases are
+ * vminsert's and vmselect's, with the tenant: `http://vminsert:8480/insert/0/prometheus` and
+ * `http://vmselect:8481/select/0/prometheus`. Either may carry a user and password (sent as Basic authorization).
+ */
+export interface TsdbBases {
+  /** Imports (`/api/v1/import`). */
+  write: string;
+  /**
+   * Queries, series, label values and exports. Deletions go here too (VictoriaMetrics' vmselect serves them): under a
+   * cluster base's `/delete/<accountID>/prometheus` twin of its `/select/…` path.
+   */
+  read: string;
+}
+
+/**
+ * A cluster component's base: its path ends in `/insert/<accountID>/prometheus` (vminsert) or
+ * `/select/<accountID>/prometheus` (vmselect); what comes before it (a proxy's path, `-http.pathPrefix`) is the
+ * component's own root, where its `/health` is.
+ */
+const CLUSTER_BASE = /\/(insert|select)\/([^/]+)\/prometheus$/;
+
 export interface TsdbOptions {
   /** Default request timeout; queries may pass a larger one. */
   timeoutMs?: number;
 }
 
 export class Tsdb {
-  private readonly https: boolean;
-  private readonly origin: { hostname: string; port: string };
-  /** The base URL's path, without its trailing slash: every call's path goes after it. */
-  private readonly pathPrefix: string;
+  /** Where imports go. */
+  private readonly writes: Route;
+  /** Where queries, series, label values and exports go. */
+  private readonly reads: Route;
+  /** Where deletions go: the read base, or a cluster read base's `/delete/…` twin. */
+  private readonly deletes: Route;
+  /** The `/health` of each base (once when both are one server). */
+  private readonly health: Route[];
   private readonly timeoutMs: number;
-  // Free sockets of a keep-alive agent are unref'd: they never keep a process alive.
-  private keptAlive: http.Agent | undefined;
 
-  /** `Basic …` when the URL carries a user (a store behind vmauth or a proxy asking for it). */
-  private readonly authorization: string | undefined;
-
-  constructor(baseUrl: string, opts: TsdbOptions = {}) {
-    // Credentials in the URL become an Authorization header on every request.
-    const url = new URL(baseUrl);
-    if (url.username !== '' || url.password !== '') {
-      this.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:')
-      throw new RangeError(`SVC_TSDB_URL must be http(s), not ${url.protocol}`);
-    this.https = url.protocol === 'https:';
-    // hostname keeps an IPv6 address's brackets, which node:http does not take.
-    this.origin = { hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port };
-    this.pathPrefix = url.pathname.replace(/\/+$/, '');
+  /**
+   * One URL (a single-node server, for writes and reads alike) or the write and read bases (tsdbBases() in config.ts
+   * decides them from the configuration). Only http(s); credentials in a URL become Basic authorization.
+   */
+  constructor(base: string | TsdbBases, opts: TsdbOptions = {}) {
+    const [bases, names] =
+      typeof base === 'string'
+        ? [
+            { write: base, read: base },
+            { write: 'SVC_TSDB_URL', read: 'SVC_TSDB_URL' },
+          ]
+        : [base, { write: 'SVC_TSDB_WRITE_URL (or SVC_TSDB_URL)', read: 'SVC_TSDB_READ_URL (or SVC_TSDB_URL)' }];
+    // Bases on one server (same scheme, credentials, host and port) share its kept-alive connections.
+    const servers = new Map<string, Server>();
+    const route = (raw: string, name: string): Route => {
+      const url = new URL(raw);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        throw new RangeError(`${name} must be http(s), not ${url.protocol}`);
+      const key = `${url.protocol}//${url.username}:${url.password}@${url.host}`;
+      let server = servers.get(key);
+      if (!server) servers.set(key, (server = new Server(url)));
+      return { server, prefix: url.pathname.replace(/\/+$/, '') };
+    };
+    this.writes = route(bases.write, names.write);
+    this.reads = route(bases.read, names.read);
+    this.deletes = { ...this.reads, prefix: this.reads.prefix.replace(/\/select(\/[^/]+\/prometheus)$/, '/delete$1') };
+    const healthOf = (r: Route, name?: string): Route => ({
+      server: r.server,
+      prefix: r.prefix.replace(CLUSTER_BASE, ''),
+      ...(name ? { name } : {}),
+    });
+    const [w, r] = [healthOf(this.writes), healthOf(this.reads)];
+    this.health =
+      w.server === r.server && w.prefix === r.prefix
+        ? [w]
+        : [healthOf(this.writes, 'write base'), healthOf(this.reads, 'read base')];
     this.timeoutMs = opts.timeoutMs ?? 10_000;
   }
 
@@ -153,7 +202,7 @@ export class Tsdb {
     for (const p of pieces) bytes += Buffer.byteLength(p);
     if (bytes === 0) return;
     await (
-      await this.exchange('/api/v1/import', {
+      await this.exchange(this.writes, '/api/v1/import', {
         method: 'POST',
         body: { pieces, bytes, contentType: 'application/stream+json' },
       })
@@ -179,7 +228,7 @@ export class Tsdb {
     if (q.timeout) form.set('timeout', q.timeout);
     if (q.nocache) form.set('nocache', '1');
     appendFilters(form, q.extraFilters);
-    return this.post('/api/v1/query_range', form, opts);
+    return this.post(this.reads, '/api/v1/query_range', form, opts);
   }
 
   /** Instant PromQL query: `data.resultType` is usually `vector`. */
@@ -193,7 +242,7 @@ export class Tsdb {
     if (q.timeout) form.set('timeout', q.timeout);
     if (q.nocache) form.set('nocache', '1');
     appendFilters(form, q.extraFilters);
-    return this.post('/api/v1/query', form, { signal });
+    return this.post(this.reads, '/api/v1/query', form, { signal });
   }
 
   /** Label sets of the series matching any of `match` in [start, end] (without a range the server looks at the last day). */
@@ -205,18 +254,25 @@ export class Tsdb {
     signal?: AbortSignal,
   ): Promise<Record<string, string>[]> {
     const form = seriesForm(match, { start, end, extraFilters });
-    return (await (await this.post('/api/v1/series', form, { signal })).json<PromResponse<Record<string, string>[]>>())
-      .data;
+    return (
+      await (
+        await this.post(this.reads, '/api/v1/series', form, { signal })
+      ).json<PromResponse<Record<string, string>[]>>()
+    ).data;
   }
 
   /** Values of one label, optionally limited to series matching `match` (e.g. a metric name for a picker). */
   async labelValues(label: string, match: readonly string[] = [], opts: SeriesOptions = {}): Promise<string[]> {
     const form = seriesForm(match, opts);
     // GET: older VictoriaMetrics releases (the Debian package is 1.79) answer this endpoint on GET only.
-    const res = await this.exchange(`/api/v1/label/${encodeURIComponent(label)}/values?${form.toString()}`, {
-      method: 'GET',
-      signal: opts.signal,
-    });
+    const res = await this.exchange(
+      this.reads,
+      `/api/v1/label/${encodeURIComponent(label)}/values?${form.toString()}`,
+      {
+        method: 'GET',
+        signal: opts.signal,
+      },
+    );
     return (await res.json<PromResponse<string[]>>()).data;
   }
 
@@ -231,40 +287,58 @@ export class Tsdb {
 
   /** /api/v1/export unread (JSON lines), for streaming large exports. */
   async exportRaw(match: readonly string[], opts: SeriesOptions = {}): Promise<TsdbAnswer> {
-    return this.post('/api/v1/export', seriesForm(match, opts), { signal: opts.signal });
+    return this.post(this.reads, '/api/v1/export', seriesForm(match, opts), { signal: opts.signal });
   }
 
-  /** Deletes every sample of the matching series (tenant removal, test clean-up). Irreversible. */
+  /**
+   * Deletes every sample of the matching series (tenant removal, test clean-up). Irreversible. Sent to the read base
+   * (a cluster's vmselect serves deletions, under `/delete/<accountID>/prometheus`).
+   */
   async deleteSeries(match: readonly string[]): Promise<void> {
     if (match.length === 0) throw new RangeError('deleteSeries needs at least one selector');
-    await (await this.post('/api/v1/admin/tsdb/delete_series', seriesForm(match, {}))).text();
+    await (await this.post(this.deletes, '/api/v1/admin/tsdb/delete_series', seriesForm(match, {}))).text();
   }
 
-  /** Makes everything imported so far searchable now (tests; the server otherwise does it within about a second). */
+  /**
+   * Makes everything imported so far searchable now (tests; the server otherwise does it within about a second), at
+   * the write base's `/internal/force_flush`. A cluster has no such call on vminsert (only each vmstorage has it):
+   * against a cluster write base this refuses, naming why.
+   */
   async flush(): Promise<void> {
-    await (await this.exchange('/internal/force_flush', { method: 'GET' })).text();
+    if (CLUSTER_BASE.test(this.writes.prefix))
+      throw new Error(
+        'tsdb flush: a VictoriaMetrics cluster has no /internal/force_flush on vminsert (only on each vmstorage); ' +
+          'its imports become searchable on their own',
+      );
+    await (await this.exchange(this.writes, '/internal/force_flush', { method: 'GET' })).text();
   }
 
+  /**
+   * Checks that the store answers: `/health` of the write base and of the read base (one check when they are one
+   * server). For a cluster base that is the component's own `/health`, at its root (vminsert's, vmselect's), not under
+   * `/insert/…` or `/select/…`; otherwise it goes under the base's path, as every call does.
+   */
   async ping(): Promise<void> {
-    await (await this.exchange('/health', { method: 'GET', timeoutMs: 2_000 })).text();
+    await Promise.all(
+      this.health.map(async (r) => {
+        await (await this.exchange(r, '/health', { method: 'GET', timeoutMs: 2_000 })).text();
+      }),
+    );
   }
 
   /** A form POST (the query and series endpoints take their parameters as a form, without a URL length limit). */
   private post(
+    route: Route,
     path: string,
     form: URLSearchParams,
     opts: { signal?: AbortSignal; timeoutMs?: number } = {},
   ): Promise<TsdbAnswer> {
     const text = form.toString();
-    return this.exchange(path, {
+    return this.exchange(route, path, {
       method: 'POST',
       body: { pieces: [text], bytes: Buffer.byteLength(text), contentType: 'application/x-www-form-urlencoded' },
       ...opts,
     });
-  }
-
-  private agent(): http.Agent {
-    return (this.keptAlive ??= this.https ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true }));
   }
 
   /**
@@ -280,45 +354,46 @@ export class Tsdb {
    * (~40 KB per chart call, promoted out of the young generation), so a chart-serving process spent 5-20 ms in every
    * scavenge; and it cost 2-3x the CPU per call (for a 5.7 MB import 21-27 ms against 6 ms), measured side by side.
    */
-  private async exchange(path: string, opts: ExchangeOptions): Promise<TsdbAnswer> {
+  private async exchange(route: Route, path: string, opts: ExchangeOptions): Promise<TsdbAnswer> {
     const started = Date.now();
     try {
-      return await this.attempt(path, opts, false);
+      return await this.attempt(route, path, opts, false);
     } catch (err) {
       if (!(err instanceof StaleConnection)) throw err;
       // The repeat gets what is left of the exchange's time, not a timeout of its own.
       const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
       const left = timeoutMs - (Date.now() - started);
-      if (left <= 0) throw new TsdbError(`tsdb ${pathOnly(path)}: timed out after ${timeoutMs}ms`, 0, '');
-      return this.attempt(path, { ...opts, timeoutMs: left }, true).catch((again: unknown) => {
+      if (left <= 0) throw new TsdbError(`${whereOf(route, path)}: timed out after ${timeoutMs}ms`, 0, '');
+      return this.attempt(route, path, { ...opts, timeoutMs: left }, true).catch((again: unknown) => {
         throw again instanceof StaleConnection
-          ? new TsdbError(`tsdb ${pathOnly(path)}: connection reset`, 0, '')
+          ? new TsdbError(`${whereOf(route, path)}: connection reset`, 0, '')
           : again;
       });
     }
   }
 
-  private attempt(path: string, opts: ExchangeOptions, fresh: boolean): Promise<TsdbAnswer> {
+  private attempt(route: Route, path: string, opts: ExchangeOptions, fresh: boolean): Promise<TsdbAnswer> {
     const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
-    const where = `tsdb ${pathOnly(path)}`;
+    const where = whereOf(route, path);
+    const server = route.server;
     return new Promise<TsdbAnswer>((resolve, reject) => {
       const signal = opts.signal;
       if (signal?.aborted) return reject(new TsdbError(`${where}: timed out: the request deadline passed`, 0, ''));
       const pieces = opts.body?.pieces ?? [];
       const headers: http.OutgoingHttpHeaders = {
         'accept-encoding': 'identity',
-        ...(this.authorization ? { authorization: this.authorization } : {}),
+        ...(server.authorization ? { authorization: server.authorization } : {}),
       };
       if (opts.body) {
         headers['content-type'] = opts.body.contentType;
         headers['content-length'] = opts.body.bytes;
       }
-      const req = (this.https ? https : http).request({
-        ...this.origin,
-        path: this.pathPrefix + path,
+      const req = (server.https ? https : http).request({
+        ...server.origin,
+        path: route.prefix + path,
         method: opts.method,
         // The repeat after a stale connection opens one of its own: the pool may hold more the store has closed.
-        agent: fresh ? false : this.agent(),
+        agent: fresh ? false : server.agent(),
         headers,
       });
       /** Why this side ended the exchange, if it did. */
@@ -389,6 +464,41 @@ export class Tsdb {
     });
   }
 }
+
+/** One server the store's calls go to: its origin, its credentials and its kept-alive connections. */
+class Server {
+  readonly https: boolean;
+  readonly origin: { hostname: string; port: string };
+  /** `Basic …` when the URL carries a user (a store behind vmauth or a proxy asking for it). */
+  readonly authorization: string | undefined;
+  // Free sockets of a keep-alive agent are unref'd: they never keep a process alive.
+  private keptAlive: http.Agent | undefined;
+
+  constructor(url: URL) {
+    // Credentials in the URL become an Authorization header on every request.
+    if (url.username !== '' || url.password !== '') {
+      this.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
+    }
+    this.https = url.protocol === 'https:';
+    // hostname keeps an IPv6 address's brackets, which node:http does not take.
+    this.origin = { hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port };
+  }
+
+  agent(): http.Agent {
+    return (this.keptAlive ??= this.https ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true }));
+  }
+}
+
+/** Where one kind of call goes: a server, and the base URL's path (without its trailing slash) the call's path follows. */
+interface Route {
+  server: Server;
+  prefix: string;
+  /** Which base, in messages, when that is not plain from the path (the two health checks). */
+  name?: string;
+}
+
+/** `tsdb <path>` (and which base, when it says), for messages. */
+const whereOf = (route: Route, path: string): string => `tsdb ${pathOnly(path)}${route.name ? ` (${route.name})` : ''}`;
 
 interface ExchangeOptions {
   method: 'GET' | 'POST';

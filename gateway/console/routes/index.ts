@@ -1,4 +1,4 @@
-import type { Config } from '../../../actors/runtime/config.ts';
+import { tsdbBases, type Config } from '../../../actors/runtime/config.ts';
 import type { UploadStore } from '../../../actors/runtime/stores/uploads.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import type { GatewayDeps } from '../../shared/bridge.ts';
@@ -43,7 +43,7 @@ export async function registerConsoleRoutes(
   registerAgentAdminRoutes(app, deps);
   registerInventoryRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
-  registerMetricsRoutes(app, deps, config.SVC_TSDB_URL);
+  registerMetricsRoutes(app, deps, tsdbBases(config));
   registerSearchRoutes(app, deps);
   registerSavedSearchRoutes(app, deps);
   registerServiceDeskRoutes(app, deps);

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { Tsdb, TsdbError, type TsdbAnswer } from '../../../actors/runtime/stores/tsdb.ts';
+import { Tsdb, TsdbError, type TsdbAnswer, type TsdbBases } from '../../../actors/runtime/stores/tsdb.ts';
 import { tsdbFailure } from '../../../actors/runtime/stores/tsdb-errors.ts';
 import {
   ContainerId,
@@ -22,7 +22,7 @@ const HostParams = z.object({ id: z.uuid() });
 const MetricParams = HostParams.extend({ metricName: MetricName });
 
 /** Host, process and container metrics and the tenant PromQL route (console-operations.md, "Metrics"). */
-export function registerMetricsRoutes(app: GatewayApp, deps: GatewayDeps, tsdbUrl: string): void {
+export function registerMetricsRoutes(app: GatewayApp, deps: GatewayDeps, tsdbBases: TsdbBases): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['metrics'] });
   route({
     method: 'GET',
@@ -70,7 +70,8 @@ export function registerMetricsRoutes(app: GatewayApp, deps: GatewayDeps, tsdbUr
     input: ({ params, query }) => ({ id: params.id, container_id: params.containerID, ...query }),
   });
 
-  const tsdb = new Tsdb(tsdbUrl);
+  // The tenant PromQL route only reads: its query_range goes to the read base (a cluster's vmselect).
+  const tsdb = new Tsdb(tsdbBases);
   route({
     method: 'POST',
     url: '/api/v1/metrics/query',
