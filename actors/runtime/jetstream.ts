@@ -18,6 +18,7 @@ import {
   type StreamConfig,
   type StreamInfo,
 } from '@nats-io/jetstream';
+import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, nanos, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { z } from 'zod';
 import { Headers } from '../../contracts/envelope.ts';
@@ -33,6 +34,7 @@ import {
   type EventSubject,
   type StreamSpec,
 } from '../../contracts/streams.ts';
+import { currentDeadline } from './deadline.ts';
 import type { Logger } from './logger.ts';
 import { deadLetters } from './metrics.ts';
 import { wireDurableName, wireDurableSubject } from './namespace.ts';
@@ -618,11 +620,37 @@ function headerValue(s: string): string {
 // Publishing
 
 export interface PublishDurableOptions {
-  /** Sets `Nats-Msg-Id`: a publish retried with the same id inside the stream's duplicate window is stored once. */
+  /**
+   * Sets `Nats-Msg-Id`: a publish retried with the same id inside the stream's duplicate window is stored once. Without
+   * one, a fresh id is set, so that the retries below never store a message twice.
+   */
   msgId?: string;
   /** Extra headers, e.g. `{ [Headers.requestId]: ctx.request_id, traceparent: scope.traceparent }` so the consumer's logs join the request's. */
   headers?: Record<string, string>;
+  /** How long one attempt waits for the stream's ack (default 5 s, never past the retry budget). */
   timeoutMs?: number;
+  /**
+   * How long a publish keeps retrying while the stream cannot take it (default: until the deadline of the request being
+   * handled, less a margin to reply in; outside a request, 15 s).
+   */
+  retryForMs?: number;
+}
+
+/** Outside a request: long enough for a JetStream cluster to elect a new stream leader (about 8 s when one was lost). */
+const PUBLISH_RETRY_MS = 15_000;
+/** Left of a request's deadline for the handler to answer after its last attempt. */
+const REPLY_MARGIN_MS = 250;
+const PUBLISH_ACK_TIMEOUT_MS = 5_000;
+
+/**
+ * Errors after which the same publish can succeed a moment later: no ack in time (a stream leader being elected), no
+ * responder on the stream's subjects (its leader gone and not yet replaced), JetStream answering 503. A closed or
+ * draining connection, a refused permission or a rejected message are final.
+ */
+export function isTransientPublishError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err.name === 'TimeoutError' || err.name === 'JetStreamNotEnabled') return true;
+  return err instanceof JetStreamApiError && err.status === 503;
 }
 
 /** A typed subject takes its catalogue payload; any other subject takes anything JSON-serialisable. */
@@ -630,7 +658,9 @@ export type DurablePayload<S extends string> = S extends DurableSubject ? Durabl
 
 /**
  * Publishes to JetStream and waits for the stream's ack. A subject in the durable table is parsed against its schema
- * first (a mismatch throws before anything is sent), and the parsed value is what is sent.
+ * first (a mismatch throws before anything is sent), and the parsed value is what is sent. While the stream cannot
+ * take the message (a node of the cluster lost or restarting, its leader being elected), the publish is retried with
+ * backoff under the same message id within its budget (`retryForMs`), so the write waits instead of failing.
  */
 export async function publishDurable<S extends string>(
   nc: NatsConnection,
@@ -646,11 +676,31 @@ export async function publishDurable<S extends string>(
   }
   const h = natsHeaders();
   for (const [k, v] of Object.entries(opts.headers ?? {})) h.set(k, headerValue(v));
-  return js(nc).publish(wireDurableSubject(subject), encoder.encode(JSON.stringify(body)), {
-    headers: h,
-    ...(opts.msgId ? { msgID: opts.msgId } : {}),
-    ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
-  });
+  const data = encoder.encode(JSON.stringify(body));
+  const wire = wireDurableSubject(subject);
+  const msgID = opts.msgId ?? randomUUID();
+  const request = currentDeadline();
+  const until =
+    opts.retryForMs !== undefined
+      ? Date.now() + opts.retryForMs
+      : request
+        ? request.deadline - REPLY_MARGIN_MS
+        : Date.now() + PUBLISH_RETRY_MS;
+  for (let attempt = 0; ; attempt++) {
+    const left = until - Date.now();
+    try {
+      return await js(nc).publish(wire, data, {
+        headers: h,
+        msgID,
+        // The first attempt waits as long as it always did (at least a second); a retry only as long as is left.
+        timeout: Math.min(opts.timeoutMs ?? PUBLISH_ACK_TIMEOUT_MS, Math.max(left, attempt === 0 ? 1_000 : 50)),
+      });
+    } catch (err) {
+      const pause = Math.min(1_000, 50 * 2 ** attempt) * (0.5 + Math.random() / 2);
+      if (!isTransientPublishError(err) || until - Date.now() < pause + 50) throw err;
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
 }
 
 /** `publishDurable` restricted to the event table: an unknown event or a wrong payload is a compile error. */

@@ -220,11 +220,9 @@ describe('the cluster under load', () => {
     console.log(
       `[node-loss] rolling restart: ${steps.join('; ')}; answers ${JSON.stringify(report.statuses)}, 5xx ${JSON.stringify(report.failures)}`,
     );
-    // The target is at most the requests in flight at each of the three stops (3 × WRITERS), met by the kill -9 case
-    // above. A graceful stop still answers a few dozen 500s (51 in a run here, cause not yet found: see the issue's
-    // notes), so this bound only catches a regression to failing the whole restart window (thousands); it is reported
-    // above on every run.
-    expect(report.statuses[504] ?? 0).toBeLessThanOrEqual(3 * WRITERS);
-    expect(report.serverErrors).toBeLessThanOrEqual(25 * WRITERS);
+    // Target: no 5xx beyond the requests in flight at each of the three stops (3 × WRITERS). A write that reaches
+    // JetStream while the stream's leader moves waits and retries within its deadline (publishDurable); before it
+    // did, a graceful stop answered dozens of 500s (the event's publish timed out or found no responder).
+    expect(report.serverErrors).toBeLessThanOrEqual(3 * WRITERS);
   }, 300_000);
 });

@@ -213,6 +213,36 @@ describe('ensureConsumer', () => {
   });
 });
 
+describe('publishDurable', () => {
+  // A subject no stream of the system covers: until the test makes one, JetStream has no responder for it, as it has
+  // none for a stream whose leader was lost and is not yet replaced.
+  const lateSubject = `svc.late.${RAND}.x`;
+  const lateStream = `TEST_LATE_${RAND}`;
+
+  it('waits for a stream that cannot take the message yet, and stores it once', async () => {
+    const t0 = Date.now();
+    const published = publishDurable(nc, lateSubject, { n: 1 }, { retryForMs: 20_000 });
+    await sleep(1_500);
+    await jsm.streams.add({ name: lateStream, subjects: [`svc.late.${RAND}.>`] });
+    try {
+      const ack = await published;
+      expect(ack.stream).toBe(lateStream);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(1_500);
+      expect((await jsm.streams.info(lateStream)).state.messages).toBe(1);
+    } finally {
+      await jsm.streams.delete(lateStream);
+    }
+  });
+
+  it('gives up when its budget is spent, with the last error', async () => {
+    const t0 = Date.now();
+    await expect(publishDurable(nc, lateSubject, { n: 2 }, { retryForMs: 400 })).rejects.toMatchObject({ name: 'JetStreamNotEnabled' });
+    const took = Date.now() - t0;
+    expect(took).toBeGreaterThanOrEqual(250);
+    expect(took).toBeLessThan(5_000);
+  });
+});
+
 describe('runConsumer', () => {
   it('redelivers a failing message with backoff, dead-letters it after maxDeliver, and never delivers it again', async () => {
     const deliveries: { count: number; at: number }[] = [];
