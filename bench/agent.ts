@@ -3,7 +3,7 @@
 // side by side on this host; their resident memory after BENCH_AGENT_SECONDS (60) of steady work, per round.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildSingleExecutable, packageAgent } from '../scripts/agent-package.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
@@ -102,12 +102,9 @@ export async function agentBench(deps: AgentBenchDeps): Promise<AgentFigures> {
   // Each agent runs as it is started for real: no NODE_OPTIONS of the bench's, logs at info; the packaged one with
   // the environment its systemd unit sets, `npm run agent` with none.
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '', SVC_LOG_LEVEL: 'info' };
-  const unitEnv = Object.fromEntries(
-    [...readFileSync('agent/package/svc-agent.service', 'utf8').matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((m) => [
-      m[1]!,
-      m[2]!,
-    ]),
-  );
+  const unit = readFileSync('agent/package/svc-agent.service', 'utf8');
+  const unitEnv = Object.fromEntries([...unit.matchAll(/^Environment=([A-Z_]+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!]));
+  const unitPre = [...unit.matchAll(/^ExecStartPre=-?(.*)$/gm)].map((m) => m[1]!);
   let packagedExecutable = built.executable;
   const shapes = {
     packaged: (args: string[]): [string, string[], NodeJS.ProcessEnv] => [
@@ -130,14 +127,18 @@ export async function agentBench(deps: AgentBenchDeps): Promise<AgentFigures> {
       // pages that are already in the page cache. "cold": only what runs gets cached (after a reboot, or once memory
       // pressure has evicted the rest), made here by dropping the executables' cached pages (dd's nocache; pages that
       // a running process maps, such as node's for the system under test, stay). "fresh": a copy written just
-      // before it starts, all of it in the page cache, as right after the build or `dpkg -i`.
+      // before it starts, all of it in the page cache, as right after `dpkg -i`, then started as the unit starts it.
       const exe: Record<'packaged' | 'floor', string> = { packaged: built.executable, floor: floorExecutable };
       for (const [name, file] of Object.entries(exe) as ['packaged' | 'floor', string][]) {
         if (cache === 'fresh') {
           exe[name] = `${file}-fresh`;
-          // Written through write(), as dpkg does (copyFileSync's copy_file_range would bypass the page cache).
+          // Written through write() and synced, as dpkg unpacks (copyFileSync's copy_file_range would bypass the page
+          // cache).
           rmSync(exe[name], { force: true });
-          writeFileSync(exe[name], readFileSync(file), { mode: 0o755 });
+          const fd = openSync(exe[name], 'w', 0o755);
+          writeFileSync(fd, readFileSync(file));
+          fsyncSync(fd);
+          closeSync(fd);
         }
       }
       packagedExecutable = exe.packaged;
@@ -161,6 +162,13 @@ export async function agentBench(deps: AgentBenchDeps): Promise<AgentFigures> {
         if (cache === 'cold')
           for (const file of [exe.packaged, exe.floor, process.execPath])
             await run('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none'], env);
+        // Started as its unit starts it: the unit's ExecStartPre commands first, for the packaged agent and the floor.
+        if (cache === 'fresh' && name === 'packaged')
+          for (const file of [exe.packaged, exe.floor])
+            for (const pre of unitPre) {
+              const [cmd, ...args] = pre.replaceAll('/usr/bin/svc-agent', file).split(' ');
+              await run(cmd!, args, env);
+            }
         const [cmd, args, runEnv] = shape(['run', '--state-dir', dir]);
         running[name] = spawn(cmd, args, { env: runEnv, stdio: ['ignore', 'ignore', 'ignore'] });
         // The floor borrows the packaged agent's identity (a second connection with the same credentials).

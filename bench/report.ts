@@ -447,7 +447,7 @@ if (latest.agent) {
   ]);
   for (const [cache, what] of [
     ['cold', 'only what runs in the page cache, as after a reboot'],
-    ['fresh', 'a freshly written executable, all of it in the page cache, as right after `dpkg -i`'],
+    ['fresh', 'a freshly written executable, as right after `dpkg -i`, started as its unit starts it'],
   ] as const) {
     const c = a[cache];
     rows.push([

@@ -525,7 +525,7 @@ async function agent(): Promise<Record<string, unknown>> {
     console.log(
       cache === 'cold'
         ? 'cold page cache (only what runs is cached, as after a reboot):'
-        : 'freshly written executable (all of it in the page cache, as right after dpkg -i):',
+        : 'freshly written executable (as right after dpkg -i), started as its unit starts it (ExecStartPre first):',
     );
     console.log(
       `  RSS MiB: packaged ${fmt(c.packagedRssMiB, 1)} (anonymous ${fmt(c.packagedAnonMiB, 1)}, file ${fmt(c.packagedFileMiB, 1)}), unbundled ${fmt(c.unbundledRssMiB, 1)}, floor ${fmt(c.floorRssMiB, 1)} (file ${fmt(c.floorFileMiB, 1)})`,

@@ -104,6 +104,11 @@ describe('npm run agent:package', () => {
       ProtectSystem: ['strict'],
       EnvironmentFile: ['-/etc/default/svc-agent'],
     });
+    // The freshly written executable's cached pages are dropped before each start (see the unit's comment).
+    expect(unit.Service!.ExecStartPre).toEqual([
+      '-/usr/bin/sync --data /usr/bin/svc-agent',
+      '-/usr/bin/dd if=/usr/bin/svc-agent iflag=nocache count=0 status=none',
+    ]);
     expect(unit.Service!.ExecStart![0]).toMatch(
       /^\/usr\/bin\/svc-agent run --state-dir \/var\/lib\/svc-agent \$SVC_AGENT_ARGS$/,
     );
