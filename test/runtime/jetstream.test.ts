@@ -236,7 +236,9 @@ describe('publishDurable', () => {
 
   it('gives up when its budget is spent, with the last error', async () => {
     const t0 = Date.now();
-    await expect(publishDurable(nc, lateSubject, { n: 2 }, { retryForMs: 400 })).rejects.toMatchObject({ name: 'JetStreamNotEnabled' });
+    await expect(publishDurable(nc, lateSubject, { n: 2 }, { retryForMs: 400 })).rejects.toMatchObject({
+      name: 'JetStreamNotEnabled',
+    });
     const took = Date.now() - t0;
     expect(took).toBeGreaterThanOrEqual(250);
     expect(took).toBeLessThan(5_000);
