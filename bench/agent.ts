@@ -2,11 +2,11 @@
 // executable) and the unbundled one (`npm run agent`, i.e. `node agent/main.ts`) enrolled against one system and run
 // side by side on this host; their resident memory after BENCH_AGENT_SECONDS (60) of steady work, per round.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildSingleExecutable, packageAgent } from '../scripts/agent-package.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
+import { benchInstallTokens, freshBenchClient } from './fixtures.ts';
 import { spread, type Spread } from './stats.ts';
 
 export const AGENT_BENCH_PORT = 18084;
@@ -81,23 +81,8 @@ export async function agentBench(deps: AgentBenchDeps): Promise<AgentFigures> {
   await buildSingleExecutable(resolve('bench/agent-floor.ts'), floorExecutable, resolve(WORK, 'floor-build'));
 
   const conn = (await deps.stores.orm()).em.fork().getConnection();
-  await conn.execute(`DELETE FROM clients WHERE slug = 'bench-agent'`);
-  const clientId = randomUUID();
-  const envId = randomUUID();
-  await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, 'Bench agent', 'bench-agent')`, [clientId]);
-  await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Bench', 'bench')`, [
-    envId,
-    clientId,
-  ]);
-  const token = async (): Promise<string> => {
-    const t = `svc_it_${randomBytes(32).toString('base64url')}`;
-    await conn.execute(
-      `INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at)
-       VALUES (gen_random_uuid(), ?, ?, decode(?, 'hex'), now() + interval '1 hour')`,
-      [envId, clientId, createHash('sha256').update(t).digest('hex')],
-    );
-    return t;
-  };
+  const where = await freshBenchClient(conn, 'bench-agent', 'Bench agent');
+  const token = async (): Promise<string> => (await benchInstallTokens(conn, where, 1))[0]!;
 
   // Each agent runs as it is started for real: no NODE_OPTIONS of the bench's, logs at info; the packaged one with
   // the environment its systemd unit sets, `npm run agent` with none.
@@ -195,7 +180,7 @@ export async function agentBench(deps: AgentBenchDeps): Promise<AgentFigures> {
       );
     }
   }
-  await conn.execute(`DELETE FROM clients WHERE id = ?`, [clientId]);
+  await conn.execute(`DELETE FROM clients WHERE id = ?`, [where.clientId]);
 
   const figuresOf = (list: Row[]): RssFigures => ({
     packagedRssMiB: spread(list.map((r) => r.packaged.rss)),

@@ -5,7 +5,7 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { EVENTS_DURABLE, HEARTBEAT_DURABLE } from '../actors/fleet/agents/status.ts';
 import { INVENTORY_DURABLE } from '../actors/fleet/inventory/ingest.ts';
@@ -17,6 +17,7 @@ import { wireDurableName } from '../actors/runtime/namespace.ts';
 import { brokerTls } from '../actors/runtime/nats.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
 import { telemetrySubject } from '../contracts/streams.ts';
+import { benchInstallTokens, freshBenchClient } from './fixtures.ts';
 import { percentile, spread, type Spread } from './stats.ts';
 
 export const FLEET_PORT = 18083;
@@ -103,23 +104,11 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
 
   // A client of its own, emptied each run (its hosts, agents and inventory cascade away), and fresh agents.
   const conn = (await deps.stores.orm()).em.fork().getConnection();
-  await conn.execute(`DELETE FROM clients WHERE slug = 'bench-fleet'`);
-  const clientId = randomUUID();
-  const envId = randomUUID();
-  await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, 'Bench fleet', 'bench-fleet')`, [clientId]);
-  await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Bench', 'bench')`, [
-    envId,
-    clientId,
-  ]);
-  const tokens = Array.from({ length: agents + PROBES }, () => `svc_it_${randomBytes(32).toString('base64url')}`);
-  for (let i = 0; i < tokens.length; i += 500) {
-    const chunk = tokens.slice(i, i + 500);
-    await conn.execute(
-      `INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at)
-       SELECT gen_random_uuid(), ?, ?, decode(h, 'hex'), now() + interval '1 hour' FROM unnest(string_to_array(?, ',')) AS h`,
-      [envId, clientId, chunk.map((t) => createHash('sha256').update(t).digest('hex')).join(',')],
-    );
-  }
+  const tokens = await benchInstallTokens(
+    conn,
+    await freshBenchClient(conn, 'bench-fleet', 'Bench fleet'),
+    agents + PROBES,
+  );
   rmSync(STATE_DIR, { recursive: true, force: true });
   const t0 = performance.now();
   const enrolled = await enrollSimulated({

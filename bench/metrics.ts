@@ -7,7 +7,7 @@
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import type { ChildProcess } from 'node:child_process';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { bucketsOf } from '../actors/fleet/metrics/buckets.ts';
 import { batchToImport, METRICS_DURABLE, METRICS_INGEST_DEFAULTS } from '../actors/fleet/metrics/ingest.ts';
@@ -23,6 +23,7 @@ import type { MetricSample } from '../contracts/domains/agent-telemetry.ts';
 import { decodeCompactMetricBatch, encodeCompactMetricBatch } from '../contracts/domains/metric-wire.ts';
 import { streams, telemetrySubject } from '../contracts/streams.ts';
 import { cpuMeter, stealMeter, type ProcessGroup } from './cpu.ts';
+import { benchInstallTokens, freshBenchClient } from './fixtures.ts';
 import { pct, percentile, spread, type Spread } from './stats.ts';
 
 // 18084 is taken by other parts (events, service desk); BENCH_METRICS_PORT overrides.
@@ -143,20 +144,8 @@ export async function metricsBench(deps: MetricsBenchDeps): Promise<MetricsFigur
   const benchHosts: string[] = [];
   try {
     // A client of its own, emptied each run, with fresh agents enrolled through the API.
-    await conn.execute(`DELETE FROM clients WHERE slug = 'bench-metrics'`);
-    const clientId = randomUUID();
-    const envId = randomUUID();
-    await conn.execute(`INSERT INTO clients (id, name, slug) VALUES (?, 'Bench metrics', 'bench-metrics')`, [clientId]);
-    await conn.execute(`INSERT INTO environments (id, client_id, name, slug) VALUES (?, ?, 'Bench', 'bench')`, [
-      envId,
-      clientId,
-    ]);
-    const tokens = Array.from({ length: agents }, () => `svc_it_${randomBytes(32).toString('base64url')}`);
-    await conn.execute(
-      `INSERT INTO install_tokens (id, environment_id, client_id, token_hash, expires_at)
-       SELECT gen_random_uuid(), ?, ?, decode(h, 'hex'), now() + interval '1 hour' FROM unnest(string_to_array(?, ',')) AS h`,
-      [envId, clientId, tokens.map((t) => createHash('sha256').update(t).digest('hex')).join(',')],
-    );
+    const { clientId, envId } = await freshBenchClient(conn, 'bench-metrics', 'Bench metrics');
+    const tokens = await benchInstallTokens(conn, { clientId, envId }, agents);
     rmSync(STATE_DIR, { recursive: true, force: true });
     const enrolled = await enrollSimulated({
       server: base,

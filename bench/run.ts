@@ -16,6 +16,7 @@ import { Stores } from '../actors/runtime/stores/index.ts';
 import { catalogue } from '../contracts/catalogue.ts';
 import { anonymousContext } from '../contracts/context.ts';
 import { agentBench } from './agent.ts';
+import { benchContext } from './fixtures.ts';
 import { eventsBench } from './events.ts';
 import { fleetBench } from './fleet.ts';
 import { invoiceBench } from './invoice.ts';
@@ -406,20 +407,7 @@ async function signing(): Promise<Record<string, unknown>> {
   const remote = contextSigner(config);
   const elsewhere = contextSigner(config);
   const local = contextSigner(config);
-  const ctx = {
-    request_id: randomUUID(),
-    ip: '127.0.0.1',
-    user_agent: 'autocannon',
-    principal: {
-      kind: 'user',
-      user_id: randomUUID(),
-      session_id: randomUUID(),
-      email: 'bench@example.com',
-      is_super_admin: true,
-      mfa_enabled: true,
-    },
-    access: { super_admin: true, all_clients: [], clients: {} },
-  };
+  const ctx = benchContext();
   const payload = new TextEncoder().encode(
     JSON.stringify({ ctx, input: { page: 1, per_page: 20, sort: 'name', order: 'asc' } }),
   );

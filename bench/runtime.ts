@@ -10,7 +10,7 @@ import { wireRequestSubject } from '../actors/runtime/namespace.ts';
 import { ActorHost } from '../actors/runtime/serve.ts';
 import { contextSigner } from '../actors/runtime/signing.ts';
 import { catalogue } from '../contracts/catalogue.ts';
-import type { CallerContext } from '../contracts/context.ts';
+import { benchContext } from './fixtures.ts';
 import { spread, type Spread } from './stats.ts';
 
 export interface RuntimeFigures {
@@ -59,20 +59,7 @@ export async function runtimeBench(deps: {
       },
     });
     await nc.flush();
-    const ctx = (): CallerContext => ({
-      request_id: randomUUID(),
-      ip: '127.0.0.1',
-      user_agent: 'autocannon',
-      principal: {
-        kind: 'user',
-        user_id: randomUUID(),
-        session_id: randomUUID(),
-        email: 'bench@example.com',
-        is_super_admin: true,
-        mfa_enabled: true,
-      },
-      access: { super_admin: true, all_clients: [], clients: {} },
-    });
+    const ctx = benchContext;
     const input = { page: 1, per_page: 20, sort: 'name', order: 'asc' } as const;
     const paths = {
       runtime: (): Promise<unknown> =>

@@ -219,6 +219,13 @@ describe('npm run agent:package', () => {
         60_000,
         'inventory snapshot',
       );
+      // The footprint settings are in effect: one V8 worker (the executable's --v8-pool-size=1) and two libuv pool
+      // threads (agent/lean.ts), where an unbundled node has one V8 worker per core and four pool threads.
+      const threads = readdirSync(`/proc/${child.pid}/task`).map((t) =>
+        readFileSync(`/proc/${child.pid}/task/${t}/comm`, 'utf8').trim(),
+      );
+      expect(threads.filter((t) => t === 'V8Worker')).toHaveLength(1);
+      expect(threads.filter((t) => t === 'libuv-worker').length).toBeLessThanOrEqual(2);
     }, 240_000);
 
     it('is no longer seen once revoked', async () => {
