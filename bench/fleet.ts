@@ -1,6 +1,7 @@
-// The fleet part of `npm run bench` (`npm run bench -- fleet`): 1,000 simulated agents (heartbeat and metrics every
-// 10 s, an inventory snapshot every 5 minutes) against one ingesting process; sustained ingest rate, backlog, the lag
-// from publish to visible through the API, and the ingesting process's memory.
+// The fleet part of `npm run bench` (`npm run bench -- fleet`): a scaling curve of 500, 1,000 and 2,000 simulated agents
+// (BENCH_FLEET_SIZES; heartbeat and metrics every 10 s, an inventory snapshot every 5 minutes), each size against a
+// fresh ingesting process: sustained ingest rate, the process's CPU per heartbeat and per 1,000 samples, backlog, the
+// lag from publish to visible through the API, and the process's memory.
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import type { ChildProcess } from 'node:child_process';
@@ -11,7 +12,7 @@ import { EVENTS_DURABLE, HEARTBEAT_DURABLE } from '../actors/fleet/agents/status
 import { INVENTORY_DURABLE } from '../actors/fleet/inventory/ingest.ts';
 import { METRICS_DURABLE } from '../actors/fleet/metrics/ingest.ts';
 import { enrollAgent, enrollSimulated, readAgentState, readBrokerCa, statePaths } from '../agent/index.ts';
-import type { Config } from '../actors/runtime/config.ts';
+import { tsdbBases, type Config } from '../actors/runtime/config.ts';
 import type { Logger } from '../actors/runtime/logger.ts';
 import { wireDurableName } from '../actors/runtime/namespace.ts';
 import { brokerTls } from '../actors/runtime/nats.ts';
@@ -78,6 +79,15 @@ export interface FleetFigures {
   agents: number;
   measureSeconds: number;
   messagesPerSecond: Record<string, number>;
+  /** Metric samples VictoriaMetrics stored per second over the window (its own `vm_rows_inserted_total`). */
+  samplesPerSecond: number;
+  /**
+   * The ingesting process's CPU over the window divided by the heartbeats it stored, and by the thousands of samples:
+   * the whole process's CPU each time (every agent's heartbeat comes with a metric batch, and a snapshot every 5
+   * minutes), so both grow or stay flat together; they are the per-agent cost in two units.
+   */
+  cpuMsPerHeartbeat: number;
+  cpuMsPer1000Samples: number;
   backlogFirstHalf: number;
   backlogSecondHalf: number;
   backlogMax: number;
@@ -89,8 +99,49 @@ export interface FleetFigures {
   enrolSeconds: number;
 }
 
-export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
-  const agents = Number(process.env.BENCH_FLEET_AGENTS ?? 1000);
+export interface FleetCurve {
+  sizes: FleetFigures[];
+  /** CPU per heartbeat at the largest size / at the smallest (target ≤ 1.2). */
+  cpuPerHeartbeatGrowth: number;
+}
+
+/** VictoriaMetrics' count of stored rows (samples), every ingest path summed. */
+async function storedSamples(tsdbWriteBase: string): Promise<number> {
+  const text = await (await fetch(`${tsdbWriteBase}/metrics`)).text();
+  let total = 0;
+  for (const m of text.matchAll(/^vm_rows_inserted_total\{[^}]*\} (\d+(?:\.\d+)?(?:e[+-]?\d+)?)$/gm))
+    total += Number(m[1]);
+  return total;
+}
+
+export async function fleetBench(deps: FleetBenchDeps): Promise<FleetCurve> {
+  const sizes = (process.env.BENCH_FLEET_SIZES ?? '500,1000,2000')
+    .split(',')
+    .map((s) => Number(s.trim()))
+    .filter((n) => Number.isInteger(n) && n > 0);
+  if (sizes.length === 0)
+    throw new Error('BENCH_FLEET_SIZES: a comma-separated list of agent counts, e.g. 500,1000,2000');
+  const figures: FleetFigures[] = [];
+  for (const agents of sizes) figures.push(await fleetRun(deps, agents));
+  const first = figures[0]!;
+  const last = figures.at(-1)!;
+  const curve: FleetCurve = { sizes: figures, cpuPerHeartbeatGrowth: last.cpuMsPerHeartbeat / first.cpuMsPerHeartbeat };
+  console.log('\n### fleet scaling curve');
+  console.log(
+    '| agents | CPU per heartbeat | CPU per 1,000 samples | RSS mean | backlog 1st / 2nd half | lag p50 / p99 |',
+  );
+  console.log('|---|---|---|---|---|---|');
+  for (const f of figures)
+    console.log(
+      `| ${f.agents} | ${f.cpuMsPerHeartbeat.toFixed(2)} ms | ${f.cpuMsPer1000Samples.toFixed(2)} ms | ${f.rssMiB.mean.toFixed(0)} MiB | ${f.backlogFirstHalf} / ${f.backlogSecondHalf} | ${f.lagMs.p50.toFixed(0)} / ${f.lagMs.p99.toFixed(0)} ms |`,
+    );
+  console.log(
+    `CPU per heartbeat at ${last.agents} / at ${first.agents}: ${curve.cpuPerHeartbeatGrowth.toFixed(2)} (target ≤ 1.20)`,
+  );
+  return curve;
+}
+
+async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigures> {
   // Long enough to hold a second round of snapshots (every 5 minutes), so the steady state includes inventory.
   const measureSeconds = Number(process.env.BENCH_FLEET_SECONDS ?? 320);
   const warmupSeconds = Number(process.env.BENCH_FLEET_WARMUP_SECONDS ?? 20);
@@ -132,9 +183,10 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
     ...brokerTls(deps.config.SVC_NATS_CA),
   });
   const jsm = await jetstreamManager(svc);
-  // The fleet runs in its own process, as it would on its hosts: its CPU is not the bench loop's.
+  // The fleet runs in its own process, as it would on its hosts: its CPU is not the bench loop's. Its runtime is the
+  // pinned one even when `bench:runtimes` runs the system on an older Node (BENCH_AGENT_NODE): the load stays the same.
   const fleet = spawn(
-    process.execPath,
+    process.env.BENCH_AGENT_NODE || process.execPath,
     [
       'agent/main.ts',
       'run',
@@ -147,7 +199,15 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
       '--inventory-interval',
       '300',
     ],
-    { env: { ...process.env, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'inherit', 'inherit'] },
+    {
+      env: {
+        ...process.env,
+        SVC_LOG_LEVEL: 'warn',
+        // The older runtime's loader (tsx) is not the pinned Node's.
+        ...(process.env.BENCH_AGENT_NODE ? { NODE_OPTIONS: '' } : {}),
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
   );
 
   // Probe agents in this process: heartbeats with a unique version, polled through the API until they show.
@@ -208,6 +268,8 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   const rss: number[] = [];
   const pendingSeries: number[] = [];
   const first = await backlog(jsm);
+  const tsdbWrite = tsdbBases(deps.config).write;
+  const samplesBefore = await storedSamples(tsdbWrite);
   const cpuBefore = cpuSeconds(systemPid);
   const startedAt = performance.now();
   measuring = true;
@@ -220,7 +282,9 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
   measuring = false;
   const last = await backlog(jsm);
   const seconds = (performance.now() - startedAt) / 1000;
-  const cpuShare = (cpuSeconds(systemPid) - cpuBefore) / seconds;
+  const cpuUsed = cpuSeconds(systemPid) - cpuBefore;
+  const cpuShare = cpuUsed / seconds;
+  const samples = (await storedSamples(tsdbWrite)) - samplesBefore;
   stop = true;
   await Promise.all(probing);
   fleet.kill('SIGTERM');
@@ -238,6 +302,9 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
     agents,
     measureSeconds: Math.round(seconds),
     messagesPerSecond: ingested,
+    samplesPerSecond: samples / seconds,
+    cpuMsPerHeartbeat: (cpuUsed * 1000) / ((ingested.heartbeat ?? 0) * seconds),
+    cpuMsPer1000Samples: (cpuUsed * 1000) / (samples / 1000),
     backlogFirstHalf: Math.round(avg(pendingSeries.slice(0, half))),
     backlogSecondHalf: Math.round(avg(pendingSeries.slice(half))),
     backlogMax: Math.max(0, ...pendingSeries),
@@ -264,8 +331,11 @@ export async function fleetBench(deps: FleetBenchDeps): Promise<FleetFigures> {
     `lag publish → visible in GET /api/v1/hosts/:id: p50 ${result.lagMs.p50.toFixed(0)} ms, p99 ${result.lagMs.p99.toFixed(0)} ms over ${lags.length} probes (target p99 ≤ 2000 ms); ${probeFailures} failed`,
   );
   console.log(
-    `ingesting process: RSS ${result.rssMiB.mean.toFixed(0)} MiB mean, ${result.rssMiB.max.toFixed(0)} MiB max; CPU ${(cpuShare * 100).toFixed(0)}% of one core`,
+    `ingesting process: RSS ${result.rssMiB.mean.toFixed(0)} MiB mean, ${result.rssMiB.max.toFixed(0)} MiB max; CPU ${(cpuShare * 100).toFixed(0)}% of one core: ${result.cpuMsPerHeartbeat.toFixed(2)} ms per heartbeat, ${result.cpuMsPer1000Samples.toFixed(2)} ms per 1,000 samples (${result.samplesPerSecond.toFixed(0)} samples/s stored)`,
   );
+  // The next size starts its own process on the same port.
+  const exited = new Promise((r) => system.once('exit', r));
   system.kill('SIGTERM');
+  if (system.exitCode === null && system.signalCode === null) await exited;
   return result;
 }

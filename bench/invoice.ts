@@ -2,16 +2,13 @@
 // preview of a large invoice, and generate-bulk for 1,000 applications. Everything goes through the invoicing gateway
 // over HTTP, against a system the bench starts with its own analytics store, fed through the real ingest subject.
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { bareBrowser } from './browser.ts';
+import { rm } from 'node:fs/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import type { AnalyticsBatchIn } from '../contracts/domains/invoice-ingest.ts';
 import { INGEST_SUBJECT } from '../actors/invoice/analytics/ingest.ts';
 import { sellerOf } from '../actors/invoice/documents/handlers.ts';
 import { loadRenderable } from '../actors/invoice/invoices/store.ts';
-import { CHROMIUM_FLAGS } from '../actors/invoice/pdf/browser.ts';
 import { renderInvoiceHtml } from '../actors/invoice/render/template.ts';
 import type { Config } from '../actors/runtime/config.ts';
 import { publishDurable } from '../actors/runtime/jetstream.ts';
@@ -149,28 +146,6 @@ function benchData(): { records: number; batches: AnalyticsBatchIn[] } {
   for (let i = 0; i < worklogs.length; i += 2_000)
     batches.push({ batch_id: `bench-worklogs-${i / 2_000}`, worklogs: worklogs.slice(i, i + 2_000) });
   return { records: customers.length + TIERS.length + applications.length + worklogs.length, batches };
-}
-
-/** One browser of the bench's own, set up as the renderer sets up its pages (JavaScript off, offline), one warm page. */
-async function bareBrowser(executablePath: string): Promise<{ page: Page; close: () => Promise<void> }> {
-  const profile = await mkdtemp(join(tmpdir(), 'bench-chromium-'));
-  const browser: Browser = await puppeteer.launch({
-    executablePath,
-    headless: true,
-    ignoreDefaultArgs: true,
-    args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`, '--hide-scrollbars', '--mute-audio', 'about:blank'],
-    timeout: 30_000,
-  });
-  const page = await browser.newPage();
-  await page.setJavaScriptEnabled(false);
-  await page.setOfflineMode(true);
-  return {
-    page,
-    close: async () => {
-      await browser.close().catch(() => undefined);
-      await rm(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(() => undefined);
-    },
-  };
 }
 
 export async function invoiceBench(deps: InvoiceBenchDeps): Promise<InvoiceFigures> {

@@ -4,7 +4,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { REPORT_DOC, replaceFiguresTable, TABLE_HEADER } from './report-doc.ts';
 import type { AgentFigures } from './agent.ts';
-import type { FleetFigures } from './fleet.ts';
+import type { FleetCurve } from './fleet.ts';
+import { SCALING_CHART, scalingChartSvg, svgToPng } from './scaling-chart.ts';
 import type { ServiceDeskFigures } from './servicedesk.ts';
 import type { EventsFigures } from './events.ts';
 import type { InvoiceFigures } from './invoice.ts';
@@ -49,7 +50,8 @@ interface Latest {
   runtime?: Stamped & RuntimeFigures;
   invoice?: Stamped & InvoiceFigures;
   metrics?: Stamped & MetricsFigures;
-  fleet?: Stamped & FleetFigures;
+  // Runs before the scaling curve (2026-11-28) kept one size's figures at the top level, without `sizes`: not shown.
+  fleet?: Stamped & FleetCurve;
   search?: Stamped & SearchFigures;
   events?: Stamped & EventsFigures;
   servicedesk?: Stamped & ServiceDeskFigures;
@@ -339,34 +341,32 @@ if (latest.metrics) {
     ]);
   }
 }
-if (latest.fleet) {
-  const f = latest.fleet;
-  const run = `${f.at.slice(0, 16).replace('T', ' ')} UTC, one ${f.measureSeconds}s window`;
-  const rate = (k: string): string => (f.messagesPerSecond[k] ?? 0).toFixed(1);
+let chart: { svg: string } | undefined;
+if (latest.fleet?.sizes) {
+  const c = latest.fleet;
+  const run = `${c.at.slice(0, 16).replace('T', ' ')} UTC, one ${c.sizes[0]?.measureSeconds ?? 0}s window per size`;
   rows.push([
-    `fleet ingest: ${f.agents} simulated agents (heartbeat and metric batch every 10 s, ~365 KB snapshot every 5 min) against one ingesting process`,
-    `heartbeats ${rate('heartbeat')}/s, metric batches ${rate('metrics')}/s, snapshots ${rate('inventory')}/s stored`,
-    '',
+    `fleet ingest, scaling curve: ${c.sizes.map((f) => f.agents).join(', ')} simulated agents (heartbeat and metric batch every 10 s, ~365 KB snapshot every 5 min), each against a fresh ingesting process (identity + fleet + console gateway); chart: [fleet-scaling.png](fleet-scaling.png)`,
+    `CPU per heartbeat at ${c.sizes.at(-1)?.agents} / at ${c.sizes[0]?.agents}: **${c.cpuPerHeartbeatGrowth.toFixed(2)}**`,
+    '≤ 1.20',
     run,
   ]);
-  rows.push([
-    'backlog of the telemetry consumers (pending + unacknowledged): first half avg, second half avg, max',
-    `${f.backlogFirstHalf}, **${f.backlogSecondHalf}**, ${f.backlogMax}`,
-    'no growth',
-    run,
-  ]);
-  rows.push([
-    `lag from a heartbeat's publish to \`GET /api/v1/hosts/:id\` showing it (${f.lagMs.samples} probes)`,
-    `p50 ${f.lagMs.p50.toFixed(0)} ms, **p99 ${f.lagMs.p99.toFixed(0)} ms**`,
-    'p99 ≤ 2000 ms',
-    run,
-  ]);
-  rows.push([
-    'the ingesting process (identity + fleet + console gateway): memory (RSS), CPU',
-    `${f.rssMiB.mean.toFixed(0)} MiB mean, ${f.rssMiB.max.toFixed(0)} MiB max; ${(f.cpuCores * 100).toFixed(0)}% of one core`,
-    '',
-    run,
-  ]);
+  for (const f of c.sizes) {
+    const rate = (k: string): string => (f.messagesPerSecond[k] ?? 0).toFixed(1);
+    rows.push([
+      `fleet, ${f.agents} agents: stored per second; the ingesting process's CPU per heartbeat and per 1,000 samples, RSS`,
+      `heartbeats ${rate('heartbeat')}, metric batches ${rate('metrics')} (${f.samplesPerSecond.toFixed(0)} samples), snapshots ${rate('inventory')}; ${f.cpuMsPerHeartbeat.toFixed(2)} ms, ${f.cpuMsPer1000Samples.toFixed(2)} ms (${(f.cpuCores * 100).toFixed(0)}% of one core); ${f.rssMiB.mean.toFixed(0)} MiB mean, ${f.rssMiB.max.toFixed(0)} max`,
+      '',
+      run,
+    ]);
+    rows.push([
+      `fleet, ${f.agents} agents: backlog of the telemetry consumers (pending + unacknowledged), first half avg, second half avg, max; lag from a heartbeat's publish to \`GET /api/v1/hosts/:id\` showing it (${f.lagMs.samples} probes)`,
+      `backlog ${f.backlogFirstHalf}, **${f.backlogSecondHalf}**, ${f.backlogMax}; lag p50 ${f.lagMs.p50.toFixed(0)} ms, **p99 ${f.lagMs.p99.toFixed(0)} ms**`,
+      'no backlog growth; p99 ≤ 2000 ms',
+      run,
+    ]);
+  }
+  chart = { svg: scalingChartSvg(c.sizes, `fleet ingest scaling, ${run}`) };
 }
 if (latest.search) {
   const s = latest.search;
@@ -468,3 +468,7 @@ const table = [TABLE_HEADER, '|---|---|---|---|', ...rows.map((r) => `| ${r.join
 console.log(table.join('\n'));
 writeFileSync(REPORT_DOC, replaceFiguresTable(readFileSync(REPORT_DOC, 'utf8'), table));
 console.error(`bench:report: ${rows.length} rows written to ${REPORT_DOC}`);
+if (chart) {
+  await svgToPng(chart.svg, SCALING_CHART, process.env.SVC_CHROMIUM_PATH ?? '/usr/bin/chromium');
+  console.error(`bench:report: the fleet's scaling curve drawn in ${SCALING_CHART}`);
+}

@@ -45,7 +45,8 @@ const HEADLINES: Record<string, RegExp> = {
   resolve: /^(cold|warm)\.(p50|p99)$/,
   invoice: /^(p50Ratio|p95Ratio|preview\.(p50|p99)|finalize\.p95|bulk\.seconds)$/,
   metrics: /^(ingest\.(ratio|pipeline|raw)|chart6h\.(p99Ratio|gateway\.p99)|chart24h\.(p99Ratio|gateway\.p99))$/,
-  fleet: /^(lagMs\.(p50|p99)|cpuCores|rssMiB|backlogSecondHalf)$/,
+  fleet:
+    /^(sizes\[\d+\]\.(lagMs\.(p50|p99)|cpuMsPerHeartbeat|cpuMsPer1000Samples|rssMiB|backlogSecondHalf)|cpuPerHeartbeatGrowth)$/,
   search: /^(superAdmin|engineer)\[\d+\]\.(count|page)\.p95$/,
   events: /^(receiver\.(rps|p99)|store\.perSecond|markerLag\.p99|notes\.p99)$/,
   servicedesk: /^routes\..*\.(warm|cold)\.p95$/,
@@ -85,6 +86,8 @@ for (let round = 0; round < rounds; round++) {
         env: {
           ...process.env,
           BENCH_ROUNDS: '1',
+          // Load generators that are processes of their own (the fleet's simulated agents) run on the pinned Node.
+          BENCH_AGENT_NODE: process.execPath,
           NODE_OPTIONS: [rt.nodeOptions, process.env.NODE_OPTIONS ?? ''].filter(Boolean).join(' '),
         },
       });

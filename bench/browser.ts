@@ -1,0 +1,29 @@
+// A headless Chromium of the bench's own, set up as the invoice renderer sets up its pages: the invoice part's bare
+// render, and the report's charts.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { CHROMIUM_FLAGS } from '../actors/invoice/pdf/browser.ts';
+
+/** One browser of the bench's own, set up as the renderer sets up its pages (JavaScript off, offline), one warm page. */
+export async function bareBrowser(executablePath: string): Promise<{ page: Page; close: () => Promise<void> }> {
+  const profile = await mkdtemp(join(tmpdir(), 'bench-chromium-'));
+  const browser: Browser = await puppeteer.launch({
+    executablePath,
+    headless: true,
+    ignoreDefaultArgs: true,
+    args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`, '--hide-scrollbars', '--mute-audio', 'about:blank'],
+    timeout: 30_000,
+  });
+  const page = await browser.newPage();
+  await page.setJavaScriptEnabled(false);
+  await page.setOfflineMode(true);
+  return {
+    page,
+    close: async () => {
+      await browser.close().catch(() => undefined);
+      await rm(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(() => undefined);
+    },
+  };
+}
