@@ -76,3 +76,8 @@ export function stealMeter(): () => number {
     return total > 0 ? (now.steal - before.steal) / total : 0;
   };
 }
+
+/** CPU ms per request of `groups` between `meter`'s start and now, for `requests` requests. */
+export function perRequest(meter: () => Record<string, number>, requests: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(meter()).map(([k, ms]) => [k, ms / Math.max(1, requests)]));
+}

@@ -12,6 +12,7 @@ import type { Stores } from '../actors/runtime/stores/index.ts';
 import { namespace } from '../actors/runtime/namespace.ts';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { perRequest } from './cpu.ts';
 import { percentile, spread, type PathFigures, type Spread } from './stats.ts';
 
 export const EVENTS_PORT = 18087;
@@ -26,13 +27,24 @@ export interface EventsBenchDeps {
   seconds: number;
   start: (args: string[], env: Record<string, string>, readyUrl: string) => Promise<ChildProcess>;
   env: Record<string, string>;
+  /** Starts metering the system's processes and PostgreSQL; the result gives each one's CPU ms since. */
+  systemCpu?: () => () => Record<string, number>;
 }
 
 export interface EventsFigures {
   receiver?: PathFigures & { connections: number; accepted: number };
   store?: { deliveries: number; drainSeconds: number; perSecond: number };
-  markerLag?: { samples: number; p50: number; p99: number; max: number };
-  notes?: { total: number; returned: number; perRound: number; p50: Spread; p99: Spread };
+  /** `cpuMsPerDelivery`: the system's processes and PostgreSQL, per delivery made visible (its polls included). */
+  markerLag?: { samples: number; p50: number; p99: number; max: number; cpuMsPerDelivery?: Record<string, number> };
+  notes?: {
+    total: number;
+    returned: number;
+    perRound: number;
+    p50: Spread;
+    p99: Spread;
+    /** The system's processes and PostgreSQL, CPU ms per call. */
+    cpuMsPerCall?: Record<string, number>;
+  };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -186,7 +198,9 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
   if (parts.has('lag')) {
     // ---- lag until the marker is visible: one delivery at a time, polled through the markers route ------------
     const lags: number[] = [];
-    const samples = Number(process.env.BENCH_EVENTS_LAG_SAMPLES ?? 40);
+    // Enough that p99 is not the single slowest delivery (with 40 it was).
+    const samples = Number(process.env.BENCH_EVENTS_LAG_SAMPLES ?? 200);
+    const meter = deps.systemCpu?.();
     for (let s = 0; s < samples; s++) {
       const d = delivery();
       const revision = (JSON.parse(d.body) as { ref: string }).ref;
@@ -205,7 +219,13 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
       lags.push(performance.now() - t0);
     }
     lags.sort((a, b) => a - b);
-    markerLag = { samples, p50: percentile(lags, 50), p99: percentile(lags, 99), max: lags.at(-1)! };
+    markerLag = {
+      samples,
+      p50: percentile(lags, 50),
+      p99: percentile(lags, 99),
+      max: lags.at(-1)!,
+      ...(meter ? { cpuMsPerDelivery: perRequest(meter, samples) } : {}),
+    };
   }
   if (parts.has('notes')) {
     // ---- notes: a host chart over 30 days, 100,000 notes in the client -----------------------------------------
@@ -266,6 +286,7 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
     for (let i = 0; i < 50; i++) returned = (await chart()).count;
     const p50s: number[] = [];
     const p99s: number[] = [];
+    const meter = deps.systemCpu?.();
     for (let r = 0; r < deps.rounds; r++) {
       const times: number[] = [];
       for (let i = 0; i < perRound; i++) times.push((await chart()).ms);
@@ -273,7 +294,14 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
       p50s.push(percentile(times, 50));
       p99s.push(percentile(times, 99));
     }
-    notesFigures = { total, returned, perRound, p50: spread(p50s), p99: spread(p99s) };
+    notesFigures = {
+      total,
+      returned,
+      perRound,
+      p50: spread(p50s),
+      p99: spread(p99s),
+      ...(meter ? { cpuMsPerCall: perRequest(meter, perRound * deps.rounds) } : {}),
+    };
     await conn.execute(`DELETE FROM clients WHERE id = ?`, [notesClient]);
   }
   const fmt2 = (s: Spread): string => `${s.mean.toFixed(1)} (${s.min.toFixed(1)}–${s.max.toFixed(1)})`;

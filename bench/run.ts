@@ -1,5 +1,5 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
-// rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events, agent (all by default). Not a test: nothing here fails a build.
+// rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events, agent, memory (all by default). Not a test: nothing here fails a build.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ import { agentBench } from './agent.ts';
 import { benchContext } from './fixtures.ts';
 import { eventsBench } from './events.ts';
 import { fleetBench } from './fleet.ts';
+import { memoryBench } from './memory.ts';
 import { invoiceBench } from './invoice.ts';
 import { metricsBench } from './metrics.ts';
 import { runtimeBench } from './runtime.ts';
@@ -27,7 +28,7 @@ import { servicedeskBench } from './servicedesk.ts';
 import { load, type LoadResult } from './load.ts';
 import { figures, fmt, pathTable, pct, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
 import { useBenchNamespace } from './namespace.ts';
-import { cpuMeter, stealMeter, type ProcessGroup } from './cpu.ts';
+import { cpuMeter, perRequest, stealMeter, type ProcessGroup } from './cpu.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
@@ -73,6 +74,19 @@ async function startChild(args: string[], env: Record<string, string>, readyUrl:
   }
   throw new Error(`${args.join(' ')} did not answer on ${readyUrl}`);
 }
+
+/**
+ * Starts metering the CPU of the system's processes (every child the bench started that still runs) and PostgreSQL,
+ * for the latency parts' CPU per request: a runtime that answers as fast while spending more shows here.
+ */
+const systemCpu = (): (() => Record<string, number>) =>
+  cpuMeter([
+    {
+      name: 'system',
+      pids: () => children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid!),
+    },
+    { name: 'postgres', comm: /^postgres$/ },
+  ]);
 
 /** A super admin with MFA enrolled, 60 clients to list, and a token for it. */
 async function seed(): Promise<{ token: string; userId: string; email: string; password: string }> {
@@ -370,9 +384,12 @@ async function resolve(userId: string): Promise<Record<string, unknown>> {
   const cold: number[][] = [];
   const warm: number[][] = [];
   const bare: number[][] = [];
+  const warmCpu: Record<string, number>[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     cold.push(await times(500, () => kv.del(`access:user:${userId}`)));
+    const meter = systemCpu();
     warm.push(await times(2000));
+    warmCpu.push(perRequest(meter, 2000));
     bare.push(await bareTimes(2000));
   }
   await echoNc.drain();
@@ -382,6 +399,11 @@ async function resolve(userId: string): Promise<Record<string, unknown>> {
     cold: { p50: at(cold, 50), p99: at(cold, 99) },
     warm: { p50: at(warm, 50), p99: at(warm, 99) },
     bare: { p50: at(bare, 50), p99: at(bare, 99) },
+    /** CPU ms per warm call: the system's process (the identity actor) and PostgreSQL (none when warm). */
+    warmCpuPerCall: {
+      system: spread(warmCpu.map((c) => c.system!)),
+      postgres: spread(warmCpu.map((c) => c.postgres!)),
+    },
   };
   console.log(
     `\n## resolve: svc.identity.access.resolve over NATS, ${ROUNDS} rounds (500 cold, 2000 warm calls each), ms`,
@@ -392,6 +414,7 @@ async function resolve(userId: string): Promise<Record<string, unknown>> {
   console.log(
     `floor, a bare NATS request-reply to an echo (2000 calls per round): p50 ${fmt(result.bare.p50, 2)}  p99 ${fmt(result.bare.p99, 2)}`,
   );
+  console.log(`CPU per warm call: the system ${fmt(result.warmCpuPerCall.system, 3)} ms`);
   return result;
 }
 
@@ -459,14 +482,26 @@ async function invoice(token: string): Promise<Record<string, unknown>> {
   }
 }
 
-/** Fleet ingest: 1,000 simulated agents against one ingesting process (bench/fleet.ts). */
+/** Idle memory of `npm start`'s process, with and without chDB and the invoice domain (bench/memory.ts). */
+async function memory(): Promise<Record<string, unknown>> {
+  return {
+    ...(await memoryBench({
+      start: startChild,
+      dropNamespace: (ns) => dropDurables(`-${ns}`),
+      namespace,
+      rounds: ROUNDS,
+    })),
+  };
+}
+
+/** Fleet ingest: the scaling curve of simulated agents against one ingesting process per size (bench/fleet.ts). */
 async function fleet(token: string): Promise<Record<string, unknown>> {
   return { ...(await fleetBench({ config, stores, token, log, start: startChild, env })) };
 }
 
 /** Host search: PQL count and first page over 100,000 seeded hosts (bench/search.ts). */
 const search = async (token: string): Promise<Record<string, unknown>> => ({
-  ...(await searchBench({ config, stores, token, ensureSystem: single, gatewayPort: GATEWAY_PORT })),
+  ...(await searchBench({ config, stores, token, ensureSystem: single, gatewayPort: GATEWAY_PORT, systemCpu })),
 });
 
 /** Metrics: ingest through agents and JetStream vs a raw import, host charts via the gateway vs straight (bench/metrics.ts). */
@@ -476,7 +511,7 @@ async function metrics(token: string): Promise<Record<string, unknown>> {
 
 /** Service desk: the read routes over 100,000 stored requests, and a 10,000-row CSV export (bench/servicedesk.ts). */
 async function servicedesk(token: string): Promise<Record<string, unknown>> {
-  return { ...(await servicedeskBench({ config, stores, token, start: startChild, env })) };
+  return { ...(await servicedeskBench({ config, stores, token, start: startChild, env, systemCpu })) };
 }
 
 /** Events: receiver throughput, store drain, delivery-to-marker lag, notes list of a host chart (bench/events.ts). */
@@ -494,6 +529,7 @@ async function events(token: string): Promise<Record<string, unknown>> {
         seconds: SECONDS,
         start: startChild,
         env,
+        systemCpu,
       })),
     };
   } finally {
@@ -542,6 +578,7 @@ const PARTS = {
   servicedesk,
   events,
   agent,
+  memory,
 } as const;
 type Part = keyof typeof PARTS;
 const results: Record<string, unknown> = {};
@@ -647,7 +684,7 @@ async function main(): Promise<void> {
                     ? resolve(user.userId)
                     : part === 'search'
                       ? search(user.token)
-                      : PARTS[part as 'login' | 'signing' | 'runtime' | 'agent']());
+                      : PARTS[part as 'login' | 'signing' | 'runtime' | 'agent' | 'memory']());
   }
   mkdirSync('data/bench', { recursive: true });
   // Parts run now replace their figures; the others keep those of their last run (each part carries its date).

@@ -42,14 +42,15 @@ const HEADLINES: Record<string, RegExp> = {
   hop: /^(single\.(rps|p99)|direct\.(rps|p99)|singleThroughputRatio|singleP99Ratio|singleToNoHopThroughputRatio|cpuPerRequest\..*)$/,
   runtime: /^(runtime|bare|extra)$/,
   login: /^(login\.(rps|p99)|raw|ratio)$/,
-  resolve: /^(cold|warm)\.(p50|p99)$/,
+  resolve: /^((cold|warm|bare)\.(p50|p99)|warmCpuPerCall\.system)$/,
   invoice: /^(p50Ratio|p95Ratio|preview\.(p50|p99)|finalize\.p95|bulk\.seconds)$/,
-  metrics: /^(ingest\.(ratio|pipeline|raw)|chart6h\.(p99Ratio|gateway\.p99)|chart24h\.(p99Ratio|gateway\.p99))$/,
+  metrics: /^(ingest\.(ratio|pipeline|raw)|chart(6|24)h\.(p99Ratio|(gateway|direct)\.(p50|p99)))$/,
   fleet:
     /^(sizes\[\d+\]\.(lagMs\.(p50|p99)|cpuMsPerHeartbeat|cpuMsPer1000Samples|rssMiB|backlogSecondHalf)|cpuPerHeartbeatGrowth)$/,
-  search: /^(superAdmin|engineer)\[\d+\]\.(count|page)\.p95$/,
-  events: /^(receiver\.(rps|p99)|store\.perSecond|markerLag\.p99|notes\.p99)$/,
-  servicedesk: /^routes\..*\.(warm|cold)\.p95$/,
+  search: /^(superAdmin|engineer)\[\d+\]\.((count|page)\.p95|cpuMsPerRequest\.(system|postgres))$/,
+  events:
+    /^(receiver\.(rps|p99)|store\.perSecond|markerLag\.(p50|p99|cpuMsPerDelivery\.(system|postgres))|notes\.(p99|cpuMsPerCall\.(system|postgres)))$/,
+  servicedesk: /^routes\..*\.((warm|cold)\.p95|cpuMsPerRequest\.(system|postgres))$/,
 };
 
 const stat = (xs: number[] | undefined): string => {

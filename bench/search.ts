@@ -9,6 +9,7 @@ import { AccessTokens, SecretBox } from '../actors/identity/crypto.ts';
 import { roleIdByName } from '../actors/identity/permissions.ts';
 import type { Config } from '../actors/runtime/config.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
+import { perRequest } from './cpu.ts';
 import { percentile } from './stats.ts';
 
 const HOSTS = Math.max(100, Number(process.env.BENCH_SEARCH_HOSTS ?? 100_000));
@@ -39,12 +40,16 @@ export interface SearchBenchDeps {
   /** Starts (once) the single-process system and resolves when its gateway answers. */
   ensureSystem: () => Promise<unknown>;
   gatewayPort: number;
+  /** Starts metering the system's processes and PostgreSQL; the result gives each one's CPU ms since. */
+  systemCpu?: () => () => Record<string, number>;
 }
 
 export interface QueryFigures {
   query: string;
   q: string;
   matches: number;
+  /** CPU ms per request (counts and pages alike) of the system's process and PostgreSQL. */
+  cpuMsPerRequest?: Record<string, number>;
   count: { p50: number; p95: number };
   page: { p50: number; p95: number };
 }
@@ -220,7 +225,11 @@ async function timed(url: string, token: string): Promise<{ ms: number; body: un
   return { ms, body };
 }
 
-async function measure(base: string, token: string): Promise<QueryFigures[]> {
+async function measure(
+  base: string,
+  token: string,
+  systemCpu?: () => () => Record<string, number>,
+): Promise<QueryFigures[]> {
   const out: QueryFigures[] = [];
   for (const { name, q } of BENCH_QUERIES) {
     const countUrl = `${base}/api/v1/search/count?q=${encodeURIComponent(q)}`;
@@ -229,6 +238,7 @@ async function measure(base: string, token: string): Promise<QueryFigures[]> {
     const counts: number[] = [];
     const pages: number[] = [];
     let matches = 0;
+    const meter = systemCpu?.();
     // Interleaved, one request at a time: latency, not throughput.
     for (let i = 0; i < SAMPLES; i++) {
       const c = await timed(countUrl, token);
@@ -236,12 +246,14 @@ async function measure(base: string, token: string): Promise<QueryFigures[]> {
       matches = (c.body as { data: { count: number } }).data.count;
       pages.push((await timed(pageUrl, token)).ms);
     }
+    const cpu = meter ? perRequest(meter, 2 * SAMPLES) : undefined;
     counts.sort((a, b) => a - b);
     pages.sort((a, b) => a - b);
     out.push({
       query: name,
       q,
       matches,
+      ...(cpu ? { cpuMsPerRequest: cpu } : {}),
       count: { p50: percentile(counts, 50), p95: percentile(counts, 95) },
       page: { p50: percentile(pages, 50), p95: percentile(pages, 95) },
     });
@@ -277,8 +289,8 @@ export async function searchBench(deps: SearchBenchDeps): Promise<SearchFigures>
   await seed(deps);
   await deps.ensureSystem();
   const base = `http://127.0.0.1:${deps.gatewayPort}`;
-  const admin = await measure(base, deps.token);
-  const engineer = await measure(base, await scopedEngineer(deps));
+  const admin = await measure(base, deps.token, deps.systemCpu);
+  const engineer = await measure(base, await scopedEngineer(deps), deps.systemCpu);
   console.log(
     `\n## search: PQL over ${HOSTS} hosts (${PACKAGES} packages, ~26 services, containers on web/api/k8s hosts), ${SAMPLES} sequential requests each, ms`,
   );

@@ -6,6 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../actors/runtime/config.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
+import { perRequest } from './cpu.ts';
 import { percentile } from './stats.ts';
 
 export const SERVICEDESK_PORT = 18084;
@@ -21,6 +22,8 @@ export interface ServiceDeskBenchDeps {
   token: string;
   start: (args: string[], env: Record<string, string>, readyUrl: string) => Promise<ChildProcess>;
   env: Record<string, string>;
+  /** Starts metering the system's processes and PostgreSQL; the result gives each one's CPU ms since. */
+  systemCpu?: () => () => Record<string, number>;
 }
 
 /** Fills the read store with `ROWS` requests of one organization mapped to a client of its own (kept for the next run). */
@@ -105,7 +108,8 @@ interface Latency {
 export interface ServiceDeskFigures {
   rows: number;
   samples: number;
-  routes: Record<string, { warm: Latency; cold: Latency }>;
+  /** `cpuMsPerRequest`: over the route's warm and cold requests, the system's process and PostgreSQL. */
+  routes: Record<string, { warm: Latency; cold: Latency; cpuMsPerRequest?: Record<string, number> }>;
   /** `calls`: the timed export calls (after one untimed warm-up); absent in figures of earlier runs, which made 5. */
   export: { median_ms: number; max_ms: number; bytes: number; calls?: number };
 }
@@ -150,10 +154,7 @@ export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<Serv
   // Warm: the same question again (totals and metrics memoized for the store's generation). Cold: the store changed
   // before every request (the generation bumped, as a sync page or a write does), so everything is counted afresh.
   const kv = await deps.stores.kv();
-  const out: Record<
-    string,
-    { warm: { p50: number; p95: number; max: number }; cold: { p50: number; p95: number; max: number } }
-  > = {};
+  const out: ServiceDeskFigures['routes'] = {};
   console.log(
     `\n## servicedesk: ${ROWS} requests in the read store (project ${projectKey}), ${SAMPLES} sequential requests per route, warm and cold`,
   );
@@ -172,9 +173,11 @@ export async function servicedeskBench(deps: ServiceDeskBenchDeps): Promise<Serv
     `p50 ${f.p50.toFixed(1).padStart(6)} ms  p95 ${f.p95.toFixed(1).padStart(6)} ms`;
   for (const p of paths) {
     for (let i = 0; i < 10; i++) await timed(p.url, deps.token);
+    const meter = deps.systemCpu?.();
+    const coldSamples = Math.max(20, Math.floor(SAMPLES / 2));
     const warm = await sample(p.url, SAMPLES, false);
-    const cold = await sample(p.url, Math.max(20, Math.floor(SAMPLES / 2)), true);
-    out[p.name] = { warm, cold };
+    const cold = await sample(p.url, coldSamples, true);
+    out[p.name] = { warm, cold, ...(meter ? { cpuMsPerRequest: perRequest(meter, SAMPLES + coldSamples) } : {}) };
     console.log(`${p.name.padEnd(55)} warm ${show(warm)}   cold ${show(cold)}   (target p95 ≤ 50 ms)`);
   }
   const exports: number[] = [];

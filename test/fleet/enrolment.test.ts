@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { connect, jwtAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { decode } from '@nats-io/jwt';
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
@@ -515,6 +516,42 @@ describe('agent status', () => {
           ?.agent_status === 'online',
       10_000,
     );
+  });
+
+  it("stores other hosts' heartbeats while one host's row is locked (a snapshot being stored), and that host's once it is free", async () => {
+    const { envId } = await newEnvironment();
+    const [a, b] = [await enrol(await installToken(envId)), await enrol(await installToken(envId))];
+    const [ncA, ncB] = [await agentConnection(a), await agentConnection(b)];
+    const versionOf = async (hostId: string): Promise<string | null | undefined> =>
+      (await sys.sql<{ agent_version: string | null }>(`SELECT agent_version FROM hosts WHERE id = ?`, [hostId]))[0]
+        ?.agent_version;
+    const beat = (nc: NatsConnection, agentId: string, version: string): Promise<void> =>
+      publishTelemetry(nc, agentId, 'heartbeat', { sent_at: new Date().toISOString(), agent_version: version });
+    // Both online first (the status change takes the slow path); then their heartbeats go through the batches.
+    await beat(ncA, a.agent_id, '1.0.0');
+    await beat(ncB, b.agent_id, '1.0.0');
+    await waitFor(
+      async () => (await versionOf(a.host_id)) === '1.0.0' && (await versionOf(b.host_id)) === '1.0.0',
+      10_000,
+    );
+
+    // Another transaction holds A's row as the inventory ingest does while it stores a snapshot.
+    const locker = new pg.Client({ connectionString: sys.config.SVC_DB_URL });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT id FROM hosts WHERE id = $1 FOR NO KEY UPDATE', [a.host_id]);
+      await beat(ncA, a.agent_id, '2.0.0-a');
+      // A's batch is written (and, before the fix, stuck behind the lock) before B's heartbeat arrives.
+      await new Promise((r) => setTimeout(r, 500));
+      await beat(ncB, b.agent_id, '2.0.0-b');
+      await waitFor(async () => (await versionOf(b.host_id)) === '2.0.0-b', 10_000);
+      expect(await versionOf(a.host_id)).toBe('1.0.0');
+      await locker.query('COMMIT');
+      await waitFor(async () => (await versionOf(a.host_id)) === '2.0.0-a', 10_000);
+    } finally {
+      await locker.end();
+    }
   });
 
   it('dead-letters a malformed heartbeat and keeps taking good ones', async () => {

@@ -7,7 +7,7 @@ import {
   type ClickHouseClientConfigOptions,
   type ClickHouseSettings,
 } from '@clickhouse/client';
-import { Session, drainPending } from 'chdb';
+import type { Session } from 'chdb';
 import type { Config } from '../config.ts';
 
 /**
@@ -183,6 +183,9 @@ async function acquireSession(path: string): Promise<Session> {
     const created: SessionEntry = {
       refs: 0,
       ready: (async () => {
+        // Loaded here, not at the top: libchdb (566 MB) costs a process ~150 MB of RSS once loaded, and only the
+        // process that runs the invoice domain without SVC_CLICKHOUSE_URL uses it.
+        const { Session, drainPending } = await import('chdb');
         // A session closed at another path may still be finishing native work; a new one is refused until it is done.
         await drainPending();
         await mkdir(path, { recursive: true });
