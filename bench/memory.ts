@@ -106,11 +106,11 @@ export async function memoryBench(deps: MemoryBenchDeps): Promise<MemoryFigures>
   try {
     for (let round = 0; round < deps.rounds; round++) {
       await rm(ANALYTICS_PATH, { recursive: true, force: true });
+      for (let i = 0; i < variants.length; i++) await deps.dropNamespace(`${deps.namespace}-mem${i}`);
       const started = await Promise.all(
         variants.map(async (v, i) => {
           const port = FIRST_PORT + 2 * i;
           const namespace = `${deps.namespace}-mem${i}`;
-          await deps.dropNamespace(namespace);
           const child = await deps.start(
             ['main.ts'],
             {
@@ -135,13 +135,13 @@ export async function memoryBench(deps: MemoryBenchDeps): Promise<MemoryFigures>
         samples[i]!.children.push(descendantsMiB(child.pid!));
       });
       await Promise.all(
-        started.map(async ({ child, namespace }) => {
+        started.map(async ({ child }) => {
           const exited = new Promise((r) => child.once('exit', r));
           child.kill('SIGTERM');
           if (child.exitCode === null && child.signalCode === null) await exited;
-          await deps.dropNamespace(namespace);
         }),
       );
+      for (const { namespace } of started) await deps.dropNamespace(namespace);
       console.log(
         `memory round ${round + 1}: ${started.map((_, i) => `${samples[i]!.rss.at(-1)!.toFixed(0)} MiB`).join(', ')}`,
       );

@@ -608,7 +608,8 @@ async function dropDurables(suffix: string): Promise<void> {
     const jsm = await jetstreamManager(nc);
     for await (const stream of jsm.streams.list()) {
       for await (const c of jsm.consumers.list(stream.config.name)) {
-        if (c.name.endsWith(suffix)) await jsm.consumers.delete(stream.config.name, c.name);
+        // A consumer deleted while the list is read comes back as null.
+        if (c?.name.endsWith(suffix)) await jsm.consumers.delete(stream.config.name, c.name);
       }
     }
   } finally {
