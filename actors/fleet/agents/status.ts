@@ -142,6 +142,10 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
         [agent.host_id, agent.agent_id],
       );
       if (!row) return; // deleted or revoked meanwhile
+      // The row lock may have been waited for (a revocation or a snapshot held it): the agent's status above was read
+      // before that wait. A new statement reads what committed meanwhile, so a revoked agent's heartbeat is dropped.
+      const [agentNow] = await sql<{ status: string }>(tx, `SELECT status FROM agents WHERE id = ?`, [agent.agent_id]);
+      if (agentNow?.status !== 'active') return;
       if (row.agent_status !== 'online') {
         await publishEvent(deps.nc, 'svc.evt.fleet.agent_status', statusEvent(row, agent.agent_id, 'online', at), {
           msgId: `agent-status:${row.id}:online:${streamSequence}`,
