@@ -549,6 +549,24 @@ describe('kanban', () => {
     const filtered = await get(s, userA, `${SD}/kanban?priority=Highest`);
     expect(filtered.json().data.total).toBe(orgA().filter((i) => i.priority === 'Highest').length);
   });
+
+  it("writes each ticket as the tickets list does, in the list's order within a status", async () => {
+    // The board's JSON is written by PostgreSQL (JsonText), the list's by ticketOut: the same ticket must read the same.
+    const board = (await get(s, userA, `${SD}/kanban`)).json().data as {
+      columns: { statuses: { status: string; tickets: T[] }[] }[];
+    };
+    const list = await all(userA, '');
+    const byKey = new Map(list.items.map((t) => [t.issue_key, t]));
+    const onBoard = board.columns.flatMap((c) => c.statuses.flatMap((g) => g.tickets));
+    expect(onBoard.length).toBe(list.items.length);
+    for (const t of onBoard) expect(t).toStrictEqual(byKey.get(t.issue_key));
+    // Fields of every kind are covered: resolved and unresolved, due dates, labels, linked keys.
+    expect(onBoard.some((t) => t.resolved !== null) && onBoard.some((t) => t.resolved === null)).toBe(true);
+    for (const g of board.columns.flatMap((c) => c.statuses)) {
+      const order = list.items.filter((t) => t.status === g.status).map((t) => t.issue_key);
+      expect(g.tickets.map((t) => t.issue_key)).toEqual(order);
+    }
+  });
 });
 
 describe('metrics', () => {
