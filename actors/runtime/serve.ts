@@ -318,7 +318,7 @@ export class ActorHost<C extends Catalogue> {
       // Buffer.from rather than TextEncoder: faster for replies of a few KB (Node's pool for the small ones).
       payload =
         reply.ok && reply.data instanceof JsonText
-          ? Buffer.concat([OK_DATA_BYTES, Buffer.from(reply.data.text, 'utf8'), CLOSE_BRACE_BYTES])
+          ? reply.data.encode('{"ok":true,"data":', '}')
           : Buffer.from(JSON.stringify(reply), 'utf8');
     } catch (err) {
       // A reply zod accepted but JSON cannot carry (a bigint, a cycle): a bug, answered as one.
@@ -379,13 +379,9 @@ export class ActorHost<C extends Catalogue> {
   }
 }
 
-/** The envelope around a reply held as JSON text (JsonText): what JSON.stringify writes around `data`. */
-const OK_DATA_BYTES = Buffer.from('{"ok":true,"data":', 'utf8');
-const CLOSE_BRACE_BYTES = Buffer.from('}', 'utf8');
-
 function parseJsonText(out: JsonText): unknown {
   try {
-    return JSON.parse(out.text);
+    return out.parse();
   } catch {
     throw new Error('handler reply held as JSON text is not JSON');
   }

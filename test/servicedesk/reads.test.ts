@@ -47,6 +47,7 @@ interface T {
   summary: string;
   created: string;
   updated: string;
+  resolved: string | null;
   reporter_email: string | null;
   linked_issue_key: string | null;
   organization_ids: string[];
