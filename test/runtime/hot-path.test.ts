@@ -5,6 +5,7 @@ import { Caller } from '../../actors/runtime/call.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
 import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
+import { jsonText } from '../../actors/runtime/json-text.ts';
 import { ActorHost } from '../../actors/runtime/serve.ts';
 import { SignatureHeaders } from '../../actors/runtime/signing.ts';
 import { continueTrace, newTrace, parseTraceparent, formatTraceparent } from '../../actors/runtime/trace.ts';
@@ -183,5 +184,60 @@ describe('envelopes without zod on the hot path', () => {
     } finally {
       sub.unsubscribe();
     }
+  });
+});
+
+describe('replies held as JSON text (JsonText)', () => {
+  const log = createLogger('silent');
+  let nc: NatsConnection;
+  const hosts: ActorHost<typeof testCatalogue>[] = [];
+  // Multi-byte characters in and across parts: the bytes are counted per part, not per character.
+  const greeting = 'grüße — 你好 🚀 "quoted" \\ end';
+  beforeAll(async () => {
+    nc = await connectNats(NATS_URL, 'json-text-test', log, NATS_CREDS, NATS_CA);
+    const checked = new ActorHost(nc, testCatalogue, testSigner(), log);
+    await checked.serve('rtest', 'rtest-json-text', {
+      'svc.rtest.echo': async ({ name }) =>
+        jsonText<{ greeting: string; instance: string }>([
+          '{"greeting":',
+          JSON.stringify(`${greeting} ${name}`),
+          ',"instance":"json-text"}',
+        ]),
+      // Valid JSON that breaks the reply schema, and text that is not JSON: both are the handler's bug.
+      'svc.rtest.badreply': async () => jsonText<{ must: string }>(['{"must":', '1}']),
+      'svc.rtest.crash': async () => jsonText<Record<string, never>>(['{"open":']),
+    });
+    // Production sends the parts unchecked.
+    const unchecked = new ActorHost(nc, testCatalogue, testSigner(), log, 10_000, false);
+    await unchecked.serve('rtest', 'rtest-json-text-unchecked', {
+      'svc.rtest.scope': async () => jsonText<never>(['{"as":"sent"', ',"é":1}']),
+    });
+    hosts.push(checked, unchecked);
+  });
+  afterAll(async () => {
+    for (const h of hosts) await h.drain(100);
+    await nc.drain();
+  });
+
+  it('sends the parts as the reply, byte for byte inside the envelope', async () => {
+    const caller = new Caller(() => nc, testCatalogue, testSigner(), 2000);
+    const ctx = { request_id: 'x', principal: { kind: 'anonymous' as const } };
+    await expect(caller.call('svc.rtest.echo', { name: 'Ünïcode', times: 1 }, ctx)).resolves.toEqual({
+      greeting: `${greeting} Ünïcode`,
+      instance: 'json-text',
+    });
+    const bytes = await caller.callForwarded('svc.rtest.echo', { name: 'x', times: 1 }, ctx);
+    expect(new TextDecoder().decode(bytes)).toBe(
+      `{"data":{"greeting":${JSON.stringify(`${greeting} x`)},"instance":"json-text"}}`,
+    );
+  });
+
+  it('holds the text to the reply schema where replies are validated, and answers internal_error otherwise', async () => {
+    const caller = new Caller(() => nc, testCatalogue, testSigner(), 2000);
+    const ctx = { request_id: 'x', principal: { kind: 'anonymous' as const } };
+    await expect(caller.call('svc.rtest.badreply', {}, ctx)).rejects.toMatchObject({ code: 'internal_error' });
+    await expect(caller.call('svc.rtest.crash', {}, ctx)).rejects.toMatchObject({ code: 'internal_error' });
+    const sent = await caller.callForwarded('svc.rtest.scope', {}, ctx);
+    expect(new TextDecoder().decode(sent)).toBe('{"data":{"as":"sent","é":1}}');
   });
 });
