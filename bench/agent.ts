@@ -3,6 +3,7 @@
 // side by side on this host; their resident memory after BENCH_AGENT_SECONDS (60) of steady work, per round.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, fsyncSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { memoryMiB } from './proc.ts';
 import { join, resolve } from 'node:path';
 import { buildSingleExecutable, packageAgent } from '../scripts/agent-package.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
@@ -48,9 +49,9 @@ export interface AgentFigures {
 
 /** VmRSS, RssAnon and RssFile of a process, MiB. */
 function memory(pid: number): { rss: number; anon: number; file: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
-  return { rss: kib('VmRSS'), anon: kib('RssAnon'), file: kib('RssFile') };
+  const m = memoryMiB(pid);
+  if (!m) throw new Error(`process ${pid} has ended`);
+  return m;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -1,8 +1,7 @@
 // CPU time per request, by process, read from /proc while a load runs: says where a path's cost lands (the system's
 // process, nats-server, PostgreSQL, Valkey, the load generator) instead of guessing it from throughput alone.
-import { readdirSync, readFileSync } from 'node:fs';
-
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+import { readFileSync } from 'node:fs';
+import { cpuTicks, pidsByComm, TICKS_PER_SECOND } from './proc.ts';
 
 /** A named group of processes: fixed pids, or every process whose command name matches. */
 export interface ProcessGroup {
@@ -11,32 +10,8 @@ export interface ProcessGroup {
   comm?: RegExp;
 }
 
-function ticksOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start after the last ')'; utime and stime are 14th and 15th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0; // the process ended
-  }
-}
-
-function pidsByComm(comm: RegExp): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (comm.test(readFileSync(`/proc/${entry}/comm`, 'utf8').trim())) out.push(Number(entry));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
-
 const groupTicks = (g: ProcessGroup): Map<number, number> =>
-  new Map((g.pids?.() ?? pidsByComm(g.comm!)).map((pid) => [pid, ticksOf(pid)]));
+  new Map((g.pids?.() ?? pidsByComm(g.comm!)).map((pid) => [pid, cpuTicks(pid) ?? 0]));
 
 /** Starts counting; the returned function gives each group's CPU milliseconds since then. */
 export function cpuMeter(groups: ProcessGroup[]): () => Record<string, number> {

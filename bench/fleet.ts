@@ -8,6 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
+import { cpuTicks, memoryMiB, TICKS_PER_SECOND } from './proc.ts';
 import { EVENTS_DURABLE, HEARTBEAT_DURABLE } from '../actors/fleet/agents/status.ts';
 import { INVENTORY_DURABLE } from '../actors/fleet/inventory/ingest.ts';
 import { METRICS_DURABLE } from '../actors/fleet/metrics/ingest.ts';
@@ -38,25 +39,8 @@ export interface FleetBenchDeps {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const encoder = new TextEncoder();
 
-function rssMiB(pid: number): number | undefined {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** CPU seconds (user + system) a process has used so far. */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // utime and stime are fields 14 and 15 of stat (11 and 12 after the command), in clock ticks of 1/100 s.
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
+const cpuSeconds = (pid: number): number => (cpuTicks(pid) ?? Number.NaN) / TICKS_PER_SECOND;
 
 /** Pending work of the fleet's telemetry consumers (not yet delivered + delivered but unacknowledged). */
 async function backlog(jsm: JetStreamManager): Promise<{ pending: number; acked: Record<string, number> }> {
@@ -275,7 +259,7 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   measuring = true;
   while (performance.now() - startedAt < measureSeconds * 1000) {
     await sleep(5_000);
-    const mem = rssMiB(systemPid);
+    const mem = memoryMiB(systemPid)?.rss;
     if (mem !== undefined) rss.push(mem);
     pendingSeries.push((await backlog(jsm)).pending);
   }

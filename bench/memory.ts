@@ -4,10 +4,10 @@
 // loaded), and that without the invoice domain (SVC_ACTORS without invoice: no PDF renderer, no invoice actors). Chromium
 // itself starts on the first PDF, so an idle system has none; the processes' children are counted all the same.
 import type { ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rm } from 'node:fs/promises';
+import { allPids, memoryMiB, parentOf } from './proc.ts';
 import { spread, type Spread } from './stats.ts';
 
 export interface MemoryBenchDeps {
@@ -36,33 +36,25 @@ const FIRST_PORT = 18090;
 const ANALYTICS_PATH = 'data/bench/memory-analytics';
 const ALL_BUT_INVOICE = 'identity,fleet,servicedesk,events';
 
+/** The process alone: resident, anonymous, and file-backed (shared memory counted with it, as mapped files). */
 function statusMiB(pid: number): { rss: number; anon: number; file: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
-  return { rss: kb('VmRSS') / 1024, anon: kb('RssAnon') / 1024, file: (kb('RssFile') + kb('RssShmem')) / 1024 };
+  const m = memoryMiB(pid);
+  if (!m) throw new Error(`process ${pid} has ended`);
+  return { rss: m.rss, anon: m.anon, file: m.file + m.shmem };
 }
 
 /** The RSS of every process below `pid`, summed. */
 function descendantsMiB(pid: number): number {
   const parents = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      /* gone meanwhile */
-    }
+  for (const p of allPids()) {
+    const parent = parentOf(p);
+    if (parent !== undefined) parents.set(p, parent);
   }
   let total = 0;
   const below = (p: number): void => {
     for (const [child, parent] of parents) {
       if (parent !== p) continue;
-      try {
-        total += statusMiB(child).rss;
-      } catch {
-        /* gone meanwhile */
-      }
+      total += memoryMiB(child)?.rss ?? 0; // 0: gone meanwhile
       below(child);
     }
   };
