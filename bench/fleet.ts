@@ -81,6 +81,12 @@ export interface FleetFigures {
   /** CPU of the ingesting process over the window, in cores (1 = one core busy all the time). */
   cpuCores: number;
   enrolSeconds: number;
+  /**
+   * The simulated agents' processes, the CPU they used (in cores) and the heartbeats a second their agents send (one
+   * every 10 s each): against messagesPerSecond.heartbeat, whether the load was delivered in full. Absent in figures of
+   * runs before 2026-11-28 13:00 UTC (one process).
+   */
+  simulator?: { processes: number; cores: number; heartbeatsOffered: number };
 }
 
 export interface FleetCurve {
@@ -145,15 +151,31 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
     agents + PROBES,
   );
   rmSync(STATE_DIR, { recursive: true, force: true });
-  const t0 = performance.now();
-  const enrolled = await enrollSimulated({
-    server: base,
-    tokens: tokens.slice(0, agents),
-    stateDir: STATE_DIR,
-    count: agents,
-    concurrency: 16,
-    log: deps.log,
+  // The simulated agents run in several processes (BENCH_FLEET_SIM_PROCESSES, by default one per 500 agents): one
+  // event loop delivered 117 of the 200 heartbeats a second 2,000 agents send. Each process has its own slice of the
+  // agents, enrolled into a state directory of its own.
+  const simProcesses = Math.max(
+    1,
+    Math.min(agents, Number(process.env.BENCH_FLEET_SIM_PROCESSES ?? Math.round(agents / 500)) || 1),
+  );
+  const slices = Array.from({ length: simProcesses }, (_, k) => {
+    const from = Math.floor((agents * k) / simProcesses);
+    const to = Math.floor((agents * (k + 1)) / simProcesses);
+    return { dir: `${STATE_DIR}/part-${k}`, tokens: tokens.slice(from, to) };
   });
+  const t0 = performance.now();
+  const enrolled: { failed: { index: number; message: string }[] } = { failed: [] };
+  for (const slice of slices) {
+    const r = await enrollSimulated({
+      server: base,
+      tokens: slice.tokens,
+      stateDir: slice.dir,
+      count: slice.tokens.length,
+      concurrency: 16,
+      log: deps.log,
+    });
+    enrolled.failed.push(...r.failed);
+  }
   const enrolSeconds = (performance.now() - t0) / 1000;
   if (enrolled.failed.length > 0)
     throw new Error(`${enrolled.failed.length} simulated agents failed to enrol: ${enrolled.failed[0]?.message}`);
@@ -169,29 +191,31 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   const jsm = await jetstreamManager(svc);
   // The fleet runs in its own process, as it would on its hosts: its CPU is not the bench loop's. Its runtime is the
   // pinned one even when `bench:runtimes` runs the system on an older Node (BENCH_AGENT_NODE): the load stays the same.
-  const fleet = spawn(
-    process.env.BENCH_AGENT_NODE || process.execPath,
-    [
-      'agent/main.ts',
-      'run',
-      '--simulate',
-      String(agents),
-      '--state-dir',
-      STATE_DIR,
-      '--interval',
-      '10',
-      '--inventory-interval',
-      '300',
-    ],
-    {
-      env: {
-        ...process.env,
-        SVC_LOG_LEVEL: 'warn',
-        // The older runtime's loader (tsx) is not the pinned Node's.
-        ...(process.env.BENCH_AGENT_NODE ? { NODE_OPTIONS: '' } : {}),
+  const fleet = slices.map((slice) =>
+    spawn(
+      process.env.BENCH_AGENT_NODE || process.execPath,
+      [
+        'agent/main.ts',
+        'run',
+        '--simulate',
+        String(slice.tokens.length),
+        '--state-dir',
+        slice.dir,
+        '--interval',
+        '10',
+        '--inventory-interval',
+        '300',
+      ],
+      {
+        env: {
+          ...process.env,
+          SVC_LOG_LEVEL: 'warn',
+          // The older runtime's loader (tsx) is not the pinned Node's.
+          ...(process.env.BENCH_AGENT_NODE ? { NODE_OPTIONS: '' } : {}),
+        },
+        stdio: ['ignore', 'inherit', 'inherit'],
       },
-      stdio: ['ignore', 'inherit', 'inherit'],
-    },
+    ),
   );
 
   // Probe agents in this process: heartbeats with a unique version, polled through the API until they show.
@@ -255,6 +279,8 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   const tsdbWrite = tsdbBases(deps.config).write;
   const samplesBefore = await storedSamples(tsdbWrite);
   const cpuBefore = cpuSeconds(systemPid);
+  const simCpu = (): number => fleet.reduce((sum, f) => sum + cpuSeconds(f.pid!), 0);
+  const simCpuBefore = simCpu();
   const startedAt = performance.now();
   measuring = true;
   while (performance.now() - startedAt < measureSeconds * 1000) {
@@ -268,11 +294,17 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   const seconds = (performance.now() - startedAt) / 1000;
   const cpuUsed = cpuSeconds(systemPid) - cpuBefore;
   const cpuShare = cpuUsed / seconds;
+  const simulatorCores = (simCpu() - simCpuBefore) / seconds;
   const samples = (await storedSamples(tsdbWrite)) - samplesBefore;
   stop = true;
   await Promise.all(probing);
-  fleet.kill('SIGTERM');
-  await new Promise((r) => fleet.once('exit', r));
+  await Promise.all(
+    fleet.map((f) => {
+      const exited = new Promise((r) => f.once('exit', r));
+      f.kill('SIGTERM');
+      return f.exitCode === null && f.signalCode === null ? exited : undefined;
+    }),
+  );
   for (const p of probes) await p.nc.close();
   await svc.close();
 
@@ -302,7 +334,11 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
     rssMiB: { ...spread(rss), last: rss.at(-1) },
     cpuCores: cpuShare,
     enrolSeconds,
+    simulator: { processes: simProcesses, cores: simulatorCores, heartbeatsOffered: agents / 10 },
   };
+  console.log(
+    `simulator: ${simProcesses} process(es), ${(simulatorCores * 100).toFixed(0)}% of one core; heartbeats stored ${(ingested.heartbeat ?? 0).toFixed(1)}/s of ${(agents / 10).toFixed(0)}/s sent by its agents`,
+  );
   console.log(
     `ingest, acknowledged messages/s by kind: ${Object.entries(ingested)
       .map(([k, v]) => `${k} ${v.toFixed(1)}`)

@@ -357,7 +357,7 @@ if (latest.fleet?.sizes) {
     const rate = (k: string): string => (f.messagesPerSecond[k] ?? 0).toFixed(1);
     rows.push([
       `fleet, ${f.agents} agents: stored per second; the ingesting process's CPU per heartbeat and per 1,000 samples, RSS`,
-      `heartbeats ${rate('heartbeat')}, metric batches ${rate('metrics')} (${f.samplesPerSecond.toFixed(0)} samples), snapshots ${rate('inventory')}; ${f.cpuMsPerHeartbeat.toFixed(2)} ms, ${f.cpuMsPer1000Samples.toFixed(2)} ms (${(f.cpuCores * 100).toFixed(0)}% of one core); ${f.rssMiB.mean.toFixed(0)} MiB mean, ${f.rssMiB.max.toFixed(0)} max`,
+      `heartbeats ${rate('heartbeat')}${f.simulator ? ` of ${f.simulator.heartbeatsOffered.toFixed(0)} sent (simulator: ${f.simulator.processes} processes, ${(f.simulator.cores * 100).toFixed(0)}% of one core)` : ''}, metric batches ${rate('metrics')} (${f.samplesPerSecond.toFixed(0)} samples), snapshots ${rate('inventory')}; ${f.cpuMsPerHeartbeat.toFixed(2)} ms, ${f.cpuMsPer1000Samples.toFixed(2)} ms (${(f.cpuCores * 100).toFixed(0)}% of one core); ${f.rssMiB.mean.toFixed(0)} MiB mean, ${f.rssMiB.max.toFixed(0)} max`,
       '',
       run,
     ]);

@@ -554,6 +554,54 @@ describe('agent status', () => {
     }
   });
 
+  it("drops a heartbeat that waited on its host's row while the agent was being revoked", async () => {
+    const { envId } = await newEnvironment();
+    const a = await enrol(await installToken(envId));
+    const nc = await agentConnection(a);
+    const hostOf = async (): Promise<{ agent_version: string | null; agent_status: string } | undefined> =>
+      (
+        await sys.sql<{ agent_version: string | null; agent_status: string }>(
+          `SELECT agent_version, agent_status FROM hosts WHERE id = ?`,
+          [a.host_id],
+        )
+      )[0];
+    await publishTelemetry(nc, a.agent_id, 'heartbeat', { sent_at: new Date().toISOString(), agent_version: '1.0.0' });
+    await waitFor(async () => (await hostOf())?.agent_status === 'online', 10_000);
+
+    // A revocation in flight, as revokeAgents writes it: the agent revoked and its host offline, not committed yet.
+    const revoker = new pg.Client({ connectionString: sys.config.SVC_DB_URL });
+    await revoker.connect();
+    const waiting = async (): Promise<number> =>
+      (
+        await sys.sql<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF h%' AND query LIKE '%agents a%'`,
+        )
+      )[0]!.n;
+    try {
+      await revoker.query('BEGIN');
+      await revoker.query(
+        `UPDATE agents SET status = 'revoked', revoked_at = now(), updated_at = now() WHERE id = $1`,
+        [a.agent_id],
+      );
+      await revoker.query(`UPDATE hosts SET agent_status = 'offline', updated_at = now() WHERE agent_id = $1`, [
+        a.agent_id,
+      ]);
+      // Sent while the agent still reads as active: the batch skips the locked host, the slow path waits for it.
+      await publishTelemetry(nc, a.agent_id, 'heartbeat', {
+        sent_at: new Date().toISOString(),
+        agent_version: '2.0.0',
+      });
+      await waitFor(async () => (await waiting()) === 1, 10_000);
+      await revoker.query('COMMIT');
+    } finally {
+      await revoker.end();
+    }
+    // The slow path's lock wait ends with the commit; what it does next is over well within a second.
+    await waitFor(async () => (await waiting()) === 0, 10_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await hostOf()).toEqual({ agent_version: '1.0.0', agent_status: 'offline' });
+  });
+
   it('dead-letters a malformed heartbeat and keeps taking good ones', async () => {
     const { envId } = await newEnvironment();
     const a = await enrol(await installToken(envId));
