@@ -32,6 +32,8 @@ interface Latest {
     splitP99Ratio: Spread;
     floorThroughputRatio?: Spread;
     floorP99Ratio?: Spread;
+    singleToFloorThroughputRatio?: Spread;
+    singleToFloorP99Ratio?: Spread;
     noHop?: PathFigures;
     noHopThroughputRatio?: Spread;
     noHopP99Ratio?: Spread;
@@ -105,6 +107,14 @@ if (latest.hop) {
       '',
       when(h),
     ]);
+    // The hop's targets against the floor the transport sets on this machine (docs/benchmarks.md: why).
+    if (h.singleToFloorThroughputRatio && h.singleToFloorP99Ratio)
+      rows.push([
+        'throughput, p99: single process / the floor (the hop targets measured from the floor the transport sets here)',
+        `**${fmt(h.singleToFloorThroughputRatio, 2)}**, **${fmt(h.singleToFloorP99Ratio, 2)}**`,
+        '≥ 0.80, ≤ 1.50 of the floor',
+        when(h),
+      ]);
   }
   if (
     h.noHop &&

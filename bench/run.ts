@@ -223,6 +223,8 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     singleToNoHopP99Ratio: ratios(one!, noHop!, (r) => r.p99),
     floorThroughputRatio: ratios(floor!, viaBare!, (r) => r.rps),
     floorP99Ratio: ratios(floor!, viaBare!, (r) => r.p99),
+    singleToFloorThroughputRatio: ratios(one!, floor!, (r) => r.rps),
+    singleToFloorP99Ratio: ratios(one!, floor!, (r) => r.p99),
     singleThroughputRatio: ratios(one!, viaBare!, (r) => r.rps),
     singleP99Ratio: ratios(one!, viaBare!, (r) => r.p99),
     splitThroughputRatio: ratios(two!, viaBare!, (r) => r.rps),
@@ -254,6 +256,9 @@ async function hop(token: string): Promise<Record<string, unknown>> {
   );
   console.log(
     `floor / bare:          throughput ${fmt(result.floorThroughputRatio, 2)}   p99 ${fmt(result.floorP99Ratio, 2)}   (one bare NATS request-reply, nothing else)`,
+  );
+  console.log(
+    `single process / floor: throughput ${fmt(result.singleToFloorThroughputRatio, 2)}   p99 ${fmt(result.singleToFloorP99Ratio, 2)}   (the system's path against the transport's floor)`,
   );
   console.log(
     `gateway stack without the hop / bare: throughput ${fmt(result.noHopThroughputRatio, 2)}   p99 ${fmt(result.noHopP99Ratio, 2)}   (the gateway's own hooks, validation and logging)`,
