@@ -598,9 +598,29 @@ const env = {
   SVC_AUTH_RATE_LIMIT: '1000000000',
   BENCH_DIRECT_PORT: String(DIRECT_PORT),
 };
-const once = <T>(f: () => Promise<T>): (() => Promise<T>) => {
+/** Started on first use, shared by the parts that use it, and stopped (to start afresh if used again) by `stop`. */
+interface Shared<T> {
+  (): Promise<T>;
+  stop: () => Promise<void>;
+}
+const once = <T extends ChildProcess | ChildProcess[]>(f: () => Promise<T>): Shared<T> => {
   let p: Promise<T> | undefined;
-  return () => (p ??= f());
+  const get = (() => (p ??= f())) as Shared<T>;
+  get.stop = async () => {
+    const started = p;
+    p = undefined;
+    const got: ChildProcess | ChildProcess[] = started ? await started.catch(() => []) : [];
+    const processes: ChildProcess[] = Array.isArray(got) ? got : [got];
+    await Promise.all(
+      processes.map(async (c) => {
+        if (c.exitCode !== null || c.signalCode !== null) return;
+        const exited = new Promise((r) => c.once('exit', r));
+        c.kill('SIGTERM');
+        await exited;
+      }),
+    );
+  };
+  return get;
 };
 /**
  * Deletes the durable consumers of a namespace (`<durable><suffix>`). The split system runs only during the hop part,
@@ -655,6 +675,9 @@ const direct = once(() =>
   ),
 );
 
+/** The parts that use the systems `single`, `split` and `direct` (the others start their own). */
+const SHARED_USERS = new Set<string>(['hop', 'login', 'me', 'resolve', 'search']);
+
 async function main(): Promise<void> {
   const asked = process.argv.slice(2).filter((a) => a !== '--');
   const unknown = asked.filter((a) => !(a in PARTS));
@@ -672,6 +695,12 @@ async function main(): Promise<void> {
   const user = await seed();
   benchToken = user.token;
   for (const part of parts) {
+    // The systems the hop part starts stay up for the parts that use them, and only for those. Their fleet actors
+    // consume every agent's telemetry (agent subjects are not namespaced): the split one under durables of its own,
+    // the single one sharing the bench's durables with the system a fleet or metrics part starts. Left running, they
+    // ingested every heartbeat and sample a second time and took half of the measured process's work.
+    if (!SHARED_USERS.has(part)) await Promise.all([split.stop(), direct.stop()]);
+    if (part === 'fleet' || part === 'metrics') await single.stop();
     results[part] = await (part === 'hop'
       ? hop(user.token)
       : part === 'me'
