@@ -675,6 +675,19 @@ const direct = once(() =>
   ),
 );
 
+/**
+ * Writes `part`'s figures into data/bench/latest.json, dated: parts run now replace theirs, the others keep those of
+ * their last run (each part carries its date).
+ */
+function saveFigures(part: string): void {
+  mkdirSync('data/bench', { recursive: true });
+  previous = {
+    ...previous,
+    [part]: { at: new Date().toISOString(), rounds: ROUNDS, seconds: SECONDS, ...(results[part] as object) },
+  };
+  writeFileSync('data/bench/latest.json', JSON.stringify(previous, null, 2));
+}
+
 /** The parts that use the systems `single`, `split` and `direct` (the others start their own). */
 const SHARED_USERS = new Set<string>(['hop', 'login', 'me', 'resolve', 'search']);
 
@@ -720,17 +733,9 @@ async function main(): Promise<void> {
                     : part === 'search'
                       ? search(user.token)
                       : PARTS[part as 'login' | 'signing' | 'runtime' | 'agent' | 'memory']());
+    // Written after every part, so a run stopped halfway keeps what it measured.
+    saveFigures(part);
   }
-  mkdirSync('data/bench', { recursive: true });
-  // Parts run now replace their figures; the others keep those of their last run (each part carries its date).
-  const at = new Date().toISOString();
-  const merged = {
-    ...previous,
-    ...Object.fromEntries(
-      Object.entries(results).map(([k, v]) => [k, { at, rounds: ROUNDS, seconds: SECONDS, ...(v as object) }]),
-    ),
-  };
-  writeFileSync('data/bench/latest.json', JSON.stringify(merged, null, 2));
   console.log('\nfigures written to data/bench/latest.json');
 }
 
