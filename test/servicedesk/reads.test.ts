@@ -83,7 +83,10 @@ describe('sync', () => {
     expect(byOrg[s.orgA]).toBe(orgA().length);
     expect(byOrg[s.orgB]).toBe(s.peer.requestsOf(s.orgB).length);
     expect(byOrg[s.orgUnmapped]).toBeUndefined();
-    expect(counts[s.orgB]).toBe(s.peer.requestsOf(s.orgB).length);
+    // The sync reports what it loaded itself: a background load begun by a mapping's creation may have taken part of
+    // an organization first (seen on a loaded CI machine: 1 of 140), and the stored rows above hold it all either way.
+    expect(counts[s.orgB]).toBeGreaterThan(0);
+    expect(counts[s.orgB]).toBeLessThanOrEqual(s.peer.requestsOf(s.orgB).length);
     const state = await s.sys.sql<{ full_load_completed_at: string | null; watermark: string | null }>(
       `SELECT full_load_completed_at, watermark FROM sd_sync_state WHERE organization_id IN (?, ?)`,
       [s.orgA, s.orgB],
