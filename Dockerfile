@@ -42,4 +42,5 @@ USER node
 EXPOSE 8080 8081
 STOPSIGNAL SIGTERM
 # One node process: `docker stop`'s SIGTERM reaches the app, which drains and exits.
-CMD ["node", "main.ts"]
+# The V8 flag as scripts/start.sh gives it (why: there).
+CMD ["node", "--external-memory-accounted-in-global-limit", "main.ts"]

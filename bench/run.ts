@@ -1,6 +1,6 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
 // rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events, agent, memory (all by default). Not a test: nothing here fails a build.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -29,6 +29,7 @@ import { load, type LoadResult } from './load.ts';
 import { figures, fmt, pathTable, pct, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
 import { useBenchNamespace } from './namespace.ts';
 import { cpuMeter, perRequest, stealMeter, type ProcessGroup } from './cpu.ts';
+import { startFlags } from '../scripts/start-flags.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
@@ -47,14 +48,27 @@ const stores = new Stores(config, log);
 const children: ChildProcess[] = [];
 
 /** Starts `node <args>` and resolves once `readyUrl` answers. */
+/** start.sh's node flags, or none on a runtime that does not know them (`bench:runtimes`' older Node). */
+let checkedFlags: string[] | undefined;
+function systemFlags(): string[] {
+  if (checkedFlags) return checkedFlags;
+  const { flags } = startFlags();
+  checkedFlags = spawnSync(process.execPath, [...flags, '-e', '0']).status === 0 ? flags : [];
+  if (checkedFlags.length < flags.length)
+    console.log(`bench: ${process.version} does not take ${flags.join(' ')}: its systems run without`);
+  return checkedFlags;
+}
+
 async function startChild(args: string[], env: Record<string, string>, readyUrl: string): Promise<ChildProcess> {
   // BENCH_CPU_PROF=<dir>: every process the bench starts writes a V8 CPU profile there when it stops
   // (summarise one with `node bench/profile-summary.ts <file>`).
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   // BENCH_NODE_FLAGS: more flags for them, e.g. `--trace-gc` or `--heap-prof --heap-prof-dir=/tmp/heap`.
   prof.push(...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== ''));
-  // NODE_OPTIONS as `npm start` sets it (scripts/start.sh), so the processes measured run as the started system does.
-  const nodeOptions = `--max-semi-space-size=64${process.env.NODE_OPTIONS ? ` ${process.env.NODE_OPTIONS}` : ''}`;
+  // NODE_OPTIONS and node's flags as `npm start` sets them, so the processes measured run as the started system does.
+  const start = startFlags();
+  const nodeOptions = `${start.nodeOptions}${process.env.NODE_OPTIONS ? ` ${process.env.NODE_OPTIONS}` : ''}`;
+  if (args[0] === 'main.ts') prof.unshift(...systemFlags());
   const child = spawn(process.execPath, [...prof, ...args], {
     env: { ...process.env, NODE_OPTIONS: nodeOptions, SVC_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -11,6 +11,10 @@ npm run migrate
 # (side by side in the bench; with the reference agent's compact batches 16, 32 and 64 MB measured alike).
 # Earlier in NODE_OPTIONS than anything the caller set, which therefore wins.
 export NODE_OPTIONS="--max-semi-space-size=64${NODE_OPTIONS:+ $NODE_OPTIONS}"
+# External (Buffer) memory counted in V8's global heap limit, as V8 now does by default (Node 24's V8 predates it):
+# otherwise every 64 MB of short-lived Buffers starts a full mark-compact, the 64 MB semi-spaces having moved the
+# cheaper scavenge's trigger past that limit (nodejs/node#63863; docs/operations.md has the figures). NODE_OPTIONS
+# may not carry it, so it is given here (and in the Dockerfile's CMD; scripts/start-flags.ts reads both from here).
 # One node process, running the TypeScript by Node's own type stripping (no loader, no build step), so SIGTERM/SIGINT
 # reach the app itself.
-exec node main.ts
+exec node --external-memory-accounted-in-global-limit main.ts

@@ -78,8 +78,13 @@ export class Caller<C extends Catalogue> {
   ): Promise<Uint8Array> {
     const raw = await this.send(subject, input, ctx, opts);
     // serve.ts writes `{"ok":true,"data":…}` (keys in that order) or `{"ok":true}` for no data.
-    if (startsWith(raw, OK_DATA) && raw[raw.length - 1] === CLOSE_BRACE)
-      return Buffer.concat([OPEN_BRACE_BYTES, raw.subarray(OK_PREFIX.length)]);
+    if (startsWith(raw, OK_DATA) && raw[raw.length - 1] === CLOSE_BRACE) {
+      // The comma before `"data"` becomes the body's opening brace, in the reply's own bytes: a copy of a large reply
+      // (a 340 KB board) was garbage outside V8's heap, which brings its old-generation collections forward.
+      const body = raw.subarray(OK_PREFIX.length - 1);
+      body[0] = OPEN_BRACE;
+      return body;
+    }
     parseReply(raw, subject);
     return EMPTY_OBJECT;
   }
@@ -148,12 +153,14 @@ export class Caller<C extends Catalogue> {
 /** `{"ok":true,` then `"data":…}`: the forwarded body is `{` followed by the rest. */
 const OK_PREFIX = encoder.encode('{"ok":true,');
 const OK_DATA = encoder.encode('{"ok":true,"data":');
-const OPEN_BRACE_BYTES = encoder.encode('{');
+const OPEN_BRACE = '{'.charCodeAt(0);
 const CLOSE_BRACE = '}'.charCodeAt(0);
 const EMPTY_OBJECT = encoder.encode('{}');
 
 const OK_ITEMS = encoder.encode('{"ok":true,"data":{"items":');
 const DATA_OPEN = encoder.encode('{"data":');
+/** How far the items move: the list envelope's tail (`,"meta":{…}}`) is this much longer than the reply's. */
+const PAGE_SHIFT = '"meta":{'.length;
 /** The end of a page reply after its items: the three numbers, then the data's and the envelope's braces. */
 const PAGE_TAIL = /\],"total":(\d+),"page":(\d+),"per_page":(\d+)\}\}$/;
 
@@ -161,6 +168,9 @@ const PAGE_TAIL = /\],"total":(\d+),"page":(\d+),"per_page":(\d+)\}\}$/;
  * `{"ok":true,"data":{"items":[…],"total":T,"page":P,"per_page":N}}` as `{"data":[…],"meta":{…}}`, or undefined
  * when the reply is laid out otherwise (an error, another key order). Only the last bytes are read: the tail's
  * pattern is anchored at the end and holds nothing but digits, so its `]` is the one closing the items.
+ *
+ * Rewritten in the reply's own bytes, without a copy of the items: the envelope's head is 19 bytes shorter than the
+ * reply's and its tail 8 longer, so the items move 8 bytes towards the start and the result ends where the reply did.
  */
 function cutPage(raw: Uint8Array): Uint8Array | undefined {
   if (!startsWith(raw, OK_ITEMS)) return undefined;
@@ -169,11 +179,12 @@ function cutPage(raw: Uint8Array): Uint8Array | undefined {
   const m = PAGE_TAIL.exec(tail);
   if (!m) return undefined;
   const itemsEnd = from + m.index + 1;
-  return Buffer.concat([
-    DATA_OPEN,
-    raw.subarray(OK_ITEMS.length, itemsEnd),
-    Buffer.from(`,"meta":{"total":${m[1]},"page":${m[2]},"per_page":${m[3]}}}`, 'latin1'),
-  ]);
+  const meta = Buffer.from(`,"meta":{"total":${m[1]},"page":${m[2]},"per_page":${m[3]}}}`, 'latin1');
+  const start = OK_ITEMS.length - PAGE_SHIFT - DATA_OPEN.length;
+  raw.copyWithin(OK_ITEMS.length - PAGE_SHIFT, OK_ITEMS.length, itemsEnd);
+  raw.set(DATA_OPEN, start);
+  raw.set(meta, itemsEnd - PAGE_SHIFT);
+  return raw.subarray(start, itemsEnd - PAGE_SHIFT + meta.length);
 }
 
 function startsWith(bytes: Uint8Array, prefix: Uint8Array): boolean {

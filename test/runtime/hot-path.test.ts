@@ -122,12 +122,20 @@ describe('envelopes without zod on the hot path', () => {
       { n: 2, s: 'ü雪 "q" \\ ]}' },
       { n: 3, s: '' },
     ];
+    // Rewritten in the received bytes: a reply spanning many socket reads (the parser's grown buffer) as well.
+    const large = Array.from({ length: 2000 }, (_, n) => ({ n, s: `ticket ${n} — ü雪`.repeat(12) }));
     const cases: {
       reply: string;
       data: unknown[];
       meta: { total: number; page: number; per_page: number };
       cut: boolean;
     }[] = [
+      {
+        reply: JSON.stringify({ ok: true, data: { items: large, total: 100000, page: 1, per_page: 2000 } }),
+        data: large,
+        meta: { total: 100000, page: 1, per_page: 2000 },
+        cut: true,
+      },
       // pageOf's key order: cut.
       {
         reply: JSON.stringify({ ok: true, data: { items: tricky, total: 1234567, page: 2, per_page: 3 } }),
@@ -229,6 +237,12 @@ describe('replies held as JSON text (JsonText)', () => {
     const bytes = await caller.callForwarded('svc.rtest.echo', { name: 'x', times: 1 }, ctx);
     expect(new TextDecoder().decode(bytes)).toBe(
       `{"data":{"greeting":${JSON.stringify(`${greeting} x`)},"instance":"json-text"}}`,
+    );
+    // A reply of many socket reads, cut in its own bytes.
+    const long = 'ü雪 '.repeat(60_000);
+    const big = await caller.callForwarded('svc.rtest.echo', { name: long, times: 1 }, ctx);
+    expect(new TextDecoder().decode(big)).toBe(
+      `{"data":{"greeting":${JSON.stringify(`${greeting} ${long}`)},"instance":"json-text"}}`,
     );
   });
 

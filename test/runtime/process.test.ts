@@ -9,6 +9,7 @@ import { catalogue } from '../../contracts/catalogue.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { brokerEnv, NATS_CA, testConfig, testSigner } from '../support/env.ts';
 import { freePort } from '../support/processes.ts';
+import { startFlags } from '../../scripts/start-flags.ts';
 
 /**
  * The real entry point, `node main.ts`, as `npm start` and the Dockerfile run it: start-up refuses bad
@@ -29,7 +30,10 @@ function runMain(env: Record<string, string | undefined>): Child {
   // The broker and the signing key of the test systems, so the child and this file's actors trust each other.
   const merged: NodeJS.ProcessEnv = { ...process.env, ...brokerEnv(), SVC_LOG_LEVEL: 'info', ...env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete merged[k];
-  const proc = spawn(process.execPath, ['main.ts'], { env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...startFlags().flags, 'main.ts'], {
+    env: merged,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
