@@ -591,10 +591,10 @@ describe('execution', () => {
     expect(await plan('package[name = "openssl" AND version < "3.0.13"]')).toContain('host_packages_search_idx');
   });
 
-  it('counts a lone record condition from its table: the number the hosts form gives, every host once', async () => {
+  it('counts a lone record condition, or its NOT, from its table: the number the hosts form gives, every host once', async () => {
     // Each query has hosts with several matching records (every host runs many services, packages of several
     // versions), so a count of records instead of hosts would differ.
-    const queries = [
+    const positive = [
       'package[name = "openssl" AND version < "3.0.13"]',
       'package.version >= "1.0"',
       'package[version EXISTS AND NOT name = "openssl"]',
@@ -604,34 +604,50 @@ describe('execution', () => {
       'container.image ~ "*:*"',
       'container[NOT state IN ("running")]',
     ];
+    const queries = [...positive, ...positive.map((q) => `NOT ${q}`)];
     const orm = await sys.stores.orm();
+    // Every host, one client's (the tenant filter of an engineer), and two clients'.
+    const scopes: (string[] | undefined)[] = [undefined, [clientA.id], [clientA.id, clientB.id]];
+    const seen = new Set<string>();
     for (const q of queries) {
-      const tree = parsePql(q);
-      const general = new Params();
-      const where = compileWhere(tree, general);
-      const record = new Params();
-      const recordSql = recordCountSql(tree, record);
-      expect(recordSql, q).not.toBeNull();
-      // One snapshot for both (other test files write hosts meanwhile).
-      const [a, b, records] = await readOnlySearch(orm, 5000, async (query) => [
-        (await query<{ n: number }>(`SELECT count(*)::int AS n FROM hosts h WHERE ${where}`, general.values))[0]!.n,
-        (await query<{ n: number }>(recordSql!, record.values))[0]!.n,
-        (
-          await query<{ n: number }>(recordSql!.replace('SELECT DISTINCT r.host_id', 'SELECT r.host_id'), record.values)
-        )[0]!.n,
-      ]);
-      expect(b, q).toBe(a);
-      expect(a, q).toBeGreaterThan(0);
-      if (q === 'service.name EXISTS') expect(records, q).toBeGreaterThan(a);
+      for (const clients of scopes) {
+        const tree = parsePql(q);
+        const general = new Params();
+        const tenant = clients ? `h.client_id = ANY(${general.add(clients)}::uuid[])` : 'TRUE';
+        const where = `${tenant} AND ${compileWhere(tree, general)}`;
+        const record = new Params();
+        const recordSql = recordCountSql(tree, record, clients);
+        expect(recordSql, q).not.toBeNull();
+        // One snapshot for both (other test files write hosts meanwhile).
+        const [a, b, records] = await readOnlySearch(orm, 5000, async (query) => [
+          (await query<{ n: number }>(`SELECT count(*)::int AS n FROM hosts h WHERE ${where}`, general.values))[0]!.n,
+          (await query<{ n: number }>(recordSql!, record.values))[0]!.n,
+          (
+            await query<{ n: number }>(
+              recordSql!.replace('SELECT DISTINCT r.host_id', 'SELECT r.host_id'),
+              record.values,
+            )
+          )[0]!.n,
+        ]);
+        const what = `${q} for ${clients?.length ?? 'all'} clients`;
+        expect(b, what).toBe(a);
+        seen.add(`${q.startsWith('NOT') ? 'not' : 'positive'} ${a > 0 ? 'some' : 'none'} ${clients?.length ?? 'all'}`);
+        if (q === 'service.name EXISTS') expect(records, what).toBeGreaterThan(a);
+      }
     }
-    // The super admin's count and list agree on it; other shapes keep the hosts form.
-    const q = 'package[name = "openssl" AND version < "3.0.13"]';
-    const total = (await search(root, q)).meta.total;
-    expect(await count(root, q)).toBe(total);
+    // Both forms, in every scope, counted hosts (none of the queries is trivially 0 everywhere).
+    for (const form of ['positive', 'not'])
+      for (const n of ['all', '1', '2']) expect(seen.has(`${form} some ${n}`), `${form} ${n}`).toBe(true);
+    // Count and list agree on it, as super admin and as an engineer; other shapes keep the hosts form.
+    for (const q of ['package[name = "openssl" AND version < "3.0.13"]', 'NOT service.name = "nginx"'])
+      for (const token of [root, tokens.engA])
+        expect(await count(token, q), q).toBe((await search(token, q)).meta.total);
     for (const other of [
-      'NOT service.name = "nginx"',
+      'NOT NOT service.name = "nginx"',
       'package.name = "openssl" AND tag.env = "prod"',
+      'NOT (service.name = "nginx" OR service.name = "sshd")',
       'host.os = "linux"',
+      'NOT host.os = "linux"',
     ])
       expect(recordCountSql(parsePql(other), new Params()), other).toBeNull();
   });

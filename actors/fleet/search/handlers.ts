@@ -62,7 +62,7 @@ function compiled(
   const tenant = scope === 'all' ? 'TRUE' : `h.client_id = ANY(${params.add(scope)}::uuid[])`;
   const where = `${tenant} AND ${compileWhere(expr, params)}`;
   const recordParams = new Params();
-  const recordCount = scope === 'all' ? recordCountSql(expr, recordParams) : null;
+  const recordCount = recordCountSql(expr, recordParams, scope === 'all' ? undefined : scope);
   const count = recordCount
     ? { sql: recordCount, params: recordParams }
     : { sql: `SELECT count(*)::int AS n FROM hosts h WHERE ${where}`, params };
