@@ -306,6 +306,17 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
     }),
   );
   for (const p of probes) await p.nc.close();
+  // What the agents sent is ingested before the system stops: a backlog left in the stream was consumed by the next
+  // system on these durables (the next size's, or the `single` system of the search part, whose figures it spoiled).
+  const drainStarted = performance.now();
+  let left = (await backlog(jsm)).pending;
+  while (left > 0 && performance.now() - drainStarted < 180_000) {
+    await new Promise((r) => setTimeout(r, 500));
+    left = (await backlog(jsm)).pending;
+  }
+  console.log(
+    `after the agents stopped: ${left === 0 ? 'backlog drained' : `${left} messages still pending`} in ${((performance.now() - drainStarted) / 1000).toFixed(1)} s`,
+  );
   await svc.close();
 
   const ingested = Object.fromEntries(

@@ -617,9 +617,15 @@ interface Shared<T> {
   (): Promise<T>;
   stop: () => Promise<void>;
 }
+/** The processes of the shared systems: a part stops the others it started when it ends (`stopPartChildren`). */
+const sharedProcesses = new Set<ChildProcess>();
 const once = <T extends ChildProcess | ChildProcess[]>(f: () => Promise<T>): Shared<T> => {
   let p: Promise<T> | undefined;
-  const get = (() => (p ??= f())) as Shared<T>;
+  const get = (() =>
+    (p ??= f().then((got) => {
+      for (const c of Array.isArray(got) ? got : [got]) sharedProcesses.add(c);
+      return got;
+    }))) as Shared<T>;
   get.stop = async () => {
     const started = p;
     p = undefined;
@@ -702,6 +708,22 @@ function saveFigures(part: string): void {
   writeFileSync('data/bench/latest.json', JSON.stringify(previous, null, 2));
 }
 
+/**
+ * Stops what a part started (from `children[from]` on) other than the shared systems. Left running, a part's system
+ * held its port (the agent part's start-up failed on the service desk's 18084) and its fleet actors consumed the later
+ * parts' agent telemetry (agent subjects are not namespaced).
+ */
+async function stopPartChildren(from: number): Promise<void> {
+  await Promise.all(
+    children.slice(from).map(async (c) => {
+      if (sharedProcesses.has(c) || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise((r) => c.once('exit', r));
+      c.kill('SIGTERM');
+      await exited;
+    }),
+  );
+}
+
 /** The parts that use the systems `single`, `split` and `direct` (the others start their own). */
 const SHARED_USERS = new Set<string>(['hop', 'login', 'me', 'resolve', 'search']);
 
@@ -728,6 +750,7 @@ async function main(): Promise<void> {
     // ingested every heartbeat and sample a second time and took half of the measured process's work.
     if (!SHARED_USERS.has(part)) await Promise.all([split.stop(), direct.stop()]);
     if (part === 'fleet' || part === 'metrics') await single.stop();
+    const startedBefore = children.length;
     results[part] = await (part === 'hop'
       ? hop(user.token)
       : part === 'me'
@@ -747,6 +770,7 @@ async function main(): Promise<void> {
                     : part === 'search'
                       ? search(user.token)
                       : PARTS[part as 'login' | 'signing' | 'runtime' | 'agent' | 'memory']());
+    await stopPartChildren(startedBefore);
     // Written after every part, so a run stopped halfway keeps what it measured.
     saveFigures(part);
   }
