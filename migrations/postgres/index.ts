@@ -10,6 +10,7 @@ import { Migration0009_saved_searches } from './Migration0009_saved_searches.ts'
 import { Migration0010_events } from './Migration0010_events.ts';
 import { Migration0011_service_desk } from './Migration0011_service_desk.ts';
 import { Migration0012_service_desk_reads } from './Migration0012_service_desk_reads.ts';
+import { Migration0013_package_statistics } from './Migration0013_package_statistics.ts';
 
 /**
  * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
@@ -27,4 +28,5 @@ export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0010_events', class: Migration0010_events },
   { name: 'Migration0011_service_desk', class: Migration0011_service_desk },
   { name: 'Migration0012_service_desk_reads', class: Migration0012_service_desk_reads },
+  { name: 'Migration0013_package_statistics', class: Migration0013_package_statistics },
 ];

@@ -591,6 +591,22 @@ describe('execution', () => {
     expect(await plan('package[name = "openssl" AND version < "3.0.13"]')).toContain('host_packages_search_idx');
   });
 
+  it('samples the package columns finely for the planner (Migration0013)', async () => {
+    // The default sample misjudged a condition on most hosts by 15×, and the first page then sorted every match.
+    const rows = await readOnlySearch(await sys.stores.orm(), 5000, (query) =>
+      query<{ attname: string; target: number }>(
+        `SELECT attname, attstattarget::int AS target FROM pg_attribute
+          WHERE attrelid = 'host_packages'::regclass AND attname IN ('name', 'version_key', 'version') ORDER BY attname`,
+        [],
+      ),
+    );
+    expect(rows).toEqual([
+      { attname: 'name', target: 1000 },
+      { attname: 'version', target: -1 },
+      { attname: 'version_key', target: 1000 },
+    ]);
+  });
+
   it('counts a lone record condition, or its NOT, from its table: the number the hosts form gives, every host once', async () => {
     // Each query has hosts with several matching records (every host runs many services, packages of several
     // versions), so a count of records instead of hosts would differ.
