@@ -47,7 +47,6 @@ const log = createLogger('warn');
 const stores = new Stores(config, log);
 const children: ChildProcess[] = [];
 
-/** Starts `node <args>` and resolves once `readyUrl` answers. */
 /** start.sh's node flags, or none on a runtime that does not know them (`bench:runtimes`' older Node). */
 let checkedFlags: string[] | undefined;
 function systemFlags(): string[] {
@@ -59,6 +58,7 @@ function systemFlags(): string[] {
   return checkedFlags;
 }
 
+/** Starts `node <args>` and resolves once `readyUrl` answers. */
 async function startChild(args: string[], env: Record<string, string>, readyUrl: string): Promise<ChildProcess> {
   // BENCH_CPU_PROF=<dir>: every process the bench starts writes a V8 CPU profile there when it stops
   // (summarise one with `node bench/profile-summary.ts <file>`).
@@ -68,7 +68,8 @@ async function startChild(args: string[], env: Record<string, string>, readyUrl:
   // NODE_OPTIONS and node's flags as `npm start` sets them, so the processes measured run as the started system does.
   const start = startFlags();
   const nodeOptions = `${start.nodeOptions}${process.env.NODE_OPTIONS ? ` ${process.env.NODE_OPTIONS}` : ''}`;
-  if (args[0] === 'main.ts') prof.unshift(...systemFlags());
+  // The system and the bare paths it is compared with (direct-server.ts) alike; the agents run as their unit starts them.
+  if (args[0] === 'main.ts' || args[0] === 'bench/direct-server.ts') prof.unshift(...systemFlags());
   const child = spawn(process.execPath, [...prof, ...args], {
     env: { ...process.env, NODE_OPTIONS: nodeOptions, SVC_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -593,9 +593,10 @@ describe('execution', () => {
 
   it('samples the package columns finely for the planner (Migration0013)', async () => {
     // The default sample misjudged a condition on most hosts by 15×, and the first page then sorted every match.
+    // (The default is -1, NULL since PostgreSQL 17.)
     const rows = await readOnlySearch(await sys.stores.orm(), 5000, (query) =>
       query<{ attname: string; target: number }>(
-        `SELECT attname, attstattarget::int AS target FROM pg_attribute
+        `SELECT attname, COALESCE(attstattarget, -1)::int AS target FROM pg_attribute
           WHERE attrelid = 'host_packages'::regclass AND attname IN ('name', 'version_key', 'version') ORDER BY attname`,
         [],
       ),

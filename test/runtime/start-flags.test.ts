@@ -23,5 +23,8 @@ describe('how the system process is started', () => {
     expect(/NODE_OPTIONS=(\S+)/.exec(dockerfile)?.[1]).toBe(start.nodeOptions);
     const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
     expect(JSON.parse(cmd ?? 'null')).toEqual(['node', ...start.flags, 'main.ts']);
+    // `npm run serve` (main.ts on its own, no set-up) takes the flags too.
+    const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.serve).toBe(['node', ...start.flags, 'main.ts'].join(' '));
   });
 });
