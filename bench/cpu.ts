@@ -1,6 +1,7 @@
 // CPU time per request, by process, read from /proc while a load runs: says where a path's cost lands (the system's
 // process, nats-server, PostgreSQL, Valkey, the load generator) instead of guessing it from throughput alone.
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { cpuTicks, pidsByComm, TICKS_PER_SECOND } from './proc.ts';
 
 /** A named group of processes: fixed pids, or every process whose command name matches. */
@@ -26,15 +27,37 @@ export function cpuMeter(groups: ProcessGroup[]): () => Record<string, number> {
     );
 }
 
-/** The machine's CPU time so far, from /proc/stat's first line: all of it, and what the hypervisor gave to others. */
-function machineTicks(): { total: number; steal: number } {
+/**
+ * The machine's CPU time so far, from /proc/stat's first line: all of it, what the hypervisor gave to others, and
+ * what was idle (iowait included: a CPU waiting on a disk could have run something).
+ */
+function machineTicks(): { total: number; steal: number; idle: number } {
   try {
     const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal (guest time is already counted in user).
-    return { total: fields.slice(0, 8).reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 };
+    return {
+      total: fields.slice(0, 8).reduce((a, b) => a + b, 0),
+      steal: fields[7] ?? 0,
+      idle: (fields[3] ?? 0) + (fields[4] ?? 0),
+    };
   } catch {
-    return { total: 0, steal: 0 };
+    return { total: 0, steal: 0, idle: 0 };
   }
+}
+
+/**
+ * Starts counting the machine's busy time; the returned function gives the CPUs kept busy since then, in cores
+ * (0 to the machine's count; steal counts as busy: those CPUs were not this machine's to use). Near the core count,
+ * the machine itself is the floor of whatever was measured beside it.
+ */
+export function busyMeter(): () => { busyCores: number; cores: number } {
+  const cores = availableParallelism();
+  const before = machineTicks();
+  return () => {
+    const now = machineTicks();
+    const total = now.total - before.total;
+    return { busyCores: total > 0 ? (cores * (total - (now.idle - before.idle))) / total : 0, cores };
+  };
 }
 
 /**

@@ -8,6 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
+import { busyMeter, cpuMeter } from './cpu.ts';
 import { cpuTicks, memoryMiB, TICKS_PER_SECOND } from './proc.ts';
 import { EVENTS_DURABLE, HEARTBEAT_DURABLE } from '../actors/fleet/agents/status.ts';
 import { INVENTORY_DURABLE } from '../actors/fleet/inventory/ingest.ts';
@@ -43,12 +44,16 @@ const encoder = new TextEncoder();
 const cpuSeconds = (pid: number): number => (cpuTicks(pid) ?? Number.NaN) / TICKS_PER_SECOND;
 
 /** Pending work of the fleet's telemetry consumers (not yet delivered + delivered but unacknowledged). */
-async function backlog(jsm: JetStreamManager): Promise<{ pending: number; acked: Record<string, number> }> {
+async function backlog(
+  jsm: JetStreamManager,
+): Promise<{ pending: number; acked: Record<string, number>; byConsumer: Record<string, number> }> {
   let pending = 0;
   const acked: Record<string, number> = {};
+  const byConsumer: Record<string, number> = {};
   for (const d of DURABLES) {
     try {
       const info = await jsm.consumers.info('SVC_TELEMETRY', wireDurableName(d));
+      byConsumer[d.replace('fleet-telemetry-', '')] = info.num_pending + info.num_ack_pending;
       pending += info.num_pending + info.num_ack_pending;
       // Consumer sequence: counts this durable's own messages (the stream sequence counts every kind).
       acked[d] = info.ack_floor.consumer_seq;
@@ -56,7 +61,7 @@ async function backlog(jsm: JetStreamManager): Promise<{ pending: number; acked:
       acked[d] = 0;
     }
   }
-  return { pending, acked };
+  return { pending, acked, byConsumer };
 }
 
 export interface FleetFigures {
@@ -87,6 +92,14 @@ export interface FleetFigures {
    * runs before 2026-11-28 13:00 UTC (one process).
    */
   simulator?: { processes: number; cores: number; heartbeatsOffered: number };
+  /**
+   * Where the machine's CPU went over the window, in cores: all of it busy, and the processes beside the ingesting
+   * one (the simulator is above). Busy near the core count means the machine, not the system, set the lag. Absent in
+   * figures before 2026-11-28 18:30 UTC.
+   */
+  machine?: { cores: number; busyCores: number; postgres: number; natsServer: number; victoriaMetrics: number };
+  /** Each consumer's mean backlog over the window's second half: which one lags. Absent before 18:30 UTC. */
+  backlogByConsumer?: Record<string, number>;
 }
 
 export interface FleetCurve {
@@ -281,15 +294,26 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   const cpuBefore = cpuSeconds(systemPid);
   const simCpu = (): number => fleet.reduce((sum, f) => sum + cpuSeconds(f.pid!), 0);
   const simCpuBefore = simCpu();
+  const busy = busyMeter();
+  const others = cpuMeter([
+    { name: 'postgres', comm: /^postgres$/ },
+    { name: 'nats-server', comm: /^nats-server$/ },
+    { name: 'victoria-metrics', comm: /^victoria-metric/ },
+  ]);
+  const byConsumerSeries: Record<string, number>[] = [];
   const startedAt = performance.now();
   measuring = true;
   while (performance.now() - startedAt < measureSeconds * 1000) {
     await sleep(5_000);
     const mem = memoryMiB(systemPid)?.rss;
     if (mem !== undefined) rss.push(mem);
-    pendingSeries.push((await backlog(jsm)).pending);
+    const now = await backlog(jsm);
+    pendingSeries.push(now.pending);
+    byConsumerSeries.push(now.byConsumer);
   }
   measuring = false;
+  const machineBusy = busy();
+  const otherMs = others();
   const last = await backlog(jsm);
   const seconds = (performance.now() - startedAt) / 1000;
   const cpuUsed = cpuSeconds(systemPid) - cpuBefore;
@@ -325,6 +349,11 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   const sorted = [...lags].sort((a, b) => a - b);
   const half = Math.floor(pendingSeries.length / 2);
   const avg = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+  const secondHalf = byConsumerSeries.slice(half);
+  const backlogByConsumer = Object.fromEntries(
+    Object.keys(secondHalf[0] ?? {}).map((k) => [k, Math.round(avg(secondHalf.map((b) => b[k] ?? 0)))]),
+  );
+  const cores = (ms: number | undefined): number => (ms ?? 0) / 1000 / seconds;
   const result: FleetFigures = {
     agents,
     measureSeconds: Math.round(seconds),
@@ -346,9 +375,26 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
     cpuCores: cpuShare,
     enrolSeconds,
     simulator: { processes: simProcesses, cores: simulatorCores, heartbeatsOffered: agents / 10 },
+    machine: {
+      cores: machineBusy.cores,
+      busyCores: machineBusy.busyCores,
+      postgres: cores(otherMs.postgres),
+      natsServer: cores(otherMs['nats-server']),
+      victoriaMetrics: cores(otherMs['victoria-metrics']),
+    },
+    backlogByConsumer,
   };
   console.log(
     `simulator: ${simProcesses} process(es), ${(simulatorCores * 100).toFixed(0)}% of one core; heartbeats stored ${(ingested.heartbeat ?? 0).toFixed(1)}/s of ${(agents / 10).toFixed(0)}/s sent by its agents`,
+  );
+  const m = result.machine!;
+  console.log(
+    `machine: ${m.busyCores.toFixed(2)} of ${m.cores} cores busy; ingesting process ${cpuShare.toFixed(2)}, simulator ${simulatorCores.toFixed(2)}, PostgreSQL ${m.postgres.toFixed(2)}, nats-server ${m.natsServer.toFixed(2)}, VictoriaMetrics ${m.victoriaMetrics.toFixed(2)}, the rest ${Math.max(0, m.busyCores - cpuShare - simulatorCores - m.postgres - m.natsServer - m.victoriaMetrics).toFixed(2)}`,
+  );
+  console.log(
+    `backlog by consumer, second half avg: ${Object.entries(backlogByConsumer)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
   );
   console.log(
     `ingest, acknowledged messages/s by kind: ${Object.entries(ingested)

@@ -81,17 +81,23 @@ export async function computeClientAccess(em: EntityManager, userId: string): Pr
   return Object.fromEntries([...merged].map(([client, perms]) => [client, [...perms].sort()]));
 }
 
-/** Resolution and cache of callers' permissions. The cache lives in Valkey so every instance sees invalidations. */
+/**
+ * Resolution and cache of callers' permissions. The cache lives in Valkey so every instance sees invalidations.
+ * Reads go through `reads`, the process's near cache when there is one: a warm resolution then costs no round trip
+ * to Valkey, only the request-reply itself (half its p99 under load was Valkey's).
+ */
 export class AccessResolver {
   private readonly cache: AccessCache;
+  private readonly reads: KvReader;
   private readonly em: () => EntityManager;
   private readonly kv: KvStore;
   private readonly clock: Clock;
-  constructor(em: () => EntityManager, kv: KvStore, clock: Clock) {
+  constructor(em: () => EntityManager, kv: KvStore, clock: Clock, reads: KvReader = kv) {
     this.em = em;
     this.kv = kv;
     this.clock = clock;
-    this.cache = new AccessCache(kv);
+    this.reads = reads;
+    this.cache = new AccessCache(reads);
   }
 
   async resolveUser(userId: string): Promise<ResolvedUser> {
@@ -162,6 +168,9 @@ export class AccessResolver {
   private async drop(keys: string[]): Promise<void> {
     if (keys.length === 0) return;
     await this.kv.del(...keys);
+    // Valkey has announced the deletion before answering it; once this process's near cache has applied it, the
+    // change's reply cannot overtake it here (the next resolution, or this process's gateway, reads the new access).
+    await this.reads.settled?.();
     setTimeout(() => void this.kv.del(...keys).catch(() => undefined), INVALIDATE_AGAIN_MS).unref();
   }
 

@@ -17,6 +17,7 @@ export async function identityDeps(dc: DomainContext): Promise<IdentityDeps> {
   const secrets = requireSecrets(dc.config, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY']);
   const orm = await dc.stores.orm();
   const kv = await dc.stores.kv();
+  const reads = await dc.stores.kvReads();
   const hasher = new PasswordHasher();
   // The dummy hash exists before the first login, so an unknown e-mail never costs more than a wrong password.
   await hasher.warm();
@@ -30,7 +31,7 @@ export async function identityDeps(dc: DomainContext): Promise<IdentityDeps> {
     hasher,
     tokens: new AccessTokens(secrets.SVC_JWT_SECRET, dc.config.SVC_JWT_ACCESS_TTL, () => dc.clock.now()),
     box: new SecretBox(secrets.SVC_MFA_ENCRYPTION_KEY),
-    access: new AccessResolver(() => orm.em.fork(), kv, dc.clock),
+    access: new AccessResolver(() => orm.em.fork(), kv, dc.clock, reads),
     audit: new AuditRecorder(dc.nc, dc.clock),
   };
 }

@@ -1,5 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AccessResolver } from '../../actors/identity/access.ts';
+import type { NearCache } from '../../actors/runtime/stores/kv-near-cache.ts';
+import { anonymousContext } from '../../contracts/context.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
@@ -70,5 +74,48 @@ describe('access cache read by the gateway', () => {
       204,
     );
     expect((await sys.http({ method: 'GET', url: '/api/v1/auth/me', token })).statusCode).toBe(401);
+  });
+});
+
+describe('access resolution', () => {
+  it('answers a warm resolution from the near cache, and the resolution right after a change sees the change', async () => {
+    const user = await createUser(sys);
+    const client = await createClient(sys);
+    await assignRole(sys, user.id, client.id, roleIdByName('Viewer'));
+    const admin = await createUser(sys, { superAdmin: true });
+    const adminToken = await tokenFor(sys, admin);
+    const near = (await sys.stores.kvReads()) as NearCache;
+    expect(near.tracking).toBe(true);
+    const resolve = () =>
+      sys.caller.call('svc.identity.access.resolve', { user_id: user.id }, anonymousContext(randomUUID()));
+
+    expect((await resolve()).access.clients[client.id]).toEqual(['healthcheck:read', 'hosts:read', 'metrics:read']);
+    await resolve(); // the entry written by the first one is read from Valkey once, then kept
+    const misses = near.stats.misses;
+    const hits = near.stats.hits;
+    for (let i = 0; i < 5; i++) await resolve();
+    expect(near.stats.misses).toBe(misses);
+    expect(near.stats.hits).toBe(hits + 5);
+
+    // The change's reply waits until this process's near cache has dropped the old entry. Valkey's announcement is
+    // held back here (its socket paused, as a busy event loop or a slow network would): the change must not answer
+    // before it is applied, and the resolution right after the answer sees the change, with no wait and no retry.
+    const other = await createClient(sys);
+    const announcements = (near as unknown as { announcements: Redis }).announcements.stream;
+    announcements.pause();
+    let answered = false;
+    const assigned = sys
+      .http({
+        method: 'POST',
+        url: `/api/v1/users/${user.id}/clients`,
+        token: adminToken,
+        payload: { client_id: other.id, role_id: roleIdByName('Engineer') },
+      })
+      .finally(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(answered).toBe(false);
+    announcements.resume();
+    expect((await assigned).statusCode).toBe(201);
+    expect((await resolve()).access.clients[other.id]).toContain('hosts:write');
   });
 });
