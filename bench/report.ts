@@ -373,7 +373,13 @@ if (latest.fleet?.sizes) {
     ]);
     rows.push([
       `fleet, ${f.agents} agents: backlog of the telemetry consumers (pending + unacknowledged), first half avg, second half avg, max; lag from a heartbeat's publish to \`GET /api/v1/hosts/:id\` showing it (${f.lagMs.samples} probes)`,
-      `backlog ${f.backlogFirstHalf}, **${f.backlogSecondHalf}**, ${f.backlogMax}; lag p50 ${f.lagMs.p50.toFixed(0)} ms, **p99 ${f.lagMs.p99.toFixed(0)} ms**`,
+      `backlog ${f.backlogFirstHalf}, **${f.backlogSecondHalf}**, ${f.backlogMax}${
+        f.backlogByConsumer
+          ? ` (second half by consumer: ${Object.entries(f.backlogByConsumer)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ')})`
+          : ''
+      }; lag p50 ${f.lagMs.p50.toFixed(0)} ms, **p99 ${f.lagMs.p99.toFixed(0)} ms**${f.machine ? `; the machine ${f.machine.busyCores.toFixed(2)} of ${f.machine.cores} cores busy (PostgreSQL ${f.machine.postgres.toFixed(2)}, nats-server ${f.machine.natsServer.toFixed(2)}, VictoriaMetrics ${f.machine.victoriaMetrics.toFixed(2)})` : ''}`,
       'no backlog growth; p99 ≤ 2000 ms',
       run,
     ]);
