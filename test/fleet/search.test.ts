@@ -588,7 +588,11 @@ describe('execution', () => {
     expect(await plan('label.region IN ("eu-west", "us-east")')).toContain('hosts_labels_gin');
     expect(await plan('host.hostname ~ "WEB-*"')).toContain('hosts_search_idx');
     expect(await plan('host.hostname = "web-01"')).toContain('hosts_search_idx');
-    expect(await plan('package[name = "openssl" AND version < "3.0.13"]')).toContain('host_packages_search_idx');
+    // Either package index may serve it: which one depends on the table's statistics at the time (an ANALYZE of the
+    // still-empty table at migration, or autovacuum's after the tests filled it), not on the compiled SQL.
+    const packagePlan = await plan('package[name = "openssl" AND version < "3.0.13"]');
+    expect(packagePlan).toMatch(/host_packages_(search|name)_idx/);
+    expect(packagePlan).not.toContain('Seq Scan on host_packages');
   });
 
   it('samples the package columns finely for the planner (Migration0013)', async () => {
