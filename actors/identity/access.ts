@@ -83,8 +83,8 @@ export async function computeClientAccess(em: EntityManager, userId: string): Pr
 
 /**
  * Resolution and cache of callers' permissions. The cache lives in Valkey so every instance sees invalidations.
- * Reads go through `reads`, the process's near cache when there is one: a warm resolution then costs no round trip
- * to Valkey, only the request-reply itself (half its p99 under load was Valkey's).
+ * Reads go through `reads`, the process's near cache when there is one (the gateways read the same one): a warm
+ * resolution then costs no round trip to Valkey, only the request-reply itself.
  */
 export class AccessResolver {
   private readonly cache: AccessCache;
