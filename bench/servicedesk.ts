@@ -90,6 +90,7 @@ async function seedStore(stores: Stores): Promise<{ organizationId: string; proj
   // What autovacuum does after a bulk load: statistics and the visibility map (index-only scans).
   await conn.execute(`VACUUM ANALYZE sd_requests`);
   await conn.execute(`VACUUM ANALYZE sd_request_totals`);
+  await conn.execute(`VACUUM ANALYZE sd_request_search`);
   return { organizationId, projectKey };
 }
 

@@ -11,6 +11,7 @@ import { Migration0010_events } from './Migration0010_events.ts';
 import { Migration0011_service_desk } from './Migration0011_service_desk.ts';
 import { Migration0012_service_desk_reads } from './Migration0012_service_desk_reads.ts';
 import { Migration0013_package_statistics } from './Migration0013_package_statistics.ts';
+import { Migration0014_service_desk_search } from './Migration0014_service_desk_search.ts';
 
 /**
  * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
@@ -29,4 +30,5 @@ export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0011_service_desk', class: Migration0011_service_desk },
   { name: 'Migration0012_service_desk_reads', class: Migration0012_service_desk_reads },
   { name: 'Migration0013_package_statistics', class: Migration0013_package_statistics },
+  { name: 'Migration0014_service_desk_search', class: Migration0014_service_desk_search },
 ];

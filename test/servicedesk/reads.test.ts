@@ -800,6 +800,82 @@ describe('read store upkeep (migration 0012)', () => {
     expect(await s.sys.sql(`SELECT 1 FROM sd_request_totals WHERE project_key = ?`, [project])).toEqual([]);
   });
 
+  it('the search copy (migration 0014) holds each request once, as stored, through upserts, key moves, updates and deletes', async () => {
+    const columns = 'issue_key, project_key, organization_ids, labels, search_key, search_summary';
+    /** Rows of the copy that differ from the requests' own columns (both ways), for keys starting with `prefix`. */
+    const drift = async (prefix: string): Promise<number> => {
+      const [row] = await s.sys.sql<{ n: number }>(
+        `SELECT (SELECT count(*) FROM ((SELECT ${columns} FROM sd_requests WHERE issue_key LIKE ? || '%' EXCEPT ALL SELECT ${columns} FROM sd_request_search WHERE issue_key LIKE ? || '%')
+           UNION ALL (SELECT ${columns} FROM sd_request_search WHERE issue_key LIKE ? || '%' EXCEPT ALL SELECT ${columns} FROM sd_requests WHERE issue_key LIKE ? || '%')) d)::int AS n`,
+        [prefix, prefix, prefix, prefix],
+      );
+      return row!.n;
+    };
+    expect(await drift(s.peer.names.sup)).toBe(0);
+    const project = `ZS${Date.now().toString(36).toUpperCase()}`;
+    const upsert = (from: number, to: number, summary: string): Promise<unknown> =>
+      s.sys.sql(
+        `INSERT INTO sd_requests (issue_key, issue_id, project_key, issue_number, summary, status, status_category, organization_ids, labels, created_at, updated_at)
+         SELECT ? || '-' || g, g::text, ?, g, ? || ' ' || g, 'Open', 'new', '{1}', CASE WHEN g % 2 = 0 THEN '{vip}'::text[] ELSE '{}' END, now(), now()
+         FROM generate_series(?::int, ?::int) g
+         ON CONFLICT (issue_key) DO UPDATE SET summary = EXCLUDED.summary, updated_at = EXCLUDED.updated_at`,
+        [project, project, summary, from, to],
+      );
+    try {
+      await upsert(1, 30, 'Printer JAMMED');
+      expect(await drift(project)).toBe(0);
+      // One statement inserting new rows and replacing stored ones, half with the same summary as before.
+      await upsert(21, 40, 'Printer JAMMED');
+      await upsert(31, 50, 'VPN Down');
+      expect(await drift(project)).toBe(0);
+      // Moved to another project: the key changes, the old copy must not stay behind.
+      await s.sys.sql(
+        `UPDATE sd_requests SET issue_key = ? || 'M-' || issue_number, project_key = ? || 'M', organization_ids = '{1,2}' WHERE project_key = ? AND issue_number <= 5`,
+        [project, project, project],
+      );
+      await s.sys.sql(
+        `UPDATE sd_requests SET labels = '{moved}', summary = 'Mail relay' WHERE project_key = ? AND issue_number % 7 = 0`,
+        [project],
+      );
+      expect(await drift(project)).toBe(0);
+      const [moved] = await s.sys.sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM sd_request_search WHERE project_key = ? || 'M'`,
+        [project],
+      );
+      expect(moved!.n).toBe(5);
+      await s.sys.sql(`DELETE FROM sd_requests WHERE project_key = ? AND issue_number > 45`, [project]);
+      expect(await drift(project)).toBe(0);
+    } finally {
+      await s.sys.sql(`DELETE FROM sd_requests WHERE project_key IN (?, ? || 'M')`, [project, project]);
+    }
+    expect(await s.sys.sql(`SELECT 1 FROM sd_request_search WHERE issue_key LIKE ? || '%'`, [project])).toEqual([]);
+  });
+
+  it('a search total is counted in the search copy; with any other filter, in the requests themselves', async () => {
+    const list = async (query: string): Promise<{ total: number; keys: string[] }> => {
+      const body = (await get(s, userA, `${SD}/tickets?per_page=100${query}`)).json();
+      return { total: body.meta.total as number, keys: (body.data as { issue_key: string }[]).map((t) => t.issue_key) };
+    };
+    for (const word of ['vpn', 'printer', 'a', s.peer.names.sup.toLowerCase()]) {
+      const expected = orgA().filter((i) => `${i.key}\n${i.summary}`.toLowerCase().includes(word));
+      expect((await list(`&search=${encodeURIComponent(word)}`)).total, word).toBe(expected.length);
+    }
+    // A copy made to differ from its request (a word only it holds): the search's total follows the copy, its page the
+    // requests; with a status filter as well, the count is the requests' own.
+    const target = orgA().find((i) => i.status === 'Open')!;
+    const word = `zq${Date.now().toString(36)}`;
+    await s.sys.sql(`UPDATE sd_request_search SET search_summary = ? WHERE issue_key = ?`, [word, target.key]);
+    try {
+      expect(await list(`&search=${word}`)).toEqual({ total: 1, keys: [] });
+      expect(await list(`&search=${word}&status=Open`)).toEqual({ total: 0, keys: [] });
+    } finally {
+      await s.sys.sql(
+        `UPDATE sd_request_search c SET search_summary = r.search_summary FROM sd_requests r WHERE r.issue_key = c.issue_key AND c.issue_key = ?`,
+        [target.key],
+      );
+    }
+  });
+
   it('the list total from the totals equals the count of the requests themselves, filter by filter', async () => {
     const total = async (query: string): Promise<number> =>
       (await get(s, userA, `${SD}/tickets?per_page=1${query}`)).json().meta.total as number;

@@ -127,19 +127,26 @@ export function checkRange(from: string | undefined, to: string | undefined): vo
 /**
  * The WHERE of the tickets, board and export: what the mappings cover, then every filter. `totals`: the condition reads
  * only columns sd_request_totals groups by (scope, status, category, priority, type), so it counts there too.
+ * `searchCopy`: it reads only the scope and the search, which sd_request_search holds (a narrower table to count in).
  */
 export function ticketWhere(
   mappings: readonly MappingRow[],
   f: Filters,
   ctx: CallerContext,
-): { sql: string; params: unknown[]; totals: boolean } {
+): { sql: string; params: unknown[]; totals: boolean; searchCopy: boolean } {
   const visible = visibleWhere(mappings, 'v');
   const where = [visible.sql];
   const params = [...visible.params];
   let totals = true;
-  const add = (clause: string, ...p: unknown[]): void => {
+  let searchCopy = true;
+  const push = (clause: string, p: unknown[]): void => {
     where.push(clause);
     params.push(...p);
+  };
+  /** A condition on a column the totals group by (and the search copy does not hold). */
+  const add = (clause: string, ...p: unknown[]): void => {
+    searchCopy = false;
+    push(clause, p);
   };
   /** A condition on a column the totals do not group by. */
   const addRowLevel = (clause: string, ...p: unknown[]): void => {
@@ -156,7 +163,8 @@ export function ticketWhere(
     // Case-insensitive substring of the key or summary. ILIKE is lower() of both sides then LIKE (UTF-8 database):
     // the lowered copies (search_key, search_summary, trigram-indexed) give the same answer without lowering each row.
     const like = `%${escapeLike(f.search)}%`;
-    addRowLevel(`(v.search_key LIKE lower(?) OR v.search_summary LIKE lower(?))`, like, like);
+    totals = false;
+    push(`(v.search_key LIKE lower(?) OR v.search_summary LIKE lower(?))`, [like, like]);
   }
   checkRange(f.date_from, f.date_to);
   if (f.date_from) addRowLevel('v.created_at >= ?', rangeStart(f.date_from));
@@ -166,7 +174,7 @@ export function ticketWhere(
       throw new DomainError('bad_request', 'my_requests needs a signed-in user (an e-mail to match reporters against)');
     addRowLevel('lower(v.reporter_email) = lower(?)', ctx.principal.email);
   }
-  return { sql: where.join(' AND '), params, totals };
+  return { sql: where.join(' AND '), params, totals, searchCopy };
 }
 
 /** ORDER BY of a sort column; the issue key breaks ties in the same direction (so one index serves both). */

@@ -237,11 +237,15 @@ export function ticketHandlers(deps: SdDeps): SdHandlers {
     if (mappings.length === 0) return undefined;
     const source = ticketSource(mappings);
     const where = ticketWhere(mappings, f, ctx);
-    // With no pending writes to merge and only grouped columns filtered, the maintained totals hold the count.
+    // With no pending writes to merge, only grouped columns filtered: the maintained totals hold the count; only the
+    // scope and a search: the narrow search copy is counted instead of the requests themselves.
+    const stored = source.pending === 'false';
     const counted =
-      source.pending === 'false' && where.totals
+      stored && where.totals
         ? `SELECT COALESCE(sum(v.requests), 0)::int AS n FROM sd_request_totals v WHERE ${where.sql}`
-        : `SELECT count(*)::int AS n FROM ${source.from} WHERE ${where.sql}`;
+        : stored && where.searchCopy
+          ? `SELECT count(*)::int AS n FROM sd_request_search v WHERE ${where.sql}`
+          : `SELECT count(*)::int AS n FROM ${source.from} WHERE ${where.sql}`;
     return {
       from: `${source.from} WHERE ${where.sql}`,
       params: where.params,
