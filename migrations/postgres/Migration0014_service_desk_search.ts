@@ -26,6 +26,8 @@ export class Migration0014_service_desk_search extends Migration {
       );
       CREATE INDEX sd_request_search_key ON sd_request_search USING gin (search_key gin_trgm_ops);
       CREATE INDEX sd_request_search_summary ON sd_request_search USING gin (search_summary gin_trgm_ops);
+      -- A search too short for a trigram, or a word common in other organizations: the scope narrows first.
+      CREATE INDEX sd_request_search_project ON sd_request_search (project_key);
 
       CREATE FUNCTION sd_request_search_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
       BEGIN
