@@ -851,6 +851,29 @@ describe('read store upkeep (migration 0012)', () => {
     expect(await s.sys.sql(`SELECT 1 FROM sd_request_search WHERE issue_key LIKE ? || '%'`, [project])).toEqual([]);
   });
 
+  it('a TRUNCATE of the requests empties the search copy in the same transaction', async () => {
+    expect((await s.sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_request_search`))[0]!.n).toBeGreaterThan(
+      0,
+    );
+    // Done and undone in one statement: the closing exception rolls the TRUNCATE back, its message says what was seen.
+    const outcome = await s.sys
+      .sql(
+        `DO $$ BEGIN
+           PERFORM set_config('lock_timeout', '20s', true);
+           TRUNCATE sd_requests CASCADE;
+           RAISE EXCEPTION 'copy rows after truncate: %', (SELECT count(*) FROM sd_request_search);
+         END $$`,
+      )
+      .then(
+        () => 'no exception',
+        (err: unknown) => (err instanceof Error ? err.message : String(err)),
+      );
+    expect(outcome).toContain('copy rows after truncate: 0');
+    expect((await s.sys.sql<{ n: number }>(`SELECT count(*)::int AS n FROM sd_request_search`))[0]!.n).toBeGreaterThan(
+      0,
+    );
+  });
+
   it('a search total is counted in the search copy; with any other filter, in the requests themselves', async () => {
     const list = async (query: string): Promise<{ total: number; keys: string[] }> => {
       const body = (await get(s, userA, `${SD}/tickets?per_page=100${query}`)).json();

@@ -127,7 +127,7 @@ export function checkRange(from: string | undefined, to: string | undefined): vo
 /**
  * The WHERE of the tickets, board and export: what the mappings cover, then every filter. `totals`: the condition reads
  * only columns sd_request_totals groups by (scope, status, category, priority, type), so it counts there too.
- * `searchCopy`: it reads only the scope and the search, which sd_request_search holds (a narrower table to count in).
+ * `searchCopy`: a search, and otherwise only the scope, which sd_request_search holds (a narrower table to count in).
  */
 export function ticketWhere(
   mappings: readonly MappingRow[],
@@ -174,7 +174,7 @@ export function ticketWhere(
       throw new DomainError('bad_request', 'my_requests needs a signed-in user (an e-mail to match reporters against)');
     addRowLevel('lower(v.reporter_email) = lower(?)', ctx.principal.email);
   }
-  return { sql: where.join(' AND '), params, totals, searchCopy };
+  return { sql: where.join(' AND '), params, totals, searchCopy: searchCopy && Boolean(f.search) };
 }
 
 /** ORDER BY of a sort column; the issue key breaks ties in the same direction (so one index serves both). */
