@@ -171,6 +171,7 @@ export async function ensureConsumer(
   nc: NatsConnection,
   stream: string,
   config: DurableConsumerConfig,
+  log?: Logger,
 ): Promise<ConsumerInfo> {
   const jsm = await jetstreamManager(nc, { timeout: DECLARE_TIMEOUT_MS });
   const filters = config.filterSubjects ?? [];
@@ -185,7 +186,8 @@ export async function ensureConsumer(
     filter_subject: filters.length === 1 ? filters[0] : undefined,
     filter_subjects: filters.length > 1 ? [...filters] : undefined,
   };
-  if (!(await consumerExists(jsm, stream, config.durable))) {
+  const existing = await consumerInfo(jsm, stream, config.durable);
+  if (!existing) {
     try {
       return await jsm.consumers.add(stream, {
         ...settable,
@@ -196,21 +198,68 @@ export async function ensureConsumer(
       });
     } catch (err) {
       // Another process may have created it between our look and our add; anything else is a real error.
-      if (!(await consumerExists(jsm, stream, config.durable))) throw err;
+      if (!(await consumerInfo(jsm, stream, config.durable))) throw err;
     }
   }
-  return jsm.consumers.update(stream, config.durable, settable);
+  const updated = await jsm.consumers.update(stream, config.durable, settable);
+  const before = existing?.config.num_replicas || existing?.cluster?.replicas?.length || 0;
+  if (existing && before <= 1 && brokerReplicas() > 1) {
+    try {
+      return await reelectScaledConsumer(nc, stream, config.durable);
+    } catch (err) {
+      // It still works while its old leader's node lives; failing the start-up would not make the election happen.
+      log?.warn({ err }, 'durable scaled up without a fresh leader election');
+    }
+  }
+  return updated;
+}
+
+/**
+ * A durable scaled up from one replica keeps its old leader without an election, and nats-server (2.9, fixed in 2.11:
+ * nats-io/nats-server#6838) can leave that group unable to elect once the old leader's node is lost: the durable then
+ * answers nothing until an operator recreates it (a cluster test lost it 2 times in 5). A step-down once the new
+ * followers are online makes the group elect for real, after which it survives the loss of any one node.
+ */
+async function reelectScaledConsumer(nc: NatsConnection, stream: string, durable: string): Promise<ConsumerInfo> {
+  // Short requests: one sent while the group has no leader is never answered, the next one after the election is.
+  const jsm = await jetstreamManager(nc, { timeout: 2_000 });
+  const until = Date.now() + DECLARE_TIMEOUT_MS;
+  const subject = `${jsm.getOptions().apiPrefix ?? '$JS.API'}.CONSUMER.LEADER.STEPDOWN.${stream}.${durable}`;
+  let last = 'the new replicas did not come online';
+  let steppedDown = false;
+  while (Date.now() < until) {
+    const info = await consumerInfo(jsm, stream, durable).catch(() => undefined);
+    const peers = info?.cluster?.replicas ?? [];
+    const online = !!info?.cluster?.leader && peers.length === brokerReplicas() - 1 && peers.every((p) => !p.offline);
+    if (steppedDown && online) return info!;
+    if (!steppedDown && online) {
+      try {
+        const reply = (await nc.request(subject, undefined, { timeout: 5_000 })).json<{
+          success?: boolean;
+          error?: { description?: string };
+        }>();
+        steppedDown = reply.success === true;
+        last = reply.error?.description ?? 'the step-down was refused';
+      } catch (err) {
+        last = err instanceof Error ? err.message : String(err);
+      }
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  if (steppedDown) last = 'no new leader was elected in time';
+  throw new Error(
+    `durable ${durable} on ${stream} was scaled to ${brokerReplicas()} replicas but not re-elected (${last}); run \`nats consumer cluster step-down ${stream} ${durable}\``,
+  );
 }
 
 const isConsumerNotFound = (err: unknown): boolean =>
   err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 
-async function consumerExists(jsm: JetStreamManager, stream: string, durable: string): Promise<boolean> {
+async function consumerInfo(jsm: JetStreamManager, stream: string, durable: string): Promise<ConsumerInfo | undefined> {
   try {
-    await jsm.consumers.info(stream, durable);
-    return true;
+    return await jsm.consumers.info(stream, durable);
   } catch (err) {
-    if (isConsumerNotFound(err)) return false;
+    if (isConsumerNotFound(err)) return undefined;
     throw err;
   }
 }
@@ -335,7 +384,7 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     maxAckPending: opts.maxAckPending,
   };
   // Boot fails loudly on a bad config; later problems are logged and retried by the loop.
-  await ensureConsumer(nc, stream, consumerConfig);
+  await ensureConsumer(nc, stream, consumerConfig, log);
 
   const stopping = new AbortController();
   const inflight = new Set<Promise<void>>();
@@ -577,7 +626,7 @@ async function openMessages(
   } catch (err) {
     if (!isConsumerNotFound(err)) throw err;
     log.warn('durable consumer missing; recreating it');
-    await ensureConsumer(nc, stream, config);
+    await ensureConsumer(nc, stream, config, log);
     consumer = await js(nc).consumers.get(stream, config.durable);
   }
   return consumer.consume({ max_messages: concurrency });

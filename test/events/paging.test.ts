@@ -322,6 +322,8 @@ describe('paging by phone', () => {
     );
     const second = provider.calls.at(-1)!;
     expect(second.form.To).toBe(ONCALL);
+    // The provider sees the call before its SID is stored; a callback in between is refused as another call's.
+    await callRow(second.sid);
     const attempts = await sys.sql<{ attempt: number; status: string }>(
       `SELECT attempt, status FROM voice_calls WHERE alert_group_id = ? ORDER BY attempt`,
       [row!.alert_group_id],
