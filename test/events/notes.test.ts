@@ -394,6 +394,31 @@ describe('listing notes: the range', () => {
   });
 });
 
+describe('listing notes: the JSON PostgreSQL writes', () => {
+  it('lists each note exactly as its create answered it: fields, their order, nulls, escaped text, millisecond times', async () => {
+    const h = await createHost(sys, c, e2, 'json-host');
+    const made = [
+      await note(author.token, {
+        scope: 'host',
+        host_id: h,
+        kind: 'maintenance',
+        timestamp: '2026-09-01T10:00:00.123Z',
+        ends_at: '2026-09-01T11:30:00.987Z',
+        text: 'quote " backslash \\ newline\n tab\t </script> ünïcödé 🚀 \u0001',
+      }),
+      await note(author.token, { scope: 'environment', environment_id: e2, timestamp: '2026-09-01T10:05:00Z' }),
+      await note(author.token, { scope: 'client', client_id: c, kind: 'deploy', timestamp: '2026-09-01T10:10:00.5Z' }),
+    ];
+    // Microseconds are cut to milliseconds, not rounded, as iso() cuts them for the create's answer.
+    await sys.sql(`UPDATE annotations SET created_at = '2026-09-01 10:00:00.123999+00' WHERE id = ?`, [made[0]!.id]);
+    made[0] = { ...made[0]!, created_at: '2026-09-01T10:00:00.123Z' };
+    const listed = await list(author.token, `host_id=${h}`, '2026-09-01T09:00:00Z', '2026-09-01T12:00:00Z');
+    const byId = new Map(listed.map((n) => [n.id, n]));
+    for (const m of made) expect(JSON.stringify(byId.get(m.id))).toBe(JSON.stringify(m));
+    expect(listed.map((n) => n.id)).toEqual(made.map((n) => n.id));
+  });
+});
+
 describe('listing notes: who may read what', () => {
   it('needs metrics:read on the target: 403 without it, 404 out of reach', async () => {
     const client = (await userWith(sys, 'Client', c)).token; // clients:read, hosts:read, no metrics:read

@@ -20,6 +20,10 @@ export function iso(value: Date | string): string {
   if (Number.isNaN(ms)) throw new Error(`unparseable timestamp ${value}`);
   return new Date(ms).toISOString();
 }
+/** A UTC timestamp as iso() writes it (milliseconds, `Z`); to_char's MS truncates the microseconds, as iso() does. */
+export const isoSql = (column: string): string =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
 export const isoOrNull = (value: Date | string | null | undefined): string | null =>
   value === null || value === undefined ? null : iso(value);
 

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { Ticket, TicketFilters } from '../../../contracts/domains/servicedesk.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { iso, isoOrNull } from '../../runtime/stores/sql.ts';
+import { iso, isoOrNull, isoSql } from '../../runtime/stores/sql.ts';
 import { visibleWhere, type MappingRow } from '../scope.ts';
 import type { RequestColumns } from '../sync/normalize.ts';
 
@@ -37,9 +37,6 @@ export const ticketColumns = (pending: string): string =>
   `v.issue_key, v.issue_id, v.project_key, v.service_desk_id, v.request_type_id, v.request_type, v.summary, v.status, v.status_category,
    v.priority, v.issue_type, v.assignee, v.assignee_email, v.reporter_name, v.reporter_email, v.organization_ids, v.labels, v.linked_issue_key,
    v.created_at, v.updated_at, v.resolved_at, v.due_date::text AS due_date, ${pending} AS pending`;
-
-/** A UTC timestamp as iso() writes it (milliseconds, `Z`); to_char's MS truncates the microseconds, as iso() does. */
-const isoSql = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
  * A ticket as JSON text written by PostgreSQL, field for field what JSON.stringify(ticketOut(row)) writes for the same
