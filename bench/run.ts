@@ -725,6 +725,16 @@ async function stopPartChildren(from: number): Promise<void> {
   );
 }
 
+/**
+ * Writes out what the parts before wrote, so that a part does not pay for their write-back: the search seed's 21
+ * million rows were still being checkpointed (PostgreSQL spreads a checkpoint over minutes) and flushed by the kernel
+ * during the metrics part that followed it in a whole run, which read its ingest ratio 0.47 there and 0.56 alone.
+ */
+async function flushWrites(): Promise<void> {
+  await (await stores.orm()).em.fork().getConnection().execute('CHECKPOINT');
+  spawnSync('sync');
+}
+
 /** The parts that use the systems `single`, `split` and `direct` (the others start their own). */
 const SHARED_USERS = new Set<string>(['hop', 'login', 'me', 'resolve', 'search']);
 
@@ -751,6 +761,7 @@ async function main(): Promise<void> {
     // ingested every heartbeat and sample a second time and took half of the measured process's work.
     if (!SHARED_USERS.has(part)) await Promise.all([split.stop(), direct.stop()]);
     if (part === 'fleet' || part === 'metrics') await single.stop();
+    await flushWrites();
     const startedBefore = children.length;
     results[part] = await (part === 'hop'
       ? hop(user.token)
