@@ -14,6 +14,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { perRequest } from './cpu.ts';
 import { percentile, spread, type PathFigures, type Spread } from './stats.ts';
+import { checkpoint } from './checkpoint.ts';
 
 export const EVENTS_PORT = 18087;
 
@@ -268,11 +269,9 @@ export async function eventsBench(deps: EventsBenchDeps): Promise<EventsFigures>
         `{${hosts.map((h) => h.env).join(',')}}`,
       ],
     );
-    // Autovacuum is off on the bench machine: fresh statistics for the planner, as a live system would have. The
-    // CHECKPOINT writes out the seed's pages now, so that flushing the bench's own bulk load (and that of the parts
-    // before it in a whole run) does not land in the measured requests.
+    // Autovacuum is off on the bench machine: fresh statistics for the planner, as a live system would have.
     await conn.execute(`VACUUM (ANALYZE) annotations`);
-    await conn.execute(`CHECKPOINT`);
+    await checkpoint((sql) => conn.execute(sql));
     const host = hosts[17]!.id;
     const perRound = Number(process.env.BENCH_NOTES_REQUESTS ?? 300);
     const chart = async (): Promise<{ ms: number; count: number }> => {

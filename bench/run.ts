@@ -30,6 +30,7 @@ import { figures, fmt, pathTable, pct, percentile, ratios, spread, type PathFigu
 import { useBenchNamespace } from './namespace.ts';
 import { cpuMeter, perRequest, stealMeter, type ProcessGroup } from './cpu.ts';
 import { startFlags } from '../scripts/start-flags.ts';
+import { checkpoint } from './checkpoint.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
@@ -731,7 +732,8 @@ async function stopPartChildren(from: number): Promise<void> {
  * during the metrics part that followed it in a whole run, which read its ingest ratio 0.47 there and 0.56 alone.
  */
 async function flushWrites(): Promise<void> {
-  await (await stores.orm()).em.fork().getConnection().execute('CHECKPOINT');
+  const conn = (await stores.orm()).em.fork().getConnection();
+  await checkpoint((sql) => conn.execute(sql));
   spawnSync('sync');
 }
 

@@ -11,6 +11,7 @@ import type { Config } from '../actors/runtime/config.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
 import { perRequest } from './cpu.ts';
 import { percentile } from './stats.ts';
+import { checkpoint } from './checkpoint.ts';
 
 const HOSTS = Math.max(100, Number(process.env.BENCH_SEARCH_HOSTS ?? 100_000));
 /** Packages per Linux host; servers have hundreds to a few thousand. */
@@ -83,8 +84,7 @@ async function seed(deps: SearchBenchDeps): Promise<void> {
     // What autovacuum would have done since (it is off on this machine): the fleet part's heartbeats and snapshots
     // leave dead rows in these tables (two thirds of hosts' rows after one run), and every count walked them.
     await exec(`VACUUM ANALYZE hosts, environments, host_services, host_packages, host_containers`);
-    // Its pages written out before measuring, not by a checkpoint spread over the measured minutes.
-    await exec(`CHECKPOINT`);
+    await checkpoint(exec);
     return;
   }
   console.log(
@@ -187,7 +187,7 @@ async function seed(deps: SearchBenchDeps): Promise<void> {
   // Statistics for the planner, and the visibility map for index-only scans.
   await exec(`VACUUM ANALYZE hosts, environments, host_services, host_packages, host_containers`);
   await exec(`INSERT INTO bench_search_meta (key, value) VALUES ('packages', ?)`, [String(PACKAGES)]);
-  await exec(`CHECKPOINT`);
+  await checkpoint(exec);
   console.log(`search: seeded in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 

@@ -8,6 +8,7 @@ import type { Config } from '../actors/runtime/config.ts';
 import type { Stores } from '../actors/runtime/stores/index.ts';
 import { perRequest } from './cpu.ts';
 import { percentile } from './stats.ts';
+import { checkpoint } from './checkpoint.ts';
 
 export const SERVICEDESK_PORT = 18084;
 /** Timed CSV exports (each reads 10,000 rows), after one warm-up: far fewer than the other routes' samples. */
@@ -33,7 +34,7 @@ export interface ServiceDeskBenchDeps {
 async function settle(conn: { execute: (sql: string) => Promise<unknown> }): Promise<void> {
   for (const table of ['sd_requests', 'sd_request_totals', 'sd_request_search'])
     await conn.execute(`VACUUM ANALYZE ${table}`);
-  await conn.execute(`CHECKPOINT`);
+  await checkpoint((sql) => conn.execute(sql));
 }
 
 /** Fills the read store with `ROWS` requests of one organization mapped to a client of its own (kept for the next run). */

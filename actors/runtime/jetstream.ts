@@ -166,7 +166,10 @@ export interface DurableConsumerConfig {
   startAt?: 'all' | 'new';
 }
 
-/** A durable pull consumer with explicit acks, created or brought to `config` (idempotent, race-safe). */
+/**
+ * A durable pull consumer with explicit acks, created or brought to `config` (idempotent, race-safe). One scaled up
+ * from a single replica is also made to elect a leader among its new replicas (reelectScaledConsumer).
+ */
 export async function ensureConsumer(
   nc: NatsConnection,
   stream: string,
@@ -201,14 +204,18 @@ export async function ensureConsumer(
       if (!(await consumerInfo(jsm, stream, config.durable))) throw err;
     }
   }
-  const updated = await jsm.consumers.update(stream, config.durable, settable);
-  const before = existing?.config.num_replicas || existing?.cluster?.replicas?.length || 0;
-  if (existing && before <= 1 && brokerReplicas() > 1) {
+  // Retried like a stream's declaration: scaling up forms a new raft group, and a loaded cluster may time out on it.
+  const updated = await withRetries(() => jsm.consumers.update(stream, config.durable, settable));
+  // num_replicas 0 means "as the stream": the group is then its followers and its leader.
+  const before = existing ? existing.config.num_replicas || (existing.cluster?.replicas?.length ?? 0) + 1 : 0;
+  const oldLeader = existing?.cluster?.leader;
+  if (before === 1 && brokerReplicas() > 1) {
     try {
-      return await reelectScaledConsumer(nc, stream, config.durable);
+      return await reelectScaledConsumer(nc, stream, config.durable, oldLeader);
     } catch (err) {
-      // It still works while its old leader's node lives; failing the start-up would not make the election happen.
-      log?.warn({ err }, 'durable scaled up without a fresh leader election');
+      // Not retried by a later start-up (the durable is at its replicas by then): the message says what to run. It
+      // still works while its old node lives; failing the start-up would not make the election happen.
+      log?.error({ err, stream, durable: config.durable }, 'durable scaled up without a fresh leader election');
     }
   }
   return updated;
@@ -216,11 +223,17 @@ export async function ensureConsumer(
 
 /**
  * A durable scaled up from one replica keeps its old leader without an election, and nats-server (2.9, fixed in 2.11:
- * nats-io/nats-server#6838) can leave that group unable to elect once the old leader's node is lost: the durable then
- * answers nothing until an operator recreates it (a cluster test lost it 2 times in 5). A step-down once the new
- * followers are online makes the group elect for real, after which it survives the loss of any one node.
+ * nats-io/nats-server#6838, #6851) can leave that group unable to elect once the old leader's node is lost: the
+ * durable then answers nothing until an operator recreates it (a cluster test lost it 2 times in 5). Stepping the old
+ * leader down once the new followers are online makes the group elect for real, after which it survives the loss of
+ * any one node. The election may pick the old leader again; what matters is that the group held one.
  */
-async function reelectScaledConsumer(nc: NatsConnection, stream: string, durable: string): Promise<ConsumerInfo> {
+async function reelectScaledConsumer(
+  nc: NatsConnection,
+  stream: string,
+  durable: string,
+  oldLeader: string | undefined,
+): Promise<ConsumerInfo> {
   // Short requests: one sent while the group has no leader is never answered, the next one after the election is.
   const jsm = await jetstreamManager(nc, { timeout: 2_000 });
   const until = Date.now() + DECLARE_TIMEOUT_MS;
@@ -231,8 +244,9 @@ async function reelectScaledConsumer(nc: NatsConnection, stream: string, durable
     const info = await consumerInfo(jsm, stream, durable).catch(() => undefined);
     const peers = info?.cluster?.replicas ?? [];
     const online = !!info?.cluster?.leader && peers.length === brokerReplicas() - 1 && peers.every((p) => !p.offline);
-    if (steppedDown && online) return info!;
-    if (!steppedDown && online) {
+    // Another process starting at once may have had it elected already.
+    if (online && (steppedDown || (oldLeader !== undefined && info!.cluster!.leader !== oldLeader))) return info!;
+    if (online) {
       try {
         const reply = (await nc.request(subject, undefined, { timeout: 5_000 })).json<{
           success?: boolean;
@@ -246,7 +260,7 @@ async function reelectScaledConsumer(nc: NatsConnection, stream: string, durable
     }
     await new Promise((r) => setTimeout(r, 500));
   }
-  if (steppedDown) last = 'no new leader was elected in time';
+  if (steppedDown) last = 'no leader was elected in time';
   throw new Error(
     `durable ${durable} on ${stream} was scaled to ${brokerReplicas()} replicas but not re-elected (${last}); run \`nats consumer cluster step-down ${stream} ${durable}\``,
   );

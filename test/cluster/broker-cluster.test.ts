@@ -114,6 +114,7 @@ describe('replicas (SVC_NATS_REPLICAS)', () => {
       ensureConsumer(nc, spec.name, { durable: 'cluster-move', maxDeliver: 5, ackWaitMs: 30_000 }),
     );
     expect(consumer.config.num_replicas).toBe(3);
+    expect(consumer.cluster?.leader).toBeTruthy();
     await waitFor(
       async () => {
         const c = await jsm.consumers.info(spec.name, 'cluster-move').catch(() => undefined);
