@@ -114,6 +114,8 @@ describe('replicas (SVC_NATS_REPLICAS)', () => {
       ensureConsumer(nc, spec.name, { durable: 'cluster-move', maxDeliver: 5, ackWaitMs: 30_000 }),
     );
     expect(consumer.config.num_replicas).toBe(3);
+    // What ensureConsumer returns after the re-election names the leader it waited for; the scale-up's own reply
+    // does not yet (runs that skipped the step-down failed here). The leader kill below is the test that matters.
     expect(consumer.cluster?.leader).toBeTruthy();
     await waitFor(
       async () => {
