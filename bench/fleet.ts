@@ -100,6 +100,16 @@ export interface FleetFigures {
   machine?: { cores: number; busyCores: number; postgres: number; natsServer: number; victoriaMetrics: number };
   /** Each consumer's mean backlog over the window's second half: which one lags. Absent before 18:30 UTC. */
   backlogByConsumer?: Record<string, number>;
+  /**
+   * Before the window: seconds from the agents' start until every host was online (NaN if not within 5 minutes), the
+   * backlog's peak, and the probes' lag meanwhile. The window starts after it and the warm-up. Absent before
+   * 2026-11-29 04:30 UTC, when the window began 20 s after the agents' start, wherever their start-up was.
+   */
+  startup?: {
+    allOnlineSeconds: number;
+    backlogMax: number;
+    lagMs: { p50: number; p99: number; max: number; samples: number };
+  };
 }
 
 export interface FleetCurve {
@@ -158,11 +168,8 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
 
   // A client of its own, emptied each run (its hosts, agents and inventory cascade away), and fresh agents.
   const conn = (await deps.stores.orm()).em.fork().getConnection();
-  const tokens = await benchInstallTokens(
-    conn,
-    await freshBenchClient(conn, 'bench-fleet', 'Bench fleet'),
-    agents + PROBES,
-  );
+  const benchClient = await freshBenchClient(conn, 'bench-fleet', 'Bench fleet');
+  const tokens = await benchInstallTokens(conn, benchClient, agents + PROBES);
   rmSync(STATE_DIR, { recursive: true, force: true });
   // The simulated agents run in several processes (BENCH_FLEET_SIM_PROCESSES, by default one per 500 agents): one
   // event loop delivered 117 of the 200 heartbeats a second 2,000 agents send. Each process has its own slice of the
@@ -204,6 +211,7 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   const jsm = await jetstreamManager(svc);
   // The fleet runs in its own process, as it would on its hosts: its CPU is not the bench loop's. Its runtime is the
   // pinned one even when `bench:runtimes` runs the system on an older Node (BENCH_AGENT_NODE): the load stays the same.
+  const fleetStarted = performance.now();
   const fleet = slices.map((slice) =>
     spawn(
       process.env.BENCH_AGENT_NODE || process.execPath,
@@ -255,6 +263,9 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   const headers = { authorization: `Bearer ${deps.token}` };
 
   const lags: number[] = [];
+  // Probes answered while the fleet was still starting: reported apart from the steady state's.
+  const startupLags: number[] = [];
+  let startingUp = true;
   let probeFailures = 0;
   let measuring = false;
   let stop = false;
@@ -277,6 +288,7 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
           await sleep(10);
         }
         if (measuring) lags.push(performance.now() - sent);
+        else if (startingUp) startupLags.push(performance.now() - sent);
       } catch {
         probeFailures++;
       }
@@ -285,6 +297,36 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   };
   const probing = probes.map((p, i) => probeLoop(p, i * 400));
 
+  // The start-up: every agent connects and its first heartbeat brings its host online (2,000 agents at once, as after
+  // a broker outage). The window measures the steady state after it, once the warm-up has also passed.
+  const startupBacklog: number[] = [];
+  let online = 0;
+  while (performance.now() - fleetStarted < 300_000) {
+    const [row] = await conn.execute<{ n: number }[]>(
+      `SELECT count(*)::int AS n FROM hosts WHERE client_id = ? AND agent_status = 'online'`,
+      [benchClient.clientId],
+    );
+    online = row?.n ?? 0;
+    startupBacklog.push((await backlog(jsm)).pending);
+    if (online >= agents + PROBES) break;
+    await sleep(1_000);
+  }
+  const startupSeconds = (performance.now() - fleetStarted) / 1000;
+  startingUp = false;
+  const startupSorted = [...startupLags].sort((a, b) => a - b);
+  const startup = {
+    allOnlineSeconds: online >= agents + PROBES ? startupSeconds : Number.NaN,
+    backlogMax: Math.max(0, ...startupBacklog),
+    lagMs: {
+      p50: startupSorted.length ? percentile(startupSorted, 50) : Number.NaN,
+      p99: startupSorted.length ? percentile(startupSorted, 99) : Number.NaN,
+      max: Math.max(0, ...startupLags),
+      samples: startupLags.length,
+    },
+  };
+  console.log(
+    `start-up: ${online >= agents + PROBES ? `every host online ${startupSeconds.toFixed(1)} s after the agents started` : `${online} of ${agents + PROBES} hosts online after ${startupSeconds.toFixed(0)} s`}; backlog max ${startup.backlogMax}; lag meanwhile p50 ${startup.lagMs.p50.toFixed(0)} ms, p99 ${startup.lagMs.p99.toFixed(0)} ms, max ${startup.lagMs.max.toFixed(0)} ms over ${startupLags.length} probes`,
+  );
   await sleep(warmupSeconds * 1000);
   const rss: number[] = [];
   const pendingSeries: number[] = [];
@@ -383,6 +425,7 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
       victoriaMetrics: cores(otherMs['victoria-metrics']),
     },
     backlogByConsumer,
+    startup,
   };
   console.log(
     `simulator: ${simProcesses} process(es), ${(simulatorCores * 100).toFixed(0)}% of one core; heartbeats stored ${(ingested.heartbeat ?? 0).toFixed(1)}/s of ${(agents / 10).toFixed(0)}/s sent by its agents`,

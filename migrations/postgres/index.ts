@@ -12,6 +12,7 @@ import { Migration0011_service_desk } from './Migration0011_service_desk.ts';
 import { Migration0012_service_desk_reads } from './Migration0012_service_desk_reads.ts';
 import { Migration0013_package_statistics } from './Migration0013_package_statistics.ts';
 import { Migration0014_service_desk_search } from './Migration0014_service_desk_search.ts';
+import { Migration0015_host_heartbeat_hot } from './Migration0015_host_heartbeat_hot.ts';
 
 /**
  * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
@@ -31,4 +32,5 @@ export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0012_service_desk_reads', class: Migration0012_service_desk_reads },
   { name: 'Migration0013_package_statistics', class: Migration0013_package_statistics },
   { name: 'Migration0014_service_desk_search', class: Migration0014_service_desk_search },
+  { name: 'Migration0015_host_heartbeat_hot', class: Migration0015_host_heartbeat_hot },
 ];

@@ -518,6 +518,68 @@ describe('agent status', () => {
     );
   });
 
+  it('brings many hosts online at once in batches: each host online with its facts, one status event each', async () => {
+    const { envId } = await newEnvironment();
+    const agents = await Promise.all(Array.from({ length: 12 }, async () => enrol(await installToken(envId))));
+    const conns = await Promise.all(agents.map((a) => agentConnection(a)));
+    // Every agent at once, as after a broker outage; one of them twice (an outbox flushed), the second heartbeat last.
+    await Promise.all(
+      agents.map((a, i) =>
+        publishTelemetry(conns[i]!, a.agent_id, 'heartbeat', {
+          sent_at: new Date().toISOString(),
+          agent_version: `3.0.${i}`,
+          facts: { hostname: `burst-${i}`, cpu_cores: i + 1 },
+        }),
+      ),
+    );
+    await publishTelemetry(conns[0]!, agents[0]!.agent_id, 'heartbeat', {
+      sent_at: new Date().toISOString(),
+      agent_version: '3.1.0',
+    });
+    const ids = agents.map((a) => a.host_id);
+    const rowsOf = (): Promise<
+      { id: string; agent_status: string; agent_version: string; hostname: string; cpu_cores: number }[]
+    > => sys.sql(`SELECT id, agent_status, agent_version, hostname, cpu_cores FROM hosts WHERE id IN (?)`, [ids]);
+    await waitFor(
+      async () =>
+        (await rowsOf()).filter((r) => r.agent_status === 'online' && r.agent_version.startsWith('3.')).length === 12,
+      15_000,
+    );
+    await waitFor(async () => (await rowsOf()).find((r) => r.id === ids[0])?.agent_version === '3.1.0', 10_000);
+    const rows = new Map((await rowsOf()).map((r) => [r.id, r]));
+    agents.forEach((a, i) => {
+      if (i > 0)
+        expect(rows.get(a.host_id)).toMatchObject({
+          agent_version: `3.0.${i}`,
+          hostname: `burst-${i}`,
+          cpu_cores: i + 1,
+        });
+    });
+    // The second heartbeat sent no facts: the first's stay.
+    expect(rows.get(ids[0]!)).toMatchObject({ agent_version: '3.1.0', hostname: 'burst-0', cpu_cores: 1 });
+
+    const js = jetstream(service);
+    const consumer = await js.consumers.get('SVC_EVENTS', {
+      filter_subjects: wireDurableSubject('svc.evt.fleet.agent_status'),
+    });
+    const online = new Map<string, number>();
+    try {
+      for (;;) {
+        const m = await consumer.next({ expires: 1000 });
+        if (!m) break;
+        const e = JSON.parse(decoder.decode(m.data)) as AgentStatusChanged;
+        if (ids.includes(e.host_id) && e.status === 'online') {
+          expect(e).toMatchObject({ previous: 'offline', environment_id: envId });
+          online.set(e.host_id, (online.get(e.host_id) ?? 0) + 1);
+        }
+      }
+    } finally {
+      await consumer.delete().catch(() => undefined);
+    }
+    expect([...online.keys()].sort()).toEqual([...ids].sort());
+    expect([...online.values()].every((n) => n === 1)).toBe(true);
+  });
+
   it("stores other hosts' heartbeats while one host's row is locked (a snapshot being stored), and that host's once it is free", async () => {
     const { envId } = await newEnvironment();
     const [a, b] = [await enrol(await installToken(envId)), await enrol(await installToken(envId))];

@@ -69,13 +69,47 @@ const FACTS = [
   'memory_total_bytes',
 ] as const;
 
+/** A heartbeat as a row of jsonb_to_recordset(…) AS v(HEARTBEAT_COLUMNS); facts it did not send are null. */
+const heartbeatRow = ({ agent, hb, at }: HeartbeatItem): Record<string, unknown> => ({
+  host_id: agent.host_id,
+  agent_id: agent.agent_id,
+  at: at.toISOString(),
+  agent_version: hb.agent_version,
+  ...(hb.facts ? Object.fromEntries(FACTS.map((f) => [f, hb.facts![f]])) : {}),
+});
+const HEARTBEAT_COLUMNS = `host_id uuid, agent_id uuid, at timestamptz, agent_version text, hostname text, ip_address text, os text,
+  os_version text, kernel_version text, arch text, cpu_cores integer, memory_total_bytes bigint`;
+/**
+ * A host twice in one batch (an agent flushing its outbox): its latest heartbeat counts (and a status event carries
+ * that message's sequence), with the facts and integration statuses of the latest one that sent them.
+ */
+function latestPerHost<T extends HeartbeatItem>(items: readonly T[]): Map<string, T> {
+  const latest = new Map<string, T>();
+  for (const i of items) {
+    const seen = latest.get(i.agent.host_id);
+    if (!seen) latest.set(i.agent.host_id, i);
+    else if (seen.at <= i.at) {
+      const hb = { ...i.hb };
+      if (!hb.facts && seen.hb.facts) hb.facts = seen.hb.facts;
+      if (!hb.integrations?.length && seen.hb.integrations?.length) hb.integrations = seen.hb.integrations;
+      latest.set(i.agent.host_id, { ...i, hb });
+    }
+  }
+  return latest;
+}
+/** Facts a heartbeat did not send keep their stored values. */
+const KEEP_FACTS = FACTS.map((f) => `${f} = coalesce(v.${f}, h.${f})`).join(', ');
+
 /**
  * Heartbeats: `last_seen_at` (the server's clock, not the agent's), agent version, facts when sent, integration
  * statuses; the host goes online. At fleet scale (a thousand agents every 10 s) one statement per heartbeat would be
  * most of the ingest's database work, so heartbeats of hosts already online are written in batches: one UPDATE for
  * the hosts and one upsert for their integrations, each message acknowledged once its batch is stored. A heartbeat
- * whose host is locked by another transaction, or that changes the status, takes the slow path, one transaction of its own: the durable `agent_status` event is
- * published inside it, before the commit, so a failed publish rolls the change back and the heartbeat is redelivered.
+ * of a host not yet online (first contact, or back after an outage: the whole fleet at once after a broker outage) is
+ * written in a batch of its own, one transaction per batch: the durable `agent_status` events are published inside
+ * it, before the commit, so a failed publish rolls the change back and the heartbeats are redelivered. One heartbeat
+ * at a time, 2,000 agents coming online held the heartbeats queued behind them for 14 s. A heartbeat whose host is
+ * locked by another transaction takes the slow path, a transaction of its own that waits for that host alone.
  */
 export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> {
   const batcher = new MicroBatcher<HeartbeatItem, boolean>({
@@ -83,27 +117,18 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
     maxDelayMs: 50,
     write: async (items) => {
       const em = deps.orm.em.fork();
-      const rows = items.map(({ agent, hb, at }) => ({
-        host_id: agent.host_id,
-        agent_id: agent.agent_id,
-        at: at.toISOString(),
-        agent_version: hb.agent_version,
-        ...(hb.facts ? Object.fromEntries(FACTS.map((f) => [f, hb.facts![f]])) : {}),
-      }));
-      const keep = FACTS.map((f) => `${f} = coalesce(v.${f}, h.${f})`).join(', ');
-      // A host twice in one batch (an agent flushing its outbox): its latest heartbeat counts. A host whose row is
+      const rows = [...latestPerHost(items).values()].map(heartbeatRow);
+      // A host twice in one batch (an agent flushing its outbox): its latest heartbeat counts (latestPerHost). A host whose row is
       // locked (its inventory snapshot being stored, a transaction of a few hundred ms) is skipped, not waited for:
       // waiting held the whole batch, and every heartbeat queued behind it, for as long as any one snapshot (p99
       // 5 s at 1,000 agents). A skipped heartbeat takes the slow path, which waits for that host alone.
       const updated = await sql<{ id: string }>(
         em,
         `WITH v AS (SELECT DISTINCT ON (host_id) * FROM jsonb_to_recordset(?::jsonb)
-                      AS x(host_id uuid, agent_id uuid, at timestamptz, agent_version text, hostname text, ip_address text, os text, os_version text,
-                           kernel_version text, arch text, cpu_cores integer, memory_total_bytes bigint)
-                    ORDER BY host_id, at DESC),
+                      AS x(${HEARTBEAT_COLUMNS}) ORDER BY host_id, at DESC),
               free AS (SELECT h.id FROM hosts h JOIN v ON h.id = v.host_id AND h.agent_id = v.agent_id
                         WHERE h.agent_status = 'online' FOR NO KEY UPDATE OF h SKIP LOCKED)
-         UPDATE hosts h SET last_seen_at = greatest(h.last_seen_at, v.at), agent_version = v.agent_version, ${keep}
+         UPDATE hosts h SET last_seen_at = greatest(h.last_seen_at, v.at), agent_version = v.agent_version, ${KEEP_FACTS}
            FROM v
           WHERE h.id = v.host_id AND h.id IN (SELECT id FROM free)
           RETURNING h.id`,
@@ -124,6 +149,61 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
             })),
           );
       }
+      return items.map((i) => done.has(i.agent.host_id));
+    },
+  });
+
+  const transitions = new MicroBatcher<HeartbeatItem & { seq: number }, boolean>({
+    maxItems: 250,
+    maxDelayMs: 20,
+    write: async (items) => {
+      const latest = latestPerHost(items);
+      const done = await deps.orm.em.fork().transactional(async (tx) => {
+        // Rows locked elsewhere (a snapshot, a revocation) are skipped, not waited for: they take the slow path. A
+        // row locked here cannot be revoked until this commits, and the agent's status is read by this statement.
+        const rows = await sql<StatusRow>(
+          tx,
+          `SELECT h.id, h.agent_id, h.environment_id, h.client_id, h.hostname, h.agent_status FROM hosts h
+             JOIN agents a ON a.id = h.agent_id AND a.status = 'active'
+             JOIN jsonb_to_recordset(?::jsonb) AS v(host_id uuid, agent_id uuid) ON h.id = v.host_id AND h.agent_id = v.agent_id
+           FOR UPDATE OF h SKIP LOCKED`,
+          [pgJson([...latest.values()].map((i) => ({ host_id: i.agent.host_id, agent_id: i.agent.agent_id })))],
+        );
+        if (rows.length === 0) return new Set<string>();
+        await Promise.all(
+          rows
+            .filter((row) => row.agent_status !== 'online')
+            .map((row) => {
+              const i = latest.get(row.id)!;
+              return publishEvent(
+                deps.nc,
+                'svc.evt.fleet.agent_status',
+                statusEvent(row, i.agent.agent_id, 'online', i.at),
+                { msgId: `agent-status:${row.id}:online:${i.seq}` },
+              );
+            }),
+        );
+        const mine = rows.map((row) => latest.get(row.id)!);
+        await sql(
+          tx,
+          `UPDATE hosts h SET agent_status = 'online', last_seen_at = greatest(h.last_seen_at, v.at), agent_version = v.agent_version,
+                  ${KEEP_FACTS}, updated_at = v.at
+             FROM jsonb_to_recordset(?::jsonb) AS v(${HEARTBEAT_COLUMNS})
+            WHERE h.id = v.host_id`,
+          [pgJson(mine.map(heartbeatRow))],
+        );
+        const reports = mine.filter((i) => i.hb.integrations && i.hb.integrations.length > 0);
+        if (reports.length > 0 && deps.integrations)
+          await deps.integrations(
+            tx,
+            reports.map((i) => ({
+              host: { id: i.agent.host_id, client_id: i.agent.client_id },
+              reports: i.hb.integrations!,
+              at: i.at,
+            })),
+          );
+        return new Set(rows.map((r) => r.id));
+      });
       return items.map((i) => done.has(i.agent.host_id));
     },
   });
@@ -173,7 +253,9 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
     log: deps.log,
     handler: async (agent, hb, meta) => {
       const at = new Date(deps.clock.now());
-      if (!(await batcher.add({ agent, hb, at }))) await slowPath(agent, hb, at, meta.streamSequence);
+      if (await batcher.add({ agent, hb, at })) return;
+      if (await transitions.add({ agent, hb, at, seq: meta.streamSequence })) return;
+      await slowPath(agent, hb, at, meta.streamSequence);
     },
   });
 }
@@ -240,6 +322,8 @@ export function startStaleSweeper(deps: StatusDeps): { stop(): Promise<void>; sw
 
   const sweep = async (): Promise<number> => {
     const cutoff = new Date(deps.clock.now() - timeoutMs);
+    // A scan of the online hosts, not an index: an index on last_seen_at would make every heartbeat's update write
+    // into all of the table's indexes (Migration0015).
     const stale = await sql<{ id: string }>(
       deps.orm.em.fork(),
       `SELECT id FROM hosts WHERE agent_status = 'online' AND last_seen_at < ? ORDER BY last_seen_at LIMIT 1000`,
