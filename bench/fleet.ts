@@ -325,7 +325,7 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
     },
   };
   console.log(
-    `start-up: ${online >= agents + PROBES ? `every host online ${startupSeconds.toFixed(1)} s after the agents started` : `${online} of ${agents + PROBES} hosts online after ${startupSeconds.toFixed(0)} s`}; backlog max ${startup.backlogMax}; lag meanwhile p50 ${startup.lagMs.p50.toFixed(0)} ms, p99 ${startup.lagMs.p99.toFixed(0)} ms, max ${startup.lagMs.max.toFixed(0)} ms over ${startupLags.length} probes`,
+    `start-up: ${online >= agents + PROBES ? `every host online ${startupSeconds.toFixed(1)} s after the simulator's processes were started` : `${online} of ${agents + PROBES} hosts online after ${startupSeconds.toFixed(0)} s: the window below includes the rest of the start-up`}; backlog max ${startup.backlogMax}; lag meanwhile p50 ${startup.lagMs.p50.toFixed(0)} ms, p99 ${startup.lagMs.p99.toFixed(0)} ms, max ${startup.lagMs.max.toFixed(0)} ms over ${startupLags.length} probes`,
   );
   await sleep(warmupSeconds * 1000);
   const rss: number[] = [];

@@ -33,7 +33,8 @@ export const HostFacts = z.object({
   os_version: Str(128).default(''),
   kernel_version: Str(128).default(''),
   arch: Str(32).default(''),
-  cpu_cores: NonNeg.default(0),
+  // The column is a PostgreSQL integer: a larger count is refused here rather than failing the batch it is in.
+  cpu_cores: NonNeg.max(2_147_483_647).default(0),
   memory_total_bytes: NonNeg.default(0),
 });
 export type HostFacts = z.infer<typeof HostFacts>;

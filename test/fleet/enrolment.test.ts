@@ -125,6 +125,44 @@ async function eventsOn<T>(subject: string, match: (p: T) => boolean, timeoutMs 
   throw new Error(`no matching event on ${subject}`);
 }
 
+/**
+ * Holds a revocation of `agentId` open as revokeAgents writes it (the agent revoked; with `host`, its host offline),
+ * runs `meanwhile`, waits until the heartbeat path waits on a lock in a statement LIKE `waiter`, commits, and waits
+ * until that wait is over and a second more (what the heartbeat path does next takes far less).
+ */
+async function revokeAround(
+  agentId: string,
+  opts: { host: boolean; waiter: string },
+  meanwhile: () => Promise<void>,
+): Promise<void> {
+  const waiting = async (): Promise<number> =>
+    (
+      await sys.sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ?`,
+        [opts.waiter],
+      )
+    )[0]!.n;
+  const revoker = new pg.Client({ connectionString: sys.config.SVC_DB_URL });
+  await revoker.connect();
+  try {
+    await revoker.query('BEGIN');
+    await revoker.query(`UPDATE agents SET status = 'revoked', revoked_at = now(), updated_at = now() WHERE id = $1`, [
+      agentId,
+    ]);
+    if (opts.host)
+      await revoker.query(`UPDATE hosts SET agent_status = 'offline', updated_at = now() WHERE agent_id = $1`, [
+        agentId,
+      ]);
+    await meanwhile();
+    await waitFor(async () => (await waiting()) === 1, 10_000);
+    await revoker.query('COMMIT');
+  } finally {
+    await revoker.end();
+  }
+  await waitFor(async () => (await waiting()) === 0, 10_000);
+  await new Promise((r) => setTimeout(r, 1_000));
+}
+
 beforeAll(async () => {
   ({ sys, root } = await startAdminSystem({ SVC_AGENT_STALE_TIMEOUT_SECONDS: '2' }));
   call = api(sys, { token: root });
@@ -631,37 +669,28 @@ describe('agent status', () => {
     await waitFor(async () => (await hostOf())?.agent_status === 'online', 10_000);
 
     // A revocation in flight, as revokeAgents writes it: the agent revoked and its host offline, not committed yet.
-    const revoker = new pg.Client({ connectionString: sys.config.SVC_DB_URL });
-    await revoker.connect();
-    const waiting = async (): Promise<number> =>
-      (
-        await sys.sql<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF h%' AND query LIKE '%agents a%'`,
-        )
-      )[0]!.n;
-    try {
-      await revoker.query('BEGIN');
-      await revoker.query(
-        `UPDATE agents SET status = 'revoked', revoked_at = now(), updated_at = now() WHERE id = $1`,
-        [a.agent_id],
-      );
-      await revoker.query(`UPDATE hosts SET agent_status = 'offline', updated_at = now() WHERE agent_id = $1`, [
-        a.agent_id,
-      ]);
-      // Sent while the agent still reads as active: the batch skips the locked host, the slow path waits for it.
-      await publishTelemetry(nc, a.agent_id, 'heartbeat', {
-        sent_at: new Date().toISOString(),
-        agent_version: '2.0.0',
-      });
-      await waitFor(async () => (await waiting()) === 1, 10_000);
-      await revoker.query('COMMIT');
-    } finally {
-      await revoker.end();
-    }
-    // The slow path's lock wait ends with the commit; what it does next is over well within a second.
-    await waitFor(async () => (await waiting()) === 0, 10_000);
-    await new Promise((r) => setTimeout(r, 1_000));
+    // The heartbeat is sent while the agent still reads as active: the batches skip the locked rows, the slow path
+    // waits for them.
+    await revokeAround(a.agent_id, { host: true, waiter: '%agents a%FOR UPDATE OF h%' }, () =>
+      publishTelemetry(nc, a.agent_id, 'heartbeat', { sent_at: new Date().toISOString(), agent_version: '2.0.0' }),
+    );
     expect(await hostOf()).toEqual({ agent_version: '1.0.0', agent_status: 'offline' });
+  });
+
+  it("does not bring a host online while its agent's revocation is being written, before its first heartbeat", async () => {
+    const { envId } = await newEnvironment();
+    const a = await enrol(await installToken(envId));
+    const nc = await agentConnection(a);
+    // As revokeAgents writes it: the agent revoked; its host, offline since enrolment, is not touched. The batch
+    // skips the locked agent; the slow path waits for it, then finds it revoked.
+    await revokeAround(a.agent_id, { host: false, waiter: '%FOR SHARE OF a' }, () =>
+      publishTelemetry(nc, a.agent_id, 'heartbeat', { sent_at: new Date().toISOString(), agent_version: '1.0.0' }),
+    );
+    const [host] = await sys.sql<{ agent_status: string; agent_version: string | null }>(
+      `SELECT agent_status, agent_version FROM hosts WHERE id = ?`,
+      [a.host_id],
+    );
+    expect(host).toEqual({ agent_status: 'offline', agent_version: '' });
   });
 
   it('dead-letters a malformed heartbeat and keeps taking good ones', async () => {

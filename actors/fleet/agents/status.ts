@@ -37,6 +37,7 @@ interface StatusRow {
   client_id: string;
   hostname: string;
   agent_status: 'online' | 'offline';
+  last_seen_at?: Date | string | null;
 }
 
 function statusEvent(row: StatusRow, agentId: string, status: 'online' | 'offline', at: Date): AgentStatusChanged {
@@ -52,7 +53,7 @@ function statusEvent(row: StatusRow, agentId: string, status: 'online' | 'offlin
   };
 }
 
-interface HeartbeatItem {
+export interface HeartbeatItem {
   agent: AgentRef;
   hb: Heartbeat;
   at: Date;
@@ -80,22 +81,32 @@ const heartbeatRow = ({ agent, hb, at }: HeartbeatItem): Record<string, unknown>
 const HEARTBEAT_COLUMNS = `host_id uuid, agent_id uuid, at timestamptz, agent_version text, hostname text, ip_address text, os text,
   os_version text, kernel_version text, arch text, cpu_cores integer, memory_total_bytes bigint`;
 /**
- * A host twice in one batch (an agent flushing its outbox): its latest heartbeat counts (and a status event carries
- * that message's sequence), with the facts and integration statuses of the latest one that sent them.
+ * A host twice in one batch (an agent flushing its outbox): its latest heartbeat counts, with the facts of the latest
+ * one that sent them. (Integration statuses are stored from every heartbeat: each report is of its own integrations.)
  */
-function latestPerHost<T extends HeartbeatItem>(items: readonly T[]): Map<string, T> {
+export function latestPerHost<T extends HeartbeatItem>(items: readonly T[]): Map<string, T> {
   const latest = new Map<string, T>();
   for (const i of items) {
     const seen = latest.get(i.agent.host_id);
     if (!seen) latest.set(i.agent.host_id, i);
-    else if (seen.at <= i.at) {
-      const hb = { ...i.hb };
-      if (!hb.facts && seen.hb.facts) hb.facts = seen.hb.facts;
-      if (!hb.integrations?.length && seen.hb.integrations?.length) hb.integrations = seen.hb.integrations;
-      latest.set(i.agent.host_id, { ...i, hb });
-    }
+    else if (seen.at <= i.at)
+      latest.set(i.agent.host_id, !i.hb.facts && seen.hb.facts ? { ...i, hb: { ...i.hb, facts: seen.hb.facts } } : i);
   }
   return latest;
+}
+
+/**
+ * The dedupe id of a host's going online: the same for every delivery of the heartbeats that bring it online from one
+ * offline spell (the row's last_seen_at does not move until one commits), so a batch rolled back and redelivered in
+ * other company publishes the event once.
+ */
+const onlineMsgId = (row: StatusRow, agentId: string): string =>
+  `agent-status:${row.id}:online:${agentId}:${row.last_seen_at ? new Date(row.last_seen_at).getTime() : 'never'}`;
+
+/** Publishes every event, and fails with the first failure only once none is still in flight. */
+async function publishAll(publishes: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(publishes)).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 /** Facts a heartbeat did not send keep their stored values. */
 const KEEP_FACTS = FACTS.map((f) => `${f} = coalesce(v.${f}, h.${f})`).join(', ');
@@ -153,24 +164,25 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
     },
   });
 
-  const transitions = new MicroBatcher<HeartbeatItem & { seq: number }, boolean>({
+  const transitions = new MicroBatcher<HeartbeatItem, boolean>({
     maxItems: 250,
     maxDelayMs: 20,
     write: async (items) => {
       const latest = latestPerHost(items);
       const done = await deps.orm.em.fork().transactional(async (tx) => {
-        // Rows locked elsewhere (a snapshot, a revocation) are skipped, not waited for: they take the slow path. A
-        // row locked here cannot be revoked until this commits, and the agent's status is read by this statement.
+        // Rows locked elsewhere are skipped, not waited for, and take the slow path: a host's (a snapshot being
+        // stored) or its agent's (a revocation not yet committed). The agent row is share-locked, so a revocation
+        // waits for this commit, and the agent's status is read by this statement.
         const rows = await sql<StatusRow>(
           tx,
-          `SELECT h.id, h.agent_id, h.environment_id, h.client_id, h.hostname, h.agent_status FROM hosts h
+          `SELECT h.id, h.agent_id, h.environment_id, h.client_id, h.hostname, h.agent_status, h.last_seen_at FROM hosts h
              JOIN agents a ON a.id = h.agent_id AND a.status = 'active'
              JOIN jsonb_to_recordset(?::jsonb) AS v(host_id uuid, agent_id uuid) ON h.id = v.host_id AND h.agent_id = v.agent_id
-           FOR UPDATE OF h SKIP LOCKED`,
+           FOR NO KEY UPDATE OF h SKIP LOCKED FOR SHARE OF a SKIP LOCKED`,
           [pgJson([...latest.values()].map((i) => ({ host_id: i.agent.host_id, agent_id: i.agent.agent_id })))],
         );
         if (rows.length === 0) return new Set<string>();
-        await Promise.all(
+        await publishAll(
           rows
             .filter((row) => row.agent_status !== 'online')
             .map((row) => {
@@ -179,7 +191,7 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
                 deps.nc,
                 'svc.evt.fleet.agent_status',
                 statusEvent(row, i.agent.agent_id, 'online', i.at),
-                { msgId: `agent-status:${row.id}:online:${i.seq}` },
+                { msgId: onlineMsgId(row, i.agent.agent_id) },
               );
             }),
         );
@@ -192,7 +204,10 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
             WHERE h.id = v.host_id`,
           [pgJson(mine.map(heartbeatRow))],
         );
-        const reports = mine.filter((i) => i.hb.integrations && i.hb.integrations.length > 0);
+        const locked = new Set(rows.map((r) => r.id));
+        const reports = items.filter(
+          (i) => locked.has(i.agent.host_id) && i.hb.integrations && i.hb.integrations.length > 0,
+        );
         if (reports.length > 0 && deps.integrations)
           await deps.integrations(
             tx,
@@ -202,13 +217,30 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
               at: i.at,
             })),
           );
-        return new Set(rows.map((r) => r.id));
+        return locked;
       });
       return items.map((i) => done.has(i.agent.host_id));
     },
   });
 
-  const slowPath = async (agent: AgentRef, hb: Heartbeat, at: Date, streamSequence: number): Promise<void> => {
+  /**
+   * Whether a batch stored the heartbeat. A failed batch sends each of its heartbeats down the slow path, one by one:
+   * one bad heartbeat fails alone instead of taking up to 250 others with it into redelivery and the dead letters.
+   */
+  let lastBatchError: unknown;
+  const inBatch = async (b: MicroBatcher<HeartbeatItem, boolean>, item: HeartbeatItem): Promise<boolean> => {
+    try {
+      return await b.add(item);
+    } catch (err) {
+      // Every heartbeat of the batch is rejected with the same error: said once.
+      if (err !== lastBatchError)
+        deps.log.warn({ err }, 'a heartbeat batch failed; its heartbeats are stored one by one');
+      lastBatchError = err;
+      return false;
+    }
+  };
+
+  const slowPath = async (agent: AgentRef, hb: Heartbeat, at: Date): Promise<void> => {
     const f = hb.facts;
     const facts = f ? `, ${FACTS.map((k) => `${k} = ?`).join(', ')}` : '';
     const factParams = f ? FACTS.map((k) => f[k]) : [];
@@ -217,8 +249,8 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
       // A heartbeat queued before a revocation must not bring the host back online: the agent must still be active.
       const [row] = await sql<StatusRow>(
         tx,
-        `SELECT h.id, h.agent_id, h.environment_id, h.client_id, h.hostname, h.agent_status FROM hosts h
-           JOIN agents a ON a.id = h.agent_id AND a.status = 'active' WHERE h.id = ? AND h.agent_id = ? FOR UPDATE OF h`,
+        `SELECT h.id, h.agent_id, h.environment_id, h.client_id, h.hostname, h.agent_status, h.last_seen_at FROM hosts h
+           JOIN agents a ON a.id = h.agent_id AND a.status = 'active' WHERE h.id = ? AND h.agent_id = ? FOR UPDATE OF h FOR SHARE OF a`,
         [agent.host_id, agent.agent_id],
       );
       if (!row) return; // deleted or revoked meanwhile
@@ -228,7 +260,7 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
       if (agentNow?.status !== 'active') return;
       if (row.agent_status !== 'online') {
         await publishEvent(deps.nc, 'svc.evt.fleet.agent_status', statusEvent(row, agent.agent_id, 'online', at), {
-          msgId: `agent-status:${row.id}:online:${streamSequence}`,
+          msgId: onlineMsgId(row, agent.agent_id),
         });
       }
       await sql(
@@ -251,11 +283,11 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
     // Enough messages in hand to fill a batch.
     concurrency: 500,
     log: deps.log,
-    handler: async (agent, hb, meta) => {
+    handler: async (agent, hb) => {
       const at = new Date(deps.clock.now());
-      if (await batcher.add({ agent, hb, at })) return;
-      if (await transitions.add({ agent, hb, at, seq: meta.streamSequence })) return;
-      await slowPath(agent, hb, at, meta.streamSequence);
+      const item = { agent, hb, at };
+      if ((await inBatch(batcher, item)) || (await inBatch(transitions, item))) return;
+      await slowPath(agent, hb, at);
     },
   });
 }
