@@ -64,6 +64,17 @@ async function backlog(
   return { pending, acked, byConsumer };
 }
 
+/** The probes' lags as p50, p99 and max (NaN without a probe), and how many there were. */
+function lagFigures(lags: number[]): { p50: number; p99: number; max: number; samples: number } {
+  const sorted = [...lags].sort((a, b) => a - b);
+  return {
+    p50: sorted.length ? percentile(sorted, 50) : Number.NaN,
+    p99: sorted.length ? percentile(sorted, 99) : Number.NaN,
+    max: Math.max(0, ...lags),
+    samples: lags.length,
+  };
+}
+
 export interface FleetFigures {
   agents: number;
   measureSeconds: number;
@@ -313,16 +324,10 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   }
   const startupSeconds = (performance.now() - fleetStarted) / 1000;
   startingUp = false;
-  const startupSorted = [...startupLags].sort((a, b) => a - b);
   const startup = {
     allOnlineSeconds: online >= agents + PROBES ? startupSeconds : Number.NaN,
     backlogMax: Math.max(0, ...startupBacklog),
-    lagMs: {
-      p50: startupSorted.length ? percentile(startupSorted, 50) : Number.NaN,
-      p99: startupSorted.length ? percentile(startupSorted, 99) : Number.NaN,
-      max: Math.max(0, ...startupLags),
-      samples: startupLags.length,
-    },
+    lagMs: lagFigures(startupLags),
   };
   console.log(
     `start-up: ${online >= agents + PROBES ? `every host online ${startupSeconds.toFixed(1)} s after the simulator's processes were started` : `${online} of ${agents + PROBES} hosts online after ${startupSeconds.toFixed(0)} s: the window below includes the rest of the start-up`}; backlog max ${startup.backlogMax}; lag meanwhile p50 ${startup.lagMs.p50.toFixed(0)} ms, p99 ${startup.lagMs.p99.toFixed(0)} ms, max ${startup.lagMs.max.toFixed(0)} ms over ${startupLags.length} probes`,
@@ -388,7 +393,6 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
   const ingested = Object.fromEntries(
     DURABLES.map((d) => [d.replace('fleet-telemetry-', ''), ((last.acked[d] ?? 0) - (first.acked[d] ?? 0)) / seconds]),
   );
-  const sorted = [...lags].sort((a, b) => a - b);
   const half = Math.floor(pendingSeries.length / 2);
   const avg = (xs: number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
   const secondHalf = byConsumerSeries.slice(half);
@@ -406,12 +410,7 @@ async function fleetRun(deps: FleetBenchDeps, agents: number): Promise<FleetFigu
     backlogFirstHalf: Math.round(avg(pendingSeries.slice(0, half))),
     backlogSecondHalf: Math.round(avg(pendingSeries.slice(half))),
     backlogMax: Math.max(0, ...pendingSeries),
-    lagMs: {
-      p50: sorted.length ? percentile(sorted, 50) : Number.NaN,
-      p99: sorted.length ? percentile(sorted, 99) : Number.NaN,
-      max: Math.max(0, ...lags),
-      samples: lags.length,
-    },
+    lagMs: lagFigures(lags),
     probeFailures,
     rssMiB: { ...spread(rss), last: rss.at(-1) },
     cpuCores: cpuShare,

@@ -567,6 +567,19 @@ describe('agent status', () => {
           sent_at: new Date().toISOString(),
           agent_version: `3.0.${i}`,
           facts: { hostname: `burst-${i}`, cpu_cores: i + 1 },
+          ...(i === 1
+            ? {
+                integrations: [
+                  {
+                    integration_id: 'nginx',
+                    collector_name: 'nginx-status',
+                    status: 'ok',
+                    status_message: '',
+                    enabled: true,
+                  },
+                ],
+              }
+            : {}),
         }),
       ),
     );
@@ -593,6 +606,10 @@ describe('agent status', () => {
           cpu_cores: i + 1,
         });
     });
+    // Its integration statuses are stored with the host coming online.
+    expect(
+      await sys.sql(`SELECT integration_id, status FROM host_integrations WHERE host_id = ?`, [agents[1]!.host_id]),
+    ).toEqual([{ integration_id: 'nginx', status: 'ok' }]);
     // The second heartbeat sent no facts: the first's stay.
     expect(rows.get(ids[0]!)).toMatchObject({ agent_version: '3.1.0', hostname: 'burst-0', cpu_cores: 1 });
 

@@ -40,3 +40,13 @@ describe('a batch of heartbeats, one per host', () => {
     });
   });
 });
+
+describe('a heartbeat’s facts', () => {
+  it('refuse a cpu_cores beyond the integer column, which would fail the whole batch it is in', () => {
+    const hb = { sent_at: new Date(0).toISOString(), agent_version: '1.0.0', facts: { hostname: 'h' } };
+    expect(Heartbeat.safeParse({ ...hb, facts: { hostname: 'h', cpu_cores: 2_147_483_647 } }).success).toBe(true);
+    const refused = Heartbeat.safeParse({ ...hb, facts: { hostname: 'h', cpu_cores: 2_147_483_648 } });
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues[0]?.path).toEqual(['facts', 'cpu_cores']);
+  });
+});

@@ -123,6 +123,19 @@ const KEEP_FACTS = FACTS.map((f) => `${f} = coalesce(v.${f}, h.${f})`).join(', '
  * locked by another transaction takes the slow path, a transaction of its own that waits for that host alone.
  */
 export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> {
+  /** The integration statuses of every heartbeat whose host was stored (each report is of its own integrations). */
+  const storeIntegrations = async (em: EntityManager, items: HeartbeatItem[], stored: Set<string>): Promise<void> => {
+    const reports = items.filter((i) => stored.has(i.agent.host_id) && i.hb.integrations?.length);
+    if (reports.length === 0 || !deps.integrations) return;
+    await deps.integrations(
+      em,
+      reports.map((i) => ({
+        host: { id: i.agent.host_id, client_id: i.agent.client_id },
+        reports: i.hb.integrations!,
+        at: i.at,
+      })),
+    );
+  };
   const batcher = new MicroBatcher<HeartbeatItem, boolean>({
     maxItems: 250,
     maxDelayMs: 50,
@@ -146,20 +159,7 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
         [pgJson(rows)],
       );
       const done = new Set(updated.map((r) => r.id));
-      if (deps.integrations) {
-        const reports = items.filter(
-          (i) => done.has(i.agent.host_id) && i.hb.integrations && i.hb.integrations.length > 0,
-        );
-        if (reports.length > 0)
-          await deps.integrations(
-            em,
-            reports.map((i) => ({
-              host: { id: i.agent.host_id, client_id: i.agent.client_id },
-              reports: i.hb.integrations!,
-              at: i.at,
-            })),
-          );
-      }
+      await storeIntegrations(em, items, done);
       return items.map((i) => done.has(i.agent.host_id));
     },
   });
@@ -205,18 +205,7 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
           [pgJson(mine.map(heartbeatRow))],
         );
         const locked = new Set(rows.map((r) => r.id));
-        const reports = items.filter(
-          (i) => locked.has(i.agent.host_id) && i.hb.integrations && i.hb.integrations.length > 0,
-        );
-        if (reports.length > 0 && deps.integrations)
-          await deps.integrations(
-            tx,
-            reports.map((i) => ({
-              host: { id: i.agent.host_id, client_id: i.agent.client_id },
-              reports: i.hb.integrations!,
-              at: i.at,
-            })),
-          );
+        await storeIntegrations(tx, items, locked);
         return locked;
       });
       return items.map((i) => done.has(i.agent.host_id));
