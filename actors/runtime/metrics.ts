@@ -17,3 +17,10 @@ export const deadLetters = new Counter({
   labelNames: ['durable', 'reason'] as const,
   registers: [runtimeMetrics],
 });
+
+/** Agent requests left unanswered because their reply subject was not the agent's own: alert on any increase. */
+export const agentRepliesRefused = new Counter({
+  name: 'svc_agent_replies_refused_total',
+  help: 'Agent requests not answered because their reply subject lay outside the agent itself',
+  registers: [runtimeMetrics],
+});

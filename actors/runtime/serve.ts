@@ -16,7 +16,10 @@ import {
   type RequestOut,
   type SubjectName,
 } from '../../contracts/subject.ts';
+import { IMPORT_REPLY_PREFIX } from './broker/agent-accounts.ts';
+import { agentInboxPrefix } from './broker/permissions.ts';
 import { Caller, type CallOptions } from './call.ts';
+import { agentRepliesRefused } from './metrics.ts';
 import { RequestDeadline, runWithDeadline } from './deadline.ts';
 import type { Logger } from './logger.ts';
 import { namespace, wireRequestSubject } from './namespace.ts';
@@ -209,6 +212,19 @@ export class ActorHost<C extends Catalogue> {
       reply = { ok: false, error: { code: e.code, message: e.message } };
     } finally {
       limit.end();
+    }
+    // Only to the agent itself: through its account's import (the server's `_R_.` subject) or, for an agent enrolled
+    // before agent accounts, its own inbox prefix. Any other reply subject would make this service publish where the
+    // agent may not.
+    const to = msg.reply ?? '';
+    if (!to) return;
+    if (!to.startsWith(IMPORT_REPLY_PREFIX) && !to.startsWith(`${agentInboxPrefix(agentId)}.`)) {
+      agentRepliesRefused.inc();
+      log.warn(
+        { reply_subject: to.slice(0, 128) },
+        'agent request with a reply subject outside its own inbox: not answered',
+      );
+      return;
     }
     try {
       msg.respond(Buffer.from(JSON.stringify(reply), 'utf8'));

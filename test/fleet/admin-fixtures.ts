@@ -1,8 +1,8 @@
 import { createUser as createNkeyUser } from '@nats-io/jwt';
 import { connect, jwtAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
-import { BrokerIssuer } from '../../actors/runtime/broker/issuer.ts';
-import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL } from '../support/env.ts';
+import { issueAgentCredentials } from '../support/agent-accounts.ts';
+import { NATS_CA, NATS_URL } from '../support/env.ts';
 import type { TestSystem } from '../support/system.ts';
 
 /**
@@ -136,13 +136,11 @@ export interface LiveAgent {
 }
 
 /**
- * An agent as enrolment leaves it: its own nkey, a user JWT issued by the account's signing key (BrokerIssuer, as
- * the enrolment does), and an open connection to the broker that does not reconnect (so a revocation closes it).
+ * An agent as enrolment leaves it: its own nkey, a user JWT in its own broker account (as the enrolment issues it), and an open connection to the broker that does not reconnect (so a revocation closes it).
  */
 export async function connectAgent(agentId = randomUUID()): Promise<LiveAgent> {
-  const issuer = await BrokerIssuer.fromFiles(NATS_CREDS, NATS_FILES.issuerKey);
   const kp = createNkeyUser();
-  const issued = await issuer.agent(agentId, kp.getPublicKey(), 3600);
+  const issued = await issueAgentCredentials(agentId, kp.getPublicKey());
   const nc = await connect({
     servers,
     tls: { caFile: NATS_CA },

@@ -13,7 +13,9 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { BrokerIssuer, BrokerRevoker, accountOfCreds, seedFromFile } from '../../actors/runtime/broker/issuer.ts';
 import { agentInboxPrefix, servicePermissions, toolInboxPrefix } from '../../actors/runtime/broker/permissions.ts';
 import {
@@ -24,13 +26,17 @@ import {
   subjectOf,
 } from '../../actors/runtime/broker/trust.ts';
 import { createLogger } from '../../actors/runtime/logger.ts';
+import { agentRepliesRefused } from '../../actors/runtime/metrics.ts';
+import { ActorHost } from '../../actors/runtime/serve.ts';
 import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { ContextSigner, SignatureHeaders } from '../../actors/runtime/signing.ts';
 import { Headers } from '../../contracts/envelope.ts';
-import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL, TEST_CONTEXT_KEY } from '../support/env.ts';
+import { issueAgentCredentials } from '../support/agent-accounts.ts';
+import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL, TEST_CONTEXT_KEY, testSigner } from '../support/env.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
+import { testCatalogue } from '../support/test-catalogue.ts';
 
 /**
  * The broker as an outsider meets it: a real nats-server in operator mode with the project's configuration
@@ -62,12 +68,23 @@ let issuer: BrokerIssuer;
 const opened: NatsConnection[] = [];
 
 /** A fresh agent: its own nkey (the seed never leaves "the host"), a user JWT from the issuer, a connection. */
-async function newAgent(
-  ttlSeconds = 3600,
-): Promise<{ id: string; publicKey: string; nc: NatsConnection; jwt: string; seed: Uint8Array; inboxPrefix: string }> {
+interface TestAgent {
+  id: string;
+  publicKey: string;
+  nc: NatsConnection;
+  jwt: string;
+  seed: Uint8Array;
+  inboxPrefix: string;
+  /** The agent's own broker account; undefined for an agent of the service account (enrolled before accounts). */
+  account?: string;
+}
+
+async function newAgent(ttlSeconds = 3600, legacy = false): Promise<TestAgent> {
   const id = randomUUID();
   const kp = createUser();
-  const issued = await issuer.agent(id, kp.getPublicKey(), ttlSeconds);
+  const issued = legacy
+    ? await issuer.agent(id, kp.getPublicKey(), ttlSeconds)
+    : await issueAgentCredentials(id, kp.getPublicKey(), ttlSeconds);
   const nc = await connect({
     servers,
     tls: { caFile: NATS_CA },
@@ -77,7 +94,15 @@ async function newAgent(
     maxReconnectAttempts: 20,
   });
   opened.push(nc);
-  return { id, publicKey: kp.getPublicKey(), nc, jwt: issued.jwt, seed: kp.getSeed(), inboxPrefix: issued.inboxPrefix };
+  return {
+    id,
+    publicKey: kp.getPublicKey(),
+    nc,
+    jwt: issued.jwt,
+    seed: kp.getSeed(),
+    inboxPrefix: issued.inboxPrefix,
+    ...('account' in issued && typeof issued.account === 'string' ? { account: issued.account } : {}),
+  };
 }
 
 /** The error a subscription ends with (undefined when it is still open after `ms`). */
@@ -351,7 +376,7 @@ describe('agent credentials: only their own subjects', () => {
     })();
     const system = await connectNats(NATS_URL, 'security-revoker', log, NATS_FILES.systemCreds, NATS_CA);
     opened.push(system);
-    const revoker = new BrokerRevoker(system, await accountOfCreds(NATS_CREDS), seedFromFile(NATS_FILES.operatorKey));
+    const revoker = new BrokerRevoker(system, a.account!, seedFromFile(NATS_FILES.operatorKey));
     await revoker.revoke([a.publicKey]);
     expect(await revoker.revoked(a.publicKey)).toBeGreaterThan(0);
     await waitFor(() => statuses.includes('disconnect'), 5000, 'the revoked agent being disconnected');
@@ -369,6 +394,98 @@ describe('agent credentials: only their own subjects', () => {
     expect(a.nc.isClosed() || statuses.filter((s) => s === 'reconnect').length === 0).toBe(true);
     await expect(other.nc.flush()).resolves.toBeUndefined();
     expect(other.nc.isClosed()).toBe(false);
+  });
+});
+
+describe('an agent cannot make the services or JetStream publish where it may not', () => {
+  /** Everything agent `b` can receive: its inbox and its commands. */
+  function watch(b: TestAgent): string[] {
+    const seen: string[] = [];
+    for (const subject of [`${b.inboxPrefix}.>`, `svc.system.commands.${b.id}`])
+      b.nc.subscribe(subject, { callback: (_e, m) => void seen.push(`${m.subject} ${m.string()}`) });
+    return seen;
+  }
+
+  it('sends no JetStream acknowledgement of its telemetry to another agent, or to the JetStream API', async () => {
+    const jsm = await jetstreamManager(service);
+    const victim = `SEC_${randomUUID().slice(0, 8)}`;
+    await jsm.streams.add({ name: victim, subjects: [`svc.sectest.${victim}.>`] });
+    try {
+      const js = jetstream(service);
+      for (let i = 0; i < 3; i++) await js.publish(`svc.sectest.${victim}.m`, `m${i}`);
+      const a = await newAgent();
+      const b = await newAgent();
+      const seen = watch(b);
+      await b.nc.flush();
+      const steered = [
+        `$JS.API.STREAM.PURGE.${victim}`,
+        `$JS.API.STREAM.DELETE.${victim}`,
+        `${b.inboxPrefix}.stolen`,
+        `svc.system.commands.${b.id}`,
+      ];
+      for (const reply of steered) a.nc.publish(`svc.agent.${a.id}.heartbeat`, '{}', { reply });
+      await a.nc.flush();
+      // Its own acknowledgement still comes back, so the stream did take the messages.
+      const ack = await jetstream(a.nc).publish(`svc.agent.${a.id}.heartbeat`, '{}');
+      expect(ack.seq).toBeGreaterThan(0);
+      await sleep(500);
+      expect((await jsm.streams.info(victim)).state.messages).toBe(3);
+      expect(seen).toEqual([]);
+    } finally {
+      await jsm.streams.delete(victim).catch(() => undefined);
+    }
+  });
+
+  it("has a service's answer reach only itself, whatever reply subject it names", async () => {
+    const a = await newAgent();
+    const b = await newAgent();
+    const seen = watch(b);
+    await b.nc.flush();
+    // A responder as naive as can be: it answers whatever reply subject the request carries.
+    const csub = service.subscribe(`svc.system.agent.config.${a.id}`, {
+      callback: (_e, m) => void m.respond('{"ok":true,"data":{}}'),
+    });
+    await service.flush();
+    for (const reply of [`${b.inboxPrefix}.stolen`, `svc.system.commands.${b.id}`])
+      a.nc.publish(`svc.system.agent.config.${a.id}`, '{}', { reply });
+    await a.nc.flush();
+    const own = await a.nc.request(`svc.system.agent.config.${a.id}`, '{}', { timeout: 3000 });
+    expect(own.json()).toEqual({ ok: true, data: {} });
+    await sleep(300);
+    csub.unsubscribe();
+    expect(seen).toEqual([]);
+  });
+
+  it('is answered by an agent endpoint only on its own inbox, also as a user of the service account', async () => {
+    // An agent enrolled before agent accounts shares the service account: there the endpoint itself must refuse.
+    const a = await newAgent(3600, true);
+    const b = await newAgent(3600, true);
+    const seen = watch(b);
+    await b.nc.flush();
+    const host = new ActorHost(service, testCatalogue, testSigner(), log);
+    await host.serveAgents({
+      domain: `sectest-${randomUUID().slice(0, 8)}`,
+      name: 'sectest-config',
+      prefix: 'svc.system.agent.config',
+      request: z.object({}),
+      handler: (agentId) => Promise.resolve(agentId === a.id ? { agent: agentId } : undefined),
+    });
+    try {
+      const before = (await agentRepliesRefused.get()).values[0]?.value ?? 0;
+      for (const reply of [`${b.inboxPrefix}.stolen`, `svc.system.commands.${b.id}`, `$JS.API.STREAM.NAMES`])
+        a.nc.publish(`svc.system.agent.config.${a.id}`, '{}', { reply });
+      await a.nc.flush();
+      const own = await a.nc.request(`svc.system.agent.config.${a.id}`, '{}', { timeout: 3000 });
+      expect(own.json()).toEqual({ ok: true, data: { agent: a.id } });
+      await waitFor(
+        async () => ((await agentRepliesRefused.get()).values[0]?.value ?? 0) - before >= 3,
+        3000,
+        'the refusals counted',
+      );
+      expect(seen).toEqual([]);
+    } finally {
+      await host.drain(1000);
+    }
   });
 });
 

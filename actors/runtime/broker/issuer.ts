@@ -12,6 +12,7 @@ import {
 } from '@nats-io/jwt';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
+import type { AgentAccounts } from './agent-accounts.ts';
 import {
   agentInboxPrefix,
   agentPermissions,
@@ -46,21 +47,32 @@ const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 export class BrokerIssuer {
   readonly account: string;
   private readonly signing: KeyPair;
-  constructor(account: string, signing: KeyPair) {
+  /** With it, each agent gets an account of its own (agent-accounts.ts); without, agents are users of the service account. */
+  readonly agentAccounts: AgentAccounts | undefined;
+  constructor(account: string, signing: KeyPair, agentAccounts?: AgentAccounts) {
     this.account = account;
     this.signing = signing;
+    this.agentAccounts = agentAccounts;
     if (!account.startsWith('A')) throw new Error('account must be an account public key (A…)');
   }
 
-  static async fromFiles(serviceCredsPath: string, signingSeedPath: string): Promise<BrokerIssuer> {
-    return new BrokerIssuer(await accountOfCreds(serviceCredsPath), seedFromFile(signingSeedPath));
+  static async fromFiles(
+    serviceCredsPath: string,
+    signingSeedPath: string,
+    agentAccounts?: AgentAccounts,
+  ): Promise<BrokerIssuer> {
+    return new BrokerIssuer(await accountOfCreds(serviceCredsPath), seedFromFile(signingSeedPath), agentAccounts);
   }
 
-  /** An agent's user JWT for the public nkey it presented (`U…`), expiring after `ttlSeconds`. */
+  /**
+   * An agent's user JWT for the public nkey it presented (`U…`), expiring after `ttlSeconds`: in the agent's own
+   * account when agent accounts are configured (`fresh` for a new enrolment, whose account is pushed unconditionally).
+   */
   async agent(
     agentId: string,
     publicKey: string,
     ttlSeconds: number,
+    fresh = false,
   ): Promise<{ jwt: string; inboxPrefix: string; expiresAt: number }> {
     let user: KeyPair;
     try {
@@ -70,6 +82,14 @@ export class BrokerIssuer {
     }
     if (!publicKey.startsWith('U')) throw new Error('public key must be a user nkey (U…)');
     const expiresAt = nowSeconds() + ttlSeconds;
+    if (this.agentAccounts) {
+      const account = await this.agentAccounts.ensure(agentId, fresh);
+      const jwt = await encodeUser(`agent-${agentId}`, user, account, agentPermissions(agentId), {
+        signer: this.agentAccounts.keyOf(agentId),
+        exp: expiresAt,
+      });
+      return { jwt, inboxPrefix: agentInboxPrefix(agentId), expiresAt };
+    }
     const jwt = await encodeUser(`agent-${agentId}`, user, this.account, agentPermissions(agentId), {
       signer: this.signing,
       exp: expiresAt,

@@ -5,7 +5,8 @@ import { agentCommandSubject, agentConfigSubject } from '../../../contracts/doma
  * The NATS users of the system, each with the narrowest permissions that work (ARCHITECTURE.md → Trust):
  * - service: gateways and actors (request subjects, namespaced or not, `$SRV` discovery, the JetStream and KV APIs,
  *   and replies anywhere under `_INBOX.`, where every requester's inbox lives: their own, agents' and tools');
- * - agent: one per enrolled agent, only its own telemetry, config fetch, commands and inbox prefix;
+ * - agent: one per enrolled agent, in an account of its own (agent-accounts.ts), only its own telemetry, config
+ *   fetch, commands and inbox prefix;
  * - tool: read-only observers of events and of `$SRV` discovery, with an inbox prefix of their own;
  * - system: the system account's user that pushes account updates (revocations) to the server.
  */
@@ -24,7 +25,11 @@ const RESPONSES = { max: 1, ttl: 60_000_000_000 /* ns: one minute */ };
  */
 export function servicePermissions(): Permissions {
   return {
-    pub: { allow: ['svc.>', '*.svc.>', '$SRV.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', '_INBOX.>'], deny: [] },
+    pub: {
+      // `_R_.>`: the server's reply subjects of requests that came through an import (agents' accounts).
+      allow: ['svc.>', '*.svc.>', '$SRV.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', '_INBOX.>', '_R_.>'],
+      deny: [],
+    },
     sub: { allow: ['svc.>', '*.svc.>', '$SRV.>', '_INBOX.>'], deny: [] },
   };
 }

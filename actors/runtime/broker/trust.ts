@@ -15,13 +15,14 @@ import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrokerTlsFiles } from './certificates.ts';
+import { SERVICE_EXPORTS } from './agent-accounts.ts';
 import { servicePermissions, systemPermissions } from './permissions.ts';
 
 /**
  * The broker's trust chain in nats-server's decentralized JWT model, for a local or single-site installation:
  * an operator (with a separate signing key, which signs the account JWTs and later their updates), the system
  * account (server events, account updates) and one application account `SVC` (JetStream on) whose users are signed
- * by an account signing key. Generated once into a directory (mode 700, files 600) and reused: regenerating would
+ * by an account signing key, and which exports agents' subjects to their own accounts (agent-accounts.ts). Generated once into a directory (mode 700, files 600) and reused: regenerating would
  * lock out every issued credential, and re-signing the account JWT would drop its revocations.
  */
 export const TRUST_FILES = {
@@ -107,6 +108,7 @@ export async function ensureTrust(dir: string, opts: { tls?: BrokerTlsFiles } = 
     const accountClaims: Partial<Account> = {
       limits: { ...OPEN_LIMITS, ...JETSTREAM_ON },
       signing_keys: [accountSigning.getPublicKey()],
+      exports: SERVICE_EXPORTS,
     };
     const accountJwt = await encodeAccount('SVC', account, accountClaims, { signer: operatorSigning });
     const operatorJwt = await encodeOperator('svc-operator', operator, {
