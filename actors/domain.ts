@@ -9,6 +9,7 @@ import type { Clock } from './runtime/clock.ts';
 /** What every domain gets when its actors start in a process. */
 export interface DomainContext {
   config: Config;
+  /** Already bound to `{ domain: <name> }`: bind it again and every line carries the key twice. */
   log: Logger;
   nc: NatsConnection;
   host: ActorHost<Cat>;

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { CHROMIUM_FLAGS } from '../actors/invoice/pdf/browser.ts';
+import { CHROMIUM_FLAGS, runsAsRoot } from '../actors/invoice/pdf/browser.ts';
 
 /** One browser of the bench's own, set up as the renderer sets up its pages (JavaScript off, offline), one warm page. */
 export async function bareBrowser(executablePath: string): Promise<{ page: Page; close: () => Promise<void> }> {
@@ -13,7 +13,15 @@ export async function bareBrowser(executablePath: string): Promise<{ page: Page;
     executablePath,
     headless: true,
     ignoreDefaultArgs: true,
-    args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`, '--hide-scrollbars', '--mute-audio', 'about:blank'],
+    args: [
+      ...CHROMIUM_FLAGS,
+      // Chromium refuses its sandbox to root (the renderer falls back the same way).
+      ...(runsAsRoot() ? ['--no-sandbox'] : []),
+      `--user-data-dir=${profile}`,
+      '--hide-scrollbars',
+      '--mute-audio',
+      'about:blank',
+    ],
     timeout: 30_000,
   });
   const page = await browser.newPage();

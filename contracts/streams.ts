@@ -132,6 +132,12 @@ export const AuditEntry = z.object({
   action: z.string().min(1),
   resource_type: z.string().min(1),
   resource_id: z.string().nullable(),
+  /**
+   * The clients the entry concerns: it is shown to holders of audit:read on every one of them. None: a global entry
+   * (logins, users, roles), shown only to super admins and holders of audit:read on all clients. Events published
+   * before the field existed carry none.
+   */
+  client_ids: z.array(z.uuid()).default([]),
   details: z.record(z.string(), z.unknown()),
   ip: z.string().nullable(),
   user_agent: z.string().nullable(),

@@ -15,7 +15,8 @@
 #                       project's configuration and keys (scripts/local-nats.ts, data/nats); a VictoriaMetrics of
 #                       this project running with other flags (before -dedup.minScrapeInterval) is restarted on its
 #                       data; a service whose SVC_*_URL points somewhere else is left alone
-#   4. databases        the database named in SVC_DB_URL (default: test) is created when missing
+#   4. databases        the database named in SVC_DB_URL (default: test; npm test: svc_test, from scripts/test.sh)
+#                       is created when missing
 #   5. environment      local defaults for the variables production must set, exported only when unset;
 #                       generated secrets are kept in data/secrets.env (mode 600) and reused
 #
@@ -307,11 +308,8 @@ _svc_secrets() {
       _svc_from_secrets+=("$key")
     fi
   done
-  # Shown once, when it is first generated and actually in use; afterwards it is in data/secrets.env.
-  if [[ " ${generated[*]} " == *" SVC_ADMIN_PASSWORD "* && " ${_svc_from_secrets[*]} " == *" SVC_ADMIN_PASSWORD "* ]]; then
-    printf '[setup] first run: the admin account is %s with password %s (kept in %s)\n' \
-      "$SVC_ADMIN_EMAIL" "$SVC_ADMIN_PASSWORD" "$file" >&2
-  fi
+  # Not announced here: a generated password is the admin's only if the database does not hold that admin yet, which
+  # `npm start` asks after migrating (scripts/admin.ts status).
 }
 
 _svc_setup_main() {

@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh
 npm run migrate
+# The admin account this start seeds, or, when the database already holds it, whether SVC_ADMIN_PASSWORD is still its
+# password (a second checkout on the same database, data/ removed): only informs, never stops the start.
+node scripts/admin.ts status || true
 # A young generation of 64 MB semi-spaces (V8's default is 16): the metrics ingest parses JSON agent batches into
 # short-lived objects at hundreds of batches a second, and fewer scavenges cost its consumer ~12% less CPU per sample
 # (side by side in the bench; with the reference agent's compact batches 16, 32 and 64 MB measured alike).

@@ -3,6 +3,9 @@
 # stores, then run vitest against the real local services. Exits with vitest's code.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# A database of its own (setup.sh creates it when missing): the users, clients and hosts the tests make never land
+# in the one `npm start` uses. SVC_TEST_DB_URL names another; an SVC_DB_URL set for `npm start` is not used here.
+export SVC_DB_URL="${SVC_TEST_DB_URL:-postgresql://postgres@127.0.0.1:5432/svc_test}"
 source scripts/setup.sh
 # PostgreSQL is migrated here once. With chDB the analytics DDL is applied by the process running the invoice domain
 # (`npm run migrate` skips it): each vitest run uses a private directory (vitest.config.ts), and the app's

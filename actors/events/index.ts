@@ -37,7 +37,7 @@ export const eventsDomain: DomainModule = {
   async start(dc: DomainContext): Promise<DomainHandle> {
     const box = eventsSecretBox(dc.config);
     const orm = await dc.stores.orm();
-    const log = dc.log.child({ domain: 'events' });
+    const log = dc.log;
     const receivers = new ReceiverRegistry(orm, box);
     receivers.listen(dc.nc, log);
     const deps: EventsDeps = {

@@ -83,6 +83,7 @@ export function clientHandlers(deps: FleetDeps): FleetHandlers {
         action: 'client.created',
         resource_type: 'client',
         resource_id: id,
+        client_ids: [id],
         details: { name, slug },
       });
       const [row] = await sql<ClientRow>(em, `SELECT ${COLUMNS} FROM clients WHERE id = ?`, [id]);
@@ -106,6 +107,7 @@ export function clientHandlers(deps: FleetDeps): FleetHandlers {
         action: 'client.updated',
         resource_type: 'client',
         resource_id: id,
+        client_ids: [id],
         details: { changes: { name: { from: before.name, to: name } } },
       });
       return out(row);
@@ -130,6 +132,7 @@ export function clientHandlers(deps: FleetDeps): FleetHandlers {
         action: 'client.deleted',
         resource_type: 'client',
         resource_id: id,
+        client_ids: [id],
         details: {
           name: client.name,
           slug: client.slug,

@@ -73,6 +73,7 @@ export function environmentHandlers(deps: FleetDeps): FleetHandlers {
         action: 'environment.created',
         resource_type: 'environment',
         resource_id: id,
+        client_ids: [client_id],
         details: { client_id, name, slug },
       });
       return withCount(em, id);
@@ -88,6 +89,7 @@ export function environmentHandlers(deps: FleetDeps): FleetHandlers {
           action: 'environment.updated',
           resource_type: 'environment',
           resource_id: id,
+          client_ids: [before.client_id],
           details: { client_id: before.client_id, changes: { name: { from: before.name, to: name } } },
         });
       }
@@ -117,6 +119,7 @@ export function environmentHandlers(deps: FleetDeps): FleetHandlers {
         action: 'environment.deleted',
         resource_type: 'environment',
         resource_id: id,
+        client_ids: [env.client_id],
         details: { client_id: env.client_id, name: env.name, slug: env.slug },
       });
       return {};

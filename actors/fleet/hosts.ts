@@ -97,6 +97,7 @@ export function hostHandlers(deps: FleetDeps): FleetHandlers {
           action: 'host.tags.updated',
           resource_type: 'host',
           resource_id: id,
+          client_ids: [before.client_id],
           details: { client_id: before.client_id, hostname: before.hostname, changes },
         });
       }
@@ -123,6 +124,7 @@ export function hostHandlers(deps: FleetDeps): FleetHandlers {
         action: 'host.deleted',
         resource_type: 'host',
         resource_id: id,
+        client_ids: [host.client_id],
         details: {
           client_id: host.client_id,
           environment_id: host.environment_id,
@@ -135,6 +137,7 @@ export function hostHandlers(deps: FleetDeps): FleetHandlers {
           action: 'agent.revoked',
           resource_type: 'agent',
           resource_id: a.id,
+          client_ids: [a.client_id],
           details: { client_id: a.client_id, host_id: id, reason: 'host deleted' },
         });
       }

@@ -29,10 +29,12 @@ export const fleetDomain: DomainModule = {
   async start(dc: DomainContext): Promise<DomainHandle> {
     const orm = await dc.stores.orm();
     const audit = new AuditRecorder(dc.nc, dc.clock);
-    const issuer = await agentIssuer(dc.config);
-    const log = dc.log.child({ domain: 'fleet' });
+    const log = dc.log;
     // Its own system-account connection, closed by stop (after the actor host has drained the requests using it).
     const revoker = await AgentRevoker.start(dc.config, log);
+    // Agents' accounts import their subjects from the service account: its JWT must export them first.
+    await revoker.agentAccounts?.ensureServiceExports();
+    const issuer = await agentIssuer(dc.config, revoker.agentAccounts);
     const hostScopes = new HostScopes();
     const deps: FleetDeps = { orm, audit, revoker, hostScopes };
     try {

@@ -4,6 +4,7 @@ import { AuditEntry } from '../../contracts/streams.ts';
 import { runConsumer, type ConsumerHandle } from '../runtime/jetstream.ts';
 import type { Logger } from '../runtime/logger.ts';
 import { pgJson } from '../runtime/stores/pg-values.ts';
+import { toPgArray } from './seed.ts';
 
 export { AuditRecorder, type AuditInput } from '../runtime/audit.ts';
 
@@ -24,8 +25,8 @@ export function startAuditStore(nc: NatsConnection, orm: MikroORM, log: Logger):
         .fork()
         .getConnection()
         .execute(
-          `INSERT INTO audit_log (id, actor_id, actor_email, actor_type, action, resource_type, resource_id, details, ip_address, user_agent, request_id, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+          `INSERT INTO audit_log (id, actor_id, actor_email, actor_type, action, resource_type, resource_id, client_ids, details, ip_address, user_agent, request_id, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?::uuid[], ?::jsonb, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
           [
             e.id,
             e.actor_id,
@@ -34,6 +35,7 @@ export function startAuditStore(nc: NatsConnection, orm: MikroORM, log: Logger):
             e.action,
             e.resource_type,
             e.resource_id,
+            toPgArray(e.client_ids),
             pgJson(e.details),
             e.ip,
             e.user_agent,

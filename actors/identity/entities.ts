@@ -194,6 +194,7 @@ export const AuditEntryEntity = defineEntity({
     action: p.string(),
     resource_type: p.string(),
     resource_id: p.string().nullable(),
+    client_ids: p.array().columnType('uuid[]'),
     details: p.json<Record<string, unknown>>(),
     ip_address: p.string().nullable(),
     user_agent: p.string().nullable(),

@@ -23,7 +23,7 @@ export async function identityDeps(dc: DomainContext): Promise<IdentityDeps> {
   await hasher.warm();
   return {
     config: dc.config,
-    log: dc.log.child({ domain: 'identity' }),
+    log: dc.log,
     orm,
     kv,
     nc: dc.nc,

@@ -35,7 +35,7 @@ export function checkPasswordPolicy(password: string, field = 'password'): void 
  * history entries (the current one is normally the newest entry; users created without history still have it).
  */
 export async function checkPasswordHistory(
-  deps: IdentityDeps,
+  deps: Pick<IdentityDeps, 'hasher'>,
   em: EntityManager,
   userId: string,
   password: string,
@@ -59,7 +59,7 @@ export async function checkPasswordHistory(
 
 /** Stores a new password hash on the user and in the history (run inside the caller's transaction). */
 export async function storePassword(
-  deps: IdentityDeps,
+  deps: Pick<IdentityDeps, 'clock'>,
   em: EntityManager,
   userId: string,
   hash: string,

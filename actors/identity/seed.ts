@@ -22,7 +22,13 @@ export async function seedIdentity(deps: IdentityDeps): Promise<void> {
     const existing = await conn.execute<{ id: string }[]>(`SELECT id FROM users WHERE lower(email) = lower(?)`, [
       email,
     ]);
-    if (existing.length === 0) {
+    if (existing.length > 0) {
+      // Its password stays what it is: the one in SVC_ADMIN_PASSWORD may never have been it.
+      deps.log.info(
+        { email },
+        'super admin already exists: SVC_ADMIN_PASSWORD not applied (npm run admin -- reset-password sets a new one)',
+      );
+    } else {
       const id = randomUUID();
       const hash = await deps.hasher.hash(password);
       const inserted = await conn.execute<{ id: string }[]>(
@@ -41,6 +47,7 @@ export async function seedIdentity(deps: IdentityDeps): Promise<void> {
           action: 'user.seeded',
           resource_type: 'user',
           resource_id: id,
+          client_ids: [],
           details: { email, is_super_admin: true },
         });
       }

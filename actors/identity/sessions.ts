@@ -81,7 +81,7 @@ export async function tokenResponse(
 
 /** Revokes every live session of a user (password reset, user disabled); returns how many. */
 export async function revokeAllSessions(
-  deps: IdentityDeps,
+  deps: Pick<IdentityDeps, 'clock'>,
   em: EntityManager,
   userId: string,
   reason: string,

@@ -9,6 +9,12 @@ export interface AuditInput {
   action: string;
   resource_type: string;
   resource_id?: string | null;
+  /**
+   * The clients the entry concerns (the audit log shows it only to holders of audit:read on each of them); `[]` for a
+   * global entry (a login, a user, a role), which only super admins and all-client holders see. Required, so no call
+   * site forgets to say.
+   */
+  client_ids: readonly string[];
   details?: Record<string, unknown>;
   /** Who acted, when the context has no signed-in principal yet (a login, an accepted invitation). */
   actor?: { id: string; email: string };
@@ -43,6 +49,7 @@ export class AuditRecorder {
       action: input.action,
       resource_type: input.resource_type,
       resource_id: input.resource_id ?? null,
+      client_ids: [...new Set(input.client_ids)],
       details: input.details ?? {},
       ip: ctx.ip ?? null,
       user_agent: ctx.user_agent ?? null,

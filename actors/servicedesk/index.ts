@@ -23,7 +23,7 @@ import { SiteCatalog } from './tracker/site.ts';
 export const servicedeskDomain: DomainModule = {
   name: 'servicedesk',
   async start(dc: DomainContext): Promise<DomainHandle> {
-    const log = dc.log.child({ domain: 'servicedesk' });
+    const log = dc.log;
     const [orm, kv] = await Promise.all([dc.stores.orm(), dc.stores.kv()]);
     const { SVC_SD_BASE_URL: baseUrl, SVC_SD_EMAIL: email, SVC_SD_API_TOKEN: apiToken } = dc.config;
     const bucket = new TokenBucket(kv, log);

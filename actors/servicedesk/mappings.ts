@@ -182,6 +182,7 @@ export function mappingHandlers(deps: SdDeps): SdHandlers {
         action: 'servicedesk.mapping_created',
         resource_type: 'servicedesk_mapping',
         resource_id: id,
+        client_ids: [row.client_id],
         details: { ...mappingOut(row) },
       });
       // A newly mapped organization is loaded in the background; reads show it as the load goes.
@@ -218,6 +219,7 @@ export function mappingHandlers(deps: SdDeps): SdHandlers {
         action: 'servicedesk.mapping_updated',
         resource_type: 'servicedesk_mapping',
         resource_id: id,
+        client_ids: [before.client_id, row.client_id],
         details: { before: mappingOut(before), after: mappingOut(row) },
       });
       if (before.organization_id !== row.organization_id) deps.sync?.kick();
@@ -232,6 +234,7 @@ export function mappingHandlers(deps: SdDeps): SdHandlers {
         action: 'servicedesk.mapping_deleted',
         resource_type: 'servicedesk_mapping',
         resource_id: id,
+        client_ids: [row.client_id],
         details: { ...mappingOut(row) },
       });
       return {};

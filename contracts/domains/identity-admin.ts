@@ -278,6 +278,8 @@ export const AuditLogEntry = z.object({
   action: z.string(),
   resource_type: z.string(),
   resource_id: z.string().nullable(),
+  /** The clients the entry concerns (empty: a global entry, shown only to super admins and all-client holders). */
+  client_ids: z.array(Id),
   details: z.record(z.string(), z.unknown()),
   ip_address: z.string().nullable(),
   user_agent: z.string().nullable(),

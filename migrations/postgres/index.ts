@@ -13,6 +13,7 @@ import { Migration0012_service_desk_reads } from './Migration0012_service_desk_r
 import { Migration0013_package_statistics } from './Migration0013_package_statistics.ts';
 import { Migration0014_service_desk_search } from './Migration0014_service_desk_search.ts';
 import { Migration0015_host_heartbeat_hot } from './Migration0015_host_heartbeat_hot.ts';
+import { Migration0016_audit_log_clients } from './Migration0016_audit_log_clients.ts';
 
 /**
  * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
@@ -33,4 +34,5 @@ export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0013_package_statistics', class: Migration0013_package_statistics },
   { name: 'Migration0014_service_desk_search', class: Migration0014_service_desk_search },
   { name: 'Migration0015_host_heartbeat_hot', class: Migration0015_host_heartbeat_hot },
+  { name: 'Migration0016_audit_log_clients', class: Migration0016_audit_log_clients },
 ];

@@ -1,8 +1,17 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
-import { createServer, type Server } from 'node:net';
+import { createConnection, createServer, type Server } from 'node:net';
 import { cpus, hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { connect as natsConnect } from '@nats-io/transport-node';
@@ -26,7 +35,7 @@ import { parseProcModules } from '../../agent/collect/kernel-modules.ts';
 import { createLinuxCollector } from '../../agent/collect/linux.ts';
 import { parseDiskstats, parseNetDev, realFilesystems } from '../../agent/collect/metrics.ts';
 import { parseDpkgStatus, parseRpmList } from '../../agent/collect/packages.ts';
-import { formatIpv6, isOffered, parseNetSockets } from '../../agent/collect/ports.ts';
+import { formatIpv6, isOffered, parseNetSockets, readSockets, socketInodesOf } from '../../agent/collect/ports.ts';
 import {
   parsePostgresqlConf,
   parseResp,
@@ -36,9 +45,11 @@ import {
   RespError,
 } from '../../agent/collect/probes.ts';
 import { parseProcStat, parseProcStatFile, processName, ProcessCpuTracker } from '../../agent/collect/processes.ts';
+import { listPids } from '../../agent/collect/read.ts';
 import { collectSecurityItems } from '../../agent/collect/security.ts';
 import { parseSystemctlShow, parseUnitList, unitFileEnabled } from '../../agent/collect/services.ts';
 import { buildUsers, parseGroup, parsePasswd } from '../../agent/collect/users.ts';
+import { freePort, stopProcess, waitFor } from '../support/processes.ts';
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8' });
 
@@ -879,17 +890,62 @@ describe('metrics of this machine', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------------
-// Integrations: PostgreSQL, Redis and NATS run on this machine; their config is compared with direct queries.
+// Integrations: PostgreSQL and Redis of the set-up, and two nats-servers this file starts; their config is compared
+// with direct queries. Whatever else runs on the machine (another checkout's broker, a TLS-only server) is not looked
+// at: the collector reads a /proc that holds only these processes.
+
+/** Pids holding a TCP listener on one of `ports` (root reads every process's descriptors). */
+async function pidsListeningOn(ports: readonly number[]): Promise<number[]> {
+  const inodes = new Set(
+    (await readSockets('/proc', ['tcp', 'tcp6']))
+      .filter((s) => s.state === 'LISTEN' && ports.includes(s.localPort))
+      .map((s) => s.inode),
+  );
+  const pids = await listPids('/proc');
+  const held = await Promise.all(pids.map((pid) => socketInodesOf('/proc', pid)));
+  return pids.filter((_, i) => held[i]!.some((inode) => inodes.has(inode)));
+}
+
+const listening = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const s = createConnection({ host: '127.0.0.1', port }, () => (s.destroy(), resolve(true)));
+    s.on('error', () => resolve(false));
+  });
 
 describe('integrations of this machine', () => {
   let withConfig: IntegrationReport[];
   let statusOnly: IntegrationReport[];
-  const collector = createLinuxCollector();
+  let procView: string;
+  /** Lowest port first: that one runs JetStream, and gives the report its config. */
+  const nats: { port: number; server: ChildProcess }[] = [];
 
   beforeAll(async () => {
+    const ports = [await freePort()];
+    while (ports.length < 2) {
+      const p = await freePort();
+      if (!ports.includes(p)) ports.push(p);
+    }
+    ports.sort((a, b) => a - b);
+    procView = mkdtempSync(join(tmpdir(), 'agent-proc-'));
+    const jsDir = join(procView, 'jetstream');
+    for (const [i, port] of ports.entries()) {
+      const args = ['-a', '127.0.0.1', '-p', String(port), ...(i === 0 ? ['-js', '-sd', jsDir] : [])];
+      nats.push({ port, server: spawn('nats-server', args, { stdio: 'ignore' }) });
+    }
+    for (const { port } of nats) await waitFor(() => listening(port), 15_000, `the nats-server on ${port} to listen`);
+    // A /proc of the known processes: links to their real entries, and the network tables of this namespace.
+    symlinkSync('/proc/net', join(procView, 'net'));
+    const known = [...(await pidsListeningOn([5432, 6379])), ...nats.map((n) => n.server.pid!)];
+    for (const pid of known) symlinkSync(`/proc/${pid}`, join(procView, String(pid)));
+    const collector = createLinuxCollector({ procRoot: procView });
     [withConfig, statusOnly] = await Promise.all([collector.integrations(true), collector.integrations(false)]).then(
       ([a, b]) => [a.map((r) => IntegrationReport.parse(r)), b.map((r) => IntegrationReport.parse(r))],
     );
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(nats.map((n) => stopProcess(n.server)));
+    if (procView) rmSync(procView, { recursive: true, force: true });
   });
 
   const get = (id: string) => {
@@ -946,9 +1002,12 @@ describe('integrations of this machine', () => {
 
   it('NATS: both servers found; INFO values match what a client sees', async () => {
     const r = get('nats');
-    expect(r.status_message).toContain('4222');
-    expect(r.status_message).toContain('4223');
-    const nc = await natsConnect({ servers: '127.0.0.1:4222' });
+    const [first, second] = nats.map((n) => `127.0.0.1:${n.port}`);
+    expect(r.status_message).toContain(`${first} (nats-server `);
+    expect(r.status_message).toContain(`${second} (nats-server `);
+    expect(r.config!.instances!.value).toBe(`${first}, ${second}`);
+    expect(r.config!.jetstream!.value).toBe(true);
+    const nc = await natsConnect({ servers: first! });
     try {
       expect(r.config!.max_payload).toEqual({
         value: nc.info!.max_payload,
@@ -964,7 +1023,10 @@ describe('integrations of this machine', () => {
   });
 
   it('PostgreSQL refusing us: warning with the error, config from postgresql.conf', async () => {
-    const denied = createLinuxCollector({ credentials: { postgres: { database: 'no_such_database_for_agent_test' } } });
+    const denied = createLinuxCollector({
+      procRoot: procView,
+      credentials: { postgres: { database: 'no_such_database_for_agent_test' } },
+    });
     const r = (await denied.integrations(true)).find((x) => x.integration_id === 'postgresql')!;
     expect(r.status).toBe('warning');
     expect(r.status_message).toMatch(/no_such_database_for_agent_test/);

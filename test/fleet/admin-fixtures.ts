@@ -109,8 +109,8 @@ export async function insertEnrolledHost(
   sys: TestSystem,
   env: { id: string; client_id: string },
   publicKey?: string,
+  agentId: string = randomUUID(),
 ): Promise<{ hostId: string; agentId: string; publicKey: string }> {
-  const agentId = randomUUID();
   const host = await insertHost(sys, env, {
     agent_id: agentId,
     agent_status: 'online',

@@ -54,10 +54,9 @@ const AGENT_KEYS = [
 async function liveAgentOn(env: { id: string; client_id: string }): Promise<LiveAgent & { hostId: string }> {
   const agent = await connectAgent();
   live.push(agent);
-  const { hostId } = await insertEnrolledHost(sys, env, agent.publicKey);
-  // insertEnrolledHost picks its own agent id: the row's id is what the API revokes.
-  const [row] = await sys.sql<{ id: string }>(`SELECT id FROM agents WHERE host_id = ?`, [hostId]);
-  return { ...agent, id: row!.id, hostId };
+  // The row carries the connected agent's id: its broker account is derived from it.
+  const { hostId } = await insertEnrolledHost(sys, env, agent.publicKey, agent.id);
+  return { ...agent, hostId };
 }
 
 async function expectCutOff(agent: LiveAgent): Promise<void> {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SYSTEM_ROLES } from '../../actors/identity/permissions.ts';
 import { waitForAuditRow } from '../support/identity.ts';
+import { capturingLogger } from '../support/log-capture.ts';
 import { errorOf, startTestSystem } from '../support/system.ts';
 
 /** console-identity.md: super admin seeded from SVC_ADMIN_EMAIL / SVC_ADMIN_PASSWORD; eight immutable system roles. */
@@ -54,12 +55,18 @@ describe('start-up seeding', () => {
       await first.stop();
     }
 
-    // Started again with another password for the same e-mail: nothing changes.
-    const second = await startTestSystem({
-      SVC_ADMIN_EMAIL: email.toUpperCase(),
-      SVC_ADMIN_PASSWORD: 'another admin passphrase 2',
-    });
+    // Started again with another password for the same e-mail: nothing changes, and the log says the account exists
+    // rather than that it was seeded.
+    const { log, lines } = capturingLogger('info');
+    const second = await startTestSystem(
+      { SVC_ADMIN_EMAIL: email.toUpperCase(), SVC_ADMIN_PASSWORD: 'another admin passphrase 2' },
+      { log },
+    );
     try {
+      expect(lines.map((l) => l.msg)).toContain(
+        'super admin already exists: SVC_ADMIN_PASSWORD not applied (npm run admin -- reset-password sets a new one)',
+      );
+      expect(lines.map((l) => l.msg)).not.toContain('seeded super admin');
       expect(await second.sql(`SELECT id FROM users WHERE lower(email) = ?`, [email])).toEqual([{ id }]);
       const old = await second.http({
         method: 'POST',

@@ -16,7 +16,7 @@ import { SignJWT } from 'jose';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BrokerIssuer, BrokerRevoker, accountOfCreds, seedFromFile } from '../../actors/runtime/broker/issuer.ts';
+import { BrokerIssuer, BrokerRevoker, seedFromFile } from '../../actors/runtime/broker/issuer.ts';
 import { agentInboxPrefix, servicePermissions, toolInboxPrefix } from '../../actors/runtime/broker/permissions.ts';
 import {
   ensureTrust,

@@ -34,7 +34,8 @@ export const brokerEnv = (): Record<string, string> => ({
 /** Config for tests: the machine's local services, overridable per test. */
 export function testConfig(overrides: Record<string, string | undefined> = {}): Config {
   return loadConfig({
-    SVC_DB_URL: process.env.SVC_DB_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
+    // npm test's own database (scripts/test.sh), never the one npm start uses.
+    SVC_DB_URL: process.env.SVC_DB_URL ?? 'postgresql://postgres@127.0.0.1:5432/svc_test',
     ...brokerEnv(),
     SVC_VALKEY_URL: process.env.SVC_VALKEY_URL ?? 'redis://127.0.0.1:6379',
     SVC_TSDB_URL: process.env.SVC_TSDB_URL ?? 'http://127.0.0.1:8428',

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { ManualClock } from '../../actors/runtime/clock.ts';
 import type { Config } from '../../actors/runtime/config.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { createLogger, type Logger } from '../../actors/runtime/logger.ts';
 import { runMigrations } from '../../migrations/run.ts';
 import { startSystem, type RunningSystem } from '../../main.ts';
 import { testConfig } from './env.ts';
@@ -26,10 +26,16 @@ let migrated = false;
  * Starts the whole system in this process (every actor, both gateways via inject) with a clock the test moves.
  * Rate limits are high unless the test sets them; keys in Valkey get a per-run prefix so runs never interfere.
  */
-/** `overrides`: a value replaces the test default; `undefined` leaves the variable unset (e.g. an unconfigured feature). */
-export async function startTestSystem(overrides: Record<string, string | undefined> = {}): Promise<TestSystem> {
+/**
+ * `overrides`: a value replaces the test default; `undefined` leaves the variable unset (e.g. an unconfigured feature).
+ * `opts.log`: the system logs there instead (a test that checks what was logged).
+ */
+export async function startTestSystem(
+  overrides: Record<string, string | undefined> = {},
+  opts: { log?: Logger } = {},
+): Promise<TestSystem> {
   const config = testConfig({ SVC_AUTH_RATE_LIMIT: '100000', SVC_API_RATE_LIMIT: '100000', ...overrides });
-  const log = createLogger(config.SVC_LOG_LEVEL);
+  const log = opts.log ?? createLogger(config.SVC_LOG_LEVEL);
   if (!migrated) {
     await runMigrations(config, log);
     migrated = true;

@@ -132,6 +132,7 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
         action: 'annotation_created',
         resource_type: 'annotation',
         resource_id: id,
+        client_ids: [place.client_id],
         details: { note },
       });
       return note;
@@ -201,6 +202,7 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
         action: 'annotation_updated',
         resource_type: 'annotation',
         resource_id: b.id,
+        client_ids: [before.client_id],
         details: { before: pick(before), after: pick(after) },
       });
       return out(after);
@@ -223,6 +225,7 @@ export function noteHandlers(deps: EventsDeps): EventsHandlers {
         action: 'annotation_deleted',
         resource_type: 'annotation',
         resource_id: id,
+        client_ids: [note.client_id],
         details: { note: out(note) },
       });
       return {};

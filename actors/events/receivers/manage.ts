@@ -202,6 +202,7 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
       action: `${KIND[kind].audit}.created`,
       resource_type: KIND[kind].audit,
       resource_id: id,
+      client_ids: [b.client_id],
       details: {
         client_id: b.client_id,
         environment_id: b.environment_id,
@@ -272,6 +273,7 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
       action: `${KIND[kind].audit}.updated`,
       resource_type: KIND[kind].audit,
       resource_id: b.id,
+      client_ids: [before.client_id],
       details: { changes },
     });
     return t ? { row: after, token: t.token } : { row: after };
@@ -288,6 +290,7 @@ export function receiverHandlers(deps: EventsDeps): EventsHandlers {
       action: `${KIND[kind].audit}.deleted`,
       resource_type: KIND[kind].audit,
       resource_id: id,
+      client_ids: [row.client_id],
       details: { client_id: row.client_id, source: row.source, name: row.name },
     });
     return {};

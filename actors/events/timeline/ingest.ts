@@ -128,7 +128,8 @@ function timelineConsumer<T>(
         );
       } catch (err) {
         if (sqlStateOf(err) === '23503') {
-          meta.log.debug({ subject }, 'timeline event dropped: its client, environment or host was deleted');
+          // meta.log carries the message's subject already.
+          meta.log.debug('timeline event dropped: its client, environment or host was deleted');
           return;
         }
         throw err;

@@ -140,6 +140,7 @@ export function voiceHandlers(deps: EventsDeps): EventsHandlers {
           action: 'alert.acknowledged',
           resource_type: 'alert_group',
           resource_id: acknowledged.id,
+          client_ids: [acknowledged.client_id],
           details: {
             via: 'phone',
             phone: call.to_number,

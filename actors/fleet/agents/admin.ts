@@ -98,6 +98,7 @@ export function agentAdminHandlers(deps: FleetDeps): FleetHandlers {
           action: 'agent.revoked',
           resource_type: 'agent',
           resource_id: id,
+          client_ids: [agent.client_id],
           details: { client_id: agent.client_id, host_id: agent.host_id, public_key: agent.public_key },
         });
       }

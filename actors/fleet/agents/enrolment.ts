@@ -7,6 +7,7 @@ import type { Cat } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { AuditRecorder } from '../../runtime/audit.ts';
+import type { AgentAccounts } from '../../runtime/broker/agent-accounts.ts';
 import { BrokerIssuer } from '../../runtime/broker/issuer.ts';
 import type { Clock } from '../../runtime/clock.ts';
 import type { Config } from '../../runtime/config.ts';
@@ -28,9 +29,12 @@ export interface EnrolmentDeps {
 }
 
 /** The broker issuer, built once from the service creds and the account signing key (SVC_NATS_CREDS, SVC_NATS_ISSUER_KEY). */
-export async function agentIssuer(config: Config): Promise<BrokerIssuer | undefined> {
+export async function agentIssuer(
+  config: Config,
+  agentAccounts: AgentAccounts | undefined,
+): Promise<BrokerIssuer | undefined> {
   if (!config.SVC_NATS_CREDS || !config.SVC_NATS_ISSUER_KEY) return undefined;
-  return BrokerIssuer.fromFiles(config.SVC_NATS_CREDS, config.SVC_NATS_ISSUER_KEY);
+  return BrokerIssuer.fromFiles(config.SVC_NATS_CREDS, config.SVC_NATS_ISSUER_KEY, agentAccounts);
 }
 
 /** Broker URLs agents are told to use: SVC_AGENT_NATS_SERVERS, else the URL the services use. */
@@ -93,17 +97,22 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
   const now = (): Date => new Date(deps.clock.now());
   const natsCa = agentNatsCa(deps.config);
 
-  /** Every refused enrolment step is audited with its reason, then answered 401 with a message that says what failed. */
+  /**
+   * Every refused enrolment step is audited with its reason, then answered 401 with a message that says what failed.
+   * `clientId`: the client of the install token or agent named, when there is one (else the entry is global).
+   */
   const refuse = async (
     ctx: CallerContext,
     step: string,
     reason: string,
+    clientId: string | undefined,
     details: Record<string, unknown>,
   ): Promise<never> => {
     await deps.audit.record(ctx, {
       action: 'agent.enrollment_failed',
       resource_type: 'agent',
       resource_id: (details.agent_id as string | undefined) ?? null,
+      client_ids: clientId === undefined ? [] : [clientId],
       details: { step, reason, ...details },
     });
     throw new DomainError('unauthorized', reason);
@@ -139,6 +148,7 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
         action: 'install_token.created',
         resource_type: 'install_token',
         resource_id: id,
+        client_ids: [env.client_id],
         details: { environment_id: env.id, client_id: env.client_id, expires_at: expiresAt.toISOString() },
       });
       return { id, token, expires_at: expiresAt.toISOString() };
@@ -154,7 +164,7 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
       );
       const problem = tokenProblem(row, at);
       if (problem || !row)
-        return refuse(ctx, 'enroll', problem ?? 'install token is not valid', {
+        return refuse(ctx, 'enroll', problem ?? 'install token is not valid', row?.client_id, {
           hostname,
           public_key,
           install_token_id: row?.id ?? null,
@@ -232,6 +242,7 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
           agent.id,
           agent.public_key,
           deps.config.SVC_AGENT_CREDENTIALS_TTL_SECONDS,
+          true,
         );
         await sql(
           tx,
@@ -244,13 +255,14 @@ export function enrolmentHandlers(deps: EnrolmentDeps, issuer: BrokerIssuer | un
         // Also burn a pending challenge that failed: a second try must start over with a new one.
         if (outcome.agent?.status === 'pending')
           await sql(fork(), `UPDATE agents SET challenge_hash = NULL WHERE id = ? AND status = 'pending'`, [agent_id]);
-        return refuse(ctx, 'complete', outcome.refused ?? 'enrolment refused', { agent_id });
+        return refuse(ctx, 'complete', outcome.refused ?? 'enrolment refused', outcome.agent?.client_id, { agent_id });
       }
       const { agent, hostId, credentials } = outcome;
       await deps.audit.record(ctx, {
         action: 'agent.enrolled',
         resource_type: 'agent',
         resource_id: agent.id,
+        client_ids: [agent.client_id],
         details: {
           host_id: hostId,
           environment_id: agent.environment_id,

@@ -2,6 +2,7 @@ import type { KeyPair } from '@nats-io/jwt';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { DomainError } from '../../../contracts/errors.ts';
+import { AgentAccounts } from '../../runtime/broker/agent-accounts.ts';
 import { BrokerRevoker, accountOfCreds, seedFromFile } from '../../runtime/broker/issuer.ts';
 import { ConfigError, type Config } from '../../runtime/config.ts';
 import type { Logger } from '../../runtime/logger.ts';
@@ -15,6 +16,13 @@ interface Broker {
   nats: LazyNats;
   account: string;
   signing: KeyPair;
+  agentAccounts: AgentAccounts | undefined;
+}
+
+/** An agent whose broker credentials are to be revoked. */
+export interface RevokedKey {
+  id: string;
+  public_key: string;
 }
 
 interface Waiter {
@@ -32,7 +40,7 @@ interface Waiter {
  * (logged once at start).
  */
 export class AgentRevoker {
-  private queue = new Set<string>();
+  private queue = new Map<string, string>();
   private waiters: Waiter[] = [];
   private busy = false;
 
@@ -64,14 +72,27 @@ export class AgentRevoker {
       config.SVC_NATS_SYSTEM_CREDS,
       config.SVC_NATS_CA,
     );
-    return new AgentRevoker({ nats, account, signing }, log);
+    const agentAccounts = config.SVC_NATS_ISSUER_KEY
+      ? new AgentAccounts(
+          async () => nats.current ?? (await within(nats.ready, CONNECT_WAIT_MS)) ?? Promise.reject(unreachable()),
+          account,
+          signing,
+          seedFromFile(config.SVC_NATS_ISSUER_KEY),
+        )
+      : undefined;
+    return new AgentRevoker({ nats, account, signing, agentAccounts }, log);
+  }
+
+  /** The per-agent accounts, over this revoker's system connection (undefined when the broker authenticates nobody). */
+  get agentAccounts(): AgentAccounts | undefined {
+    return this.broker?.agentAccounts;
   }
 
   /** Resolves once the broker has applied the revocation of every key; `unavailable` when it could not be confirmed. */
-  revoke(publicKeys: readonly string[]): Promise<void> {
-    if (publicKeys.length === 0 || !this.broker) return Promise.resolve();
+  revoke(agents: readonly RevokedKey[]): Promise<void> {
+    if (agents.length === 0 || !this.broker) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      for (const k of publicKeys) this.queue.add(k);
+      for (const a of agents) this.queue.set(a.public_key, a.id);
       this.waiters.push({ resolve, reject });
       void this.pump();
     });
@@ -82,9 +103,9 @@ export class AgentRevoker {
     this.busy = true;
     try {
       while (this.queue.size > 0) {
-        const keys = [...this.queue];
+        const keys = [...this.queue].map(([public_key, id]) => ({ id, public_key }));
         const waiters = this.waiters;
-        this.queue = new Set();
+        this.queue = new Map();
         this.waiters = [];
         try {
           await this.push(keys);
@@ -98,7 +119,7 @@ export class AgentRevoker {
     }
   }
 
-  private async push(keys: string[]): Promise<void> {
+  private async push(keys: RevokedKey[]): Promise<void> {
     const broker = this.broker!;
     const nc = broker.nats.current ?? (await within(broker.nats.ready, CONNECT_WAIT_MS));
     if (!nc)
@@ -107,7 +128,11 @@ export class AgentRevoker {
         'the message broker is unreachable: the agent credentials could not be revoked; nothing was changed, try again',
       );
     try {
-      await new BrokerRevoker(nc, broker.account, broker.signing).revoke(keys);
+      // Agents have accounts of their own; one enrolled before those existed is a user of the service account.
+      await Promise.all([
+        new BrokerRevoker(nc, broker.account, broker.signing).revoke(keys.map((k) => k.public_key)),
+        ...keys.map((k) => broker.agentAccounts?.revoke(k.id, k.public_key)),
+      ]);
     } catch (err) {
       this.log.error({ err, keys: keys.length }, 'agent revocation at the broker failed');
       throw new DomainError(
@@ -121,6 +146,9 @@ export class AgentRevoker {
     await this.broker?.nats.close();
   }
 }
+
+const unreachable = (): DomainError =>
+  new DomainError('unavailable', 'the message broker is unreachable; nothing was changed, try again');
 
 async function within(p: Promise<NatsConnection>, ms: number): Promise<NatsConnection | undefined> {
   let timer: NodeJS.Timeout | undefined;
@@ -171,6 +199,6 @@ export async function revokeAgents(
     `UPDATE hosts SET agent_status = 'offline', updated_at = now() WHERE agent_id IN (?) AND agent_status <> 'offline'`,
     [rows.map((r) => r.id)],
   );
-  await revoker.revoke(rows.filter((r) => r.previous === 'active' && r.live).map((r) => r.public_key));
+  await revoker.revoke(rows.filter((r) => r.previous === 'active' && r.live));
   return rows.map(({ live: _live, ...r }) => r);
 }

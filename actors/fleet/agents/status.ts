@@ -115,12 +115,14 @@ const KEEP_FACTS = FACTS.map((f) => `${f} = coalesce(v.${f}, h.${f})`).join(', '
  * Heartbeats: `last_seen_at` (the server's clock, not the agent's), agent version, facts when sent, integration
  * statuses; the host goes online. At fleet scale (a thousand agents every 10 s) one statement per heartbeat would be
  * most of the ingest's database work, so heartbeats of hosts already online are written in batches: one UPDATE for
- * the hosts and one upsert for their integrations, each message acknowledged once its batch is stored. A heartbeat
- * of a host not yet online (first contact, or back after an outage: the whole fleet at once after a broker outage) is
- * written in a batch of its own, one transaction per batch: the durable `agent_status` events are published inside
- * it, before the commit, so a failed publish rolls the change back and the heartbeats are redelivered. One heartbeat
- * at a time, 2,000 agents coming online held the heartbeats queued behind them for 14 s. A heartbeat whose host is
- * locked by another transaction takes the slow path, a transaction of its own that waits for that host alone.
+ * the hosts and one upsert for their integrations, in one transaction (a heartbeat is never seen half-applied, and
+ * the host rows stay locked while their integrations are written, the order snapshots take them in), each message
+ * acknowledged once its batch is stored. A heartbeat of a host not yet online (first contact, or back after an
+ * outage: the whole fleet at once after a broker outage) is written in a batch of its own, one transaction per
+ * batch: the durable `agent_status` events are published inside it, before the commit, so a failed publish rolls
+ * the change back and the heartbeats are redelivered. One heartbeat at a time, 2,000 agents coming online held the
+ * heartbeats queued behind them for 14 s. A heartbeat whose host is locked by another transaction takes the slow
+ * path, a transaction of its own that waits for that host alone.
  */
 export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> {
   /** The integration statuses of every heartbeat whose host was stored (each report is of its own integrations). */
@@ -140,15 +142,16 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
     maxItems: 250,
     maxDelayMs: 50,
     write: async (items) => {
-      const em = deps.orm.em.fork();
       const rows = [...latestPerHost(items).values()].map(heartbeatRow);
       // A host twice in one batch (an agent flushing its outbox): its latest heartbeat counts (latestPerHost). A host whose row is
       // locked (its inventory snapshot being stored, a transaction of a few hundred ms) is skipped, not waited for:
       // waiting held the whole batch, and every heartbeat queued behind it, for as long as any one snapshot (p99
       // 5 s at 1,000 agents). A skipped heartbeat takes the slow path, which waits for that host alone.
-      const updated = await sql<{ id: string }>(
-        em,
-        `WITH v AS (SELECT DISTINCT ON (host_id) * FROM jsonb_to_recordset(?::jsonb)
+      // One transaction: a heartbeat's facts and its integration statuses are seen together or not at all.
+      const done = await deps.orm.em.fork().transactional(async (tx) => {
+        const updated = await sql<{ id: string }>(
+          tx,
+          `WITH v AS (SELECT DISTINCT ON (host_id) * FROM jsonb_to_recordset(?::jsonb)
                       AS x(${HEARTBEAT_COLUMNS}) ORDER BY host_id, at DESC),
               free AS (SELECT h.id FROM hosts h JOIN v ON h.id = v.host_id AND h.agent_id = v.agent_id
                         WHERE h.agent_status = 'online' FOR NO KEY UPDATE OF h SKIP LOCKED)
@@ -156,10 +159,12 @@ export function startHeartbeatIngest(deps: StatusDeps): Promise<ConsumerHandle> 
            FROM v
           WHERE h.id = v.host_id AND h.id IN (SELECT id FROM free)
           RETURNING h.id`,
-        [pgJson(rows)],
-      );
-      const done = new Set(updated.map((r) => r.id));
-      await storeIntegrations(em, items, done);
+          [pgJson(rows)],
+        );
+        const stored = new Set(updated.map((r) => r.id));
+        await storeIntegrations(tx, items, stored);
+        return stored;
+      });
       return items.map((i) => done.has(i.agent.host_id));
     },
   });

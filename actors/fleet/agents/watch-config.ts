@@ -80,7 +80,7 @@ export function watchConfigHandlers(deps: WatchConfigDeps): Handlers<Cat, 'fleet
     ) => {
       requirePermission(ctx, 'hosts:write');
       const data: WatchFilesConfig = { paths, exclude_patterns, sensitive_files, max_file_size };
-      const { row, agentId } = await fork().transactional(async (tx) => {
+      const { row, agentId, clientId } = await fork().transactional(async (tx) => {
         const host = await loadHost(tx, ctx, host_id, 'hosts:write', true);
         refuseChanges(sent, { host_id, config_type: 'watch_files' }, WATCH_CONFIG_IMMUTABLE);
         // The host row lock serializes PUTs of one host, so versions go 1, 2, 3... without gaps or repeats.
@@ -91,12 +91,13 @@ export function watchConfigHandlers(deps: WatchConfigDeps): Handlers<Cat, 'fleet
            RETURNING ${COLUMNS}`,
           [randomUUID(), host_id, pgJson(data)],
         );
-        return { row: saved as ConfigRow, agentId: host.agent_id };
+        return { row: saved as ConfigRow, agentId: host.agent_id, clientId: host.client_id };
       });
       await deps.audit.record(ctx, {
         action: 'watch_config.updated',
         resource_type: 'host',
         resource_id: host_id,
+        client_ids: [clientId],
         details: { version: row.version, paths: data.paths.length },
       });
       // An online agent applies it at once; an offline one fetches the latest config at its next start.

@@ -95,6 +95,8 @@ export function savedSearchHandlers(deps: { orm: MikroORM; audit: AuditRecorder 
         action: 'saved_search.created',
         resource_type: 'saved_search',
         resource_id: id,
+        // A user's search over every client in reach belongs to none: global.
+        client_ids: [],
         details: { name, is_shared },
       });
       return out(row!);
@@ -122,6 +124,7 @@ export function savedSearchHandlers(deps: { orm: MikroORM; audit: AuditRecorder 
         action: 'saved_search.updated',
         resource_type: 'saved_search',
         resource_id: id,
+        client_ids: [],
         details: { owner_id: row.user_id, changes },
       });
       return out(row);
@@ -137,6 +140,7 @@ export function savedSearchHandlers(deps: { orm: MikroORM; audit: AuditRecorder 
         action: 'saved_search.deleted',
         resource_type: 'saved_search',
         resource_id: id,
+        client_ids: [],
         details: { name: row.name, owner_id: row.user_id },
       });
       return {};

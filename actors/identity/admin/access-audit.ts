@@ -2,7 +2,15 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { ALL_PERMISSIONS } from '../permissions.ts';
-import { canSee, findClient, requireAny, sql, visibleClients, type IdentityHandlers } from './common.ts';
+import {
+  canSee,
+  findClient,
+  requireAny,
+  requireVisibleUser,
+  sql,
+  visibleClients,
+  type IdentityHandlers,
+} from './common.ts';
 
 /**
  * Who reaches what, and why: every grant (a direct assignment, or a team membership applied to the team's clients)
@@ -51,6 +59,9 @@ export function accessAuditHandlers(deps: IdentityDeps): IdentityHandlers {
     'svc.identity.access_audit.by_user': async ({ user_id }, { ctx }) => {
       requireAny(ctx, ['roles:read', 'users:read']);
       const em = fork();
+      // A caller scoped to some clients sees the user's access on those clients only, and no user it could not see.
+      const visible = visibleClients(ctx, ['roles:read', 'users:read']);
+      await requireVisibleUser(em, visible, user_id);
       const [user] = await sql<{
         id: string;
         email: string;
@@ -73,8 +84,6 @@ export function accessAuditHandlers(deps: IdentityDeps): IdentityHandlers {
           ORDER BY client_name, client_id, source, team_name`,
         [user_id, user_id],
       );
-      // A caller scoped to some clients sees the user's access on those clients only.
-      const visible = visibleClients(ctx, ['roles:read', 'users:read']);
       const clients = [
         ...groupBy(
           rows.filter((r) => canSee(visible, r.client_id)),

@@ -1,5 +1,6 @@
-import { requirePermission } from '../../../contracts/access.ts';
+import { clientsWith, requirePermission } from '../../../contracts/access.ts';
 import type { IdentityDeps } from '../deps.ts';
+import { toPgArray } from '../seed.ts';
 import { iso, pageOf, type IdentityHandlers } from './common.ts';
 
 interface AuditRow {
@@ -10,6 +11,7 @@ interface AuditRow {
   action: string;
   resource_type: string;
   resource_id: string | null;
+  client_ids: string[];
   details: Record<string, unknown> | string | null;
   ip_address: string | null;
   user_agent: string | null;
@@ -18,9 +20,15 @@ interface AuditRow {
 }
 
 const COLUMNS =
-  'id, actor_id, actor_email, actor_type, action, resource_type, resource_id, details, ip_address, user_agent, request_id, created_at';
+  'id, actor_id, actor_email, actor_type, action, resource_type, resource_id, client_ids, details, ip_address, user_agent, request_id, created_at';
 
-/** The audit log, newest first. Entries are written by the audit actor from the event stream. */
+/**
+ * The audit log, newest first. Entries are written by the audit actor from the event stream. A caller sees an entry
+ * only with audit:read on every client it names: an entry about several clients carries each one's data (ids, scopes,
+ * grants), and changing such a target already needs the permission on every client it reaches. Entries naming no
+ * client (logins, users, roles) are for super admins and all-client holders alone. Filtered in SQL, so totals count
+ * only what the caller sees.
+ */
 export function auditLogHandlers(deps: IdentityDeps): IdentityHandlers {
   return {
     'svc.identity.audit.list': async (q, { ctx }) => {
@@ -31,6 +39,8 @@ export function auditLogHandlers(deps: IdentityDeps): IdentityHandlers {
         where.push(clause);
         params.push(value);
       };
+      const visible = clientsWith(ctx, 'audit:read');
+      if (visible !== 'all') add('cardinality(client_ids) > 0 AND client_ids <@ ?::uuid[]', toPgArray(visible));
       if (q.actor_id !== undefined) add('actor_id = ?', q.actor_id);
       if (q.action !== undefined) add('action = ?', q.action);
       if (q.resource_type !== undefined) add('resource_type = ?', q.resource_type);

@@ -19,6 +19,7 @@ export {
   type Page,
 } from '../../runtime/stores/sql.ts';
 import { sql } from '../../runtime/stores/sql.ts';
+import { toPgArray } from '../seed.ts';
 
 /** Passes when the caller holds any of `permissions` (on any client, or on `clientId` when given). */
 export function requireAny(ctx: CallerContext, permissions: readonly string[], clientId?: string): void {
@@ -57,6 +58,70 @@ export function visibleClients(ctx: CallerContext, permissions: readonly string[
 }
 export const canSee = (visible: 'all' | Set<string>, clientId: string): boolean =>
   visible === 'all' || visible.has(clientId);
+
+/**
+ * A WHERE condition with its parameters that keeps, of the rows of an admin view, those the caller may see (see
+ * `visibleClients`). Lists filter in SQL, so that their totals count only the rows the caller can page through.
+ */
+export interface SqlFilter {
+  where: string;
+  params: unknown[];
+}
+const NO_FILTER: SqlFilter = { where: 'true', params: [] };
+const visibleArray = (visible: Set<string>): string => toPgArray([...visible]);
+
+/**
+ * Users (`alias.id`) the caller may see: those with a grant (direct, or through a team) on a visible client, those
+ * with no grant on any client (an invitee, an account not placed yet: any holder of users:write manages it), and super
+ * admins (they reach every client, as `["*"]` keys do).
+ */
+export function visibleUsersSql(visible: 'all' | Set<string>, alias: string): SqlFilter {
+  if (visible === 'all') return NO_FILTER;
+  // bool_or over no grant at all is NULL: an account not placed yet.
+  return {
+    where: `(${alias}.is_super_admin OR COALESCE((SELECT bool_or(g.client_id = ANY(?::uuid[])) FROM (
+        SELECT client_id FROM user_client_roles WHERE user_id = ${alias}.id
+        UNION ALL SELECT tc.client_id FROM team_members tm JOIN team_clients tc ON tc.team_id = tm.team_id
+          WHERE tm.user_id = ${alias}.id) g), true))`,
+    params: [visibleArray(visible)],
+  };
+}
+
+/** Teams (`alias.id`) the caller may see: those linked to a visible client, and those linked to no client yet. */
+export function visibleTeamsSql(visible: 'all' | Set<string>, alias: string): SqlFilter {
+  if (visible === 'all') return NO_FILTER;
+  return {
+    where: `COALESCE((SELECT bool_or(tc.client_id = ANY(?::uuid[])) FROM team_clients tc WHERE tc.team_id = ${alias}.id), true)`,
+    params: [visibleArray(visible)],
+  };
+}
+
+/** Service accounts (`alias.client_scope`) the caller may see: scoped to a visible client, or `["*"]` (every client). */
+export function visibleServiceAccountsSql(visible: 'all' | Set<string>, alias: string): SqlFilter {
+  if (visible === 'all') return NO_FILTER;
+  return {
+    where: `('*' = ANY(${alias}.client_scope) OR ${alias}.client_scope && ?::text[])`,
+    params: [visibleArray(visible)],
+  };
+}
+
+/** A service account's scope as the caller may see it: its visible clients (or `"*"`). */
+export const visibleScope = (visible: 'all' | Set<string>, scope: readonly string[]): string[] =>
+  scope.filter((c) => c === '*' || canSee(visible, c));
+
+/** 404 for a user outside the caller's view, as if it did not exist. */
+export async function requireVisibleUser(
+  em: EntityManager,
+  visible: 'all' | Set<string>,
+  userId: string,
+): Promise<void> {
+  const f = visibleUsersSql(visible, 'u');
+  const [row] = await sql<{ id: string }>(em, `SELECT u.id FROM users u WHERE u.id = ? AND ${f.where}`, [
+    userId,
+    ...f.params,
+  ]);
+  if (!row) throw new DomainError('not_found', 'user not found');
+}
 
 /**
  * Privilege-escalation guard: a caller may only hand out permissions it holds itself, on every client the grant
@@ -137,8 +202,16 @@ export interface RoleRow {
   is_system: boolean;
 }
 
+/**
+ * The role a grant hands out, share-locked until the grant's transaction ends: call it inside that transaction,
+ * before checking the permissions. `roles.update` takes the row FOR UPDATE before it reads where the role is held, so
+ * a grant and a role edit run one after the other: the grant waits and checks the edited permissions (READ COMMITTED
+ * reads the newest version of a row it waited on), or the edit waits and sees the grant among the role's holders.
+ */
 export async function findRole(em: EntityManager, roleId: string): Promise<RoleRow> {
-  const [role] = await sql<RoleRow>(em, `SELECT id, name, permissions, is_system FROM roles WHERE id = ?`, [roleId]);
+  const [role] = await sql<RoleRow>(em, `SELECT id, name, permissions, is_system FROM roles WHERE id = ? FOR SHARE`, [
+    roleId,
+  ]);
   if (!role) throw new DomainError('not_found', 'role not found');
   return role;
 }

@@ -14,6 +14,9 @@ import {
   requireOnEvery,
   sql,
   visibleClients,
+  visibleServiceAccountsSql,
+  visibleTeamsSql,
+  visibleUsersSql,
   type IdentityHandlers,
   findById,
 } from './common.ts';
@@ -106,6 +109,8 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'role.created',
         resource_type: 'role',
         resource_id: id,
+        // Roles are global (granted on any client): their entries name none.
+        client_ids: [],
         details: { name, description, permissions: perms },
       });
       return out(await findRoleRow(em, id));
@@ -155,6 +160,7 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
           action: 'role.updated',
           resource_type: 'role',
           resource_id: input.id,
+          client_ids: [],
           details: { name: before.name, changes },
         });
       return out(await findRoleRow(fork(), input.id));
@@ -184,6 +190,7 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'role.deleted',
         resource_type: 'role',
         resource_id: id,
+        client_ids: [],
         details: { name: role.name, permissions: role.permissions },
       });
       return {};
@@ -210,6 +217,9 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
           [id],
         )
       ).filter((u) => canSee(visible, u.client_id));
+      // Teams and members, and keys, as the teams and service-account views would show them to the caller.
+      const visibleTeams = visibleTeamsSql(visible, 't');
+      const visibleMembers = visibleUsersSql(visible, 'u');
       const memberships = await sql<{
         team_id: string;
         team_name: string;
@@ -220,8 +230,9 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
         em,
         `SELECT t.id AS team_id, t.name AS team_name, u.id AS user_id, u.email, u.display_name
            FROM team_members tm JOIN teams t ON t.id = tm.team_id JOIN users u ON u.id = tm.user_id
-          WHERE tm.role_id = ? ORDER BY lower(t.name), t.id, lower(u.email)`,
-        [id],
+          WHERE tm.role_id = ? AND ${visibleTeams.where} AND ${visibleMembers.where}
+          ORDER BY lower(t.name), t.id, lower(u.email)`,
+        [id, ...visibleTeams.params, ...visibleMembers.params],
       );
       const teams = new Map<
         string,
@@ -232,10 +243,12 @@ export function roleHandlers(deps: IdentityDeps): IdentityHandlers {
         team.members.push({ user_id: m.user_id, email: m.email, display_name: m.display_name });
         teams.set(m.team_id, team);
       }
+      const visibleKeys = visibleServiceAccountsSql(visible, 'sa');
       const service_accounts = await sql<{ id: string; name: string; is_active: boolean }>(
         em,
-        `SELECT id, name, is_active FROM service_accounts WHERE role_id = ? ORDER BY lower(name), id`,
-        [id],
+        `SELECT sa.id, sa.name, sa.is_active FROM service_accounts sa WHERE sa.role_id = ? AND ${visibleKeys.where}
+          ORDER BY lower(sa.name), sa.id`,
+        [id, ...visibleKeys.params],
       );
       return { role_id: id, users, teams: [...teams.values()], service_accounts };
     },

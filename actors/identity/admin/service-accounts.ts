@@ -15,6 +15,9 @@ import {
   pageOf,
   requireOnEvery,
   sql,
+  visibleClients,
+  visibleScope,
+  visibleServiceAccountsSql,
   type IdentityHandlers,
 } from './common.ts';
 
@@ -54,6 +57,12 @@ const out = (s: SaRow): ServiceAccount => ({
   last_used_at: isoOrNull(s.last_used_at),
   created_at: iso(s.created_at),
   updated_at: iso(s.updated_at),
+});
+
+/** The public view for a reader: clients of the scope it may not see are left out. */
+const seenBy = (visible: 'all' | Set<string>, s: SaRow): ServiceAccount => ({
+  ...out(s),
+  client_scope: visibleScope(visible, s.client_scope),
 });
 
 async function findSa(em: EntityManager, id: string, lock = false): Promise<SaRow> {
@@ -104,17 +113,32 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
   return {
     'svc.identity.service_accounts.list': async ({ page, per_page }, { ctx }) => {
       requirePermission(ctx, 'users:read');
+      const visible = visibleClients(ctx, ['users:read']);
+      const filter = visibleServiceAccountsSql(visible, 'sa');
       return pageOf(
         fork(),
-        { columns: COLUMNS, from: FROM, order: 'sa.created_at DESC, sa.id' },
+        {
+          columns: COLUMNS,
+          from: `${FROM} WHERE ${filter.where}`,
+          params: filter.params,
+          order: 'sa.created_at DESC, sa.id',
+        },
         { page, per_page },
-        (rows: SaRow[]) => rows.map(out),
+        (rows: SaRow[]) => rows.map((sa) => seenBy(visible, sa)),
       );
     },
 
     'svc.identity.service_accounts.get': async ({ id }, { ctx }) => {
       requirePermission(ctx, 'users:read');
-      return out(await findSa(fork(), id));
+      const visible = visibleClients(ctx, ['users:read']);
+      const filter = visibleServiceAccountsSql(visible, 'sa');
+      // A key out of the caller's view is not found, as if it did not exist.
+      const [sa] = await sql<SaRow>(fork(), `SELECT ${COLUMNS} FROM ${FROM} WHERE sa.id = ? AND ${filter.where}`, [
+        id,
+        ...filter.params,
+      ]);
+      if (!sa) throw new DomainError('not_found', 'service account not found');
+      return seenBy(visible, sa);
     },
 
     'svc.identity.service_accounts.create': async (input, { ctx }) => {
@@ -149,6 +173,8 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'service_account.created',
         resource_type: 'service_account',
         resource_id: id,
+        // A key concerns the clients of its scope; one of every client (`*`) is a global entry.
+        client_ids: scope === 'all' ? [] : scope,
         details: {
           name: input.name,
           role_id: input.role_id,
@@ -209,10 +235,15 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
       if (Object.keys(changes).length > 0) {
         // The key's cached access is dropped at once: the next request with it sees the change.
         await deps.access.invalidateApiKeys([hash]);
+        // The scope it had and the one it has now; `*` in either: every client, a global entry.
+        const scopes = changes.client_scope
+          ? [changes.client_scope.from as string[], changes.client_scope.to as string[]]
+          : [(await findSa(fork(), input.id)).client_scope];
         await deps.audit.record(ctx, {
           action: 'service_account.updated',
           resource_type: 'service_account',
           resource_id: input.id,
+          client_ids: scopes.some((s) => s.includes('*')) ? [] : scopes.flat(),
           details: { changes },
         });
       }
@@ -232,6 +263,7 @@ export function serviceAccountHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'service_account.deleted',
         resource_type: 'service_account',
         resource_id: id,
+        client_ids: removed.client_scope.includes('*') ? [] : removed.client_scope,
         details: { name: removed.name, api_key_prefix: removed.api_key_prefix },
       });
       return {};

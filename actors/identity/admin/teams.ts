@@ -17,6 +17,8 @@ import {
   requireOnEvery,
   sql,
   visibleClients,
+  visibleTeamsSql,
+  visibleUsersSql,
   type IdentityHandlers,
   findById,
 } from './common.ts';
@@ -47,16 +49,21 @@ interface TeamClientRow {
   slug: string;
 }
 
-/** Teams with their members and clients; clients the caller may not see teams on are left out. */
+/**
+ * Teams with their members and clients; clients the caller may not see teams on are left out, and so are members it
+ * may not see as users (on a team linked to no client, members placed on other clients only).
+ */
 async function withMembers(em: EntityManager, ctx: CallerContext, teams: TeamRow[]): Promise<Team[]> {
   if (teams.length === 0) return [];
   const ids = teams.map((t) => t.id);
+  const visible = visibleClients(ctx, ['teams:read']);
+  const visibleMembers = visibleUsersSql(visible, 'u');
   const members = await sql<MemberRow>(
     em,
     `SELECT tm.team_id, u.id AS user_id, u.email, u.display_name, r.id AS role_id, r.name AS role_name
        FROM team_members tm JOIN users u ON u.id = tm.user_id JOIN roles r ON r.id = tm.role_id
-      WHERE tm.team_id IN (?) ORDER BY lower(u.email), u.id`,
-    [ids],
+      WHERE tm.team_id IN (?) AND ${visibleMembers.where} ORDER BY lower(u.email), u.id`,
+    [ids, ...visibleMembers.params],
   );
   const clients = await sql<TeamClientRow>(
     em,
@@ -64,7 +71,6 @@ async function withMembers(em: EntityManager, ctx: CallerContext, teams: TeamRow
       WHERE tc.team_id IN (?) ORDER BY lower(c.name), c.id`,
     [ids],
   );
-  const visible = visibleClients(ctx, ['teams:read']);
   return teams.map((t) => ({
     id: t.id,
     name: t.name,
@@ -108,9 +114,15 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
     'svc.identity.teams.list': async ({ page, per_page }, { ctx }) => {
       requirePermission(ctx, 'teams:read');
       const em = fork();
+      const visible = visibleTeamsSql(visibleClients(ctx, ['teams:read']), 't');
       return pageOf(
         em,
-        { columns: TEAM_COLUMNS, from: 'teams', order: 'lower(name), id' },
+        {
+          columns: TEAM_COLUMNS,
+          from: `teams t WHERE ${visible.where}`,
+          params: visible.params,
+          order: 'lower(name), id',
+        },
         { page, per_page },
         (rows: TeamRow[]) => withMembers(em, ctx, rows),
       );
@@ -118,7 +130,15 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
 
     'svc.identity.teams.get': async ({ id }, { ctx }) => {
       requirePermission(ctx, 'teams:read');
-      return teamDetail(fork(), ctx, id);
+      const em = fork();
+      // A team out of the caller's view is not found, as if it did not exist.
+      const visible = visibleTeamsSql(visibleClients(ctx, ['teams:read']), 't');
+      const [seen] = await sql<{ id: string }>(em, `SELECT t.id FROM teams t WHERE t.id = ? AND ${visible.where}`, [
+        id,
+        ...visible.params,
+      ]);
+      if (!seen) throw new DomainError('not_found', 'team not found');
+      return teamDetail(em, ctx, id);
     },
 
     'svc.identity.teams.create': async ({ name, description }, { ctx }) => {
@@ -132,6 +152,8 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'team.created',
         resource_type: 'team',
         resource_id: id,
+        // A new team reaches no client yet.
+        client_ids: [],
         details: { name, description },
       });
       return teamDetail(em, ctx, id);
@@ -161,6 +183,8 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
           action: 'team.updated',
           resource_type: 'team',
           resource_id: input.id,
+          // A team's changes concern every client it reaches.
+          client_ids: await teamClientIds(fork(), input.id),
           details: { changes },
         });
       return teamDetail(fork(), ctx, input.id);
@@ -183,6 +207,7 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'team.deleted',
         resource_type: 'team',
         resource_id: id,
+        client_ids: clients,
         details: { name: team.name, member_ids: members, client_ids: clients },
       });
       return {};
@@ -208,6 +233,7 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'team.member.added',
         resource_type: 'team',
         resource_id: team_id,
+        client_ids: await teamClientIds(fork(), team_id),
         details: { user_id, role_id, role_name: role.name },
       });
       return teamDetail(fork(), ctx, team_id);
@@ -239,6 +265,7 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'team.member.updated',
         resource_type: 'team',
         resource_id: team_id,
+        client_ids: await teamClientIds(fork(), team_id),
         details: { user_id, from_role_id: previous, to_role_id: role_id, role_name: role.name },
       });
       return teamDetail(fork(), ctx, team_id);
@@ -260,6 +287,7 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'team.member.removed',
         resource_type: 'team',
         resource_id: team_id,
+        client_ids: await teamClientIds(fork(), team_id),
         details: { user_id, role_id: removed[0]?.role_id },
       });
       return {};
@@ -271,9 +299,12 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         await findTeam(tx, team_id, true);
         await findClient(tx, client_id);
         // Linking a client grants every member's role on it: the caller must hold each of those roles' permissions there.
+        // The roles are share-locked as findRole does, against a concurrent edit of one of them; the team lock above
+        // keeps the members themselves from changing meanwhile.
         const roles = await sql<{ user_id: string; permissions: string[] }>(
           tx,
-          `SELECT tm.user_id, r.permissions FROM team_members tm JOIN roles r ON r.id = tm.role_id WHERE tm.team_id = ?`,
+          `SELECT tm.user_id, r.permissions FROM team_members tm JOIN roles r ON r.id = tm.role_id WHERE tm.team_id = ?
+             FOR SHARE OF r`,
           [team_id],
         );
         assertCanGrant(ctx, [...new Set(roles.flatMap((r) => r.permissions))], [client_id]);
@@ -288,6 +319,8 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'team.client.added',
         resource_type: 'team',
         resource_id: team_id,
+        // The link changes access to that client alone.
+        client_ids: [client_id],
         details: { client_id },
       });
       return teamDetail(fork(), ctx, team_id);
@@ -308,6 +341,7 @@ export function teamHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'team.client.removed',
         resource_type: 'team',
         resource_id: team_id,
+        client_ids: [client_id],
         details: { client_id },
       });
       return {};

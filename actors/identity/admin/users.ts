@@ -23,8 +23,11 @@ import {
   isoOrNull,
   pageOf,
   requireOnEvery,
+  requireVisibleUser,
   sql,
   visibleClients,
+  visibleTeamsSql,
+  visibleUsersSql,
   type IdentityHandlers,
   findById,
 } from './common.ts';
@@ -96,14 +99,16 @@ async function assignmentsOf(
 
 const assignmentOut = (a: AssignmentRow) => ({ ...a, created_at: iso(a.created_at) });
 
+/** A user with its teams and direct assignments, each limited to what the caller may see of them. */
 async function detail(em: EntityManager, ctx: CallerContext, id: string): Promise<UserDetail> {
   const user = await findUser(em, id);
+  const visibleTeams = visibleTeamsSql(visibleClients(ctx, ['users:read']), 't');
   const teams = await sql<{ team_id: string; team_name: string; role_id: string; role_name: string }>(
     em,
     `SELECT t.id AS team_id, t.name AS team_name, r.id AS role_id, r.name AS role_name
        FROM team_members tm JOIN teams t ON t.id = tm.team_id JOIN roles r ON r.id = tm.role_id
-      WHERE tm.user_id = ? ORDER BY lower(t.name), t.id`,
-    [id],
+      WHERE tm.user_id = ? AND ${visibleTeams.where} ORDER BY lower(t.name), t.id`,
+    [id, ...visibleTeams.params],
   );
   const clients = (await assignmentsOf(em, ctx, id)).map(
     ({ client_id, client_name, client_slug, role_id, role_name }) => ({
@@ -174,9 +179,15 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
   return {
     'svc.identity.users.list': async ({ page, per_page }, { ctx }) => {
       requirePermission(ctx, 'users:read');
+      const visible = visibleUsersSql(visibleClients(ctx, ['users:read']), 'u');
       return pageOf(
         fork(),
-        { columns: USER_COLUMNS, from: 'users', order: 'created_at DESC, id' },
+        {
+          columns: USER_COLUMNS,
+          from: `users u WHERE ${visible.where}`,
+          params: visible.params,
+          order: 'created_at DESC, id',
+        },
         { page, per_page },
         (rows: UserRow[]) => rows.map(summary),
       );
@@ -184,7 +195,9 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
 
     'svc.identity.users.get': async ({ id }, { ctx }) => {
       requirePermission(ctx, 'users:read');
-      return detail(fork(), ctx, id);
+      const em = fork();
+      await requireVisibleUser(em, visibleClients(ctx, ['users:read']), id);
+      return detail(em, ctx, id);
     },
 
     'svc.identity.users.create': async (input, { ctx }) => {
@@ -208,6 +221,8 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'user.created',
         resource_type: 'user',
         resource_id: id,
+        // Users are global: their entries name no client (assignments name theirs).
+        client_ids: [],
         details: { email, display_name, status: 'invited' },
       });
       return detail(fork(), ctx, id);
@@ -271,6 +286,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
           action,
           resource_type: 'user',
           resource_id: input.id,
+          client_ids: [],
           details: { changes, ...(changes.status?.to === 'disabled' ? { sessions_revoked: revoked } : {}) },
         });
       }
@@ -294,6 +310,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
           action: 'user.disabled',
           resource_type: 'user',
           resource_id: id,
+          client_ids: [],
           details: { previous_status: result.from, sessions_revoked: result.revoked },
         });
       return {};
@@ -306,6 +323,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'user.invite_resent',
         resource_type: 'user',
         resource_id: id,
+        client_ids: [],
         details: { email: user.email },
       });
       return { message: 'invitation sent' };
@@ -323,6 +341,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'user.password_reset_requested',
         resource_type: 'user',
         resource_id: id,
+        client_ids: [],
         details: { email: user.email },
       });
       return { message: 'password reset e-mail sent' };
@@ -333,7 +352,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
     'svc.identity.users.clients.list': async ({ user_id }, { ctx }) => {
       requirePermission(ctx, 'users:read');
       const em = fork();
-      await findUser(em, user_id);
+      await requireVisibleUser(em, visibleClients(ctx, ['users:read']), user_id);
       return (await assignmentsOf(em, ctx, user_id)).map(assignmentOut);
     },
 
@@ -358,6 +377,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'user.client.assigned',
         resource_type: 'user',
         resource_id: user_id,
+        client_ids: [client_id],
         details: { client_id, role_id, role_name: role.name },
       });
       const [row] = await assignmentsOf(fork(), ctx, user_id, client_id);
@@ -389,6 +409,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'user.client.updated',
         resource_type: 'user',
         resource_id: user_id,
+        client_ids: [client_id],
         details: { client_id, from_role_id: previous, to_role_id: role_id, role_name: role.name },
       });
       const [row] = await assignmentsOf(fork(), ctx, user_id, client_id);
@@ -409,6 +430,7 @@ export function userHandlers(deps: IdentityDeps): IdentityHandlers {
         action: 'user.client.removed',
         resource_type: 'user',
         resource_id: user_id,
+        client_ids: [client_id],
         details: { client_id, role_id: removed[0]?.role_id },
       });
       return {};

@@ -50,6 +50,7 @@ export async function login(
           action: 'user.login_failed',
           resource_type: 'user',
           resource_id: found?.id ?? null,
+          client_ids: [],
           details: { email },
           ...(found ? { actor: { id: found.id, email: found.email } } : {}),
         }),
@@ -67,6 +68,7 @@ export async function login(
       action: 'user.login',
       resource_type: 'user',
       resource_id: user.id,
+      client_ids: [],
       actor: { id: user.id, email: user.email },
       details: { method: 'password', session_id: tokens.session_id },
     });
@@ -125,6 +127,7 @@ export async function mfaVerify(
           action: 'user.mfa_failed',
           resource_type: 'user',
           resource_id: user.id,
+          client_ids: [],
           actor: { id: user.id, email: user.email },
         }),
       );
@@ -138,6 +141,7 @@ export async function mfaVerify(
       action: 'user.login',
       resource_type: 'user',
       resource_id: user.id,
+      client_ids: [],
       actor: { id: user.id, email: user.email },
       details: { method: challenge.method, second_factor: factor, session_id: tokens.session_id },
     });

@@ -191,7 +191,12 @@ export async function mfaConfirm(
   await deps.kv.del(pendingKey(p.user_id));
   // mfa_enabled is part of the cached access resolution: the gate must open on the very next request.
   await deps.access.invalidateUsers([p.user_id]);
-  await deps.audit.record(ctx, { action: 'user.mfa_enabled', resource_type: 'user', resource_id: p.user_id });
+  await deps.audit.record(ctx, {
+    action: 'user.mfa_enabled',
+    resource_type: 'user',
+    resource_id: p.user_id,
+    client_ids: [],
+  });
   return { mfa_enabled: true };
 }
 
@@ -211,6 +216,11 @@ export async function mfaDisable(
     await em.execute(`DELETE FROM mfa_recovery_codes WHERE user_id = ?`, [p.user_id]);
   });
   await deps.access.invalidateUsers([p.user_id]);
-  await deps.audit.record(ctx, { action: 'user.mfa_disabled', resource_type: 'user', resource_id: p.user_id });
+  await deps.audit.record(ctx, {
+    action: 'user.mfa_disabled',
+    resource_type: 'user',
+    resource_id: p.user_id,
+    client_ids: [],
+  });
   return { mfa_enabled: false };
 }

@@ -86,6 +86,7 @@ export function startPasswordResetWorker(s: SessionServices): Promise<ConsumerHa
           action: 'user.password_reset_throttled',
           resource_type: 'user',
           resource_id: user.id,
+          client_ids: [],
           actor,
           details: { limit_per_hour: RESET_MAILS_PER_HOUR },
         });
@@ -96,6 +97,7 @@ export function startPasswordResetWorker(s: SessionServices): Promise<ConsumerHa
         action: 'user.password_reset_requested',
         resource_type: 'user',
         resource_id: user.id,
+        client_ids: [],
         actor,
       });
     },
@@ -162,6 +164,7 @@ export async function resetPassword(
     action: 'user.password_reset',
     resource_type: 'user',
     resource_id: result.user.id,
+    client_ids: [],
     actor: { id: result.user.id, email: result.user.email },
     details: { sessions_revoked: result.revoked },
   });
@@ -190,7 +193,12 @@ export async function changePassword(
     );
     return rows[0];
   });
-  await deps.audit.record(ctx, { action: 'user.password_changed', resource_type: 'user', resource_id: p.user_id });
+  await deps.audit.record(ctx, {
+    action: 'user.password_changed',
+    resource_type: 'user',
+    resource_id: p.user_id,
+    client_ids: [],
+  });
   if (user) await noticePasswordChanged(s, user, 'changed', ctx);
   return { message: 'Password changed.' };
 }
@@ -229,11 +237,18 @@ export async function acceptInvite(
   // Status is part of the cached resolution.
   await deps.access.invalidateUsers([user.id]);
   const actor = { id: user.id, email: user.email };
-  await deps.audit.record(ctx, { action: 'user.invite_accepted', resource_type: 'user', resource_id: user.id, actor });
+  await deps.audit.record(ctx, {
+    action: 'user.invite_accepted',
+    resource_type: 'user',
+    resource_id: user.id,
+    client_ids: [],
+    actor,
+  });
   await deps.audit.record(ctx, {
     action: 'user.login',
     resource_type: 'user',
     resource_id: user.id,
+    client_ids: [],
     actor,
     details: { method: 'invitation', session_id: tokens.session_id },
   });

@@ -84,6 +84,7 @@ export async function refresh(
         action: 'session.revoked',
         resource_type: 'session',
         resource_id: outcome.session_id,
+        client_ids: [],
         details: { reason: 'refresh_token_reuse', user_id: userId },
       }),
     );
@@ -107,7 +108,12 @@ export async function logout(
     [new Date(deps.clock.now()), sha256(input.refresh_token), p.user_id],
   );
   if (rows[0])
-    await deps.audit.record(ctx, { action: 'user.logout', resource_type: 'session', resource_id: rows[0].id });
+    await deps.audit.record(ctx, {
+      action: 'user.logout',
+      resource_type: 'session',
+      resource_id: rows[0].id,
+      client_ids: [],
+    });
   return { message: 'Logged out.' };
 }
 
@@ -165,6 +171,7 @@ export async function revokeSession(
     action: 'session.revoked',
     resource_type: 'session',
     resource_id: input.id,
+    client_ids: [],
     details: { reason: 'user_revoked' },
   });
   return { message: 'Session revoked.' };
@@ -186,6 +193,7 @@ export async function revokeAllSessions(
     action: 'session.revoked_all',
     resource_type: 'user',
     resource_id: p.user_id,
+    client_ids: [],
     details: { revoked: rows.length },
   });
   return { message: 'All sessions revoked.', revoked: rows.length };

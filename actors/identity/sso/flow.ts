@@ -287,6 +287,7 @@ export class SsoFlow {
         action: e.action,
         resource_type: 'user',
         resource_id: outcome.user.id,
+        client_ids: [],
         details: e.details,
         actor,
       });
@@ -295,6 +296,7 @@ export class SsoFlow {
         action: 'user.login',
         resource_type: 'user',
         resource_id: outcome.user.id,
+        client_ids: [],
         details: { method: 'sso', session_id: outcome.tokens.session_id, auth_provider: identity.issuer },
         actor,
       });

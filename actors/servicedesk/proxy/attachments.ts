@@ -100,7 +100,7 @@ export function attachmentHandlers(deps: SdDeps): SdHandlers {
           signal,
         });
         const attached = await api.attach(t.issue_key, temporary, isPublic, { deadline, signal });
-        await logAction(deps, ctx, t.issue_key, 'attachment', {
+        await logAction(deps, ctx, t.issue_key, t.mapping, 'attachment', {
           filename,
           size: upload.size,
           public: isPublic,

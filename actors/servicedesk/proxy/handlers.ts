@@ -75,7 +75,7 @@ export function proxyHandlers(deps: SdDeps): SdHandlers {
     'svc.servicedesk.comments.create': async ({ issue_key, body, public: isPublic }, { ctx, deadline, signal }) => {
       const t = await resolveTarget(deps, ctx, issue_key, WRITE, { deadline, signal });
       const c = await trackerOf(deps).addComment(t.issue_key, body, isPublic, { deadline, signal });
-      await logAction(deps, ctx, t.issue_key, 'comment', {
+      await logAction(deps, ctx, t.issue_key, t.mapping, 'comment', {
         comment_id: c.id,
         public: c.public,
         ...(t.asked !== t.issue_key ? { via: t.asked } : {}),
@@ -129,7 +129,7 @@ export function proxyHandlers(deps: SdDeps): SdHandlers {
           { issue_key: t.issue_key },
           'the request read after its transition carried no status; its new status shows once the sync stores it',
         );
-      await logAction(deps, ctx, t.issue_key, 'transition', {
+      await logAction(deps, ctx, t.issue_key, t.mapping, 'transition', {
         transition_id: id,
         transition: chosen.name,
         status,
@@ -147,7 +147,7 @@ export function proxyHandlers(deps: SdDeps): SdHandlers {
     'svc.servicedesk.approvals.decide': async ({ issue_key, approval_id, decision }, { ctx, deadline, signal }) => {
       const t = await resolveTarget(deps, ctx, issue_key, WRITE, { deadline, signal });
       const a = await trackerOf(deps).decide(t.issue_key, approval_id, decision, { deadline, signal });
-      await logAction(deps, ctx, t.issue_key, 'approval', {
+      await logAction(deps, ctx, t.issue_key, t.mapping, 'approval', {
         approval_id,
         decision,
         ...(t.asked !== t.issue_key ? { via: t.asked } : {}),
@@ -234,7 +234,7 @@ export function proxyHandlers(deps: SdDeps): SdHandlers {
         ],
       );
       await deps.memo.bump();
-      await logAction(deps, ctx, created.issueKey, 'create', {
+      await logAction(deps, ctx, created.issueKey, mapping, 'create', {
         service_desk_id: body.service_desk_id,
         request_type_id: body.request_type_id,
         organization_id: mapping.organization_id,

@@ -90,11 +90,15 @@ async function serviceDeskOf(em: EntityManager, key: string): Promise<string | n
   return row?.service_desk_id ?? null;
 }
 
-/** Records a write made through this service: the request's action log and the audit trail. */
+/**
+ * Records a write made through this service: the request's action log and the audit trail. The audit entry concerns
+ * the client of the mapping the caller acted through.
+ */
 export async function logAction(
   deps: SdDeps,
   ctx: CallerContext,
   issueKey: string,
+  through: Pick<MappingRow, 'client_id'>,
   action: string,
   details: Record<string, unknown>,
 ): Promise<void> {
@@ -114,6 +118,7 @@ export async function logAction(
     action: `servicedesk.${action}`,
     resource_type: 'servicedesk_request',
     resource_id: issueKey,
+    client_ids: [through.client_id],
     details,
   });
 }
