@@ -28,7 +28,7 @@ export const invoiceDocumentSubjects = subjects({
     summary: 'Renders and stores the PDF of a draft and moves it to needs_review (invoices:write).',
     request: ById,
     reply: Invoice,
-    errors: ['forbidden', 'not_found', 'conflict', 'internal_error'],
+    errors: ['bad_request', 'forbidden', 'not_found', 'conflict', 'internal_error', 'unavailable'],
   },
   'svc.invoice.pdf': {
     retry: 'safe',

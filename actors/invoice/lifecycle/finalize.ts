@@ -4,7 +4,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import type { Logger } from '../../runtime/logger.ts';
 import { recordHistory } from '../invoices/history.ts';
 import { loadInvoice, loadRenderable, sql } from '../invoices/store.ts';
-import type { PdfRenderer } from '../pdf/browser.ts';
+import { PdfContentError, PdfRendererUnavailableError, type PdfRenderer } from '../pdf/browser.ts';
 import { savePdf } from '../pdf/store.ts';
 import { renderInvoiceHtml } from '../render/template.ts';
 import type { Seller } from '../render/view.ts';
@@ -12,8 +12,9 @@ import type { Seller } from '../render/view.ts';
 /**
  * finalize: draft → needs_review with its PDF, all in one transaction that holds the invoice row (FOR UPDATE) while
  * Chromium prints. So two finalizes at once queue on the lock: the first renders, stores and commits; the second then
- * finds needs_review and answers 409 — one PDF. A render failure rolls everything back (the invoice stays a draft)
- * and is the documented 500 INTERNAL_ERROR; a crash mid-way does the same, so no durable work queue is needed. The
+ * finds needs_review and answers 409 — one PDF. A render failure rolls everything back (the invoice stays a draft):
+ * 400 when the HTML broke its page, 503 when the browser died under the render and its retry, 500 otherwise; a crash
+ * mid-way does the same, so no durable work queue is needed. The
  * PDF is printed from exactly what preview-html shows (the template, or the html_override when set), at the version
  * the finalize produces, so the document shows no "Draft" mark.
  */
@@ -32,6 +33,11 @@ export async function finalize(
     pdf = await deps.renderer.render(html, deps.timeoutMs);
   } catch (err) {
     deps.log.error({ err, invoice_id: id }, 'PDF rendering failed; the invoice stays a draft');
+    // The invoice's own HTML broke its page: the caller can fix it (the html_override). A browser that died twice is
+    // the service's, and passes.
+    if (err instanceof PdfContentError)
+      throw new DomainError('bad_request', `the invoice's HTML could not be printed: ${err.message}`);
+    if (err instanceof PdfRendererUnavailableError) throw new DomainError('unavailable', err.message);
     throw new DomainError('internal_error', 'PDF generation failed');
   }
   const version = inv.version + 1;
