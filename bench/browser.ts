@@ -6,7 +6,10 @@ import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { CHROMIUM_FLAGS, runsAsRoot } from '../actors/invoice/pdf/browser.ts';
 
-/** One browser of the bench's own, set up as the renderer sets up its pages (JavaScript off, offline), one warm page. */
+/**
+ * One browser of the bench's own with the renderer's flags and one warm page, reused for every render (JavaScript off,
+ * offline): the floor that finalize, which prints in a fresh context each time, is measured against.
+ */
 export async function bareBrowser(executablePath: string): Promise<{ page: Page; close: () => Promise<void> }> {
   const profile = await mkdtemp(join(tmpdir(), 'bench-chromium-'));
   const browser: Browser = await puppeteer.launch({
