@@ -32,6 +32,7 @@ import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
 import { connectNats } from '../../actors/runtime/nats.ts';
 import { ContextSigner, SignatureHeaders } from '../../actors/runtime/signing.ts';
 import { Headers } from '../../contracts/envelope.ts';
+import type { LiveAgent } from '../fleet/admin-fixtures.ts';
 import { issueAgentCredentials } from '../support/agent-accounts.ts';
 import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL, TEST_CONTEXT_KEY, testSigner } from '../support/env.ts';
 import { sleep, waitFor } from '../support/processes.ts';
@@ -68,13 +69,7 @@ let issuer: BrokerIssuer;
 const opened: NatsConnection[] = [];
 
 /** A fresh agent: its own nkey (the seed never leaves "the host"), a user JWT from the issuer, a connection. */
-interface TestAgent {
-  id: string;
-  publicKey: string;
-  nc: NatsConnection;
-  jwt: string;
-  seed: Uint8Array;
-  inboxPrefix: string;
+interface TestAgent extends LiveAgent {
   /** The agent's own broker account; undefined for an agent of the service account (enrolled before accounts). */
   account?: string;
 }
