@@ -1,8 +1,8 @@
 /**
- * `npm run creds -- <command>`: issues and revokes NATS credentials of the application account (docs/operations.md → Security
- * model). Reads the same variables as the services (SVC_NATS_URL, SVC_NATS_CREDS, SVC_NATS_ISSUER_KEY, and for
- * revocation SVC_NATS_OPERATOR_KEY, SVC_NATS_SYSTEM_CREDS and SVC_NATS_CA); `npm run creds` fills them with the local
- * defaults.
+ * `npm run creds -- <command>`: issues and revokes NATS credentials (docs/operations.md → Security model). Reads the
+ * same variables as the services (SVC_NATS_URL, SVC_NATS_CREDS, SVC_NATS_ISSUER_KEY, SVC_NATS_CA, and for tools and
+ * revocation SVC_NATS_OPERATOR_KEY and SVC_NATS_SYSTEM_CREDS, since tools live in an account of their own);
+ * `npm run creds` fills them with the local defaults.
  *
  *   tool    --name <name> --out <file> [--expires-in <duration, e.g. 90d, 12h, 0 = never>]   read-only observer
  *   service --name <name> --out <file> [--expires-in <duration>]                            another gateway/actor process
@@ -10,6 +10,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { AgentAccounts } from '../actors/runtime/broker/agent-accounts.ts';
 import { BrokerIssuer, BrokerRevoker, seedFromFile, accountOfCreds } from '../actors/runtime/broker/issuer.ts';
 import { TOOL_NAME } from '../actors/runtime/broker/permissions.ts';
 import { connectNats, closeNats } from '../actors/runtime/nats.ts';
@@ -45,9 +47,17 @@ async function main(argv: string[]): Promise<void> {
     if (!values.name || !TOOL_NAME.test(values.name))
       throw new UsageError('--name is required: 1-64 letters, digits, _ or -');
     if (!values.out) throw new UsageError('--out <file> is required');
-    const issuer = await BrokerIssuer.fromFiles(need('SVC_NATS_CREDS'), need('SVC_NATS_ISSUER_KEY'));
     const ttl = parseDuration(values['expires-in']);
-    const issued = command === 'tool' ? await issuer.tool(values.name, ttl) : await issuer.service(values.name, ttl);
+    const issued =
+      command === 'tool'
+        ? await withAccounts((accounts) =>
+            BrokerIssuer.fromFiles(need('SVC_NATS_CREDS'), need('SVC_NATS_ISSUER_KEY'), accounts).then((issuer) =>
+              issuer.tool(values.name!, ttl),
+            ),
+          )
+        : await (
+            await BrokerIssuer.fromFiles(need('SVC_NATS_CREDS'), need('SVC_NATS_ISSUER_KEY'))
+          ).service(values.name, ttl);
     writeFileSync(values.out, issued.creds, { mode: 0o600 });
     const expires = issued.expiresAt ? new Date(issued.expiresAt * 1000).toISOString() : 'never';
     process.stdout.write(
@@ -62,24 +72,41 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'revoke') {
     if (positionals.length === 0 || positionals.some((k) => !/^U[A-Z2-7]{55}$/.test(k)))
       throw new UsageError('revoke takes one or more user public keys (U…, 56 characters)');
-    const account = await accountOfCreds(need('SVC_NATS_CREDS'));
-    const log = createLogger('warn');
-    const nc = await connectNats(
-      process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223',
-      'creds-revoke',
-      log,
-      need('SVC_NATS_SYSTEM_CREDS'),
-      process.env.SVC_NATS_CA || undefined,
-    );
-    try {
-      await new BrokerRevoker(nc, account, seedFromFile(need('SVC_NATS_OPERATOR_KEY'))).revoke(positionals);
-    } finally {
-      await closeNats(nc, log);
-    }
+    // A key is a service user, an admin user or a tool: revoked in the service account and in the tools' account.
+    await withAccounts(async (accounts, system) => {
+      await new BrokerRevoker(system, accounts.serviceAccount, seedFromFile(need('SVC_NATS_OPERATOR_KEY'))).revoke(
+        positionals,
+      );
+      await accounts.revokeTools(positionals);
+    });
     process.stdout.write(`revoked ${positionals.join(', ')}: disconnected and refused from now on\n`);
     return;
   }
   throw new UsageError(USAGE);
+}
+
+/** Runs `work` with the broker's accounts over a system-account connection, closed afterwards. */
+async function withAccounts<T>(work: (accounts: AgentAccounts, system: NatsConnection) => Promise<T>): Promise<T> {
+  const log = createLogger('warn');
+  const system = await connectNats(
+    process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223',
+    'creds',
+    log,
+    need('SVC_NATS_SYSTEM_CREDS'),
+    process.env.SVC_NATS_CA || undefined,
+  );
+  try {
+    const accounts = new AgentAccounts(
+      () => Promise.resolve(system),
+      await accountOfCreds(need('SVC_NATS_CREDS')),
+      seedFromFile(need('SVC_NATS_OPERATOR_KEY')),
+      seedFromFile(need('SVC_NATS_ISSUER_KEY')),
+    );
+    await accounts.ensureServiceExports();
+    return await work(accounts, system);
+  } finally {
+    await closeNats(system, log);
+  }
 }
 
 main(process.argv.slice(2)).then(

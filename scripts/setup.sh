@@ -183,6 +183,8 @@ _svc_nats() {
   _svc_default SVC_NATS_ISSUER_KEY "$dir/account-signing.nk"
   _svc_default SVC_NATS_OPERATOR_KEY "$dir/operator-signing.nk"
   _svc_default SVC_NATS_SYSTEM_CREDS "$dir/system.creds"
+  # Maintenance only (deleting and purging streams): no service runs with it.
+  _svc_default SVC_NATS_ADMIN_CREDS "$dir/admin.creds"
   # TLS on the client port: clients verify the broker against the CA local-nats.ts makes there, unless the operator
   # brings the broker's certificate (SVC_NATS_TLS_CERT/KEY), whose CA they then name in SVC_NATS_CA themselves.
   [[ -n ${SVC_NATS_TLS_CERT:-} ]] || _svc_default SVC_NATS_CA "$dir/ca.pem"

@@ -2,7 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { rm } from 'node:fs/promises';
 import { createLogger } from '../actors/runtime/logger.ts';
 import { connectNats } from '../actors/runtime/nats.ts';
-import { NATS_CA, NATS_CREDS, NATS_URL } from './support/env.ts';
+import { NATS_ADMIN_CREDS, NATS_CA, NATS_URL } from './support/env.ts';
 
 /**
  * When the run ends: removes this run's private analytics directory (see vitest.config.ts) and what the run left on
@@ -15,7 +15,7 @@ export default function setup(): () => Promise<void> {
     if (path && path.includes('/runs/')) await rm(path, { recursive: true, force: true });
     const ns = process.env.SVC_NAMESPACE;
     if (!ns) return;
-    const nc = await connectNats(NATS_URL, 'test-teardown', createLogger('silent'), NATS_CREDS, NATS_CA).catch(
+    const nc = await connectNats(NATS_URL, 'test-teardown', createLogger('silent'), NATS_ADMIN_CREDS, NATS_CA).catch(
       () => undefined,
     );
     if (!nc) return;

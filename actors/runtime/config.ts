@@ -231,7 +231,8 @@ export function tsdbBases(config: Pick<Config, 'SVC_TSDB_URL' | 'SVC_TSDB_WRITE_
 }
 
 /** SVC_* names read by the scripts rather than the services (scripts/setup.sh). */
-const SCRIPT_VARIABLES = new Set(['SVC_SETUP_QUIET', 'SVC_SETUP_WAIT']);
+// Read by scripts, tools and tests, never by a service: the set-up exports them.
+const SCRIPT_VARIABLES = new Set(['SVC_SETUP_QUIET', 'SVC_SETUP_WAIT', 'SVC_NATS_ADMIN_CREDS']);
 
 /** SVC_* variables set in `env` that nothing reads: most likely a typo (SVC_ENABLE_DEBUG_ENDPOINT), worth a warning. */
 export function unknownVariables(env: NodeJS.ProcessEnv = process.env): string[] {

@@ -12,7 +12,7 @@ import { createLogger } from '../../actors/runtime/logger.ts';
 import { closeNats, connectNats } from '../../actors/runtime/nats.ts';
 import { brokerReplicas, setBrokerReplicas } from '../../actors/runtime/replicas.ts';
 import { api, startAdminSystem } from '../identity/admin-support.ts';
-import { NATS_CA, NATS_CREDS } from '../support/env.ts';
+import { NATS_ADMIN_CREDS, NATS_CA } from '../support/env.ts';
 import { NatsCluster } from '../support/nats-cluster.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 import type { TestSystem } from '../support/system.ts';
@@ -90,7 +90,7 @@ interface LoadReport {
  * acknowledged client is in PostgreSQL and every message an agent's outbox saw stored is in the telemetry stream.
  */
 async function underLoad(during: () => Promise<void>): Promise<LoadReport> {
-  const probe = await connectNats(cluster.urls, 'loss-probe', log, NATS_CREDS, NATS_CA);
+  const probe = await connectNats(cluster.urls, 'loss-probe', log, NATS_ADMIN_CREDS, NATS_CA);
   try {
     const jsm = await jetstreamManager(probe, { timeout: 20_000, checkAPI: false });
     const call = api(sys, { token: root });
@@ -169,7 +169,7 @@ describe('the cluster under load', () => {
     let killed = -1;
     let times = { readyMs: 0, agentsMs: 0 };
     const report = await underLoad(async () => {
-      const probe = await connectNats(cluster.urls, 'loss-leader', log, NATS_CREDS, NATS_CA);
+      const probe = await connectNats(cluster.urls, 'loss-leader', log, NATS_ADMIN_CREDS, NATS_CA);
       try {
         const jsm = await jetstreamManager(probe, { timeout: 20_000, checkAPI: false });
         const telemetry = streams.SVC_TELEMETRY.name;

@@ -12,7 +12,7 @@ import { Tsdb, TsdbError, type ImportSeries } from '../../actors/runtime/stores/
 import type { MetricBatchIn } from '../../contracts/domains/agent-telemetry.ts';
 import { encodeCompactMetricBatch } from '../../contracts/domains/metric-wire.ts';
 import { DlqHeaders, dlqSubjectFor, streams, telemetrySubject } from '../../contracts/streams.ts';
-import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { NATS_ADMIN_CREDS, NATS_CA, NATS_URL } from '../support/env.ts';
 import { waitFor } from '../support/processes.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 
@@ -31,7 +31,7 @@ const extraConsumers: ConsumerHandle[] = [];
 
 beforeAll(async () => {
   sys = await startTestSystem({ SVC_ACTORS: 'fleet', SVC_GATEWAYS: 'none' });
-  nc = await connectNats(NATS_URL, 'metrics-ingest-test', createLogger('silent'), NATS_CREDS, NATS_CA);
+  nc = await connectNats(NATS_URL, 'metrics-ingest-test', createLogger('silent'), NATS_ADMIN_CREDS, NATS_CA);
   jsm = await jetstreamManager(nc);
   tsdb = new Tsdb(sys.config.SVC_TSDB_URL);
 });

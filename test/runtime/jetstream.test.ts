@@ -30,7 +30,7 @@ import {
 } from '../../contracts/streams.ts';
 import { setNamespace } from '../../actors/runtime/namespace.ts';
 import { sleep, waitFor, freePort, startNatsServer, stopProcess } from '../support/processes.ts';
-import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { NATS_ADMIN_CREDS, NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 
 // These tests address raw stream subjects and consumers (already unique per run), so no namespace is applied.
 setNamespace('');
@@ -105,7 +105,7 @@ async function consumerState(durable: string): Promise<{ pending: number; ackPen
 }
 
 beforeAll(async () => {
-  nc = await connectNats(NATS, 'jetstream-test', log, NATS_CREDS, NATS_CA);
+  nc = await connectNats(NATS, 'jetstream-test', log, NATS_ADMIN_CREDS, NATS_CA);
   await ensureStreams(nc, allStreams);
   jsm = await jetstreamManager(nc);
 });

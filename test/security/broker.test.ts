@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BrokerIssuer, BrokerRevoker, seedFromFile } from '../../actors/runtime/broker/issuer.ts';
@@ -34,7 +34,15 @@ import { ContextSigner, SignatureHeaders } from '../../actors/runtime/signing.ts
 import { Headers } from '../../contracts/envelope.ts';
 import type { LiveAgent } from '../fleet/admin-fixtures.ts';
 import { issueAgentCredentials } from '../support/agent-accounts.ts';
-import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL, TEST_CONTEXT_KEY, testSigner } from '../support/env.ts';
+import {
+  NATS_ADMIN_CREDS,
+  NATS_CA,
+  NATS_CREDS,
+  NATS_FILES,
+  NATS_URL,
+  TEST_CONTEXT_KEY,
+  testSigner,
+} from '../support/env.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 import { testCatalogue } from '../support/test-catalogue.ts';
@@ -427,7 +435,9 @@ describe('an agent cannot make the services or JetStream publish where it may no
       expect((await jsm.streams.info(victim)).state.messages).toBe(3);
       expect(seen).toEqual([]);
     } finally {
-      await jsm.streams.delete(victim).catch(() => undefined);
+      await adminJsm()
+        .then((a) => a.streams.delete(victim))
+        .catch(() => undefined);
     }
   });
 
@@ -532,6 +542,8 @@ describe('tool credentials: read-only observers', () => {
         SVC_NATS_URL: NATS_URL,
         SVC_NATS_CREDS: NATS_CREDS,
         SVC_NATS_ISSUER_KEY: NATS_FILES.issuerKey,
+        SVC_NATS_OPERATOR_KEY: NATS_FILES.operatorKey,
+        SVC_NATS_SYSTEM_CREDS: NATS_FILES.systemCreds,
       };
       const child = spawn(
         process.execPath,
@@ -597,7 +609,56 @@ describe('tool credentials: read-only observers', () => {
     expect(await subscriptionError(tool, '_INBOX.>')).toBeInstanceOf(Error);
     expect(await subscriptionError(tool, 'svc.agent.>')).toBeInstanceOf(Error);
   });
+
+  it("has the services' discovery answers reach only itself, whatever reply subject it names", async () => {
+    const jsm = await jetstreamManager(service);
+    const victim = `SEC_${randomUUID().slice(0, 8)}`;
+    await jsm.streams.add({ name: victim, subjects: [`svc.sectest.${victim}.>`] });
+    try {
+      const js = jetstream(service);
+      for (let i = 0; i < 3; i++) await js.publish(`svc.sectest.${victim}.m`, `m${i}`);
+      const b = await newAgent();
+      const seen: string[] = [];
+      for (const subject of [`${b.inboxPrefix}.>`, `svc.system.commands.${b.id}`])
+        b.nc.subscribe(subject, { callback: (_e, m) => void seen.push(m.subject) });
+      await b.nc.flush();
+      // Every service answers a ping; each answer goes to the reply subject the tool chose.
+      for (const reply of [`$JS.API.STREAM.PURGE.${victim}`, `svc.system.commands.${b.id}`, `${b.inboxPrefix}.x`])
+        tool.publish('$SRV.PING', '', { reply });
+      await tool.flush();
+      await sleep(1000);
+      expect((await jsm.streams.info(victim)).state.messages).toBe(3);
+      expect(seen).toEqual([]);
+    } finally {
+      await adminJsm()
+        .then((a) => a.streams.delete(victim))
+        .catch(() => undefined);
+    }
+  });
 });
+
+describe('the services may not destroy JetStream data', () => {
+  it('cannot delete or purge a stream, or delete a message outside the dead-letter stream; the admin user can', async () => {
+    const jsm = await jetstreamManager(service);
+    const victim = `SEC_${randomUUID().slice(0, 8)}`;
+    await jsm.streams.add({ name: victim, subjects: [`svc.sectest.${victim}.>`] });
+    const ack = await jetstream(service).publish(`svc.sectest.${victim}.m`, 'm');
+    await expect(jsm.streams.purge(victim)).rejects.toThrow(/Permissions Violation/);
+    await expect(jsm.streams.deleteMessage(victim, ack.seq)).rejects.toThrow(/Permissions Violation/);
+    await expect(jsm.streams.delete(victim)).rejects.toThrow(/Permissions Violation/);
+    expect((await jsm.streams.info(victim)).state.messages).toBe(1);
+    const admin = await adminJsm();
+    expect((await admin.streams.purge(victim)).purged).toBe(1);
+    expect(await admin.streams.delete(victim)).toBe(true);
+  });
+});
+
+/** The maintenance user's JetStream manager, on a connection closed with the others. */
+async function adminJsm(): Promise<JetStreamManager> {
+  const nc = await connectNats(NATS_URL, 'security-admin', log, NATS_ADMIN_CREDS, NATS_CA);
+  opened.push(nc);
+  return jetstreamManager(nc);
+}
 
 describe('access tokens', () => {
   it('refuses a correctly signed token without exp', async () => {

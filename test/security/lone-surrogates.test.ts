@@ -5,11 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { listDeadLetters } from '../../actors/runtime/dlq.ts';
 import { runConsumer } from '../../actors/runtime/jetstream.ts';
+import { connectNats } from '../../actors/runtime/nats.ts';
 import { wireDurableName, wireDurableSubject } from '../../actors/runtime/namespace.ts';
 import { pgJson, pgText } from '../../actors/runtime/stores/pg-values.ts';
 import { DlqHeaders, dlqSubjectFor } from '../../contracts/streams.ts';
 import { dlqCommand } from '../../scripts/dlq.ts';
 import { capturingLogger } from '../support/log-capture.ts';
+import { NATS_ADMIN_CREDS, NATS_CA, NATS_URL } from '../support/env.ts';
 import { waitFor } from '../support/processes.ts';
 import { errorOf, type TestSystem } from '../support/system.ts';
 import { api, expectStatus, startAdminSystem, waitForAudit } from '../identity/admin-support.ts';
@@ -244,10 +246,18 @@ describe('an audit event the consumer gives up on', () => {
       expect(line.msg).toContain(`npm run dlq -- replay ${durable}`);
     } finally {
       await handle.stop();
-      const jsm = await jetstreamManager(sys.nc);
+      const admin = await connectNats(
+        NATS_URL,
+        'lone-surrogates-cleanup',
+        capturingLogger().log,
+        NATS_ADMIN_CREDS,
+        NATS_CA,
+      );
+      const jsm = await jetstreamManager(admin);
       await jsm.consumers.delete('SVC_EVENTS', wireDurableName(durable)).catch(() => undefined);
       await jsm.streams.purge('SVC_DLQ', { filter: dlqSubjectFor(wireDurableName(durable)) }).catch(() => undefined);
       await jsm.streams.purge('SVC_EVENTS', { filter: subject }).catch(() => undefined);
+      await admin.close();
     }
   });
 });

@@ -6,6 +6,7 @@ import { ContextSigner } from '../../actors/runtime/signing.ts';
 export const NATS_DIR = resolve('data/nats');
 export const NATS_FILES = {
   serviceCreds: join(NATS_DIR, 'service.creds'),
+  adminCreds: join(NATS_DIR, 'admin.creds'),
   issuerKey: join(NATS_DIR, 'account-signing.nk'),
   operatorKey: join(NATS_DIR, 'operator-signing.nk'),
   systemCreds: join(NATS_DIR, 'system.creds'),
@@ -14,6 +15,8 @@ export const NATS_FILES = {
 };
 export const NATS_URL = process.env.SVC_NATS_URL ?? 'nats://127.0.0.1:4223';
 export const NATS_CREDS = process.env.SVC_NATS_CREDS ?? NATS_FILES.serviceCreds;
+/** The maintenance user: the only one allowed to delete and purge streams (the tests' clean-up). */
+export const NATS_ADMIN_CREDS = process.env.SVC_NATS_ADMIN_CREDS ?? NATS_FILES.adminCreds;
 /** The CA the broker's TLS certificate chains to (setup.sh's default: the one local-nats.ts made). */
 export const NATS_CA = process.env.SVC_NATS_CA ?? NATS_FILES.ca;
 /** Signs the requests tests send and verifies them in the test systems (never the one in data/secrets.env). */

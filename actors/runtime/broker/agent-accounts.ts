@@ -22,7 +22,27 @@ export const SERVICE_EXPORTS: Export[] = [
   { name: 'agent-telemetry', subject: 'svc.agent.*.>', type: 'service', response_type: 'Singleton' },
   { name: 'agent-config', subject: `${AGENT_CONFIG_PREFIX}.*`, type: 'service', response_type: 'Singleton' },
   { name: 'agent-commands', subject: `${AGENT_COMMANDS_PREFIX}.*`, type: 'stream' },
+  // Tools: discovery is answered by every service (`Stream`: many answers per request), events are only read.
+  { name: 'discovery', subject: '$SRV.>', type: 'service', response_type: 'Stream' },
+  { name: 'events', subject: 'svc.evt.>', type: 'stream' },
 ];
+
+/** The tools' account: every tool's user lives there, importing discovery and events and nothing else. */
+export const toolImports = (serviceAccount: string): Import[] => [
+  { name: 'discovery', subject: '$SRV.>', account: serviceAccount, type: 'service' },
+  { name: 'events', subject: 'svc.evt.>', account: serviceAccount, type: 'stream' },
+];
+
+const TOOLS_LIMITS = {
+  subs: -1,
+  conn: -1,
+  leaf: 0,
+  data: -1,
+  payload: -1,
+  imports: 2,
+  exports: 0,
+  wildcards: true,
+} as const;
 
 /** An account's own connection and subscription limits: one agent, a few connections (restarts overlap). */
 const AGENT_LIMITS = {
@@ -124,7 +144,48 @@ export class AgentAccounts {
     await new BrokerRevoker(await this.system(), account, this.operatorSigning, this.timeoutMs).revoke([publicKey]);
   }
 
-  /** Adds the agent exports to the service account's JWT when they are missing, keeping everything else it says. */
+  /** The tools' account key pair (derived like an agent's, from a name no agent id can take). */
+  toolsKey(): KeyPair {
+    const raw = createHmac('sha256', this.derivation).update('svc-tools-account').digest();
+    return fromSeed(Codec.encodeSeed(Prefix.Account, new Uint8Array(raw)));
+  }
+
+  /**
+   * Makes sure the tools' account is on the broker with today's imports. An account already there with them is left
+   * as it is; one with other imports is re-signed keeping its revocations.
+   */
+  async ensureTools(): Promise<string> {
+    const key = this.toolsKey();
+    const account = key.getPublicKey();
+    if (this.known.has(account)) return account;
+    const current = await this.lookup(account);
+    const claims = current ? decode<Account>(current).nats : undefined;
+    const imports = toolImports(this.serviceAccount);
+    const same =
+      claims?.imports?.length === imports.length &&
+      imports.every((want) =>
+        claims.imports!.some((i) => i.subject === want.subject && i.type === want.type && i.account === want.account),
+      );
+    if (!same) {
+      if (current) await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 5));
+      const next = { ...(claims ?? {}), imports, limits: TOOLS_LIMITS };
+      await this.push(
+        '$SYS.REQ.CLAIMS.UPDATE',
+        await encodeAccount('tools', key, next, { signer: this.operatorSigning }),
+      );
+    }
+    this.known.add(account);
+    return account;
+  }
+
+  /** Revokes tool users in the tools' account (nothing to do when it was never made). */
+  async revokeTools(publicKeys: string[]): Promise<void> {
+    const account = this.toolsKey().getPublicKey();
+    if (!this.known.has(account) && !(await this.lookup(account))) return;
+    await new BrokerRevoker(await this.system(), account, this.operatorSigning, this.timeoutMs).revoke(publicKeys);
+  }
+
+  /** Adds the agents' and tools' exports to the service account's JWT when they are missing, keeping everything else it says. */
   async ensureServiceExports(): Promise<void> {
     const jwt = await this.lookup(this.serviceAccount);
     if (!jwt) throw new Error('the broker does not know the service account');

@@ -9,6 +9,7 @@ import {
   createUser,
   type Account,
   type KeyPair,
+  type Permissions,
 } from '@nats-io/jwt';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
@@ -97,12 +98,25 @@ export class BrokerIssuer {
     return { jwt, inboxPrefix: agentInboxPrefix(agentId), expiresAt };
   }
 
-  /** A read-only observer's creds (events and discovery); `ttlSeconds` 0 means no expiry. */
+  /**
+   * A read-only observer's creds (events and discovery); `ttlSeconds` 0 means no expiry. With agent accounts
+   * configured the user lives in the tools' account, so a reply subject it chooses for a `$SRV` request (answered by
+   * every service) leads back into that account and nowhere else.
+   */
   async tool(
     name: string,
     ttlSeconds: number,
   ): Promise<{ creds: Uint8Array; publicKey: string; inboxPrefix: string; expiresAt?: number }> {
-    const issued = await this.newUser(`tool-${name}`, toolPermissions(name), ttlSeconds);
+    const accounts = this.agentAccounts;
+    const issued = accounts
+      ? await newUser(
+          `tool-${name}`,
+          await accounts.ensureTools(),
+          accounts.toolsKey(),
+          toolPermissions(name),
+          ttlSeconds,
+        )
+      : await this.newUser(`tool-${name}`, toolPermissions(name), ttlSeconds);
     return { ...issued, inboxPrefix: toolInboxPrefix(name) };
   }
 
@@ -111,19 +125,30 @@ export class BrokerIssuer {
     return this.newUser(`service-${name}`, servicePermissions(), ttlSeconds);
   }
 
-  private async newUser(
+  private newUser(
     name: string,
-    perms: ReturnType<typeof servicePermissions>,
+    perms: Permissions,
     ttlSeconds: number,
   ): Promise<{ creds: Uint8Array; publicKey: string; expiresAt?: number }> {
-    const user = createUser();
-    const expiresAt = ttlSeconds > 0 ? nowSeconds() + ttlSeconds : undefined;
-    const jwt = await encodeUser(name, user, this.account, perms, {
-      signer: this.signing,
-      ...(expiresAt ? { exp: expiresAt } : {}),
-    });
-    return { creds: fmtCreds(jwt, user), publicKey: user.getPublicKey(), ...(expiresAt ? { expiresAt } : {}) };
+    return newUser(name, this.account, this.signing, perms, ttlSeconds);
   }
+}
+
+/** A new user of `account` signed by `signing`, as a standard creds file; `ttlSeconds` 0 means no expiry. */
+async function newUser(
+  name: string,
+  account: string,
+  signing: KeyPair,
+  perms: Permissions,
+  ttlSeconds: number,
+): Promise<{ creds: Uint8Array; publicKey: string; expiresAt?: number }> {
+  const user = createUser();
+  const expiresAt = ttlSeconds > 0 ? nowSeconds() + ttlSeconds : undefined;
+  const jwt = await encodeUser(name, user, account, perms, {
+    signer: signing,
+    ...(expiresAt ? { exp: expiresAt } : {}),
+  });
+  return { creds: fmtCreds(jwt, user), publicKey: user.getPublicKey(), ...(expiresAt ? { expiresAt } : {}) };
 }
 
 interface ClaimsReply {

@@ -1,5 +1,6 @@
 import type { Permissions } from '@nats-io/jwt';
 import { agentCommandSubject, agentConfigSubject } from '../../../contracts/domains/agent-telemetry.ts';
+import { streams } from '../../../contracts/streams.ts';
 
 /**
  * The NATS users of the system, each with the narrowest permissions that work (ARCHITECTURE.md → Trust):
@@ -7,10 +8,12 @@ import { agentCommandSubject, agentConfigSubject } from '../../../contracts/doma
  *   and replies anywhere under `_INBOX.`, where every requester's inbox lives: their own, agents' and tools');
  * - agent: one per enrolled agent, in an account of its own (agent-accounts.ts), only its own telemetry, config
  *   fetch, commands and inbox prefix;
- * - tool: read-only observers of events and of `$SRV` discovery, with an inbox prefix of their own;
+ * - tool: read-only observers of events and of `$SRV` discovery, in the tools' account (agent-accounts.ts), with an
+ *   inbox prefix of their own;
+ * - admin: the operator's maintenance user of the service account (stream deletion and purges);
  * - system: the system account's user that pushes account updates (revocations) to the server.
  */
-export type CredentialClass = 'service' | 'agent' | 'tool' | 'system';
+export type CredentialClass = 'service' | 'agent' | 'tool' | 'admin' | 'system';
 
 /** How long an agent may answer a command sent to it as a request (agents have no general `_INBOX.` publish right). */
 const RESPONSES = { max: 1, ttl: 60_000_000_000 /* ns: one minute */ };
@@ -26,11 +29,54 @@ const RESPONSES = { max: 1, ttl: 60_000_000_000 /* ns: one minute */ };
 export function servicePermissions(): Permissions {
   return {
     pub: {
-      // `_R_.>`: the server's reply subjects of requests that came through an import (agents' accounts).
-      allow: ['svc.>', '*.svc.>', '$SRV.>', '$JS.API.>', '$JS.ACK.>', '$JS.FC.>', '$KV.>', '_INBOX.>', '_R_.>'],
+      // `_R_.>`: the server's reply subjects of requests that came through an import (agents' and tools' accounts).
+      allow: [
+        'svc.>',
+        '*.svc.>',
+        '$SRV.>',
+        ...SERVICE_JETSTREAM_API,
+        '$JS.ACK.>',
+        '$JS.FC.>',
+        '$KV.>',
+        '_INBOX.>',
+        '_R_.>',
+      ],
       deny: [],
     },
     sub: { allow: ['svc.>', '*.svc.>', '$SRV.>', '_INBOX.>'], deny: [] },
+  };
+}
+
+/**
+ * The JetStream API calls the services make, and no others: streams are created, updated and read but never deleted,
+ * and only the upload stream is purged (by subject, when an upload is dropped) and only the dead-letter stream loses
+ * single messages (when one is replayed). Consumers are the services' own to create, read, step down and delete.
+ * Deleting or purging anything else takes the admin credentials (`adminPermissions`).
+ */
+const SERVICE_JETSTREAM_API = [
+  '$JS.API.INFO',
+  '$JS.API.STREAM.NAMES',
+  '$JS.API.STREAM.LIST',
+  '$JS.API.STREAM.CREATE.*',
+  '$JS.API.STREAM.UPDATE.*',
+  '$JS.API.STREAM.INFO.*',
+  '$JS.API.STREAM.MSG.GET.*',
+  '$JS.API.DIRECT.GET.*',
+  '$JS.API.DIRECT.GET.*.>',
+  `$JS.API.STREAM.PURGE.${streams.SVC_UPLOADS.name}`,
+  `$JS.API.STREAM.MSG.DELETE.${streams.SVC_DLQ.name}`,
+  '$JS.API.CONSUMER.>',
+];
+
+/**
+ * The operator's maintenance user of the service account (`admin.creds`): everything a service may do, plus the
+ * JetStream calls that destroy data (deleting and purging streams, stepping leaders down). Used by people and by the
+ * tests' clean-up, never by a running service.
+ */
+export function adminPermissions(): Permissions {
+  return {
+    pub: { allow: ['>'], deny: [] },
+    sub: { allow: ['>'], deny: [] },
   };
 }
 

@@ -16,7 +16,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrokerTlsFiles } from './certificates.ts';
 import { SERVICE_EXPORTS } from './agent-accounts.ts';
-import { servicePermissions, systemPermissions } from './permissions.ts';
+import { adminPermissions, servicePermissions, systemPermissions } from './permissions.ts';
 
 /**
  * The broker's trust chain in nats-server's decentralized JWT model, for a local or single-site installation:
@@ -35,6 +35,7 @@ export const TRUST_FILES = {
   accountSigningSeed: 'account-signing.nk',
   accountJwt: 'account.jwt',
   serviceCreds: 'service.creds',
+  adminCreds: 'admin.creds',
   systemCreds: 'system.creds',
   serverConfig: 'nats-server.conf',
 } as const;
@@ -137,17 +138,16 @@ export async function ensureTrust(dir: string, opts: { tls?: BrokerTlsFiles } = 
   const account = subjectOf(accountJwt);
   // Service credentials issued by an earlier build whose permissions differ (say, with response permissions) are
   // replaced by a new user with today's; the old user stays valid until its holders restart with the new file.
-  const serviceCredsPath = join(dir, TRUST_FILES.serviceCreds);
-  const serviceCreds = await readFile(serviceCredsPath, 'utf8').catch(() => '');
-  const issued = /-----BEGIN NATS USER JWT-----\s+(\S+)\s+/.exec(serviceCreds)?.[1];
-  if (!issued || samePermissions(permissionsOf(issued), servicePermissions()) === false) {
-    const renewed = await newUserCreds(
-      'service',
-      account,
-      await readSeed(dir, TRUST_FILES.accountSigningSeed),
-      servicePermissions(),
-    );
-    await writeSecret(serviceCredsPath, renewed.creds);
+  // The admin credentials are made the same way, for a directory that predates them too.
+  for (const [file, name, perms] of [
+    [TRUST_FILES.serviceCreds, 'service', servicePermissions()],
+    [TRUST_FILES.adminCreds, 'admin', adminPermissions()],
+  ] as const) {
+    const path = join(dir, file);
+    const issued = /-----BEGIN NATS USER JWT-----\s+(\S+)\s+/.exec(await readFile(path, 'utf8').catch(() => ''))?.[1];
+    if (issued && samePermissions(permissionsOf(issued), perms)) continue;
+    const renewed = await newUserCreds(name, account, await readSeed(dir, TRUST_FILES.accountSigningSeed), perms);
+    await writeSecret(path, renewed.creds);
   }
   await writeSecret(
     join(dir, TRUST_FILES.serverConfig),
