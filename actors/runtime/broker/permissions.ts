@@ -51,7 +51,8 @@ export function servicePermissions(): Permissions {
  * The JetStream API calls the services make, and no others: streams are created, updated and read but never deleted,
  * and only the upload stream is purged (by subject, when an upload is dropped) and only the dead-letter stream loses
  * single messages (when one is replayed). Consumers are the services' own to create, read, step down and delete.
- * Deleting or purging anything else takes the admin credentials (`adminPermissions`).
+ * Deleting or purging anything else takes the admin credentials (`adminPermissions`). `$KV.>` stays whole: the only
+ * buckets in the account are the services' leases, named per TTL and namespace, which no subject wildcard can list.
  */
 const SERVICE_JETSTREAM_API = [
   '$JS.API.INFO',
