@@ -1,23 +1,22 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { accessSync, constants as fsConstants } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { selectDomains } from './actors/index.ts';
-import type { DomainHandle, DomainModule } from './actors/domain.ts';
-import { eventsSecretBox } from './actors/events/index.ts';
-import { AccessCache } from './actors/identity/access.ts';
-import { AccessTokens } from './actors/identity/crypto.ts';
-import { Caller } from './actors/runtime/call.ts';
-import { systemClock, type Clock } from './actors/runtime/clock.ts';
-import { ConfigError, loadConfig, requireSecrets, unknownVariables, type Config } from './actors/runtime/config.ts';
-import { ensureStreams } from './actors/runtime/jetstream.ts';
-import { onShutdown } from './actors/runtime/lifecycle.ts';
-import { createLogger, type Logger } from './actors/runtime/logger.ts';
-import { setNamespace } from './actors/runtime/namespace.ts';
-import { setBrokerReplicas } from './actors/runtime/replicas.ts';
-import { LazyNats } from './actors/runtime/nats.ts';
-import { ActorHost } from './actors/runtime/serve.ts';
-import { contextSigner } from './actors/runtime/signing.ts';
-import { Stores } from './actors/runtime/stores/index.ts';
+import { allEntities, selectDomains } from './actors/index.ts';
+import type { DomainHandle, DomainModule } from './platform/domain.ts';
+import { eventsSecretBox } from './actors/events/mod.ts';
+import { AccessCache, AccessTokens } from './actors/identity/mod.ts';
+import { Caller } from './platform/call.ts';
+import { systemClock, type Clock } from './platform/clock.ts';
+import { ConfigError, loadConfig, requireSecrets, unknownVariables, type Config } from './platform/config.ts';
+import { ensureStreams } from './platform/jetstream.ts';
+import { onShutdown } from './platform/lifecycle.ts';
+import { createLogger, type Logger } from './platform/logger.ts';
+import { setNamespace } from './platform/namespace.ts';
+import { setBrokerReplicas } from './platform/replicas.ts';
+import { LazyNats } from './platform/nats.ts';
+import { ActorHost } from './platform/serve.ts';
+import { contextSigner } from './platform/signing.ts';
+import { Stores } from './platform/stores/index.ts';
 import { catalogue } from './contracts/catalogue.ts';
 import { VERSION } from './contracts/version.ts';
 import { allStreams } from './contracts/streams.ts';
@@ -107,7 +106,10 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
 
   const signer = contextSigner(config);
   const nats = new LazyNats(config.SVC_NATS_URL, `svc-${process.pid}`, log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
-  const stores = new Stores(config, log, opts.kvPrefix ? { keyPrefix: opts.kvPrefix } : {});
+  const stores = new Stores(config, log, {
+    entities: allEntities,
+    ...(opts.kvPrefix ? { keyPrefix: opts.kvPrefix } : {}),
+  });
   const handles: DomainHandle[] = [];
   const closers: (() => Promise<void>)[] = [];
   let host: ActorHost<typeof catalogue> | undefined;

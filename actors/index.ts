@@ -1,4 +1,4 @@
-import type { DomainModule } from './domain.ts';
+import type { DomainModule } from '../platform/domain.ts';
 import { eventsDomain } from './events/index.ts';
 import { fleetDomain } from './fleet/index.ts';
 import { identityDomain } from './identity/index.ts';
@@ -24,3 +24,6 @@ export function selectDomains(names: readonly string[]): DomainModule[] {
     );
   return domains.filter((d) => names.includes(d.name));
 }
+
+/** The ORM entities of every domain: one ORM per process knows them all (each table still has one owning domain). */
+export const allEntities = domains.flatMap((d) => d.entities ?? []);

@@ -8,7 +8,7 @@ import {
   type WatchFilesConfig,
 } from '../contracts/domains/agent-telemetry.ts';
 import { describeZodError } from '../contracts/errors.ts';
-import type { Logger } from '../actors/runtime/logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import type { AgentCredentials, AgentLink } from './connection.ts';
 import { errMessage } from './connection.ts';
 import type { FileWatcher } from './collect/types.ts';

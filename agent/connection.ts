@@ -1,6 +1,6 @@
 import { fmtCreds, fromSeed, parseCreds } from '@nats-io/jwt';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import type { Logger } from '../actors/runtime/logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { readCredsFile, writeCredsFile } from './state.ts';
 
 /**

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { createLogger, type Logger } from '../actors/runtime/logger.ts';
+import { createLogger, type Logger } from '../platform/logger.ts';
 import { errMessage } from './connection.ts';
 import { EnrollError, enrollAgent } from './enroll.ts';
 import { startAgent } from './runner.ts';

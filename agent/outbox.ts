@@ -1,6 +1,6 @@
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import type { TelemetryKind } from '../contracts/domains/agent-telemetry.ts';
-import type { Logger } from '../actors/runtime/logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { errMessage } from './connection.ts';
 
 /**

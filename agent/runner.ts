@@ -12,7 +12,7 @@ import {
 import { encodeCompactMetricBatch } from '../contracts/domains/metric-wire.ts';
 import { describeZodError } from '../contracts/errors.ts';
 import { telemetrySubject } from '../contracts/streams.ts';
-import { createLogger, type Logger } from '../actors/runtime/logger.ts';
+import { createLogger, type Logger } from '../platform/logger.ts';
 import { createLinuxCollector } from './collect/linux.ts';
 import type { Collector, FileChangeIn, FileWatcher, OnFileChanges } from './collect/types.ts';
 import { ConfigApplier, ConfigSync, subscribeCommands } from './commands.ts';

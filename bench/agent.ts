@@ -6,7 +6,7 @@ import { closeSync, fsyncSync, openSync, readFileSync, rmSync, statSync, writeFi
 import { memoryMiB } from './proc.ts';
 import { join, resolve } from 'node:path';
 import { buildSingleExecutable, packageAgent } from '../scripts/agent-package.ts';
-import type { Stores } from '../actors/runtime/stores/index.ts';
+import type { Stores } from '../platform/stores/index.ts';
 import { benchInstallTokens, freshBenchClient } from './fixtures.ts';
 import { spread, type Spread } from './stats.ts';
 

@@ -4,37 +4,38 @@
 // envelopes, signatures and zod parsing.
 // And the floor of the hop: GET /floor/clients does the same but runs the handler behind one bare NATS request-reply
 // (JSON both ways, no envelope, signature, zod or framework), so the bench can show what the transport alone costs.
+import { allEntities } from '../actors/index.ts';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { AgentRevoker } from '../actors/fleet/agents/revocation.ts';
 import { clientHandlers } from '../actors/fleet/clients.ts';
-import { AuditRecorder } from '../actors/runtime/audit.ts';
+import { AuditRecorder } from '../platform/audit.ts';
 import { AccessTokens } from '../actors/identity/crypto.ts';
 import { catalogue, type Cat } from '../contracts/catalogue.ts';
-import type { Caller } from '../actors/runtime/call.ts';
+import type { Caller } from '../platform/call.ts';
 import { AccessCache, AccessResolver } from '../actors/identity/access.ts';
-import { createLogger } from '../actors/runtime/logger.ts';
+import { createLogger } from '../platform/logger.ts';
 import { registerClientRoutes } from '../gateway/console/routes/clients.ts';
 import { createGatewayApp } from '../gateway/shared/app.ts';
 import { TokenAuthenticator } from '../gateway/shared/authenticate.ts';
 import type { GatewayDeps } from '../gateway/shared/bridge.ts';
-import { systemClock } from '../actors/runtime/clock.ts';
-import { loadConfig } from '../actors/runtime/config.ts';
-import { setNamespace, wireRequestSubject } from '../actors/runtime/namespace.ts';
-import { runWithDeadline } from '../actors/runtime/deadline.ts';
-import { connectNats } from '../actors/runtime/nats.ts';
-import type { RequestScope } from '../actors/runtime/serve.ts';
-import { formatTraceparent, newTrace } from '../actors/runtime/trace.ts';
+import { systemClock } from '../platform/clock.ts';
+import { loadConfig } from '../platform/config.ts';
+import { setNamespace, wireRequestSubject } from '../platform/namespace.ts';
+import { runWithDeadline } from '../platform/deadline.ts';
+import { connectNats } from '../platform/nats.ts';
+import type { RequestScope } from '../platform/serve.ts';
+import { formatTraceparent, newTrace } from '../platform/trace.ts';
 import { DomainError } from '../contracts/errors.ts';
-import { Stores } from '../actors/runtime/stores/index.ts';
+import { Stores } from '../platform/stores/index.ts';
 import { rateLimitGuard } from '../gateway/shared/rate-limit.ts';
 
 const config = loadConfig();
 // Started by bench/run.ts, whose SVC_NAMESPACE (the bench's own) it inherits.
 setNamespace(config.SVC_NAMESPACE);
 const log = pino({ level: 'warn' });
-const stores = new Stores(config, log);
+const stores = new Stores(config, log, { entities: allEntities });
 const orm = await stores.orm();
 const kv = await stores.kv();
 // The gateway's own reads of the access cache (a near cache on Valkey), so the two paths differ only by the hop.

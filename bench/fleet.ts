@@ -14,11 +14,11 @@ import { EVENTS_DURABLE, HEARTBEAT_DURABLE } from '../actors/fleet/agents/status
 import { INVENTORY_DURABLE } from '../actors/fleet/inventory/ingest.ts';
 import { METRICS_DURABLE } from '../actors/fleet/metrics/ingest.ts';
 import { enrollAgent, enrollSimulated, readAgentState, readBrokerCa, statePaths } from '../agent/index.ts';
-import { tsdbBases, type Config } from '../actors/runtime/config.ts';
-import type { Logger } from '../actors/runtime/logger.ts';
-import { wireDurableName } from '../actors/runtime/namespace.ts';
-import { brokerTls } from '../actors/runtime/nats.ts';
-import type { Stores } from '../actors/runtime/stores/index.ts';
+import { tsdbBases, type Config } from '../platform/config.ts';
+import type { Logger } from '../platform/logger.ts';
+import { wireDurableName } from '../platform/namespace.ts';
+import { brokerTls } from '../platform/nats.ts';
+import type { Stores } from '../platform/stores/index.ts';
 import { telemetrySubject } from '../contracts/streams.ts';
 import { benchInstallTokens, freshBenchClient } from './fixtures.ts';
 import { percentile, spread, type Spread } from './stats.ts';

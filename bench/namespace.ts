@@ -1,4 +1,4 @@
-import { setNamespace } from '../actors/runtime/namespace.ts';
+import { setNamespace } from '../platform/namespace.ts';
 
 /**
  * The bench runs a system of its own (its database, actors and gateway) on whatever broker is configured, often the one

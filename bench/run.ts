@@ -1,5 +1,6 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
 // rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events, agent, memory (all by default). Not a test: nothing here fails a build.
+import { allEntities } from '../actors/index.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -7,12 +8,12 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import argon2 from 'argon2';
 import { generateSecret } from 'otplib';
 import { AccessTokens, SecretBox } from '../actors/identity/crypto.ts';
-import { loadConfig } from '../actors/runtime/config.ts';
-import { createLogger } from '../actors/runtime/logger.ts';
-import { connectNats } from '../actors/runtime/nats.ts';
-import { Caller } from '../actors/runtime/call.ts';
-import { contextSigner } from '../actors/runtime/signing.ts';
-import { Stores } from '../actors/runtime/stores/index.ts';
+import { loadConfig } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { connectNats } from '../platform/nats.ts';
+import { Caller } from '../platform/call.ts';
+import { contextSigner } from '../platform/signing.ts';
+import { Stores } from '../platform/stores/index.ts';
 import { catalogue } from '../contracts/catalogue.ts';
 import { anonymousContext } from '../contracts/context.ts';
 import { agentBench } from './agent.ts';
@@ -45,7 +46,7 @@ const GATEWAY_NOHOP_PORT = 18091;
 const namespace = useBenchNamespace();
 const config = loadConfig();
 const log = createLogger('warn');
-const stores = new Stores(config, log);
+const stores = new Stores(config, log, { entities: allEntities });
 const children: ChildProcess[] = [];
 
 /** start.sh's node flags, or none on a runtime that does not know them (`bench:runtimes`' older Node). */

@@ -3,12 +3,12 @@
 // as a page) against a bare nats.js request-reply carrying the same JSON both ways, in one process, with no HTTP and
 // no store: the handler answers a fixed page of 20 clients. The difference is the runtime's own share of the hop.
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../actors/runtime/config.ts';
-import type { Logger } from '../actors/runtime/logger.ts';
-import { connectNats } from '../actors/runtime/nats.ts';
-import { wireRequestSubject } from '../actors/runtime/namespace.ts';
-import { ActorHost } from '../actors/runtime/serve.ts';
-import { contextSigner } from '../actors/runtime/signing.ts';
+import type { Config } from '../platform/config.ts';
+import type { Logger } from '../platform/logger.ts';
+import { connectNats } from '../platform/nats.ts';
+import { wireRequestSubject } from '../platform/namespace.ts';
+import { ActorHost } from '../platform/serve.ts';
+import { contextSigner } from '../platform/signing.ts';
 import { catalogue } from '../contracts/catalogue.ts';
 import { benchContext } from './fixtures.ts';
 import { spread, type Spread } from './stats.ts';

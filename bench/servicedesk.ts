@@ -4,8 +4,8 @@
 // of each metrics route, and the time to export 10,000 rows as CSV. Targets: p95 ≤ 50 ms, CSV ≤ 1 s.
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../actors/runtime/config.ts';
-import type { Stores } from '../actors/runtime/stores/index.ts';
+import type { Config } from '../platform/config.ts';
+import type { Stores } from '../platform/stores/index.ts';
 import { perRequest } from './cpu.ts';
 import { percentile } from './stats.ts';
 import { checkpoint } from './checkpoint.ts';

@@ -33,7 +33,7 @@ export type EnvironmentAccessMap = z.infer<typeof EnvironmentAccessMap>;
  * What a caller may do. `all_clients` holds permissions granted on every client (a service account scoped `["*"]`);
  * `clients` the per-client grants. Super admins pass every check. `environments` holds grants narrower than a client
  * (console-operations.md: notes and chart markers are "environment-aware"); identity issues none yet, and only the
- * environment-aware checks (actors/runtime/scope.ts) read it: a client-wide check never passes on it.
+ * environment-aware checks (platform/scope.ts) read it: a client-wide check never passes on it.
  */
 export const Access = z.object({
   super_admin: z.boolean(),

@@ -7,7 +7,7 @@ export const Paging = {
 };
 
 /**
- * One page of a list, as actors/runtime/stores/sql.ts pageOf answers it. The gateway sends it as the list envelope
+ * One page of a list, as platform/stores/sql.ts pageOf answers it. The gateway sends it as the list envelope
  * cut from the actor's bytes when the reply has exactly these four keys in this order (Caller.callForwardedPage), so
  * a handler must answer nothing beyond them: an extra key would reach the client. Actors check that in tests and
  * development (SVC_VALIDATE_REPLIES refuses a reply its schema would trim), as for every forwarded answer.

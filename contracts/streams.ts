@@ -36,7 +36,7 @@ export const StreamSpec = z.object({
   /** -1 = unlimited. */
   maxBytes: z.number().int().default(-1),
   maxMsgSize: z.number().int().default(-1),
-  // No replicas here: every stream gets the deployment's (SVC_NATS_REPLICAS, actors/runtime/replicas.ts).
+  // No replicas here: every stream gets the deployment's (SVC_NATS_REPLICAS, platform/replicas.ts).
 });
 export type StreamSpec = z.output<typeof StreamSpec>;
 

@@ -1,13 +1,14 @@
 import type { z } from 'zod';
 import type { ErrorCode } from './errors.ts';
-import type { DurableSubject } from './streams.ts';
 
 /**
  * Durable payloads a subject's handler publishes from its input: for each durable subject, which request field
  * (top-level key) feeds which payload field. test/contracts/agreement.test.ts checks that whatever the request
- * schema accepts in such a field, the payload schema accepts too (a refusal there would be a 500 after the 200 check).
+ * schema accepts in such a field, the payload schema accepts too (a refusal there would be a 500 after the 200 check),
+ * and that each key is a durable subject of streams.ts. Keyed by string here: streams.ts imports the domains'
+ * payload schemas, which are declared with this file's helpers, so naming its type here would close a loop.
  */
-export type Produces = Readonly<Partial<Record<DurableSubject, Readonly<Record<string, string>>>>>;
+export type Produces = Readonly<Record<string, Readonly<Record<string, string>>>>;
 
 /** One request-reply subject: what goes in, what comes back, which domain errors it may answer with. */
 export interface SubjectSpec<Req extends z.ZodType = z.ZodType, Res extends z.ZodType = z.ZodType> {

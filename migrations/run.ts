@@ -1,11 +1,10 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { loadConfig, type Config } from '../actors/runtime/config.ts';
-import { createLogger, type Logger } from '../actors/runtime/logger.ts';
-import { openOrm, type MikroORM } from '../actors/runtime/stores/postgres.ts';
-import { openAnalytics } from '../actors/runtime/stores/analytics.ts';
-import { usesEmbeddedAnalytics } from '../actors/runtime/stores/analytics-owner.ts';
-import { migrateAnalytics } from './analytics/runner.ts';
+import { loadConfig, type Config } from '../platform/config.ts';
+import { createLogger, type Logger } from '../platform/logger.ts';
+import { openOrm, type MikroORM } from '../platform/stores/postgres.ts';
+import { migrateAnalytics, openAnalytics, usesEmbeddedAnalytics } from '../actors/invoice/mod.ts';
+import { postgresMigrations } from './postgres/index.ts';
 
 export { migrateAnalytics };
 
@@ -42,7 +41,14 @@ export async function runMigrations(
   config: Pick<Config, 'SVC_DB_URL' | 'SVC_CLICKHOUSE_URL' | 'SVC_ANALYTICS_PATH'>,
   log: Logger,
 ): Promise<MigrationReport> {
-  const orm = await openOrm({ url: config.SVC_DB_URL, entities: [], log, poolMax: 2, applicationName: 'svc-migrate' });
+  const orm = await openOrm({
+    url: config.SVC_DB_URL,
+    entities: [],
+    log,
+    poolMax: 2,
+    applicationName: 'svc-migrate',
+    migrations: postgresMigrations,
+  });
   let postgres: string[];
   try {
     postgres = await migratePostgres(orm, log);

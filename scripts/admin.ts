@@ -1,3 +1,4 @@
+import { allEntities } from '../actors/index.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
@@ -13,14 +14,14 @@ import {
   type AdminAccount,
 } from '../actors/identity/admin-account.ts';
 import { PasswordHasher } from '../actors/identity/passwords.ts';
-import { AuditRecorder } from '../actors/runtime/audit.ts';
-import { systemClock } from '../actors/runtime/clock.ts';
-import { loadConfig, type Config } from '../actors/runtime/config.ts';
-import { createLogger } from '../actors/runtime/logger.ts';
-import { setNamespace } from '../actors/runtime/namespace.ts';
-import { connectNats } from '../actors/runtime/nats.ts';
-import { Stores } from '../actors/runtime/stores/index.ts';
-import { redactCredentials } from '../actors/runtime/stores/kv.ts';
+import { AuditRecorder } from '../platform/audit.ts';
+import { systemClock } from '../platform/clock.ts';
+import { loadConfig, type Config } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { setNamespace } from '../platform/namespace.ts';
+import { connectNats } from '../platform/nats.ts';
+import { Stores } from '../platform/stores/index.ts';
+import { redactCredentials } from '../platform/stores/kv.ts';
 
 /**
  * `npm run admin -- status`: whether the admin account (SVC_ADMIN_EMAIL) exists in SVC_DB_URL's database and whether
@@ -223,7 +224,7 @@ export async function adminCommand(args: readonly string[], env: NodeJS.ProcessE
   }
   const config = loadConfig(env);
   setNamespace(config.SVC_NAMESPACE);
-  const stores = new Stores(config, createLogger('silent', 'admin'));
+  const stores = new Stores(config, createLogger('silent', 'admin'), { entities: allEntities });
   const secrets = resolve(parsed.values['secrets-file'] ?? DEFAULT_SECRETS);
   try {
     return command === 'status'

@@ -11,11 +11,11 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { AgentAccounts } from '../actors/runtime/broker/agent-accounts.ts';
-import { BrokerIssuer, BrokerRevoker, seedFromFile, accountOfCreds } from '../actors/runtime/broker/issuer.ts';
-import { TOOL_NAME } from '../actors/runtime/broker/permissions.ts';
-import { connectNats, closeNats } from '../actors/runtime/nats.ts';
-import { createLogger } from '../actors/runtime/logger.ts';
+import { AgentAccounts } from '../platform/broker/agent-accounts.ts';
+import { BrokerIssuer, BrokerRevoker, seedFromFile, accountOfCreds } from '../platform/broker/issuer.ts';
+import { TOOL_NAME } from '../platform/broker/permissions.ts';
+import { connectNats, closeNats } from '../platform/nats.ts';
+import { createLogger } from '../platform/logger.ts';
 
 const USAGE = `usage: npm run creds -- tool|service --name <name> --out <file> [--expires-in 90d]
        npm run creds -- revoke <user public key> [...]`;

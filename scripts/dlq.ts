@@ -1,11 +1,11 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { loadConfig } from '../actors/runtime/config.ts';
-import { listDeadLetters, replayDeadLetters } from '../actors/runtime/dlq.ts';
-import { createLogger, type Logger } from '../actors/runtime/logger.ts';
-import { setNamespace } from '../actors/runtime/namespace.ts';
-import { connectNats } from '../actors/runtime/nats.ts';
+import { loadConfig } from '../platform/config.ts';
+import { listDeadLetters, replayDeadLetters } from '../platform/dlq.ts';
+import { createLogger, type Logger } from '../platform/logger.ts';
+import { setNamespace } from '../platform/namespace.ts';
+import { connectNats } from '../platform/nats.ts';
 
 /**
  * `npm run dlq -- list <durable>`: the dead letters of a durable consumer (DLQ sequence, subject, reason, error).

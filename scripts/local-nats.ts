@@ -1,12 +1,12 @@
 /**
  * The local NATS server of `npm start` / `npm test` (scripts/setup.sh runs this): creates the broker's trust chain
- * under data/nats once (actors/runtime/broker/trust.ts), writes the server configuration, and makes sure a
+ * under data/nats once (platform/broker/trust.ts), writes the server configuration, and makes sure a
  * nats-server with that configuration listens on the address of SVC_NATS_URL (default 127.0.0.1:4223), started
  * detached with its data under data/nats. A server already there is kept when it accepts our service credentials;
  * one started from another checkout's data/nats (other keys) is stopped and replaced; anything else is an error.
  * The client port speaks TLS only: with the certificate and key an operator names in SVC_NATS_TLS_CERT and
  * SVC_NATS_TLS_KEY (and their CA in SVC_NATS_CA), else with a CA and server certificate made once under the same
- * directory (actors/runtime/broker/certificates.ts; --san adds names the certificate must cover).
+ * directory (platform/broker/certificates.ts; --san adds names the certificate must cover).
  *
  *   node scripts/local-nats.ts [--dir data/nats] [--url nats://127.0.0.1:4223]
  *   node scripts/local-nats.ts --init-only --dir /nats [--san nats-1 --san nats-2]   keys, certificates, configuration
@@ -20,9 +20,9 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } fr
 import { createConnection } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { brokerAuth, brokerTls } from '../actors/runtime/nats.ts';
-import { ensureBrokerCertificates, type BrokerTlsFiles } from '../actors/runtime/broker/certificates.ts';
-import { ensureTrust, readTrust, serverConfig, TRUST_FILES } from '../actors/runtime/broker/trust.ts';
+import { brokerAuth, brokerTls } from '../platform/nats.ts';
+import { ensureBrokerCertificates, type BrokerTlsFiles } from '../platform/broker/certificates.ts';
+import { ensureTrust, readTrust, serverConfig, TRUST_FILES } from '../platform/broker/trust.ts';
 
 const { values } = parseArgs({
   options: {

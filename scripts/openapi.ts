@@ -6,10 +6,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Caller } from '../actors/runtime/call.ts';
-import { loadConfig, type Config } from '../actors/runtime/config.ts';
-import { createLogger } from '../actors/runtime/logger.ts';
-import { ContextSigner } from '../actors/runtime/signing.ts';
+import { Caller } from '../platform/call.ts';
+import { loadConfig, type Config } from '../platform/config.ts';
+import { createLogger } from '../platform/logger.ts';
+import { ContextSigner } from '../platform/signing.ts';
 import { catalogue } from '../contracts/catalogue.ts';
 import { VERSION } from '../main.ts';
 import { DomainError } from '../contracts/errors.ts';

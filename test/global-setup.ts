@@ -1,7 +1,7 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { rm } from 'node:fs/promises';
-import { createLogger } from '../actors/runtime/logger.ts';
-import { connectNats } from '../actors/runtime/nats.ts';
+import { createLogger } from '../platform/logger.ts';
+import { connectNats } from '../platform/nats.ts';
 import { NATS_ADMIN_CREDS, NATS_CA, NATS_URL } from './support/env.ts';
 
 /**

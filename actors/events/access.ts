@@ -1,6 +1,6 @@
 import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import type { CallOptions } from '../runtime/call.ts';
+import type { CallOptions } from '../../platform/call.ts';
 import {
   grantIn,
   grantsOf,
@@ -9,7 +9,7 @@ import {
   inReachOfEnvironment,
   type ClientGrant,
   type Grants,
-} from '../runtime/scope.ts';
+} from '../../platform/scope.ts';
 import type { FleetDirectory } from './fleet-directory.ts';
 
 /**

@@ -1,13 +1,13 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Cat } from '../../contracts/catalogue.ts';
-import type { AuditRecorder } from '../runtime/audit.ts';
-import type { Caller } from '../runtime/call.ts';
-import type { Clock } from '../runtime/clock.ts';
-import type { Config } from '../runtime/config.ts';
-import type { Logger } from '../runtime/logger.ts';
-import type { SecretBox } from '../runtime/secret-box.ts';
-import type { Handlers } from '../runtime/serve.ts';
+import type { AuditRecorder } from '../../platform/audit.ts';
+import type { Caller } from '../../platform/call.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { SecretBox } from '../../platform/secret-box.ts';
+import type { Handlers } from '../../platform/serve.ts';
 import type { FleetDirectory } from './fleet-directory.ts';
 import type { ReceiverRegistry } from './receivers/registry.ts';
 

@@ -1,7 +1,7 @@
 import type { CallerContext } from '../../contracts/context.ts';
 import type { ClientRef, EnvironmentRef, HostRef } from '../../contracts/domains/fleet-lookup.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
-import type { CallOptions, Caller } from '../runtime/call.ts';
+import type { CallOptions, Caller } from '../../platform/call.ts';
 
 type Lookup =
   | { kind: 'host'; value: HostRef }

@@ -1,8 +1,7 @@
-import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
-import { AuditRecorder } from '../runtime/audit.ts';
-import type { ConsumerHandle } from '../runtime/jetstream.ts';
-import { ConfigError, type Config } from '../runtime/config.ts';
-import { SecretBox } from '../runtime/secret-box.ts';
+import type { DomainContext, DomainHandle, DomainModule } from '../../platform/domain.ts';
+import { AuditRecorder } from '../../platform/audit.ts';
+import type { ConsumerHandle } from '../../platform/jetstream.ts';
+import { eventsSecretBox } from './secret-box.ts';
 import { markerHandlers } from './charts/markers.ts';
 import { noteHandlers } from './charts/notes.ts';
 import type { EventsDeps } from './deps.ts';
@@ -15,17 +14,6 @@ import { startTimelineIngest } from './timeline/ingest.ts';
 import { timelineHandlers } from './timeline/read.ts';
 import { voiceHandlers } from './voice/callbacks.ts';
 import { startPager } from './voice/pager.ts';
-
-/** The key sealing webhook secrets: SVC_EVENTS_ENCRYPTION_KEY, else one derived from SVC_MFA_ENCRYPTION_KEY. */
-export function eventsSecretBox(config: Config): SecretBox {
-  if (config.SVC_EVENTS_ENCRYPTION_KEY)
-    return new SecretBox(config.SVC_EVENTS_ENCRYPTION_KEY, 'SVC_EVENTS_ENCRYPTION_KEY');
-  if (config.SVC_MFA_ENCRYPTION_KEY)
-    return SecretBox.derived(config.SVC_MFA_ENCRYPTION_KEY, 'events-webhook-secrets', 'SVC_MFA_ENCRYPTION_KEY');
-  throw new ConfigError(
-    'invalid configuration:\n  SVC_EVENTS_ENCRYPTION_KEY: is required by the events domain (or set SVC_MFA_ENCRYPTION_KEY to derive it)',
-  );
-}
 
 /**
  * Events: receivers of external events (code hosts, a delivery tool, an alert router) and the deploys and alert groups

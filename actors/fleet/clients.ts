@@ -5,7 +5,7 @@ import type { CallerContext } from '../../contracts/context.ts';
 import { CLIENT_IMMUTABLE, type Client } from '../../contracts/domains/fleet.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { refuseChanges } from '../../contracts/immutable.ts';
-import { conflictOnDuplicate, iso, pageOf, sql } from '../runtime/stores/sql.ts';
+import { conflictOnDuplicate, iso, pageOf, sql } from '../../platform/stores/sql.ts';
 import { revokeAgents } from './agents/revocation.ts';
 import type { FleetDeps, FleetHandlers } from './deps.ts';
 import { loadClient } from './scope.ts';

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Cat } from '../../contracts/catalogue.ts';
-import type { AuditRecorder } from '../runtime/audit.ts';
-import type { Handlers } from '../runtime/serve.ts';
+import type { AuditRecorder } from '../../platform/audit.ts';
+import type { Handlers } from '../../platform/serve.ts';
 import type { AgentRevoker } from './agents/revocation.ts';
 import type { HostScopes } from './metrics/host-scopes.ts';
 

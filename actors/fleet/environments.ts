@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ENVIRONMENT_IMMUTABLE, type Environment } from '../../contracts/domains/fleet.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { refuseChanges } from '../../contracts/immutable.ts';
-import { conflictOnDuplicate, iso, pageOf, sql } from '../runtime/stores/sql.ts';
+import { conflictOnDuplicate, iso, pageOf, sql } from '../../platform/stores/sql.ts';
 import { revokeAgents } from './agents/revocation.ts';
 import type { FleetDeps, FleetHandlers } from './deps.ts';
 import { loadClient, loadEnvironment, requireOnClient, type EnvironmentRow } from './scope.ts';

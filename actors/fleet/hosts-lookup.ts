@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { ClientRef, EnvironmentRef, HostRef } from '../../contracts/domains/fleet-lookup.ts';
-import { sql } from '../runtime/stores/sql.ts';
+import { sql } from '../../platform/stores/sql.ts';
 import type { FleetHandlers } from './deps.ts';
 
 /**

@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Host } from '../../contracts/domains/fleet.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import { iso, isoOrNull, pageOf, sql } from '../runtime/stores/sql.ts';
+import { iso, isoOrNull, pageOf, sql } from '../../platform/stores/sql.ts';
 import { revokeAgents } from './agents/revocation.ts';
 import type { FleetDeps, FleetHandlers } from './deps.ts';
 import { HOST_COLUMNS, loadEnvironment, loadHost, type HostRow } from './scope.ts';
-import { pgJson } from '../runtime/stores/pg-values.ts';
+import { pgJson } from '../../platform/stores/pg-values.ts';
 
 export const hostOut = (h: HostRow): Host => ({
   id: h.id,

@@ -1,6 +1,6 @@
 import { AGENT_CONFIG_PREFIX, ConfigFetchRequest } from '../../contracts/domains/agent-telemetry.ts';
-import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
-import { AuditRecorder } from '../runtime/audit.ts';
+import type { DomainContext, DomainHandle, DomainModule } from '../../platform/domain.ts';
+import { AuditRecorder } from '../../platform/audit.ts';
 import { agentAdminHandlers } from './agents/admin.ts';
 import { agentIssuer, enrolmentHandlers } from './agents/enrolment.ts';
 import { AgentRevoker } from './agents/revocation.ts';
@@ -19,6 +19,9 @@ import { startMetricsIngest } from './metrics/ingest.ts';
 import { metricsQueryHandlers } from './metrics/query-plan.ts';
 import { metricsReadHandlers } from './metrics/reads.ts';
 import { HostScopes } from './metrics/host-scopes.ts';
+import { Tsdb } from './metrics/tsdb.ts';
+import { tsdbBases } from '../../platform/config.ts';
+import { fleetEntities } from './entities.ts';
 import { searchHandlers } from './search/handlers.ts';
 import { savedSearchHandlers } from './search/saved.ts';
 import { AgentDirectory } from './telemetry/consume.ts';
@@ -26,6 +29,7 @@ import { AgentDirectory } from './telemetry/consume.ts';
 /** Fleet: clients, environments, hosts, their agents (enrolment, telemetry, status, config) and inventory. */
 export const fleetDomain: DomainModule = {
   name: 'fleet',
+  entities: fleetEntities,
   async start(dc: DomainContext): Promise<DomainHandle> {
     const orm = await dc.stores.orm();
     const audit = new AuditRecorder(dc.nc, dc.clock);
@@ -36,6 +40,8 @@ export const fleetDomain: DomainModule = {
     await revoker.agentAccounts?.ensureServiceExports();
     const issuer = await agentIssuer(dc.config, revoker.agentAccounts);
     const hostScopes = new HostScopes();
+    // The metrics store is the fleet's: imports to the write base, queries to the read base.
+    const tsdb = new Tsdb(tsdbBases(dc.config));
     const deps: FleetDeps = { orm, audit, revoker, hostScopes };
     try {
       await dc.host.serve('fleet', 'fleet-clients', { ...clientHandlers(deps), ...environmentHandlers(deps) });
@@ -51,7 +57,7 @@ export const fleetDomain: DomainModule = {
       await dc.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
       await dc.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
       await dc.host.serve('fleet', 'fleet-metrics', {
-        ...metricsReadHandlers({ orm, tsdb: dc.stores.tsdb(), clock: dc.clock, hostScopes }),
+        ...metricsReadHandlers({ orm, tsdb, clock: dc.clock, hostScopes }),
         ...metricsQueryHandlers({ orm, queryTimeoutMs: dc.config.SVC_METRICS_QUERY_TIMEOUT_MS }),
       });
       await dc.host.serve('fleet', 'fleet-search', {
@@ -79,7 +85,7 @@ export const fleetDomain: DomainModule = {
         integrations: upsertIntegrationsOfHosts,
       };
       const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
-      const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb: dc.stores.tsdb(), log });
+      const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb, log });
       const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });
       const sweeper = startStaleSweeper(statusDeps);
       return {

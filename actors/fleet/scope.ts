@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import { requireOnClient } from '../runtime/scope.ts';
-import { sql } from '../runtime/stores/sql.ts';
+import { requireOnClient } from '../../platform/scope.ts';
+import { sql } from '../../platform/stores/sql.ts';
 
 // The generic client-scope rules live in the runtime (shared with the service desk and events); fleet code imports them here.
-export { inReach, requireOnClient } from '../runtime/scope.ts';
+export { inReach, requireOnClient } from '../../platform/scope.ts';
 
 /** A client the caller may act on with `permission` (404 / 403 as above), with `columns`; `lock` holds it for the transaction. */
 export async function loadClient<T extends { id: string } = { id: string }>(

@@ -3,9 +3,9 @@ import { z } from 'zod';
 import type { Access } from '../../contracts/context.ts';
 import { ResolvedServiceAccount, ResolvedUser } from '../../contracts/domains/access.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import type { KvReader, KvStore } from '../runtime/stores/kv.ts';
+import type { KvReader, KvStore } from '../../platform/stores/kv.ts';
 import { sha256 } from './crypto.ts';
-import type { Clock } from '../runtime/clock.ts';
+import type { Clock } from '../../platform/clock.ts';
 import { RoleEntity, ServiceAccountEntity, UserEntity } from './entities.ts';
 
 /** Access maps are cached this long; every change that affects one deletes it at once. */

@@ -1,7 +1,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '../../contracts/errors.ts';
-import type { Clock } from '../runtime/clock.ts';
-import type { KvStore } from '../runtime/stores/kv.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { KvStore } from '../../platform/stores/kv.ts';
 import { Lockout } from './lockout.ts';
 import { cancelOneTimeTokens } from './one-time-tokens.ts';
 import { checkPasswordHistory, checkPasswordPolicy, storePassword } from './password-policy.ts';

@@ -1,12 +1,12 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { AuditEntry } from '../../contracts/streams.ts';
-import { runConsumer, type ConsumerHandle } from '../runtime/jetstream.ts';
-import type { Logger } from '../runtime/logger.ts';
-import { pgJson } from '../runtime/stores/pg-values.ts';
+import { runConsumer, type ConsumerHandle } from '../../platform/jetstream.ts';
+import type { Logger } from '../../platform/logger.ts';
+import { pgJson } from '../../platform/stores/pg-values.ts';
 import { toPgArray } from './seed.ts';
 
-export { AuditRecorder, type AuditInput } from '../runtime/audit.ts';
+export { AuditRecorder, type AuditInput } from '../../platform/audit.ts';
 
 /** The audit actor: stores every recorded entry once (the entry id makes redelivery harmless). */
 export function startAuditStore(nc: NatsConnection, orm: MikroORM, log: Logger): Promise<ConsumerHandle> {

@@ -1,7 +1,7 @@
 import { requirePermission } from '../../contracts/access.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
-import type { Handler } from '../runtime/serve.ts';
-import { sql } from '../runtime/stores/sql.ts';
+import type { Handler } from '../../platform/serve.ts';
+import { sql } from '../../platform/stores/sql.ts';
 import type { IdentityDeps } from './deps.ts';
 
 /**

@@ -112,4 +112,4 @@ export class AccessTokens {
 }
 
 /** Moved to the runtime (the events domain seals webhook secrets with it too); kept importable from here. */
-export { SecretBox } from '../runtime/secret-box.ts';
+export { SecretBox } from '../../platform/secret-box.ts';

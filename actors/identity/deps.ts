@@ -1,12 +1,12 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Config } from '../runtime/config.ts';
-import type { Logger } from '../runtime/logger.ts';
-import type { KvStore } from '../runtime/stores/kv.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { KvStore } from '../../platform/stores/kv.ts';
 import type { AccessTokens, SecretBox } from './crypto.ts';
 import type { PasswordHasher } from './passwords.ts';
 
-import type { Clock } from '../runtime/clock.ts';
+import type { Clock } from '../../platform/clock.ts';
 import type { AccessResolver } from './access.ts';
 import type { AuditRecorder } from './audit.ts';
 

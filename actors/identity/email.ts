@@ -1,9 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import nodemailer from 'nodemailer';
 import { EmailSend } from '../../contracts/streams.ts';
-import type { Config } from '../runtime/config.ts';
-import { NonRetryableError, publishDurable, runConsumer, type ConsumerHandle } from '../runtime/jetstream.ts';
-import type { Logger } from '../runtime/logger.ts';
+import type { Config } from '../../platform/config.ts';
+import { NonRetryableError, publishDurable, runConsumer, type ConsumerHandle } from '../../platform/jetstream.ts';
+import type { Logger } from '../../platform/logger.ts';
 import type { IdentityDeps } from './deps.ts';
 
 /**

@@ -1,5 +1,6 @@
-import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
-import { requireSecrets } from '../runtime/config.ts';
+import type { DomainContext, DomainHandle, DomainModule } from '../../platform/domain.ts';
+import { requireSecrets } from '../../platform/config.ts';
+import { identityEntities } from './entities.ts';
 import { AccessResolver } from './access.ts';
 import { AuditRecorder, startAuditStore } from './audit.ts';
 import { clientRemovedHandler } from './client-removed.ts';
@@ -39,6 +40,7 @@ export async function identityDeps(dc: DomainContext): Promise<IdentityDeps> {
 /** Identity and access: session, access resolver, admin and audit actors. */
 export const identityDomain: DomainModule = {
   name: 'identity',
+  entities: identityEntities,
   async start(dc: DomainContext): Promise<DomainHandle> {
     const deps = await identityDeps(dc);
     await seedIdentity(deps);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { DomainError } from '../../contracts/errors.ts';
-import type { Clock } from '../runtime/clock.ts';
-import type { KvStore } from '../runtime/stores/kv.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { KvStore } from '../../platform/stores/kv.ts';
 
 const MINUTE = 60_000;
 

@@ -1,7 +1,7 @@
 import type { UserName } from '../../contracts/domains/identity-lookup.ts';
-import type { Handlers } from '../runtime/serve.ts';
+import type { Handlers } from '../../platform/serve.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
-import { sql } from '../runtime/stores/sql.ts';
+import { sql } from '../../platform/stores/sql.ts';
 import type { IdentityDeps } from './deps.ts';
 
 /** Display names for other domains (contracts/domains/identity-lookup.ts): ids in, what exists out. */

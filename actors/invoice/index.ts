@@ -1,6 +1,7 @@
-import { migrateAnalytics } from '../../migrations/analytics/runner.ts';
-import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
-import { refuseSecondEmbeddedInstance, usesEmbeddedAnalytics } from '../runtime/stores/analytics-owner.ts';
+import { migrateAnalytics } from './analytics/migrations/runner.ts';
+import type { DomainContext, DomainHandle, DomainModule } from '../../platform/domain.ts';
+import { analyticsStore } from './analytics/open.ts';
+import { refuseSecondEmbeddedInstance, usesEmbeddedAnalytics } from './analytics/owner.ts';
 import { accountingHandlers } from './accounting/handlers.ts';
 import { startAccountingWorker } from './accounting/worker.ts';
 import { startIngestConsumer } from './analytics/ingest.ts';
@@ -18,7 +19,7 @@ export const invoiceDomain: DomainModule = {
   async start(dc: DomainContext): Promise<DomainHandle> {
     // chDB lives in one process: a second invoice instance would split or lock the data, so it is refused before opening.
     if (usesEmbeddedAnalytics(dc.config)) await refuseSecondEmbeddedInstance(dc.nc, HEALTH_ACTOR, 'svc.invoice.health');
-    const analytics = await dc.stores.analytics();
+    const analytics = await analyticsStore(dc.stores, dc.config);
     // Only this process can open chDB while the system runs, so its DDL is applied here (`npm run migrate` skips it).
     if (analytics.kind === 'chdb') await migrateAnalytics(analytics, dc.log);
     await dc.host.serve('invoice', HEALTH_ACTOR, {

@@ -3,17 +3,17 @@ import { requirePermission } from '../../contracts/access.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import type { AuditRecorder } from '../runtime/audit.ts';
-import type { Clock } from '../runtime/clock.ts';
-import type { Config } from '../runtime/config.ts';
-import type { Logger } from '../runtime/logger.ts';
-import type { Handlers } from '../runtime/serve.ts';
-import type { KvStore } from '../runtime/stores/kv.ts';
+import type { AuditRecorder } from '../../platform/audit.ts';
+import type { Clock } from '../../platform/clock.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { Handlers } from '../../platform/serve.ts';
+import type { KvStore } from '../../platform/stores/kv.ts';
 import type { ReadMemo } from './reads/memo.ts';
 import type { SyncEngine } from './sync/engine.ts';
 import type { TrackerApi } from './tracker/api.ts';
 import type { SiteCatalog } from './tracker/site.ts';
-import type { UploadStore } from '../runtime/stores/uploads.ts';
+import type { UploadStore } from './uploads/store.ts';
 
 /** What the service desk's actors share. Built once per process by actors/servicedesk/index.ts. */
 export interface SdDeps {

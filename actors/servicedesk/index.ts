@@ -1,7 +1,7 @@
 import { requirePermission } from '../../contracts/access.ts';
-import type { DomainContext, DomainHandle, DomainModule } from '../domain.ts';
-import { AuditRecorder } from '../runtime/audit.ts';
-import { UploadStore } from '../runtime/stores/uploads.ts';
+import type { DomainContext, DomainHandle, DomainModule } from '../../platform/domain.ts';
+import { AuditRecorder } from '../../platform/audit.ts';
+import { UploadStore } from './uploads/store.ts';
 import { missingSettings, notConfigured, whenConfigured, type SdDeps, type SdHandlers } from './deps.ts';
 import { mappingHandlers } from './mappings.ts';
 import { attachmentHandlers } from './proxy/attachments.ts';

@@ -2,8 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { clientsWith, hasPermission, requirePermission } from '../../contracts/access.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
-import { inReach, requireOnClient } from '../runtime/scope.ts';
-import { sql } from '../runtime/stores/sql.ts';
+import { inReach, requireOnClient } from '../../platform/scope.ts';
+import { sql } from '../../platform/stores/sql.ts';
 
 /**
  * Who sees which requests. A mapping ties a client to a tracker organization; within it the client sees the requests

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from '../../actors/runtime/logger.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { errMessage } from '../connection.ts';
 import { EnrollError, enrollAgent } from '../enroll.ts';
 import { startAgent, type AgentStats, type RunningAgent, type StartAgentOptions } from '../runner.ts';

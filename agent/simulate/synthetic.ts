@@ -20,7 +20,7 @@ import type {
   WatchFilesConfig,
 } from '../../contracts/domains/agent-telemetry.ts';
 import type { Collector, FileWatcher, OnFileChanges } from '../collect/types.ts';
-import { seededRandom } from '../../actors/runtime/seeded-random.ts';
+import { seededRandom } from '../../platform/seeded-random.ts';
 
 /**
  * A made-up host for the simulator and tests: realistic payload sizes (~300 processes, ~1,500 packages, ~50 metric

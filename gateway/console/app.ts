@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { Config } from '../../actors/runtime/config.ts';
-import type { Logger } from '../../actors/runtime/logger.ts';
-import type { LazyNats } from '../../actors/runtime/nats.ts';
-import { UploadStore } from '../../actors/runtime/stores/uploads.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { LazyNats } from '../../platform/nats.ts';
+import { UploadStore } from '../../actors/servicedesk/mod.ts';
 import { createGatewayApp, type GatewayApp } from '../shared/app.ts';
 import type { GatewayDeps } from '../shared/bridge.ts';
 import { keepErrorBody } from '../shared/errors.ts';

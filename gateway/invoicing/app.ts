@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { Config } from '../../actors/runtime/config.ts';
-import type { Logger } from '../../actors/runtime/logger.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { createGatewayApp, type GatewayApp } from '../shared/app.ts';

@@ -13,9 +13,9 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Registry, Counter, Histogram, collectDefaultMetrics } from 'prom-client';
-import type { Config } from '../../actors/runtime/config.ts';
-import type { Logger } from '../../actors/runtime/logger.ts';
-import { runtimeMetrics } from '../../actors/runtime/metrics.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Logger } from '../../platform/logger.ts';
+import { runtimeMetrics } from '../../platform/metrics.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { BrokerBreaker } from './broker-breaker.ts';
 import {

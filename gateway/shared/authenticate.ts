@@ -1,7 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import { liveKey, type AccessCache } from '../../actors/identity/access.ts';
-import type { AccessTokens } from '../../actors/identity/crypto.ts';
-import type { Caller } from '../../actors/runtime/call.ts';
+import { liveKey, type AccessCache, type AccessTokens } from '../../actors/identity/mod.ts';
+import type { Caller } from '../../platform/call.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
 import { anonymousContext, type CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { Caller } from '../../actors/runtime/call.ts';
-import { MemoryKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
+import type { Caller } from '../../platform/call.ts';
+import { MemoryKv, type KvStore } from '../../platform/stores/kv.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
 import { anonymousContext, type CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from '../../actors/runtime/logger.ts';
+import type { Logger } from '../../platform/logger.ts';
 import { DomainError } from '../../contracts/errors.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { KvStore } from '../../actors/runtime/stores/kv.ts';
+import type { KvStore } from '../../platform/stores/kv.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { HttpError, statusOf, type ApiError, type ApiErrorCode } from './errors.ts';

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { KvStore } from '../../actors/runtime/stores/kv.ts';
+import type { KvStore } from '../../platform/stores/kv.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { RateClass } from './bridge.ts';
 

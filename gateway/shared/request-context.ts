@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { continueTrace, formatTraceparent, type TraceContext } from '../../actors/runtime/trace.ts';
+import { continueTrace, formatTraceparent, type TraceContext } from '../../platform/trace.ts';
 
 /**
  * Per-request facts every part of a gateway agrees on: the deadline (set when a bridged route is entered, so the

@@ -1,5 +1,5 @@
 import type { AnalyticsBatchIn } from '../../contracts/domains/invoice-ingest.ts';
-import { seededRandom } from '../../actors/runtime/seeded-random.ts';
+import { seededRandom } from '../../platform/seeded-random.ts';
 
 /**
  * The demo data set of `npm run seed:demo`: deterministic (a fixed PRNG seed), so a second run produces the same

@@ -3,11 +3,11 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { INGEST_DURABLE, INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
-import { loadConfig } from '../../actors/runtime/config.ts';
-import { publishDurable } from '../../actors/runtime/jetstream.ts';
-import { createLogger, type Logger } from '../../actors/runtime/logger.ts';
-import { namespace, setNamespace, wireDurableName } from '../../actors/runtime/namespace.ts';
-import { countServingInstances } from '../../actors/runtime/stores/analytics-owner.ts';
+import { loadConfig } from '../../platform/config.ts';
+import { publishDurable } from '../../platform/jetstream.ts';
+import { createLogger, type Logger } from '../../platform/logger.ts';
+import { namespace, setNamespace, wireDurableName } from '../../platform/namespace.ts';
+import { countServingInstances } from '../../actors/invoice/analytics/owner.ts';
 import { demoBatches, type DemoOptions } from './demo-data.ts';
 
 /**
@@ -77,7 +77,7 @@ async function main(): Promise<number> {
   const log = createLogger(config.SVC_LOG_LEVEL, 'seed-demo');
   // Imported here so a test importing seedDemo does not load the whole system.
   const { startSystem } = await import('../../main.ts');
-  const { LazyNats } = await import('../../actors/runtime/nats.ts');
+  const { LazyNats } = await import('../../platform/nats.ts');
   const nats = new LazyNats(
     config.SVC_NATS_URL,
     `seed-demo-${process.pid}`,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TelemetryKind } from '../../contracts/domains/agent-telemetry.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { createLogger } from '../../platform/logger.ts';
 import {
   Outbox,
   interpretPubAck,

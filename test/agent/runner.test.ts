@@ -19,10 +19,10 @@ import {
   type WatchFilesConfig,
 } from '../../contracts/domains/agent-telemetry.ts';
 import { streams, allStreams } from '../../contracts/streams.ts';
-import { BrokerIssuer } from '../../actors/runtime/broker/issuer.ts';
-import { ensureStreams } from '../../actors/runtime/jetstream.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
+import { BrokerIssuer } from '../../platform/broker/issuer.ts';
+import { ensureStreams } from '../../platform/jetstream.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { connectNats } from '../../platform/nats.ts';
 import { startAgent, type RunningAgent, type StartAgentOptions } from '../../agent/runner.ts';
 import { createSyntheticCollector } from '../../agent/simulate/synthetic.ts';
 import { statePaths, writeAgentState, writeBrokerCa, writeCredsFile, writeWatchConfig } from '../../agent/state.ts';

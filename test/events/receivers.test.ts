@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishDurable } from '../../actors/runtime/jetstream.ts';
-import { SecretBox } from '../../actors/runtime/secret-box.ts';
+import { publishDurable } from '../../platform/jetstream.ts';
+import { SecretBox } from '../../platform/secret-box.ts';
 import { api, expectStatus, userWith, waitForAudit } from '../identity/admin-support.ts';
 import { createClient } from '../support/identity.ts';
 import { renderGoTemplate } from '../support/go-template.ts';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollAgent, startAgent, type RunningAgent } from '../../agent/index.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { api, expectStatus, userWith } from '../identity/admin-support.ts';
 import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';

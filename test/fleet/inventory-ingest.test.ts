@@ -1,7 +1,7 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INVENTORY_DURABLE } from '../../actors/fleet/inventory/ingest.ts';
-import { wireDurableName } from '../../actors/runtime/namespace.ts';
+import { wireDurableName } from '../../platform/namespace.ts';
 import { DlqHeaders, dlqSubjectFor } from '../../contracts/streams.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 import {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { INVENTORY_DURABLE } from '../../actors/fleet/inventory/ingest.ts';
 import { storeSnapshot, type SnapshotOutcome } from '../../actors/fleet/inventory/snapshot-store.ts';
-import { wireDurableName } from '../../actors/runtime/namespace.ts';
+import { wireDurableName } from '../../platform/namespace.ts';
 import { InventorySnapshot, type InventorySnapshotIn } from '../../contracts/domains/agent-telemetry.ts';
 import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';

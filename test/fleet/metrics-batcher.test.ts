@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ImportBatcher, type ImportBatcherOptions } from '../../actors/fleet/metrics/batcher.ts';
 import { batchToSeries, isTsdbRefusal } from '../../actors/fleet/metrics/ingest.ts';
-import { TsdbError, type ImportSeries } from '../../actors/runtime/stores/tsdb.ts';
+import { TsdbError, type ImportSeries } from '../../actors/fleet/metrics/tsdb.ts';
 import { MetricBatch } from '../../contracts/domains/agent-telemetry.ts';
-import { seededRandom } from '../../actors/runtime/seeded-random.ts';
+import { seededRandom } from '../../platform/seeded-random.ts';
 
 const row = (name: string, n = 1): ImportSeries => ({
   metric: { __name__: name },

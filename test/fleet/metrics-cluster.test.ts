@@ -2,10 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tsdbBases } from '../../actors/runtime/config.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { Stores } from '../../actors/runtime/stores/index.ts';
-import { Tsdb, type PromMatrix, type PromVector } from '../../actors/runtime/stores/tsdb.ts';
+import { tsdbBases } from '../../platform/config.ts';
+import { Tsdb, type PromMatrix, type PromVector } from '../../actors/fleet/metrics/tsdb.ts';
 import { api, expectStatus, startAdminSystem, userWith } from '../identity/admin-support.ts';
 import { testConfig } from '../support/env.ts';
 import type { TestSystem } from '../support/system.ts';
@@ -148,7 +146,7 @@ describe('the TSDB bases (tsdbBases)', () => {
   it("with only SVC_TSDB_URL set, the services' store writes, reads and checks health there, under its path", async () => {
     // A single-node server behind a path (vmauth, say): every call goes under it, as before the cluster form.
     const single = await startClusterProxy(SINGLE, ['/vm']);
-    const store = new Stores(testConfig({ SVC_TSDB_URL: `${single.url}/vm` }), createLogger('silent')).tsdb();
+    const store = new Tsdb(tsdbBases(testConfig({ SVC_TSDB_URL: `${single.url}/vm` })));
     const name = `svc_single_probe_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
     const t = Math.floor((Date.now() - 3_600_000) / 60_000) * 60_000;
     try {
@@ -182,15 +180,16 @@ describe('the store against a cluster (vminsert and vmselect bases)', () => {
   let store: Tsdb;
 
   beforeAll(() => {
-    // Through the services' own Stores, with credentials in both URLs (Basic authorization, each its own).
-    store = new Stores(
-      testConfig({
-        SVC_TSDB_URL: 'http://127.0.0.1:1',
-        SVC_TSDB_WRITE_URL: `http://vm%20writer:w%401@${vminsert.url.slice('http://'.length)}${INSERT}`,
-        SVC_TSDB_READ_URL: `http://vm%20reader:r%402@${vmselect.url.slice('http://'.length)}${SELECT}/`,
-      }),
-      createLogger('silent'),
-    ).tsdb();
+    // Through the fleet's own configuration, with credentials in both URLs (Basic authorization, each its own).
+    store = new Tsdb(
+      tsdbBases(
+        testConfig({
+          SVC_TSDB_URL: 'http://127.0.0.1:1',
+          SVC_TSDB_WRITE_URL: `http://vm%20writer:w%401@${vminsert.url.slice('http://'.length)}${INSERT}`,
+          SVC_TSDB_READ_URL: `http://vm%20reader:r%402@${vmselect.url.slice('http://'.length)}${SELECT}/`,
+        }),
+      ),
+    );
     forget();
   });
 

@@ -6,9 +6,9 @@ import { labelsKeyOf, parseLabelsKey } from '../../actors/fleet/metrics/labels-k
 import { guardQuery } from '../../actors/fleet/metrics/promql-guard.ts';
 import { parsePromQL } from '../../actors/fleet/metrics/promql-parse.ts';
 import { stepSeconds } from '../../actors/fleet/metrics/query-plan.ts';
-import { isoUtc } from '../../actors/runtime/iso-time.ts';
-import { TsdbError } from '../../actors/runtime/stores/tsdb.ts';
-import { tsdbFailure } from '../../actors/runtime/stores/tsdb-errors.ts';
+import { isoUtc } from '../../platform/iso-time.ts';
+import { TsdbError } from '../../actors/fleet/metrics/tsdb.ts';
+import { tsdbFailure } from '../../actors/fleet/metrics/tsdb-errors.ts';
 
 /** A tree with each metric name as its `__name__` matcher, as the canonical text writes it. */
 const sameTree = (tree: unknown): unknown =>

@@ -8,7 +8,7 @@ import { createClient } from '../support/identity.ts';
 import type { TestSystem } from '../support/system.ts';
 import { startAdminSystem, userWith } from '../identity/admin-support.ts';
 import { FLEET_A, insertFleet } from './search-fixtures.ts';
-import { seededRandom } from '../../actors/runtime/seeded-random.ts';
+import { seededRandom } from '../../platform/seeded-random.ts';
 
 /**
  * Thousands of random and mutated queries: the parser answers every one with a tree or a PqlError, and validate, count

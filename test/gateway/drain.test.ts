@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
 import { parseResponses } from './raw-http.ts';
 

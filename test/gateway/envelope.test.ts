@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
 import { rawRequest, type RawResponse } from './raw-http.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { openValkeyKv } from '../../actors/runtime/stores/kv.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { openValkeyKv } from '../../platform/stores/kv.ts';
 import { createUser, tokenFor } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 

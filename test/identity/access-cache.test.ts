@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AccessResolver } from '../../actors/identity/access.ts';
-import type { NearCache } from '../../actors/runtime/stores/kv-near-cache.ts';
+import type { NearCache } from '../../platform/stores/kv-near-cache.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { roleIdByName } from '../../actors/identity/permissions.ts';
 import { assignRole, createClient, createUser, tokenFor } from '../support/identity.ts';

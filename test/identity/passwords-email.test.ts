@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSender, ehloName, emailTransportKind, sendInvitation } from '../../actors/identity/email.ts';
 import { RESET_MAILS_PER_HOUR } from '../../actors/identity/session/passwords.ts';
 import { createOneTimeToken } from '../../actors/identity/one-time-tokens.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { createUser, login, tokenFor } from '../support/identity.ts';
 import { errorOf, startTestSystem, type TestSystem } from '../support/system.ts';
 

@@ -2,7 +2,7 @@ import * as oidc from 'openid-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OidcProvider } from '../../actors/identity/sso/provider.ts';
 import { chooseTokenAuthMethod, type TokenAuthMethod } from '../../actors/identity/sso/token-auth.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { startOidcProvider, walkProvider, type TestOidcProvider } from '../support/oidc-provider.ts';
 
 const CLIENT_ID = 'console-token-auth-test';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
-import { publishDurable } from '../../actors/runtime/jetstream.ts';
+import { publishDurable } from '../../platform/jetstream.ts';
 import { waitForIngest } from '../../scripts/seed/seed-demo.ts';
 import { errorOf } from '../support/system.ts';
 import { pdfText } from './pdf-text.ts';

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { INGEST_DURABLE, INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
-import { wireDurableName, wireDurableSubject } from '../../actors/runtime/namespace.ts';
+import { wireDurableName, wireDurableSubject } from '../../platform/namespace.ts';
 import { DlqHeaders, dlqSubjectFor } from '../../contracts/streams.ts';
-import { publishDurable } from '../../actors/runtime/jetstream.ts';
-import type { AnalyticsStore } from '../../actors/runtime/stores/analytics.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { publishDurable } from '../../platform/jetstream.ts';
+import type { AnalyticsStore } from '../../actors/invoice/analytics/store.ts';
+import { analyticsStore } from '../../actors/invoice/mod.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { demoBatches } from '../../scripts/seed/demo-data.ts';
 import { seedDemo, waitForIngest } from '../../scripts/seed/seed-demo.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
@@ -16,7 +17,7 @@ const log = createLogger('silent');
 
 beforeAll(async () => {
   sys = await startTestSystem({ SVC_ACTORS: 'invoice', SVC_GATEWAYS: 'none' });
-  store = await sys.stores.analytics();
+  store = await analyticsStore(sys.stores, sys.config);
 });
 afterAll(() => sys?.stop());
 

@@ -4,7 +4,7 @@ import type { Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finalize } from '../../actors/invoice/lifecycle/finalize.ts';
 import { PdfRenderer } from '../../actors/invoice/pdf/browser.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { pdfText } from './pdf-text.ts';
 import { data, expectStatus, useInvoiceFixture, type Json } from './support.ts';
 

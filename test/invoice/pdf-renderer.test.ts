@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PdfRenderer, runsAsRoot, type PdfRendererOptions } from '../../actors/invoice/pdf/browser.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
+import { createLogger } from '../../platform/logger.ts';
 import { capturingLogger, type LogLine } from '../support/log-capture.ts';
 import { pdfText } from './pdf-text.ts';
 

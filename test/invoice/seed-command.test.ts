@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openChdbAnalytics } from '../../actors/runtime/stores/analytics.ts';
+import { openChdbAnalytics } from '../../actors/invoice/analytics/store.ts';
 import { brokerEnv, testConfig } from '../support/env.ts';
 
 // A namespace where no invoice domain serves, and a chDB directory of its own: the command must run the domain itself.

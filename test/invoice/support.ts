@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
-import { publishDurable } from '../../actors/runtime/jetstream.ts';
+import { publishDurable } from '../../platform/jetstream.ts';
 import { waitForIngest } from '../../scripts/seed/seed-demo.ts';
 import { createUser, tokenFor } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';

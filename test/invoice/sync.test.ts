@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backoffDelay, nextDelay, parseRetryAfter } from '../../actors/invoice/accounting/retry.ts';
 import { SYNC_DURABLE } from '../../actors/invoice/accounting/worker.ts';
-import { wireDurableName } from '../../actors/runtime/namespace.ts';
+import { wireDurableName } from '../../platform/namespace.ts';
 import { DlqHeaders, dlqSubjectFor } from '../../contracts/streams.ts';
 import { errorOf, type TestSystem } from '../support/system.ts';
 import { caller, data, expectStatus, startInvoiceFixture, type InvoiceFixture, type Json } from './support.ts';

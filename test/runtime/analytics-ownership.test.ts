@@ -4,8 +4,9 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { Stores } from '../../actors/runtime/stores/index.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { Stores } from '../../platform/stores/index.ts';
+import { analyticsStore } from '../../actors/invoice/mod.ts';
 import { brokerEnv, testConfig } from '../support/env.ts';
 import { freePort, waitFor } from '../support/processes.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
@@ -50,7 +51,7 @@ describe('embedded analytics store (chDB) ownership', () => {
     sys = await startTestSystem();
     // The invoice domain applied the analytics DDL itself when it started.
     const applied = await (
-      await sys.stores.analytics()
+      await analyticsStore(sys.stores, sys.config)
     ).query<{ id: string }>('SELECT id FROM schema_migrations FINAL');
     expect(applied.map((r) => r.id)).toContain('0001_schema_migrations');
   });
@@ -62,7 +63,9 @@ describe('embedded analytics store (chDB) ownership', () => {
   it('refuses chDB to a process that does not run the invoice domain', async () => {
     const stores = new Stores(testConfig({ SVC_ACTORS: 'identity,fleet' }), log);
     try {
-      await expect(stores.analytics()).rejects.toThrow(/only by the process that runs the invoice domain/);
+      await expect(analyticsStore(stores, testConfig({ SVC_ACTORS: 'identity,fleet' }))).rejects.toThrow(
+        /only by the process that runs the invoice domain/,
+      );
     } finally {
       await stores.close();
     }

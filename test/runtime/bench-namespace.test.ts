@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { namespace, setNamespace, wireRequestSubject } from '../../actors/runtime/namespace.ts';
+import { namespace, setNamespace, wireRequestSubject } from '../../platform/namespace.ts';
 import { useBenchNamespace } from '../../bench/namespace.ts';
 
 /**

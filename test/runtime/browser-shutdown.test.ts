@@ -1,3 +1,4 @@
+import { allEntities } from '../../actors/index.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -6,11 +7,11 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
-import { systemClock } from '../../actors/runtime/clock.ts';
-import { publishDurable } from '../../actors/runtime/jetstream.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
-import { Stores } from '../../actors/runtime/stores/index.ts';
+import { systemClock } from '../../platform/clock.ts';
+import { publishDurable } from '../../platform/jetstream.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { connectNats } from '../../platform/nats.ts';
+import { Stores } from '../../platform/stores/index.ts';
 import { waitForIngest } from '../../scripts/seed/seed-demo.ts';
 import { brokerEnv, testConfig } from '../support/env.ts';
 import { createUser, tokenFor } from '../support/identity.ts';
@@ -79,7 +80,7 @@ describe('the PDF renderer after a busy run and a SIGTERM to the process group',
 
   beforeAll(async () => {
     nc = await connectNats(base.SVC_NATS_URL, 'browser-shutdown-test', log, base.SVC_NATS_CREDS, base.SVC_NATS_CA);
-    stores = new Stores(base, log, {});
+    stores = new Stores(base, log, { entities: allEntities });
     analytics = mkdtempSync(join(tmpdir(), 'svc-analytics-'));
   });
   afterEach(() => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { selectDomains } from '../../actors/index.ts';
-import { ConfigError, loadConfig, requireSecrets, unknownVariables } from '../../actors/runtime/config.ts';
+import { ConfigError, loadConfig, requireSecrets, unknownVariables } from '../../platform/config.ts';
 
 describe('configuration', () => {
   it('requires SVC_DB_URL and names it', () => {

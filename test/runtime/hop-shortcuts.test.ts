@@ -1,9 +1,9 @@
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { sendTwice } from '../../actors/runtime/call.ts';
-import { RequestDeadline } from '../../actors/runtime/deadline.ts';
-import { readRequestHeaders, RequestHeaders } from '../../actors/runtime/request-headers.ts';
-import { ContextSigner, SignatureHeaders } from '../../actors/runtime/signing.ts';
+import { sendTwice } from '../../platform/call.ts';
+import { RequestDeadline } from '../../platform/deadline.ts';
+import { readRequestHeaders, RequestHeaders } from '../../platform/request-headers.ts';
+import { ContextSigner, SignatureHeaders } from '../../platform/signing.ts';
 import { Headers } from '../../contracts/envelope.ts';
 
 /** The per-request savings of the NATS hop (docs/benchmarks.md, hop) keep the behaviour they replaced. */

@@ -15,9 +15,9 @@ import {
   runConsumer,
   type ConsumerHandle,
   type RunConsumerOptions,
-} from '../../actors/runtime/jetstream.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
+} from '../../platform/jetstream.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { connectNats } from '../../platform/nats.ts';
 import {
   agentOfTelemetrySubject,
   allStreams,
@@ -28,7 +28,7 @@ import {
   telemetryFilter,
   telemetrySubject,
 } from '../../contracts/streams.ts';
-import { setNamespace } from '../../actors/runtime/namespace.ts';
+import { setNamespace } from '../../platform/namespace.ts';
 import { sleep, waitFor, freePort, startNatsServer, stopProcess } from '../support/processes.ts';
 import { NATS_ADMIN_CREDS, NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 

@@ -1,9 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Lease } from '../../actors/runtime/lease.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
+import { Lease } from '../../platform/lease.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { connectNats } from '../../platform/nats.ts';
 import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { publishEvent } from '../../actors/runtime/jetstream.ts';
+import { publishEvent } from '../../platform/jetstream.ts';
 import { createUser, tokenFor } from '../support/identity.ts';
 import { capturingServiceLogger, repeatedTopLevelKeys } from '../support/log-capture.ts';
 import { startTestSystem } from '../support/system.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MicroBatcher } from '../../actors/runtime/micro-batch.ts';
+import { MicroBatcher } from '../../platform/micro-batch.ts';
 
 describe('MicroBatcher', () => {
   it('gathers concurrent adds into one write and hands each caller its own result', async () => {

@@ -1,8 +1,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { connectNats } from '../../platform/nats.ts';
 import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 
 /** batchWrites (nats.ts): one write per event-loop turn, in order, and nothing lost when the connection closes. */

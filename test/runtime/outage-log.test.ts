@@ -1,9 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Caller } from '../../actors/runtime/call.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
-import { ActorHost } from '../../actors/runtime/serve.ts';
+import { Caller } from '../../platform/call.ts';
+import { connectNats } from '../../platform/nats.ts';
+import { ActorHost } from '../../platform/serve.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
 import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';

@@ -1,9 +1,9 @@
 import { NoRespondersError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
-import { ConnectionGoneError, RequestMux } from '../../actors/runtime/request-mux.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { connectNats } from '../../platform/nats.ts';
+import { ConnectionGoneError, RequestMux } from '../../platform/request-mux.ts';
 import { sleep } from '../support/processes.ts';
 import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 

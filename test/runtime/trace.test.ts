@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { continueTrace, formatTraceparent, newTrace, parseTraceparent } from '../../actors/runtime/trace.ts';
+import { continueTrace, formatTraceparent, newTrace, parseTraceparent } from '../../platform/trace.ts';
 
 describe('W3C traceparent', () => {
   const valid = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';

@@ -1,8 +1,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { Caller } from '../../actors/runtime/call.ts';
-import { publishEvent } from '../../actors/runtime/jetstream.ts';
-import type { ActorHost } from '../../actors/runtime/serve.ts';
+import type { Caller } from '../../platform/call.ts';
+import { publishEvent } from '../../platform/jetstream.ts';
+import type { ActorHost } from '../../platform/serve.ts';
 import type { Cat } from '../../contracts/catalogue.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import type { ResolvedUser } from '../../contracts/domains/access.ts';

@@ -16,21 +16,15 @@ import { SignJWT } from 'jose';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BrokerIssuer, BrokerRevoker, seedFromFile } from '../../actors/runtime/broker/issuer.ts';
-import { agentInboxPrefix, servicePermissions, toolInboxPrefix } from '../../actors/runtime/broker/permissions.ts';
-import {
-  ensureTrust,
-  newUserCreds,
-  permissionsOf,
-  samePermissions,
-  subjectOf,
-} from '../../actors/runtime/broker/trust.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { agentRepliesRefused } from '../../actors/runtime/metrics.ts';
-import { ActorHost } from '../../actors/runtime/serve.ts';
-import { wireRequestSubject } from '../../actors/runtime/namespace.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
-import { ContextSigner, SignatureHeaders } from '../../actors/runtime/signing.ts';
+import { BrokerIssuer, BrokerRevoker, seedFromFile } from '../../platform/broker/issuer.ts';
+import { agentInboxPrefix, servicePermissions, toolInboxPrefix } from '../../platform/broker/permissions.ts';
+import { ensureTrust, newUserCreds, permissionsOf, samePermissions, subjectOf } from '../../platform/broker/trust.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { agentRepliesRefused } from '../../platform/metrics.ts';
+import { ActorHost } from '../../platform/serve.ts';
+import { wireRequestSubject } from '../../platform/namespace.ts';
+import { connectNats } from '../../platform/nats.ts';
+import { ContextSigner, SignatureHeaders } from '../../platform/signing.ts';
 import { Headers } from '../../contracts/envelope.ts';
 import type { LiveAgent } from '../fleet/admin-fixtures.ts';
 import { issueAgentCredentials } from '../support/agent-accounts.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { openValkeyKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { openValkeyKv, type KvStore } from '../../platform/stores/kv.ts';
 import { TokenBucket } from '../../actors/servicedesk/tracker/bucket.ts';
 import { TrackerClient } from '../../actors/servicedesk/tracker/client.ts';
 import { expectStatus } from '../identity/admin-support.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KvStore } from '../../actors/runtime/stores/kv.ts';
+import type { KvStore } from '../../platform/stores/kv.ts';
 import { expectStatus, userWith } from '../identity/admin-support.ts';
 import { capturingLogger } from '../support/log-capture.ts';
 import { SiteCatalog } from '../../actors/servicedesk/tracker/site.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../actors/runtime/config.ts';
+import { loadConfig } from '../../platform/config.ts';
 import { pickSlas } from '../../actors/servicedesk/sync/normalize.ts';
 import type { SlaDto, TrackerField } from '../../actors/servicedesk/tracker/api.ts';
 import { chooseFields, jqlField } from '../../actors/servicedesk/tracker/site.ts';

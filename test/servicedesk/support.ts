@@ -1,8 +1,8 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import type { Logger } from '../../actors/runtime/logger.ts';
-import { openValkeyKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
+import type { Logger } from '../../platform/logger.ts';
+import { openValkeyKv, type KvStore } from '../../platform/stores/kv.ts';
 import { SyncEngine } from '../../actors/servicedesk/sync/engine.ts';
 import { TrackerApi } from '../../actors/servicedesk/tracker/api.ts';
 import { TokenBucket } from '../../actors/servicedesk/tracker/bucket.ts';

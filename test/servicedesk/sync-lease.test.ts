@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import type { KvStore } from '../../actors/runtime/stores/kv.ts';
+import { createLogger } from '../../platform/logger.ts';
+import type { KvStore } from '../../platform/stores/kv.ts';
 import type { SyncEngine } from '../../actors/servicedesk/sync/engine.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
 import { TrackerPeer } from '../support/tracker-peer.ts';

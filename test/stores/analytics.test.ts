@@ -10,9 +10,9 @@ import {
   openClickHouseAnalytics,
   type AnalyticsStore,
   type ClickHouseAnalyticsOptions,
-} from '../../actors/runtime/stores/analytics.ts';
-import { migrateAnalytics } from '../../migrations/analytics/runner.ts';
-import { analyticsMigrations } from '../../migrations/analytics/index.ts';
+} from '../../actors/invoice/analytics/store.ts';
+import { migrateAnalytics } from '../../actors/invoice/analytics/migrations/runner.ts';
+import { analyticsMigrations } from '../../actors/invoice/analytics/migrations/index.ts';
 
 // A private chDB directory: libchdb allows one data directory per process, and this file must not touch the one
 // other test files use.

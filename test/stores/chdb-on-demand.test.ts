@@ -24,7 +24,7 @@ describe('chDB loaded on demand', () => {
   it('is not in a process that imports every domain, both gateways and the stores but opens no embedded store', () => {
     expect(
       loadsChdb(
-        `await import('./main.ts'); await import('./actors/index.ts'); await import('./actors/runtime/stores/analytics.ts');`,
+        `await import('./main.ts'); await import('./actors/index.ts'); await import('./actors/invoice/analytics/store.ts');`,
       ),
     ).toBe(false);
   });
@@ -32,7 +32,7 @@ describe('chDB loaded on demand', () => {
   it('is loaded once the embedded store is opened', () => {
     expect(
       loadsChdb(
-        `const { mkdtempSync } = await import('node:fs');\nconst { openAnalytics } = await import('./actors/runtime/stores/analytics.ts');\nconst store = await openAnalytics({ SVC_ANALYTICS_PATH: mkdtempSync('/tmp/chdb-on-demand-') });\nawait store.close();`,
+        `const { mkdtempSync } = await import('node:fs');\nconst { openAnalytics } = await import('./actors/invoice/analytics/store.ts');\nconst store = await openAnalytics({ SVC_ANALYTICS_PATH: mkdtempSync('/tmp/chdb-on-demand-') });\nawait store.close();`,
       ),
     ).toBe(true);
   });

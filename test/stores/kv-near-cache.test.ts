@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { openNearCache, type NearCache } from '../../actors/runtime/stores/kv-near-cache.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { openNearCache, type NearCache } from '../../platform/stores/kv-near-cache.ts';
 import { testConfig } from '../support/env.ts';
 import { capturingLogger } from '../support/log-capture.ts';
 

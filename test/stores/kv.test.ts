@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { MemoryKv, openKv, type KvStore } from '../../actors/runtime/stores/kv.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { MemoryKv, openKv, type KvStore } from '../../platform/stores/kv.ts';
 import { testConfig } from '../support/env.ts';
 import { capturingLogger } from '../support/log-capture.ts';
 

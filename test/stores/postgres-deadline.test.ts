@@ -4,10 +4,10 @@ import { connect, createServer, type AddressInfo, type Server, type Socket } fro
 import type { Pool } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Caller } from '../../actors/runtime/call.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
-import { ActorHost } from '../../actors/runtime/serve.ts';
-import { openOrm, type MikroORM } from '../../actors/runtime/stores/postgres.ts';
+import { Caller } from '../../platform/call.ts';
+import { connectNats } from '../../platform/nats.ts';
+import { ActorHost } from '../../platform/serve.ts';
+import { openOrm, type MikroORM } from '../../platform/stores/postgres.ts';
 import { anonymousContext } from '../../contracts/context.ts';
 import { subjects } from '../../contracts/subject.ts';
 import { NATS_CA, NATS_CREDS, testConfig, testSigner } from '../support/env.ts';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runWithDeadline } from '../../actors/runtime/deadline.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { toReplyError } from '../../actors/runtime/serve.ts';
-import { openOrm, TRANSACTION_ATTEMPTS, type MikroORM } from '../../actors/runtime/stores/postgres.ts';
+import { runWithDeadline } from '../../platform/deadline.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { toReplyError } from '../../platform/serve.ts';
+import { openOrm, TRANSACTION_ATTEMPTS, type MikroORM } from '../../platform/stores/postgres.ts';
 import { testConfig } from '../support/env.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Tsdb, TsdbError, type PromMatrix, type PromVector } from '../../actors/runtime/stores/tsdb.ts';
+import { Tsdb, TsdbError, type PromMatrix, type PromVector } from '../../actors/fleet/metrics/tsdb.ts';
 import { testConfig } from '../support/env.ts';
 
 const tsdb = new Tsdb(testConfig().SVC_TSDB_URL);
@@ -123,7 +123,7 @@ describe('Tsdb (VictoriaMetrics)', () => {
 describe('Tsdb against a store that never answers', () => {
   it("reports the caller's deadline as a timeout (504), like its own timeout, never as an outage (503)", async () => {
     const { createServer } = await import('node:http');
-    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    const { tsdbFailure } = await import('../../actors/fleet/metrics/tsdb-errors.ts');
     const hung = createServer(() => undefined);
     await new Promise<void>((r) => hung.listen(0, '127.0.0.1', r));
     const port = (hung.address() as { port: number }).port;
@@ -222,7 +222,7 @@ describe('Tsdb imports (node:http, kept-alive connections)', () => {
         expect((err as TsdbError).message).toMatch(/HTTP 400/);
       },
     );
-    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    const { tsdbFailure } = await import('../../actors/fleet/metrics/tsdb-errors.ts');
     await withPeer(
       () => undefined,
       async (_store, port) => {
@@ -382,7 +382,7 @@ describe('Tsdb against a store asking for credentials, and answers that break of
 
   it('reports an import whose answer stops after its headers as a timeout, and one cut mid-body as a failure', async () => {
     const { createServer } = await import('node:http');
-    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    const { tsdbFailure } = await import('../../actors/fleet/metrics/tsdb-errors.ts');
     const peer = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
@@ -461,7 +461,7 @@ describe('Tsdb queries (node:http): timers and signals let go with the answer', 
   });
 
   it('times out an answer that stops mid-body, and ends a streamed one when the caller aborts', async () => {
-    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    const { tsdbFailure } = await import('../../actors/fleet/metrics/tsdb-errors.ts');
     await withPeer(
       (_req, res) => {
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(matrix.length) });
@@ -493,7 +493,7 @@ describe('Tsdb queries (node:http): timers and signals let go with the answer', 
   });
 
   it('reports an answer that is not JSON as the store failing, never as an internal error', async () => {
-    const { tsdbFailure } = await import('../../actors/runtime/stores/tsdb-errors.ts');
+    const { tsdbFailure } = await import('../../actors/fleet/metrics/tsdb-errors.ts');
     await withPeer(
       (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>a proxy login page</html>'),
       async (store) => {

@@ -1,7 +1,7 @@
-import { AgentAccounts } from '../../actors/runtime/broker/agent-accounts.ts';
-import { BrokerIssuer, accountOfCreds, seedFromFile } from '../../actors/runtime/broker/issuer.ts';
-import { createLogger } from '../../actors/runtime/logger.ts';
-import { connectNats } from '../../actors/runtime/nats.ts';
+import { AgentAccounts } from '../../platform/broker/agent-accounts.ts';
+import { BrokerIssuer, accountOfCreds, seedFromFile } from '../../platform/broker/issuer.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { connectNats } from '../../platform/nats.ts';
 import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL } from './env.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path';
-import { loadConfig, type Config } from '../../actors/runtime/config.ts';
-import { ContextSigner } from '../../actors/runtime/signing.ts';
+import { loadConfig, type Config } from '../../platform/config.ts';
+import { ContextSigner } from '../../platform/signing.ts';
 
 /** The local broker's files (scripts/local-nats.ts, run by `npm test`'s set-up). */
 export const NATS_DIR = resolve('data/nats');

@@ -3,7 +3,7 @@ import argon2 from 'argon2';
 import { generateSecret, generateSync } from 'otplib';
 import { AccessTokens, SecretBox } from '../../actors/identity/crypto.ts';
 import { toPgArray } from '../../actors/identity/seed.ts';
-import type { Clock } from '../../actors/runtime/clock.ts';
+import type { Clock } from '../../platform/clock.ts';
 import type { TestSystem } from './system.ts';
 
 export interface TestUser {

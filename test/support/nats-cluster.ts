@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TLS_FILES } from '../../actors/runtime/broker/certificates.ts';
-import { readTrust, serverConfig } from '../../actors/runtime/broker/trust.ts';
+import { TLS_FILES } from '../../platform/broker/certificates.ts';
+import { readTrust, serverConfig } from '../../platform/broker/trust.ts';
 import { NATS_DIR } from './env.ts';
 import { freePort, sleep, waitFor } from './processes.ts';
 

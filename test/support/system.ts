@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { ManualClock } from '../../actors/runtime/clock.ts';
-import type { Config } from '../../actors/runtime/config.ts';
-import { createLogger, type Logger } from '../../actors/runtime/logger.ts';
+import { ManualClock } from '../../platform/clock.ts';
+import type { Config } from '../../platform/config.ts';
+import { createLogger, type Logger } from '../../platform/logger.ts';
 import { runMigrations } from '../../migrations/run.ts';
 import { startSystem, type RunningSystem } from '../../main.ts';
 import { testConfig } from './env.ts';

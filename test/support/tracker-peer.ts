@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Busboy } from '@fastify/busboy';
-import { seededRandom } from '../../actors/runtime/seeded-random.ts';
+import { seededRandom } from '../../platform/seeded-random.ts';
 
 /**
  * A local issue tracker for the tests: a real HTTP server speaking the subset of Jira Service Management Cloud's REST

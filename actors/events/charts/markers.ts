@@ -1,5 +1,5 @@
 import { MARKER_MAX_ALERTS, MARKER_MAX_DEPLOYS } from '../../../contracts/domains/events-charts.ts';
-import { iso, isoOrNull, sql } from '../../runtime/stores/sql.ts';
+import { iso, isoOrNull, sql } from '../../../platform/stores/sql.ts';
 import { grantFilter, holdsOn, requireOn, resolveTarget, rowGrant, type Target } from '../access.ts';
 import type { EventsDeps, EventsHandlers } from '../deps.ts';
 

@@ -5,9 +5,9 @@ import type { CallerContext } from '../../../contracts/context.ts';
 import { IMMUTABLE_NOTE_FIELDS, NOTE_MAX_LIST, type Note } from '../../../contracts/domains/events-charts.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { refuseChanges } from '../../../contracts/immutable.ts';
-import { grantIn, hasOnEnvironment, inReach, inReachOfEnvironment } from '../../runtime/scope.ts';
-import { jsonText } from '../../runtime/json-text.ts';
-import { iso, isoOrNull, isoSql, sql } from '../../runtime/stores/sql.ts';
+import { grantIn, hasOnEnvironment, inReach, inReachOfEnvironment } from '../../../platform/scope.ts';
+import { jsonText } from '../../../platform/json-text.ts';
+import { iso, isoOrNull, isoSql, sql } from '../../../platform/stores/sql.ts';
 import { grantFilter, requireOn, resolveTarget, rowGrant } from '../access.ts';
 import type { EventsDeps, EventsHandlers } from '../deps.ts';
 

@@ -11,10 +11,10 @@ import {
 } from '../../../contracts/domains/events.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { refuseChanges } from '../../../contracts/immutable.ts';
-import { publishEvent } from '../../runtime/jetstream.ts';
-import type { RequestScope } from '../../runtime/serve.ts';
-import { requireOnClient } from '../../runtime/scope.ts';
-import { iso, isoOrNull, pageOf, sql } from '../../runtime/stores/sql.ts';
+import { publishEvent } from '../../../platform/jetstream.ts';
+import type { RequestScope } from '../../../platform/serve.ts';
+import { requireOnClient } from '../../../platform/scope.ts';
+import { iso, isoOrNull, pageOf, sql } from '../../../platform/stores/sql.ts';
 import type { Cat } from '../../../contracts/catalogue.ts';
 import type { EventsDeps, EventsHandlers } from '../deps.ts';
 import { newToken, receiverUrl, type ReceiverKind } from './tokens.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DeliveryJob, ReceiverSource } from '../../../contracts/domains/events-records.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { Headers } from '../../../contracts/envelope.ts';
-import { publishDurable } from '../../runtime/jetstream.ts';
+import { publishDurable } from '../../../platform/jetstream.ts';
 import type { EventsDeps, EventsHandlers } from '../deps.ts';
 import { parseAlertmanager } from './parse/alertmanager.ts';
 import { parseArgocd } from './parse/argocd.ts';

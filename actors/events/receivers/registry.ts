@@ -2,10 +2,10 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { ReceiverChanged, type ReceiverSource } from '../../../contracts/domains/events-records.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { wireDurableSubject } from '../../runtime/namespace.ts';
-import type { SecretBox } from '../../runtime/secret-box.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { wireDurableSubject } from '../../../platform/namespace.ts';
+import type { SecretBox } from '../../../platform/secret-box.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 
 /** A receiver as the public endpoints need it, with its shared secret opened. */
 export interface LiveReceiver {

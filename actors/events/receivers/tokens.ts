@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ReceiverSource } from '../../../contracts/domains/events-records.ts';
-import { sha256Hex } from '../../runtime/secret-box.ts';
+import { sha256Hex } from '../../../platform/secret-box.ts';
 
 /**
  * Receiver tokens: `svc_wh_` (webhook endpoints) or `svc_as_` (alert sources) and 43 base64url characters (256 random

@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { randomUUID } from 'node:crypto';
 import type { AlertFacts, AlertGroupChanged, DeliveryJob } from '../../../contracts/domains/events-records.ts';
-import { iso, isoOrNull, sql } from '../../runtime/stores/sql.ts';
-import { pgJson } from '../../runtime/stores/pg-values.ts';
+import { iso, isoOrNull, sql } from '../../../platform/stores/sql.ts';
+import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 export interface AlertGroupRow {
   id: string;

@@ -8,13 +8,13 @@ import {
   runConsumer,
   type ConsumerHandle,
   type DeliveryMeta,
-} from '../../runtime/jetstream.ts';
-import { sqlStateOf } from '../../runtime/store-errors.ts';
-import { iso, sql } from '../../runtime/stores/sql.ts';
+} from '../../../platform/jetstream.ts';
+import { sqlStateOf } from '../../../platform/store-errors.ts';
+import { iso, sql } from '../../../platform/stores/sql.ts';
 import type { EventsDeps } from '../deps.ts';
 import { voiceConfigured } from '../voice/twilio.ts';
 import { applyNotification, changedEvent, type Placement } from './alert-groups.ts';
-import { pgJson } from '../../runtime/stores/pg-values.ts';
+import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 export const DELIVERIES_DURABLE = 'events-deliveries';
 

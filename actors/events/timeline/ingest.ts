@@ -4,9 +4,9 @@ import type { TimelineEventType } from '../../../contracts/domains/events-charts
 import { AlertGroupChanged, DeployRecorded } from '../../../contracts/domains/events-records.ts';
 import { AgentStatusChanged, FileChanged } from '../../../contracts/domains/fleet-agents.ts';
 import { streams, type EventSubject } from '../../../contracts/streams.ts';
-import { runConsumer, type ConsumerHandle, type DeliveryMeta } from '../../runtime/jetstream.ts';
-import { sqlStateOf } from '../../runtime/store-errors.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import { runConsumer, type ConsumerHandle, type DeliveryMeta } from '../../../platform/jetstream.ts';
+import { sqlStateOf } from '../../../platform/store-errors.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import type { EventsDeps } from '../deps.ts';
 
 /** One row of the timeline, made from one event. */

@@ -1,7 +1,7 @@
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { TimelineEvent, TimelineEventType } from '../../../contracts/domains/events-charts.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { iso, sql } from '../../runtime/stores/sql.ts';
+import { iso, sql } from '../../../platform/stores/sql.ts';
 import { grantsCondition, grantsOf, holdsOn, resolveTarget, type Target } from '../access.ts';
 import type { EventsDeps, EventsHandlers } from '../deps.ts';
 

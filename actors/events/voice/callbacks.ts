@@ -1,6 +1,6 @@
 import { DomainError } from '../../../contracts/errors.ts';
-import { publishEvent } from '../../runtime/jetstream.ts';
-import { iso, sql } from '../../runtime/stores/sql.ts';
+import { publishEvent } from '../../../platform/jetstream.ts';
+import { iso, sql } from '../../../platform/stores/sql.ts';
 import type { EventsDeps, EventsHandlers } from '../deps.ts';
 import { changedEvent, GROUP_COLUMNS, type AlertGroupRow } from '../records/alert-groups.ts';
 import { scheduleRetry } from './pager.ts';

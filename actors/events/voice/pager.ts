@@ -7,8 +7,8 @@ import {
   RetryLaterError,
   runConsumer,
   type ConsumerHandle,
-} from '../../runtime/jetstream.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+} from '../../../platform/jetstream.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import type { EventsDeps } from '../deps.ts';
 import { callbackUrls, placeCall, VoiceProviderError, voiceConfig } from './twilio.ts';
 

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Config } from '../../runtime/config.ts';
+import type { Config } from '../../../platform/config.ts';
 
 /**
  * The voice provider: Twilio's REST API (`POST /2010-04-01/Accounts/{AccountSid}/Calls.json`, form-encoded, HTTP

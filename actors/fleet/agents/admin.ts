@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { clientsWith, requirePermission } from '../../../contracts/access.ts';
 import type { Agent } from '../../../contracts/domains/fleet.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { iso, isoOrNull, pageOf, sql } from '../../runtime/stores/sql.ts';
+import { iso, isoOrNull, pageOf, sql } from '../../../platform/stores/sql.ts';
 import type { FleetDeps, FleetHandlers } from '../deps.ts';
 import { loadClient, loadEnvironment, requireOnClient } from '../scope.ts';
 import { revokeAgents } from './revocation.ts';

@@ -6,13 +6,13 @@ import { requirePermission } from '../../../contracts/access.ts';
 import type { Cat } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import type { AuditRecorder } from '../../runtime/audit.ts';
-import type { AgentAccounts } from '../../runtime/broker/agent-accounts.ts';
-import { BrokerIssuer } from '../../runtime/broker/issuer.ts';
-import type { Clock } from '../../runtime/clock.ts';
-import type { Config } from '../../runtime/config.ts';
-import type { Handlers } from '../../runtime/serve.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import type { AuditRecorder } from '../../../platform/audit.ts';
+import type { AgentAccounts } from '../../../platform/broker/agent-accounts.ts';
+import { BrokerIssuer } from '../../../platform/broker/issuer.ts';
+import type { Clock } from '../../../platform/clock.ts';
+import type { Config } from '../../../platform/config.ts';
+import type { Handlers } from '../../../platform/serve.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import { loadEnvironment } from '../scope.ts';
 
 /** How long a challenge may be answered: the agent signs it at once, so minutes are plenty. */

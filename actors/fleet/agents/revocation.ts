@@ -2,12 +2,12 @@ import type { KeyPair } from '@nats-io/jwt';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { DomainError } from '../../../contracts/errors.ts';
-import { AgentAccounts } from '../../runtime/broker/agent-accounts.ts';
-import { BrokerRevoker, accountOfCreds, seedFromFile } from '../../runtime/broker/issuer.ts';
-import { ConfigError, type Config } from '../../runtime/config.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { LazyNats } from '../../runtime/nats.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import { AgentAccounts } from '../../../platform/broker/agent-accounts.ts';
+import { BrokerRevoker, accountOfCreds, seedFromFile } from '../../../platform/broker/issuer.ts';
+import { ConfigError, type Config } from '../../../platform/config.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { LazyNats } from '../../../platform/nats.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 
 /** How long a revocation waits for the system connection when it is not up yet (start-up, a reconnect). */
 const CONNECT_WAIT_MS = 3_000;

@@ -2,12 +2,12 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { AgentEventBatch, Heartbeat, type IntegrationReport } from '../../../contracts/domains/agent-telemetry.ts';
 import type { AgentStatusChanged } from '../../../contracts/domains/fleet-agents.ts';
-import type { Clock } from '../../runtime/clock.ts';
-import { publishEvent, type ConsumerHandle } from '../../runtime/jetstream.ts';
-import { Lease } from '../../runtime/lease.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { MicroBatcher } from '../../runtime/micro-batch.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import type { Clock } from '../../../platform/clock.ts';
+import { publishEvent, type ConsumerHandle } from '../../../platform/jetstream.ts';
+import { Lease } from '../../../platform/lease.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { MicroBatcher } from '../../../platform/micro-batch.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import { pgJson } from '../inventory/pg-values.ts';
 import { runTelemetryConsumer, type AgentDirectory, type AgentRef } from '../telemetry/consume.ts';
 

@@ -11,17 +11,17 @@ import {
 import { WATCH_CONFIG_IMMUTABLE, type WatchConfig } from '../../../contracts/domains/fleet-agents.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { refuseChanges } from '../../../contracts/immutable.ts';
-import { agentSubjects } from '../../runtime/broker/permissions.ts';
-import type { AuditRecorder } from '../../runtime/audit.ts';
-import type { BrokerIssuer } from '../../runtime/broker/issuer.ts';
-import type { Clock } from '../../runtime/clock.ts';
-import type { Config } from '../../runtime/config.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { namespace } from '../../runtime/namespace.ts';
-import type { Handlers } from '../../runtime/serve.ts';
-import { iso, sql } from '../../runtime/stores/sql.ts';
+import { agentSubjects } from '../../../platform/broker/permissions.ts';
+import type { AuditRecorder } from '../../../platform/audit.ts';
+import type { BrokerIssuer } from '../../../platform/broker/issuer.ts';
+import type { Clock } from '../../../platform/clock.ts';
+import type { Config } from '../../../platform/config.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { namespace } from '../../../platform/namespace.ts';
+import type { Handlers } from '../../../platform/serve.ts';
+import { iso, sql } from '../../../platform/stores/sql.ts';
 import { loadHost } from '../scope.ts';
-import { pgJson } from '../../runtime/stores/pg-values.ts';
+import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 interface ConfigRow {
   id: string;

@@ -1,10 +1,10 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { InventorySnapshot } from '../../../contracts/domains/agent-telemetry.ts';
-import { NonRetryableError, type ConsumerHandle } from '../../runtime/jetstream.ts';
-import type { Clock } from '../../runtime/clock.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { sqlStateOf } from '../../runtime/store-errors.ts';
+import { NonRetryableError, type ConsumerHandle } from '../../../platform/jetstream.ts';
+import type { Clock } from '../../../platform/clock.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { sqlStateOf } from '../../../platform/store-errors.ts';
 import { runTelemetryConsumer, type AgentDirectory } from '../telemetry/consume.ts';
 import { storeSnapshot, type SnapshotOutcome } from './snapshot-store.ts';
 

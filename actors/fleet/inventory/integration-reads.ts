@@ -4,8 +4,8 @@ import type { Cat } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { HostIntegration, IntegrationType } from '../../../contracts/domains/fleet-inventory.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import type { Handlers } from '../../runtime/serve.ts';
-import { iso, sql } from '../../runtime/stores/sql.ts';
+import type { Handlers } from '../../../platform/serve.ts';
+import { iso, sql } from '../../../platform/stores/sql.ts';
 import { loadClient, loadHost } from '../scope.ts';
 
 /**

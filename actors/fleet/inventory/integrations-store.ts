@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { IntegrationReport } from '../../../contracts/domains/agent-telemetry.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import { firstByKey } from './dedupe.ts';
 import { pgJson } from './pg-values.ts';
 

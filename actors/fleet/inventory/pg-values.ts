@@ -1,2 +1,2 @@
 /** Values for PostgreSQL from what agents send: the runtime's, shared by every domain's jsonb writers. */
-export { pgJson, pgText } from '../../runtime/stores/pg-values.ts';
+export { pgJson, pgText } from '../../../platform/stores/pg-values.ts';

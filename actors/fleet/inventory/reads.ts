@@ -15,8 +15,8 @@ import type {
   KernelModule,
   SecurityItem,
 } from '../../../contracts/domains/fleet-inventory.ts';
-import type { Handlers } from '../../runtime/serve.ts';
-import { iso, isoOrNull, pageOf, sql } from '../../runtime/stores/sql.ts';
+import type { Handlers } from '../../../platform/serve.ts';
+import { iso, isoOrNull, pageOf, sql } from '../../../platform/stores/sql.ts';
 import { loadHost } from '../scope.ts';
 
 /** Host inventory reads (console-operations.md, "Host inventory"): hosts:read on the host's client, 404 out of reach. */

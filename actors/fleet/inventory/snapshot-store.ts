@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { createHash } from 'node:crypto';
 import type { InventorySnapshot } from '../../../contracts/domains/agent-telemetry.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import { firstByKey, keyOfFields } from './dedupe.ts';
 import { pgJson, pgText } from './pg-values.ts';
 import { removeIntegrationsNotIn, upsertIntegrations } from './integrations-store.ts';

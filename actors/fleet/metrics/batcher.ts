@@ -1,4 +1,4 @@
-import type { ImportSeries } from '../../runtime/stores/tsdb.ts';
+import type { ImportSeries } from './tsdb.ts';
 
 /**
  * What the batcher collects: import rows by default; the metrics ingest gives it each batch's import lines as one

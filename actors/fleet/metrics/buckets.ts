@@ -1,6 +1,6 @@
 import type { MetricPoint } from '../../../contracts/domains/fleet-metrics.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { isoUtc } from '../../runtime/iso-time.ts';
+import { isoUtc } from '../../../platform/iso-time.ts';
 
 /**
  * Time ranges and buckets of the metric charts (console-operations.md: "ranges up to 6 hours give 1-minute buckets,

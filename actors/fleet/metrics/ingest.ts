@@ -6,9 +6,9 @@ import {
   StringTableMemo,
   decodeMetricPayload,
 } from '../../../contracts/domains/metric-wire.ts';
-import { NonRetryableError, type ConsumerHandle } from '../../runtime/jetstream.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { TsdbError, type ImportSeries, type Tsdb } from '../../runtime/stores/tsdb.ts';
+import { NonRetryableError, type ConsumerHandle } from '../../../platform/jetstream.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { TsdbError, type ImportSeries, type Tsdb } from './tsdb.ts';
 import { runTelemetryConsumer, type AgentDirectory, type AgentRef } from '../telemetry/consume.ts';
 import { ImportBatcher } from './batcher.ts';
 import { compactLinesSize, quoteLabelValue, tenantBytes, tenantText, writeCompactLines } from './compact-lines.ts';

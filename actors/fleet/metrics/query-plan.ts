@@ -2,7 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Cat } from '../../../contracts/catalogue.ts';
 import { QUERY_LIMITS } from '../../../contracts/domains/fleet-metrics.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import type { Handlers } from '../../runtime/serve.ts';
+import type { Handlers } from '../../../platform/serve.ts';
 import { loadEnvironment, loadHost } from '../scope.ts';
 import { HOUR_MS, MAX_RANGE_MS, SIX_HOURS_MS } from './buckets.ts';
 import { guardQuery, QueryRefused } from './promql-guard.ts';

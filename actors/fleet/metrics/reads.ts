@@ -10,10 +10,10 @@ import {
   type MetricPoint,
 } from '../../../contracts/domains/fleet-metrics.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import type { Clock } from '../../runtime/clock.ts';
-import type { Handlers } from '../../runtime/serve.ts';
-import { sql } from '../../runtime/stores/sql.ts';
-import type { Tsdb } from '../../runtime/stores/tsdb.ts';
+import type { Clock } from '../../../platform/clock.ts';
+import type { Handlers } from '../../../platform/serve.ts';
+import { sql } from '../../../platform/stores/sql.ts';
+import type { Tsdb } from './tsdb.ts';
 import { loadHost, requireOnClient } from '../scope.ts';
 import { HostScopes, type HostScope } from './host-scopes.ts';
 import { bucketsOf, resolveRange, toPoints, type Acc } from './buckets.ts';

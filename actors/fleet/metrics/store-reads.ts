@@ -1,6 +1,6 @@
 import { DomainError } from '../../../contracts/errors.ts';
-import type { PromQueryData, Tsdb } from '../../runtime/stores/tsdb.ts';
-import { tsdbFailure } from '../../runtime/stores/tsdb-errors.ts';
+import type { PromQueryData, Tsdb } from './tsdb.ts';
+import { tsdbFailure } from './tsdb-errors.ts';
 import { counterBuckets, emptyAcc, type Acc, type Buckets, type RawSeries } from './buckets.ts';
 import { promString } from './promql-guard.ts';
 

@@ -3,7 +3,7 @@ import { clientsWith, requirePermission } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { SearchHit } from '../../../contracts/domains/fleet-search.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { iso, offsetOf } from '../../runtime/stores/sql.ts';
+import { iso, offsetOf } from '../../../platform/stores/sql.ts';
 import type { FleetHandlers } from '../deps.ts';
 import { compileWhere, Params, recordCountSql } from './compile.ts';
 import { fieldList, hostField, HOST_FIELD_NAMES, type FieldDef } from './fields.ts';

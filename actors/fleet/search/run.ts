@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { CompiledQuery, type QueryResult } from 'kysely';
 import { DomainError } from '../../../contracts/errors.ts';
-import { currentDeadline } from '../../runtime/deadline.ts';
+import { currentDeadline } from '../../../platform/deadline.ts';
 
 /** Runs one SQL statement with `$n` bind parameters (server-side binding, never values in the text). */
 export type BoundQuery = <R>(sql: string, params: readonly unknown[]) => Promise<R[]>;
@@ -10,7 +10,7 @@ interface KyselyExecutor {
   executeQuery(query: CompiledQuery): Promise<QueryResult<unknown>>;
 }
 
-/** Margin the runtime keeps between a statement's end and the request deadline (actors/runtime/stores/postgres.ts). */
+/** Margin the runtime keeps between a statement's end and the request deadline (platform/stores/postgres.ts). */
 const STATEMENT_MARGIN_MS = 150;
 
 /**

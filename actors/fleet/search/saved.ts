@@ -5,8 +5,8 @@ import type { CallerContext } from '../../../contracts/context.ts';
 import { SAVED_SEARCH_IMMUTABLE, type SavedSearch } from '../../../contracts/domains/fleet-search.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { refuseChanges } from '../../../contracts/immutable.ts';
-import type { AuditRecorder } from '../../runtime/audit.ts';
-import { iso, pageOf, sql } from '../../runtime/stores/sql.ts';
+import type { AuditRecorder } from '../../../platform/audit.ts';
+import { iso, pageOf, sql } from '../../../platform/stores/sql.ts';
 import type { FleetHandlers } from '../deps.ts';
 import { pqlError } from './parser.ts';
 

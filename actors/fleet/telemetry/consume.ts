@@ -3,9 +3,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { z } from 'zod';
 import type { TelemetryKind } from '../../../contracts/domains/agent-telemetry.ts';
 import { agentOfTelemetrySubject, streams, telemetryFilter } from '../../../contracts/streams.ts';
-import { NonRetryableError, runConsumer, type ConsumerHandle, type DeliveryMeta } from '../../runtime/jetstream.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import { NonRetryableError, runConsumer, type ConsumerHandle, type DeliveryMeta } from '../../../platform/jetstream.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 
 /** Who sent a telemetry message: always from the subject's agent token, resolved to its host and tenant. */
 export interface AgentRef {

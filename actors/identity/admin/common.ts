@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Cat } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import type { Handlers } from '../../runtime/serve.ts';
+import type { Handlers } from '../../../platform/serve.ts';
 
 /** The handler table type of the identity domain's admin actor. */
 export type IdentityHandlers = Handlers<Cat, 'identity'>;
@@ -17,8 +17,8 @@ export {
   pageOf,
   sql,
   type Page,
-} from '../../runtime/stores/sql.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+} from '../../../platform/stores/sql.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import { toPgArray } from '../seed.ts';
 
 /** Passes when the caller holds any of `permissions` (on any client, or on `clientId` when given). */

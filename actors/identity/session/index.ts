@@ -1,4 +1,4 @@
-import type { DomainContext, DomainHandle } from '../../domain.ts';
+import type { DomainContext, DomainHandle } from '../../../platform/domain.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { startEmailWorker } from '../email.ts';
 import { login, mfaVerify } from './login.ts';

@@ -4,7 +4,7 @@ import { FORGOT_PASSWORD_MESSAGE, type TokenResponse } from '../../../contracts/
 import { Headers } from '../../../contracts/envelope.ts';
 import { PasswordResetRequested } from '../../../contracts/streams.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { publishDurable, runConsumer, type ConsumerHandle } from '../../runtime/jetstream.ts';
+import { publishDurable, runConsumer, type ConsumerHandle } from '../../../platform/jetstream.ts';
 import { sendPasswordChanged, sendPasswordReset } from '../email.ts';
 import { cancelOneTimeTokens, consumeOneTimeToken, createOneTimeToken, peekOneTimeToken } from '../one-time-tokens.ts';
 import { checkPasswordHistory, checkPasswordPolicy, storePassword } from '../password-policy.ts';

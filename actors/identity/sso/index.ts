@@ -1,4 +1,4 @@
-import type { DomainContext, DomainHandle } from '../../domain.ts';
+import type { DomainContext, DomainHandle } from '../../../platform/domain.ts';
 import type { IdentityDeps } from '../deps.ts';
 import { SsoFlow } from './flow.ts';
 import { OidcProvider } from './provider.ts';

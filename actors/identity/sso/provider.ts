@@ -1,6 +1,6 @@
 import * as oidc from 'openid-client';
-import type { Config } from '../../runtime/config.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Config } from '../../../platform/config.ts';
+import type { Logger } from '../../../platform/logger.ts';
 import { chooseTokenAuthMethod, clientAuthFor } from './token-auth.ts';
 
 /** Seconds any one HTTP call to the provider may take (discovery, token endpoint, JWKS). */

@@ -1,9 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { payloadSchema } from '../../../contracts/streams.ts';
-import type { Config } from '../../runtime/config.ts';
-import { NonRetryableError, RetryLaterError, runConsumer, type ConsumerHandle } from '../../runtime/jetstream.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Config } from '../../../platform/config.ts';
+import { NonRetryableError, RetryLaterError, runConsumer, type ConsumerHandle } from '../../../platform/jetstream.ts';
+import type { Logger } from '../../../platform/logger.ts';
 import { loadInvoice } from '../invoices/store.ts';
 import { pushBody, pushInvoice } from './client.ts';
 import { nextDelay } from './retry.ts';

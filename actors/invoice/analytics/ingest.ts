@@ -1,9 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { AnalyticsBatch } from '../../../contracts/domains/invoice-ingest.ts';
 import { payloadSchema } from '../../../contracts/streams.ts';
-import { runConsumer, type ConsumerHandle } from '../../runtime/jetstream.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import type { AnalyticsStore } from '../../runtime/stores/analytics.ts';
+import { runConsumer, type ConsumerHandle } from '../../../platform/jetstream.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import type { AnalyticsStore } from './store.ts';
 
 export const INGEST_SUBJECT = 'svc.work.invoice.analytics_ingest';
 /** The durable consumer's name (namespaced on the wire); the seed command watches it drain. */

@@ -1,7 +1,7 @@
-import type { AnalyticsStore } from '../../runtime/stores/analytics.ts';
+import type { AnalyticsStore } from './store.ts';
 
 /**
- * Reads of the analytics model (migrations/analytics: 0002_invoicing_model). Every read uses FINAL so a record
+ * Reads of the analytics model (actors/invoice/analytics/migrations: 0002_invoicing_model). Every read uses FINAL so a record
  * ingested twice counts once. Decimals come back as strings (exact) and are parsed by the amounts module.
  */
 

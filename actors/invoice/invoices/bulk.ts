@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { BulkEntry } from '../../../contracts/domains/invoice.ts';
 import type { Period } from '../analytics/reader.ts';
-import type { InvoiceDeps } from './handlers.ts';
+import type { InvoiceDeps } from './deps.ts';
 import { buildLines } from '../amounts/lines.ts';
 import { totalsOf } from '../amounts/totals.ts';
 import { insertInvoices, sql, textArray } from './store.ts';

@@ -1,11 +1,11 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { requirePermission } from '../../../contracts/access.ts';
 import type { Cat } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import type { Clock } from '../../runtime/clock.ts';
-import type { Handlers } from '../../runtime/serve.ts';
-import type { AnalyticsReader, Period } from '../analytics/reader.ts';
+import type { Clock } from '../../../platform/clock.ts';
+import type { Handlers } from '../../../platform/serve.ts';
+import type { Period } from '../analytics/reader.ts';
 import { sameDecimal, totalsOf } from '../amounts/totals.ts';
 import { generateBulk } from './bulk.ts';
 import { buildPreview, previousMonth } from './preview.ts';
@@ -13,12 +13,9 @@ import { fitsAmount, MAX_AMOUNT, toNewLine } from './lines-input.ts';
 import { review, updateInvoice, updateLineItems } from './edits.ts';
 import { readHistory } from './history.ts';
 import { insertInvoice, listInvoices, loadInvoice, sql } from './store.ts';
+import type { InvoiceDeps } from './deps.ts';
 
-export interface InvoiceDeps {
-  orm: MikroORM;
-  reader: AnalyticsReader;
-  clock: Clock;
-}
+export type { InvoiceDeps };
 
 /**
  * Permission model: invoices are not tied to console clients (their customers live in the analytics store), so the

@@ -7,7 +7,7 @@ import { dec, hours, money, multiplier, price } from '../amounts/policy.ts';
 import type { InvoiceTotals } from '../amounts/totals.ts';
 import type { CustomerSnapshot } from '../render/view.ts';
 import type { LineFields } from '../amounts/lines.ts';
-import { pgJson } from '../../runtime/stores/pg-values.ts';
+import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 /**
  * SQL of the invoice tables (migrations/postgres/Migration0003_invoicing.ts). Dates are read as text (node-pg would

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Invoice } from '../../../contracts/domains/invoice.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../../platform/logger.ts';
 import { recordHistory } from '../invoices/history.ts';
 import { loadInvoice, loadRenderable, sql } from '../invoices/store.ts';
 import { PdfContentError, PdfRendererUnavailableError, type PdfRenderer } from '../pdf/browser.ts';

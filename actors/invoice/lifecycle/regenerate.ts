@@ -8,7 +8,7 @@ import { recordHistory, type HistoryEntry } from '../invoices/history.ts';
 import { fitsAmount, MAX_AMOUNT } from '../invoices/lines-input.ts';
 import { insertLines, loadInvoice, sql, textArray } from '../invoices/store.ts';
 import { deletePdf } from '../pdf/store.ts';
-import { pgJson } from '../../runtime/stores/pg-values.ts';
+import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 const FROM = ['declined', 'rejected', 'approved'] as const;
 const FIGURES = [

@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type BrowserContext, type HTTPRequest, type Page } from 'puppeteer-core';
-import { killGroup, killGroupOnExit } from '../../runtime/child-reaper.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import { killGroup, killGroupOnExit } from '../../../platform/child-reaper.ts';
+import type { Logger } from '../../../platform/logger.ts';
 
 /** Chromium may still be writing its profile while it exits: retried, and never an error of the caller's. */
 const removeProfile = (dir: string): Promise<void> =>

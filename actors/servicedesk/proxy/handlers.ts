@@ -8,13 +8,13 @@ import {
   type Comment,
 } from '../../../contracts/domains/servicedesk-proxy.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import { siteOf, trackerOf, type SdDeps, type SdHandlers } from '../deps.ts';
 import { mappingsFor } from '../scope.ts';
 import { asCategory } from '../sync/normalize.ts';
 import { dtoDate, type ApprovalDto, type AttachmentDto, type CommentDto, type TrackerUser } from '../tracker/api.ts';
 import { logAction, resolveTarget } from './target.ts';
-import { pgJson } from '../../runtime/stores/pg-values.ts';
+import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 const person = (u: TrackerUser): z.output<typeof Comment>['author'] =>
   u ? { account_id: u.accountId ?? null, display_name: u.displayName ?? null, email: u.emailAddress ?? null } : null;

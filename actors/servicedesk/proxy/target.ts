@@ -2,12 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { CallerContext } from '../../../contracts/context.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { randomUUID } from 'node:crypto';
-import { sql } from '../../runtime/stores/sql.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import { siteOf, trackerOf, type SdDeps } from '../deps.ts';
 import { locateOwned } from '../reads/tickets.ts';
 import { requireOwnership, type MappingRow, type Scoped } from '../scope.ts';
 import { organizationIdsOf, type CallOpts, type Issue } from '../tracker/api.ts';
-import { pgJson } from '../../runtime/stores/pg-values.ts';
+import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 /** The support request a proxy call acts on, after the ownership check. */
 export interface Target {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { KvStore } from '../../runtime/stores/kv.ts';
+import type { KvStore } from '../../../platform/stores/kv.ts';
 
 const GENERATION = 'sd:generation';
 /** Bounds what a cached aggregate may lag behind the clock (metrics that count "the last 30 days", "until now"). */

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../runtime/stores/sql.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import type { SdDeps, SdHandlers } from '../deps.ts';
 import { mappingsFor, requireOrganizationFilter, visibleWhere } from '../scope.ts';
 import { checkRange, rangeEndExclusive, rangeStart } from './query.ts';

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { Ticket, TicketFilters } from '../../../contracts/domains/servicedesk.ts';
 import { DomainError } from '../../../contracts/errors.ts';
-import { iso, isoOrNull, isoSql } from '../../runtime/stores/sql.ts';
+import { iso, isoOrNull, isoSql } from '../../../platform/stores/sql.ts';
 import { visibleWhere, type MappingRow } from '../scope.ts';
 import type { RequestColumns } from '../sync/normalize.ts';
 

@@ -1,9 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { DomainError } from '../../../contracts/errors.ts';
-import { Lease } from '../../runtime/lease.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { sql } from '../../runtime/stores/sql.ts';
+import { Lease } from '../../../platform/lease.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import type { History, Issue, TrackerApi } from '../tracker/api.ts';
 import { jqlField, SiteCatalog, type Site } from '../tracker/site.ts';
 import { pickSlas, slaFromField, toRecord, type RequestRecord } from './normalize.ts';

@@ -1,21 +1,9 @@
 import { z } from 'zod';
 import type { SlaCycle } from '../../../contracts/domains/servicedesk.ts';
 import { dtoDate, organizationIdsOf, SlaDto, trackerDate, type History, type Issue } from '../tracker/api.ts';
-import { asCategory, isSlaNamed, SLA_NAMES, type Category } from '../tracker/site.ts';
+import { asCategory, isSlaNamed, SLA_NAMES, type Category, type SiteFields } from '../tracker/site.ts';
 
-/** What the sync learns about the site once per run: where the SLA and request-type fields are, status categories. */
-export interface SiteFields {
-  firstResponseSla: string | undefined;
-  resolutionSla: string | undefined;
-  requestType: string | undefined;
-  /** The Organizations field's id (customfield_10002 unless the site keeps it elsewhere). */
-  organizations: string;
-  /** status id → category key, and the same by name (history items carry both). */
-  categoryById: Map<string, Category>;
-  categoryByName: Map<string, Category>;
-}
-
-export { asCategory, type Category };
+export { asCategory, type Category, type SiteFields };
 
 /** The tracker's priority names, most urgent first; unknown names sort below them. */
 const PRIORITY_RANK: Record<string, number> = {

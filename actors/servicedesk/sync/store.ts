@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../../runtime/stores/sql.ts';
+import { sql } from '../../../platform/stores/sql.ts';
 import type { RequestRecord } from './normalize.ts';
-import { pgJson } from '../../runtime/stores/pg-values.ts';
+import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 /** Columns of sd_requests the sync writes, with their types for jsonb_to_recordset. */
 const COLUMNS: [string, string][] = [

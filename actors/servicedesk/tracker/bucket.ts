@@ -1,6 +1,6 @@
 import { DomainError } from '../../../contracts/errors.ts';
-import type { Logger } from '../../runtime/logger.ts';
-import { MemoryKv, type KvStore } from '../../runtime/stores/kv.ts';
+import type { Logger } from '../../../platform/logger.ts';
+import { MemoryKv, type KvStore } from '../../../platform/stores/kv.ts';
 
 /** console-operations.md, Limits: "issue-tracker client: 50 requests per second, burst 10 (token bucket)". */
 export const TRACKER_RATE_PER_SECOND = 50;

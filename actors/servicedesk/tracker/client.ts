@@ -1,5 +1,5 @@
 import { DomainError } from '../../../contracts/errors.ts';
-import type { Logger } from '../../runtime/logger.ts';
+import type { Logger } from '../../../platform/logger.ts';
 import { sleep, type TokenBucket } from './bucket.ts';
 
 // Control characters of a tracker's message, shown as spaces (a log or an answer must not carry them).

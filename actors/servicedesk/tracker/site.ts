@@ -1,5 +1,4 @@
-import type { Logger } from '../../runtime/logger.ts';
-import type { SiteFields } from '../sync/normalize.ts';
+import type { Logger } from '../../../platform/logger.ts';
 import type { CallOpts, TrackerApi, TrackerField } from './api.ts';
 
 /** A status category key, as the tracker files statuses. */
@@ -102,6 +101,18 @@ export function chooseFields(fields: readonly TrackerField[], overrides: FieldOv
     },
     warnings,
   };
+}
+
+/** What the sync learns about the site once per run: where the SLA and request-type fields are, status categories. */
+export interface SiteFields {
+  firstResponseSla: string | undefined;
+  resolutionSla: string | undefined;
+  requestType: string | undefined;
+  /** The Organizations field's id (customfield_10002 unless the site keeps it elsewhere). */
+  organizations: string;
+  /** status id → category key, and the same by name (history items carry both). */
+  categoryById: Map<string, Category>;
+  categoryByName: Map<string, Category>;
 }
 
 /** What the service desk knows of the site: its fields, the category of every status, the account's time zone. */

@@ -1,5 +1,5 @@
-import { tsdbBases, type Config } from '../../../actors/runtime/config.ts';
-import type { UploadStore } from '../../../actors/runtime/stores/uploads.ts';
+import { tsdbBases, type Config } from '../../../platform/config.ts';
+import type { UploadStore } from '../../../actors/servicedesk/mod.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';

@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { Tsdb, TsdbError, type TsdbAnswer, type TsdbBases } from '../../../actors/runtime/stores/tsdb.ts';
-import { tsdbFailure } from '../../../actors/runtime/stores/tsdb-errors.ts';
+import { Tsdb, TsdbError, tsdbFailure, type TsdbAnswer, type TsdbBases } from '../../../actors/fleet/mod.ts';
 import {
   ContainerId,
   LatestMetricsQuery,

@@ -1,7 +1,7 @@
 import multipart from '@fastify/multipart';
 import { Readable } from 'node:stream';
 import { z } from 'zod';
-import type { UploadStore } from '../../../actors/runtime/stores/uploads.ts';
+import type { UploadStore } from '../../../actors/servicedesk/mod.ts';
 import { IssueKey, NumericId } from '../../../contracts/domains/servicedesk.ts';
 import {
   ApprovalBody,

@@ -1,6 +1,6 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import { DlqHeaders, dlqSubjectFor, streams } from '../../contracts/streams.ts';
+import { DlqHeaders, dlqSubjectFor, streams } from '../contracts/streams.ts';
 import type { Logger } from './logger.ts';
 import { wireDurableName } from './namespace.ts';
 

@@ -8,7 +8,7 @@ import {
   type ClickHouseSettings,
 } from '@clickhouse/client';
 import type { Session } from 'chdb';
-import type { Config } from '../config.ts';
+import type { Config } from '../../../platform/config.ts';
 
 /**
  * The analytics store (usage and time-tracking records for invoicing). Two engines run the SAME SQL:

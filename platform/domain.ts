@@ -1,10 +1,11 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Cat } from '../contracts/catalogue.ts';
-import type { Config } from './runtime/config.ts';
-import type { Logger } from './runtime/logger.ts';
-import type { ActorHost } from './runtime/serve.ts';
-import type { Stores } from './runtime/stores/index.ts';
-import type { Clock } from './runtime/clock.ts';
+import type { Config } from './config.ts';
+import type { Logger } from './logger.ts';
+import type { ActorHost } from './serve.ts';
+import type { Stores } from './stores/index.ts';
+import type { EntityDef } from './stores/postgres.ts';
+import type { Clock } from './clock.ts';
 
 /** What every domain gets when its actors start in a process. */
 export interface DomainContext {
@@ -24,5 +25,7 @@ export interface DomainHandle {
 
 export interface DomainModule {
   name: string;
+  /** The ORM entities of the domain's own tables (MikroORM `defineEntity` schemas); the process's ORM knows them all. */
+  entities?: readonly EntityDef[];
   start(ctx: DomainContext): Promise<DomainHandle>;
 }

@@ -3,9 +3,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import type { CallerContext } from '../../contracts/context.ts';
-import type { RequestEnvelope, ReplyEnvelope } from '../../contracts/envelope.ts';
-import { DomainError, describeZodError } from '../../contracts/errors.ts';
+import type { CallerContext } from '../contracts/context.ts';
+import type { RequestEnvelope, ReplyEnvelope } from '../contracts/envelope.ts';
+import { DomainError, describeZodError } from '../contracts/errors.ts';
 import {
   domainOf,
   type Catalogue,
@@ -15,7 +15,7 @@ import {
   type RequestIn,
   type RequestOut,
   type SubjectName,
-} from '../../contracts/subject.ts';
+} from '../contracts/subject.ts';
 import { IMPORT_REPLY_PREFIX } from './broker/agent-accounts.ts';
 import { agentInboxPrefix } from './broker/permissions.ts';
 import { Caller, type CallOptions } from './call.ts';

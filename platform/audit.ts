@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
-import type { CallerContext } from '../../contracts/context.ts';
-import type { AuditEntry } from '../../contracts/streams.ts';
+import type { CallerContext } from '../contracts/context.ts';
+import type { AuditEntry } from '../contracts/streams.ts';
 import type { Clock } from './clock.ts';
 import { publishEvent } from './jetstream.ts';
 

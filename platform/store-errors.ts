@@ -1,4 +1,4 @@
-import { DomainError } from '../../contracts/errors.ts';
+import { DomainError } from '../contracts/errors.ts';
 
 /**
  * PostgreSQL errors that are the caller's or the race's fault, not the store's: invalid input (class 22), integrity

@@ -12,11 +12,10 @@ import {
 } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import type { Pool, PoolClient } from 'pg';
-import { DomainError } from '../../../contracts/errors.ts';
+import { DomainError } from '../../contracts/errors.ts';
 import { currentDeadline, type DeadlineScope } from '../deadline.ts';
 import type { Logger } from '../logger.ts';
 import { isTransactionRace } from '../store-errors.ts';
-import { postgresMigrations } from '../../../migrations/postgres/index.ts';
 
 export { MikroORM };
 /** What `entities` accepts: `defineEntity(...)` results (preferred) or entity classes. */
@@ -33,7 +32,7 @@ export interface OpenOrmOptions {
   poolMax?: number;
   /** Shown in pg_stat_activity, so a DBA can tell which actor holds a connection. */
   applicationName?: string;
-  /** Migration list for `orm.migrator`; defaults to the project's ordered list in migrations/postgres. */
+  /** Migration list for `orm.migrator` (migrations/postgres: the composition roots pass it); none by default. */
   migrations?: readonly MigrationObject[];
 }
 
@@ -65,7 +64,7 @@ export async function openOrm(opts: OpenOrmOptions): Promise<MikroORM> {
     extensions: [Migrator],
     migrations: {
       // Explicit class list: no filesystem glob (works the same under type stripping and in bundles).
-      migrationsList: [...(opts.migrations ?? postgresMigrations)],
+      migrationsList: [...(opts.migrations ?? [])],
       tableName: 'mikro_orm_migrations',
       transactional: true,
       allOrNothing: true,

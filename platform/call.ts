@@ -1,7 +1,7 @@
 import { NoRespondersError, RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
-import type { CallerContext } from '../../contracts/context.ts';
-import { DomainError, ErrorBody } from '../../contracts/errors.ts';
-import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
+import type { CallerContext } from '../contracts/context.ts';
+import { DomainError, ErrorBody } from '../contracts/errors.ts';
+import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../contracts/subject.ts';
 import { wireRequestSubject } from './namespace.ts';
 import { RequestHeaders } from './request-headers.ts';
 import { RequestMux } from './request-mux.ts';

@@ -1,6 +1,6 @@
 import type { Permissions } from '@nats-io/jwt';
-import { agentCommandSubject, agentConfigSubject } from '../../../contracts/domains/agent-telemetry.ts';
-import { streams } from '../../../contracts/streams.ts';
+import { agentCommandSubject, agentConfigSubject } from '../../contracts/domains/agent-telemetry.ts';
+import { streams } from '../../contracts/streams.ts';
 
 /**
  * The NATS users of the system, each with the narrowest permissions that work (ARCHITECTURE.md → Trust):

@@ -1,7 +1,7 @@
 import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { streams } from '../../../contracts/streams.ts';
-import { namespace } from '../namespace.ts';
+import { namespace } from '../../../platform/namespace.ts';
 
 const STREAM = streams.SVC_UPLOADS.name;
 const CHUNK_BYTES = 256 * 1024;

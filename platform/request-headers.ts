@@ -1,5 +1,5 @@
 import { headers as natsHeaders, type Match, type MsgHdrs } from '@nats-io/transport-node';
-import { Headers } from '../../contracts/envelope.ts';
+import { Headers } from '../contracts/envelope.ts';
 import { SignatureHeaders } from './signing.ts';
 
 const encoder = new TextEncoder();

@@ -1,5 +1,5 @@
-import type { AnalyticsStore } from '../../actors/runtime/stores/analytics.ts';
-import type { Logger } from '../../actors/runtime/logger.ts';
+import type { AnalyticsStore } from '../store.ts';
+import type { Logger } from '../../../../platform/logger.ts';
 import { analyticsMigrations, SCHEMA_MIGRATIONS_DDL, type AnalyticsMigration } from './index.ts';
 
 /**

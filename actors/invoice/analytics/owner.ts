@@ -1,7 +1,7 @@
 import { Svcm } from '@nats-io/services';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Config } from '../config.ts';
-import { namespace, wireRequestSubject } from '../namespace.ts';
+import type { Config } from '../../../platform/config.ts';
+import { namespace, wireRequestSubject } from '../../../platform/namespace.ts';
 
 /**
  * Who may open the embedded analytics store. chDB keeps its data in one process and locks its directory, so exactly

@@ -8,7 +8,7 @@ import {
   AGENT_CONFIG_PREFIX,
   agentCommandSubject,
   agentConfigSubject,
-} from '../../../contracts/domains/agent-telemetry.ts';
+} from '../../contracts/domains/agent-telemetry.ts';
 import { BrokerRevoker } from './issuer.ts';
 import { AGENT_ID } from './permissions.ts';
 

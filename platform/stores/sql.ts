@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { DomainError } from '../../../contracts/errors.ts';
+import { DomainError } from '../../contracts/errors.ts';
 
 /** Raw-SQL helpers every domain's actors share: timestamps out as ISO UTC, 409 on duplicates, one-page lists. */
 

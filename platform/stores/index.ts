@@ -1,39 +1,54 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { allEntities } from '../../entities.ts';
-import { tsdbBases, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { openAnalytics, type AnalyticsStore } from './analytics.ts';
-import {
-  AnalyticsOwnershipError,
-  NOT_OWNER_MESSAGE,
-  runsInvoiceDomain,
-  usesEmbeddedAnalytics,
-} from './analytics-owner.ts';
 import { DEFAULT_KEY_PREFIX, openKv, redactCredentials, type KvOptions, type KvReader, type KvStore } from './kv.ts';
 import { openNearCache, type NearCache } from './kv-near-cache.ts';
-import { openOrm } from './postgres.ts';
-import { Tsdb } from './tsdb.ts';
+import { openOrm, type OpenOrmOptions } from './postgres.ts';
+
+/** How a process opens its stores: Valkey's key prefix, and the ORM entities of the domains it runs. */
+export interface StoresOptions extends KvOptions {
+  entities?: OpenOrmOptions['entities'];
+}
 
 /** A store the process cannot work without is unreachable; the message names the variable that points at it. */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
 }
 
-/** The stores of one process, each opened on first use and closed once at shutdown. */
+/**
+ * The shared stores of one process (PostgreSQL, Valkey), each opened on first use and closed once at shutdown. A
+ * store that belongs to one domain (the metrics store, the analytics store, uploads) lives in that domain, which may
+ * keep it here with `owned` so that it is opened once per process and closed with the rest.
+ */
 export class Stores {
   private ormP: Promise<MikroORM> | undefined;
   private kvP: Promise<KvStore> | undefined;
   private nearP: Promise<NearCache> | undefined;
-  private analyticsP: Promise<AnalyticsStore> | undefined;
-  private tsdbV: Tsdb | undefined;
+  private readonly ownedStores = new Map<string, { value: Promise<unknown>; close: (v: never) => Promise<unknown> }>();
 
   private readonly config: Config;
   private readonly log: Logger;
   private readonly kvOptions: KvOptions;
-  constructor(config: Config, log: Logger, kvOptions: KvOptions = {}) {
+  private readonly entities: NonNullable<OpenOrmOptions['entities']>;
+  constructor(config: Config, log: Logger, options: StoresOptions = {}) {
     this.config = config;
     this.log = log;
+    const { entities, ...kvOptions } = options;
     this.kvOptions = kvOptions;
+    this.entities = entities ?? [];
+  }
+
+  /**
+   * A domain's own store under `name`, opened by `open` on first use (a failed open is forgotten, so the next call
+   * tries again) and closed by `close` with the others.
+   */
+  owned<T>(name: string, open: () => Promise<T>, close: (store: T) => Promise<unknown>): Promise<T> {
+    const held = this.ownedStores.get(name);
+    if (held) return held.value as Promise<T>;
+    const value = open();
+    this.ownedStores.set(name, { value, close: close as (v: never) => Promise<unknown> });
+    value.catch(() => this.ownedStores.delete(name));
+    return value;
   }
 
   /**
@@ -45,7 +60,7 @@ export class Stores {
     this.ormP ??= (async () => {
       const orm = await openOrm({
         url: this.config.SVC_DB_URL,
-        entities: allEntities,
+        entities: this.entities,
         log: this.log.child({ store: 'postgres' }),
         applicationName: 'svc',
       });
@@ -83,22 +98,6 @@ export class Stores {
     );
     return this.nearP;
   }
-  /**
-   * The analytics store. chDB lives in one process only (it locks its directory): a process that does not run the
-   * invoice domain is refused here, so a gateway or another domain never takes the lock by accident.
-   */
-  analytics(): Promise<AnalyticsStore> {
-    if (usesEmbeddedAnalytics(this.config) && !runsInvoiceDomain(this.config))
-      return Promise.reject(new AnalyticsOwnershipError(NOT_OWNER_MESSAGE));
-    this.analyticsP ??= openAnalytics(this.config);
-    return this.analyticsP;
-  }
-  /** The metrics store: imports to the write base, queries to the read base (tsdbBases). */
-  tsdb(): Tsdb {
-    this.tsdbV ??= new Tsdb(tsdbBases(this.config));
-    return this.tsdbV;
-  }
-
   async close(): Promise<void> {
     const settle = async <T>(p: Promise<T> | undefined, close: (v: T) => Promise<unknown>): Promise<void> => {
       if (!p) return;
@@ -112,7 +111,7 @@ export class Stores {
       settle(this.ormP, (o) => o.close()),
       settle(this.kvP, (k) => k.close()),
       settle(this.nearP, (n) => n.close()),
-      settle(this.analyticsP, (a) => a.close()),
+      ...[...this.ownedStores.values()].map((o) => settle(o.value, (v) => o.close(v as never))),
     ]);
   }
 }

@@ -1,6 +1,6 @@
-import { hasPermission } from '../../contracts/access.ts';
-import type { CallerContext } from '../../contracts/context.ts';
-import { DomainError } from '../../contracts/errors.ts';
+import { hasPermission } from '../contracts/access.ts';
+import type { CallerContext } from '../contracts/context.ts';
+import { DomainError } from '../contracts/errors.ts';
 
 /**
  * Client and environment scoping shared by the domains (console-operations.md: "entity absent or out of the caller's

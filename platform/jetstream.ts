@@ -21,8 +21,8 @@ import {
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders, nanos, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { z } from 'zod';
-import { Headers } from '../../contracts/envelope.ts';
-import { describeZodError } from '../../contracts/errors.ts';
+import { Headers } from '../contracts/envelope.ts';
+import { describeZodError } from '../contracts/errors.ts';
 import {
   DlqHeaders,
   dlqSubjectFor,
@@ -33,7 +33,7 @@ import {
   type DurableSubject,
   type EventSubject,
   type StreamSpec,
-} from '../../contracts/streams.ts';
+} from '../contracts/streams.ts';
 import { currentDeadline } from './deadline.ts';
 import type { Logger } from './logger.ts';
 import { deadLetters } from './metrics.ts';
