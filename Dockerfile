@@ -19,7 +19,8 @@ RUN apt-get update \
 
 WORKDIR /app
 # NODE_OPTIONS: 64 MB semi-spaces for V8's young generation, as scripts/start.sh sets (the metrics ingest's parse
-# garbage is short-lived; its consumer spends ~12% less CPU per sample). A container's own NODE_OPTIONS replaces it.
+# garbage is short-lived, so fewer scavenges make its consumer cheaper per sample; the figures: docs/operations.md).
+# A container's own NODE_OPTIONS replaces it.
 ENV NODE_ENV=production \
     PUPPETEER_SKIP_DOWNLOAD=1 \
     SVC_CHROMIUM_PATH=/usr/bin/chromium \

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const namespace = process.env.SVC_NAMESPACE ?? `t${randomBytes(4).toString('hex')}`;
 // chDB locks its data directory per process: each run gets its own, removed by test/global-setup.ts at the end.
@@ -9,7 +9,9 @@ process.env.SVC_NAMESPACE = namespace;
 
 export default defineConfig({
   test: {
+    // The integration tier, against the real services: every test file but the unit tier's (test/vitest.unit.config.ts)
     include: ['test/**/*.test.ts'],
+    exclude: [...configDefaults.exclude, 'test/**/*.unit.test.ts'],
     // Files share one PostgreSQL, NATS and Redis, and actors serve in queue groups: run files one after another so a
     // request is never answered by another file's actors.
     fileParallelism: false,

@@ -9,10 +9,11 @@ import { describeZodError } from '../contracts/errors.ts';
 import { AgentStateFile, privateDir, statePaths, writeAgentState, writeBrokerCa, writeCredsFile } from './state.ts';
 
 /**
- * Enrolment over HTTPS (console-operations.md, agent enrollment): the agent makes its own NATS user key pair (the
- * seed never leaves the host), presents the public key with a one-time install token, signs the challenge it gets
- * back, and receives a user JWT for that key with the broker's addresses and CA. It then writes agent.creds (mode 600),
- * broker-ca.pem and agent.json into its state directory (mode 700), agent.json last: its presence means "enrolled".
+ * Enrolment over HTTPS (docs/api/fleet.md#agents-enrolment-credentials-revocation): the agent makes its own NATS user
+ * key pair (the seed never leaves the host), presents the public key with a one-time install token, signs the challenge
+ * it gets back, and receives a user JWT for that key with the broker's addresses and CA. It then writes agent.creds
+ * (mode 600), broker-ca.pem and agent.json into its state directory (mode 700), agent.json last: its presence means
+ * "enrolled".
  */
 
 export interface EnrollOptions {

@@ -1,4 +1,4 @@
-import './lean.ts';
+import './thread-pool-size.ts';
 import { readFile } from 'node:fs/promises';
 import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { parseArgs } from 'node:util';

@@ -1,25 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import type { z } from 'zod';
-import {
-  AgentEventBatch,
-  Heartbeat,
-  InventorySnapshot,
-  MetricBatch,
-  type IntegrationReport,
-  type MetricBatchIn,
-  type TelemetryKind,
-} from '../contracts/domains/agent-telemetry.ts';
-import { encodeCompactMetricBatch } from '../contracts/domains/metric-wire.ts';
-import { describeZodError } from '../contracts/errors.ts';
-import { telemetrySubject } from '../contracts/streams.ts';
-import { createLogger, type Logger } from '../platform/logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { createLinuxCollector } from './collect/linux.ts';
-import type { Collector, FileChangeIn, FileWatcher, OnFileChanges } from './collect/types.ts';
+import type { Collector, FileWatcher, OnFileChanges } from './collect/types.ts';
 import { ConfigApplier, ConfigSync, subscribeCommands } from './commands.ts';
-import { AgentCredentials, AgentLink, errMessage, type LinkOptions } from './connection.ts';
+import { AgentLink, errMessage, type LinkOptions } from './connection.ts';
 import { Outbox, streamSender, type OutboxOptions, type OutboxStats } from './outbox.ts';
-import { readAgentState, readBrokerCa } from './state.ts';
-import { AGENT_VERSION } from './version.ts';
+import { CollectionRounds } from './rounds.ts';
+import { RoundScheduler } from './scheduler.ts';
+import { openStateDir, type StateDir } from './state-dir.ts';
+import { FileEventBatcher, TelemetryPublisher } from './telemetry.ts';
 import { createFileWatcher } from './watch/files.ts';
 
 export interface StartAgentOptions {
@@ -93,15 +82,6 @@ export interface RunningAgent {
   stop(timeoutMs?: number): Promise<boolean>;
 }
 
-const encoder = new TextEncoder();
-const SCHEMAS: Record<TelemetryKind, z.ZodType> = {
-  heartbeat: Heartbeat,
-  inventory: InventorySnapshot,
-  metrics: MetricBatch,
-  events: AgentEventBatch,
-};
-const MAX_EVENTS_PER_BATCH = 1_000;
-
 /**
  * Runs one enrolled agent: connects in the background (collection and buffering start at once, broker or not),
  * applies the saved watch config, fetches its config, listens for commands, and publishes on schedule:
@@ -111,211 +91,39 @@ const MAX_EVENTS_PER_BATCH = 1_000;
  * - file changes, batched for up to `eventBatchMs`.
  */
 export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent> {
-  const state = await readAgentState(opts.stateDir);
-  const log = (opts.log ?? createLogger(undefined, 'agent')).child({ agent_id: state.agent_id });
-  const credentials = await AgentCredentials.load(opts.stateDir, log);
-  const ca = await readBrokerCa(opts.stateDir);
+  const dir = await openStateDir(opts.stateDir, opts.log);
+  const { state, log } = dir;
   const intervalMs = opts.intervalMs ?? 10_000;
   const inventoryIntervalMs = opts.inventoryIntervalMs ?? 300_000;
-  const integrationsConfigIntervalMs = opts.integrationsConfigIntervalMs ?? 300_000;
-  const factsCheckMs = opts.factsCheckMs ?? 60_000;
-  const factsResendMs = opts.factsResendMs ?? 300_000;
-  const eventBatchMs = opts.eventBatchMs ?? 1_000;
-  const validate = opts.validate ?? true;
   const collector = opts.collector ?? (await createLinuxCollector());
-
   const startedAt = Date.now();
   const bootId = `${startedAt.toString(36)}${randomBytes(3).toString('hex')}`;
-  let seq = 0;
-  let stopped = false;
-  let ticks = 0;
-  let collectErrors = 0;
-  let invalidPayloads = 0;
-
-  const link = new AgentLink({
-    servers: state.nats_servers,
-    name: `agent-${state.agent_id}`,
-    inboxPrefix: state.inbox_prefix,
-    credentials,
-    ...(ca ? { ca } : {}),
-    log,
-    ...opts.connection,
-  });
-  const outbox = new Outbox({
-    send: streamSender(() => link.current, opts.publishTimeoutMs ?? 5_000),
-    ready: () => link.isUp,
-    log,
-    ...opts.outbox,
-  });
-  link.onUp(() => outbox.resume());
-
-  /** Queues one message; its `Nats-Msg-Id`, or undefined when it was not queued. */
-  function publish(kind: TelemetryKind, payload: unknown): string | undefined {
-    // A metric batch is encoded as the schema gives it back (what the ingest would make of it as JSON).
-    let checked: unknown = payload;
-    if (validate) {
-      const parsed = SCHEMAS[kind].safeParse(payload);
-      if (!parsed.success) {
-        invalidPayloads++;
-        log.error(
-          { kind, reason: describeZodError(parsed.error) },
-          'collected payload does not match its schema; not sent',
-        );
-        return undefined;
-      }
-      checked = parsed.data;
-    }
-    const id = `${state.agent_id}:${kind}:${bootId}-${(seq++).toString(36)}`;
-    // Metric batches in the compact form (contracts/domains/metric-wire.ts: a seventh of the bytes); the rest as JSON.
-    let data: Uint8Array;
-    try {
-      data =
-        kind === 'metrics'
-          ? encodeCompactMetricBatch(checked as MetricBatchIn)
-          : encoder.encode(JSON.stringify(payload));
-    } catch (err) {
-      invalidPayloads++;
-      log.error({ kind, reason: errMessage(err) }, 'collected payload could not be encoded; not sent');
-      return undefined;
-    }
-    return outbox.add({ id, kind, subject: telemetrySubject(state.agent_id, kind), data }) ? id : undefined;
-  }
-
-  // File changes: gathered briefly so a burst (a package upgrade) becomes a few batches, not thousands of messages.
-  let pendingEvents: FileChangeIn[] = [];
-  let eventTimer: NodeJS.Timeout | undefined;
-  const flushEvents = (): void => {
-    if (eventTimer) clearTimeout(eventTimer);
-    eventTimer = undefined;
-    const events = pendingEvents;
-    pendingEvents = [];
-    for (let i = 0; i < events.length; i += MAX_EVENTS_PER_BATCH)
-      publish('events', { events: events.slice(i, i + MAX_EVENTS_PER_BATCH) });
-  };
-  const onChanges: OnFileChanges = (events) => {
-    if (stopped || events.length === 0) return;
-    pendingEvents.push(...events);
-    if (pendingEvents.length >= MAX_EVENTS_PER_BATCH) flushEvents();
-    else eventTimer ??= setTimeout(flushEvents, eventBatchMs);
-  };
-
-  const watcher = await (opts.watcher ?? createFileWatcher)(onChanges);
-  const applier = new ConfigApplier(opts.stateDir, watcher, log);
-  await applier
-    .loadSaved()
-    .catch((err: unknown) => log.error({ err: errMessage(err) }, 'saved watch config could not be applied'));
-  link.onConnect((nc) => subscribeCommands(nc, state.agent_id, applier, log));
-  const configSync = new ConfigSync({
-    link,
+  const { link, outbox } = openLink(dir, opts);
+  const telemetry = new TelemetryPublisher({
     agentId: state.agent_id,
-    applier,
-    credentials,
+    bootId,
+    validate: opts.validate ?? true,
+    outbox,
     log,
-    intervalMs: opts.configFetchIntervalMs,
-    retryMinMs: opts.configRetryMinMs,
   });
-
-  // What the schedule remembers between rounds.
-  let factsCheckedAt = -Infinity;
-  let factsSentAt = -Infinity;
-  let factsKey = '';
-  let integrationsConfigAt = -Infinity;
-  let integrationsWithConfig: z.input<typeof Heartbeat>['integrations'];
-  let inventoryDueAt = Date.now() + (opts.firstInventoryDelayMs ?? 0);
-  let lastHeartbeat:
-    | {
-        id: string;
-        facts: z.input<typeof Heartbeat>['facts'];
-        integrations: z.input<typeof Heartbeat>['integrations'];
-        withConfig: boolean;
-      }
-    | undefined;
-
-  async function collect<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
-    try {
-      return await fn();
-    } catch (err) {
-      collectErrors++;
-      log.warn({ err: errMessage(err), what }, 'collection failed; skipped this round');
-      return undefined;
-    }
-  }
-
-  async function tick(): Promise<void> {
-    ticks++;
-    const now = Date.now();
-    const heartbeat: z.input<typeof Heartbeat> = {
-      sent_at: new Date(now).toISOString(),
-      agent_version: AGENT_VERSION,
-      uptime_seconds: Math.floor((now - startedAt) / 1000),
-    };
-    if (now - factsCheckedAt >= factsCheckMs) {
-      const facts = await collect('facts', () => collector.facts());
-      if (facts) {
-        factsCheckedAt = now;
-        const key = JSON.stringify(facts);
-        if (key !== factsKey || now - factsSentAt >= factsResendMs) {
-          heartbeat.facts = facts;
-          factsKey = key;
-          factsSentAt = now;
-        }
-      }
-    }
-    const withConfig = now - integrationsConfigAt >= integrationsConfigIntervalMs;
-    const integrations = await collect('integrations', () => collector.integrations(withConfig));
-    if (integrations) {
-      heartbeat.integrations = integrations;
-      if (withConfig) {
-        integrationsConfigAt = now;
-        integrationsWithConfig = integrations;
-      }
-    }
-    // A heartbeat still waiting (the broker is away) is replaced by this one: what only it carried comes along.
-    if (lastHeartbeat && outbox.has(lastHeartbeat.id)) {
-      heartbeat.facts ??= lastHeartbeat.facts;
-      if (lastHeartbeat.withConfig && !withConfig) heartbeat.integrations = lastHeartbeat.integrations;
-    }
-    const id = publish('heartbeat', heartbeat);
-    if (id)
-      lastHeartbeat = {
-        id,
-        facts: heartbeat.facts,
-        integrations: heartbeat.integrations,
-        withConfig: withConfig || lastHeartbeat?.withConfig === true,
-      };
-
-    const metrics = await collect('metrics', () => collector.metrics());
-    if (metrics && metrics.samples.length > 0) publish('metrics', metrics);
-
-    if (now >= inventoryDueAt) {
-      inventoryDueAt = now + inventoryIntervalMs;
-      const snapshot = await collect('inventory', () => collector.inventory(state.labels));
-      if (snapshot) {
-        const withIntegrations: z.input<typeof IntegrationReport>[] | undefined = snapshot.integrations?.length
-          ? snapshot.integrations
-          : integrationsWithConfig;
-        publish('inventory', {
-          ...snapshot,
-          agent_version: AGENT_VERSION,
-          labels: snapshot.labels ?? state.labels,
-          integrations: withIntegrations ?? [],
-        });
-      }
-    }
-  }
-
-  let tickTimer: NodeJS.Timeout | undefined;
-  let ticking: Promise<void> = Promise.resolve();
-  const schedule = (delayMs: number): void => {
-    if (stopped) return;
-    tickTimer = setTimeout(() => {
-      const began = Date.now();
-      ticking = tick()
-        .catch((err: unknown) => log.error({ err: errMessage(err) }, 'collection round failed'))
-        .finally(() => schedule(Math.max(0, began + intervalMs - Date.now())));
-    }, delayMs);
-  };
-  schedule(opts.firstTickDelayMs ?? 0);
+  const events = new FileEventBatcher((batch) => telemetry.publish('events', batch), opts.eventBatchMs ?? 1_000);
+  const watcher = await (opts.watcher ?? createFileWatcher)(events.onChanges);
+  const { applier, configSync } = await followConfig(dir, link, watcher, opts);
+  const rounds = new CollectionRounds({
+    collector,
+    publish: (kind, payload) => telemetry.publish(kind, payload),
+    waiting: (id) => outbox.has(id),
+    labels: state.labels,
+    log,
+    startedAt,
+    inventoryIntervalMs,
+    integrationsConfigIntervalMs: opts.integrationsConfigIntervalMs ?? 300_000,
+    factsCheckMs: opts.factsCheckMs ?? 60_000,
+    factsResendMs: opts.factsResendMs ?? 300_000,
+    firstInventoryAt: Date.now() + (opts.firstInventoryDelayMs ?? 0),
+  });
+  const scheduler = new RoundScheduler(() => rounds.tick(), intervalMs, log);
+  scheduler.start(opts.firstTickDelayMs ?? 0);
   log.info(
     {
       servers: state.nats_servers,
@@ -326,6 +134,7 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
     'agent started',
   );
 
+  let stopped = false;
   return {
     agentId: state.agent_id,
     hostId: state.host_id,
@@ -343,33 +152,96 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
       broker_connects: link.connects,
       config_version: applier.version,
       config_fetches: configSync.fetches,
-      ticks,
-      collect_errors: collectErrors,
-      invalid_payloads: invalidPayloads,
+      ticks: rounds.ticks,
+      collect_errors: rounds.errors,
+      invalid_payloads: telemetry.invalidPayloads,
       outbox: outbox.stats(),
     }),
-    tick,
+    tick: () => rounds.tick(),
     async stop(timeoutMs = 5_000): Promise<boolean> {
       if (stopped) return outbox.stats().pending === 0;
       stopped = true;
-      const until = Date.now() + timeoutMs;
-      if (tickTimer) clearTimeout(tickTimer);
-      configSync.stop();
-      // A collection round under way finishes first (its messages are worth sending), unless it hangs.
-      await Promise.race([ticking, new Promise((r) => setTimeout(r, Math.max(0, (until - Date.now()) / 2)).unref())]);
-      flushEvents();
-      await watcher
-        .stop()
-        .catch((err: unknown) => log.warn({ err: errMessage(err) }, 'file watcher did not stop cleanly'));
-      // Most of the budget goes to getting buffered telemetry stored; the rest to draining the connection.
-      const flushed = await outbox.flush(Math.max(0, until - Date.now() - 1_000));
-      outbox.close();
-      const left = outbox.stats();
-      if (!flushed)
-        log.warn({ pending: left.pending }, 'stopping with telemetry not yet stored (lost: the outbox is in memory)');
-      await link.close(Math.max(200, until - Date.now()));
-      log.info('agent stopped');
-      return flushed;
+      events.close();
+      return stopAgent({ scheduler, configSync, events, watcher, outbox, link, log }, Date.now() + timeoutMs);
     },
   };
+}
+
+/** The broker link, and the outbox that sends through it whenever it is up. */
+function openLink(dir: StateDir, opts: StartAgentOptions): { link: AgentLink; outbox: Outbox } {
+  const link = new AgentLink({
+    servers: dir.state.nats_servers,
+    name: `agent-${dir.state.agent_id}`,
+    inboxPrefix: dir.state.inbox_prefix,
+    credentials: dir.credentials,
+    ...(dir.ca ? { ca: dir.ca } : {}),
+    log: dir.log,
+    ...opts.connection,
+  });
+  const outbox = new Outbox({
+    send: streamSender(() => link.current, opts.publishTimeoutMs ?? 5_000),
+    ready: () => link.isUp,
+    log: dir.log,
+    ...opts.outbox,
+  });
+  link.onUp(() => outbox.resume());
+  return { link, outbox };
+}
+
+/** The watch config: the saved one applied now, then fetched on schedule and pushed by commands. */
+async function followConfig(
+  dir: StateDir,
+  link: AgentLink,
+  watcher: FileWatcher,
+  opts: StartAgentOptions,
+): Promise<{ applier: ConfigApplier; configSync: ConfigSync }> {
+  const { state, log } = dir;
+  const applier = new ConfigApplier(dir.path, watcher, log);
+  await applier
+    .loadSaved()
+    .catch((err: unknown) => log.error({ err: errMessage(err) }, 'saved watch config could not be applied'));
+  link.onConnect((nc) => subscribeCommands(nc, state.agent_id, applier, log));
+  const configSync = new ConfigSync({
+    link,
+    agentId: state.agent_id,
+    applier,
+    credentials: dir.credentials,
+    log,
+    intervalMs: opts.configFetchIntervalMs,
+    retryMinMs: opts.configRetryMinMs,
+  });
+  return { applier, configSync };
+}
+
+interface StoppingParts {
+  scheduler: RoundScheduler;
+  configSync: ConfigSync;
+  events: FileEventBatcher;
+  watcher: FileWatcher;
+  outbox: Outbox;
+  link: AgentLink;
+  log: Logger;
+}
+
+/** Stops collecting, sends what it can until `until`, drains the connection; true when nothing was left. */
+async function stopAgent(parts: StoppingParts, until: number): Promise<boolean> {
+  const { scheduler, configSync, events, watcher, outbox, link, log } = parts;
+  scheduler.stop();
+  configSync.stop();
+  // A collection round under way finishes first (its messages are worth sending), unless it hangs.
+  await Promise.race([
+    scheduler.current,
+    new Promise((r) => setTimeout(r, Math.max(0, (until - Date.now()) / 2)).unref()),
+  ]);
+  events.flush();
+  await watcher.stop().catch((err: unknown) => log.warn({ err: errMessage(err) }, 'file watcher did not stop cleanly'));
+  // Most of the budget goes to getting buffered telemetry stored; the rest to draining the connection.
+  const flushed = await outbox.flush(Math.max(0, until - Date.now() - 1_000));
+  outbox.close();
+  const left = outbox.stats();
+  if (!flushed)
+    log.warn({ pending: left.pending }, 'stopping with telemetry not yet stored (lost: the outbox is in memory)');
+  await link.close(Math.max(200, until - Date.now()));
+  log.info('agent stopped');
+  return flushed;
 }

@@ -21,7 +21,7 @@ const SAMPLES = Math.max(10, Number(process.env.BENCH_SEARCH_SAMPLES ?? 60));
 const BATCH = 2_000;
 const TARGET = { count: 100, page: 150 };
 
-/** The five typical queries of issue 10. */
+/** Five typical queries: an equality, a glob, a version comparison, a negation and a combination. */
 export const BENCH_QUERIES: readonly { name: string; q: string }[] = [
   { name: 'tag equality', q: 'tag.team = "payments"' },
   { name: 'glob on hostname', q: 'host.hostname ~ "web-euw1-*"' },

@@ -32,8 +32,8 @@ export type EnvironmentAccessMap = z.infer<typeof EnvironmentAccessMap>;
 /**
  * What a caller may do. `all_clients` holds permissions granted on every client (a service account scoped `["*"]`);
  * `clients` the per-client grants. Super admins pass every check. `environments` holds grants narrower than a client
- * (console-operations.md: notes and chart markers are "environment-aware"); identity issues none yet, and only the
- * environment-aware checks (platform/scope.ts) read it: a client-wide check never passes on it.
+ * (notes and chart markers are "environment-aware": docs/api/events.md#environment-scoped-grants); identity issues none
+ * yet, and only the environment-aware checks (platform/scope.ts) read it: a client-wide check never passes on it.
  */
 export const Access = z.object({
   super_admin: z.boolean(),

@@ -3,7 +3,7 @@ import type { ErrorCode } from './errors.ts';
 
 /**
  * Durable payloads a subject's handler publishes from its input: for each durable subject, which request field
- * (top-level key) feeds which payload field. test/contracts/agreement.test.ts checks that whatever the request
+ * (top-level key) feeds which payload field. test/contracts/agreement.unit.test.ts checks that whatever the request
  * schema accepts in such a field, the payload schema accepts too (a refusal there would be a 500 after the 200 check),
  * and that each key is a durable subject of streams.ts. Keyed by string here: streams.ts imports the domains'
  * payload schemas, which are declared with this file's helpers, so naming its type here would close a loop.

@@ -123,7 +123,7 @@ export class Caller<C extends Catalogue> {
     const timeout = deadline - Date.now();
     if (timeout <= 0) throw new DomainError('timeout', `deadline passed before ${subject} was called`);
     const wire = wireRequestSubject(subject);
-    // Buffer.from rather than TextEncoder: ~1.5 µs less for an envelope of this size (small strings come from Node's pool).
+    // Buffer.from rather than TextEncoder: cheaper for an envelope of this size (small strings come from Node's pool).
     const payload = Buffer.from(JSON.stringify({ ctx, input }), 'utf8');
     const signed = this.signer.sign(wire, ctx.request_id, deadline, payload);
     const h = new RequestHeaders(

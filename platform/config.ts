@@ -28,15 +28,15 @@ export const ConfigSchema = z.object({
     .string({ error: 'is required (a PostgreSQL URL such as postgresql://postgres@127.0.0.1:5432/test)' })
     .regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL'),
   SVC_NATS_URL: z.string().default('nats://127.0.0.1:4223'),
-  // broker security (docs/operations.md → Security model): this process's NATS user, the keys that issue and revoke users, and
-  // the key that signs caller contexts between services
+  // broker security (docs/operations.md → Security model): this process's NATS user, the keys that issue and revoke
+  // users, and the key that signs caller contexts between services
   SVC_NATS_CREDS: z.string().optional(),
   SVC_NATS_ISSUER_KEY: z.string().optional(),
   SVC_NATS_OPERATOR_KEY: z.string().optional(),
   SVC_NATS_SYSTEM_CREDS: z.string().optional(),
-  // TLS (README → Security model): the CA every client verifies the broker against (also handed to enrolling agents,
-  // who pin it), and the broker's own certificate and key when an operator brings them (scripts/local-nats.ts;
-  // otherwise it makes a CA and certificate under data/nats)
+  // TLS (docs/operations.md → Security model): the CA every client verifies the broker against (also handed to
+  // enrolling agents, who pin it), and the broker's own certificate and key when an operator brings them
+  // (scripts/local-nats.ts; otherwise it makes a CA and certificate under data/nats)
   SVC_NATS_CA: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
   SVC_NATS_TLS_CERT: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
   SVC_NATS_TLS_KEY: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
@@ -77,7 +77,7 @@ export const ConfigSchema = z.object({
   SVC_INVOICE_SELLER_EMAIL: z.string().max(200).default('billing@example.com'),
   SVC_INVOICE_SELLER_VAT_ID: z.string().max(100).default(''),
   SVC_PDF_PAGES: z.coerce.number().int().min(1).max(16).default(2),
-  // accounting sync (issue 13): both set = the integration is configured; sync-accounting answers 400 otherwise
+  // accounting sync: both set = the integration is configured; sync-accounting answers 400 otherwise
   SVC_ACCOUNTING_URL: optionalUrl,
   SVC_ACCOUNTING_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
   // its retry policy: attempts (deliveries) before the dead letter, the backoff schedule (ms, jittered, the last entry
@@ -96,7 +96,7 @@ export const ConfigSchema = z.object({
     )
     .default([2_000, 10_000, 30_000, 60_000, 120_000, 300_000]),
   SVC_ACCOUNTING_RETRY_AFTER_MAX_SECONDS: z.coerce.number().int().min(0).max(3600).default(300),
-  // identity (console-identity.md)
+  // identity (docs/api/identity.md)
   SVC_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   SVC_JWT_ACCESS_TTL: seconds.default(900),
   SVC_JWT_REFRESH_TTL: seconds.default(604800),
@@ -135,7 +135,7 @@ export const ConfigSchema = z.object({
   SVC_RESEND_URL: url.default('https://api.resend.com'),
   SVC_ADMIN_EMAIL: z.string().optional(),
   SVC_ADMIN_PASSWORD: z.string().optional(),
-  // operations (console-operations.md)
+  // operations: fleet and agents (docs/api/fleet.md)
   SVC_AGENT_STALE_TIMEOUT_SECONDS: seconds.default(300),
   // Broker URLs handed to enrolling agents (comma-separated; default: SVC_NATS_URL) and their credentials' lifetime.
   SVC_AGENT_NATS_SERVERS: z.string().default(''),
@@ -143,7 +143,7 @@ export const ConfigSchema = z.object({
   SVC_SD_FIELD_CACHE_TTL: seconds.default(86400),
   // Host search: longest a PQL search statement may run before PostgreSQL stops it (also bounded by the request deadline).
   SVC_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(5000),
-  // service desk (issue 12): the issue tracker's site and the account the service acts as (e-mail + API token, HTTP
+  // service desk: the issue tracker's site and the account the service acts as (e-mail + API token, HTTP
   // basic authentication); all three set = configured, otherwise every service-desk route answers 503 naming them
   SVC_SD_BASE_URL: optionalUrl,
   SVC_SD_EMAIL: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
@@ -161,7 +161,7 @@ export const ConfigSchema = z.object({
   SVC_SD_ORGANIZATIONS_FIELD: trackerFieldId,
   // how long the site's fields, statuses and the account's time zone are kept before the sync reads them again
   SVC_SD_SITE_CACHE_SECONDS: seconds.default(3600),
-  // events (issue 11): the key sealing webhook shared secrets at rest (64 hex characters; unset = derived from
+  // events: the key sealing webhook shared secrets at rest (64 hex characters; unset = derived from
   // SVC_MFA_ENCRYPTION_KEY), and the voice provider that pages on-call numbers (all three of SID, token and caller
   // number set = configured; the API URL points tests at a local peer)
   SVC_EVENTS_ENCRYPTION_KEY: z.preprocess(

@@ -19,8 +19,8 @@ export const currentDeadline = (): DeadlineScope | undefined => current.getStore
 
 /**
  * The deadline of one request and its abort signal, made on first use: most handlers never read the signal, and an
- * AbortController with its deadline timer, made for every request, was ~7% of an actor's CPU per request-reply (CPU
- * profile of the bench's `runtime` part). Read during the request, the signal aborts with `reason()` when the deadline
+ * AbortController with its deadline timer, made for every request, was a visible share of an actor's CPU per
+ * request-reply (docs/benchmarks.md). Read during the request, the signal aborts with `reason()` when the deadline
  * passes (at once when it already has), as an eager one would. `end()` when the request is over: its timer goes, and a
  * signal first read after that (by work the handler left running) never aborts, as an eager one whose timer was
  * cleared at the end never did.

@@ -1,5 +1,5 @@
 /**
- * `new Date(ms).toISOString()` for the many timestamps of one answer (a chart's points), about ten times faster:
+ * `new Date(ms).toISOString()` for the many timestamps of one answer (a chart's points), without a Date per point:
  * the day's `YYYY-MM-DDT` is made by Date once and kept while the timestamps stay on that day, the time of day is
  * plain arithmetic. Timestamps outside years 0000–9999 (or not integers) go through Date itself.
  */

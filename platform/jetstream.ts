@@ -5,41 +5,39 @@ import {
   JetStreamApiCodes,
   JetStreamApiError,
   ReplayPolicy,
-  jetstream,
   jetstreamManager,
   type Consumer,
   type ConsumerConfig,
   type ConsumerInfo,
   type ConsumerMessages,
-  type JetStreamClient,
   type JetStreamManager,
-  type JsMsg,
   type PubAck,
   type StreamConfig,
   type StreamInfo,
 } from '@nats-io/jetstream';
 import { randomUUID } from 'node:crypto';
-import { headers as natsHeaders, nanos, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
-import type { z } from 'zod';
-import { Headers } from '../contracts/envelope.ts';
+import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { describeZodError } from '../contracts/errors.ts';
 import {
-  DlqHeaders,
   dlqSubjectFor,
   durableSubjects,
   isDurableSubject,
-  type DlqReason,
   type DurableIn,
   type DurableSubject,
   type EventSubject,
   type StreamSpec,
 } from '../contracts/streams.ts';
 import { currentDeadline } from './deadline.ts';
+import { headerValue, js } from './jetstream/client.ts';
+import { DEFAULT_BACKOFF_MS, type ConsumerHandle, type RunConsumerOptions } from './jetstream/consumer-api.ts';
+import type { ConsumerRun } from './jetstream/consumer-run.ts';
+import { deadLetterer } from './jetstream/dead-letter.ts';
+import { messageHandler } from './jetstream/message-handling.ts';
+import { pullLoop } from './jetstream/pull-loop.ts';
+import { settler } from './jetstream/settle.ts';
 import type { Logger } from './logger.ts';
-import { deadLetters } from './metrics.ts';
 import { wireDurableName, wireDurableSubject } from './namespace.ts';
 import { brokerReplicas } from './replicas.ts';
-import { parseTraceparent } from './trace.ts';
 
 // JetStream API error codes we branch on (server/errors.json).
 const STREAM_NAME_IN_USE = 10058;
@@ -53,17 +51,6 @@ const SPARE_DELIVERIES = 3;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-const clients = new WeakMap<NatsConnection, JetStreamClient>();
-/** One JetStream context per connection: it is cheap, but there is no reason to build one per publish. */
-function js(nc: NatsConnection): JetStreamClient {
-  let c = clients.get(nc);
-  if (!c) {
-    c = jetstream(nc);
-    clients.set(nc, c);
-  }
-  return c;
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Streams
@@ -222,11 +209,11 @@ export async function ensureConsumer(
 }
 
 /**
- * A durable scaled up from one replica keeps its old leader without an election, and nats-server (2.9, fixed in 2.11:
- * nats-io/nats-server#6838, #6851) can leave that group unable to elect once the old leader's node is lost: the
- * durable then answers nothing until an operator recreates it (a cluster test lost it 2 times in 5). Stepping the old
- * leader down once the new followers are online makes the group elect for real, after which it survives the loss of
- * any one node. The election may pick the old leader again; what matters is that the group held one.
+ * A durable scaled up from one replica keeps its old leader without an election, and nats-server before 2.11 can
+ * leave that group unable to elect once the old leader's node is lost: the durable then answers nothing until an
+ * operator recreates it. Stepping the old leader down once the new followers are online makes the group elect for
+ * real, after which it survives the loss of any one node. The election may pick the old leader again; what matters is
+ * that the group held one.
  */
 async function reelectScaledConsumer(
   nc: NatsConnection,
@@ -281,95 +268,15 @@ async function consumerInfo(jsm: JetStreamManager, stream: string, durable: stri
 // ---------------------------------------------------------------------------------------------------------------
 // Running a consumer
 
-/** Throw from a handler when retrying cannot help (e.g. the recipient address is rejected): dead-lettered at once. */
-export class NonRetryableError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'NonRetryableError';
-  }
-}
-
-/**
- * Throw from a handler to be retried after `delayMs` instead of the consumer's backoff schedule (a peer's
- * Retry-After, or the handler's own jittered backoff). The delivery limit still applies.
- */
-export class RetryLaterError extends Error {
-  readonly delayMs: number;
-  constructor(message: string, delayMs: number, options?: ErrorOptions) {
-    super(message, options);
-    this.delayMs = delayMs;
-    this.name = 'RetryLaterError';
-  }
-}
-
-/** What `onDeadLetter` learns: the parsed payload (undefined when it was malformed), why, and the error text. */
-export interface DeadLetterInfo<T> {
-  payload: T | undefined;
-  reason: DlqReason;
-  error: string;
-  log: Logger;
-}
-
-export interface DeliveryMeta {
-  subject: string;
-  /** 1 on the first delivery. */
-  deliveryCount: number;
-  /** The publisher's `Nats-Msg-Id`, when it set one: a natural idempotency key for the handler. */
-  msgId: string | undefined;
-  headers: MsgHdrs | undefined;
-  streamSequence: number;
-  /** Child logger with durable, subject, sequence, delivery and request id. */
-  log: Logger;
-  /** Aborted when `stop()` is called: a long handler may give up early (it is then retried, here or elsewhere). */
-  signal: AbortSignal;
-}
-
-export interface RunConsumerOptions<T> {
-  nc: NatsConnection;
-  stream: string;
-  durable: string;
-  filterSubjects?: readonly string[];
-  schema: z.ZodType<T>;
-  /**
-   * Turns a message's bytes into what `schema` checks (default: UTF-8 JSON); the subject tells who sent it (a
-   * decoder may keep something per sender). A throw dead-letters the message as malformed, with the error's message
-   * as the reason.
-   */
-  decode?: (data: Uint8Array, subject: string) => unknown;
-  handler: (payload: T, meta: DeliveryMeta) => Promise<void>;
-  /** Deliveries before a failing message is dead-lettered. Default 5. */
-  maxDeliver?: number;
-  /** Delay before redelivery after the n-th failed delivery (index n-1); the last entry repeats. */
-  backoffMs?: readonly number[];
-  /** Default 30 s. Long handlers are kept alive with `working()` every third of it. */
-  ackWaitMs?: number;
-  /** Handlers running at once in this process. Default 1. */
-  concurrency?: number;
-  /** See DurableConsumerConfig.startAt. */
-  startAt?: 'all' | 'new';
-  /** Unacknowledged messages the server lets this durable have out at once (all instances together). Default 1000. */
-  maxAckPending?: number;
-  /**
-   * Called once a message is dead-lettered (after the DLQ publish), so a domain can record the outcome (e.g. a
-   * "failed" state). Its errors are logged, never retried: the message is already in the DLQ.
-   */
-  onDeadLetter?: (info: DeadLetterInfo<T>) => Promise<void>;
-  /**
-   * A dead letter is an error to alert on (logged at error, naming the subject, the stream sequence and how to replay
-   * it) rather than a warning: set where a message must not go missing (audit entries). Every dead letter counts in
-   * `svc_dead_letters_total` either way.
-   */
-  alertOnDeadLetter?: boolean;
-  log: Logger;
-}
-
-export interface ConsumerHandle {
-  readonly durable: string;
-  /** Stops fetching, hands back unstarted messages, and resolves once in-flight handlers have finished. */
-  stop(): Promise<void>;
-}
-
-export const DEFAULT_BACKOFF_MS: readonly number[] = [1_000, 5_000, 30_000, 120_000, 600_000];
+export {
+  DEFAULT_BACKOFF_MS,
+  NonRetryableError,
+  RetryLaterError,
+  type ConsumerHandle,
+  type DeadLetterInfo,
+  type DeliveryMeta,
+  type RunConsumerOptions,
+} from './jetstream/consumer-api.ts';
 
 /**
  * Consumes `stream` through the durable `durable`: parse, handle, ack; nak with backoff on failure; dead-letter to
@@ -378,6 +285,32 @@ export const DEFAULT_BACKOFF_MS: readonly number[] = [1_000, 5_000, 30_000, 120_
  * idempotent: delivery is at-least-once.
  */
 export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<ConsumerHandle> {
+  const { run, consumerConfig } = consumerRunOf(opts);
+  // Boot fails loudly on a bad config; later problems are logged and retried by the loop.
+  await ensureConsumer(run.nc, run.stream, consumerConfig, run.log);
+
+  const settle = settler(run.log);
+  const handleMessage = messageHandler(run, settle, deadLetterer(run, settle));
+  const open = (): Promise<ConsumerMessages> =>
+    openMessages(run.nc, run.stream, consumerConfig, run.concurrency, run.log);
+  const done = pullLoop(run, open, handleMessage, settle);
+  let stopped: Promise<void> | undefined;
+  return {
+    durable: run.durable,
+    stop(): Promise<void> {
+      stopped ??= (async () => {
+        run.stopping.abort();
+        await run.current?.close().catch(() => undefined);
+        await done;
+        await Promise.allSettled([...run.inflight]);
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** The consumer's set-up: its options with their defaults, checked, and the durable they declare. */
+function consumerRunOf<T>(opts: RunConsumerOptions<T>): { run: ConsumerRun<T>; consumerConfig: DurableConsumerConfig } {
   const { nc, stream, schema, handler } = opts;
   const decode = opts.decode ?? ((data: Uint8Array): unknown => JSON.parse(decoder.decode(data)));
   const durable = wireDurableName(opts.durable);
@@ -397,233 +330,25 @@ export async function runConsumer<T>(opts: RunConsumerOptions<T>): Promise<Consu
     startAt: opts.startAt,
     maxAckPending: opts.maxAckPending,
   };
-  // Boot fails loudly on a bad config; later problems are logged and retried by the loop.
-  await ensureConsumer(nc, stream, consumerConfig, log);
-
-  const stopping = new AbortController();
-  const inflight = new Set<Promise<void>>();
-  // Woken when a handler finishes: waiting on Promise.race(inflight) instead added a reaction to every in-flight
-  // handler for each message that arrived at the cap (512 per message for the metrics ingest).
-  let slotFreed: (() => void) | undefined;
-  const freeSlot = (): Promise<void> => new Promise<void>((resolve) => (slotFreed = resolve));
-  let current: ConsumerMessages | undefined;
-
-  const settle = (m: JsMsg, what: 'ack' | 'nak' | 'term', delayMs?: number): void => {
-    try {
-      if (what === 'ack') m.ack();
-      else if (what === 'nak') m.nak(delayMs);
-      // No reason string: servers before 2.11 ignore "+TERM <reason>" entirely; the reason is in the dead letter.
-      else m.term();
-    } catch (err) {
-      log.warn({ err, seq: m.seq, what }, 'could not settle message; the server will redeliver it after ack_wait');
-    }
-  };
-
-  const deadLetter = async (
-    m: JsMsg,
-    reason: DlqReason,
-    error: string,
-    mlog: Logger,
-    payload?: T,
-  ): Promise<boolean> => {
-    const h = natsHeaders();
-    for (const [k, values] of m.headers ?? []) {
-      // The original's Nats-* headers (msg id, expectations) must not act on the DLQ stream.
-      if (/^nats-/i.test(k)) continue;
-      for (const v of values) h.append(k, v);
-    }
-    h.set(DlqHeaders.subject, m.subject);
-    h.set(DlqHeaders.error, headerValue(error));
-    h.set(DlqHeaders.reason, reason);
-    h.set(DlqHeaders.deliveryCount, String(m.info.deliveryCount));
-    h.set(DlqHeaders.stream, m.info.stream);
-    h.set(DlqHeaders.streamSeq, String(m.seq));
-    h.set(DlqHeaders.durable, durable);
-    const msgId = m.headers?.get('Nats-Msg-Id');
-    if (msgId) h.set(DlqHeaders.msgId, msgId);
-    try {
-      // Dedup on the source position: a crash between this publish and the term cannot dead-letter it twice.
-      await js(nc).publish(dlqSubject, m.data, { headers: h, msgID: `${durable}:${m.info.stream}:${m.seq}` });
-      deadLetters.inc({ durable, reason });
-      if (opts.alertOnDeadLetter) {
-        mlog.error(
-          { reason, error, dlq: dlqSubject, subject: m.subject, seq: m.seq },
-          `message dead-lettered, not handled until replayed: ${m.subject} sequence ${m.seq} (${reason}); replay with \`npm run dlq -- replay ${opts.durable}\``,
-        );
-      } else {
-        mlog.warn({ reason, error, dlq: dlqSubject }, 'message dead-lettered');
-      }
-      settle(m, 'term');
-      if (opts.onDeadLetter) {
-        await opts
-          .onDeadLetter({ payload, reason, error, log: mlog })
-          .catch((err: unknown) => mlog.error({ err, reason }, 'onDeadLetter failed'));
-      }
-      return true;
-    } catch (err) {
-      mlog.error({ err, reason, error }, 'dead-letter publish failed; the message will be retried');
-      settle(m, 'nak', backoff[backoff.length - 1]);
-      return false;
-    }
-  };
-
-  const handleMessage = async (m: JsMsg): Promise<void> => {
-    const deliveryCount = m.info.deliveryCount;
-    const msgId = m.headers?.get('Nats-Msg-Id') || undefined;
-    const requestId = m.headers?.get(Headers.requestId) || undefined;
-    const traceId = parseTraceparent(m.headers?.get(Headers.traceparent))?.traceId;
-    const mlog = log.child({
-      subject: m.subject,
-      seq: m.seq,
-      delivery: deliveryCount,
-      ...(requestId ? { request_id: requestId } : {}),
-      ...(traceId ? { trace_id: traceId } : {}),
-    });
-
-    let payload: T | undefined;
-    {
-      let decoded: unknown;
-      try {
-        decoded = decode(m.data, m.subject);
-      } catch (err) {
-        await deadLetter(
-          m,
-          'malformed',
-          opts.decode && err instanceof Error ? err.message : 'payload is not JSON',
-          mlog,
-        );
-        return;
-      }
-      let parsed: ReturnType<typeof schema.safeParse>;
-      try {
-        parsed = schema.safeParse(decoded);
-      } catch (err) {
-        // A transform that throws rather than reporting an issue: still the payload's fault, never a redelivery loop.
-        await deadLetter(m, 'malformed', err instanceof Error ? err.message : String(err), mlog);
-        return;
-      }
-      if (!parsed.success) {
-        await deadLetter(m, 'malformed', describeZodError(parsed.error), mlog);
-        return;
-      }
-      payload = parsed.data;
-    }
-    if (deliveryCount > maxDeliver) {
-      await deadLetter(
-        m,
-        'exhausted',
-        `delivery ${deliveryCount} exceeds maxDeliver ${maxDeliver}: the last attempt did not settle (ack timeout, crash, or failed dead-letter)`,
-        mlog,
-        payload,
-      );
-      return;
-    }
-
-    // Keeps the server from redelivering while a slow handler is still working; stops if this process dies.
-    const heartbeat = setInterval(
-      () => {
-        try {
-          m.working();
-        } catch {
-          // Connection gone: the server redelivers after ack_wait, nothing to do here.
-        }
-      },
-      Math.max(Math.floor(ackWaitMs / 3), 50),
-    );
-    const started = performance.now();
-    try {
-      const handled = handler(payload, {
-        subject: m.subject,
-        deliveryCount,
-        msgId,
-        headers: m.headers,
-        streamSequence: m.seq,
-        log: mlog,
-        signal: stopping.signal,
-      });
-      // Only onDeadLetter needs the payload after the handler: without it, the payload is not kept alive while the
-      // handler waits (the metrics ingest has hundreds waiting for their imports, and what outlived two scavenges
-      // was promoted and left to the full collections).
-      if (!opts.onDeadLetter) payload = undefined;
-      await handled;
-      settle(m, 'ack');
-      mlog.debug({ ms: Math.round(performance.now() - started) }, 'handled');
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      if (err instanceof NonRetryableError) {
-        await deadLetter(m, 'rejected', message, mlog, payload);
-      } else if (deliveryCount >= maxDeliver) {
-        await deadLetter(m, 'failed', message, mlog, payload);
-      } else {
-        const delay =
-          err instanceof RetryLaterError
-            ? Math.max(0, err.delayMs)
-            : (backoff[deliveryCount - 1] ?? backoff[backoff.length - 1]);
-        mlog.warn({ err, retry_in_ms: delay }, 'handler failed; will retry');
-        settle(m, 'nak', delay);
-      }
-    } finally {
-      clearInterval(heartbeat);
-    }
-  };
-
-  const loop = async (): Promise<void> => {
-    let failures = 0;
-    while (!stopping.signal.aborted) {
-      if (nc.isClosed()) {
-        log.warn('connection closed; consumer loop ends');
-        return;
-      }
-      try {
-        const messages = await openMessages(nc, stream, consumerConfig, concurrency, log);
-        current = messages;
-        if (stopping.signal.aborted) {
-          await messages.close().catch(() => undefined);
-          return;
-        }
-        watchStatus(messages, log);
-        failures = 0;
-        for await (const m of messages) {
-          if (!stopping.signal.aborted) {
-            while (inflight.size >= concurrency) await freeSlot();
-          }
-          if (stopping.signal.aborted) {
-            // Fetched but not started: hand it back now so another instance takes it without waiting ack_wait.
-            settle(m, 'nak');
-            continue;
-          }
-          const p = handleMessage(m)
-            .catch((err: unknown) => log.error({ err, seq: m.seq }, 'message processing failed'))
-            .finally(() => {
-              inflight.delete(p);
-              const wake = slotFreed;
-              slotFreed = undefined;
-              wake?.();
-            });
-          inflight.add(p);
-        }
-      } catch (err) {
-        if (stopping.signal.aborted) return;
-        log.error({ err }, 'consumer loop failed; restarting');
-      }
-      if (!stopping.signal.aborted) await sleep(Math.min(250 * 2 ** failures++, 10_000), stopping.signal);
-    }
-  };
-
-  const done = loop();
-  let stopped: Promise<void> | undefined;
-  return {
+  const run: ConsumerRun<T> = {
+    opts,
+    nc,
+    stream,
     durable,
-    stop(): Promise<void> {
-      stopped ??= (async () => {
-        stopping.abort();
-        await current?.close().catch(() => undefined);
-        await done;
-        await Promise.allSettled([...inflight]);
-      })();
-      return stopped;
-    },
+    dlqSubject,
+    schema,
+    handler,
+    decode,
+    maxDeliver,
+    backoff,
+    ackWaitMs,
+    concurrency,
+    log,
+    stopping: new AbortController(),
+    inflight: new Set<Promise<void>>(),
+    current: undefined,
   };
+  return { run, consumerConfig };
 }
 
 /** Binds to the durable, recreating it when it was deleted under us. */
@@ -644,39 +369,6 @@ async function openMessages(
     consumer = await js(nc).consumers.get(stream, config.durable);
   }
   return consumer.consume({ max_messages: concurrency });
-}
-
-function watchStatus(messages: ConsumerMessages, log: Logger): void {
-  void (async () => {
-    for await (const s of messages.status()) {
-      if (s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {
-        // consume() would only poll; closing makes the loop recreate the durable.
-        log.warn({ status: s.type }, 'durable consumer gone; reopening');
-        await messages.close();
-        return;
-      }
-      if (s.type === 'heartbeats_missed' || s.type === 'stream_not_found' || s.type === 'no_responders')
-        log.warn({ status: s }, 'consumer status');
-    }
-  })().catch((err: unknown) => log.warn({ err }, 'consumer status watcher ended'));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-/** Header values cannot hold CR/LF and should stay small. */
-function headerValue(s: string): string {
-  const flat = s.replace(/[\r\n]+/g, ' ');
-  return flat.length > 1000 ? `${flat.slice(0, 997)}...` : flat;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

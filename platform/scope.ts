@@ -3,9 +3,9 @@ import type { CallerContext } from '../contracts/context.ts';
 import { DomainError } from '../contracts/errors.ts';
 
 /**
- * Client and environment scoping shared by the domains (console-operations.md: "entity absent or out of the caller's
- * scope" is 404): a resource the caller holds nothing on is 404, exactly like one that does not exist; a resource in
- * reach without the needed permission is 403.
+ * Client and environment scoping shared by the domains (docs/api/conventions.md#console-tenant-scope): a resource the
+ * caller holds nothing on is 404, exactly like one that does not exist; a resource in reach without the needed
+ * permission is 403.
  */
 
 /** Environment grants of the caller inside `clientId`, whatever their permissions. */

@@ -18,8 +18,8 @@ interface Key {
 
 /**
  * The HMAC key as a KeyObject made once: given raw bytes, Node 24's createHmac wraps them in a new key object on every
- * call, which cost 15-25 µs per MAC here (4 µs with a KeyObject, as on Node 20 either way), the whole of the runtime's
- * extra cost per request on Node 24 (CPU profile of the bench's `runtime` part: internal/crypto/keys at 7%).
+ * call, which was the whole of the runtime's extra cost per request on Node 24 (docs/benchmarks.md → Node 20 against
+ * Node 24).
  */
 const keyOf = (secret: string): Key => ({
   id: createHash('sha256').update(secret).digest('hex').slice(0, 8),
@@ -42,7 +42,7 @@ export class ContextSigner {
   /**
    * What this signer signed lately, by signature. A request served by the process that sent it (`npm start`'s shape,
    * or an actor's nested call to its own domain) is then verified by comparing it with what was signed, bytes and
-   * all: equal, its MAC is the one computed at signing, so computing it again (~6 µs of the ~12 µs an HMAC sign and
+   * all: equal, its MAC is the one computed at signing, so computing it again (half of what an HMAC sign and
    * verify cost per request) would prove nothing more. The replay window still applies; a request verified once
    * leaves the map, so a repeat of it (the caller's retry, a replay) is verified the full way.
    */

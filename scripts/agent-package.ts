@@ -27,11 +27,11 @@ const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
 /**
  * V8 flags built into the executable (SEA's execArgv), for an agent that wakes every few seconds and must stay small.
- * Each was measured side by side (`npm run bench -- agent`, resident memory after a minute): one V8 worker thread
- * instead of one per core and 1 MiB semi-spaces instead of 16 (−15 MiB together); no optimising compilers (Maglev,
- * TurboFan), whose code pages would stay resident for work of milliseconds a minute (−6 MiB; Sparkplug still
- * compiles hot functions); V8's size-over-speed mode and lazy compilation of everything (−11 MiB). The CPU cost
- * stays within the noise of a minute's work (about 0.8 s of CPU in the first minute, including the first inventory).
+ * Each earns its place in resident memory after a minute (`npm run bench -- agent`; the figures: docs/benchmarks.md →
+ * The packaged agent's memory): one V8 worker thread instead of one per core and 1 MiB semi-spaces instead of 16; no
+ * optimising compilers (Maglev, TurboFan), whose code pages would stay resident for work of milliseconds a minute
+ * (Sparkplug still compiles hot functions); V8's size-over-speed mode and lazy compilation of everything. The CPU
+ * cost stays within the noise of a minute's work.
  */
 export const AGENT_V8_FLAGS = [
   '--v8-pool-size=1',

@@ -10,8 +10,8 @@ npm run migrate
 # password (a second checkout on the same database, data/ removed): only informs, never stops the start.
 node scripts/admin.ts status || true
 # A young generation of 64 MB semi-spaces (V8's default is 16): the metrics ingest parses JSON agent batches into
-# short-lived objects at hundreds of batches a second, and fewer scavenges cost its consumer ~12% less CPU per sample
-# (side by side in the bench; with the reference agent's compact batches 16, 32 and 64 MB measured alike).
+# short-lived objects at hundreds of batches a second, and fewer scavenges make its consumer cheaper per sample (the
+# figures: docs/operations.md → Configuration, NODE_OPTIONS).
 # Earlier in NODE_OPTIONS than anything the caller set, which therefore wins.
 export NODE_OPTIONS="--max-semi-space-size=64${NODE_OPTIONS:+ $NODE_OPTIONS}"
 # External (Buffer) memory counted in V8's global heap limit, as V8 now does by default (Node 24's V8 predates it):

@@ -13,9 +13,10 @@ import {
 import type { FleetDirectory } from './fleet-directory.ts';
 
 /**
- * Environment-aware scoping of the events domain (console-operations.md: notes and markers are "environment-aware";
- * "404 for what the caller cannot read"). A grant on a client covers all of it; a grant on an environment covers that
- * environment's rows and the client-wide rows (no environment) of its client, which every reader of the client sees.
+ * Environment-aware scoping of the events domain (docs/api/events.md#environment-scoped-grants: notes and markers are
+ * "environment-aware"; 404 for what the caller cannot read, docs/api/conventions.md#console-tenant-scope). A grant on a
+ * client covers all of it; a grant on an environment covers that environment's rows and the client-wide rows (no
+ * environment) of its client, which every reader of the client sees.
  */
 
 /** The one chart (or timeline filter) a query names, with where it sits. */

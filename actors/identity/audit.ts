@@ -3,8 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { AuditEntry } from '../../contracts/streams.ts';
 import { runConsumer, type ConsumerHandle } from '../../platform/jetstream.ts';
 import type { Logger } from '../../platform/logger.ts';
-import { pgJson } from '../../platform/stores/pg-values.ts';
-import { toPgArray } from './seed.ts';
+import { pgJson, toPgArray } from '../../platform/stores/pg-values.ts';
 
 export { AuditRecorder, type AuditInput } from '../../platform/audit.ts';
 

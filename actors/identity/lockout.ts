@@ -9,7 +9,7 @@ const MINUTE = 60_000;
 /** Failures before the first lock; from there on every further failure locks again. */
 export const LOCK_THRESHOLD = 5;
 
-/** Progressive lockout (console-identity.md, Limits): 5 failures 1 min, 10: 5 min, 15: 15 min, 20 or more: 1 hour. */
+/** Progressive lockout: 5 failures 1 min, 10: 5 min, 15: 15 min, 20 or more: 1 hour (docs/api/identity.md). */
 export function lockDurationMs(failures: number): number {
   if (failures >= 20) return 60 * MINUTE;
   if (failures >= 15) return 15 * MINUTE;

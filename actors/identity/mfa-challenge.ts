@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { IdentityDeps } from './deps.ts';
 
-/** MFA challenge token: uuid, single use, valid 5 minutes (console-identity.md, Tokens and Limits). */
+/** MFA challenge token: uuid, single use, valid 5 minutes (docs/api/identity.md#login-lockout-and-mfa). */
 export const CHALLENGE_MS = 5 * 60 * 1000;
 
 /** Where the first factor came from: recorded in the `user.login` audit entry once the second one is given. */

@@ -5,7 +5,7 @@ import type { IdentityDeps } from './deps.ts';
 
 export type OneTimePurpose = 'reset' | 'invite';
 
-/** Reset tokens live 1 hour, invitation tokens 24 hours (console-identity.md, Limits). */
+/** Reset tokens live 1 hour, invitation tokens 24 hours (docs/api/identity.md#tokens-sessions-passwords-invitations). */
 export const ONE_TIME_TTL_MS: Record<OneTimePurpose, number> = { reset: 60 * 60 * 1000, invite: 24 * 60 * 60 * 1000 };
 
 /**

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { DomainError } from '../../contracts/errors.ts';
 import type { IdentityDeps } from './deps.ts';
 
-/** console-identity.md, "Password policy": at least 12 characters, no composition rules, not common, not recent. */
+/** Password policy (docs/api/identity.md): at least 12 characters, no composition rules, not common, not recent. */
 export const MIN_PASSWORD_LENGTH = 12;
 export const PASSWORD_HISTORY = 5;
 

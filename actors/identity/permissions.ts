@@ -1,4 +1,4 @@
-/** The permission registry and the eight system roles of console-identity.md. */
+/** The permission registry and the eight system roles (docs/api/identity.md#system-roles). */
 
 const actions = {
   crud: ['read', 'write', 'delete'],
@@ -38,7 +38,7 @@ const registry: Record<string, readonly string[]> = {
   terminal_sessions: ['read', 'write'],
   telegram_ops: ['write'],
   annotations: ['write'],
-  // Invoicing (invoicing.md): read, prepare and edit, and move invoices through review.
+  // Invoicing (docs/api/invoicing.md#permission-model): read, prepare and edit, and move invoices through review.
   invoices: ['read', 'write', 'review'],
 };
 

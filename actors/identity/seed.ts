@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { anonymousContext } from '../../contracts/context.ts';
 import type { IdentityDeps } from './deps.ts';
 import { SYSTEM_ROLES } from './permissions.ts';
+import { toPgArray } from '../../platform/stores/pg-values.ts';
 
 /**
  * Start-up seeding, safe to run from every instance at once: the eight system roles (kept equal to the code's
@@ -55,6 +56,4 @@ export async function seedIdentity(deps: IdentityDeps): Promise<void> {
   }
 }
 
-/** text[] literal for a parameter: {"a","b"} with quotes escaped. */
-export const toPgArray = (values: readonly string[]): string =>
-  `{${values.map((v) => `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`;
+export { toPgArray };

@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { CertificateIn } from './shapes.ts';
+import type { CertificateIn } from './contract-inputs.ts';
 import { listDir, type Roots } from './read.ts';
 
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
-import type { ContainerIn, SampleIn } from './shapes.ts';
+import type { ContainerIn, SampleIn } from './contract-inputs.ts';
 import { round2 } from './processes.ts';
 
 /** A container engine speaking the Docker Engine API on a Unix socket (Docker; Podman's compatible service). */

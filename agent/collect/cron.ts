@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { CronJobIn } from './shapes.ts';
+import type { CronJobIn } from './contract-inputs.ts';
 import { listDir, readText, run, type Roots } from './read.ts';
 import { parseSystemctlShow } from './services.ts';
 

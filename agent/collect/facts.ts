@@ -1,6 +1,6 @@
 import { arch, cpus, hostname, networkInterfaces, release } from 'node:os';
 import { join } from 'node:path';
-import type { FactsIn } from './shapes.ts';
+import type { FactsIn } from './contract-inputs.ts';
 import { memTotalBytes, readText, type Roots } from './read.ts';
 
 /** /etc/os-release (shell-style KEY=value, values optionally quoted). */

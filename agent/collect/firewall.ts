@@ -1,4 +1,4 @@
-import type { FirewallRuleIn } from './shapes.ts';
+import type { FirewallRuleIn } from './contract-inputs.ts';
 import { run } from './read.ts';
 
 /** Shell-like split that keeps "quoted strings" (iptables-save quotes comments) as one token. */

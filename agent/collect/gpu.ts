@@ -1,5 +1,5 @@
 import { basename, join } from 'node:path';
-import type { GpuIn } from './shapes.ts';
+import type { GpuIn } from './contract-inputs.ts';
 import { listDir, readLink, readNumber, readText, readTrimmed, run, type Roots } from './read.ts';
 
 /** Discrete GPU vendors; Intel (0x8086) is left out since nearly all of its display controllers are integrated. */

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { ConfigValueIn, IntegrationIn } from './shapes.ts';
+import type { ConfigValueIn, IntegrationIn } from './contract-inputs.ts';
 import { engineGet, findEngine, type Engine } from './containers.ts';
 import { listPids, procPath, readText, type Roots } from './read.ts';
 import { readSockets, socketInodesOf, type SocketEntry } from './ports.ts';

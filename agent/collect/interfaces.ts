@@ -1,6 +1,6 @@
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import type { InterfaceIn } from './shapes.ts';
+import type { InterfaceIn } from './contract-inputs.ts';
 import { listDir, readNumber, readTrimmed, type Roots } from './read.ts';
 
 /**

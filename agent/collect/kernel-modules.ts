@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { KernelModuleIn } from './shapes.ts';
+import type { KernelModuleIn } from './contract-inputs.ts';
 import { readText } from './read.ts';
 
 /** /proc/modules: `name size instances used_by|- state address`; used_by is a comma list ending with a comma, or `-`. */

@@ -1,6 +1,6 @@
 import { statfs } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { SampleIn } from './shapes.ts';
+import type { SampleIn } from './contract-inputs.ts';
 import { ContainerMetrics, type Engine } from './containers.ts';
 import { listDir, parseMeminfo, procPath, readText, sleep, type Roots } from './read.ts';
 import {

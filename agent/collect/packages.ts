@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { PackageIn } from './shapes.ts';
+import type { PackageIn } from './contract-inputs.ts';
 import { readText, run, type Roots } from './read.ts';
 
 /** Splits a deb822 file (dpkg status) into stanzas of field → value; continuation lines are appended to the field. */

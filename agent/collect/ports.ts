@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { PortIn } from './shapes.ts';
+import type { PortIn } from './contract-inputs.ts';
 import { processName } from './processes.ts';
 import { listDir, listPids, procPath, readLink, readText } from './read.ts';
 

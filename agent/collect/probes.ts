@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import pg from 'pg';
-import type { ConfigValueIn } from './shapes.ts';
+import type { ConfigValueIn } from './contract-inputs.ts';
 
 /**
  * Probes of running services over their own protocols, each bounded by a deadline: Redis/Valkey (RESP), NATS (the

@@ -1,5 +1,5 @@
 import { basename, join } from 'node:path';
-import type { ProcessIn } from './shapes.ts';
+import type { ProcessIn } from './contract-inputs.ts';
 import { CLK_TCK, listPids, memTotalBytes, procPath, readText, run, sleep, type Roots } from './read.ts';
 
 /** The fields of /proc/[pid]/stat the collectors use (proc(5)); times in clock ticks, vsize in bytes, rss in pages. */

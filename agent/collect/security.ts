@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { SecurityItemIn } from './shapes.ts';
+import type { SecurityItemIn } from './contract-inputs.ts';
 import { listDir, readText, readTrimmed, type Roots } from './read.ts';
 import type { PasswdEntry } from './users.ts';
 

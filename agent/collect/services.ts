@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import type { ServiceIn } from './shapes.ts';
+import type { ServiceIn } from './contract-inputs.ts';
 import { run } from './read.ts';
 
 /** `systemctl show -p ...` output: one `Key=value` block per unit, blocks separated by a blank line. */

@@ -24,7 +24,7 @@ export interface Collector {
   integrations(withConfig: boolean): Promise<z.input<typeof IntegrationReport>[]>;
 }
 
-/** Watches the configured paths and reports changes (console-operations.md, watch config). */
+/** Watches the configured paths and reports changes (docs/api/fleet.md#config-fetch-watch-config-and-commands). */
 export interface FileWatcher {
   /** Replaces the watched set (a `config_update` for `watch_files`); resolves once the new set is armed. */
   apply(config: WatchFilesConfig): Promise<void>;

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { UserIn } from './shapes.ts';
+import type { UserIn } from './contract-inputs.ts';
 import { readText, type Roots } from './read.ts';
 
 export interface PasswdEntry {

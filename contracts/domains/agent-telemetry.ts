@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * What agents send and receive over NATS (console-operations.md, "Probes and receivers", "Watch config"):
+ * What agents send and receive over NATS (docs/api/fleet.md#telemetry-ingest, #config-fetch-watch-config-and-commands):
  * - telemetry, published on `svc.agent.{agentID}.<kind>` (captured by the SVC_TELEMETRY stream) with the kinds below;
  * - config fetch, request-reply on `svc.system.agent.config.{agentID}`;
  * - commands, on `svc.system.commands.{agentID}`.
@@ -268,7 +268,7 @@ const RESERVED = new Set<string>(RESERVED_LABELS);
  * True when `v` (fresh from JSON.parse) is a batch MetricBatch accepts AND whose parse would change nothing but a
  * missing `labels` (set to `{}` here, in place). Deliberately narrower than the schema: unknown keys (which the
  * schema strips), a `__proto__` label (which it drops) or anything else unusual answer false, and the caller lets
- * the schema decide. It must never answer true where the schema would refuse: test/fleet/metrics-fast-check.test.ts
+ * the schema decide. It must never answer true where the schema would refuse: test/fleet/metrics-fast-check.unit.test.ts
  * compares the two.
  */
 function fastMetricBatch(v: unknown): v is MetricBatch {
@@ -367,7 +367,7 @@ export const AGENT_COMMANDS_PREFIX = 'svc.system.commands';
 export const agentConfigSubject = (agentId: string): string => `${AGENT_CONFIG_PREFIX}.${agentId}`;
 export const agentCommandSubject = (agentId: string): string => `${AGENT_COMMANDS_PREFIX}.${agentId}`;
 
-/** A command on `svc.system.commands.{agentID}` (console-operations.md: type, config_type, version, payload). */
+/** A command on `svc.system.commands.{agentID}`: type, config_type, version, payload (docs/api/fleet.md). */
 export const ConfigUpdateCommand = z.object({
   type: z.literal('config_update'),
   config_type: ConfigType,

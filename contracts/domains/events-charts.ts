@@ -4,8 +4,8 @@ import { subjects } from '../subject.ts';
 import { WebhookSource } from './events-records.ts';
 
 /**
- * The event timeline, notes on charts and chart markers (console-operations.md: "Event timeline", "Notes on charts",
- * "Chart markers").
+ * The event timeline, notes on charts and chart markers (docs/api/events.md: #event-timeline, #notes-on-charts,
+ * #chart-markers).
  */
 
 const Timestamp = z.iso.datetime();

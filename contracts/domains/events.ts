@@ -5,9 +5,9 @@ import { subjects } from '../subject.ts';
 import { AlertRouter, ReceiverSource, WebhookSource } from './events-records.ts';
 
 /**
- * Receivers of external events (console-operations.md, "Probes and receivers"): webhook endpoints for code hosts and a
- * delivery tool (`webhooks:*`), alert sources for the alert router (`alertsources:*`), the public receivers they
- * answer on (token in the path), and the voice provider's callbacks (signature header).
+ * Receivers of external events (docs/api/events.md#receiver-management, #receivers-public): webhook endpoints for code
+ * hosts and a delivery tool (`webhooks:*`), alert sources for the alert router (`alertsources:*`), the public receivers
+ * they answer on (token in the path), and the voice provider's callbacks (signature header).
  */
 
 const Timestamp = z.iso.datetime();

@@ -4,8 +4,8 @@ import { subjects } from '../subject.ts';
 import { ConfigType, FileChangeEvent, WATCH_DEFAULT_MAX_FILE_SIZE, WatchFilesConfig } from './agent-telemetry.ts';
 
 /**
- * Agent enrolment, watch config and agent status (console-operations.md: "Probes and receivers", "Watch config",
- * "Host agent status"). The enrolment routes are fixed by the fleet issue: one-time install tokens, then a
+ * Agent enrolment, watch config and agent status (docs/api/fleet.md: #agents-enrolment-credentials-revocation,
+ * #config-fetch-watch-config-and-commands, #agent-status). Enrolment is one-time install tokens, then a
  * challenge-response on the agent's own NATS user nkey that yields broker credentials of the agent class.
  */
 
@@ -51,7 +51,7 @@ export const EnrollCompleteReply = z.object({
   nats_ca: z.string().optional(),
 });
 
-/** Watch config as stored and shown (console-operations.md, "Watch config"). */
+/** Watch config as stored and shown (docs/api/fleet.md#config-fetch-watch-config-and-commands). */
 export const WatchConfig = z.object({
   id: z.uuid(),
   host_id: z.uuid(),

@@ -3,7 +3,7 @@ import { subjects } from '../subject.ts';
 import { Paged, Paging } from '../paging.ts';
 
 /**
- * Host inventory and integrations (console-operations.md, "Host inventory", "Integrations"): what the latest snapshot of
+ * Host inventory and integrations (docs/api/fleet.md#inventory-routes, #integrations): what the latest snapshot of
  * each host holds, and the collectors' status and configuration. Reads only; the agents write through telemetry
  * (contracts/domains/agent-telemetry.ts). Field lists follow the spec's record tables where it gives them; where it
  * says "not shown", a record is its table's columns without host-internal ones (`ord`). Byte counts are numbers.

@@ -3,7 +3,7 @@ import { subjects } from '../subject.ts';
 import { METRIC_NAME } from './agent-telemetry.ts';
 
 /**
- * Host, process and container metrics (console-operations.md, "Metrics" and the process/container metric routes),
+ * Host, process and container metrics (docs/api/metrics.md#routes),
  * read from VictoriaMetrics by the fleet domain; and the tenant-confined PromQL query route.
  */
 

@@ -3,7 +3,7 @@ import { immutableFields } from '../immutable.ts';
 import { subjects } from '../subject.ts';
 import { Paged, Paging } from '../paging.ts';
 
-/** Host search (console-operations.md, "Search (PQL)" and "Saved searches"); the language is in docs/api/search.md. */
+/** Host search and saved searches (docs/api/search.md, the language in #the-language-ebnf). */
 
 /** A PQL query as it crosses the wire; its syntax is checked by the fleet actors (400 with the position). */
 const Pql = z.string().max(100_000);

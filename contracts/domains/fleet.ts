@@ -3,7 +3,7 @@ import { immutableFields } from '../immutable.ts';
 import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 
-/** Clients (console-operations.md, "Clients and environments"): the tenants every grant, environment and host hangs on. */
+/** Clients (docs/api/identity.md#clients-fleet): the tenants every grant, environment and host hangs on. */
 
 /** Lower-case letters, digits and hyphens; 1 to 63 characters; starts and ends with a letter or digit. */
 export const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;

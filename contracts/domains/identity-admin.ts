@@ -5,7 +5,7 @@ import { subjects } from '../subject.ts';
 
 /**
  * Administration of users, direct client assignments, teams, roles, service accounts, the access audit and the audit
- * log (console-identity.md, "Administration"). Every subject authorizes in the actor with the caller context; the
+ * log (docs/api/identity.md#administration). Every subject authorizes in the actor with the caller context; the
  * shapes below are the HTTP response bodies' `data` (lists travel as `{ items, total, page, per_page }` and the
  * gateway turns them into `{ data, meta }`).
  */

@@ -4,8 +4,8 @@ import { EmailLookup } from '../fields.ts';
 import { subjects } from '../subject.ts';
 
 /**
- * The session actor's subjects (console-identity.md, "Public authentication routes" and "Protected authentication
- * routes"): sign-in, MFA, tokens and sessions, passwords, invitations.
+ * The session actor's subjects (docs/api/identity.md, the public and protected authentication routes): sign-in, MFA,
+ * tokens and sessions, passwords, invitations.
  */
 
 const iso = z.iso.datetime({ offset: true });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { subjects } from '../subject.ts';
 
-/** Accounting sync (issue 13): the request that queues a push, and the durable job the push runs from. */
+/** Accounting sync: the request that queues a push, and the durable job the push runs from. */
 
 export const ACCOUNTING_SYNC_STATES = ['queued', 'synced', 'failed'] as const;
 export const AccountingSyncState = z.enum(ACCOUNTING_SYNC_STATES);

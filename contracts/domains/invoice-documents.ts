@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { subjects } from '../subject.ts';
 import { Invoice } from './invoice.ts';
 
-/** Invoice documents and their lifecycle (invoicing.md): HTML preview, finalize with its PDF, the PDF, regenerate. */
+/** Invoice documents and their lifecycle (docs/api/invoicing.md): HTML preview, finalize with its PDF, regenerate. */
 
 const ById = z.object({ id: z.uuid() });
 

@@ -2,7 +2,8 @@ import { z } from 'zod';
 
 /**
  * Field schemas of the invoicing wire (requests, replies, ingest batches). Money, hours, quantities and multipliers
- * are decimal STRINGS everywhere (ARCHITECTURE.md): a JSON number would pass through a float.
+ * are decimal STRINGS everywhere (docs/api/invoicing.md#amounts-and-the-rounding-policy): a JSON number would pass
+ * through a float.
  */
 
 const decimal = (maxInt: number, maxFrac: number, signed: boolean): z.ZodString =>

@@ -3,7 +3,7 @@ import { subjects } from '../subject.ts';
 import { AccountingSyncState } from './invoice-accounting.ts';
 import { Amount, Currency, DateOnly, DealType, Key, Multiplier, Quantity, UnitPrice } from './invoice-fields.ts';
 
-/** Invoicing (invoicing.md). Amounts, hours, quantities and multipliers are decimal strings. */
+/** Invoicing (docs/api/invoicing.md). Amounts, hours, quantities and multipliers are decimal strings. */
 
 export const INVOICE_STATUSES = ['draft', 'needs_review', 'declined', 'rejected', 'approved', 'sent'] as const;
 export const InvoiceStatus = z.enum(INVOICE_STATUSES);
@@ -125,7 +125,7 @@ export const Invoice = z.object({
   show_overtime: z.boolean(),
   legal_text: z.string(),
   html_override: z.string().nullable(),
-  /** Accounting sync (issue 13): null until sync-accounting is first asked for; see actors/invoice/accounting/. */
+  /** Accounting sync: null until sync-accounting is first asked for; see actors/invoice/accounting/. */
   accounting_sync_state: AccountingSyncState.nullable(),
   accounting_sync_at: z.iso.datetime().nullable(),
   accounting_external_id: z.string().nullable(),
@@ -135,7 +135,7 @@ export const Invoice = z.object({
 });
 export type Invoice = z.infer<typeof Invoice>;
 
-/** List items carry exactly these fields (invoicing.md). */
+/** List items carry exactly these fields (docs/api/invoicing.md#api-notes, "list"). */
 export const InvoiceListItem = Invoice.pick({
   id: true,
   display_number: true,
@@ -222,9 +222,9 @@ const ById = z.object({ id: z.uuid() });
 const ExpectedVersion = z.number().int().min(1).optional();
 
 /**
- * PATCH invoice: the editable fields only (invoicing.md), draft only. The amount figures are sums over the lines, so
- * editing one changes the lines (see actors/invoice/invoices/edits.ts): base_amount rewrites the base line,
- * overtime_hours/overtime_amount the overtime line, total_amount adds an adjustment line for the difference.
+ * PATCH invoice: the editable fields only (docs/api/invoicing.md#api-notes), draft only. The amount figures are sums
+ * over the lines, so editing one changes the lines (see actors/invoice/invoices/edits.ts): base_amount rewrites the
+ * base line, overtime_hours/overtime_amount the overtime line, total_amount adds an adjustment line for the difference.
  */
 export const UpdateInvoiceBody = z
   .object({
@@ -284,7 +284,7 @@ export const EditHistoryEntry = z.object({
   edited_at: z.iso.datetime(),
 });
 
-/** Review moves (ours, issue 13): approve/reject/decline from needs_review, send from approved. */
+/** Review moves (ours): approve/reject/decline from needs_review, send from approved. */
 export const REVIEW_ACTIONS = ['approve', 'reject', 'decline', 'send'] as const;
 export const ReviewAction = z.enum(REVIEW_ACTIONS);
 export const ReviewBody = z.object({ comment: z.string().trim().max(2000, 'is too long').optional() }).strict();

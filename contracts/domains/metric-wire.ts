@@ -3,7 +3,7 @@
  * leaves the telemetry encoding to us; JSON stays accepted from any agent, and the reference agent sends this form:
  * a 300-sample batch is ~5 KB instead of ~35 KB, so the broker, the stream's 7 days on disk and the ingest all carry a
  * seventh of the bytes, and the ingest reads it without building an object per sample (JSON.parse of the agents'
- * batches and the garbage it left were a third of the consumer's CPU).
+ * batches and the garbage it left were the consumer's largest cost).
  *
  * Layout (little-endian; `uvarint` is LEB128, at most 5 bytes here):
  *   magic      4 bytes  0x00 'S' 'M' 0x01   (no JSON text starts with 0x00; the last byte is the version)

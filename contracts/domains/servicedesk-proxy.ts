@@ -4,7 +4,7 @@ import { subjects } from '../subject.ts';
 import { IssueKey, NumericId } from './servicedesk.ts';
 
 /**
- * The service desk's proxy to the issue tracker (console-operations.md, "Issue-tracker proxy endpoints"): ownership of
+ * The service desk's proxy to the issue tracker (docs/api/service-desk.md#proxy-routes): ownership of
  * the request is checked before anything is forwarded, an engineering key is resolved to its support request, and the
  * tracker's answers come back in our own shapes (never its raw bodies).
  */

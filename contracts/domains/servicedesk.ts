@@ -4,7 +4,7 @@ import { Paged, Paging } from '../paging.ts';
 import { subjects } from '../subject.ts';
 
 /**
- * Service desk over the external issue tracker (console-operations.md, "Service desk"): organization mappings, the
+ * Service desk over the external issue tracker (docs/api/service-desk.md): organization mappings, the
  * read store's routes (tickets, board, metrics, export, action log) and the admin sync trigger. The proxy routes
  * (comments, transitions, approvals, attachments, request creation, request-type fields) are in servicedesk-proxy.ts.
  */

@@ -6,7 +6,7 @@ import type { Cat } from '../../contracts/catalogue.ts';
 import { anonymousContext, type CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
-import type { GatewayApp } from './app.ts';
+import type { GatewayApp } from './gateway-app.ts';
 import type { BrokerBreaker } from './broker-breaker.ts';
 import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
 import { apiError, statusOf, toApiError } from './errors.ts';

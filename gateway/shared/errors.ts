@@ -60,7 +60,7 @@ export const statusOf: Record<ApiErrorCode, number> = {
   timeout: 504,
 };
 
-/** Console codes are the spec's lower-case words; the others get words of the same style (the HTTP reason). */
+/** Console codes are lower-case words (docs/api/conventions.md); the others get words of that style (the HTTP reason). */
 const consoleCodes: Record<ApiErrorCode, string> = {
   bad_request: 'bad_request',
   unauthorized: 'unauthorized',
@@ -82,7 +82,7 @@ const consoleCodes: Record<ApiErrorCode, string> = {
   timeout: 'gateway_timeout',
 };
 
-/** Invoicing codes are upper-case (invoicing.md names VALIDATION_ERROR, NOT_FOUND, CONFLICT, INTERNAL_ERROR). */
+/** Invoicing codes are upper-case: VALIDATION_ERROR, NOT_FOUND, CONFLICT, INTERNAL_ERROR… (docs/api/conventions.md). */
 const invoicingCodes: Record<ApiErrorCode, string> = {
   bad_request: 'VALIDATION_ERROR',
   unauthorized: 'UNAUTHORIZED',

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Identity and access (console-identity.md) and the clients table the access model hangs on (owned by the fleet
+ * Identity and access (docs/api/identity.md) and the clients table the access model hangs on (owned by the fleet
  * domain). Secrets are stored only as hashes (tokens, keys) or encrypted (TOTP secrets).
  */
 export class Migration0002_identity extends Migration {

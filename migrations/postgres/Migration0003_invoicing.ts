@@ -1,10 +1,10 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Invoicing (invoicing.md): invoices, their line items and edit history, owned by the invoice domain. Money, hours and
- * multipliers are `numeric` (never float): amounts to cents, hours and quantities to 4 decimals, unit prices to 6.
- * `display_number` comes from `invoice_counters`, incremented in the invoice's own transaction, so numbers are unique
- * and have no gaps (a rolled-back generate rolls its number back too).
+ * Invoicing (docs/api/invoicing.md#invoices-postgresql): invoices, their line items and edit history, owned by the
+ * invoice domain. Money, hours and multipliers are `numeric` (never float): amounts to cents, hours and quantities to 4
+ * decimals, unit prices to 6. `display_number` comes from `invoice_counters`, incremented in the invoice's own
+ * transaction, so numbers are unique and have no gaps (a rolled-back generate rolls its number back too).
  */
 export class Migration0003_invoicing extends Migration {
   override up(): void {

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Accounting sync (issue 13, sync-accounting): what the invoice knows about its push to the accounting system.
+ * Accounting sync (sync-accounting): what the invoice knows about its push to the accounting system.
  * - `accounting_sync_state`: null (never asked), `queued` (a push is on the work subject or being retried), `synced`,
  *   `failed` (dead-lettered: a permanent refusal or the attempts ran out); `accounting_sync_at` is when it last changed.
  * - `accounting_external_id`: the accounting system's id of the last successful push (kept when a later one fails).

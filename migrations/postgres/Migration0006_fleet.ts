@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Fleet (console-operations.md: environments, hosts, agents, inventory, integrations, watch config), owned by the
+ * Fleet (environments, hosts, agents, inventory, integrations, watch config: docs/api/fleet.md), owned by the
  * fleet domain. Every host row carries its client_id (copied from its environment) so each scoped read filters on
  * one indexed column. Inventory tables hold the latest snapshot only: a snapshot replaces them in one transaction.
  */

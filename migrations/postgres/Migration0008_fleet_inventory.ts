@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Inventory ingest (issue 8):
+ * Inventory ingest:
  * - `hosts.inventory_digests`: per inventory table, a digest of what the last stored snapshot put there. A snapshot
  *   whose member has the same digest leaves that table alone: most of a machine (its ~2,000 packages, users, services)
  *   does not change between two snapshots five minutes apart, and re-reading it would be most of the ingest's work.

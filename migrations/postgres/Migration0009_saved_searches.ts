@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Host search (issue 10):
+ * Host search:
  * - `saved_searches`: PQL queries users keep, private or shared. The owner is a user id of the identity domain; no
  *   foreign key across domains (users are disabled, never deleted).
  * - `pql_version_key(text)`: a byte string whose order is Debian's version order (dpkg --compare-versions): epoch, then

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Events (issue 11): receivers of external events, the deploys and alert groups they record, deliveries that could not
+ * Events: receivers of external events, the deploys and alert groups they record, deliveries that could not
  * be used, voice calls that page on-call numbers, the event timeline and notes on charts.
  *
  * Rows hang on the fleet's clients, environments and hosts by foreign key (deleting a client or an environment takes its

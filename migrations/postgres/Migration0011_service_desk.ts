@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Service desk (console-operations.md, "Service desk"), owned by the servicedesk domain:
+ * Service desk (docs/api/service-desk.md), owned by the servicedesk domain:
  * - sd_mappings: which client sees which tracker organization (and, within it, which service desks, projects, labels);
  * - sd_requests + sd_status_history: the read store, a local copy of the mapped organizations' requests that every
  *   list, board, metric and export reads (never the tracker); derived columns (started/acknowledged times, SLA

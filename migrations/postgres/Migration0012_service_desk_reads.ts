@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Service desk reads over a large store (issue 12's bench: 100,000 requests of one organization, asked right after a
+ * Service desk reads over a large store (the servicedesk bench: 100,000 requests of one organization, asked right after a
  * sync page, when nothing memoized is valid). Each piece removes a per-row cost the reads paid on every such request:
  *
  * - sd_request_totals: request counts and the summary metric's sums per group of requests alike in scope (organizations,

@@ -3,10 +3,10 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * A finer sample for the planner on host_packages' search columns (1,000 instead of the default 100). With ~200
  * packages per host the table holds 20 million rows at 100,000 hosts, and the default sample put a condition that
- * matches 76% of hosts (`package[name = "openssl" AND version < "3.0.13"]`) anywhere from 4,099 to 56,915 rows from
- * one ANALYZE to the next. Under-estimated, the first page of that search sorted every matching host (140–170 ms)
- * instead of walking the hostname index and probing each host's packages (1–6 ms). ANALYZE of that table then takes
- * ~13 s instead of ~2 s, once per autovacuum cycle.
+ * matches 76% of hosts (`package[name = "openssl" AND version < "3.0.13"]`) at estimates an order of magnitude apart
+ * from one ANALYZE to the next. Under-estimated, the first page of that search sorted every matching host instead of
+ * walking the hostname index and probing each host's packages. The price is a longer ANALYZE of that table, once per
+ * autovacuum cycle (the figures: docs/benchmarks.md).
  */
 export class Migration0013_package_statistics extends Migration {
   override up(): void {

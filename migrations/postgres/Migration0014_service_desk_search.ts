@@ -5,8 +5,8 @@ import { Migration } from '@mikro-orm/migrations';
  * lowered key and summary, with their trigram indexes. A search's total cannot come from the trigram index alone
  * (LIKE is always rechecked against the row), so PostgreSQL reads every candidate row: a common word matches a fifth
  * of 100,000 requests, and in sd_requests (~400 bytes a row, the searched columns after 33 others) that is every page
- * of the table. Here a row is ~150 bytes and holds nothing else: about a third of the pages, and the same recheck costs
- * ~35% less (22 against 33 ms at p50 for that count in psql on the bench's machine, side by side).
+ * of the table. Here a row is ~150 bytes and holds nothing else: about a third of the pages to recheck (the timings:
+ * docs/benchmarks.md).
  *
  * Kept by statement triggers on sd_requests in the writing transaction, as sd_request_totals is: exact whatever writes
  * the store. An update rewrites a copy only when what it holds changed, so the sync's upserts of unchanged summaries

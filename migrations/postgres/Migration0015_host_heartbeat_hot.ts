@@ -3,9 +3,9 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * Heartbeats update hosts in place. Each one sets `last_seen_at`; while an index covered that column, no update could
  * be HOT (heap-only): every heartbeat wrote a new entry into all eight of the table's indexes, two of them GIN, 200
- * times a second at 2,000 agents (174 HOT updates of 62,935 in the fleet bench), and without a vacuum in between the
- * table grew 30-fold in five minutes. The index served only the stale sweep, which now reads the online hosts in a
- * scan every quarter of the timeout (at most every 30 s; ~20 ms at 100,000 hosts) instead. Free room on each page
+ * times a second at 2,000 agents, and without a vacuum in between the table grew many times over within minutes (the
+ * fleet bench's figures: docs/benchmarks.md). The index served only the stale sweep, which now reads the online hosts
+ * in a scan every quarter of the timeout (at most every 30 s) instead. Free room on each page
  * (fillfactor 80) lets the new row version stay on its page, where page pruning reclaims the old one without a vacuum.
  */
 export class Migration0015_host_heartbeat_hot extends Migration {

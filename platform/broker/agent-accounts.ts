@@ -9,7 +9,7 @@ import {
   agentCommandSubject,
   agentConfigSubject,
 } from '../../contracts/domains/agent-telemetry.ts';
-import { BrokerRevoker } from './issuer.ts';
+import { BrokerRevoker } from './revoker.ts';
 import { AGENT_ID } from './permissions.ts';
 
 /**

@@ -3,7 +3,7 @@ import { agentCommandSubject, agentConfigSubject } from '../../contracts/domains
 import { streams } from '../../contracts/streams.ts';
 
 /**
- * The NATS users of the system, each with the narrowest permissions that work (ARCHITECTURE.md → Trust):
+ * The NATS users of the system, each with the narrowest permissions that work (docs/operations.md#security-model):
  * - service: gateways and actors (request subjects, namespaced or not, `$SRV` discovery, the JetStream and KV APIs,
  *   and replies anywhere under `_INBOX.`, where every requester's inbox lives: their own, agents' and tools');
  * - agent: one per enrolled agent, in an account of its own (agent-accounts.ts), only its own telemetry, config
@@ -22,8 +22,8 @@ const RESPONSES = { max: 1, ttl: 60_000_000_000 /* ns: one minute */ };
  * No response permissions (`resp`) here, on purpose: nats-server then records every message delivered to the
  * connection that carries a reply subject (each request, each JetStream message) and, past 4,096 records, walks
  * them all on every delivery to drop expired ones; a service's replies and acks, allowed by the list below, never
- * retire a record, so that walk ran on every message. Measured: 410 µs of server CPU per request-reply instead of
- * 55–70 µs, a quarter of the throughput. Agents' and tools' inboxes live under `_INBOX.` instead, which services
+ * retire a record, so that walk ran on every message and multiplied the server's CPU per request-reply (the figures:
+ * docs/operations.md → Security model). Agents' and tools' inboxes live under `_INBOX.` instead, which services
  * may publish to and which agents and tools may only read for their own prefix.
  */
 export function servicePermissions(): Permissions {
@@ -87,7 +87,7 @@ export function adminPermissions(): Permissions {
  */
 export const agentInboxPrefix = (agentId: string): string => `_INBOX.agent-${agentId}`;
 
-/** Agent subjects fixed by console-operations.md: telemetry out, config fetch, commands in. */
+/** Agent subjects (docs/api/fleet.md#telemetry-ingest): telemetry out, config fetch, commands in. */
 export const agentSubjects = (agentId: string) => ({
   telemetry: `svc.agent.${agentId}.>`,
   configFetch: agentConfigSubject(agentId),

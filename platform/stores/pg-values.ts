@@ -25,3 +25,7 @@ export function pgJson(value: unknown): string {
     return v;
   });
 }
+
+/** text[] literal for a parameter: {"a","b"} with quotes escaped. */
+export const toPgArray = (values: readonly string[]): string =>
+  `{${values.map((v) => `"${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`).join(',')}}`;

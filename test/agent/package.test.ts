@@ -220,7 +220,7 @@ describe('npm run agent:package', () => {
         'inventory snapshot',
       );
       // The footprint settings are in effect: one V8 worker (the executable's --v8-pool-size=1) and two libuv pool
-      // threads (agent/lean.ts), where an unbundled node has one V8 worker per core and four pool threads.
+      // threads (agent/thread-pool-size.ts), where an unbundled node has one V8 worker per core and four pool threads.
       const threads = readdirSync(`/proc/${child.pid}/task`).map((t) =>
         readFileSync(`/proc/${child.pid}/task/${t}/comm`, 'utf8').trim(),
       );

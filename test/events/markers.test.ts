@@ -19,7 +19,7 @@ import {
 } from './support.ts';
 
 /**
- * Chart markers (console-operations.md, "Chart markers"): each sentence of the spec as its own test. Alert groups and
+ * Chart markers (docs/api/events.md#chart-markers): each rule as its own test. Alert groups and
  * deploys are inserted directly where a test needs exact times; the last tests feed them through the receivers.
  */
 

@@ -16,7 +16,7 @@ import {
 } from './support.ts';
 
 /**
- * Notes on charts (console-operations.md, "Notes on charts"): every sentence of the spec as its own test. One client
+ * Notes on charts (docs/api/events.md#notes-on-charts): every rule as its own test. One client
  * with two environments (e1: hosts h1, h2; e2: host h3) and another client out of everybody's reach but the root's.
  */
 

@@ -5,9 +5,8 @@ import { errorOf, type TestSystem } from '../support/system.ts';
 import { api, expectStatus, startAdminSystem } from '../identity/admin-support.ts';
 
 /**
- * Issue 7 through the console gateway: a NUL byte anywhere is a 400 naming the field (item 1), a whitespace-only
- * e-mail on forgot-password is a 400 (item 2), and assigning a user to a client that is being deleted answers
- * 404/409, never 500 (item 3).
+ * Hardening through the console gateway: a NUL byte anywhere is a 400 naming the field, a whitespace-only e-mail on
+ * forgot-password is a 400, and assigning a user to a client that is being deleted answers 404/409, never 500.
  */
 
 let sys: TestSystem;

@@ -7,7 +7,7 @@ import type { TestSystem } from '../support/system.ts';
 import { createEnvironment, createHost, createReceiver, customRole, startEventsSystem } from '../events/support.ts';
 
 /**
- * Immutable fields on PUT (Kubernetes' convention, README "API conventions"): a client doing GET → edit → PUT sends
+ * Immutable fields on PUT (Kubernetes' convention, docs/api/conventions.md): a client doing GET → edit → PUT sends
  * back the fields fixed at creation as it read them, which is accepted; a changed one is 400 naming the field and
  * changes nothing. Every PUT with such fields, one case each.
  */

@@ -1,82 +1,26 @@
 import type { LightMyRequestResponse } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { createOneTimeToken } from '../../actors/identity/one-time-tokens.ts';
-import { Caller } from '../../platform/call.ts';
-import { createLogger } from '../../platform/logger.ts';
-import { DomainError } from '../../contracts/errors.ts';
-import { createGatewayApp, type GatewayApp } from '../../gateway/shared/app.ts';
-import { bridge, type GatewayDeps } from '../../gateway/shared/bridge.ts';
-import { testSigner } from '../support/env.ts';
+import type { GatewayApp } from '../../gateway/shared/app.ts';
 import { createUser, tokenFor, totpCode } from '../support/identity.ts';
 import { startTestSystem, type TestSystem } from '../support/system.ts';
-import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
 import { rawRequest } from './raw-http.ts';
+import { buildProfileApp, expectApiProfile } from './security-profile.ts';
 
 /**
- * Issue 25, item 9 (and item 11's accept-invite): the API profile of security headers, per route class. Every answer
- * carries nosniff, no-referrer and a policy that forbids framing; every token and authenticated answer (and every
- * other one, unless its route chose its own caching) is `Cache-Control: no-store`; HSTS only for an https service.
+ * The API profile of security headers (security-profile.ts) on the answers written on the socket before Fastify, and
+ * on the running system's routes. (Through inject on a gateway of its own: security-headers.unit.test.ts.)
  */
-type Headers = LightMyRequestResponse['headers'] | Record<string, string>;
-
-function expectApiProfile(headers: Headers, what: string): void {
-  expect(headers['x-content-type-options'], what).toBe('nosniff');
-  expect(headers['cache-control'], what).toBe('no-store');
-  expect(headers['referrer-policy'], what).toBe('no-referrer');
-  expect(headers['content-security-policy'], what).toBe("default-src 'none';frame-ancestors 'none'");
-  expect(headers['x-frame-options'], what).toBe('DENY');
-  expect(headers['strict-transport-security'], what).toBeUndefined();
-}
-
-describe('the gateway app factory', () => {
-  const log = createLogger('silent');
-  const build = (publicUrl?: string): Promise<GatewayApp> => {
-    const deps: GatewayDeps<TestCat> = {
-      // Nothing here reaches an actor: the route refuses the caller first.
-      caller: new Caller(() => undefined, testCatalogue, testSigner()),
-      requestTimeoutMs: 1000,
-      auth: { authenticate: async () => Promise.reject(new DomainError('unauthorized', 'missing credentials')) },
-    };
-    return createGatewayApp(
-      {
-        style: 'console',
-        title: 't',
-        version: '1',
-        ...(publicUrl ? { publicUrl } : {}),
-        config: { SVC_CORS_ORIGINS: [], SVC_ENABLE_DEBUG_ENDPOINTS: false },
-        log,
-      },
-      (app) => {
-        bridge(app, deps, {
-          method: 'GET',
-          url: '/api/v1/sleep/:ms',
-          subject: 'svc.rtest.sleep',
-          auth: 'authenticated',
-          params: z.object({ ms: z.coerce.number().int() }),
-          input: ({ params }) => params,
-        });
-        app.get('/cached', async (_req, reply) =>
-          reply.header('cache-control', 'public, max-age=60').send({ ok: true }),
-        );
-      },
-    );
-  };
+describe('the gateway app factory, on a socket', () => {
   let app: GatewayApp;
   let port: number;
   beforeAll(async () => {
-    app = await build();
+    app = await buildProfileApp();
     await app.listen({ host: '127.0.0.1', port: 0 });
     port = (app.server.address() as AddressInfo).port;
   });
   afterAll(() => app?.close());
-
-  it('refusals of every kind carry the profile: authentication, validation, unknown route', async () => {
-    expectApiProfile((await app.inject({ method: 'GET', url: '/api/v1/sleep/5' })).headers, '401');
-    expectApiProfile((await app.inject({ method: 'GET', url: '/api/v1/sleep/x' })).headers, '400');
-    expectApiProfile((await app.inject({ method: 'GET', url: '/api/v1/nothing-here' })).headers, '404');
-  });
 
   it('answers written before Fastify (parser errors, a refused Expect) are nosniff and no-store too', async () => {
     const parser = await rawRequest(
@@ -92,30 +36,6 @@ describe('the gateway app factory', () => {
     for (const res of [parser.responses[0]!, expectation.responses[0]!]) {
       expect(res.headers['x-content-type-options']).toBe('nosniff');
       expect(res.headers['cache-control']).toBe('no-store');
-    }
-  });
-
-  it('keeps the caching a route chose itself', async () => {
-    const res = await app.inject({ method: 'GET', url: '/cached' });
-    expect(res.headers['cache-control']).toBe('public, max-age=60');
-    expect(res.headers['x-content-type-options']).toBe('nosniff');
-  });
-
-  it('sends HSTS only when the public URL is https', async () => {
-    const secure = await build('https://console.example.net');
-    try {
-      const res = await secure.inject({ method: 'GET', url: '/api/v1/sleep/5' });
-      expect(res.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
-    } finally {
-      await secure.close();
-    }
-    const plain = await build('http://localhost:8080');
-    try {
-      expect(
-        (await plain.inject({ method: 'GET', url: '/api/v1/sleep/5' })).headers['strict-transport-security'],
-      ).toBeUndefined();
-    } finally {
-      await plain.close();
     }
   });
 });

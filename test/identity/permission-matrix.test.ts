@@ -6,7 +6,7 @@ import { api, expectStatus, startAdminSystem, type Method } from './admin-suppor
 
 /**
  * Every system role, granted on one client (A), against representative routes. The expected statuses are written
- * from the role table of console-identity.md ("System roles"), not derived from the code's role definitions, so a
+ * from the role table of docs/api/identity.md#system-roles, not derived from the code's role definitions, so a
  * drift in either shows here.
  */
 
@@ -41,7 +41,7 @@ interface Probe {
   request: (caller: TestUser, role: RoleName) => Promise<{ method: Method; url: string; payload?: unknown }>;
   /** Success status; any other expectation is 403. */
   ok: number;
-  /** Roles for which the request succeeds, per the document's role table. */
+  /** Roles for which the request succeeds, per the role table (docs/api/identity.md#system-roles). */
   allowed: RoleName[];
 }
 

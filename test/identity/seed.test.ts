@@ -5,7 +5,7 @@ import { waitForAuditRow } from '../support/identity.ts';
 import { capturingLogger } from '../support/log-capture.ts';
 import { errorOf, startTestSystem } from '../support/system.ts';
 
-/** console-identity.md: super admin seeded from SVC_ADMIN_EMAIL / SVC_ADMIN_PASSWORD; eight immutable system roles. */
+/** Super admin seeded from SVC_ADMIN_EMAIL / SVC_ADMIN_PASSWORD; eight immutable system roles (docs/api/identity.md). */
 
 const PASSWORD = 'seeded admin passphrase 1';
 

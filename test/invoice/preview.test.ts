@@ -148,7 +148,7 @@ describe('GET preview-html', () => {
     expect(await html(inv.id)).toContain(inv.display_number);
   });
 
-  it('keeps its own sandbox policy and may be framed, with the rest of the API profile (issue 25, item 9)', async () => {
+  it('keeps its own sandbox policy and may be framed, with the rest of the API profile', async () => {
     const res = await call('GET', `/api/v1/invoices/${(await draft()).id}/preview-html`);
     expectStatus(res, 200);
     expect(res.headers['content-security-policy']).toBe(

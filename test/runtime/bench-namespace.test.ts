@@ -1,33 +1,12 @@
 import { spawn } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
-import { namespace, setNamespace, wireRequestSubject } from '../../platform/namespace.ts';
-import { useBenchNamespace } from '../../bench/namespace.ts';
+import { describe, expect, it } from 'vitest';
 
 /**
  * `npm run bench` beside a running `npm start` on one broker: the bench's system must live in a namespace of its own,
- * whatever SVC_NAMESPACE the shell carries, or the two systems' actors answer each other's requests.
+ * whatever SVC_NAMESPACE the shell carries, or the two systems' actors answer each other's requests. (How the
+ * namespace is chosen: bench-namespace.unit.test.ts.)
  */
 describe('bench namespace', () => {
-  const before = namespace();
-  afterEach(() => setNamespace(before));
-
-  it('defaults to `bench`, ignoring the SVC_NAMESPACE of the system it runs beside, and hands it to its children', () => {
-    const env: NodeJS.ProcessEnv = { SVC_NAMESPACE: '' };
-    expect(useBenchNamespace(env)).toBe('bench');
-    expect(env.SVC_NAMESPACE).toBe('bench');
-    expect(wireRequestSubject('svc.fleet.clients.list')).toBe('bench.svc.fleet.clients.list');
-    const staging: NodeJS.ProcessEnv = { SVC_NAMESPACE: 'staging' };
-    expect(useBenchNamespace(staging)).toBe('bench');
-    expect(staging.SVC_NAMESPACE).toBe('bench');
-  });
-
-  it('takes SVC_BENCH_NAMESPACE when set, and does not pass that name on', () => {
-    const env: NodeJS.ProcessEnv = { SVC_BENCH_NAMESPACE: 'bench2' };
-    expect(useBenchNamespace(env)).toBe('bench2');
-    expect(env).toEqual({ SVC_NAMESPACE: 'bench2' });
-    expect(() => useBenchNamespace({ SVC_BENCH_NAMESPACE: 'no spaces' })).toThrow(/namespace/);
-  });
-
   it('bench/run.ts runs in its own namespace even when started with the default (empty) one', async () => {
     // PostgreSQL on a closed port: the bench stops at its first query, after choosing its namespace.
     const env: NodeJS.ProcessEnv = {

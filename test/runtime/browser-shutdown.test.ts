@@ -18,7 +18,7 @@ import { createUser, tokenFor } from '../support/identity.ts';
 import { freePort, waitFor } from '../support/processes.ts';
 
 /**
- * The invoice renderer's Chromium after the process is told to stop (issue 25, item 13). puppeteer starts Chromium in
+ * The invoice renderer's Chromium after the process is told to stop. puppeteer starts Chromium in
  * a process group of its own, so the signals sent to ours never reach it: only our shutdown (or our exit hook) ends
  * it. `npm start` forwards the SIGTERM its group got, so the process gets it twice; with the handler gone after the
  * first, the second killed it outright (no 'exit' event, async log lines lost) and left Chromium orphaned.

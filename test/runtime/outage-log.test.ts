@@ -9,7 +9,7 @@ import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
 import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 import { capturingLogger, type LogLine } from '../support/log-capture.ts';
 
-/** Issue 7, item 11: a store outage is logged once per transition at warn; real faults stay at error with a stack. */
+/** A store outage is logged once per transition at warn; real faults stay at error with a stack. */
 
 interface Line extends LogLine {
   store?: string;

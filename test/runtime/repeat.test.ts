@@ -12,7 +12,7 @@ import { testCatalogue, type TestCat } from '../support/test-catalogue.ts';
 import { NATS_CA, NATS_CREDS, NATS_URL, testSigner } from '../support/env.ts';
 
 /**
- * Issue 7, item 6: an actor instance SIGKILLed with requests in flight. NATS never tells the requester; without a
+ * An actor instance SIGKILLed with requests in flight. NATS never tells the requester; without a
  * repeat every such request waits its whole deadline (10 s, then 504). Safe subjects are repeated once after a short
  * wait, and the queue group routes the repeat to the instance still serving.
  */

@@ -18,7 +18,7 @@ import { NATS_CA, NATS_CREDS, NATS_FILES, NATS_URL } from '../support/env.ts';
 import { freePort, stopProcess, waitFor } from '../support/processes.ts';
 
 /**
- * TLS on the broker's client port (scripts/local-nats.ts serves it, README → Security model): a plain-text client is
+ * TLS on the broker's client port (scripts/local-nats.ts serves it, docs/operations.md → Security model): a plain-text client is
  * refused by the server itself; services and agents verify the server against the CA they were given, so a broker
  * whose certificate chains to another CA (a man in the middle, a wrong SVC_NATS_CA) is refused by them; agents never
  * fall back to plain text.

@@ -17,7 +17,7 @@ import { errorOf, type TestSystem } from '../support/system.ts';
 import { api, expectStatus, startAdminSystem, waitForAudit } from '../identity/admin-support.ts';
 
 /**
- * Issue 25, item 12: a lone surrogate (`"\udfff"` in JSON) in a request used to be stored as U+FFFD in text columns
+ * A lone surrogate (`"\udfff"` in JSON) in a request used to be stored as U+FFFD in text columns
  * while its audit entry, whose jsonb details PostgreSQL refused, never appeared.
  */
 

@@ -3,7 +3,7 @@ import { expectStatus } from '../identity/admin-support.ts';
 import { get, SD, startSdSystem, stopSdSystem, type SdSystem } from './support.ts';
 
 /**
- * PUT of an organization mapping follows the API convention for fields fixed at creation (README "API conventions"):
+ * PUT of an organization mapping follows the API convention for fields fixed at creation (docs/api/conventions.md):
  * the mapping as the list shows it, sent back with an edit, is accepted; another client is 400 naming `client_id`.
  */
 

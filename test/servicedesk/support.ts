@@ -193,7 +193,8 @@ const frtBreached = (i: PeerIssue, now: number): boolean => {
 
 /**
  * The metrics routes' figures for `set` (one organization's requests), computed from what the peer holds: the metric
- * definitions of the README applied to the peer's own times and goals, never to what the service stored.
+ * definitions of docs/api/service-desk.md#metrics-field-names-and-definitions applied to the peer's own times and
+ * goals, never to what the service stored.
  */
 export function expectedMetrics(set: readonly PeerIssue[], now: number) {
   const frts = set.map(frtMs).filter((x): x is number => x !== null);

@@ -15,7 +15,7 @@ import { capturingLogger } from '../support/log-capture.ts';
 import { waitFor } from '../support/processes.ts';
 
 /**
- * Issue 7, items 5 and 11: with PostgreSQL frozen (here: a proxy between the pool and the server that stops
+ * With PostgreSQL frozen (here: a proxy between the pool and the server that stops
  * forwarding, so the shared server itself is never stopped), requests answer 503/504 within their deadline, the pool
  * is not exhausted for the requests after the thaw, a slow statement is cancelled by the server at the deadline, and
  * the wait for a pooled connection is bounded by the deadline. The outage is logged once per transition at warn.

@@ -7,7 +7,7 @@ import { openOrm, TRANSACTION_ATTEMPTS, type MikroORM } from '../../platform/sto
 import { testConfig } from '../support/env.ts';
 
 /**
- * Issue 7, items 1 and 3: PostgreSQL refusals are answered for what they are, centrally: invalid input 400, a missing
+ * PostgreSQL refusals are answered for what they are, centrally: invalid input 400, a missing
  * reference 404 naming it, a row still referenced 409, a duplicate 409, check / not-null 400, and a transaction that
  * lost a race (deadlock, serialization failure) is run again a bounded number of times, then 409. Never 500 or 503.
  */
@@ -85,21 +85,6 @@ describe('PostgreSQL refusals in the reply', () => {
       code: 'bad_request',
       message: expect.stringContaining(`${parent}_n_check`),
     });
-  });
-
-  it('maps raw pg errors (not wrapped by MikroORM) the same way', () => {
-    const raw = Object.assign(new Error('insert or update violates foreign key constraint'), {
-      code: '23503',
-      detail: 'Key (team_id)=(0a) is not present in table "teams".',
-    });
-    expect(toReplyError(new Error('query failed', { cause: raw })).toBody()).toEqual({
-      code: 'not_found',
-      message: 'team not found',
-    });
-    expect(toReplyError(Object.assign(new Error('deadlock detected'), { code: '40P01' })).code).toBe('conflict');
-    expect(
-      toReplyError(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })).code,
-    ).toBe('timeout');
   });
 });
 

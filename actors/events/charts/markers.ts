@@ -40,7 +40,7 @@ function deployPlace(t: Target, params: unknown[]): string {
 }
 
 /**
- * `GET /api/v1/chart-markers` (console-operations.md, "Chart markers"): alert windows overlapping the range (first fired
+ * `GET /api/v1/chart-markers` (docs/api/events.md#chart-markers): alert windows overlapping the range (first fired
  * at or before its end, ended at or after its start; an unresolved group ends now, a resolved one without a resolved
  * time at its first fired time), newest 200; deploys in the range, newest 100; each list oldest first. A type the
  * caller cannot read (alerts:read, changes:read) comes back empty.

@@ -9,7 +9,7 @@ import { iso, sql } from '../../../platform/stores/sql.ts';
 import { loadClient, loadHost } from '../scope.ts';
 
 /**
- * Integration reads (console-operations.md, "Integrations"), all under integrations:read. Counts, status summaries and
+ * Integration reads (docs/api/fleet.md#integrations), all under integrations:read. Counts, status summaries and
  * host lists cover only hosts of clients where the caller holds it. The catalogue's types are listed to everyone who
  * may read integrations; a type only an agent reported is listed where one of its hosts is in the caller's scope.
  */

@@ -19,7 +19,7 @@ import type { Handlers } from '../../../platform/serve.ts';
 import { iso, isoOrNull, pageOf, sql } from '../../../platform/stores/sql.ts';
 import { loadHost } from '../scope.ts';
 
-/** Host inventory reads (console-operations.md, "Host inventory"): hosts:read on the host's client, 404 out of reach. */
+/** Host inventory reads (docs/api/fleet.md#inventory-routes): hosts:read on the host's client, 404 out of reach. */
 
 const PERMISSION = 'hosts:read';
 

@@ -3,8 +3,8 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { isoUtc } from '../../../platform/iso-time.ts';
 
 /**
- * Time ranges and buckets of the metric charts (console-operations.md: "ranges up to 6 hours give 1-minute buckets,
- * longer ranges hourly aggregates"). Buckets are fixed UTC intervals [t, t + size) aligned to the epoch, so a bucket's
+ * Time ranges and buckets of the metric charts (docs/api/metrics.md#buckets-charts-process-and-container-routes):
+ * ranges up to 6 hours give 1-minute buckets, longer ranges hourly aggregates. Buckets are fixed UTC intervals [t, t + size) aligned to the epoch, so a bucket's
  * figures never depend on the range asked for: a chart shows every bucket from the one holding `start` to the one
  * holding `end` that has samples, each computed from all raw samples inside it.
  */

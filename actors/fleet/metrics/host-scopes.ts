@@ -6,8 +6,7 @@ export interface HostScope {
 
 /**
  * The client of each host the metric routes were asked about lately, so a chart does not read the host's row before
- * every query (that read was a third of a chart's work in the fleet process, measured with the bench's 24-hour chart:
- * p50 4.4 → 3.1 ms without it). A host never changes client (no route moves a host across clients, and ids are never
+ * every query (that read was a third of a chart's work in the fleet process; docs/benchmarks.md has the figures). A host never changes client (no route moves a host across clients, and ids are never
  * used again), so a kept entry can only be stale by the host having been deleted: the metric routes then still answer
  * for at most `ttlMs` in another process, and at once 404 in the process that deleted it (forget / forgetAll). The
  * caller's permission on the client is checked on every request against its current access; only the row's existence

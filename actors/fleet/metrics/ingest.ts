@@ -152,8 +152,8 @@ export class ImportBuffers {
  * refuses others), so only label values need JSON quoting (plain ones are quoted as they are), and numbers print the
  * same through String as through JSON.stringify (the schema admits finite values only). Samples carry 0-2 labels as
  * a rule, ordered without a sort call. Samples of one series are not grouped into one line: the store keeps the same
- * samples either way, and grouping needed each line's labels as a flat string key, whose building and hashing were
- * about 40% of this function's time (an agent's batch rarely holds a series twice). The lines are encoded at once.
+ * samples either way, and grouping needed each line's labels as a flat string key, whose building and hashing cost
+ * far more than grouping saves (an agent's batch rarely holds a series twice). The lines are encoded at once.
  */
 function jsonBatchLines(agent: AgentRef, batch: MetricBatch): Buffer {
   const collectedAt = Date.parse(batch.collected_at);

@@ -350,9 +350,9 @@ export class Tsdb {
    * attempt is repeated once on a fresh connection (every call here may be repeated: reads, and imports, which the
    * store deduplicates).
    *
-   * Not fetch: each fetch kept its request, answer and stream objects alive until its AbortSignal.timeout fired
-   * (~40 KB per chart call, promoted out of the young generation), so a chart-serving process spent 5-20 ms in every
-   * scavenge; and it cost 2-3x the CPU per call (for a 5.7 MB import 21-27 ms against 6 ms), measured side by side.
+   * Not fetch: each fetch kept its request, answer and stream objects alive until its AbortSignal.timeout fired, so
+   * they were promoted out of the young generation and made a chart-serving process's scavenges long; and fetch cost
+   * several times the CPU per call (the figures: docs/benchmarks.md).
    */
   private async exchange(route: Route, path: string, opts: ExchangeOptions): Promise<TsdbAnswer> {
     const started = Date.now();

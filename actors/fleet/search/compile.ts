@@ -159,9 +159,8 @@ function positiveRecord(e: Expr, p: Params): { table: string; condition: string 
  * read from the record table's index (joined to the caller's hosts when `clients` limits them), and for the NOT the
  * caller's hosts less those. Every record's host exists (foreign key, and one snapshot), so these are the numbers
  * `count(*) FROM hosts h WHERE [NOT] EXISTS (…)` gives; that semi-join hashed every matching record's host before
- * reading a host (76% of 100,000 for the package comparison: 80 ms for an engineer on 10 of 60 clients against 22),
- * and the anti-join read every host (36–100 ms against 13–20 for `NOT service.name = "nginx"`). null for any other
- * shape.
+ * reading a host (three quarters of all hosts for the package comparison), and the anti-join read every host (the
+ * timings of both: docs/benchmarks.md). null for any other shape.
  */
 export function recordCountSql(e: Expr, p: Params, clients?: readonly string[]): string | null {
   const negated = e.kind === 'not';

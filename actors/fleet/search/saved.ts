@@ -11,7 +11,7 @@ import type { FleetHandlers } from '../deps.ts';
 import { pqlError } from './parser.ts';
 
 /**
- * Saved searches (console-operations.md, "Saved searches"). A search belongs to the user who saved it. Shared ones are
+ * Saved searches (docs/api/search.md#saved-searches). A search belongs to the user who saved it. Shared ones are
  * visible to everyone who may search; private ones to their owner and super admins only (404 for anyone else). Only
  * the owner or a super admin changes or deletes one (403 for other readers of a shared one).
  */

@@ -231,3 +231,53 @@ export async function findClient(em: EntityManager, clientId: string): Promise<C
 /** The user id of a signed-in caller, or undefined for service accounts. */
 export const callerUserId = (ctx: CallerContext): string | undefined =>
   ctx.principal.kind === 'user' ? ctx.principal.user_id : undefined;
+
+/** The handler of one subject of that table. */
+export type IdentityHandler<S extends keyof IdentityHandlers> = NonNullable<IdentityHandlers[S]>;
+
+/** The role a grant hands out on `clients` (share-locked, see `findRole`), once the caller may grant it there. */
+export async function grantableRole(
+  em: EntityManager,
+  ctx: CallerContext,
+  roleId: string,
+  clients: 'all' | readonly string[],
+): Promise<RoleRow> {
+  const role = await findRole(em, roleId);
+  assertCanGrant(ctx, role.permissions, clients);
+  return role;
+}
+
+/** An existing grant of a role: a direct assignment or a team membership, the row `where` picks with `params`. */
+export interface RoleHolding {
+  table: 'user_client_roles' | 'team_members';
+  where: string;
+  params: unknown[];
+  /** Lock the row FOR UPDATE, when nothing the caller locked already keeps it from changing. */
+  forUpdate: boolean;
+  /** The 404 message when there is no such grant. */
+  missing: string;
+}
+
+/**
+ * Moves an existing grant to the role `roleId`, which the caller must be able to grant on `clients`. `refuse` runs
+ * once the grant is found, before the role is read: it rejects a change to what identifies the grant.
+ */
+export async function changeRole(
+  tx: EntityManager,
+  ctx: CallerContext,
+  holding: RoleHolding,
+  roleId: string,
+  clients: readonly string[],
+  refuse: () => void,
+): Promise<{ role: RoleRow; previous: string }> {
+  const [current] = await sql<{ role_id: string }>(
+    tx,
+    `SELECT role_id FROM ${holding.table} WHERE ${holding.where}${holding.forUpdate ? ' FOR UPDATE' : ''}`,
+    holding.params,
+  );
+  if (!current) throw new DomainError('not_found', holding.missing);
+  refuse();
+  const role = await grantableRole(tx, ctx, roleId, clients);
+  await sql(tx, `UPDATE ${holding.table} SET role_id = ? WHERE ${holding.where}`, [roleId, ...holding.params]);
+  return { role, previous: current.role_id };
+}

@@ -8,7 +8,7 @@ import { sessionServices } from './services.ts';
 import { listSessions, logout, me, refresh, revokeAllSessions, revokeSession } from './tokens.ts';
 
 /**
- * The session actor (console-identity.md, public and protected authentication routes): login and MFA, tokens and
+ * The session actor (docs/api/identity.md, the public and protected authentication routes): login and MFA, tokens and
  * sessions, passwords and invitations. Also runs the e-mail worker and the forgot-password worker.
  */
 export async function startSessionActors(deps: IdentityDeps, dc: DomainContext): Promise<DomainHandle> {

@@ -18,11 +18,11 @@ interface LoginUser {
 }
 
 /**
- * Login, in the order of console-identity.md: (1) lockout, (2) user by e-mail, (3) status, (4) password, (5) MFA
- * challenge, (6-7) tokens and session, (8) audit. Every refusal is the same 401 after the same work: an unknown
- * e-mail, an account that is not active or has no password (single sign-on only) cost one verification against the
- * dummy hash (`verifyDummy`), exactly what a wrong password costs, so neither the answer nor its timing tells them
- * apart. The attempt is counted (1) before any hash runs, so parallel guesses cannot outrun the lockout.
+ * Login, in the order docs/api/identity.md#login-lockout-and-mfa gives: (1) lockout, (2) user by e-mail, (3) status,
+ * (4) password, (5) MFA challenge, (6-7) tokens and session, (8) audit. Every refusal is the same 401 after the same
+ * work: an unknown e-mail, an account that is not active or has no password (single sign-on only) cost one verification
+ * against the dummy hash (`verifyDummy`), exactly what a wrong password costs, so neither the answer nor its timing
+ * tells them apart. The attempt is counted (1) before any hash runs, so parallel guesses cannot outrun the lockout.
  */
 export async function login(
   s: SessionServices,

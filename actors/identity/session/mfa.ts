@@ -9,7 +9,7 @@ import type { IdentityDeps } from '../deps.ts';
 import { type SessionServices } from './services.ts';
 import { verifyCurrentPassword } from './reauth.ts';
 
-/** TOTP (console-identity.md): SHA-1, 30-second period, 6 digits, one period of skew either side. */
+/** TOTP (docs/api/identity.md): SHA-1, 30-second period, 6 digits, one period of skew either side. */
 const PERIOD_S = 30;
 const TOLERANCE_S = PERIOD_S;
 const PENDING_MS = 10 * 60 * 1000;

@@ -13,7 +13,7 @@ import { issueSession } from '../sessions.ts';
 import { createMfaChallenge } from '../mfa-challenge.ts';
 import { errMessage, OidcProvider, trimSlash } from './provider.ts';
 
-/** SSO state and one-time code: 5 minutes, single use (console-identity.md, Limits). */
+/** SSO state and one-time code: 5 minutes, single use (docs/api/identity.md#single-sign-on). */
 export const SSO_TTL_MS = 5 * 60 * 1000;
 const SCOPE = 'openid email profile';
 

@@ -16,7 +16,7 @@ export const SYNC_DURABLE = 'invoice-accounting-sync';
 const HTTP_TIMEOUT_MS = 15_000;
 const ACK_WAIT_MS = 60_000;
 
-/** Statuses an invoice may be pushed from (issue 13). */
+/** Statuses an invoice may be pushed from. */
 export const SYNCABLE = ['approved', 'sent'] as const;
 
 export const accountingConfigured = (c: Config): boolean => Boolean(c.SVC_ACCOUNTING_URL && c.SVC_ACCOUNTING_TOKEN);

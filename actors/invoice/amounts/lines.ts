@@ -29,7 +29,7 @@ export interface ComputedLine extends LineFields {
 }
 
 /**
- * Deal types (short codes, invoicing.md "deal_type: short code of the deal kind"):
+ * Deal types (the `deal_type` short codes, docs/api/invoicing.md#amounts-and-the-rounding-policy):
  * - RET, retainer: the base amount buys `included_hours` a period; task lines show the work (priced 0.00, covered by
  *   the base); billable time beyond the included hours is overtime at `overtime_rate × tier multiplier`. Worklogs use
  *   up the included hours in order of (worklog_date, worklog_id); the one that crosses the limit is split.

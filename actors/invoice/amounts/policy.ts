@@ -1,7 +1,8 @@
 import { Decimal as DecimalJs } from 'decimal.js';
 
 /**
- * THE rounding policy of invoicing, in one place (written down in notes-inv.md):
+ * THE rounding policy of invoicing, in one place (written down in
+ * docs/api/invoicing.md#amounts-and-the-rounding-policy):
  *
  * 1. Hours come from integer seconds: `hours = seconds / 3600`, rounded HALF-UP to 4 decimals, once per line (from
  *    the line's summed seconds, never per worklog).

@@ -4,7 +4,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { Dec, dec, hours, lineTotalOf, money, multiplier, price } from '../amounts/policy.ts';
 import { lineTotal, sameDecimal, totalsOf, type InvoiceTotals } from '../amounts/totals.ts';
 import { fitsAmount, MAX_AMOUNT, toNewLine } from './lines-input.ts';
-import { asText, recordHistory, type HistoryEntry } from './history.ts';
+import { asText, FIGURES, recordHistory, type HistoryEntry } from './history.ts';
 import { insertLines, loadInvoice, sql, type NewLine } from './store.ts';
 
 /**
@@ -13,15 +13,6 @@ import { insertLines, loadInvoice, sql, type NewLine } from './store.ts';
  * edit that changes something bumps `version` by one and writes the edit history; one that changes nothing does
  * neither. Line edits are allowed in `draft` only (like invoice edits: a finalized invoice has a PDF to match).
  */
-
-const FIGURES = [
-  'base_amount',
-  'overtime_hours',
-  'overtime_amount',
-  'total_amount',
-  'total_hours',
-  'is_overtime',
-] as const;
 
 async function lockDraft(tx: EntityManager, id: string, version: number | undefined): Promise<Invoice> {
   const inv = await loadInvoice(tx, id, true);

@@ -5,7 +5,7 @@ import type { EditHistoryEntry } from '../../../contracts/domains/invoice.ts';
 import { sql } from './store.ts';
 
 /**
- * Edit history (invoicing.md "Edit history entry"). edit_type is one of:
+ * Edit history (docs/api/invoicing.md#api-notes, "Edit history"). edit_type is one of:
  * - `invoice_update`: an editable invoice field changed (field_name, old and new value);
  * - `line_add` / `line_remove`: a line was added or removed (the line as JSON in new_value / old_value);
  * - `line_update`: one field of a line changed;
@@ -21,6 +21,16 @@ export interface HistoryEntry {
   old_value?: string | null;
   new_value?: string | null;
 }
+
+/** The invoice figures the lines give (totalsOf): one the lines change is recorded as `recalculated`. */
+export const FIGURES = [
+  'base_amount',
+  'overtime_hours',
+  'overtime_amount',
+  'total_amount',
+  'total_hours',
+  'is_overtime',
+] as const;
 
 export async function recordHistory(
   tx: EntityManager,

@@ -44,7 +44,7 @@ export function buildPreview(
   };
 }
 
-/** invoicing.md: the default period is the previous calendar month (UTC). */
+/** The default period is the previous calendar month, UTC (docs/api/invoicing.md#api-notes, "prefill"). */
 export function previousMonth(nowMs: number): Period {
   const now = new Date(nowMs);
   const firstOfThis = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);

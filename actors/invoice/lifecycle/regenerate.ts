@@ -4,22 +4,13 @@ import { DomainError } from '../../../contracts/errors.ts';
 import type { AnalyticsReader } from '../analytics/reader.ts';
 import { buildLines } from '../amounts/lines.ts';
 import { totalsOf } from '../amounts/totals.ts';
-import { recordHistory, type HistoryEntry } from '../invoices/history.ts';
+import { FIGURES, recordHistory, type HistoryEntry } from '../invoices/history.ts';
 import { fitsAmount, MAX_AMOUNT } from '../invoices/lines-input.ts';
 import { insertLines, loadInvoice, sql, textArray } from '../invoices/store.ts';
 import { deletePdf } from '../pdf/store.ts';
 import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 const FROM = ['declined', 'rejected', 'approved'] as const;
-const FIGURES = [
-  'base_amount',
-  'overtime_hours',
-  'overtime_amount',
-  'total_amount',
-  'total_hours',
-  'is_overtime',
-] as const;
-
 const lineJson = (l: {
   line_type: string;
   description: string;

@@ -37,7 +37,7 @@ interface ViewRow {
 
 /**
  * The template's view model: every value already formatted as text (the template only places and escapes).
- * Display switches (documented in notes-inv2.md):
+ * Display switches (documented in docs/api/invoicing.md#template-actorsinvoicerender):
  * - show_task_list=false: the task lines collapse into one "Services" row (their summed hours and amount);
  * - show_tracked_time=false: no time or quantity column (and no total hours);
  * - show_task_pricing=false: task rows carry no unit price and no amount (the totals still hold them);

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { MAX_ATTACHMENT_BYTES } from '../../../contracts/domains/servicedesk-proxy.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { trackerOf, type SdDeps, type SdHandlers } from '../deps.ts';
-import { attachmentOut } from './handlers.ts';
-import { logAction, resolveTarget } from './target.ts';
+import { attachmentOut } from './outputs.ts';
+import { logAction, READ, resolveTarget } from './target.ts';
 
 const encoder = new TextEncoder();
 
@@ -110,6 +110,16 @@ export function attachmentHandlers(deps: SdDeps): SdHandlers {
       } finally {
         await deps.uploads.delete(upload_id);
       }
+    },
+  };
+}
+
+/** The files attached to a request, as the tracker lists them. */
+export function attachmentListHandlers(deps: SdDeps): SdHandlers {
+  return {
+    'svc.servicedesk.attachments.list': async ({ issue_key }, { ctx, deadline, signal }) => {
+      const t = await resolveTarget(deps, ctx, issue_key, READ, { deadline, signal });
+      return { items: (await trackerOf(deps).attachments(t.issue_key, { deadline, signal })).map(attachmentOut) };
     },
   };
 }

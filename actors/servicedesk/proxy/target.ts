@@ -4,10 +4,14 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { randomUUID } from 'node:crypto';
 import { sql } from '../../../platform/stores/sql.ts';
 import { siteOf, trackerOf, type SdDeps } from '../deps.ts';
-import { locateOwned } from '../reads/tickets.ts';
+import { locateOwned } from '../reads/locate.ts';
 import { requireOwnership, type MappingRow, type Scoped } from '../scope.ts';
 import { organizationIdsOf, type CallOpts, type Issue } from '../tracker/api.ts';
 import { pgJson } from '../../../platform/stores/pg-values.ts';
+
+/** The permissions a proxy route resolves its request with: reading it, or acting on it. */
+export const READ = 'servicedesk:read';
+export const WRITE = 'servicedesk:write';
 
 /** The support request a proxy call acts on, after the ownership check. */
 export interface Target {

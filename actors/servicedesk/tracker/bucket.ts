@@ -2,7 +2,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import type { Logger } from '../../../platform/logger.ts';
 import { MemoryKv, type KvStore } from '../../../platform/stores/kv.ts';
 
-/** console-operations.md, Limits: "issue-tracker client: 50 requests per second, burst 10 (token bucket)". */
+/** The issue-tracker client's token bucket: 50 requests per second, burst 10 (docs/api/service-desk.md). */
 export const TRACKER_RATE_PER_SECOND = 50;
 export const TRACKER_BURST = 10;
 const KEY = 'sd:tracker-bucket';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
-/** Who reaches what and why (console-identity.md, Administration). */
+/** Who reaches what and why (docs/api/identity.md#administration). */
 export function registerAccessAuditRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['access-audit'] });
   route({

@@ -2,7 +2,7 @@ import { AuditLogQuery } from '../../../contracts/domains/identity-admin.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
-/** The audit log with its filters (console-identity.md, Administration). */
+/** The audit log with its filters (docs/api/identity.md#administration). */
 export function registerAuditLogRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['audit'] });
   route({

@@ -17,8 +17,9 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 const tags = ['auth'];
 
 /**
- * Authentication routes (console-identity.md): public ones count against the `auth` rate class (5/min/IP by
- * default); protected ones need a bearer token, and all but me/logout/mfa setup+confirm need MFA enrolled.
+ * Authentication routes (docs/api/identity.md#authentication-and-caller-context): public ones count against the `auth`
+ * rate class (5/min/IP by default); protected ones need a bearer token, and all but me/logout/mfa setup+confirm need
+ * MFA enrolled.
  */
 export function registerAuthRoutes(app: GatewayApp, deps: GatewayDeps): void {
   // ---- public, each counted against the public auth rate limit

@@ -35,7 +35,7 @@ const MarkerQueryString = z
     MarkerQuery.and(z.object({ types: z.array(MarkerType).min(1, 'name at least one of alerts, deploys').optional() })),
   );
 
-/** The event timeline, notes on charts and chart markers (console-operations.md). */
+/** The event timeline, notes on charts and chart markers (docs/api/events.md). */
 export function registerChartRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['events'] });
   route({

@@ -5,7 +5,7 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const ClientParams = z.object({ id: z.uuid() });
 
-/** Clients (console-operations.md, "Clients and environments"); permissions checked by the fleet actors. */
+/** Clients (docs/api/identity.md#clients-fleet); permissions checked by the fleet actors. */
 export function registerClientRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['clients'] });
   route({

@@ -9,7 +9,7 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const IdParams = z.object({ id: z.uuid() });
 
-/** Environments of a client (console-operations.md names the list; the single-environment routes are ours). */
+/** Environments of a client and each one alone (docs/api/fleet.md#environments-and-hosts). */
 export function registerEnvironmentRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['environments'] });
   route({

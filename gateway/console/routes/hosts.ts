@@ -5,7 +5,7 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const IdParams = z.object({ id: z.uuid() });
 
-/** Hosts: the environment's list (console-operations.md), one host, its user tags, deletion. */
+/** Hosts: the environment's list, one host, its user tags, deletion (docs/api/fleet.md#environments-and-hosts). */
 export function registerHostRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['hosts'] });
   route({

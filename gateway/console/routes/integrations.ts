@@ -6,7 +6,7 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 const ById = z.object({ id: z.uuid() });
 const ByIntegration = z.object({ id: IntegrationId });
 
-/** Integrations (console-operations.md, "Integrations"); integrations:read checked by the fleet actors. */
+/** Integrations (docs/api/fleet.md#integrations); integrations:read checked by the fleet actors. */
 export function registerIntegrationRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['integrations'] });
   route({ method: 'GET', url: '/api/v1/integrations', subject: 'svc.fleet.integrations.list', input: () => ({}) });

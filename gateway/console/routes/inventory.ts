@@ -5,7 +5,7 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const HostParams = z.object({ id: z.uuid() });
 
-/** Host inventory (console-operations.md, "Host inventory"); hosts:read checked by the fleet actors. */
+/** Host inventory (docs/api/fleet.md#inventory-routes); hosts:read checked by the fleet actors. */
 export function registerInventoryRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['inventory'] });
   const byHost = { params: HostParams, input: ({ params }: { params: z.output<typeof HostParams> }) => params };

@@ -20,7 +20,7 @@ import { deadlineOf } from '../../shared/request-context.ts';
 const HostParams = z.object({ id: z.uuid() });
 const MetricParams = HostParams.extend({ metricName: MetricName });
 
-/** Host, process and container metrics and the tenant PromQL route (console-operations.md, "Metrics"). */
+/** Host, process and container metrics and the tenant PromQL route (docs/api/metrics.md). */
 export function registerMetricsRoutes(app: GatewayApp, deps: GatewayDeps, tsdbBases: TsdbBases): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['metrics'] });
   route({

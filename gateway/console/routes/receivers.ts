@@ -35,7 +35,7 @@ const sourceOf = (value: string, known: readonly string[]): ReceiverSource => {
 };
 
 /**
- * The public receivers (console-operations.md, "Probes and receivers"): token in the path, no user authentication.
+ * The public receivers (docs/api/events.md#receivers-public): token in the path, no user authentication.
  * Their body is kept raw (base64 to the actor), whatever its content type, since signatures are over its exact bytes;
  * the 1 MB limit applies (413). Answers: 202 accepted (durable), 200 for a ping or a delivery with nothing to record,
  * 400 for a payload that cannot be used (kept as a rejected delivery), 401 for a wrong signature, 404 for an unknown

@@ -5,7 +5,7 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const RoleParams = z.object({ id: z.uuid() });
 
-/** Roles and the permission registry (console-identity.md, Administration). */
+/** Roles and the permission registry (docs/api/identity.md#system-roles, #administration). */
 export function registerRoleRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['roles'] });
   route({ method: 'GET', url: '/api/v1/roles', subject: 'svc.identity.roles.list', input: () => ({}) });

@@ -9,7 +9,7 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const ById = z.object({ id: z.uuid() });
 
-/** Saved searches (console-operations.md, "Saved searches"); visibility and ownership are checked by the fleet actors. */
+/** Saved searches (docs/api/search.md#saved-searches); visibility and ownership are checked by the fleet actors. */
 export function registerSavedSearchRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['search'] });
   route({

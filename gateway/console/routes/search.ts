@@ -46,7 +46,7 @@ export function hostsCsv(items: readonly SearchHit[]): string {
   );
 }
 
-/** Host search (console-operations.md, "Search (PQL)"); permissions and tenant scope are the fleet actors'. */
+/** Host search (docs/api/search.md#routes); permissions and tenant scope are the fleet actors'. */
 export function registerSearchRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['search'] });
   route({

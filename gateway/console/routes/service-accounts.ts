@@ -5,7 +5,7 @@ import { PageQuery, routeGroup, type GatewayDeps } from '../../shared/bridge.ts'
 
 const SaParams = z.object({ id: z.uuid() });
 
-/** Service accounts, governed by the users permissions (console-identity.md, Administration). */
+/** Service accounts, governed by the users permissions (docs/api/identity.md#administration). */
 export function registerServiceAccountRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['service-accounts'] });
   route({

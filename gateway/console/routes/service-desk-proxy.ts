@@ -22,7 +22,7 @@ const BASE = '/api/v1/service-desk';
 const KeyParams = z.object({ issueKey: IssueKey });
 
 /**
- * The issue-tracker proxy (console-operations.md, "Issue-tracker proxy endpoints"): ownership is checked by the
+ * The issue-tracker proxy (docs/api/service-desk.md#proxy-routes): ownership is checked by the
  * actors before anything is forwarded. Path formats are checked here (400): issue keys, numeric ids.
  */
 export function registerServiceDeskProxyRoutes(app: GatewayApp, deps: GatewayDeps, uploads: UploadStore): void {

@@ -19,7 +19,7 @@ const MappingParams = z.object({ id: z.uuid() });
 const KeyParams = z.object({ issueKey: IssueKey });
 
 /**
- * Service desk (console-operations.md, "Service desk"): organization mappings, the read store's routes and the admin
+ * Service desk (docs/api/service-desk.md): organization mappings, the read store's routes and the admin
  * sync trigger. Permissions, client scope and the super-admin organization filter are checked by the actors.
  */
 export function registerServiceDeskRoutes(app: GatewayApp, deps: GatewayDeps): void {

@@ -13,7 +13,7 @@ const TeamParams = z.object({ id: z.uuid() });
 const MemberParams = z.object({ id: z.uuid(), userId: z.uuid() });
 const ClientParams = z.object({ id: z.uuid(), clientId: z.uuid() });
 
-/** Teams, their members and their clients (console-identity.md, Administration). */
+/** Teams, their members and their clients (docs/api/identity.md#administration). */
 export function registerTeamRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['teams'] });
   route({

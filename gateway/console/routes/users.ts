@@ -11,7 +11,7 @@ import { PageQuery, routeGroup, type GatewayDeps } from '../../shared/bridge.ts'
 const UserParams = z.object({ id: z.uuid() });
 const AssignmentParams = z.object({ id: z.uuid(), clientId: z.uuid() });
 
-/** Users and their direct client assignments (console-identity.md, Administration). */
+/** Users and their direct client assignments (docs/api/identity.md#administration). */
 export function registerUserRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['users'] });
   route({

@@ -5,7 +5,7 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 
 const HostParams = z.object({ hostID: z.uuid() });
 
-/** Watch config (console-operations.md, "Watch config"): a PUT also sends a config_update command to the host's agent. */
+/** Watch config (docs/api/fleet.md): a PUT also sends a config_update command to the host's agent. */
 export function registerWatchConfigRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'authenticated', tags: ['hosts'] });
   route({

@@ -5,8 +5,9 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 const InvoiceParams = z.object({ id: z.uuid() });
 
 /**
- * Invoice documents (invoicing.md): the HTML preview. The body is the invoice's own HTML (an html_override is any
- * HTML a user wrote), so it is served sandboxed: no script runs and nothing loads on this API's origin.
+ * Invoice documents (docs/api/invoicing.md#template-actorsinvoicerender): the HTML preview. The body is the invoice's
+ * own HTML (an html_override is any HTML a user wrote), so it is served sandboxed: no script runs and nothing loads on
+ * this API's origin.
  */
 export function registerDocumentRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'user', tags: ['invoices'] });

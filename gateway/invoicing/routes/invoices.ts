@@ -15,8 +15,8 @@ import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
 const InvoiceParams = z.object({ id: z.uuid() });
 
 /**
- * Invoices (invoicing.md "Endpoints"). Every route needs a console access token of a signed-in user (the editor of a
- * change is taken from it); permissions (invoices:read / invoices:write) are checked by the invoice actors.
+ * Invoices (docs/api/invoicing.md#api-notes). Every route needs a console access token of a signed-in user (the editor
+ * of a change is taken from it); permissions (invoices:read / invoices:write) are checked by the invoice actors.
  */
 export function registerInvoiceRoutes(app: GatewayApp, deps: GatewayDeps): void {
   const route = routeGroup(app, deps, { auth: 'user', tags: ['invoices'] });
@@ -82,7 +82,7 @@ export function registerInvoiceRoutes(app: GatewayApp, deps: GatewayDeps): void 
     params: InvoiceParams,
     input: ({ params }) => params,
   });
-  // Review moves (issue 13): the body is optional; `{comment}` is kept in the edit history.
+  // Review moves: the body is optional; `{comment}` is kept in the edit history.
   for (const action of REVIEW_ACTIONS) {
     route({
       method: 'POST',

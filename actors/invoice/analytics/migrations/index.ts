@@ -24,11 +24,12 @@ ENGINE = ReplacingMergeTree
 ORDER BY id`;
 
 /**
- * What an invoice is built from (invoicing.md: usage and time-tracking records). Every table is a ReplacingMergeTree
- * keyed by the record's natural id and versioned by `ingested_at`: a batch delivered twice (JetStream redelivery, a
- * seed run again) leaves one row per id, and readers use FINAL. Money and hours are Decimals (never Float).
- * Worklogs and usage records are ordered by (application_key, id): the application prefixes every read, and a record
- * whose date changes is still the same row (a worklog never moves to another application).
+ * What an invoice is built from: usage and time-tracking records
+ * (docs/api/invoicing.md#analytics-model-clickhouse--chdb). Every table is a ReplacingMergeTree keyed by the record's
+ * natural id and versioned by `ingested_at`: a batch delivered twice (JetStream redelivery, a seed run again) leaves
+ * one row per id, and readers use FINAL. Money and hours are Decimals (never Float). Worklogs and usage records are
+ * ordered by (application_key, id): the application prefixes every read, and a record whose date changes is still the
+ * same row (a worklog never moves to another application).
  */
 const INVOICING_MODEL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS customers

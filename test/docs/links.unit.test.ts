@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -5,7 +6,7 @@ import { anchorsOf, linksOf } from './markdown.ts';
 
 /**
  * Every relative link of README.md, CHANGELOG.md and docs/**.md leads somewhere: the file exists (inside the
- * repository or, for the specs, beside it) and its #anchor is a heading of that file as GitHub names it.
+ * repository) and its #anchor is a heading of that file as GitHub names it.
  */
 
 const ROOT = resolve('.');
@@ -35,6 +36,11 @@ function brokenLinks(file: string): string[] {
     const [path = '', fragment] = target.split('#', 2);
     const dest = path === '' ? file : resolve(dirname(file), decodeURIComponent(path));
     const where = `${relative(ROOT, file)}:${line}`;
+    // A clone holds only the repository: a link leaving it leads nowhere there, whatever this machine has beside it.
+    if (relative(ROOT, dest).startsWith('..')) {
+      problems.push(`${where}: ${target}: outside the repository`);
+      continue;
+    }
     if (!existsSync(dest)) {
       problems.push(`${where}: ${target}: no such file`);
       continue;
@@ -55,5 +61,27 @@ describe('markdown links', () => {
 
   it.each(files.map((f) => [relative(ROOT, f), f]))('every relative link and #anchor of %s resolves', (_name, file) => {
     expect(brokenLinks(file)).toEqual([]);
+  });
+});
+
+describe('the repository stands on its own', () => {
+  it('no tracked file names the interface documents or other folders beside the repository', () => {
+    // Built from parts, so that this file does not match itself.
+    const outside = new RegExp(
+      [
+        ['shared/', '(spec|fixtures)/'].join(''),
+        ['shared/', 'ARCHITECTURE', '\\.md'].join(''),
+        ['console-', '(operations|identity)\\.md'].join(''),
+      ].join('|'),
+    );
+    const tracked = execFileSync('git', ['ls-files', '-z'], { encoding: 'utf8' }).split('\0').filter(Boolean);
+    const hits = tracked
+      .filter((f) => existsSync(f) && statSync(f).size < 2_000_000 && !/\.(png|jpe?g|pdf|gz|ico|woff2?)$/.test(f))
+      .flatMap((f) =>
+        readFileSync(f, 'utf8')
+          .split('\n')
+          .flatMap((text, i) => (outside.test(text) ? [`${f}:${i + 1}`] : [])),
+      );
+    expect(hits).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@ import type { SubjectSpec } from '../../contracts/subject.ts';
 /**
  * The schemas along one request's path must agree: what a subject's request schema accepts (at the gateway), the actor
  * accepts again after the gateway's transforms, and the durable payloads the handler builds from it accept too. A
- * disagreement is a 500 after a value passed validation (issue 7, item 2: `{"email":" "}` on forgot-password).
+ * disagreement is a 500 after a value passed validation (`{"email":" "}` on forgot-password).
  */
 
 /** Edge values fuzzing found trouble with, and their neighbours. */

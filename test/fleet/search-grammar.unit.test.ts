@@ -398,4 +398,16 @@ describe('compilation', () => {
       ['true'],
     ],
   ])('%s', (q, expected, params) => expect(sql(q)).toEqual({ sql: expected, params }));
+
+  it('sends values as bind parameters, never in the SQL text', () => {
+    const p = new Params();
+    const sql = compileWhere(
+      parsePql(`host.hostname = "x'; DROP TABLE hosts; --" AND tag.env IN ("a$1", "b") AND package[version < "9:9"]`),
+      p,
+    );
+    expect(sql).not.toContain('DROP');
+    expect(sql).not.toContain('a$1');
+    expect(sql).not.toContain('9:9');
+    expect(p.values).toEqual([`x'; DROP TABLE hosts; --`, '{"env":"a$1"}', '{"env":"b"}', '9:9']);
+  });
 });

@@ -1,0 +1,32 @@
+import { DomainError } from '../../../../contracts/errors.ts';
+import { sql } from '../../../../platform/stores/sql.ts';
+import type { EventsDeps, EventsHandlers } from '../../deps.ts';
+import { callbackUrls } from '../twilio.ts';
+import { CALL_COLUMNS, groupOf, matched, twiml, verified, xml, type CallRow } from './call.ts';
+
+/** What an answered call says: the alert group, its state, and a prompt to press 1 to acknowledge. */
+export function twimlHandlers(deps: EventsDeps): EventsHandlers {
+  return {
+    'svc.events.voice.twiml': async ({ call_id, path, params, signature }) => {
+      const v = verified(deps, path, params, signature);
+      const [row] = await sql<CallRow>(deps.orm.em.fork(), `SELECT ${CALL_COLUMNS} FROM voice_calls WHERE id = ?`, [
+        call_id,
+      ]);
+      if (!row) throw new DomainError('not_found', 'call not found');
+      const call = matched(v, row, params);
+      const g = await groupOf(deps, call.alert_group_id);
+      const summary = g.alerts[0]?.annotations.summary ?? g.alerts[0]?.annotations.description ?? '';
+      const state =
+        g.status === 'resolved'
+          ? 'It has been resolved.'
+          : g.acknowledged_at
+            ? 'It is already acknowledged.'
+            : 'It is firing.';
+      const say = `Alert: ${g.name}. Severity ${g.severity}. ${summary ? `${summary}. ` : ''}${state} Press 1 to acknowledge.`;
+      const gather = callbackUrls(v, call.id).gather;
+      return twiml(
+        `<Gather numDigits="1" timeout="10" method="POST" action="${xml(gather)}"><Say>${xml(say)}</Say></Gather><Say>No key was pressed. Goodbye.</Say>`,
+      );
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import type { Logger } from '../logger.ts';
+import type { ConsumerRun } from './consumer-run.ts';
+import type { Settle } from './settle.ts';
+
+/**
+ * Pulls messages and starts a handler for each, at most `concurrency` at once, until `stop()`. A failure (the
+ * connection lost, the durable deleted) reopens the messages after a backoff; a closed connection ends it.
+ */
+export async function pullLoop<T>(
+  run: ConsumerRun<T>,
+  open: () => Promise<ConsumerMessages>,
+  handleMessage: (m: JsMsg) => Promise<void>,
+  settle: Settle,
+): Promise<void> {
+  const { nc, concurrency, log, stopping, inflight } = run;
+  // Woken when a handler finishes: waiting on Promise.race(inflight) instead added a reaction to every in-flight
+  // handler for each message that arrived at the cap.
+  let slotFreed: (() => void) | undefined;
+  const freeSlot = (): Promise<void> => new Promise<void>((resolve) => (slotFreed = resolve));
+  let failures = 0;
+  while (!stopping.signal.aborted) {
+    if (nc.isClosed()) {
+      log.warn('connection closed; consumer loop ends');
+      return;
+    }
+    try {
+      const messages = await open();
+      run.current = messages;
+      if (stopping.signal.aborted) {
+        await messages.close().catch(() => undefined);
+        return;
+      }
+      watchStatus(messages, log);
+      failures = 0;
+      for await (const m of messages) {
+        if (!stopping.signal.aborted) {
+          while (inflight.size >= concurrency) await freeSlot();
+        }
+        if (stopping.signal.aborted) {
+          // Fetched but not started: hand it back now so another instance takes it without waiting ack_wait.
+          settle(m, 'nak');
+          continue;
+        }
+        const p = handleMessage(m)
+          .catch((err: unknown) => log.error({ err, seq: m.seq }, 'message processing failed'))
+          .finally(() => {
+            inflight.delete(p);
+            const wake = slotFreed;
+            slotFreed = undefined;
+            wake?.();
+          });
+        inflight.add(p);
+      }
+    } catch (err) {
+      if (stopping.signal.aborted) return;
+      log.error({ err }, 'consumer loop failed; restarting');
+    }
+    if (!stopping.signal.aborted) await sleep(Math.min(250 * 2 ** failures++, 10_000), stopping.signal);
+  }
+}
+
+function watchStatus(messages: ConsumerMessages, log: Logger): void {
+  void (async () => {
+    for await (const s of messages.status()) {
+      if (s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {
+        // consume() would only poll; closing makes the loop recreate the durable.
+        log.warn({ status: s.type }, 'durable consumer gone; reopening');
+        await messages.close();
+        return;
+      }
+      if (s.type === 'heartbeats_missed' || s.type === 'stream_not_found' || s.type === 'no_responders')
+        log.warn({ status: s }, 'consumer status');
+    }
+  })().catch((err: unknown) => log.warn({ err }, 'consumer status watcher ended'));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
