@@ -12,7 +12,7 @@ import { AgentRevoker } from '../actors/fleet/agents/revocation.ts';
 import { clientHandlers } from '../actors/fleet/clients.ts';
 import { AuditRecorder } from '../platform/audit.ts';
 import { AccessTokens } from '../actors/identity/crypto.ts';
-import { catalogue, type Cat } from '../contracts/catalogue.ts';
+import { catalogue, type SystemCatalogue } from '../contracts/catalogue.ts';
 import type { Caller } from '../platform/call.ts';
 import { AccessCache, AccessResolver } from '../actors/identity/access.ts';
 import { createLogger } from '../platform/logger.ts';
@@ -51,7 +51,7 @@ const list = clientHandlers({ orm, audit: new AuditRecorder(nc, systemClock), re
 const guard = rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT });
 const app = Fastify();
 
-type Ctx = RequestScope<Cat>['ctx'];
+type Ctx = RequestScope<SystemCatalogue>['ctx'];
 
 /** What the gateway does before its call: the rate limiter, the token, the access cache; undefined after a 401. */
 async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<Ctx | undefined> {
@@ -78,7 +78,7 @@ async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<C
 }
 
 /** The scope ActorHost would give the list handler. */
-function scopeOf(ctx: Ctx): RequestScope<Cat> {
+function scopeOf(ctx: Ctx): RequestScope<SystemCatalogue> {
   return {
     ctx,
     log,
@@ -153,7 +153,7 @@ const inProcess = {
       throw new DomainError('internal_error', `the bench's in-process caller does not serve ${subject}`);
     return resolver.resolveUser(input.user_id);
   },
-} as unknown as Caller<Cat>;
+} as unknown as Caller<SystemCatalogue>;
 const gatewayLog = createLogger('warn');
 const gatewayDeps: GatewayDeps = {
   caller: inProcess,

@@ -42,4 +42,4 @@ export const catalogue = {
   ...eventsChartSubjects,
 } as const;
 
-export type Cat = typeof catalogue;
+export type SystemCatalogue = typeof catalogue;

@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Cat } from '../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../contracts/catalogue.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import type { ActorHost } from './serve.ts';
@@ -13,7 +13,7 @@ export interface DomainContext {
   /** Already bound to `{ domain: <name> }`: bind it again and every line carries the key twice. */
   log: Logger;
   nc: NatsConnection;
-  host: ActorHost<Cat>;
+  host: ActorHost<SystemCatalogue>;
   stores: Stores;
   clock: Clock;
 }

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Cat } from '../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../contracts/catalogue.ts';
 import type { AuditRecorder } from '../../platform/audit.ts';
 import type { Caller } from '../../platform/call.ts';
 import type { Clock } from '../../platform/clock.ts';
@@ -24,7 +24,7 @@ export interface EventsDeps {
   fleet: FleetDirectory;
   receivers: ReceiverRegistry;
   /** For calls made outside a request (consumers): the fleet's and identity's lookups. */
-  caller: Caller<Cat>;
+  caller: Caller<SystemCatalogue>;
 }
 
-export type EventsHandlers = Handlers<Cat, 'events'>;
+export type EventsHandlers = Handlers<SystemCatalogue, 'events'>;

@@ -1,6 +1,6 @@
 import type { CallerContext } from '../../contracts/context.ts';
 import type { ClientRef, EnvironmentRef, HostRef } from '../../contracts/domains/fleet-lookup.ts';
-import type { Cat } from '../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../contracts/catalogue.ts';
 import type { CallOptions, Caller } from '../../platform/call.ts';
 
 type Lookup =
@@ -16,9 +16,9 @@ type Lookup =
 export class FleetDirectory {
   private readonly cache = new Map<string, { hit: Lookup | null; at: number }>();
 
-  private readonly caller: Caller<Cat>;
+  private readonly caller: Caller<SystemCatalogue>;
   private readonly ttlMs: number;
-  constructor(caller: Caller<Cat>, ttlMs = 30_000) {
+  constructor(caller: Caller<SystemCatalogue>, ttlMs = 30_000) {
     this.caller = caller;
     this.ttlMs = ttlMs;
   }

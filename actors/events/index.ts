@@ -22,31 +22,31 @@ import { startPager } from './voice/pager.ts';
  */
 export const eventsDomain: DomainModule = {
   name: 'events',
-  async start(dc: DomainContext): Promise<DomainHandle> {
-    const box = eventsSecretBox(dc.config);
-    const orm = await dc.stores.orm();
-    const log = dc.log;
+  async start(domain: DomainContext): Promise<DomainHandle> {
+    const box = eventsSecretBox(domain.config);
+    const orm = await domain.stores.orm();
+    const log = domain.log;
     const receivers = new ReceiverRegistry(orm, box);
-    receivers.listen(dc.nc, log);
+    receivers.listen(domain.nc, log);
     const deps: EventsDeps = {
-      config: dc.config,
+      config: domain.config,
       log,
       orm,
-      nc: dc.nc,
-      clock: dc.clock,
-      audit: new AuditRecorder(dc.nc, dc.clock),
+      nc: domain.nc,
+      clock: domain.clock,
+      audit: new AuditRecorder(domain.nc, domain.clock),
       box,
-      fleet: new FleetDirectory(dc.host.caller),
+      fleet: new FleetDirectory(domain.host.caller),
       receivers,
-      caller: dc.host.caller,
+      caller: domain.host.caller,
     };
     const consumers: ConsumerHandle[] = [];
     try {
-      await dc.host.serve('events', 'events-receivers', receiverHandlers(deps));
-      await dc.host.serve('events', 'events-receive', receiveHandlers(deps));
-      await dc.host.serve('events', 'events-voice', voiceHandlers(deps));
-      await dc.host.serve('events', 'events-timeline', timelineHandlers(deps));
-      await dc.host.serve('events', 'events-charts', { ...noteHandlers(deps), ...markerHandlers(deps) });
+      await domain.host.serve('events', 'events-receivers', receiverHandlers(deps));
+      await domain.host.serve('events', 'events-receive', receiveHandlers(deps));
+      await domain.host.serve('events', 'events-voice', voiceHandlers(deps));
+      await domain.host.serve('events', 'events-timeline', timelineHandlers(deps));
+      await domain.host.serve('events', 'events-charts', { ...noteHandlers(deps), ...markerHandlers(deps) });
       consumers.push(await startDeliveryConsumer(deps));
       consumers.push(await startPager(deps));
       consumers.push(...(await startTimelineIngest(deps)));

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Cat } from '../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../contracts/catalogue.ts';
 import type { AuditRecorder } from '../../platform/audit.ts';
 import type { Handlers } from '../../platform/serve.ts';
 import type { AgentRevoker } from './agents/revocation.ts';
@@ -14,4 +14,4 @@ export interface FleetDeps {
   hostScopes?: HostScopes;
 }
 
-export type FleetHandlers = Handlers<Cat, 'fleet'>;
+export type FleetHandlers = Handlers<SystemCatalogue, 'fleet'>;

@@ -30,42 +30,42 @@ import { AgentDirectory } from './telemetry/consume.ts';
 export const fleetDomain: DomainModule = {
   name: 'fleet',
   entities: fleetEntities,
-  async start(dc: DomainContext): Promise<DomainHandle> {
-    const orm = await dc.stores.orm();
-    const audit = new AuditRecorder(dc.nc, dc.clock);
-    const log = dc.log;
+  async start(domain: DomainContext): Promise<DomainHandle> {
+    const orm = await domain.stores.orm();
+    const audit = new AuditRecorder(domain.nc, domain.clock);
+    const log = domain.log;
     // Its own system-account connection, closed by stop (after the actor host has drained the requests using it).
-    const revoker = await AgentRevoker.start(dc.config, log);
+    const revoker = await AgentRevoker.start(domain.config, log);
     // Agents' accounts import their subjects from the service account: its JWT must export them first.
     await revoker.agentAccounts?.ensureServiceExports();
-    const issuer = await agentIssuer(dc.config, revoker.agentAccounts);
+    const issuer = await agentIssuer(domain.config, revoker.agentAccounts);
     const hostScopes = new HostScopes();
     // The metrics store is the fleet's: imports to the write base, queries to the read base.
-    const tsdb = new Tsdb(tsdbBases(dc.config));
+    const tsdb = new Tsdb(tsdbBases(domain.config));
     const deps: FleetDeps = { orm, audit, revoker, hostScopes };
     try {
-      await dc.host.serve('fleet', 'fleet-clients', { ...clientHandlers(deps), ...environmentHandlers(deps) });
-      await dc.host.serve('fleet', 'fleet-hosts', hostHandlers(deps));
-      await dc.host.serve('fleet', 'fleet-lookup', hostLookupHandlers({ orm }));
-      await dc.host.serve('fleet', 'fleet-agents-admin', agentAdminHandlers(deps));
-      await dc.host.serve(
+      await domain.host.serve('fleet', 'fleet-clients', { ...clientHandlers(deps), ...environmentHandlers(deps) });
+      await domain.host.serve('fleet', 'fleet-hosts', hostHandlers(deps));
+      await domain.host.serve('fleet', 'fleet-lookup', hostLookupHandlers({ orm }));
+      await domain.host.serve('fleet', 'fleet-agents-admin', agentAdminHandlers(deps));
+      await domain.host.serve(
         'fleet',
         'fleet-enrolment',
-        enrolmentHandlers({ orm, audit, clock: dc.clock, config: dc.config }, issuer),
+        enrolmentHandlers({ orm, audit, clock: domain.clock, config: domain.config }, issuer),
       );
-      await dc.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: dc.nc, audit, log }));
-      await dc.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
-      await dc.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
-      await dc.host.serve('fleet', 'fleet-metrics', {
-        ...metricsReadHandlers({ orm, tsdb, clock: dc.clock, hostScopes }),
-        ...metricsQueryHandlers({ orm, queryTimeoutMs: dc.config.SVC_METRICS_QUERY_TIMEOUT_MS }),
+      await domain.host.serve('fleet', 'fleet-watch-config', watchConfigHandlers({ orm, nc: domain.nc, audit, log }));
+      await domain.host.serve('fleet', 'fleet-inventory', inventoryHandlers({ orm }));
+      await domain.host.serve('fleet', 'fleet-integrations', integrationHandlers({ orm }));
+      await domain.host.serve('fleet', 'fleet-metrics', {
+        ...metricsReadHandlers({ orm, tsdb, clock: domain.clock, hostScopes }),
+        ...metricsQueryHandlers({ orm, queryTimeoutMs: domain.config.SVC_METRICS_QUERY_TIMEOUT_MS }),
       });
-      await dc.host.serve('fleet', 'fleet-search', {
-        ...searchHandlers({ orm, timeoutMs: dc.config.SVC_SEARCH_TIMEOUT_MS }),
+      await domain.host.serve('fleet', 'fleet-search', {
+        ...searchHandlers({ orm, timeoutMs: domain.config.SVC_SEARCH_TIMEOUT_MS }),
         ...savedSearchHandlers({ orm, audit }),
       });
-      const fetchConfig = configFetchHandler({ orm, clock: dc.clock, config: dc.config, issuer });
-      await dc.host.serveAgents({
+      const fetchConfig = configFetchHandler({ orm, clock: domain.clock, config: domain.config, issuer });
+      await domain.host.serveAgents({
         domain: 'fleet',
         name: 'fleet-agent-config',
         prefix: AGENT_CONFIG_PREFIX,
@@ -76,17 +76,17 @@ export const fleetDomain: DomainModule = {
       // One directory for every telemetry consumer: they share its cache of agent → host and tenant.
       const directory = new AgentDirectory(orm);
       const statusDeps = {
-        nc: dc.nc,
+        nc: domain.nc,
         orm,
         directory,
-        clock: dc.clock,
+        clock: domain.clock,
         log,
-        staleTimeoutSeconds: dc.config.SVC_AGENT_STALE_TIMEOUT_SECONDS,
+        staleTimeoutSeconds: domain.config.SVC_AGENT_STALE_TIMEOUT_SECONDS,
         integrations: upsertIntegrationsOfHosts,
       };
       const consumers = [await startHeartbeatIngest(statusDeps), await startAgentEventIngest(statusDeps)];
-      const metrics = await startMetricsIngest({ nc: dc.nc, directory, tsdb, log });
-      const inventory = await startInventoryIngest({ nc: dc.nc, orm, directory, clock: dc.clock, log });
+      const metrics = await startMetricsIngest({ nc: domain.nc, directory, tsdb, log });
+      const inventory = await startInventoryIngest({ nc: domain.nc, orm, directory, clock: domain.clock, log });
       const sweeper = startStaleSweeper(statusDeps);
       return {
         stop: async () => {

@@ -1,5 +1,5 @@
 import { requirePermission } from '../../contracts/access.ts';
-import type { Cat } from '../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../contracts/catalogue.ts';
 import type { Handler } from '../../platform/serve.ts';
 import { sql } from '../../platform/stores/sql.ts';
 import type { IdentityDeps } from './deps.ts';
@@ -9,7 +9,9 @@ import type { IdentityDeps } from './deps.ts';
  * went through it (team links, direct role assignments) first, so the affected users lose that access at once
  * instead of when their cached access map expires. The fleet never reads identity's tables itself.
  */
-export function clientRemovedHandler(deps: IdentityDeps): Handler<Cat, 'svc.identity.access.client_removed'> {
+export function clientRemovedHandler(
+  deps: IdentityDeps,
+): Handler<SystemCatalogue, 'svc.identity.access.client_removed'> {
   return async ({ client_id }, { ctx }) => {
     // The caller's own context travels with the nested call: only who may delete the client may drop its grants.
     requirePermission(ctx, 'clients:delete', client_id);

@@ -14,26 +14,26 @@ import { startSsoActor } from './sso/index.ts';
 import { userLookupHandlers } from './user-lookup.ts';
 
 /** Builds what every identity actor shares. */
-export async function identityDeps(dc: DomainContext): Promise<IdentityDeps> {
-  const secrets = requireSecrets(dc.config, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY']);
-  const orm = await dc.stores.orm();
-  const kv = await dc.stores.kv();
-  const reads = await dc.stores.kvReads();
+export async function identityDeps(domain: DomainContext): Promise<IdentityDeps> {
+  const secrets = requireSecrets(domain.config, ['SVC_JWT_SECRET', 'SVC_MFA_ENCRYPTION_KEY']);
+  const orm = await domain.stores.orm();
+  const kv = await domain.stores.kv();
+  const reads = await domain.stores.kvReads();
   const hasher = new PasswordHasher();
   // The dummy hash exists before the first login, so an unknown e-mail never costs more than a wrong password.
   await hasher.warm();
   return {
-    config: dc.config,
-    log: dc.log,
+    config: domain.config,
+    log: domain.log,
     orm,
     kv,
-    nc: dc.nc,
-    clock: dc.clock,
+    nc: domain.nc,
+    clock: domain.clock,
     hasher,
-    tokens: new AccessTokens(secrets.SVC_JWT_SECRET, dc.config.SVC_JWT_ACCESS_TTL, () => dc.clock.now()),
+    tokens: new AccessTokens(secrets.SVC_JWT_SECRET, domain.config.SVC_JWT_ACCESS_TTL, () => domain.clock.now()),
     box: new SecretBox(secrets.SVC_MFA_ENCRYPTION_KEY),
-    access: new AccessResolver(() => orm.em.fork(), kv, dc.clock, reads),
-    audit: new AuditRecorder(dc.nc, dc.clock),
+    access: new AccessResolver(() => orm.em.fork(), kv, domain.clock, reads),
+    audit: new AuditRecorder(domain.nc, domain.clock),
   };
 }
 
@@ -41,20 +41,20 @@ export async function identityDeps(dc: DomainContext): Promise<IdentityDeps> {
 export const identityDomain: DomainModule = {
   name: 'identity',
   entities: identityEntities,
-  async start(dc: DomainContext): Promise<DomainHandle> {
-    const deps = await identityDeps(dc);
+  async start(domain: DomainContext): Promise<DomainHandle> {
+    const deps = await identityDeps(domain);
     await seedIdentity(deps);
-    await dc.host.serve('identity', 'identity-access', {
+    await domain.host.serve('identity', 'identity-access', {
       'svc.identity.access.resolve': async ({ user_id }) => deps.access.resolveUser(user_id),
       'svc.identity.access.resolve_key': async ({ api_key }) => deps.access.resolveApiKey(api_key),
       'svc.identity.access.client_removed': clientRemovedHandler(deps),
     });
-    await dc.host.serve('identity', 'identity-lookup', userLookupHandlers(deps));
+    await domain.host.serve('identity', 'identity-lookup', userLookupHandlers(deps));
     const background = [
-      await startAuditStore(dc.nc, deps.orm, deps.log),
-      await startSessionActors(deps, dc),
-      await startSsoActor(deps, dc),
-      await startAdminActors(deps, dc),
+      await startAuditStore(domain.nc, deps.orm, deps.log),
+      await startSessionActors(deps, domain),
+      await startSsoActor(deps, domain),
+      await startAdminActors(deps, domain),
     ];
     return {
       stop: async () => {

@@ -55,5 +55,3 @@ export async function seedIdentity(deps: IdentityDeps): Promise<void> {
     }
   }
 }
-
-export { toPgArray };

@@ -16,13 +16,14 @@ const HEALTH_ACTOR = 'invoice-health';
 /** Invoicing: preparation, editing, review, rendering, accounting sync. */
 export const invoiceDomain: DomainModule = {
   name: 'invoice',
-  async start(dc: DomainContext): Promise<DomainHandle> {
+  async start(domain: DomainContext): Promise<DomainHandle> {
     // chDB lives in one process: a second invoice instance would split or lock the data, so it is refused before opening.
-    if (usesEmbeddedAnalytics(dc.config)) await refuseSecondEmbeddedInstance(dc.nc, HEALTH_ACTOR, 'svc.invoice.health');
-    const analytics = await analyticsStore(dc.stores, dc.config);
+    if (usesEmbeddedAnalytics(domain.config))
+      await refuseSecondEmbeddedInstance(domain.nc, HEALTH_ACTOR, 'svc.invoice.health');
+    const analytics = await analyticsStore(domain.stores, domain.config);
     // Only this process can open chDB while the system runs, so its DDL is applied here (`npm run migrate` skips it).
-    if (analytics.kind === 'chdb') await migrateAnalytics(analytics, dc.log);
-    await dc.host.serve('invoice', HEALTH_ACTOR, {
+    if (analytics.kind === 'chdb') await migrateAnalytics(analytics, domain.log);
+    await domain.host.serve('invoice', HEALTH_ACTOR, {
       'svc.invoice.health': async () => {
         try {
           await analytics.ping();
@@ -32,29 +33,33 @@ export const invoiceDomain: DomainModule = {
         }
       },
     });
-    const orm = await dc.stores.orm();
+    const orm = await domain.stores.orm();
     const reader = new AnalyticsReader(analytics);
-    await dc.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader, clock: dc.clock }));
+    await domain.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader, clock: domain.clock }));
     // One warm browser per process, started by the first finalize, closed when the domain stops.
     const renderer = new PdfRenderer({
-      executablePath: dc.config.SVC_CHROMIUM_PATH,
-      pages: dc.config.SVC_PDF_PAGES,
-      log: dc.log.child({ actor: 'invoice-pdf' }),
+      executablePath: domain.config.SVC_CHROMIUM_PATH,
+      pages: domain.config.SVC_PDF_PAGES,
+      log: domain.log.child({ actor: 'invoice-pdf' }),
     });
-    await dc.host.serve(
+    await domain.host.serve(
       'invoice',
       'invoice-documents',
-      documentHandlers({ orm, seller: sellerOf(dc.config), renderer, reader, log: dc.log }),
+      documentHandlers({ orm, seller: sellerOf(domain.config), renderer, reader, log: domain.log }),
     );
     // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
-    const ingest = await startIngestConsumer(dc.nc, analytics, dc.log.child({ actor: 'invoice-ingest' }));
+    const ingest = await startIngestConsumer(domain.nc, analytics, domain.log.child({ actor: 'invoice-ingest' }));
     // Accounting sync: the route queues a durable job; the worker pushes it with retries (actors/invoice/accounting/).
-    await dc.host.serve('invoice', 'invoice-accounting', accountingHandlers({ orm, nc: dc.nc, config: dc.config }));
+    await domain.host.serve(
+      'invoice',
+      'invoice-accounting',
+      accountingHandlers({ orm, nc: domain.nc, config: domain.config }),
+    );
     const accounting = await startAccountingWorker({
-      nc: dc.nc,
+      nc: domain.nc,
       orm,
-      config: dc.config,
-      log: dc.log.child({ actor: 'invoice-accounting-sync' }),
+      config: domain.config,
+      log: domain.log.child({ actor: 'invoice-accounting-sync' }),
     });
     return {
       stop: async () => {

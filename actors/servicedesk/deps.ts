@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { requirePermission } from '../../contracts/access.ts';
-import type { Cat } from '../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../contracts/catalogue.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { AuditRecorder } from '../../platform/audit.ts';
@@ -33,7 +33,7 @@ export interface SdDeps {
   memo: ReadMemo;
 }
 
-export type SdHandlers = Handlers<Cat, 'servicedesk'>;
+export type SdHandlers = Handlers<SystemCatalogue, 'servicedesk'>;
 
 export const SD_VARIABLES = ['SVC_SD_BASE_URL', 'SVC_SD_EMAIL', 'SVC_SD_API_TOKEN'] as const;
 

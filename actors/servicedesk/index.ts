@@ -22,35 +22,35 @@ import { SiteCatalog } from './tracker/site.ts';
  */
 export const servicedeskDomain: DomainModule = {
   name: 'servicedesk',
-  async start(dc: DomainContext): Promise<DomainHandle> {
-    const log = dc.log;
-    const [orm, kv] = await Promise.all([dc.stores.orm(), dc.stores.kv()]);
-    const { SVC_SD_BASE_URL: baseUrl, SVC_SD_EMAIL: email, SVC_SD_API_TOKEN: apiToken } = dc.config;
+  async start(domain: DomainContext): Promise<DomainHandle> {
+    const log = domain.log;
+    const [orm, kv] = await Promise.all([domain.stores.orm(), domain.stores.kv()]);
+    const { SVC_SD_BASE_URL: baseUrl, SVC_SD_EMAIL: email, SVC_SD_API_TOKEN: apiToken } = domain.config;
     const bucket = new TokenBucket(kv, log);
     const tracker =
       baseUrl && email && apiToken
         ? new TrackerApi(
-            new TrackerClient({ baseUrl, email, apiToken, timeoutMs: dc.config.SVC_SD_TIMEOUT_MS }, bucket, log),
+            new TrackerClient({ baseUrl, email, apiToken, timeoutMs: domain.config.SVC_SD_TIMEOUT_MS }, bucket, log),
           )
         : undefined;
     if (!tracker)
       log.warn(
-        { missing: missingSettings(dc.config) },
-        `${notConfigured(dc.config).message}; every service-desk route answers 503 until then`,
+        { missing: missingSettings(domain.config) },
+        `${notConfigured(domain.config).message}; every service-desk route answers 503 until then`,
       );
     const memo = new ReadMemo(kv);
     const overrides = {
-      resolutionSla: dc.config.SVC_SD_SLA_RESOLUTION_FIELD,
-      firstResponseSla: dc.config.SVC_SD_SLA_FIRST_RESPONSE_FIELD,
-      organizations: dc.config.SVC_SD_ORGANIZATIONS_FIELD,
+      resolutionSla: domain.config.SVC_SD_SLA_RESOLUTION_FIELD,
+      firstResponseSla: domain.config.SVC_SD_SLA_FIRST_RESPONSE_FIELD,
+      organizations: domain.config.SVC_SD_ORGANIZATIONS_FIELD,
     };
     const site = tracker
-      ? new SiteCatalog(tracker, overrides, dc.config.SVC_SD_SITE_CACHE_SECONDS * 1000, log)
+      ? new SiteCatalog(tracker, overrides, domain.config.SVC_SD_SITE_CACHE_SECONDS * 1000, log)
       : undefined;
     const sync = tracker
-      ? new SyncEngine(orm, tracker, dc.nc, log.child({ worker: 'servicedesk-sync' }), {
-          intervalSeconds: dc.config.SVC_SD_SYNC_INTERVAL_SECONDS,
-          overlapSeconds: dc.config.SVC_SD_SYNC_OVERLAP_SECONDS,
+      ? new SyncEngine(orm, tracker, domain.nc, log.child({ worker: 'servicedesk-sync' }), {
+          intervalSeconds: domain.config.SVC_SD_SYNC_INTERVAL_SECONDS,
+          overlapSeconds: domain.config.SVC_SD_SYNC_OVERLAP_SECONDS,
           changed: () => memo.bump(),
           ...(site ? { site } : {}),
         })
@@ -58,34 +58,34 @@ export const servicedeskDomain: DomainModule = {
     const deps: SdDeps = {
       orm,
       kv,
-      audit: new AuditRecorder(dc.nc, dc.clock),
-      config: dc.config,
-      clock: dc.clock,
+      audit: new AuditRecorder(domain.nc, domain.clock),
+      config: domain.config,
+      clock: domain.clock,
       log,
       tracker,
       sync,
       site,
-      uploads: new UploadStore(() => dc.nc),
+      uploads: new UploadStore(() => domain.nc),
       memo,
     };
     const syncHandlers: SdHandlers = {
       'svc.servicedesk.sync.run': async (_input, { ctx }) => {
         requirePermission(ctx, 'servicedeskconfig:write');
-        if (!deps.sync) throw notConfigured(dc.config);
+        if (!deps.sync) throw notConfigured(domain.config);
         return deps.sync.run();
       },
     };
-    await dc.host.serve(
+    await domain.host.serve(
       'servicedesk',
       'servicedesk-config',
       whenConfigured(deps, { ...mappingHandlers(deps), ...syncHandlers }),
     );
-    await dc.host.serve(
+    await domain.host.serve(
       'servicedesk',
       'servicedesk-reads',
       whenConfigured(deps, { ...ticketHandlers(deps), ...metricsHandlers(deps) }),
     );
-    await dc.host.serve(
+    await domain.host.serve(
       'servicedesk',
       'servicedesk-proxy',
       whenConfigured(deps, { ...proxyHandlers(deps), ...attachmentHandlers(deps) }),

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { liveKey, type AccessCache, type AccessTokens } from '../../actors/identity/mod.ts';
 import type { Caller } from '../../platform/call.ts';
-import type { Cat } from '../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../contracts/catalogue.ts';
 import { anonymousContext, type CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import { clientInfo, type AuthMode, type Authenticator } from './auth.ts';
@@ -17,13 +17,13 @@ const BEARER = /^Bearer\s+(\S+)$/i;
  */
 export class TokenAuthenticator implements Authenticator {
   private readonly tokens: AccessTokens;
-  private readonly caller: Caller<Cat>;
+  private readonly caller: Caller<SystemCatalogue>;
   private readonly cache?: AccessCache;
   private readonly now: () => number;
   private readonly timeoutMs: number;
   constructor(
     tokens: AccessTokens,
-    caller: Caller<Cat>,
+    caller: Caller<SystemCatalogue>,
     cache?: AccessCache,
     now: () => number = Date.now,
     timeoutMs = 5000,

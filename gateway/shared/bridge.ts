@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Caller } from '../../platform/call.ts';
 import { MemoryKv, type KvStore } from '../../platform/stores/kv.ts';
-import type { Cat } from '../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../contracts/catalogue.ts';
 import { anonymousContext, type CallerContext } from '../../contracts/context.ts';
 import { DomainError } from '../../contracts/errors.ts';
 import type { Catalogue, RequestIn, ReplyOut, SubjectName } from '../../contracts/subject.ts';
@@ -23,7 +23,7 @@ import { errorResponses, operationIdOf } from './openapi.ts';
 import { deadlineOf, setDeadline, traceparentOf } from './request-context.ts';
 
 /** What every route of a gateway needs to reach the actors. */
-export interface GatewayDeps<C extends Catalogue = Cat> {
+export interface GatewayDeps<C extends Catalogue = SystemCatalogue> {
   caller: Caller<C>;
   auth: Authenticator;
   requestTimeoutMs: number;

@@ -3,7 +3,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { Caller } from '../../platform/call.ts';
 import { publishEvent } from '../../platform/jetstream.ts';
 import type { ActorHost } from '../../platform/serve.ts';
-import type { Cat } from '../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../contracts/catalogue.ts';
 import type { CallerContext } from '../../contracts/context.ts';
 import type { ResolvedUser } from '../../contracts/domains/access.ts';
 import type { GatewayApp } from '../../gateway/shared/app.ts';
@@ -15,8 +15,8 @@ import { bridge, type GatewayDeps } from '../../gateway/shared/bridge.ts';
  * The function is never run; the test only keeps it referenced.
  */
 function wrongPayloadsDoNotCompile(
-  caller: Caller<Cat>,
-  host: ActorHost<Cat>,
+  caller: Caller<SystemCatalogue>,
+  host: ActorHost<SystemCatalogue>,
   app: GatewayApp,
   deps: GatewayDeps,
   nc: NatsConnection,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import argon2 from 'argon2';
 import { generateSecret, generateSync } from 'otplib';
 import { AccessTokens, SecretBox } from '../../actors/identity/crypto.ts';
-import { toPgArray } from '../../actors/identity/seed.ts';
+import { toPgArray } from '../../platform/stores/pg-values.ts';
 import type { Clock } from '../../platform/clock.ts';
 import type { TestSystem } from './system.ts';
 

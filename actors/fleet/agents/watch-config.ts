@@ -2,7 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { requirePermission } from '../../../contracts/access.ts';
-import type { Cat } from '../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import {
   ConfigUpdateCommand,
   type ConfigFetchReply,
@@ -58,7 +58,7 @@ export interface WatchConfigDeps {
 
 const encoder = new TextEncoder();
 
-export function watchConfigHandlers(deps: WatchConfigDeps): Handlers<Cat, 'fleet'> {
+export function watchConfigHandlers(deps: WatchConfigDeps): Handlers<SystemCatalogue, 'fleet'> {
   const fork = (): EntityManager => deps.orm.em.fork();
   return {
     'svc.fleet.watch_config.get': async ({ host_id }, { ctx }) => {

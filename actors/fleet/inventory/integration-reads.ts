@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { clientsWith, requirePermission } from '../../../contracts/access.ts';
-import type { Cat } from '../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { HostIntegration, IntegrationType } from '../../../contracts/domains/fleet-inventory.ts';
 import { DomainError } from '../../../contracts/errors.ts';
@@ -83,7 +83,7 @@ async function records(em: EntityManager, where: string, params: unknown[], orde
   return rows.map((r) => ({ ...r, last_seen_at: iso(r.last_seen_at) }));
 }
 
-export function integrationHandlers(deps: { orm: MikroORM }): Handlers<Cat, 'fleet'> {
+export function integrationHandlers(deps: { orm: MikroORM }): Handlers<SystemCatalogue, 'fleet'> {
   const fork = (): EntityManager => deps.orm.em.fork();
 
   return {

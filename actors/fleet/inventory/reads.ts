@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { Cat } from '../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type {
   Certificate,
@@ -84,7 +84,7 @@ const outCertificate = (r: Row<Certificate, never, 'not_before' | 'not_after'>):
 const outModule = (r: Row<KernelModule, 'size_bytes'>): KernelModule => ({ ...r, size_bytes: num(r.size_bytes) });
 const same = <T>(r: T): T => r;
 
-export function inventoryHandlers(deps: { orm: MikroORM }): Handlers<Cat, 'fleet'> {
+export function inventoryHandlers(deps: { orm: MikroORM }): Handlers<SystemCatalogue, 'fleet'> {
   const fork = (): EntityManager => deps.orm.em.fork();
 
   /** The host's check and the read share one fork: two statements, one connection at a time. */

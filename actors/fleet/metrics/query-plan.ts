@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { Cat } from '../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import { QUERY_LIMITS } from '../../../contracts/domains/fleet-metrics.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { Handlers } from '../../../platform/serve.ts';
@@ -25,7 +25,10 @@ export function stepSeconds(step: string): number {
   return total;
 }
 
-export function metricsQueryHandlers(deps: { orm: MikroORM; queryTimeoutMs: number }): Handlers<Cat, 'fleet'> {
+export function metricsQueryHandlers(deps: {
+  orm: MikroORM;
+  queryTimeoutMs: number;
+}): Handlers<SystemCatalogue, 'fleet'> {
   return {
     'svc.fleet.metrics.query': async ({ query, start, end, step, host_id, environment_id }, { ctx }) => {
       if (host_id === undefined && environment_id === undefined)

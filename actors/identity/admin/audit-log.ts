@@ -1,6 +1,6 @@
 import { clientsWith, requirePermission } from '../../../contracts/access.ts';
 import type { IdentityDeps } from '../deps.ts';
-import { toPgArray } from '../seed.ts';
+import { toPgArray } from '../../../platform/stores/pg-values.ts';
 import { iso, pageOf, type IdentityHandlers } from './common.ts';
 
 interface AuditRow {

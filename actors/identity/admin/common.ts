@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Cat } from '../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { Handlers } from '../../../platform/serve.ts';
 
 /** The handler table type of the identity domain's admin actor. */
-export type IdentityHandlers = Handlers<Cat, 'identity'>;
+export type IdentityHandlers = Handlers<SystemCatalogue, 'identity'>;
 
 export {
   conflictOnDuplicate,
@@ -19,7 +19,7 @@ export {
   type Page,
 } from '../../../platform/stores/sql.ts';
 import { sql } from '../../../platform/stores/sql.ts';
-import { toPgArray } from '../seed.ts';
+import { toPgArray } from '../../../platform/stores/pg-values.ts';
 
 /** Passes when the caller holds any of `permissions` (on any client, or on `clientId` when given). */
 export function requireAny(ctx: CallerContext, permissions: readonly string[], clientId?: string): void {

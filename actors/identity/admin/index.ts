@@ -11,8 +11,8 @@ import { userHandlers } from './users.ts';
  * The admin actor: users and their direct client assignments, teams, roles and the permission registry, the access
  * audit, service accounts and the audit log. Every handler authorizes with the caller context itself.
  */
-export async function startAdminActors(deps: IdentityDeps, dc: DomainContext): Promise<DomainHandle> {
-  await dc.host.serve('identity', 'identity-admin', {
+export async function startAdminActors(deps: IdentityDeps, domain: DomainContext): Promise<DomainHandle> {
+  await domain.host.serve('identity', 'identity-admin', {
     ...userHandlers(deps),
     ...teamHandlers(deps),
     ...roleHandlers(deps),

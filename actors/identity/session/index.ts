@@ -11,9 +11,9 @@ import { listSessions, logout, me, refresh, revokeAllSessions, revokeSession } f
  * The session actor (docs/api/identity.md, the public and protected authentication routes): login and MFA, tokens and
  * sessions, passwords and invitations. Also runs the e-mail worker and the forgot-password worker.
  */
-export async function startSessionActors(deps: IdentityDeps, dc: DomainContext): Promise<DomainHandle> {
+export async function startSessionActors(deps: IdentityDeps, domain: DomainContext): Promise<DomainHandle> {
   const s = sessionServices(deps);
-  await dc.host.serve('identity', 'identity-session', {
+  await domain.host.serve('identity', 'identity-session', {
     'svc.identity.auth.login': (input, { ctx }) => login(s, input, ctx),
     'svc.identity.auth.mfa_verify': (input, { ctx }) => mfaVerify(s, input, ctx),
     'svc.identity.auth.refresh': (input, { ctx }) => refresh(s, input, ctx),

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { requirePermission } from '../../../contracts/access.ts';
-import type { Cat } from '../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import { Headers } from '../../../contracts/envelope.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { Config } from '../../../platform/config.ts';
@@ -25,7 +25,7 @@ export function accountingHandlers(deps: {
   orm: MikroORM;
   nc: NatsConnection;
   config: Config;
-}): Handlers<Cat, 'invoice'> {
+}): Handlers<SystemCatalogue, 'invoice'> {
   return {
     'svc.invoice.sync_accounting': async ({ id }, { ctx }) => {
       requirePermission(ctx, WRITE);

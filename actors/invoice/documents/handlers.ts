@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { requirePermission } from '../../../contracts/access.ts';
-import type { Cat } from '../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { Config } from '../../../platform/config.ts';
 import type { Logger } from '../../../platform/logger.ts';
@@ -34,7 +34,7 @@ export const sellerOf = (c: Config): Seller => ({
 const renderBudget = (deadline: number): number => Math.max(1_000, Math.min(30_000, deadline - Date.now() - 250));
 
 /** Invoice documents and their lifecycle: the HTML preview, finalize with its PDF (same template), the stored PDF, regenerate. */
-export function documentHandlers(deps: DocumentDeps): Handlers<Cat, 'invoice'> {
+export function documentHandlers(deps: DocumentDeps): Handlers<SystemCatalogue, 'invoice'> {
   return {
     'svc.invoice.preview_html': async ({ id }, { ctx }) => {
       requirePermission(ctx, READ);

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { requirePermission } from '../../../contracts/access.ts';
-import type { Cat } from '../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { Clock } from '../../../platform/clock.ts';
@@ -36,7 +36,7 @@ export function editorOf(ctx: CallerContext): string {
 
 export const today = (clock: Clock): string => new Date(clock.now()).toISOString().slice(0, 10);
 
-export function invoiceHandlers(deps: InvoiceDeps): Handlers<Cat, 'invoice'> {
+export function invoiceHandlers(deps: InvoiceDeps): Handlers<SystemCatalogue, 'invoice'> {
   const fork = (): EntityManager => deps.orm.em.fork();
 
   return {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Cat } from '../../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../../contracts/catalogue.ts';
 import type { ReceiverSource } from '../../../../contracts/domains/events-records.ts';
 import { DomainError } from '../../../../contracts/errors.ts';
 import { requireOnClient } from '../../../../platform/scope.ts';
@@ -21,7 +21,7 @@ export async function createReceiver(
     secret: string | null;
     oncall_phone?: string | null;
   },
-  scope: RequestScope<Cat>,
+  scope: RequestScope<SystemCatalogue>,
 ): Promise<{ row: Row; token: string }> {
   const { ctx } = scope;
   requireOnClient(ctx, b.client_id, `${KIND[kind].perm}:write`, 'client');

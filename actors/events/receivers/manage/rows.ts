@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Cat } from '../../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../../contracts/catalogue.ts';
 import type { CallerContext } from '../../../../contracts/context.ts';
 import type { ReceiverSource } from '../../../../contracts/domains/events-records.ts';
 import type { AlertSource, WebhookEndpoint } from '../../../../contracts/domains/events.ts';
@@ -83,7 +83,7 @@ export async function loadReceiver(
 /** An environment must be one of the receiver's client (404 otherwise, as for any id the caller cannot use). */
 export async function checkEnvironment(
   deps: EventsDeps,
-  scope: RequestScope<Cat>,
+  scope: RequestScope<SystemCatalogue>,
   clientId: string,
   environmentId: string | null,
 ): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Cat } from '../../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../../contracts/catalogue.ts';
 import { RECEIVER_IMMUTABLE } from '../../../../contracts/domains/events.ts';
 import { DomainError } from '../../../../contracts/errors.ts';
 import { refuseChanges } from '../../../../contracts/immutable.ts';
@@ -25,7 +25,7 @@ export async function updateReceiver(
     client_id?: string | undefined;
     source?: string | undefined;
   },
-  scope: RequestScope<Cat>,
+  scope: RequestScope<SystemCatalogue>,
 ): Promise<{ row: Row; token?: string }> {
   const { ctx } = scope;
   const em = deps.orm.em.fork();

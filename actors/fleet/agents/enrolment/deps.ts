@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Cat } from '../../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../../contracts/catalogue.ts';
 import type { AuditRecorder } from '../../../../platform/audit.ts';
 import type { Clock } from '../../../../platform/clock.ts';
 import type { Config } from '../../../../platform/config.ts';
@@ -13,4 +13,4 @@ export interface EnrolmentDeps {
 }
 
 /** The handler table type of the enrolment actor; each file of this folder fills in its own subjects. */
-export type EnrolmentHandlers = Handlers<Cat, 'fleet'>;
+export type EnrolmentHandlers = Handlers<SystemCatalogue, 'fleet'>;

@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { Cat } from '../../../../contracts/catalogue.ts';
+import type { SystemCatalogue } from '../../../../contracts/catalogue.ts';
 import type { Clock } from '../../../../platform/clock.ts';
 import type { Handlers } from '../../../../platform/serve.ts';
 import type { HostScope, HostScopes } from '../host-scopes.ts';
@@ -27,6 +27,6 @@ export interface MetricsReads {
 }
 
 /** The handler table type of the metric reads; each file of this folder fills in its own subjects. */
-export type MetricsReadHandlers = Handlers<Cat, 'fleet'>;
+export type MetricsReadHandlers = Handlers<SystemCatalogue, 'fleet'>;
 
 export const PERMISSION = 'metrics:read';

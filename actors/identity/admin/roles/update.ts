@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { requirePermission } from '../../../../contracts/access.ts';
 import type { IdentityDeps } from '../../deps.ts';
-import { toPgArray } from '../../seed.ts';
+import { toPgArray } from '../../../../platform/stores/pg-values.ts';
 import { assertCanGrant, conflictOnDuplicate, requireOnEvery, sql, type IdentityHandler } from '../common.ts';
 import { recordRole } from './audit.ts';
 import { checkPermissions } from './check-permissions.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { requirePermission } from '../../../../contracts/access.ts';
 import type { IdentityDeps } from '../../deps.ts';
-import { toPgArray } from '../../seed.ts';
+import { toPgArray } from '../../../../platform/stores/pg-values.ts';
 import { assertCanGrant, callerUserId, findRole, sql, type IdentityHandler } from '../common.ts';
 import { newApiKey } from './api-key.ts';
 import { recordServiceAccount } from './audit.ts';

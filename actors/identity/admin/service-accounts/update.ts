@@ -1,6 +1,6 @@
 import { requirePermission } from '../../../../contracts/access.ts';
 import type { IdentityDeps } from '../../deps.ts';
-import { toPgArray } from '../../seed.ts';
+import { toPgArray } from '../../../../platform/stores/pg-values.ts';
 import { grantableRole, iso, isoOrNull, requireOnEvery, sql, type IdentityHandler } from '../common.ts';
 import { recordServiceAccount } from './audit.ts';
 import { futureOrThrow } from './expiry.ts';
