@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { instanceHost, parseAlertmanager } from '../../actors/events/receivers/parse/alertmanager.ts';
 import { parseArgocd } from '../../actors/events/receivers/parse/argocd.ts';
-import { bodyDigest, clip, isoTime, type Delivery, type Parsed } from '../../actors/events/receivers/parse/common.ts';
+import { bodyDigest, clip, isoTime, type Delivery, type Parsed } from '../../actors/events/receivers/parse/delivery.ts';
 import { parseGithub } from '../../actors/events/receivers/parse/github.ts';
 import { parseGitlab } from '../../actors/events/receivers/parse/gitlab.ts';
 import { verifySignature } from '../../actors/events/receivers/signatures.ts';

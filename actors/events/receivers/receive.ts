@@ -6,7 +6,7 @@ import { publishDurable } from '../../../platform/jetstream.ts';
 import type { EventsDeps, EventsHandlers } from '../deps.ts';
 import { parseAlertmanager } from './parse/alertmanager.ts';
 import { parseArgocd } from './parse/argocd.ts';
-import { clip, type Parsed, type Parser } from './parse/common.ts';
+import { clip, type Parsed, type Parser } from './parse/delivery.ts';
 import { parseGithub } from './parse/github.ts';
 import { parseGitlab } from './parse/gitlab.ts';
 import { verifySignature } from './signatures.ts';

@@ -12,7 +12,7 @@ import {
   Unusable,
   type Delivery,
   type Parsed,
-} from './common.ts';
+} from './delivery.ts';
 
 /**
  * Prometheus Alertmanager's webhook (`webhook_config`, payload version 4): one notification per alert group, firing or

@@ -11,7 +11,7 @@ import {
   Unusable,
   type Delivery,
   type Parsed,
-} from './common.ts';
+} from './delivery.ts';
 
 /**
  * Argo CD notifications (argocd-notifications' webhook service): the body is whatever the template says, so

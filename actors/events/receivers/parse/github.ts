@@ -12,7 +12,7 @@ import {
   Unusable,
   type Delivery,
   type Parsed,
-} from './common.ts';
+} from './delivery.ts';
 
 /**
  * GitHub's webhooks (docs.github.com, "Webhook events and payloads"): `release` (published), `create` (a tag),

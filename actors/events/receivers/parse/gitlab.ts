@@ -12,7 +12,7 @@ import {
   Unusable,
   type Delivery,
   type Parsed,
-} from './common.ts';
+} from './delivery.ts';
 
 /**
  * GitLab's webhooks (docs.gitlab.com, "Webhook events"): tag push (`Tag Push Hook`), release (`Release Hook`, action
