@@ -165,6 +165,8 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
       const breaker = new BrokerBreaker(async (ms) => (nats.current ? nats.healthy(ms) : 'reconnecting'), {
         log: log.child({ component: 'broker-breaker' }),
       }).start();
+      // A reconnect (to another node, after a silent one was left) is probed at once, not at the next interval.
+      nats.onReconnect(() => void breaker.check());
       closers.push(async () => breaker.stop());
       const deps: GatewayDeps = {
         breaker,

@@ -1,6 +1,7 @@
 import { fmtCreds, fromSeed, parseCreds } from '@nats-io/jwt';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../platform/logger.ts';
+import { AGENT_PING_INTERVAL_MS, failoverOptions } from '../platform/nats-failover.ts';
 import { readCredsFile, writeCredsFile } from './state.ts';
 
 /**
@@ -162,8 +163,9 @@ export class AgentLink {
           maxReconnectAttempts: -1,
           reconnectTimeWait: this.opts.reconnectTimeWaitMs ?? 2_000,
           reconnectJitter: this.opts.reconnectJitterMs ?? 2_000,
-          pingInterval: this.opts.pingIntervalMs ?? 30_000,
-          maxPingOut: 2,
+          // The client takes this one, not the above, on a TLS connection (the agent's always are).
+          reconnectJitterTLS: this.opts.reconnectJitterMs ?? 2_000,
+          ...failoverOptions(this.opts.pingIntervalMs ?? AGENT_PING_INTERVAL_MS),
           timeout: this.opts.connectTimeoutMs ?? 5_000,
           noAsyncTraces: true,
         });

@@ -71,6 +71,8 @@ export interface RunningAgent {
   readonly hostId: string;
   readonly stateDir: string;
   readonly connected: boolean;
+  /** The broker node it is connected to (`host:port`), undefined while it is not. */
+  readonly server: string | undefined;
   /** Version of the watch config in force (0: none). */
   readonly configVersion: number;
   /** Resolves once the first config fetch has been answered and applied. */
@@ -141,6 +143,9 @@ export async function startAgent(opts: StartAgentOptions): Promise<RunningAgent>
     stateDir: opts.stateDir,
     get connected() {
       return link.isUp;
+    },
+    get server() {
+      return link.current?.getServer();
     },
     get configVersion() {
       return applier.version;

@@ -4,101 +4,39 @@
 // envelopes, signatures and zod parsing.
 // And the floor of the hop: GET /floor/clients does the same but runs the handler behind one bare NATS request-reply
 // (JSON both ways, no envelope, signature, zod or framework), so the bench can show what the transport alone costs.
-import { allEntities } from '../actors/index.ts';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
-import { randomUUID } from 'node:crypto';
-import pino from 'pino';
-import { AgentRevoker } from '../actors/fleet/agents/revocation.ts';
-import { clientHandlers } from '../actors/fleet/clients.ts';
-import { AuditRecorder } from '../platform/audit.ts';
-import { AccessTokens } from '../actors/identity/crypto.ts';
 import { catalogue, type SystemCatalogue } from '../contracts/catalogue.ts';
-import type { Caller } from '../platform/call.ts';
-import { AccessCache, AccessResolver } from '../actors/identity/access.ts';
-import { createLogger } from '../platform/logger.ts';
+import { DomainError } from '../contracts/errors.ts';
 import { registerClientRoutes } from '../gateway/console/routes/clients.ts';
 import { createGatewayApp } from '../gateway/shared/app.ts';
 import { TokenAuthenticator } from '../gateway/shared/authenticate.ts';
 import type { GatewayDeps } from '../gateway/shared/bridge.ts';
-import { systemClock } from '../platform/clock.ts';
-import { loadConfig } from '../platform/config.ts';
-import { setNamespace, wireRequestSubject } from '../platform/namespace.ts';
+import type { Caller } from '../platform/call.ts';
 import { runWithDeadline } from '../platform/deadline.ts';
-import { connectNats } from '../platform/nats.ts';
-import type { RequestScope } from '../platform/serve.ts';
-import { formatTraceparent, newTrace } from '../platform/trace.ts';
-import { DomainError } from '../contracts/errors.ts';
-import { Stores } from '../platform/stores/index.ts';
-import { rateLimitGuard } from '../gateway/shared/rate-limit.ts';
+import { createLogger } from '../platform/logger.ts';
+import { wireRequestSubject } from '../platform/namespace.ts';
+import {
+  accessCache,
+  authenticate as authenticateBearer,
+  closeClientsList,
+  config,
+  guard,
+  list,
+  listClients,
+  nc,
+  resolver,
+  scopeOf,
+  tokens,
+  type Ctx,
+} from './clients-list.ts';
 
-const config = loadConfig();
-// Started by bench/run.ts, whose SVC_NAMESPACE (the bench's own) it inherits.
-setNamespace(config.SVC_NAMESPACE);
-const log = pino({ level: 'warn' });
-const stores = new Stores(config, log, { entities: allEntities });
-const orm = await stores.orm();
-const kv = await stores.kv();
-// The gateway's own reads of the access cache (a near cache on Valkey), so the two paths differ only by the hop.
-const accessCache = new AccessCache(await stores.kvReads());
-const resolver = new AccessResolver(() => orm.em.fork(), kv, systemClock);
-const tokens = new AccessTokens(config.SVC_JWT_SECRET!, config.SVC_JWT_ACCESS_TTL);
-// The list handler reads and never audits; the recorder gets a real connection all the same (nothing is typed away).
-const nc = await connectNats(config.SVC_NATS_URL, 'bench-direct', log, config.SVC_NATS_CREDS, config.SVC_NATS_CA);
-const revoker = await AgentRevoker.start(config, log);
-const list = clientHandlers({ orm, audit: new AuditRecorder(nc, systemClock), revoker })['svc.fleet.clients.list']!;
-
-// The gateway's per-IP rate limiter too (one Valkey round trip per request), so the two paths differ only by the hop.
-const guard = rateLimitGuard(kv, { auth: config.SVC_AUTH_RATE_LIMIT, api: config.SVC_API_RATE_LIMIT });
 const app = Fastify();
 
-type Ctx = RequestScope<SystemCatalogue>['ctx'];
-
-/** What the gateway does before its call: the rate limiter, the token, the access cache; undefined after a 401. */
+/** What the gateway does before its call; undefined after a 401. */
 async function authenticate(req: FastifyRequest, reply: FastifyReply): Promise<Ctx | undefined> {
-  await guard(req, 'api');
-  const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-  if (!token) {
-    void reply.status(401).send({ error: { code: 'unauthorized' } });
-    return undefined;
-  }
-  const claims = await tokens.verify(token);
-  const user = (await accessCache.user(claims.sub)) ?? (await resolver.resolveUser(claims.sub));
-  return {
-    request_id: randomUUID(),
-    principal: {
-      kind: 'user' as const,
-      user_id: user.user_id,
-      session_id: claims.sid,
-      email: user.email,
-      is_super_admin: user.is_super_admin,
-      mfa_enabled: user.mfa_enabled,
-    },
-    access: user.access,
-  };
-}
-
-/** The scope ActorHost would give the list handler. */
-function scopeOf(ctx: Ctx): RequestScope<SystemCatalogue> {
-  return {
-    ctx,
-    log,
-    signal: new AbortController().signal,
-    deadline: Date.now() + 10_000,
-    subject: 'svc.fleet.clients.list',
-    traceparent: formatTraceparent(newTrace()),
-    call: () => Promise.reject(new DomainError('internal_error', 'the bench paths make no calls')),
-  };
-}
-
-/** The fleet actor's list handler with the scope ActorHost would give it, inside the same deadline scope. */
-async function listClients(
-  ctx: Ctx,
-): Promise<{ data: unknown[]; meta: { total: number; page: number; per_page: number } }> {
-  const scope = scopeOf(ctx);
-  const page = await runWithDeadline({ deadline: scope.deadline, signal: scope.signal }, () =>
-    list({ page: 1, per_page: 20, sort: 'name', order: 'asc' }, scope),
-  );
-  return { data: page.items, meta: { total: page.total, page: page.page, per_page: page.per_page } };
+  const ctx = await authenticateBearer(req.ip, req.headers.authorization);
+  if (!ctx) void reply.status(401).send({ error: { code: 'unauthorized' } });
+  return ctx;
 }
 
 app.get('/api/v1/clients', async (req, reply) => {
@@ -171,8 +109,6 @@ process.on('SIGTERM', () => {
   void gateway
     .close()
     .then(() => app.close())
-    .then(() => nc.drain())
-    .then(() => revoker.close())
-    .then(() => stores.close())
+    .then(() => closeClientsList())
     .then(() => process.exit(0));
 });

@@ -41,6 +41,9 @@ const DIRECT_PORT = 18090;
 const SPLIT_GATEWAY_PORT = 18081;
 /** The direct server's second app: the console gateway's stack with the handler in-process (bench/direct-server.ts). */
 const GATEWAY_NOHOP_PORT = 18091;
+/** The peer, Moleculer (bench/moleculer-server.ts): gateway and service in one process, and the split gateway. */
+const MOLECULER_PORT = 18095;
+const MOLECULER_SPLIT_PORT = 18096;
 
 // Before the config is read and any child starts: they all inherit the bench's namespace.
 const namespace = useBenchNamespace();
@@ -71,7 +74,8 @@ async function startChild(args: string[], env: Record<string, string>, readyUrl:
   const start = startFlags();
   const nodeOptions = `${start.nodeOptions}${process.env.NODE_OPTIONS ? ` ${process.env.NODE_OPTIONS}` : ''}`;
   // The system and the bare paths it is compared with (direct-server.ts) alike; the agents run as their unit starts them.
-  if (args[0] === 'main.ts' || args[0] === 'bench/direct-server.ts') prof.unshift(...systemFlags());
+  if (['main.ts', 'bench/direct-server.ts', 'bench/moleculer-server.ts'].includes(args[0]!))
+    prof.unshift(...systemFlags());
   const child = spawn(process.execPath, [...prof, ...args], {
     env: { ...process.env, NODE_OPTIONS: nodeOptions, SVC_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -185,7 +189,13 @@ function cpuRow(rounds: LoadResult[]): Record<string, Spread> {
 
 /** The cost of the NATS hop: the same authenticated list through the actor path (both shapes) and the bare path. */
 async function hop(token: string): Promise<Record<string, unknown>> {
-  const [system, splitProcesses, bare] = await Promise.all([single(), split(), direct()]);
+  const [system, splitProcesses, bare, peer, peerSplit] = await Promise.all([
+    single(),
+    split(),
+    direct(),
+    moleculer(),
+    moleculerSplit(),
+  ]);
   const headers = { authorization: `Bearer ${token}` };
   // Everything else the machine runs for these paths, metered the same way for each.
   const shared: ProcessGroup[] = [
@@ -198,7 +208,7 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     { name: `${name}`, pids: () => ps.map((p) => p.pid!) },
     ...shared,
   ];
-  const [one, two, floor, noHop, viaBare] = await interleaved(
+  const [one, two, floor, noHop, viaBare, molOne, molTwo] = await interleaved(
     [
       {
         name: 'single process: gateway → NATS → actor → PG',
@@ -225,6 +235,16 @@ async function hop(token: string): Promise<Record<string, unknown>> {
         url: `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients`,
         groups: own('system', [bare]),
       },
+      {
+        name: 'Moleculer, one process: moleculer-web broker → NATS (TLS) → service broker → PG',
+        url: `http://127.0.0.1:${MOLECULER_PORT}/api/v1/clients`,
+        groups: own('system', [peer]),
+      },
+      {
+        name: 'Moleculer, split: moleculer-web process → NATS (TLS) → service process → PG',
+        url: `http://127.0.0.1:${MOLECULER_SPLIT_PORT}/api/v1/clients`,
+        groups: own('system', peerSplit),
+      },
     ],
     headers,
   );
@@ -234,6 +254,12 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     floor: figures(floor!),
     direct: figures(viaBare!),
     noHop: figures(noHop!),
+    moleculer: figures(molOne!),
+    moleculerSplit: figures(molTwo!),
+    singleToMoleculerThroughputRatio: ratios(one!, molOne!, (r) => r.rps),
+    singleToMoleculerP99Ratio: ratios(one!, molOne!, (r) => r.p99),
+    splitToMoleculerThroughputRatio: ratios(two!, molTwo!, (r) => r.rps),
+    splitToMoleculerP99Ratio: ratios(two!, molTwo!, (r) => r.p99),
     noHopThroughputRatio: ratios(noHop!, viaBare!, (r) => r.rps),
     noHopP99Ratio: ratios(noHop!, viaBare!, (r) => r.p99),
     singleToNoHopThroughputRatio: ratios(one!, noHop!, (r) => r.rps),
@@ -252,6 +278,8 @@ async function hop(token: string): Promise<Record<string, unknown>> {
       floor: cpuRow(floor!),
       noHop: cpuRow(noHop!),
       direct: cpuRow(viaBare!),
+      moleculer: cpuRow(molOne!),
+      moleculerSplit: cpuRow(molTwo!),
     },
     steal: {
       single: stealOf(one!),
@@ -259,12 +287,36 @@ async function hop(token: string): Promise<Record<string, unknown>> {
       floor: stealOf(floor!),
       noHop: stealOf(noHop!),
       direct: stealOf(viaBare!),
+      moleculer: stealOf(molOne!),
+      moleculerSplit: stealOf(molTwo!),
     },
   };
   console.log(
     `\n## hop: authenticated GET /api/v1/clients, ${CONNECTIONS} connections, warm-up + ${ROUNDS}×${SECONDS}s interleaved`,
   );
-  console.log(pathTable([result.single, result.split, result.floor, result.noHop, result.direct]));
+  console.log(
+    pathTable([
+      result.single,
+      result.split,
+      result.moleculer,
+      result.moleculerSplit,
+      result.floor,
+      result.noHop,
+      result.direct,
+    ]),
+  );
+  const met = (ok: boolean): string => (ok ? 'met' : 'NOT met');
+  const cpu = result.cpuPerRequest;
+  const cpuGap = (cpu.single.system?.mean ?? NaN) - (cpu.floor.system?.mean ?? NaN);
+  console.log(
+    `single process / Moleculer one process: throughput ${fmt(result.singleToMoleculerThroughputRatio, 2)} (target ≥ 1.10: ${met(result.singleToMoleculerThroughputRatio.mean >= 1.1)})   p99 ${fmt(result.singleToMoleculerP99Ratio, 2)} (target ≤ 0.90: ${met(result.singleToMoleculerP99Ratio.mean <= 0.9)})`,
+  );
+  console.log(
+    `split / Moleculer split:                throughput ${fmt(result.splitToMoleculerThroughputRatio, 2)} (target ≥ 1.10: ${met(result.splitToMoleculerThroughputRatio.mean >= 1.1)})   p99 ${fmt(result.splitToMoleculerP99Ratio, 2)} (target ≤ 0.90: ${met(result.splitToMoleculerP99Ratio.mean <= 0.9)})`,
+  );
+  console.log(
+    `single process / floor throughput ${fmt(result.singleToFloorThroughputRatio, 2)} (target ≥ 0.85: ${met(result.singleToFloorThroughputRatio.mean >= 0.85)}); system CPU per request ${cpuGap.toFixed(3)} ms above the floor's (target ≤ 0.150: ${met(cpuGap <= 0.15)})`,
+  );
   console.log(
     `single process / bare: throughput ${fmt(result.singleThroughputRatio, 2)} (target ≥ 0.80)   p99 ${fmt(result.singleP99Ratio, 2)} (target ≤ 1.50)`,
   );
@@ -697,6 +749,30 @@ const direct = once(() =>
     `http://127.0.0.1:${GATEWAY_NOHOP_PORT}/api/v1/clients`,
   ),
 );
+
+/** The peer in one process: moleculer-web and the service on two brokers of one process, calling over NATS. */
+const moleculer = once(() =>
+  startChild(
+    ['bench/moleculer-server.ts'],
+    { ...env, BENCH_MOLECULER_PORT: String(MOLECULER_PORT), BENCH_MOLECULER_NAMESPACE: 'one' },
+    `http://127.0.0.1:${MOLECULER_PORT}/api/v1/clients`,
+  ),
+);
+/** The peer split: the gateway process calls the service process over the NATS transporter. */
+const moleculerSplit = once(async (): Promise<ChildProcess[]> => {
+  const ns = { BENCH_MOLECULER_NAMESPACE: 'split' };
+  const service = await startChild(
+    ['bench/moleculer-server.ts'],
+    { ...env, ...ns, BENCH_MOLECULER_ROLE: 'service' },
+    '',
+  );
+  const gateway = await startChild(
+    ['bench/moleculer-server.ts'],
+    { ...env, ...ns, BENCH_MOLECULER_ROLE: 'gateway', BENCH_MOLECULER_PORT: String(MOLECULER_SPLIT_PORT) },
+    `http://127.0.0.1:${MOLECULER_SPLIT_PORT}/api/v1/clients`,
+  );
+  return [service, gateway];
+});
 
 /**
  * Writes `part`'s figures into data/bench/latest.json, dated: parts run now replace theirs, the others keep those of

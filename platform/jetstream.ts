@@ -277,6 +277,7 @@ export {
   type DeliveryMeta,
   type RunConsumerOptions,
 } from './jetstream/consumer-api.ts';
+export { consumerWatermark } from './jetstream/watermark.ts';
 
 /**
  * Consumes `stream` through the durable `durable`: parse, handle, ack; nak with backoff on failure; dead-letter to
@@ -368,8 +369,18 @@ async function openMessages(
     await ensureConsumer(nc, stream, config, log);
     consumer = await js(nc).consumers.get(stream, config.durable);
   }
-  return consumer.consume({ max_messages: concurrency });
+  return consumer.consume({ max_messages: concurrency, ...PULL_TIMING });
 }
+
+/**
+ * How a durable's pull requests are timed. nats-server 2.9 drops the pull requests a consumer's old leader held when
+ * the leader moves (a node lost, a step-down), and nats.js pulls again only after two missed idle heartbeats: with its
+ * defaults (15 s heartbeat, 30 s expiry, then a 30 s back-off on the consumer check) consumption stalled for 30-46 s.
+ * A 1 s heartbeat notices the lost pull in 2 s and a 5 s expiry paces the re-check, so consumption resumes within a
+ * few seconds. The cost: each idle durable holds a pull that expires every 5 s and gets a heartbeat every second,
+ * a handful of small messages a second per process.
+ */
+export const PULL_TIMING = { expires: 5_000, idle_heartbeat: 1_000 } as const;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Publishing

@@ -1,20 +1,21 @@
 import { connect, credsAuthenticator, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
 import type { Logger } from './logger.ts';
+import { convergingLeastRecentlyDialed, failoverOptions, SERVICE_PING_INTERVAL_MS } from './nats-failover.ts';
 
 /**
- * Reconnect forever, with jitter so a fleet of processes does not reconnect in lock-step; ping every 20 s so a
- * connection whose peer vanished without a FIN is noticed within a minute instead of the client's default four.
- * No async traces: the client would otherwise allocate an Error (with a captured stack) for every request it sends,
- * a measurable share of the per-request CPU (docs/benchmarks.md); our errors name the subject instead.
+ * Reconnect forever, with jitter so a fleet of processes does not reconnect in lock-step; leave a silent or dead node
+ * for another within seconds (nats-failover.ts). No async traces: the client would otherwise allocate an Error (with
+ * a captured stack) for every request it sends, a measurable share of the per-request CPU (docs/benchmarks.md); our
+ * errors name the subject instead.
  */
 const RECONNECT: Partial<ConnectionOptions> = {
   noAsyncTraces: true,
   maxReconnectAttempts: -1,
   reconnectTimeWait: 1000,
   reconnectJitter: 500,
-  pingInterval: 20_000,
-  maxPingOut: 2,
+  reconnectJitterTLS: 500,
+  ...failoverOptions(SERVICE_PING_INTERVAL_MS, convergingLeastRecentlyDialed),
 };
 
 /**
@@ -161,6 +162,7 @@ export class LazyNats {
   private nc: NatsConnection | undefined;
   private closed = false;
   private connected = false;
+  private readonly reconnected: (() => void)[] = [];
   readonly ready: Promise<NatsConnection>;
   private readonly url: string;
   private readonly name: string;
@@ -187,7 +189,6 @@ export class LazyNats {
           ...RECONNECT,
           ...brokerAuth(this.credsPath),
           ...brokerTls(this.caPath),
-          timeout: 2000,
         });
         if (this.closed) {
           await nc.close();
@@ -196,7 +197,10 @@ export class LazyNats {
         batchWrites(nc);
         this.nc = nc;
         this.connected = true;
-        watchStatus(nc, this.log, (up) => (this.connected = up));
+        watchStatus(nc, this.log, (up) => {
+          this.connected = up;
+          if (up) for (const fn of this.reconnected) fn();
+        });
         if (attempt > 0) this.log.info({ url: this.url, attempts: attempt + 1 }, 'nats connected');
         return nc;
       } catch (err) {
@@ -205,6 +209,11 @@ export class LazyNats {
         await new Promise((r) => setTimeout(r, 1000 + Math.random() * 500));
       }
     }
+  }
+
+  /** Runs `fn` each time the client is connected again (to any node of the cluster) after losing its connection. */
+  onReconnect(fn: () => void): void {
+    this.reconnected.push(fn);
   }
 
   /** The connection while it is up; undefined before the first connect, while reconnecting, and after close. */

@@ -25,7 +25,7 @@ export function rateLimitGuard(
   windowMs = WINDOW_MS,
 ) {
   const windows = { auth: new RateWindows(kv, limits.auth, windowMs), api: new RateWindows(kv, limits.api, windowMs) };
-  return async (req: FastifyRequest, kind: RateClass): Promise<void> => {
+  return async (req: Pick<FastifyRequest, 'ip'>, kind: RateClass): Promise<void> => {
     if (kind === 'none') return;
     let verdict: Verdict;
     try {

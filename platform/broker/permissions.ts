@@ -43,7 +43,11 @@ export function servicePermissions(): Permissions {
       ],
       deny: [],
     },
-    sub: { allow: ['svc.>', '*.svc.>', '$SRV.>', '_INBOX.>'], deny: [] },
+    // A durable's new leader announces itself: its consumers pull again at once (platform/jetstream/pull-loop.ts).
+    sub: {
+      allow: ['svc.>', '*.svc.>', '$SRV.>', '_INBOX.>', '$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.>'],
+      deny: [],
+    },
   };
 }
 

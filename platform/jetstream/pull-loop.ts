@@ -1,4 +1,5 @@
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import type { Subscription } from '@nats-io/transport-node';
 import type { Logger } from '../logger.ts';
 import type { ConsumerRun } from './consumer-run.ts';
 import type { Settle } from './settle.ts';
@@ -32,25 +33,12 @@ export async function pullLoop<T>(
         return;
       }
       watchStatus(messages, log);
+      const advisory = repullOnNewLeader(run, messages);
       failures = 0;
-      for await (const m of messages) {
-        if (!stopping.signal.aborted) {
-          while (inflight.size >= concurrency) await freeSlot();
-        }
-        if (stopping.signal.aborted) {
-          // Fetched but not started: hand it back now so another instance takes it without waiting ack_wait.
-          settle(m, 'nak');
-          continue;
-        }
-        const p = handleMessage(m)
-          .catch((err: unknown) => log.error({ err, seq: m.seq }, 'message processing failed'))
-          .finally(() => {
-            inflight.delete(p);
-            const wake = slotFreed;
-            slotFreed = undefined;
-            wake?.();
-          });
-        inflight.add(p);
+      try {
+        await consumeAll(messages);
+      } finally {
+        advisory?.unsubscribe();
       }
     } catch (err) {
       if (stopping.signal.aborted) return;
@@ -58,6 +46,56 @@ export async function pullLoop<T>(
     }
     if (!stopping.signal.aborted) await sleep(Math.min(250 * 2 ** failures++, 10_000), stopping.signal);
   }
+
+  async function consumeAll(messages: ConsumerMessages): Promise<void> {
+    for await (const m of messages) {
+      if (!stopping.signal.aborted) {
+        while (inflight.size >= concurrency) await freeSlot();
+      }
+      if (stopping.signal.aborted) {
+        // Fetched but not started: hand it back now so another instance takes it without waiting ack_wait.
+        settle(m, 'nak');
+        continue;
+      }
+      const p = handleMessage(m)
+        .catch((err: unknown) => log.error({ err, seq: m.seq }, 'message processing failed'))
+        .finally(() => {
+          inflight.delete(p);
+          const wake = slotFreed;
+          slotFreed = undefined;
+          wake?.();
+        });
+      inflight.add(p);
+    }
+  }
+}
+
+/** What repullOnNewLeader touches of nats.js's consume() iterator (jetstream 3.x, pinned in package-lock.json). */
+interface PullState {
+  resetPending: () => Promise<boolean>;
+  inReset: boolean;
+}
+
+/**
+ * Pulls again the moment the durable has a new leader. nats-server 2.9 forgets the pull requests its old leader held,
+ * and the client's own check (two missed idle heartbeats, then a consumer info that fails until the election is over,
+ * retried after the pull expiry) comes seconds later. The advisory comes from the new leader once it leads, so the
+ * consumer check it triggers succeeds at once.
+ */
+function repullOnNewLeader<T>(run: ConsumerRun<T>, messages: ConsumerMessages): Subscription | undefined {
+  const state = messages as unknown as Partial<PullState>;
+  // Another nats.js release without these: its own heartbeat check remains.
+  if (typeof state.resetPending !== 'function' || typeof state.inReset !== 'boolean') return undefined;
+  const reset = state.resetPending.bind(messages);
+  return run.nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.${run.stream}.${run.durable}`, {
+    callback: (err) => {
+      if (err) return;
+      run.log.info('durable has a new leader; pulling again');
+      // A check already waiting out its back-off would swallow this one.
+      state.inReset = false;
+      reset().catch(() => undefined);
+    },
+  });
 }
 
 function watchStatus(messages: ConsumerMessages, log: Logger): void {

@@ -157,6 +157,22 @@ export class NatsCluster {
     await exited;
   }
 
+  /** SIGSTOP: the process stays, its sockets stay open, and nothing answers (a stalled disk, a long pause, a half-open network). */
+  freeze(i: number): void {
+    this.nodes[i]!.proc?.kill('SIGSTOP');
+  }
+
+  /** SIGCONT after `freeze`. */
+  thaw(i: number): void {
+    this.nodes[i]!.proc?.kill('SIGCONT');
+  }
+
+  /** The node whose client port `server` (`host:port`, as a client's getServer() says) names. */
+  indexOfServer(server: string | undefined): number {
+    const port = Number(server?.split(':').pop());
+    return this.nodes.findIndex((n) => n.clientPort === port);
+  }
+
   /** A clean stop (SIGTERM: lame-duck off, clients told), as in a rolling restart. */
   async stop(i: number): Promise<void> {
     const n = this.nodes[i]!;

@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AgentEventBatch, Heartbeat } from '../../../contracts/domains/agent-telemetry.ts';
-import { publishEvent, type ConsumerHandle } from '../../../platform/jetstream.ts';
+import { streams } from '../../../contracts/streams.ts';
+import { consumerWatermark, publishEvent, type ConsumerHandle } from '../../../platform/jetstream.ts';
 import { Lease } from '../../../platform/lease.ts';
 import type { MicroBatcher } from '../../../platform/micro-batch.ts';
 import { sql } from '../../../platform/stores/sql.ts';
@@ -133,7 +134,14 @@ export function startStaleSweeper(deps: StatusDeps): { stop(): Promise<void>; sw
   let stopped = false;
 
   const sweep = async (): Promise<number> => {
-    const cutoff = new Date(deps.clock.now() - timeoutMs);
+    // A heartbeat stored but not yet ingested (the durable's leader moving, a backlog) is not a silent agent: the
+    // cutoff moves back by how far the heartbeat durable is behind, and no sweep runs while it cannot say.
+    const upTo = await consumerWatermark(deps.nc, streams.SVC_TELEMETRY.name, HEARTBEAT_DURABLE);
+    if (upTo === undefined) {
+      log.info('heartbeat ingest cannot say how far it is; sweep skipped');
+      return 0;
+    }
+    const cutoff = new Date(deps.clock.now() - Math.max(0, Date.now() - upTo) - timeoutMs);
     // A scan of the online hosts, not an index: an index on last_seen_at would make every heartbeat's update write
     // into all of the table's indexes (Migration0015).
     const stale = await sql<{ id: string }>(
