@@ -29,6 +29,28 @@ npm run migrate
 integration=0
 node_modules/.bin/vitest run --passWithNoTests \
   --reporter=default --reporter=json --outputFile.json=data/test-results.json "$@" || integration=$?
+# A file whose worker died (a crash, not a failed assertion) is named, with vitest's message, and run once more on its
+# own: a second crash or a failure there fails the tier as before, and the log keeps both runs.
+if [[ $integration != 0 && -f data/test-results.json ]]; then
+  mapfile -t crashed < <(node -e '
+    const r = require("./data/test-results.json");
+    for (const f of r.testResults)
+      // "pending": started or queued and never finished (vitest maps skips to "skipped").
+      if (
+        !f.assertionResults.some((a) => a.status === "failed") &&
+        (f.status !== "passed" || f.assertionResults.some((a) => a.status === "pending"))
+      ) {
+        console.error(`npm test: ${f.name}: its worker ended before its tests did ${(f.message || "").split("\n")[0]}`);
+        console.log(require("path").relative(process.cwd(), f.name));
+      }
+    process.exitCode = r.numFailedTests === 0 ? 0 : 1;
+  ' || echo __failed__)
+  if [[ ${#crashed[@]} -gt 0 && ! " ${crashed[*]} " =~ " __failed__ " ]]; then
+    echo "npm test: running ${crashed[*]} again, alone" >&2
+    node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile.json=data/test-results-rerun.json \
+      "${crashed[@]}" && integration=0
+  fi
+fi
 # A line per tier, then one plain closing line for both that any reader of the log can count.
 node -e '
   const fs = require("fs");
