@@ -380,7 +380,7 @@ async function openMessages(
  * few seconds. The cost: each idle durable holds a pull that expires every 5 s and gets a heartbeat every second,
  * a handful of small messages a second per process.
  */
-export const PULL_TIMING = { expires: 5_000, idle_heartbeat: 1_000 } as const;
+const PULL_TIMING = { expires: 5_000, idle_heartbeat: 1_000 } as const;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Publishing

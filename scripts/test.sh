@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export SVC_DB_URL="${SVC_TEST_DB_URL:-postgresql://postgres@127.0.0.1:5432/svc_test}"
 source scripts/setup.sh
 mkdir -p data
-rm -f data/test-results-unit.json data/test-results.json data/test-summary.txt
+rm -f data/test-results-unit.json data/test-results.json data/test-results-rerun.json data/test-summary.txt
 unit=0
 (
   # The unit tier sees the environment `npm run test:unit` sees in a bare shell: no service URLs, keys or namespace.
@@ -48,7 +48,7 @@ if [[ $integration != 0 && -f data/test-results.json ]]; then
   if [[ ${#crashed[@]} -gt 0 && ! " ${crashed[*]} " =~ " __failed__ " ]]; then
     echo "npm test: running ${crashed[*]} again, alone" >&2
     node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile.json=data/test-results-rerun.json \
-      "${crashed[@]}" && integration=0
+      "${crashed[@]}" && integration=0 && echo "npm test: ${crashed[*]} passed when run again (data/test-results-rerun.json)" >&2
   fi
 fi
 # A line per tier, then one plain closing line for both that any reader of the log can count.

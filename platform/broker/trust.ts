@@ -219,13 +219,12 @@ export function serverConfig(opts: {
     // Invoice PDFs travel base64 in one reply: a 2,000-line invoice's PDF (about 5 MB) must fit. Above 8 MB NATS
     // itself advises against single messages.
     'max_payload: 8MB',
-    // A peer that stops answering (a frozen node, a half-open network) is dropped in seconds: a route to it would
-    // otherwise stall the raft traffic of every stream it holds a copy of (writes wait on its quorum sends) until the
-    // write deadline, and pings find it only after `ping_interval × ping_max`. The services and agents ping the
-    // server themselves more often (platform/nats-failover.ts), and a connection with traffic is not pinged.
+    // An idle client or route that stops answering (a frozen node, a half-open network) is dropped within 4-6 s
+    // instead of a minute. The services and agents ping more often themselves (platform/nats-failover.ts), and the
+    // server does not ping a connection it hears from. (On nats-server 2.9 a route that carries traffic is not pinged
+    // either, so a frozen node's routes stay up: docs/operations.md, Failover timing.)
     'ping_interval: "2s"',
     'ping_max: 2',
-    'write_deadline: "2s"',
     ...(opts.tls ? [tlsBlock('tls', opts.tls)] : []),
     ...(opts.cluster ? clusterBlock(opts.cluster, opts.tls) : []),
     '',

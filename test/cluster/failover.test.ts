@@ -14,9 +14,10 @@ import { createLogger } from '../../platform/logger.ts';
 import { wireDurableName, wireDurableSubject } from '../../platform/namespace.ts';
 import { closeNats, connectNats } from '../../platform/nats.ts';
 import { brokerReplicas, setBrokerReplicas } from '../../platform/replicas.ts';
-import { api, startAdminSystem } from '../identity/admin-support.ts';
+import { api } from '../identity/admin-support.ts';
 import { NATS_ADMIN_CREDS, NATS_CA } from '../support/env.ts';
-import { NatsCluster } from '../support/nats-cluster.ts';
+import type { NatsCluster } from '../support/nats-cluster.ts';
+import { startClusterSystem } from './cluster-system.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 import type { TestSystem } from '../support/system.ts';
 
@@ -72,14 +73,7 @@ async function newAgent(intervalMs: number, i: number): Promise<RunningAgent> {
 }
 
 beforeAll(async () => {
-  cluster = await NatsCluster.start(3);
-  setBrokerReplicas(3);
-  ({ sys, root } = await startAdminSystem({
-    SVC_NATS_URL: cluster.urls,
-    SVC_AGENT_NATS_SERVERS: cluster.urls,
-    SVC_NATS_REPLICAS: '3',
-    SVC_AGENT_STALE_TIMEOUT_SECONDS: '10',
-  }));
+  ({ cluster, sys, root } = await startClusterSystem({ SVC_AGENT_STALE_TIMEOUT_SECONDS: '10' }));
   // The sweeper and last_seen_at run on the system's clock: here it is the wall clock.
   clockTimer = setInterval(() => sys.clock.set(Date.now()), 20);
   await sys.console!.listen({ host: '127.0.0.1', port: 0 });
@@ -207,7 +201,9 @@ describe('failover on three nodes', () => {
       `[failover] step-down of ${HEARTBEATS}: leader ${cluster.nodes[before]!.name} → ${cluster.nodes[after]!.name}, longest ingest pause ${pauseMs} ms`,
     );
     expect(after).not.toBe(before);
-    expect(pauseMs).toBeLessThan(5_000);
+    // Within the 5 s target, and below what the client's own fallback takes (two missed 1 s idle heartbeats, then a
+    // consumer check): the new leader's advisory is what brings it back.
+    expect(pauseMs).toBeLessThan(1_800);
     expect(notOnline).toBe(0);
     expect(offlineEvents).toEqual([]);
   }, 120_000);

@@ -11,9 +11,10 @@ import { streams } from '../../contracts/streams.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { closeNats, connectNats } from '../../platform/nats.ts';
 import { brokerReplicas, setBrokerReplicas } from '../../platform/replicas.ts';
-import { api, startAdminSystem } from '../identity/admin-support.ts';
+import { api } from '../identity/admin-support.ts';
 import { NATS_ADMIN_CREDS, NATS_CA } from '../support/env.ts';
-import { NatsCluster } from '../support/nats-cluster.ts';
+import type { NatsCluster } from '../support/nats-cluster.ts';
+import { startClusterSystem } from './cluster-system.ts';
 import { sleep, waitFor } from '../support/processes.ts';
 import type { TestSystem } from '../support/system.ts';
 
@@ -35,13 +36,7 @@ const dirs: string[] = [];
 const replicasBefore = brokerReplicas();
 
 beforeAll(async () => {
-  cluster = await NatsCluster.start(3);
-  setBrokerReplicas(3);
-  ({ sys, root } = await startAdminSystem({
-    SVC_NATS_URL: cluster.urls,
-    SVC_AGENT_NATS_SERVERS: cluster.urls,
-    SVC_NATS_REPLICAS: '3',
-  }));
+  ({ cluster, sys, root } = await startClusterSystem());
   await sys.console!.listen({ host: '127.0.0.1', port: 0 });
   const baseUrl = `http://127.0.0.1:${(sys.console!.server.address() as AddressInfo).port}`;
   const call = api(sys, { token: root });
