@@ -7,6 +7,8 @@
  * - gateway/: HTTP at the edge; of the domains it sees only their faces.
  * - main.ts, migrations/run.ts, scripts/, bench/, test/: composition and tools, above everything.
  * - agent/: the reference agent, deployed on its own; it knows contracts/ and platform/ only.
+ * - web/: the web console, a client of the public API like any other: its own files and its packages only (the API's
+ *   types are generated into web/src/api from the OpenAPI documents).
  * And no circular imports anywhere.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -75,6 +77,13 @@ module.exports = {
       comment: 'The agent ships on its own (a .deb): contracts/ and platform/ only, never service code.',
       from: { path: '^agent/' },
       to: { path: '^(actors|gateway|migrations|scripts|bench|test)/|^main\\.ts$' },
+    },
+    {
+      name: 'web-public-api-only',
+      severity: 'error',
+      comment: 'The console knows the API by its generated types (npm run web:api), never by the services\' code.',
+      from: { path: '^web/' },
+      to: { pathNot: '^(web/|node_modules/)' },
     },
     {
       name: 'migrations-schema-only',

@@ -113,7 +113,8 @@ export const ConfigSchema = z.object({
   // token endpoint client authentication; empty: client_secret_basic, or what discovery offers when it lacks basic
   SVC_SSO_TOKEN_AUTH_METHOD: z.enum(['', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt']).default(''),
   SVC_BACKEND_URL: url.default('http://localhost:8080'),
-  SVC_FRONTEND_URL: url.default('http://localhost:3000'),
+  // where people open the web console (links in e-mails, the SSO redirect); unset: the console gateway itself serves it
+  SVC_FRONTEND_URL: url.optional(),
   // where clients reach the invoicing gateway (its OpenAPI document's `servers`; https = served over HTTPS)
   SVC_INVOICING_PUBLIC_URL: url.default('http://localhost:8081'),
   SVC_EMAIL_PROVIDER: z.enum(['smtp', 'resend']).default('smtp'),
@@ -194,7 +195,7 @@ export const ConfigSchema = z.object({
   SVC_TWILIO_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
   SVC_TWILIO_RETRY_DELAY_SECONDS: z.coerce.number().int().min(0).max(3600).default(120),
 });
-export type Config = z.infer<typeof ConfigSchema>;
+export type Config = Omit<z.infer<typeof ConfigSchema>, 'SVC_FRONTEND_URL'> & { SVC_FRONTEND_URL: string };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -212,7 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
-  return result.data;
+  return { ...result.data, SVC_FRONTEND_URL: result.data.SVC_FRONTEND_URL ?? result.data.SVC_BACKEND_URL };
 }
 
 /**

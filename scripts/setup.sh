@@ -17,7 +17,8 @@
 #                       data; a service whose SVC_*_URL points somewhere else is left alone
 #   4. databases        the database named in SVC_DB_URL (default: test; npm test: svc_test, from scripts/test.sh)
 #                       is created when missing
-#   5. environment      local defaults for the variables production must set, exported only when unset;
+#   5. web console      built into web/dist (npm run web:build) when missing or older than its sources
+#   6. environment      local defaults for the variables production must set, exported only when unset;
 #                       generated secrets are kept in data/secrets.env (mode 600) and reused
 #
 # Knobs: SVC_SETUP_QUIET=1 hides the summary; SVC_SETUP_WAIT=<seconds> bounds each wait (default 60).
@@ -314,6 +315,18 @@ _svc_secrets() {
   # `npm start` asks after migrating (scripts/admin.ts status).
 }
 
+# The web console the console gateway serves: built when web/dist is missing or any of its sources (or the lock) is
+# newer than the build.
+_svc_web() {
+  local stamp=$_svc_dir/web/dist/index.html
+  if [[ -f $stamp ]] && [[ -z $(find "$_svc_dir/web" "$_svc_dir/package-lock.json" -path "$_svc_dir/web/dist" -prune \
+      -o -type f -newer "$stamp" -print -quit) ]]; then
+    return 0
+  fi
+  _svc_log "building the web console (web/dist)"
+  (cd "$_svc_dir" && node_modules/.bin/vite build -c web/vite.config.ts --logLevel warn) || _svc_err "the web console's build failed"
+}
+
 _svc_setup_main() {
   _svc_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || return 1
   _svc_defaulted=() _svc_from_secrets=() _svc_ready=()
@@ -336,6 +349,7 @@ _svc_setup_main() {
   _svc_redis || return 1
   _svc_nats || return 1
   _svc_tsdb || return 1
+  _svc_web || return 1
   if (( ${#_svc_defaulted[@]} )); then
     local name summary=()
     for name in "${_svc_defaulted[@]}"; do summary+=("$name=${!name}"); done

@@ -7,6 +7,7 @@ import { createGatewayApp, type GatewayApp } from '../shared/app.ts';
 import type { GatewayDeps } from '../shared/bridge.ts';
 import { PostgresProbe, withTimeout } from '../shared/probes.ts';
 import { registerConsoleRoutes } from './routes/index.ts';
+import { webConsole } from './web-console.ts';
 
 export interface ConsoleGatewayOptions {
   config: Config;
@@ -30,6 +31,7 @@ export async function buildConsoleGateway(
       config: opts.config,
       log: opts.log,
       breaker: opts.deps.breaker,
+      pages: (app) => webConsole(app, { connect: [opts.config.SVC_BACKEND_URL, opts.config.SVC_INVOICING_PUBLIC_URL] }),
       guard: opts.deps.guard,
       probes: {
         liveness: { schema: z.object({ status: z.literal('ok') }), answer: () => ({ status: 'ok' as const }) },

@@ -12,7 +12,7 @@ import { debugEndpoints } from './plugins/debug-endpoints.ts';
 import { drainOnClose } from './plugins/drain.ts';
 import { errorEnvelope } from './plugins/error-envelope.ts';
 import { earlyRefusals, protocolRefusals } from './plugins/http-refusals.ts';
-import { notFound, unknownRoutesLimited } from './plugins/not-found.ts';
+import { notFound, unknownRoutesLimited, type PageServer } from './plugins/not-found.ts';
 import { probes, type ProbeOptions } from './plugins/probes.ts';
 import { requestIdOf, requestLog } from './plugins/request-log.ts';
 import { securityHeaders } from './plugins/security-headers.ts';
@@ -44,6 +44,8 @@ export interface GatewayAppOptions {
   guard?: GatewayDeps['guard'];
   /** The service's /healthz and /readyz. */
   probes?: ProbeOptions;
+  /** Pages the service serves where no route matches (the console's web app): set up on the app before its routes. */
+  pages?: (app: GatewayApp) => Promise<PageServer | undefined>;
 }
 
 /**
@@ -82,7 +84,8 @@ export async function createGatewayApp(
   await app.register(drainOnClose, { style, drainMs: opts.drainMs ?? 1000 });
   await app.register(protocolRefusals, { style });
   await app.register(errorEnvelope, { style });
-  await app.register(notFound, { style });
+  const pages = opts.pages ? await opts.pages(app) : undefined;
+  await app.register(notFound, { style, ...(pages ? { pages } : {}) });
   await app.register(corsPolicy, { origins: opts.config.SVC_CORS_ORIGINS });
   if (opts.breaker) await app.register(brokerRefusal, { style, breaker: opts.breaker });
   if (opts.config.SVC_ENABLE_DEBUG_ENDPOINTS) {

@@ -77,6 +77,8 @@ export interface BridgeRoute<
   paged?: ReplyOut<C, S> extends Page ? true : never;
   /** Custom reply (HTML, PDF, redirects). Default: `{ data }`. */
   send?: (data: ReplyOut<C, S>, reply: FastifyReply, req: FastifyRequest) => unknown;
+  /** The documented success body of a custom `send`, when it is JSON of a known shape (default: undocumented). */
+  answer?: Schema;
   /**
    * Takes an `Idempotency-Key` header (see idempotency.ts). Default: on for an authenticated POST answering 201 (a
    * create); off elsewhere, where the header is ignored. Turn it off for a create whose answer is a secret shown once,
@@ -157,7 +159,9 @@ export function bridge<
       summary: route.summary ?? spec.summary,
       operationId: route.operationId ?? operationIdOf(route.subject),
       response: {
-        [status]: route.send ? CustomAnswer : responseSchema(spec.reply, route.paged === true, status),
+        [status]: route.send
+          ? (route.answer ?? CustomAnswer)
+          : responseSchema(spec.reply, route.paged === true, status),
         ...errorResponses({
           errors: spec.errors,
           auth: route.auth,

@@ -51,6 +51,9 @@ describe('the dependency rules', () => {
     file('contracts/up.ts', '../platform/p.ts');
     file('agent/up.ts', '../actors/identity/mod.ts');
     file('migrations/postgres/M1.ts', '../../actors/index.ts');
+    file('web/src/ok.ts', './api/console.ts');
+    file('web/src/api/console.ts');
+    file('web/src/up.ts', '../../contracts/c.ts');
     file('actors/servicedesk/a.ts', './b.ts');
     file('actors/servicedesk/b.ts', './a.ts');
     // A circle is reported once, at the module where the cruise met it.
@@ -63,6 +66,7 @@ describe('the dependency rules', () => {
       'main.ts',
       'migrations',
       'platform',
+      'web',
     ]);
     expect(violationsOf(result)).toEqual(
       [
@@ -76,6 +80,7 @@ describe('the dependency rules', () => {
         'migrations-schema-only: migrations/postgres/M1.ts → actors/index.ts',
         'no-circular: actors/servicedesk/a.ts → actors/servicedesk/b.ts',
         'platform-to-above: platform/up.ts → actors/identity/mod.ts',
+        'web-public-api-only: web/src/up.ts → contracts/c.ts',
       ].sort(),
     );
   });

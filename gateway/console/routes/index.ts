@@ -5,6 +5,7 @@ import type { GatewayDeps } from '../../shared/bridge.ts';
 import { registerAdminRoutes } from './admin.ts';
 import { registerAgentAdminRoutes } from './agents.ts';
 import { registerAuthRoutes } from './auth.ts';
+import { registerBrowserSessionRoutes } from './browser-session.ts';
 import { registerChartRoutes } from './charts.ts';
 import { registerClientRoutes } from './clients.ts';
 import { registerEnrolmentRoutes } from './enrolment.ts';
@@ -31,6 +32,7 @@ export async function registerConsoleRoutes(
   uploads: UploadStore,
 ): Promise<void> {
   registerAuthRoutes(app, deps);
+  registerBrowserSessionRoutes(app, deps, config);
   registerSsoConfigRoute(app, deps);
   // The SSO routes exist only when an SSO client id is configured.
   if (config.SVC_SSO_CLIENT_ID) registerSsoRoutes(app, deps);

@@ -1,14 +1,31 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { GatewayDeps } from '../bridge.ts';
 import { sendError, type ServiceStyle } from '../errors.ts';
 import { appPlugin } from './define.ts';
 
-/** A request for no route is answered 404 in the envelope, naming what was asked for. */
-export const notFound = appPlugin<{ style: ServiceStyle }>('gateway-not-found', async (app, { style }) => {
-  app.setNotFoundHandler((req, reply) =>
-    sendError(style, req, reply, new DomainError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)),
-  );
-});
+/** Answers a request no route took with a page (the web console), or undefined to leave it a 404. */
+export type PageServer = (req: FastifyRequest, reply: FastifyReply) => FastifyReply | undefined;
+
+/**
+ * A request for no route is answered 404 in the envelope, naming what was asked for, unless the service serves pages
+ * and this is one of them.
+ */
+export const notFound = appPlugin<{ style: ServiceStyle; pages?: PageServer }>(
+  'gateway-not-found',
+  async (app, { style, pages }) => {
+    app.setNotFoundHandler((req, reply) => {
+      const page = pages?.(req, reply);
+      if (page) return page;
+      return sendError(
+        style,
+        req,
+        reply,
+        new DomainError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`),
+      );
+    });
+  },
+);
 
 /**
  * A request for a route that does not exist is still a request: under /api it counts against the general limit, so

@@ -1,0 +1,42 @@
+import { createRootRoute, createRoute, createRouter, Outlet } from '@tanstack/react-router';
+import { Account } from './pages/Account.tsx';
+import { MfaSetup } from './pages/MfaSetup.tsx';
+import { Overview } from './pages/Overview.tsx';
+import { AcceptInvite, ForgotPassword, ResetPassword } from './pages/PasswordPages.tsx';
+import { SignIn } from './pages/SignIn.tsx';
+import { SsoCallback } from './pages/SsoCallback.tsx';
+import { Shell } from './ui/Shell.tsx';
+
+const root = createRootRoute({ component: Outlet });
+/** The pages the e-mails and the SSO flow link to keep these paths (docs/api/identity.md). */
+const open = [
+  createRoute({ getParentRoute: () => root, path: '/sign-in', component: SignIn }),
+  createRoute({ getParentRoute: () => root, path: '/forgot-password', component: ForgotPassword }),
+  createRoute({ getParentRoute: () => root, path: '/reset-password', component: ResetPassword }),
+  createRoute({ getParentRoute: () => root, path: '/accept-invite', component: AcceptInvite }),
+  createRoute({ getParentRoute: () => root, path: '/auth/sso/callback', component: SsoCallback }),
+  createRoute({ getParentRoute: () => root, path: '/mfa/setup', component: MfaSetup }),
+];
+const shell = createRoute({ getParentRoute: () => root, id: 'signed-in', component: Shell });
+const signedIn = [
+  createRoute({ getParentRoute: () => shell, path: '/', component: Overview }),
+  createRoute({ getParentRoute: () => shell, path: '/account', component: Account }),
+];
+
+export const router = createRouter({
+  routeTree: root.addChildren([...open, shell.addChildren(signedIn)]),
+  defaultNotFoundComponent: () => (
+    <main className="auth">
+      <h1>Not found</h1>
+      <p>
+        There is no page at this address. <a href="/">Go to the overview</a>.
+      </p>
+    </main>
+  ),
+});
+
+declare module '@tanstack/react-router' {
+  interface Register {
+    router: typeof router;
+  }
+}
