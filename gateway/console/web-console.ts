@@ -1,6 +1,6 @@
 import fastifyStatic from '@fastify/static';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { GatewayApp } from '../shared/app.ts';
 import type { PageServer } from '../shared/plugins/not-found.ts';
@@ -54,8 +54,19 @@ export async function webConsole(
 ): Promise<PageServer | undefined> {
   const root = opts.root ?? WEB_DIST;
   if (!existsSync(join(root, 'index.html'))) return undefined;
-  // Read once: the build does not change under a running gateway, and only files it holds are ever sent.
-  const files = filesUnder(root);
+  // Only files the build holds are ever sent. The list is read again when a new build replaced index.html (a rebuild
+  // under a running gateway, as in development).
+  const builtAt = (): number => statSync(join(root, 'index.html'), { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  let scanned = builtAt();
+  let files = filesUnder(root);
+  const known = (path: string): boolean => {
+    if (files.has(path)) return true;
+    const now = builtAt();
+    if (now === scanned) return false;
+    scanned = now;
+    files = filesUnder(root);
+    return files.has(path);
+  };
   await app.register(fastifyStatic, { root, serve: false });
   const policy = pagePolicy(opts.connect.map((u) => new URL(u).origin));
   return (req: FastifyRequest, reply: FastifyReply) => {
@@ -67,7 +78,7 @@ export async function webConsole(
       return undefined;
     }
     if (NOT_PAGES.test(path)) return undefined;
-    if (files.has(path) && path !== '/index.html') {
+    if (path !== '/index.html' && known(path)) {
       const hashed = path.startsWith('/assets/');
       return reply.sendFile(path.slice(1), {
         cacheControl: true,

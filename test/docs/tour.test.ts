@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { brokerEnv } from '../support/env.ts';
-import { freePort, waitFor } from '../support/processes.ts';
+import { waitFor } from '../support/processes.ts';
+import { endGroup, spawnGroup, startSystemProcess, type Child } from '../support/system-process.ts';
 import { tourScript } from './readme.ts';
 
 /**
@@ -15,45 +15,6 @@ import { tourScript } from './readme.ts';
  */
 
 const TOUR_MS = 300_000;
-
-interface Child {
-  proc: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-/** A process in a group of its own, so the group (the agent the tour leaves running in the background) can be ended. */
-function start(command: string, args: string[], env: Record<string, string>): Child {
-  const proc = spawn(command, args, {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let out = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((done) => proc.once('exit', (code) => done(code)));
-  return { proc, output: () => out, exited };
-}
-
-/** SIGTERM to the whole group, SIGKILL to what is left after `graceMs`. */
-async function endGroup(child: Child | undefined, graceMs = 15_000): Promise<void> {
-  if (!child?.proc.pid) return;
-  const pgid = child.proc.pid;
-  const alive = (): boolean => {
-    try {
-      process.kill(-pgid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (!alive()) return;
-  process.kill(-pgid, 'SIGTERM');
-  await waitFor(() => !alive(), graceMs, `process group ${pgid} to exit`, 100).catch(() => {
-    if (alive()) process.kill(-pgid, 'SIGKILL');
-  });
-}
 
 /** Processes whose command line mentions `text` (the tour's agent: its state directory is unique to this run). */
 function processesWith(text: string): number[] {
@@ -72,7 +33,7 @@ function processesWith(text: string): number[] {
 const tag = randomBytes(4).toString('hex');
 const adminEmail = `tour-${tag}@example.com`;
 const adminPassword = `Tour-${randomBytes(12).toString('hex')}`;
-const analyticsPath = `${resolve(process.env.SVC_ANALYTICS_PATH ?? './data/analytics-test')}-tour-${tag}`;
+let analyticsPath: string | undefined;
 let agentDir: string;
 let consoleUrl: string;
 let invoicingUrl: string;
@@ -80,33 +41,13 @@ let system: Child | undefined;
 let tour: Child | undefined;
 
 beforeAll(async () => {
-  const [consolePort, invoicingPort] = [await freePort(), await freePort()];
-  consoleUrl = `http://localhost:${consolePort}`;
-  invoicingUrl = `http://localhost:${invoicingPort}`;
   agentDir = join(mkdtempSync(join(tmpdir(), 'tour-')), 'agent');
-  system = start(process.execPath, ['main.ts'], {
-    ...brokerEnv(),
-    SVC_SERVER_PORT: String(consolePort),
-    SVC_INVOICING_PORT: String(invoicingPort),
-    SVC_ANALYTICS_PATH: analyticsPath,
+  const started = await startSystemProcess(`tour-${tag}`, {
     SVC_ADMIN_EMAIL: adminEmail,
     SVC_ADMIN_PASSWORD: adminPassword,
-    // Other runs share this machine's Valkey and loopback address: their logins must not use up the tour's budget.
-    SVC_AUTH_RATE_LIMIT: '1000',
-    SVC_LOG_LEVEL: 'warn',
   });
-  const ready = async (url: string): Promise<boolean> =>
-    (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
-  await waitFor(
-    async () => {
-      if (system!.proc.exitCode !== null)
-        throw new Error(`the system exited ${system!.proc.exitCode}:\n${system!.output()}`);
-      return (await ready(consoleUrl)) && (await ready(invoicingUrl));
-    },
-    120_000,
-    'the system to be ready',
-    250,
-  );
+  ({ consoleUrl, invoicingUrl, analyticsPath } = started);
+  system = started.child;
 }, 180_000);
 
 afterAll(async () => {
@@ -114,7 +55,7 @@ afterAll(async () => {
   // The tour stops its agent itself (its last block); whatever a failed run left behind goes here.
   if (agentDir) for (const pid of processesWith(agentDir)) process.kill(pid, 'SIGKILL');
   await endGroup(system, 30_000);
-  rmSync(analyticsPath, { recursive: true, force: true });
+  if (analyticsPath) rmSync(analyticsPath, { recursive: true, force: true });
   if (agentDir) rmSync(join(agentDir, '..'), { recursive: true, force: true });
 }, 60_000);
 
@@ -123,7 +64,7 @@ describe('the README tour', () => {
     'runs as written against a started system',
     async () => {
       const script = tourScript(readFileSync('README.md', 'utf8'));
-      tour = start('bash', ['-x', '-euo', 'pipefail', '-c', script], {
+      tour = spawnGroup('bash', ['-x', '-euo', 'pipefail', '-c', script], {
         ...brokerEnv(),
         CONSOLE: consoleUrl,
         INVOICING: invoicingUrl,

@@ -3,13 +3,13 @@ import type { LightMyRequestResponse } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSender, ehloName, emailTransportKind, sendInvitation } from '../../actors/identity/email.ts';
 import { RESET_MAILS_PER_HOUR } from '../../actors/identity/session/passwords.ts';
 import { createOneTimeToken } from '../../actors/identity/one-time-tokens.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { createUser, login, tokenFor } from '../support/identity.ts';
+import { decodeMail, SmtpPeer, type ReceivedMail } from '../support/smtp-peer.ts';
 import { errorOf, startTestSystem, type TestSystem } from '../support/system.ts';
 
 const FRONTEND = 'http://console.test/app';
@@ -17,50 +17,12 @@ const FROM = 'security@console.test';
 const FROM_NAME = 'Console Test';
 const NEW_PASSWORD = 'a brand new passphrase 42';
 
-interface Mail {
-  to: string[];
-  from: string;
-  raw: string;
-  /** The name the client gave in EHLO. */
-  ehlo: string;
-}
-
 let sys: TestSystem;
-let smtp: SMTPServer;
-const mails: Mail[] = [];
-/** Recipients whose first delivery attempt the server refuses with a temporary error. */
-const flaky = new Map<string, number>();
+let smtp: SmtpPeer;
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
-    logger: false,
-    onData(stream, session, callback) {
-      let raw = '';
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => (raw += chunk));
-      stream.on('end', () => {
-        const to = session.envelope.rcptTo.map((r) => r.address);
-        const left = flaky.get(to[0] ?? '') ?? 0;
-        if (left > 0) {
-          flaky.set(to[0]!, left - 1);
-          const err = Object.assign(new Error('try again later'), { responseCode: 451 });
-          callback(err);
-          return;
-        }
-        mails.push({
-          to,
-          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          raw,
-          ehlo: String(session.hostNameAppearsAs),
-        });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
-  const port = (smtp.server.address() as AddressInfo).port;
+  smtp = await new SmtpPeer().start();
+  const port = smtp.port;
   sys = await startTestSystem({
     SVC_SMTP_HOST: '127.0.0.1',
     SVC_SMTP_PORT: String(port),
@@ -72,31 +34,27 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sys?.stop();
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp?.stop();
 });
 
 const post = (url: string, payload: object, token?: string): Promise<LightMyRequestResponse> =>
   sys.http({ method: 'POST', url, payload, ...(token ? { token } : {}) });
 
-/** The decoded message: quoted-printable soft breaks and escapes undone (enough to read links and headers). */
-const decode = (raw: string): string =>
-  raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
-
 async function waitForMail(
   to: string,
   kind: 'reset-password' | 'accept-invite',
   timeoutMs = 15_000,
-): Promise<{ mail: Mail; text: string; token: string }> {
+): Promise<{ mail: ReceivedMail; text: string; token: string }> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    for (const mail of mails) {
+    for (const mail of smtp.mails) {
       if (!mail.to.includes(to)) continue;
-      const text = decode(mail.raw);
+      const text = decodeMail(mail.raw);
       const m = new RegExp(`${FRONTEND.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}/${kind}\\?token=([A-Za-z0-9_-]+)`).exec(
         text,
       );
       if (m) {
-        mails.splice(mails.indexOf(mail), 1);
+        smtp.mails.splice(smtp.mails.indexOf(mail), 1);
         return { mail, text, token: m[1]! };
       }
     }
@@ -106,13 +64,17 @@ async function waitForMail(
 }
 
 /** The next mail to `to` whose Subject matches, taken off the list. */
-async function waitForSubject(to: string, subject: RegExp, timeoutMs = 15_000): Promise<{ mail: Mail; text: string }> {
+async function waitForSubject(
+  to: string,
+  subject: RegExp,
+  timeoutMs = 15_000,
+): Promise<{ mail: ReceivedMail; text: string }> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const mail = mails.find((m) => m.to.includes(to) && subject.test(/^Subject: (.*)$/m.exec(m.raw)?.[1] ?? ''));
+    const mail = smtp.mails.find((m) => m.to.includes(to) && subject.test(/^Subject: (.*)$/m.exec(m.raw)?.[1] ?? ''));
     if (mail) {
-      mails.splice(mails.indexOf(mail), 1);
-      return { mail, text: decode(mail.raw) };
+      smtp.mails.splice(smtp.mails.indexOf(mail), 1);
+      return { mail, text: decodeMail(mail.raw) };
     }
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -170,7 +132,7 @@ describe('forgot and reset password', () => {
     // nodemailer drops the quotes around a display name that does not need them.
     expect(text).toMatch(new RegExp(`^From: "?${FROM_NAME}"? <${FROM}>`, 'm'));
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(mails.some((m) => m.to.includes(ghost))).toBe(false);
+    expect(smtp.mails.some((m) => m.to.includes(ghost))).toBe(false);
     // Only the hash is stored.
     expect(await sys.sql(`SELECT id FROM one_time_tokens WHERE token_hash = ?`, [token])).toHaveLength(0);
 
@@ -195,15 +157,15 @@ describe('forgot and reset password', () => {
     // Jobs are handled in order: once the active user's mail is there, the others were handled too.
     await waitForMail(active.email, 'reset-password');
     await new Promise((r) => setTimeout(r, 200));
-    expect(mails.some((m) => m.to.includes(invited.email) || m.to.includes(disabled.email))).toBe(false);
+    expect(smtp.mails.some((m) => m.to.includes(invited.email) || m.to.includes(disabled.email))).toBe(false);
   });
 
   it('retries a mail the server refuses for now, so it is not lost', async () => {
     const user = await createUser(sys);
-    flaky.set(user.email, 1);
+    smtp.flaky.set(user.email, 1);
     expect((await post('/api/v1/auth/forgot-password', { email: user.email })).statusCode).toBe(200);
     const { token } = await waitForMail(user.email, 'reset-password', 20_000);
-    expect(flaky.get(user.email)).toBe(0);
+    expect(smtp.flaky.get(user.email)).toBe(0);
     expect((await reset(token, NEW_PASSWORD)).statusCode).toBe(200);
   });
 
@@ -222,9 +184,9 @@ describe('forgot and reset password', () => {
     expect(
       await sys.sql(`SELECT id FROM one_time_tokens WHERE user_id = ? AND purpose = 'reset'`, [user.id]),
     ).toHaveLength(RESET_MAILS_PER_HOUR);
-    expect(mails.some((m) => m.to.includes(user.email) && decode(m.raw).includes('/reset-password?token='))).toBe(
-      false,
-    );
+    expect(
+      smtp.mails.some((m) => m.to.includes(user.email) && decodeMail(m.raw).includes('/reset-password?token=')),
+    ).toBe(false);
 
     // An hour later the address gets a link again, and it works.
     sys.clock.advance(61 * 60_000);

@@ -1,4 +1,5 @@
-import { createRootRoute, createRoute, createRouter, Outlet } from '@tanstack/react-router';
+import { createRootRoute, createRoute, createRouter, Outlet, redirect } from '@tanstack/react-router';
+import { session } from './auth/session.ts';
 import { Account } from './pages/Account.tsx';
 import { MfaSetup } from './pages/MfaSetup.tsx';
 import { Overview } from './pages/Overview.tsx';
@@ -17,7 +18,21 @@ const open = [
   createRoute({ getParentRoute: () => root, path: '/auth/sso/callback', component: SsoCallback }),
   createRoute({ getParentRoute: () => root, path: '/mfa/setup', component: MfaSetup }),
 ];
-const shell = createRoute({ getParentRoute: () => root, id: 'signed-in', component: Shell });
+const shell = createRoute({
+  getParentRoute: () => root,
+  id: 'signed-in',
+  component: Shell,
+  // A reload first tries the refresh cookie; without a session, the sign-in page, then back here.
+  beforeLoad: async ({ location }) => {
+    await session.whenRestored();
+    if (!session.signedIn()) throw redirect({ to: '/sign-in', search: { next: location.href } });
+  },
+  pendingComponent: () => (
+    <main className="auth">
+      <p aria-live="polite">Loading…</p>
+    </main>
+  ),
+});
 const signedIn = [
   createRoute({ getParentRoute: () => shell, path: '/', component: Overview }),
   createRoute({ getParentRoute: () => shell, path: '/account', component: Account }),

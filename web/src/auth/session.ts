@@ -61,31 +61,39 @@ class Session {
 
   /** Renews from the cookie; false (and signed out) when there is no session left. One renewal at a time. */
   renew(): Promise<boolean> {
-    this.renewing ??= (async () => {
-      try {
-        const csrf = csrfToken();
-        if (!csrf) return this.end();
-        const res = await fetch(`${BROWSER}/refresh`, {
-          method: 'POST',
-          credentials: 'same-origin',
-          headers: { [CSRF_HEADER]: csrf },
-        });
-        if (!res.ok) return this.end();
-        const body = (await res.json()) as { data: BrowserTokens };
-        this.accept(body.data);
-        return true;
-      } catch {
-        // The network, not the session: keep what we have, the next call tries again.
-        return this.token !== undefined;
-      } finally {
-        this.renewing = undefined;
-        if (!this.restored) {
-          this.restored = true;
-          this.emit();
-        }
-      }
-    })();
+    this.renewing ??= this.renewOnce().finally(() => {
+      this.renewing = undefined;
+    });
     return this.renewing;
+  }
+
+  /** Resolves once the page has tried its cookie (at once when it already has). */
+  async whenRestored(): Promise<void> {
+    if (!this.restored) await this.renew();
+  }
+
+  private async renewOnce(): Promise<boolean> {
+    try {
+      const csrf = csrfToken();
+      if (!csrf) return this.end();
+      const res = await fetch(`${BROWSER}/refresh`, {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { [CSRF_HEADER]: csrf },
+      });
+      if (!res.ok) return this.end();
+      const body = (await res.json()) as { data: BrowserTokens };
+      this.accept(body.data);
+      return true;
+    } catch {
+      // The network, not the session: keep what we have, the next call tries again.
+      return this.token !== undefined;
+    } finally {
+      if (!this.restored) {
+        this.restored = true;
+        this.emit();
+      }
+    }
   }
 
   async signOut(): Promise<void> {

@@ -1,11 +1,12 @@
 import { useMutation } from '@tanstack/react-query';
-import { Link, useNavigate, useSearch } from '@tanstack/react-router';
+import { Link, useNavigate } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import { api, ApiError, unwrap } from '../api/client.ts';
 import { session } from '../auth/session.ts';
 import { AuthCard } from '../ui/AuthCard.tsx';
 import { ErrorNotice } from '../ui/ErrorNotice.tsx';
 import { Field } from '../ui/Field.tsx';
+import { queryParam } from '../ui/query-param.ts';
 
 /** The password policy (docs/api/identity.md): length only; the API also refuses common and recent passwords. */
 const MIN_LENGTH = 12;
@@ -80,7 +81,7 @@ export function ForgotPassword() {
 }
 
 export function ResetPassword() {
-  const { token } = useSearch({ strict: false }) as { token?: string };
+  const token = queryParam('token');
   const [password, setPassword] = useState('');
   const reset = useMutation({
     mutationFn: () =>
@@ -120,7 +121,7 @@ export function ResetPassword() {
 
 export function AcceptInvite() {
   const navigate = useNavigate();
-  const { token } = useSearch({ strict: false }) as { token?: string };
+  const token = queryParam('token');
   const [password, setPassword] = useState('');
   const accept = useMutation({
     mutationFn: async () => {

@@ -1,14 +1,15 @@
 import { useQuery } from '@tanstack/react-query';
-import { Navigate, useSearch } from '@tanstack/react-router';
+import { Navigate } from '@tanstack/react-router';
 import { api, unwrap } from '../api/client.ts';
 import { destinationAfterSignIn } from '../auth/after-sign-in.ts';
 import { session } from '../auth/session.ts';
 import { AuthCard } from '../ui/AuthCard.tsx';
 import { ErrorNotice } from '../ui/ErrorNotice.tsx';
+import { queryParam } from '../ui/query-param.ts';
 
 /** Where the SSO callback lands (`?code=`, `?mfa_required=true&mfa_token=`, or `?error=`). */
 export function SsoCallback() {
-  const q = useSearch({ strict: false }) as { code?: string; error?: string; mfa_token?: string };
+  const q = { code: queryParam('code'), error: queryParam('error'), mfa_token: queryParam('mfa_token') };
   const exchange = useQuery({
     queryKey: ['sso-exchange', q.code],
     enabled: q.code !== undefined,

@@ -1,19 +1,20 @@
-import { Link, Navigate, Outlet, useLocation, useNavigate } from '@tanstack/react-router';
+import { Link, Outlet, useLocation, useNavigate } from '@tanstack/react-router';
+import { useEffect } from 'react';
 import { session } from '../auth/session.ts';
 import { useSession } from '../auth/use-session.ts';
 
-/** The signed-in frame: skip link, navigation, sign-out; signed-out visitors go to the sign-in page. */
+/**
+ * The signed-in frame: skip link, navigation, sign-out. The route lets only a signed-in visitor in (router.tsx); a
+ * session that ends meanwhile (revoked elsewhere, expired) leads back to the sign-in page.
+ */
 export function Shell() {
-  const { signedIn, restored } = useSession();
+  const { signedIn } = useSession();
   const location = useLocation();
   const navigate = useNavigate();
-  if (!restored)
-    return (
-      <main className="auth">
-        <p aria-live="polite">Loading…</p>
-      </main>
-    );
-  if (!signedIn) return <Navigate to="/sign-in" search={{ next: location.href }} />;
+  useEffect(() => {
+    if (!signedIn) void navigate({ to: '/sign-in', search: { next: location.href } });
+  }, [signedIn, navigate, location.href]);
+  if (!signedIn) return null;
   return (
     <>
       <a className="skip" href="#main">

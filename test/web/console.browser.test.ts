@@ -1,0 +1,232 @@
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { generateSync } from 'otplib';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { consoleProblems, expectAccessible, keepScreenshot, launchBrowser } from '../support/browser.ts';
+import { SmtpPeer } from '../support/smtp-peer.ts';
+import { endGroup, startSystemProcess, type SystemProcess } from '../support/system-process.ts';
+
+/**
+ * The web console in a real browser (Debian's Chromium through playwright-core) against the whole system started as
+ * `npm start` starts it, with a local SMTP peer for the mails: a newcomer's sign-in and MFA enrolment, an
+ * invitation accepted from its mail, a password reset from its mail. axe-core checks every page; screenshots of the
+ * main pages are kept under data/screenshots.
+ */
+const tag = randomBytes(4).toString('hex');
+const adminEmail = `web-admin-${tag}@example.com`;
+const adminPassword = `Web-${randomBytes(12).toString('hex')}`;
+const inviteeEmail = `web-user-${tag}@example.com`;
+const inviteePassword = `invited passphrase ${tag}`;
+
+let smtp: SmtpPeer;
+let system: SystemProcess | undefined;
+let browser: Browser;
+/** Filled as the pages show them: what later steps sign in with. */
+const recovery: Record<string, string[]> = {};
+
+const totp = (secret: string): string => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) });
+
+beforeAll(async () => {
+  smtp = await new SmtpPeer().start();
+  system = await startSystemProcess(`web-${tag}`, {
+    SVC_ADMIN_EMAIL: adminEmail,
+    SVC_ADMIN_PASSWORD: adminPassword,
+    SVC_SMTP_HOST: '127.0.0.1',
+    SVC_SMTP_PORT: String(smtp.port),
+  });
+  browser = await launchBrowser();
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await endGroup(system?.child, 30_000);
+  if (system) rmSync(system.analyticsPath, { recursive: true, force: true });
+  await smtp?.stop();
+}, 60_000);
+
+/** A browser profile of its own (cookies included) and a page that collects what its console reports. */
+async function freshPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+  const context = await browser.newContext({ baseURL: system!.consoleUrl });
+  const page = await context.newPage();
+  return { context, page, problems: consoleProblems(page) };
+}
+
+/** Console errors other than the failed requests a refused call logs (the page shows those itself). */
+const realProblems = (problems: string[]): string[] => problems.filter((p) => !p.startsWith('Failed to load resource'));
+
+/** The enrolment page: the secret read from the page, a code from it, then the recovery codes kept for later. */
+async function enrolMfa(page: Page, who: string, screenshot = false): Promise<void> {
+  await page.waitForURL('**/mfa/setup');
+  const secret = (await page.getByTestId('mfa-secret').textContent())?.trim() ?? '';
+  expect(secret).toMatch(/^[A-Z2-7]{16,}$/);
+  await expect.poll(() => page.getByRole('img', { name: /QR code/ }).isVisible()).toBe(true);
+  await expectAccessible(page, 'MFA enrolment');
+  if (screenshot) await keepScreenshot(page, 'mfa-setup');
+  await page.getByLabel('6-digit code from the app').fill(totp(secret));
+  await page.getByRole('button', { name: 'Confirm' }).click();
+  const codes = page.getByTestId('recovery-codes').locator('code');
+  await codes.first().waitFor();
+  recovery[who] = (await codes.allTextContents()).map((c) => c.trim());
+  expect(recovery[who]).toHaveLength(8);
+  await expectAccessible(page, 'recovery codes');
+  if (screenshot) await keepScreenshot(page, 'recovery-codes');
+  await page.getByRole('button', { name: 'I have saved them' }).click();
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+}
+
+async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** The MFA step of a sign-in, with one of the recovery codes the enrolment showed (each works once). */
+async function secondFactor(page: Page, who: string, landing = 'Overview'): Promise<void> {
+  await page.getByRole('heading', { name: 'Two-factor authentication' }).waitFor();
+  await page.getByLabel(/Code from your authenticator app/).fill(recovery[who]!.shift()!);
+  await page.getByRole('button', { name: 'Verify' }).click();
+  await page.getByRole('heading', { name: landing }).waitFor();
+}
+
+describe('the web console in a browser', () => {
+  it('the first sign-in enrols MFA from the page, the session survives a reload, sign-out ends it', async () => {
+    const { context, page, problems } = await freshPage();
+    try {
+      await page.goto('/');
+      await page.waitForURL('**/sign-in**');
+      await expectAccessible(page, 'sign-in');
+      await keepScreenshot(page, 'sign-in');
+
+      await signIn(page, adminEmail, 'not the admin password');
+      const alert = page.getByRole('alert');
+      await alert.waitFor();
+      expect(await alert.textContent()).toMatch(/invalid e-mail or password.*request id/i);
+
+      await signIn(page, adminEmail, adminPassword);
+      await enrolMfa(page, 'admin', true);
+      await expectAccessible(page, 'overview');
+
+      // Page scripts never see the refresh token; the browser holds it httpOnly, SameSite=Strict, on its own path.
+      expect(await page.evaluate(() => document.cookie)).not.toContain('svc_refresh');
+      const cookies = await context.cookies();
+      expect(cookies.find((c) => c.name === 'svc_refresh')).toMatchObject({
+        httpOnly: true,
+        sameSite: 'Strict',
+        path: '/api/v1/auth/browser',
+      });
+
+      // A reload loses the in-memory access token; the cookie gives a new one.
+      await page.reload();
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      await page.getByRole('link', { name: 'Account' }).click();
+      await page.getByRole('heading', { name: 'Sessions' }).waitFor();
+      await page.getByText('this browser').waitFor();
+      expect(await page.getByText(adminEmail).count()).toBeGreaterThan(0);
+      await expectAccessible(page, 'account');
+      await keepScreenshot(page, 'account');
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL('**/sign-in**');
+      await page.goto('/account');
+      await page.waitForURL('**/sign-in**');
+
+      // Signed in again: MFA is on now, a recovery code passes it, and the page asked for comes back.
+      expect(new URL(page.url()).searchParams.get('next')).toBe('/account');
+      await signIn(page, adminEmail, adminPassword);
+      await secondFactor(page, 'admin', 'Your account');
+      expect(realProblems(problems)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
+
+  it('an invitation is accepted from its mail: the password policy shown as typed, its errors on the field', async () => {
+    // The admin invites through the API (the console's administration pages come later).
+    const login = await fetch(`${system!.consoleUrl}/api/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: adminEmail, password: adminPassword }),
+    });
+    const { mfa_token } = ((await login.json()) as { data: { mfa_token: string } }).data;
+    const verify = await fetch(`${system!.consoleUrl}/api/v1/auth/mfa/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ mfa_token, code: recovery.admin!.shift() }),
+    });
+    const { access_token } = ((await verify.json()) as { data: { access_token: string } }).data;
+    const invite = await fetch(`${system!.consoleUrl}/api/v1/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${access_token}` },
+      body: JSON.stringify({ email: inviteeEmail, display_name: 'Web Invitee' }),
+    });
+    expect(invite.status).toBe(201);
+    // The link leads to the console itself: SVC_FRONTEND_URL defaults to its address.
+    const link = await smtp.link(inviteeEmail, /http:\/\/localhost:\d+\/accept-invite\?token=[A-Za-z0-9_-]+/);
+    expect(link.startsWith(`${system!.consoleUrl}/accept-invite?token=`)).toBe(true);
+
+    const { context, page, problems } = await freshPage();
+    try {
+      await page.goto(link);
+      await page.getByRole('heading', { name: 'Accept your invitation' }).waitFor();
+      const password = page.getByLabel('New password', { exact: true });
+      await password.fill('too short');
+      await page.getByText('(9 so far)').waitFor();
+      await expectAccessible(page, 'accept invitation');
+      await keepScreenshot(page, 'accept-invite');
+      await page.getByRole('button', { name: 'Activate my account' }).click();
+      await page.getByText('must be at least 12 characters').waitFor();
+      expect(await password.getAttribute('aria-invalid')).toBe('true');
+
+      await password.fill(inviteePassword);
+      await page.getByText('At least 12 characters: met.').waitFor();
+      await page.getByRole('button', { name: 'Activate my account' }).click();
+      await enrolMfa(page, 'invitee');
+      expect(realProblems(problems)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
+
+  it('a password is reset from its mail, then signs in', async () => {
+    const { context, page, problems } = await freshPage();
+    try {
+      await page.goto('/sign-in');
+      await page.getByRole('link', { name: 'Forgot your password?' }).click();
+      await page.getByLabel('E-mail').fill(inviteeEmail);
+      await expectAccessible(page, 'forgot password');
+      await page.getByRole('button', { name: 'Send the link' }).click();
+      await page.getByRole('status').waitFor();
+
+      const link = await smtp.link(inviteeEmail, /http:\/\/localhost:\d+\/reset-password\?token=[A-Za-z0-9_-]+/);
+      await page.goto(link);
+      await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+      await expectAccessible(page, 'reset password');
+      const next = `a reset passphrase ${tag}`;
+      await page.getByLabel('New password', { exact: true }).fill(next);
+      await page.getByRole('button', { name: 'Set the password' }).click();
+      await page.getByRole('status').waitFor();
+      await page.getByRole('link', { name: 'Sign in' }).click();
+
+      await signIn(page, inviteeEmail, next);
+      await secondFactor(page, 'invitee');
+      expect(realProblems(problems)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
+
+  it('a link without its token says so, and an unknown address is the console’s own not-found page', async () => {
+    const { context, page } = await freshPage();
+    try {
+      await page.goto('/reset-password');
+      await page.getByRole('alert').waitFor();
+      expect(await page.getByRole('alert').textContent()).toContain('no token');
+      await page.goto('/no/such/page');
+      await page.getByRole('heading', { name: 'Not found' }).waitFor();
+      await expectAccessible(page, 'not found');
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+});
