@@ -10,6 +10,15 @@ ENV PUPPETEER_SKIP_DOWNLOAD=1
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
+# The web console, built with the dev dependencies it needs (Vite, React); only web/dist reaches the image.
+FROM node:24-bookworm-slim AS web
+WORKDIR /app
+ENV PUPPETEER_SKIP_DOWNLOAD=1
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts
+COPY web ./web
+RUN node_modules/.bin/vite build -c web/vite.config.ts
+
 FROM node:24-bookworm-slim
 # Debian's Chromium for the invoice PDFs (puppeteer-core never downloads a browser), with fonts.
 RUN apt-get update \
@@ -36,6 +45,7 @@ COPY contracts ./contracts
 COPY gateway ./gateway
 COPY migrations ./migrations
 COPY scripts ./scripts
+COPY --from=web /app/web/dist ./web/dist
 RUN mkdir -p data && chown -R node:node data
 # Non-root: the image's `node` user (uid 1000).
 USER node

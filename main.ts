@@ -199,7 +199,10 @@ export async function startSystem(opts: SystemOptions): Promise<RunningSystem> {
           await gw.app.close();
           await gw.close();
         });
-        if (opts.listen !== false) await gw.app.listen({ host: config.SVC_SERVER_BIND, port: config.SVC_SERVER_PORT });
+        if (opts.listen !== false) {
+          await gw.app.listen({ host: config.SVC_SERVER_BIND, port: config.SVC_SERVER_PORT });
+          log.info({ url: config.SVC_BACKEND_URL }, `the web console: open ${config.SVC_BACKEND_URL} in a browser`);
+        }
       }
       if (gateways.includes('invoicing')) {
         const gw = await buildInvoicingGateway({
