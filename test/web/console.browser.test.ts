@@ -1,11 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { generateSync } from 'otplib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consoleProblems, expectAccessible, keepScreenshot, launchBrowser } from '../support/browser.ts';
 import { SmtpPeer } from '../support/smtp-peer.ts';
-import { endGroup, startSystemProcess, type SystemProcess } from '../support/system-process.ts';
+import { brokerEnv } from '../support/env.ts';
+import { waitFor } from '../support/processes.ts';
+import { endGroup, spawnGroup, startSystemProcess, type Child, type SystemProcess } from '../support/system-process.ts';
 
 /**
  * The web console in a real browser (Debian's Chromium through playwright-core) against the whole system started as
@@ -22,6 +26,8 @@ const inviteePassword = `invited passphrase ${tag}`;
 let smtp: SmtpPeer;
 let system: SystemProcess | undefined;
 let browser: Browser;
+let agent: Child | undefined;
+let agentDir: string | undefined;
 /** Filled as the pages show them: what later steps sign in with. */
 const recovery: Record<string, string[]> = {};
 
@@ -39,6 +45,8 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  await endGroup(agent);
+  if (agentDir) rmSync(agentDir, { recursive: true, force: true });
   await browser?.close();
   await endGroup(system?.child, 30_000);
   if (system) rmSync(system.analyticsPath, { recursive: true, force: true });
@@ -215,6 +223,93 @@ describe('the web console in a browser', () => {
       await context.close();
     }
   }, 120_000);
+
+  it('a client, an environment and the enrol command; the agent’s host online with a CPU chart; PQL errors at their position; a note dragged on the chart in the timeline', async () => {
+    const { context, page, problems } = await freshPage();
+    try {
+      await page.goto('/sign-in');
+      await signIn(page, adminEmail, adminPassword);
+      await secondFactor(page, 'admin');
+      const client = page.getByRole('form', { name: 'New client' });
+      await client.getByLabel('Client name').fill(`Web ${tag}`);
+      await client.getByLabel('Client slug').fill(`web-${tag}`);
+      await client.getByRole('button', { name: 'Create the client' }).click();
+      await page.getByText(`web-${tag}`).click();
+      const env = page.getByRole('form', { name: 'New environment' });
+      await env.getByLabel('Environment name').fill('Production');
+      await env.getByLabel('Environment slug').fill('prod');
+      await env.getByRole('button', { name: 'Add the environment' }).click();
+      await page.getByRole('button', { name: 'Enrol a host' }).click();
+      const command = (await page.getByTestId('enrol-command').textContent()) ?? '';
+      await expectAccessible(page, 'overview with the enrol command');
+      await keepScreenshot(page, 'overview');
+      const enrol = /svc-agent enroll --server (\S+) --token (\S+)/.exec(command);
+      expect(enrol?.[1]).toBe(system!.consoleUrl);
+
+      // The command's server and token, given to the reference agent from this checkout (the .deb's executable).
+      agentDir = mkdtempSync(join(tmpdir(), 'web-agent-'));
+      const enrolled = spawnGroup(
+        process.execPath,
+        ['agent/main.ts', 'enroll', '--server', enrol![1]!, '--token', enrol![2]!, '--state-dir', agentDir],
+        brokerEnv(),
+      );
+      expect(await enrolled.exited, enrolled.output()).toBe(0);
+      agent = spawnGroup(process.execPath, ['agent/main.ts', 'run', '--state-dir', agentDir, '--interval', '2'], {
+        ...brokerEnv(),
+        SVC_LOG_LEVEL: 'warn',
+      });
+
+      await page.getByRole('link', { name: 'Hosts' }).click();
+      const search = page.getByLabel('Search hosts (PQL)');
+      await search.fill(`host.client = "web-${tag}" AND host.agent_status = `);
+      const error = page.getByTestId('pql-error');
+      await error.waitFor();
+      expect(await error.textContent()).toMatch(/expected a value after '=' at position \d+/);
+      expect(await error.locator('mark').count()).toBe(1);
+      await expectAccessible(page, 'hosts with a PQL error');
+      await search.fill(`host.client = "web-${tag}" AND host.agent_status = "online"`);
+      const row = page.getByTestId('hosts-scroller').getByRole('link');
+      await waitFor(
+        async () => {
+          await page.getByRole('button', { name: 'Search' }).click();
+          await page.waitForTimeout(500);
+          return (await row.count()) === 1;
+        },
+        60_000,
+        'the enrolled host online in the search',
+        1000,
+      );
+      await keepScreenshot(page, 'hosts');
+      await row.click();
+
+      const cpu = page.getByTestId('chart-cpu_usage_percent');
+      await waitFor(
+        async () => {
+          if (Number(await cpu.getAttribute('data-points')) > 0) return true;
+          await page.getByRole('button', { name: '1h', exact: true }).click();
+          return false;
+        },
+        90_000,
+        'a CPU bucket on the host chart',
+        3000,
+      );
+      await cpu.locator('.u-over').waitFor();
+      const box = (await cpu.locator('.u-over').boundingBox())!;
+      await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width * 0.8, box.y + box.height / 2, { steps: 8 });
+      await page.mouse.up();
+      const note = page.getByRole('form', { name: 'New note' });
+      await note.getByLabel('Note').fill(`maintenance ${tag}`);
+      await note.getByRole('button', { name: 'Add the note' }).click();
+      await page.getByTestId('timeline').getByText(`maintenance ${tag}`).waitFor();
+      await expectAccessible(page, 'host');
+      await keepScreenshot(page, 'host-charts');
+      expect(realProblems(problems)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 240_000);
 
   it('a link without its token says so, and an unknown address is the console’s own not-found page', async () => {
     const { context, page } = await freshPage();

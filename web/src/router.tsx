@@ -3,6 +3,8 @@ import { session } from './auth/session.ts';
 import { Account } from './pages/Account.tsx';
 import { MfaSetup } from './pages/MfaSetup.tsx';
 import { Overview } from './pages/Overview.tsx';
+import { Host } from './pages/hosts/Host.tsx';
+import { Hosts } from './pages/hosts/Hosts.tsx';
 import { AcceptInvite, ForgotPassword, ResetPassword } from './pages/PasswordPages.tsx';
 import { SignIn } from './pages/SignIn.tsx';
 import { SsoCallback } from './pages/SsoCallback.tsx';
@@ -36,6 +38,8 @@ const shell = createRoute({
 const signedIn = [
   createRoute({ getParentRoute: () => shell, path: '/', component: Overview }),
   createRoute({ getParentRoute: () => shell, path: '/account', component: Account }),
+  createRoute({ getParentRoute: () => shell, path: '/hosts', component: Hosts }),
+  createRoute({ getParentRoute: () => shell, path: '/hosts/$hostId', component: Host }),
 ];
 
 export const router = createRouter({

@@ -4,7 +4,7 @@ import {
   AggregateRequest,
   SEARCH_CSV_MAX_ROWS,
   ValidateBody,
-  type SearchHit,
+  SearchHit,
 } from '../../../contracts/domains/fleet-search.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
@@ -59,6 +59,12 @@ export function registerSearchRoutes(app: GatewayApp, deps: GatewayDeps): void {
       page: query.page,
       per_page: query.per_page ?? (query.format === 'csv' ? SEARCH_CSV_MAX_ROWS : 20),
     }),
+    answer: z
+      .object({
+        data: z.array(SearchHit),
+        meta: z.object({ total: z.number().int(), page: z.number().int(), per_page: z.number().int() }),
+      })
+      .describe('The list envelope; with format=csv, the same hosts as text/csv (a header row, tags as JSON).'),
     send: (data, reply, req) => {
       if ((req.query as z.output<typeof SearchQuery>).format !== 'csv')
         return reply.send({ data: data.items, meta: { total: data.total, page: data.page, per_page: data.per_page } });

@@ -12803,13 +12803,32 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The answer this route shapes itself (see the summary). */
+            /** @description The list envelope; with format=csv, the same hosts as text/csv (a header row, tags as JSON). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            agent_status: "online" | "offline";
+                            arch: string;
+                            hostname: string;
+                            /** Format: uuid */
+                            id: string;
+                            ip_address: string;
+                            os: string;
+                            tags: {
+                                [key: string]: string;
+                            };
+                        }[];
+                        meta: {
+                            page: number;
+                            per_page: number;
+                            total: number;
+                        };
+                    };
                 };
             };
             /** @description The request is malformed or fails validation. */

@@ -1,5 +1,5 @@
 import { Link, Outlet, useLocation, useNavigate } from '@tanstack/react-router';
-import { useEffect } from 'react';
+import { useEffect, useRef } from 'react';
 import { session } from '../auth/session.ts';
 import { useSession } from '../auth/use-session.ts';
 
@@ -11,9 +11,15 @@ export function Shell() {
   const { signedIn } = useSession();
   const location = useLocation();
   const navigate = useNavigate();
+  // Read when the session ends, not a reason to run again: each navigation changes it.
+  const here = useRef(location.href);
+  here.current = location.href;
+  const leaving = useRef(false);
   useEffect(() => {
-    if (!signedIn) void navigate({ to: '/sign-in', search: { next: location.href } });
-  }, [signedIn, navigate, location.href]);
+    if (signedIn) return;
+    // A sign-out goes to the sign-in page; a session that ended by itself comes back here after signing in again.
+    void navigate({ to: '/sign-in', search: leaving.current ? {} : { next: here.current }, replace: true });
+  }, [signedIn, navigate]);
   if (!signedIn) return null;
   return (
     <>
@@ -26,12 +32,16 @@ export function Shell() {
           <Link to="/" activeOptions={{ exact: true }}>
             Overview
           </Link>
+          <Link to="/hosts">Hosts</Link>
           <Link to="/account">Account</Link>
         </nav>
         <button
           type="button"
           className="secondary"
-          onClick={() => void session.signOut().then(() => navigate({ to: '/sign-in' }))}
+          onClick={() => {
+            leaving.current = true;
+            void session.signOut();
+          }}
         >
           Sign out
         </button>
