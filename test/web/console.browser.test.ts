@@ -279,6 +279,14 @@ describe('the web console in a browser', () => {
         'the enrolled host online in the search',
         1000,
       );
+      const saved = page.getByRole('button', { name: 'Save this search' });
+      await saved.click();
+      await page.getByLabel('Name of the search').fill(`online ${tag}`);
+      await page.getByRole('form', { name: 'Save this search' }).getByRole('button', { name: 'Save' }).click();
+      await page
+        .getByRole('group', { name: 'Saved searches' })
+        .getByRole('button', { name: `online ${tag}` })
+        .waitFor();
       await keepScreenshot(page, 'hosts');
       await row.click();
 
@@ -303,6 +311,12 @@ describe('the web console in a browser', () => {
       await note.getByLabel('Note').fill(`maintenance ${tag}`);
       await note.getByRole('button', { name: 'Add the note' }).click();
       await page.getByTestId('timeline').getByText(`maintenance ${tag}`).waitFor();
+      // The inventory the agent's first snapshot sent, as the API lists it.
+      await page.getByRole('tab', { name: 'processes' }).click();
+      await page.getByRole('tabpanel', { name: 'processes' }).getByRole('table').waitFor({ timeout: 60_000 });
+      await page.getByRole('tab', { name: 'packages' }).click();
+      await page.getByRole('tabpanel', { name: 'packages' }).locator('table, p').first().waitFor();
+      await page.getByText('No watch configuration set.').waitFor();
       await expectAccessible(page, 'host');
       await keepScreenshot(page, 'host-charts');
       expect(realProblems(problems)).toEqual([]);

@@ -177,6 +177,13 @@ function InstallToken({ environmentId }: { environmentId: string }) {
         again):
       </p>
       <pre data-testid="enrol-command">{command}</pre>
+      <p>Or, to try it on the machine that runs this system, from its checkout:</p>
+      <pre data-testid="enrol-command-local">
+        {[
+          `npm run agent -- enroll --server ${window.location.origin} --token ${issue.data.data.token} --state-dir ./data/agent`,
+          'npm run agent -- run --state-dir ./data/agent',
+        ].join('\n')}
+      </pre>
       <button
         type="button"
         className="secondary small"

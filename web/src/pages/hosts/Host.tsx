@@ -5,6 +5,8 @@ import { api, unwrap } from '../../api/client.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { Field } from '../../ui/Field.tsx';
 import { formatTime } from '../../ui/time.ts';
+import { AgentRevoke, TagsEditor, WatchConfig } from './HostAdmin.tsx';
+import { Inventory } from './Inventory.tsx';
 import { MetricChart, type Mark } from './MetricChart.tsx';
 import { RANGES, type RangeKey } from './series.ts';
 
@@ -237,6 +239,8 @@ export function Host() {
           )}
         </aside>
       </div>
+      <Inventory hostId={hostId} />
+      <WatchConfig hostId={hostId} />
     </>
   );
 }

@@ -5,6 +5,7 @@ import { useEffect, useRef, useState } from 'react';
 import { api, ApiError, unwrap } from '../../api/client.ts';
 import { session } from '../../auth/session.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
+import { SavedSearches } from './SavedSearches.tsx';
 import { SearchBar } from './SearchBar.tsx';
 
 /** Every host: PQL has no "all", and every host has a hostname. */
@@ -48,6 +49,10 @@ export function Hosts() {
         key={q}
         initial={q === ALL_HOSTS ? '' : q}
         onSearch={(next) => void navigate({ to: '/hosts', search: { q: next } })}
+      />
+      <SavedSearches
+        q={q === ALL_HOSTS ? undefined : q}
+        onRun={(next) => void navigate({ to: '/hosts', search: { q: next } })}
       />
       <div className="row spread">
         <p aria-live="polite">{total === undefined ? '' : `${total} host${total === 1 ? '' : 's'}`}</p>
