@@ -317,6 +317,11 @@ describe('the web console in a browser', () => {
       await page.getByRole('tab', { name: 'packages' }).click();
       await page.getByRole('tabpanel', { name: 'packages' }).locator('table, p').first().waitFor();
       await page.getByText('No watch configuration set.').waitFor();
+      // The user tags, edited on the page.
+      await page.getByRole('button', { name: 'Edit tags' }).click();
+      await page.getByRole('textbox', { name: /^Tags \(key=value/ }).fill('team=web, tier=gold');
+      await page.getByRole('button', { name: 'Save the tags' }).click();
+      await page.getByText('team=web, tier=gold').waitFor();
       await expectAccessible(page, 'host');
       await keepScreenshot(page, 'host-charts');
       expect(realProblems(problems)).toEqual([]);

@@ -133,9 +133,11 @@ export function Host() {
             <dd>
               {Object.entries(h.tags ?? {})
                 .map(([k, v]) => `${k}=${String(v)}`)
-                .join(', ') || '—'}
+                .join(', ') || '—'}{' '}
+              <TagsEditor hostId={hostId} clientId={h.client_id} tags={h.tags ?? {}} />
             </dd>
           </dl>
+          <AgentRevoke agentId={h.agent_id} clientId={h.client_id} hostId={hostId} />
         </>
       )}
       <div className="row spread">

@@ -21,7 +21,7 @@ export function TagsEditor({
   const save = useMutation({
     mutationFn: () => {
       const next: Record<string, string> = {};
-      for (const line of (text ?? '').split(/[\n,]/)) {
+      for (const line of (text ?? '').split(',')) {
         const t = line.trim();
         if (!t) continue;
         const eq = t.indexOf('=');
@@ -44,7 +44,7 @@ export function TagsEditor({
           setText(
             Object.entries(tags)
               .map(([k, v]) => `${k}=${String(v)}`)
-              .join('\n'),
+              .join(', '),
           )
         }
       >
@@ -61,7 +61,7 @@ export function TagsEditor({
       }}
     >
       <Field
-        label="Tags (key=value, one per line or comma)"
+        label="Tags (key=value, separated by commas)"
         name="tags"
         value={text}
         onChange={(e) => setText(e.target.value)}
