@@ -1,11 +1,13 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useNavigate } from '@tanstack/react-router';
 import QRCode from 'qrcode';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { api, unwrap } from '../api/client.ts';
 import { AuthCard } from '../ui/AuthCard.tsx';
 import { ErrorNotice } from '../ui/ErrorNotice.tsx';
 import { Field } from '../ui/Field.tsx';
+import { ActionForm } from '../ui/ActionForm.tsx';
+import { saveFile } from '../ui/save-file.ts';
 
 /** Enrolment: a QR code of the otpauth:// URI and the secret as text, a code to confirm, then the recovery codes once. */
 export function MfaSetup() {
@@ -39,12 +41,7 @@ export function MfaSetup() {
           <p>
             Secret: <code data-testid="mfa-secret">{setup.data.secret}</code>
           </p>
-          <form
-            onSubmit={(e: FormEvent) => {
-              e.preventDefault();
-              confirm.mutate();
-            }}
-          >
+          <ActionForm onAction={() => confirm.mutate()}>
             <Field
               label="6-digit code from the app"
               name="code"
@@ -59,7 +56,7 @@ export function MfaSetup() {
             <button type="submit" disabled={confirm.isPending}>
               Confirm
             </button>
-          </form>
+          </ActionForm>
         </>
       )}
     </AuthCard>
@@ -70,12 +67,7 @@ function RecoveryCodes({ codes, onDone }: { codes: string[]; onDone: () => void 
   const [copied, setCopied] = useState(false);
   const text = `${codes.join('\n')}\n`;
   const download = (): void => {
-    const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = 'recovery-codes.txt';
-    a.click();
-    URL.revokeObjectURL(url);
+    saveFile(new Blob([text], { type: 'text/plain' }), 'recovery-codes.txt');
   };
   return (
     <AuthCard title="Save your recovery codes">

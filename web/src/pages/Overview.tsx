@@ -1,10 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { api, ApiError, unwrap } from '../api/client.ts';
 import { can, useMe } from '../auth/permissions.ts';
 import { ErrorNotice } from '../ui/ErrorNotice.tsx';
 import { Field } from '../ui/Field.tsx';
 import { formatTime } from '../ui/time.ts';
+import { ActionForm } from '../ui/ActionForm.tsx';
 
 /** The first page after sign-in: the clients the caller may see, their environments, and enrolling a host. */
 export function Overview() {
@@ -47,14 +48,7 @@ export function Overview() {
         </ul>
       )}
       {can(me, 'clients:write') && (
-        <form
-          className="card inline"
-          aria-label="New client"
-          onSubmit={(e: FormEvent) => {
-            e.preventDefault();
-            create.mutate();
-          }}
-        >
+        <ActionForm className="card inline" aria-label="New client" onAction={() => create.mutate()}>
           <h3>New client</h3>
           <Field
             label="Client name"
@@ -75,7 +69,7 @@ export function Overview() {
           <button type="submit" disabled={create.isPending}>
             Create the client
           </button>
-        </form>
+        </ActionForm>
       )}
     </>
   );
@@ -114,13 +108,7 @@ function Environments({ clientId }: { clientId: string }) {
         ))}
       </ul>
       {can(me, 'environments:write', clientId) && (
-        <form
-          aria-label="New environment"
-          onSubmit={(ev: FormEvent) => {
-            ev.preventDefault();
-            create.mutate();
-          }}
-        >
+        <ActionForm aria-label="New environment" onAction={() => create.mutate()}>
           <div className="row">
             <Field
               label="Environment name"
@@ -141,7 +129,7 @@ function Environments({ clientId }: { clientId: string }) {
           <button type="submit" className="secondary" disabled={create.isPending}>
             Add the environment
           </button>
-        </form>
+        </ActionForm>
       )}
     </div>
   );

@@ -1,12 +1,13 @@
 import { useMutation } from '@tanstack/react-query';
 import { Link, useNavigate } from '@tanstack/react-router';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { api, ApiError, unwrap } from '../api/client.ts';
 import { session } from '../auth/session.ts';
 import { AuthCard } from '../ui/AuthCard.tsx';
 import { ErrorNotice } from '../ui/ErrorNotice.tsx';
 import { Field } from '../ui/Field.tsx';
 import { queryParam } from '../ui/query-param.ts';
+import { ActionForm } from '../ui/ActionForm.tsx';
 
 /** The password policy (docs/api/identity.md): length only; the API also refuses common and recent passwords. */
 const MIN_LENGTH = 12;
@@ -52,12 +53,7 @@ export function ForgotPassword() {
       {send.isSuccess ? (
         <p role="status">{send.data.data.message}</p>
       ) : (
-        <form
-          onSubmit={(e: FormEvent) => {
-            e.preventDefault();
-            send.mutate();
-          }}
-        >
+        <ActionForm onAction={() => send.mutate()}>
           <Field
             label="E-mail"
             name="email"
@@ -71,7 +67,7 @@ export function ForgotPassword() {
           <button type="submit" disabled={send.isPending}>
             Send the link
           </button>
-        </form>
+        </ActionForm>
       )}
       <p>
         <Link to="/sign-in">Back to sign-in</Link>
@@ -102,18 +98,13 @@ export function ResetPassword() {
           This link has no token. Open the link from the e-mail again, or ask for a new one.
         </div>
       ) : (
-        <form
-          onSubmit={(e: FormEvent) => {
-            e.preventDefault();
-            reset.mutate();
-          }}
-        >
+        <ActionForm onAction={() => reset.mutate()}>
           <NewPassword value={password} onChange={setPassword} error={err.field} />
           <ErrorNotice error={err.rest} />
           <button type="submit" disabled={reset.isPending}>
             Set the password
           </button>
-        </form>
+        </ActionForm>
       )}
     </AuthCard>
   );
@@ -140,19 +131,14 @@ export function AcceptInvite() {
           This link has no token. Open the link from the invitation e-mail again.
         </div>
       ) : (
-        <form
-          onSubmit={(e: FormEvent) => {
-            e.preventDefault();
-            accept.mutate();
-          }}
-        >
+        <ActionForm onAction={() => accept.mutate()}>
           <p>Choose the password for your account. Two-factor authentication comes next.</p>
           <NewPassword value={password} onChange={setPassword} error={err.field} />
           <ErrorNotice error={err.rest} />
           <button type="submit" disabled={accept.isPending}>
             Activate my account
           </button>
-        </form>
+        </ActionForm>
       )}
     </AuthCard>
   );

@@ -1,12 +1,13 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { Link, useNavigate, useSearch } from '@tanstack/react-router';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { api, ApiError, unwrap } from '../api/client.ts';
 import { destinationAfterSignIn } from '../auth/after-sign-in.ts';
 import { session, type BrowserTokens } from '../auth/session.ts';
 import { ErrorNotice } from '../ui/ErrorNotice.tsx';
 import { Field } from '../ui/Field.tsx';
 import { AuthCard } from '../ui/AuthCard.tsx';
+import { ActionForm } from '../ui/ActionForm.tsx';
 
 /** Why an SSO attempt came back without a session (the callback's `?error=`), in words. */
 const SSO_ERRORS: Record<string, string> = {
@@ -51,12 +52,7 @@ export function SignIn() {
   if (mfaToken)
     return (
       <AuthCard title="Two-factor authentication">
-        <form
-          onSubmit={(e: FormEvent) => {
-            e.preventDefault();
-            verify.mutate();
-          }}
-        >
+        <ActionForm onAction={() => verify.mutate()}>
           <Field
             label="Code from your authenticator app, or a recovery code"
             name="code"
@@ -74,7 +70,7 @@ export function SignIn() {
           <button type="button" className="link" onClick={() => setMfaToken(undefined)}>
             Start over
           </button>
-        </form>
+        </ActionForm>
       </AuthCard>
     );
 
@@ -85,12 +81,7 @@ export function SignIn() {
           {SSO_ERRORS[search.sso_error] ?? `Single sign-on failed (${search.sso_error}).`}
         </div>
       )}
-      <form
-        onSubmit={(e: FormEvent) => {
-          e.preventDefault();
-          login.mutate();
-        }}
-      >
+      <ActionForm onAction={() => login.mutate()}>
         <Field
           label="E-mail"
           name="email"
@@ -114,7 +105,7 @@ export function SignIn() {
         <button type="submit" disabled={login.isPending}>
           {login.isPending ? 'Signing in…' : 'Sign in'}
         </button>
-      </form>
+      </ActionForm>
       {config.data?.data.sso_enabled && (
         <p>
           <a className="button secondary" href="/api/v1/auth/sso">

@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
-import { useMemo, useState, type FormEvent } from 'react';
+import { useMemo, useState } from 'react';
 import { api, unwrap } from '../../api/client.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { Field } from '../../ui/Field.tsx';
@@ -9,6 +9,7 @@ import { AgentRevoke, TagsEditor, WatchConfig } from './HostAdmin.tsx';
 import { Inventory } from './Inventory.tsx';
 import { MetricChart, type Mark } from './MetricChart.tsx';
 import { RANGES, type RangeKey } from './series.ts';
+import { ActionForm } from '../../ui/ActionForm.tsx';
 
 const CHARTS = [
   { title: 'CPU', metric: 'cpu_usage_percent', unit: '%' },
@@ -163,14 +164,7 @@ export function Host() {
         Drag across a chart to add a note for that span; the marks open what they stand for.
       </p>
       {draft && (
-        <form
-          className="card inline"
-          aria-label="New note"
-          onSubmit={(e: FormEvent) => {
-            e.preventDefault();
-            create.mutate();
-          }}
-        >
+        <ActionForm className="card inline" aria-label="New note" onAction={() => create.mutate()}>
           <p>
             Note for {formatTime(new Date(draft.start).toISOString())} – {formatTime(new Date(draft.end).toISOString())}
           </p>
@@ -192,7 +186,7 @@ export function Host() {
               Cancel
             </button>
           </div>
-        </form>
+        </ActionForm>
       )}
       {open && (
         <div className="card inline" role="dialog" aria-label={`The ${open.kind}`}>

@@ -1,9 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { api, ApiError, unwrap } from '../../api/client.ts';
 import { can, useMe } from '../../auth/permissions.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { Field } from '../../ui/Field.tsx';
+import { ActionForm } from '../../ui/ActionForm.tsx';
 
 /** The user tags, editable with tags:write (`key=value` per line; the agent's labels are its own). */
 export function TagsEditor({
@@ -52,14 +53,7 @@ export function TagsEditor({
       </button>
     );
   return (
-    <form
-      className="card inline"
-      aria-label="Tags"
-      onSubmit={(e: FormEvent) => {
-        e.preventDefault();
-        save.mutate();
-      }}
-    >
+    <ActionForm className="card inline" aria-label="Tags" onAction={() => save.mutate()}>
       <Field
         label="Tags (key=value, separated by commas)"
         name="tags"
@@ -75,7 +69,7 @@ export function TagsEditor({
           Cancel
         </button>
       </div>
-    </form>
+    </ActionForm>
   );
 }
 

@@ -7,6 +7,7 @@ import { session } from '../../auth/session.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { SavedSearches } from './SavedSearches.tsx';
 import { SearchBar } from './SearchBar.tsx';
+import { saveFile } from '../../ui/save-file.ts';
 
 /** Every host: PQL has no "all", and every host has a hostname. */
 export const ALL_HOSTS = 'host.hostname EXISTS';
@@ -137,12 +138,7 @@ function CsvExport({ q }: { q: string }) {
       setError(new ApiError(res.status, await res.json().catch(() => undefined)));
       return;
     }
-    const url = URL.createObjectURL(await res.blob());
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = 'hosts.csv';
-    a.click();
-    URL.revokeObjectURL(url);
+    saveFile(await res.blob(), 'hosts.csv');
   };
   return (
     <div>

@@ -1,8 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { api, unwrap } from '../../api/client.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { Field } from '../../ui/Field.tsx';
+import { ActionForm } from '../../ui/ActionForm.tsx';
 
 /** The caller's saved searches and the shared ones, each a click away; the current search saved, shared or not. */
 export function SavedSearches({ q, onRun }: { q: string | undefined; onRun: (q: string) => void }) {
@@ -37,14 +38,7 @@ export function SavedSearches({ q, onRun }: { q: string | undefined; onRun: (q: 
       )}
       {q &&
         (open ? (
-          <form
-            className="row"
-            aria-label="Save this search"
-            onSubmit={(e: FormEvent) => {
-              e.preventDefault();
-              save.mutate();
-            }}
-          >
+          <ActionForm className="row" aria-label="Save this search" onAction={() => save.mutate()}>
             <Field
               label="Name of the search"
               name="search-name"
@@ -60,7 +54,7 @@ export function SavedSearches({ q, onRun }: { q: string | undefined; onRun: (q: 
               Save
             </button>
             <ErrorNotice error={save.error} />
-          </form>
+          </ActionForm>
         ) : (
           <button type="button" className="secondary small" onClick={() => setOpen(true)}>
             Save this search
