@@ -81,7 +81,7 @@ module.exports = {
     {
       name: 'web-public-api-only',
       severity: 'error',
-      comment: 'The console knows the API by its generated types (npm run web:api), never by the services\' code.',
+      comment: "The console knows the API by its generated types (npm run web:api), never by the services' code.",
       from: { path: '^web/' },
       to: { pathNot: '^(web/|node_modules/)' },
     },
