@@ -75,9 +75,9 @@ describe('PdfRenderer', () => {
       },
     });
     const results = await Promise.allSettled([
-      r.render(doc('KILL the browser'), 30_000),
-      r.render(doc('Invoice D'), 30_000),
-      r.render(doc('Invoice E'), 30_000),
+      r.render(doc('KILL the browser'), 90_000),
+      r.render(doc('Invoice D'), 90_000),
+      r.render(doc('Invoice E'), 90_000),
     ]);
     expect(results.map((g) => (g.status === 'fulfilled' ? textOf(g.value) : String(g.reason)))).toEqual([
       expect.stringContaining('KILLthebrowser'),
