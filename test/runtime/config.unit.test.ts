@@ -71,3 +71,19 @@ describe('configuration', () => {
     expect(() => selectDomains(['billing'])).toThrow(/unknown domain\(s\) billing/);
   });
 });
+
+describe('SVC_FRONTEND_URL', () => {
+  const base = { SVC_DB_URL: 'postgresql://postgres@127.0.0.1:5432/test' };
+  it("defaults to the console gateway's own address, which serves the web console", () => {
+    expect(loadConfig(base).SVC_FRONTEND_URL).toBe('http://localhost:8080');
+    expect(loadConfig({ ...base, SVC_BACKEND_URL: 'https://console.example.net' }).SVC_FRONTEND_URL).toBe(
+      'https://console.example.net',
+    );
+  });
+  it('keeps one that is set, and refuses one that is no URL', () => {
+    expect(loadConfig({ ...base, SVC_FRONTEND_URL: 'http://localhost:5173' }).SVC_FRONTEND_URL).toBe(
+      'http://localhost:5173',
+    );
+    expect(() => loadConfig({ ...base, SVC_FRONTEND_URL: 'not a url' })).toThrow(/SVC_FRONTEND_URL/);
+  });
+});

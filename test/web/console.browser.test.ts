@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateSync } from 'otplib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { totpCode } from '../support/identity.ts';
 import { consoleProblems, expectAccessible, keepScreenshot, launchBrowser } from '../support/browser.ts';
 import { SmtpPeer } from '../support/smtp-peer.ts';
 import { brokerEnv } from '../support/env.ts';
@@ -31,7 +31,7 @@ let agentDir: string | undefined;
 /** Filled as the pages show them: what later steps sign in with. */
 const recovery: Record<string, string[]> = {};
 
-const totp = (secret: string): string => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) });
+const totp = (secret: string): string => totpCode(secret, { now: Date.now });
 
 beforeAll(async () => {
   smtp = await new SmtpPeer().start();
@@ -106,7 +106,13 @@ describe('the web console in a browser', () => {
       await expectAccessible(page, 'sign-in');
       await keepScreenshot(page, 'sign-in');
 
-      await signIn(page, adminEmail, 'not the admin password');
+      // By keyboard alone: the first field has focus, Tab moves through the form, Enter submits.
+      await page.keyboard.type(adminEmail);
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('not the admin password');
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Sign in');
+      await page.keyboard.press('Enter');
       const alert = page.getByRole('alert');
       await alert.waitFor();
       expect(await alert.textContent()).toMatch(/invalid e-mail or password.*request id/i);
@@ -234,8 +240,9 @@ describe('the web console in a browser', () => {
       await client.getByLabel('Client name').fill(`Web ${tag}`);
       await client.getByLabel('Client slug').fill(`web-${tag}`);
       await client.getByRole('button', { name: 'Create the client' }).click();
-      await page.getByText(`web-${tag}`).click();
-      const env = page.getByRole('form', { name: 'New environment' });
+      const created = page.getByRole('region', { name: 'The client just created' });
+      await created.getByText(`web-${tag}`).waitFor();
+      const env = created.getByRole('form', { name: 'New environment' });
       await env.getByLabel('Environment name').fill('Production');
       await env.getByLabel('Environment slug').fill('prod');
       await env.getByRole('button', { name: 'Add the environment' }).click();

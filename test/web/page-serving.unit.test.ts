@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,5 +89,18 @@ describe('the web console as the console gateway serves it', () => {
       expect([200, 404], url).toContain(res.statusCode);
       if (res.statusCode === 200) expect(res.body, url).toBe(INDEX);
     }
+  });
+
+  it('serves the files of a new build once index.html was replaced, and only then', async () => {
+    writeFileSync(join(root, 'assets', 'app-new999.js'), 'console.log(2)');
+    // Written beside the old build: not a file of the build the gateway serves yet.
+    expect((await app.inject({ method: 'GET', url: '/assets/app-new999.js' })).statusCode).toBe(404);
+    writeFileSync(join(root, 'index.html'), INDEX.replace('app-abc123', 'app-new999'));
+    const later = new Date(Date.now() + 5_000);
+    utimesSync(join(root, 'index.html'), later, later);
+    const res = await app.inject({ method: 'GET', url: '/assets/app-new999.js' });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toBe('console.log(2)');
+    expect((await app.inject({ method: 'GET', url: '/' })).body).toContain('app-new999');
   });
 });

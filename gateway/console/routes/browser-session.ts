@@ -12,7 +12,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import type { Config } from '../../../platform/config.ts';
 import type { GatewayApp } from '../../shared/app.ts';
 import { routeGroup, type GatewayDeps } from '../../shared/bridge.ts';
-import { readCookie } from './sso.ts';
+import { cookieLine, readCookie } from './sso.ts';
 
 /**
  * The web console's sessions (docs/api/identity.md#browser-sessions): the same sign-in subjects as the JSON routes,
@@ -36,12 +36,8 @@ interface CookieOptions {
   maxAgeSeconds: number;
 }
 
-function cookie(name: string, value: string, path: string, httpOnly: boolean, o: CookieOptions): string {
-  const parts = [`${name}=${value}`, `Path=${path}`, `Max-Age=${o.maxAgeSeconds}`, 'SameSite=Strict'];
-  if (httpOnly) parts.push('HttpOnly');
-  if (o.secure) parts.push('Secure');
-  return parts.join('; ');
-}
+const cookie = (name: string, value: string, path: string, httpOnly: boolean, o: CookieOptions): string =>
+  cookieLine(name, value, { path, httpOnly, sameSite: 'Strict', maxAgeSeconds: o.maxAgeSeconds, secure: o.secure });
 
 /** Sets the session's cookies (a fresh CSRF token with each refresh token) and answers without the refresh token. */
 function sendTokens(reply: FastifyReply, tokens: TokenResponse, o: CookieOptions): FastifyReply {

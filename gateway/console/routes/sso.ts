@@ -79,15 +79,29 @@ function redirect(reply: FastifyReply, url: string): FastifyReply {
 }
 
 function setBindingCookie(reply: FastifyReply, value: string, maxAgeSeconds: number, secure: boolean): void {
-  const parts = [
-    `${SSO_BINDING_COOKIE}=${value}`,
-    `Path=${COOKIE_PATH}`,
-    `Max-Age=${maxAgeSeconds}`,
-    'HttpOnly',
-    'SameSite=Lax',
-  ];
-  if (secure) parts.push('Secure');
-  void reply.header('set-cookie', parts.join('; '));
+  void reply.header(
+    'set-cookie',
+    cookieLine(SSO_BINDING_COOKIE, value, {
+      path: COOKIE_PATH,
+      maxAgeSeconds,
+      httpOnly: true,
+      sameSite: 'Lax',
+      secure,
+    }),
+  );
+}
+
+/** One Set-Cookie line (RFC 6265): the gateway's cookies are all set through this. */
+export function cookieLine(
+  name: string,
+  value: string,
+  o: { path: string; maxAgeSeconds: number; httpOnly: boolean; sameSite: 'Lax' | 'Strict'; secure: boolean },
+): string {
+  const parts = [`${name}=${value}`, `Path=${o.path}`, `Max-Age=${o.maxAgeSeconds}`];
+  if (o.httpOnly) parts.push('HttpOnly');
+  parts.push(`SameSite=${o.sameSite}`);
+  if (o.secure) parts.push('Secure');
+  return parts.join('; ');
 }
 
 /** One cookie from the Cookie header (no cookie plugin needed for a single value); over-long values are ignored. */

@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, ApiError, unwrap } from '../api/client.ts';
 import { can, useMe } from '../auth/permissions.ts';
@@ -11,15 +11,23 @@ import { ActionForm } from '../ui/ActionForm.tsx';
 export function Overview() {
   const qc = useQueryClient();
   const me = useMe().data?.data;
-  const clients = useQuery({
+  // Paged as the API pages it: a fleet of many clients shows its first hundred, then more on request.
+  const clients = useInfiniteQuery({
     queryKey: ['clients'],
-    queryFn: () => unwrap(api.GET('/api/v1/clients', { params: { query: { per_page: 100, sort: 'name' } } })),
+    initialPageParam: 1,
+    queryFn: ({ pageParam }) =>
+      unwrap(api.GET('/api/v1/clients', { params: { query: { page: pageParam, per_page: 100, sort: 'name' } } })),
+    getNextPageParam: (last) =>
+      last.meta.page * last.meta.per_page < last.meta.total ? last.meta.page + 1 : undefined,
   });
+  const list = clients.data?.pages.flatMap((p) => p.data) ?? [];
   const [name, setName] = useState('');
   const [slug, setSlug] = useState('');
+  const [justCreated, setJustCreated] = useState<{ id: string; name: string; slug: string } | undefined>();
   const create = useMutation({
     mutationFn: () => unwrap(api.POST('/api/v1/clients', { body: { name, slug } })),
-    onSuccess: async () => {
+    onSuccess: async (created) => {
+      setJustCreated(created.data);
       setName('');
       setSlug('');
       await qc.invalidateQueries({ queryKey: ['clients'] });
@@ -30,23 +38,6 @@ export function Overview() {
     <>
       <h1>Overview</h1>
       <h2>Clients</h2>
-      {clients.isPending && <p aria-live="polite">Loading clients…</p>}
-      {forbidden ? <p>Your role does not include reading clients.</p> : <ErrorNotice error={clients.error} />}
-      {clients.data && clients.data.data.length === 0 && <p>No clients yet.</p>}
-      {clients.data && clients.data.data.length > 0 && (
-        <ul className="list" aria-label="Clients">
-          {clients.data.data.map((c) => (
-            <li key={c.id}>
-              <details>
-                <summary>
-                  <strong>{c.name}</strong> <span className="muted">{c.slug}</span>
-                </summary>
-                <Environments clientId={c.id} />
-              </details>
-            </li>
-          ))}
-        </ul>
-      )}
       {can(me, 'clients:write') && (
         <ActionForm className="card inline" aria-label="New client" onAction={() => create.mutate()}>
           <h3>New client</h3>
@@ -70,6 +61,44 @@ export function Overview() {
             Create the client
           </button>
         </ActionForm>
+      )}
+      {clients.isPending && <p aria-live="polite">Loading clients…</p>}
+      {forbidden ? <p>Your role does not include reading clients.</p> : <ErrorNotice error={clients.error} />}
+      {justCreated && (
+        // Where it sorts may be pages away: the client just made stays here, open, for its first environment.
+        <section className="card inline" aria-label="The client just created">
+          <details open>
+            <summary>
+              <strong>{justCreated.name}</strong> <span className="muted">{justCreated.slug}</span> (created)
+            </summary>
+            <Environments clientId={justCreated.id} />
+          </details>
+        </section>
+      )}
+      {clients.data && list.length === 0 && <p>No clients yet.</p>}
+      {list.length > 0 && (
+        <ul className="list" aria-label="Clients">
+          {list.map((c) => (
+            <li key={c.id}>
+              <details>
+                <summary>
+                  <strong>{c.name}</strong> <span className="muted">{c.slug}</span>
+                </summary>
+                <Environments clientId={c.id} />
+              </details>
+            </li>
+          ))}
+        </ul>
+      )}
+      {clients.hasNextPage && (
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => void clients.fetchNextPage()}
+          disabled={clients.isFetchingNextPage}
+        >
+          Show more clients
+        </button>
       )}
     </>
   );
