@@ -97,6 +97,39 @@ async function secondFactor(page: Page, who: string, landing = 'Overview'): Prom
   await page.getByRole('heading', { name: landing }).waitFor();
 }
 
+/** A call of the console's JSON API. */
+async function call<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  token?: string,
+): Promise<{ status: number; data: T }> {
+  const res = await fetch(`${system!.consoleUrl}${path}`, {
+    method,
+    headers: {
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, data: (text ? (JSON.parse(text) as { data: T }).data : undefined) as T };
+}
+
+/** The admin's access token through the JSON API, passing MFA with one of the recovery codes the page showed. */
+async function adminToken(): Promise<string> {
+  const login = await call<{ mfa_token: string }>('POST', '/api/v1/auth/login', {
+    email: adminEmail,
+    password: adminPassword,
+  });
+  const verify = await call<{ access_token: string }>('POST', '/api/v1/auth/mfa/verify', {
+    mfa_token: login.data.mfa_token,
+    code: recovery.admin!.shift(),
+  });
+  expect(verify.status).toBe(200);
+  return verify.data.access_token;
+}
+
 describe('the web console in a browser', () => {
   it('the first sign-in enrols MFA from the page, the session survives a reload, sign-out ends it', async () => {
     const { context, page, problems } = await freshPage();
@@ -157,23 +190,12 @@ describe('the web console in a browser', () => {
 
   it('an invitation is accepted from its mail: the password policy shown as typed, its errors on the field', async () => {
     // The admin invites through the API (the console's administration pages come later).
-    const login = await fetch(`${system!.consoleUrl}/api/v1/auth/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: adminEmail, password: adminPassword }),
-    });
-    const { mfa_token } = ((await login.json()) as { data: { mfa_token: string } }).data;
-    const verify = await fetch(`${system!.consoleUrl}/api/v1/auth/mfa/verify`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ mfa_token, code: recovery.admin!.shift() }),
-    });
-    const { access_token } = ((await verify.json()) as { data: { access_token: string } }).data;
-    const invite = await fetch(`${system!.consoleUrl}/api/v1/users`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${access_token}` },
-      body: JSON.stringify({ email: inviteeEmail, display_name: 'Web Invitee' }),
-    });
+    const invite = await call(
+      'POST',
+      '/api/v1/users',
+      { email: inviteeEmail, display_name: 'Web Invitee' },
+      await adminToken(),
+    );
     expect(invite.status).toBe(201);
     // The link leads to the console itself: SVC_FRONTEND_URL defaults to its address.
     const link = await smtp.link(inviteeEmail, /http:\/\/localhost:\d+\/accept-invite\?token=[A-Za-z0-9_-]+/);
@@ -336,6 +358,100 @@ describe('the web console in a browser', () => {
       await context.close();
     }
   }, 240_000);
+
+  it('a user with a narrow role sees only its client and its hosts, and no action the role does not allow', async () => {
+    const token = await adminToken();
+    // The tests' database keeps other runs' clients: paged through until this run's own.
+    let mine: { id: string; slug: string } | undefined;
+    for (let page = 1; !mine; page++) {
+      const clients = await call<{ id: string; slug: string }[]>(
+        'GET',
+        `/api/v1/clients?per_page=100&page=${page}`,
+        undefined,
+        token,
+      );
+      expect(clients.data.length, `client web-${tag} not found`).toBeGreaterThan(0);
+      mine = clients.data.find((c) => c.slug === `web-${tag}`);
+    }
+    const other = await call<{ id: string }>(
+      'POST',
+      '/api/v1/clients',
+      { name: `Other ${tag}`, slug: `other-${tag}` },
+      token,
+    );
+    expect(other.status).toBe(201);
+    const role = await call<{ id: string }>(
+      'POST',
+      '/api/v1/roles',
+      {
+        name: `viewer-${tag}`,
+        permissions: ['clients:read', 'environments:read', 'hosts:read', 'search:read', 'metrics:read'],
+      },
+      token,
+    );
+    expect(role.status, JSON.stringify(role.data)).toBe(201);
+    const email = `web-viewer-${tag}@example.com`;
+    const user = await call<{ id: string }>('POST', '/api/v1/users', { email, display_name: 'Web Viewer' }, token);
+    expect(user.status).toBe(201);
+    expect(
+      (
+        await call(
+          'POST',
+          `/api/v1/users/${user.data.id}/clients`,
+          { client_id: mine.id, role_id: role.data.id },
+          token,
+        )
+      ).status,
+    ).toBe(201);
+    // The viewer's account through the API: the invitation accepted, MFA enrolled; the page is what is tested here.
+    const link = await smtp.link(email, /accept-invite\?token=([A-Za-z0-9_-]+)/);
+    const password = `viewer passphrase ${tag}`;
+    const accepted = await call<{ access_token: string }>('POST', '/api/v1/auth/accept-invite', {
+      token: link.split('token=')[1],
+      password,
+    });
+    expect(accepted.status).toBe(200);
+    const setup = await call<{ secret: string; recovery_codes: string[] }>(
+      'POST',
+      '/api/v1/auth/mfa/setup',
+      {},
+      accepted.data.access_token,
+    );
+    expect(
+      (await call('POST', '/api/v1/auth/mfa/confirm', { code: totp(setup.data.secret) }, accepted.data.access_token))
+        .status,
+    ).toBe(200);
+    recovery.viewer = setup.data.recovery_codes;
+
+    const { context, page, problems } = await freshPage();
+    try {
+      await page.goto('/sign-in');
+      await signIn(page, email, password);
+      await secondFactor(page, 'viewer');
+      const list = page.getByRole('list', { name: 'Clients' });
+      await list.getByText(`web-${tag}`).waitFor();
+      expect(await list.getByRole('listitem').count()).toBe(1);
+      expect(await page.getByRole('form', { name: 'New client' }).count()).toBe(0);
+      await list.getByText(`web-${tag}`).click();
+      await page.getByRole('list', { name: 'Environments' }).getByText('prod', { exact: true }).waitFor();
+      expect(await page.getByRole('button', { name: 'Enrol a host' }).count()).toBe(0);
+      expect(await page.getByRole('form', { name: 'New environment' }).count()).toBe(0);
+
+      await page.getByRole('link', { name: 'Hosts' }).click();
+      const rows = page.getByTestId('hosts-scroller').getByRole('row');
+      await rows.first().waitFor();
+      expect(await rows.count()).toBe(1);
+      await page.getByTestId('hosts-scroller').getByRole('link').click();
+      await page.getByRole('heading', { name: 'Charts' }).waitFor();
+      await page.getByRole('heading', { name: 'Inventory' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Edit tags' }).count()).toBe(0);
+      expect(await page.getByRole('button', { name: 'Revoke the agent' }).count()).toBe(0);
+      await expectAccessible(page, 'host, read only');
+      expect(realProblems(problems)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
 
   it('a link without its token says so, and an unknown address is the console’s own not-found page', async () => {
     const { context, page } = await freshPage();
