@@ -331,6 +331,7 @@ describe('the web console in a browser', () => {
         3000,
       );
       await cpu.locator('.u-over').waitFor();
+      await page.getByText(/Drag across a chart to add a note/).waitFor();
       const box = (await cpu.locator('.u-over').boundingBox())!;
       await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
       await page.mouse.down();
@@ -446,6 +447,8 @@ describe('the web console in a browser', () => {
       await page.getByRole('heading', { name: 'Inventory' }).waitFor();
       expect(await page.getByRole('button', { name: 'Edit tags' }).count()).toBe(0);
       expect(await page.getByRole('button', { name: 'Revoke the agent' }).count()).toBe(0);
+      // metrics:read without annotations:write: the charts, but no invitation to drag a note on them.
+      expect(await page.getByText(/Drag across a chart/).count()).toBe(0);
       await expectAccessible(page, 'host, read only');
       expect(realProblems(problems)).toEqual([]);
     } finally {

@@ -1,6 +1,6 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { Link, useNavigate, useSearch } from '@tanstack/react-router';
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { api, ApiError, unwrap } from '../api/client.ts';
 import { destinationAfterSignIn } from '../auth/after-sign-in.ts';
 import { session, type BrowserTokens } from '../auth/session.ts';
@@ -8,6 +8,7 @@ import { ErrorNotice } from '../ui/ErrorNotice.tsx';
 import { Field } from '../ui/Field.tsx';
 import { AuthCard } from '../ui/AuthCard.tsx';
 import { ActionForm } from '../ui/ActionForm.tsx';
+import { markOnce } from '../ui/timing.ts';
 
 /** Why an SSO attempt came back without a session (the callback's `?error=`), in words. */
 const SSO_ERRORS: Record<string, string> = {
@@ -28,6 +29,7 @@ export function SignIn() {
   const [mfaToken, setMfaToken] = useState<string | undefined>(search.mfa_token);
   const [code, setCode] = useState('');
   const config = useQuery({ queryKey: ['auth-config'], queryFn: () => unwrap(api.GET('/api/v1/auth/config')) });
+  useEffect(() => markOnce('console:sign-in-ready'), []);
 
   const signedIn = async (tokens: BrowserTokens): Promise<void> => {
     session.accept(tokens);

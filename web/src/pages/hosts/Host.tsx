@@ -10,6 +10,7 @@ import { Inventory } from './Inventory.tsx';
 import { MetricChart, type Mark } from './MetricChart.tsx';
 import { RANGES, type RangeKey } from './series.ts';
 import { ActionForm } from '../../ui/ActionForm.tsx';
+import { can, useMe } from '../../auth/permissions.ts';
 
 const CHARTS = [
   { title: 'CPU', metric: 'cpu_usage_percent', unit: '%' },
@@ -31,11 +32,21 @@ export function Host() {
     queryKey: ['host', hostId],
     queryFn: () => unwrap(api.GET('/api/v1/hosts/{id}', { params: { path: { id: hostId } } })),
   });
+  const me = useMe();
+  const clientId = host.data?.data.client_id;
+  // What the role lets the user see here: charts, notes and markers need metrics:read; the timeline shows the kinds
+  // of event the user may read (deploys and file changes, agent status, alerts) and is left out when none.
+  const allowed = (permission: string): boolean => clientId !== undefined && can(me.data?.data, permission, clientId);
+  const seesCharts = allowed('metrics:read');
+  const seesTimeline = ['changes:read', 'hosts:read', 'alerts:read'].some(allowed);
+  const writesNotes = allowed('annotations:write');
   const notes = useQuery({
+    enabled: seesCharts,
     queryKey: ['notes', hostId, iso.start, iso.end],
     queryFn: () => unwrap(api.GET('/api/v1/annotations', { params: { query: { host_id: hostId, ...iso } } })),
   });
   const markers = useQuery({
+    enabled: seesCharts,
     queryKey: ['markers', hostId, iso.start, iso.end],
     queryFn: () =>
       unwrap(
@@ -46,6 +57,7 @@ export function Host() {
       ),
   });
   const timeline = useQuery({
+    enabled: seesTimeline,
     queryKey: ['timeline', hostId, iso.start, iso.end],
     queryFn: () => unwrap(api.GET('/api/v1/events/timeline', { params: { query: { host_id: hostId, ...iso } } })),
   });
@@ -141,99 +153,109 @@ export function Host() {
           <AgentRevoke agentId={h.agent_id} clientId={h.client_id} hostId={hostId} />
         </>
       )}
-      <div className="row spread">
-        <h2>Charts</h2>
-        <div className="row" role="group" aria-label="Range">
-          {(Object.keys(RANGES) as RangeKey[]).map((k) => (
-            <button
-              key={k}
-              type="button"
-              className={k === rangeKey ? '' : 'secondary'}
-              aria-pressed={k === rangeKey}
-              onClick={() => {
-                setRangeKey(k);
-                setNow(Date.now());
-              }}
-            >
-              {k}
-            </button>
-          ))}
-        </div>
-      </div>
-      <p className="muted small">
-        Drag across a chart to add a note for that span; the marks open what they stand for.
-      </p>
-      {draft && (
-        <ActionForm className="card inline" aria-label="New note" onAction={() => create.mutate()}>
-          <p>
-            Note for {formatTime(new Date(draft.start).toISOString())} – {formatTime(new Date(draft.end).toISOString())}
-          </p>
-          <Field
-            label="Note"
-            name="note"
-            required
-            maxLength={500}
-            value={text}
-            onChange={(e) => setText(e.target.value)}
-            autoFocus
-          />
-          <ErrorNotice error={create.error} />
-          <div className="row">
-            <button type="submit" disabled={create.isPending}>
-              Add the note
-            </button>
-            <button type="button" className="secondary" onClick={() => setDraft(undefined)}>
-              Cancel
-            </button>
+      {seesCharts && (
+        <>
+          <div className="row spread">
+            <h2>Charts</h2>
+            <div className="row" role="group" aria-label="Range">
+              {(Object.keys(RANGES) as RangeKey[]).map((k) => (
+                <button
+                  key={k}
+                  type="button"
+                  className={k === rangeKey ? '' : 'secondary'}
+                  aria-pressed={k === rangeKey}
+                  onClick={() => {
+                    setRangeKey(k);
+                    setNow(Date.now());
+                  }}
+                >
+                  {k}
+                </button>
+              ))}
+            </div>
           </div>
-        </ActionForm>
-      )}
-      {open && (
-        <div className="card inline" role="dialog" aria-label={`The ${open.kind}`}>
-          <p>
-            <strong>{open.kind}</strong> {formatTime(new Date(open.start).toISOString())}
-            {open.end !== undefined && ` – ${formatTime(new Date(open.end).toISOString())}`}
+          <p className="muted small">
+            {writesNotes && 'Drag across a chart to add a note for that span; '}
+            {writesNotes ? 'the marks' : 'The marks'} open what they stand for.
           </p>
-          <p>{open.label}</p>
-          <button type="button" className="secondary" onClick={() => setOpen(undefined)}>
-            Close
-          </button>
-        </div>
+          {draft && (
+            <ActionForm className="card inline" aria-label="New note" onAction={() => create.mutate()}>
+              <p>
+                Note for {formatTime(new Date(draft.start).toISOString())} –{' '}
+                {formatTime(new Date(draft.end).toISOString())}
+              </p>
+              <Field
+                label="Note"
+                name="note"
+                required
+                maxLength={500}
+                value={text}
+                onChange={(e) => setText(e.target.value)}
+                autoFocus
+              />
+              <ErrorNotice error={create.error} />
+              <div className="row">
+                <button type="submit" disabled={create.isPending}>
+                  Add the note
+                </button>
+                <button type="button" className="secondary" onClick={() => setDraft(undefined)}>
+                  Cancel
+                </button>
+              </div>
+            </ActionForm>
+          )}
+          {open && (
+            <div className="card inline" role="dialog" aria-label={`The ${open.kind}`}>
+              <p>
+                <strong>{open.kind}</strong> {formatTime(new Date(open.start).toISOString())}
+                {open.end !== undefined && ` – ${formatTime(new Date(open.end).toISOString())}`}
+              </p>
+              <p>{open.label}</p>
+              <button type="button" className="secondary" onClick={() => setOpen(undefined)}>
+                Close
+              </button>
+            </div>
+          )}
+        </>
       )}
       <div className="host-body">
-        <div className="charts">
-          {CHARTS.map((c) => (
-            <MetricChart
-              key={c.metric}
-              hostId={hostId}
-              range={range}
-              marks={marks}
-              onSelect={setDraft}
-              onOpen={setOpen}
-              {...c}
-            />
-          ))}
-        </div>
-        <aside aria-labelledby="timeline-title" className="timeline">
-          <h2 id="timeline-title">Timeline</h2>
-          <ErrorNotice error={timeline.error ?? notes.error} />
-          <ol data-testid="timeline">
-            {[
-              ...(timeline.data?.data ?? []).map((e) => ({ at: e.timestamp, title: e.title, kind: e.event_type })),
-              ...(notes.data?.data ?? []).map((n) => ({ at: n.timestamp, title: n.text, kind: 'note' })),
-            ]
-              .sort((a, b) => Date.parse(b.at) - Date.parse(a.at))
-              .map((e, i) => (
-                <li key={`${e.at}-${i}`}>
-                  <span className="muted small">{formatTime(e.at)}</span> <span className="badge">{e.kind}</span>{' '}
-                  {e.title}
-                </li>
-              ))}
-          </ol>
-          {timeline.data && timeline.data.data.length === 0 && (notes.data?.data.length ?? 0) === 0 && (
-            <p className="muted">Nothing happened in this range.</p>
-          )}
-        </aside>
+        {seesCharts && (
+          <div className="charts">
+            {CHARTS.map((c) => (
+              <MetricChart
+                key={c.metric}
+                hostId={hostId}
+                range={range}
+                marks={marks}
+                {...(writesNotes ? { onSelect: setDraft } : {})}
+                onOpen={setOpen}
+                {...c}
+              />
+            ))}
+          </div>
+        )}
+        {seesTimeline && (
+          <aside aria-labelledby="timeline-title" className="timeline">
+            <h2 id="timeline-title">Timeline</h2>
+            <ErrorNotice error={timeline.error ?? notes.error} />
+            <ol data-testid="timeline">
+              {[
+                ...(timeline.data?.data ?? []).map((e) => ({ at: e.timestamp, title: e.title, kind: e.event_type })),
+                ...(notes.data?.data ?? []).map((n) => ({ at: n.timestamp, title: n.text, kind: 'note' })),
+              ]
+                .sort((a, b) => Date.parse(b.at) - Date.parse(a.at))
+                .map((e, i) => (
+                  <li key={`${e.at}-${i}`}>
+                    <span className="muted small">{formatTime(e.at)}</span> <span className="badge">{e.kind}</span>{' '}
+                    {e.title}
+                  </li>
+                ))}
+            </ol>
+            {timeline.data && timeline.data.data.length === 0 && (notes.data?.data.length ?? 0) === 0 && (
+              <p className="muted">Nothing happened in this range.</p>
+            )}
+          </aside>
+        )}
       </div>
       <Inventory hostId={hostId} />
       <WatchConfig hostId={hostId} />

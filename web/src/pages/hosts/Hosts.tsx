@@ -8,6 +8,7 @@ import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { SavedSearches } from './SavedSearches.tsx';
 import { SearchBar } from './SearchBar.tsx';
 import { saveFile } from '../../ui/save-file.ts';
+import { markOnce } from '../../ui/timing.ts';
 
 /** Every host: PQL has no "all", and every host has a hostname. */
 export const ALL_HOSTS = 'host.hostname EXISTS';
@@ -37,6 +38,10 @@ export function Hosts() {
     overscan: 10,
   });
   const items = virtual.getVirtualItems();
+  const shown = items.length > 0;
+  useEffect(() => {
+    if (shown) markOnce('console:hosts-rows');
+  }, [shown]);
   const last = items[items.length - 1];
   useEffect(() => {
     if (last && last.index >= rows.length - 20 && hosts.hasNextPage && !hosts.isFetchingNextPage)

@@ -5,6 +5,7 @@ import 'uplot/dist/uPlot.min.css';
 import { api, unwrap } from '../../api/client.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { formatTime } from '../../ui/time.ts';
+import { markOnce } from '../../ui/timing.ts';
 import { toSeries } from './series.ts';
 
 /** Something drawn on every chart of a range: a note (a point or a span), an alert's window, a deploy. */
@@ -26,7 +27,8 @@ export interface ChartProps {
   labelled?: boolean;
   range: { start: number; end: number };
   marks: Mark[];
-  onSelect: (span: { start: number; end: number }) => void;
+  /** Where a span dragged across the chart goes; without it (the user may not write notes) dragging does nothing. */
+  onSelect?: (span: { start: number; end: number }) => void;
   onOpen: (mark: Mark) => void;
 }
 
@@ -88,10 +90,15 @@ export function MetricChart(p: ChartProps) {
         cursor: { drag: { x: true, y: false, setScale: false } },
         legend: { show: false },
         hooks: {
-          draw: [(uu) => drawMarks(uu, marks.current)],
+          draw: [
+            (uu) => {
+              drawMarks(uu, marks.current);
+              markOnce(`console:chart:${p.metric}:${p.range.end - p.range.start}`, { points: data[0].length });
+            },
+          ],
           setSelect: [
             (uu) => {
-              if (uu.select.width < 4) return;
+              if (uu.select.width < 4 || !handlers.current.onSelect) return;
               const a = uu.posToVal(uu.select.left, 'x') * 1000;
               const b = uu.posToVal(uu.select.left + uu.select.width, 'x') * 1000;
               handlers.current.onSelect({ start: Math.round(a), end: Math.round(b) });
