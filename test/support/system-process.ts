@@ -54,8 +54,13 @@ export interface SystemProcess {
  * The whole system as `npm start` runs it (main.ts in a process of its own, on real ports of its own), on this run's
  * test stores and broker, once both gateways answer /readyz. `env` adds to or replaces its settings.
  */
-export async function startSystemProcess(tag: string, env: Record<string, string> = {}): Promise<SystemProcess> {
-  const [consolePort, invoicingPort] = [await freePort(), await freePort()];
+export async function startSystemProcess(
+  tag: string,
+  env: Record<string, string> = {},
+  /** A console port chosen ahead, when a peer must know the console's address before it starts (an SSO redirect). */
+  opts: { consolePort?: number } = {},
+): Promise<SystemProcess> {
+  const [consolePort, invoicingPort] = [opts.consolePort ?? (await freePort()), await freePort()];
   const consoleUrl = `http://localhost:${consolePort}`;
   const invoicingUrl = `http://localhost:${invoicingPort}`;
   const analyticsPath = `${resolve(process.env.SVC_ANALYTICS_PATH ?? './data/analytics-test')}-${tag}`;

@@ -6,9 +6,10 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totpCode } from '../support/identity.ts';
 import { consoleProblems, expectAccessible, keepScreenshot, launchBrowser } from '../support/browser.ts';
+import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.ts';
 import { SmtpPeer } from '../support/smtp-peer.ts';
 import { brokerEnv } from '../support/env.ts';
-import { waitFor } from '../support/processes.ts';
+import { freePort, waitFor } from '../support/processes.ts';
 import { endGroup, spawnGroup, startSystemProcess, type Child, type SystemProcess } from '../support/system-process.ts';
 
 /**
@@ -23,7 +24,10 @@ const adminPassword = `Web-${randomBytes(12).toString('hex')}`;
 const inviteeEmail = `web-user-${tag}@example.com`;
 const inviteePassword = `invited passphrase ${tag}`;
 
+const ssoDomain = `sso-${tag}.test`;
+
 let smtp: SmtpPeer;
+let oidc: TestOidcProvider;
 let system: SystemProcess | undefined;
 let browser: Browser;
 let agent: Child | undefined;
@@ -35,12 +39,27 @@ const totp = (secret: string): string => totpCode(secret, { now: Date.now });
 
 beforeAll(async () => {
   smtp = await new SmtpPeer().start();
-  system = await startSystemProcess(`web-${tag}`, {
-    SVC_ADMIN_EMAIL: adminEmail,
-    SVC_ADMIN_PASSWORD: adminPassword,
-    SVC_SMTP_HOST: '127.0.0.1',
-    SVC_SMTP_PORT: String(smtp.port),
+  // The provider must know the console's callback before the console starts, so the port is chosen first.
+  const consolePort = await freePort();
+  oidc = await startOidcProvider({
+    clientId: `web-${tag}`,
+    clientSecret: `web-sso-secret-${tag}-0123456789`,
+    redirectUri: `http://localhost:${consolePort}/api/v1/auth/sso/callback`,
   });
+  system = await startSystemProcess(
+    `web-${tag}`,
+    {
+      SVC_ADMIN_EMAIL: adminEmail,
+      SVC_ADMIN_PASSWORD: adminPassword,
+      SVC_SMTP_HOST: '127.0.0.1',
+      SVC_SMTP_PORT: String(smtp.port),
+      SVC_SSO_CLIENT_ID: oidc.clientId,
+      SVC_SSO_CLIENT_SECRET: oidc.clientSecret,
+      SVC_SSO_ISSUER_URL: oidc.issuer,
+      SVC_SSO_ALLOWED_DOMAIN: ssoDomain,
+    },
+    { consolePort },
+  );
   browser = await launchBrowser();
 }, 180_000);
 
@@ -51,6 +70,7 @@ afterAll(async () => {
   await endGroup(system?.child, 30_000);
   if (system) rmSync(system.analyticsPath, { recursive: true, force: true });
   await smtp?.stop();
+  await oidc?.close();
 }, 60_000);
 
 /** A browser profile of its own (cookies included) and a page that collects what its console reports. */
@@ -246,6 +266,34 @@ describe('the web console in a browser', () => {
 
       await signIn(page, inviteeEmail, next);
       await secondFactor(page, 'invitee');
+      expect(realProblems(problems)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
+
+  it('single sign-on from the sign-in page: a refusal at the provider is worded, a first sign-in enrols MFA, the next asks for a code', async () => {
+    const account = { sub: `sub-${tag}`, email: `web-sso-${tag}@${ssoDomain}`, email_verified: true, hd: ssoDomain };
+    const { context, page, problems } = await freshPage();
+    try {
+      await page.goto('/sign-in');
+      const sso = page.getByRole('link', { name: 'Sign in with single sign-on' });
+      // First, while the provider holds no session for this browser (later it signs in without asking).
+      oidc.failNextWith('access_denied');
+      await sso.click();
+      await page.getByRole('alert').getByText('The identity provider did not allow the sign-in.').waitFor();
+      expect(new URL(page.url()).pathname).toBe('/sign-in');
+      await expectAccessible(page, 'sign-in, SSO refused');
+
+      // The provider's consent is given at once; the browser goes there and back through real redirects.
+      oidc.signInAs(account);
+      await sso.click();
+      await enrolMfa(page, 'sso');
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+
+      await sso.click();
+      await secondFactor(page, 'sso');
       expect(realProblems(problems)).toEqual([]);
     } finally {
       await context.close();
