@@ -13,6 +13,7 @@ import type { MemoryFigures } from './memory.ts';
 import type { ChartFigures, MetricsFigures } from './metrics.ts';
 import type { RuntimeFigures } from './runtime.ts';
 import type { SearchFigures } from './search.ts';
+import type { Timing, WebFigures } from './web.ts';
 import { fmt, pct, type PathFigures, type Spread } from './stats.ts';
 
 interface Stamped {
@@ -66,6 +67,7 @@ interface Latest {
   servicedesk?: Stamped & ServiceDeskFigures;
   agent?: Stamped & AgentFigures;
   memory?: Stamped & MemoryFigures;
+  web?: Stamped & WebFigures;
 }
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
@@ -539,6 +541,38 @@ if (latest.memory) {
       run,
     ]);
   });
+}
+if (latest.web) {
+  const w = latest.web;
+  const run = `${w.at.slice(0, 16).replace('T', ' ')} UTC, headless Chromium`;
+  const ms = (t: Timing): string =>
+    `**p50 ${t.p50.toFixed(1)} ms**, p95 ${t.p95.toFixed(1)} (${t.min.toFixed(1)}–${t.max.toFixed(1)}, ${t.samples} loads)`;
+  rows.push([
+    "web console: the first page's JavaScript, gzip",
+    `**${w.firstPageJsGzipKb.toFixed(1)} kB**`,
+    '≤ 200 kB',
+    run,
+  ]);
+  rows.push(['web console: the sign-in page interactive after navigation (cold)', ms(w.signInInteractive), '', run]);
+  rows.push([
+    `web console: the hosts table over ${w.hosts.toLocaleString('en-US')} hosts, first rows after the search's response`,
+    ms(w.hostsFirstRows),
+    '≤ 300 ms',
+    run,
+  ]);
+  rows.push([
+    'web console: the hosts table scrolled 40 px a frame for 3 s, frame interval',
+    `**p50 ${w.scroll.p50.toFixed(1)} ms**, p99 ${w.scroll.p99.toFixed(1)}, max ${w.scroll.max.toFixed(1)}; ${w.scroll.dropped} of ${w.scroll.frames} frames over 1.5 × p50`,
+    'no dropped frames',
+    run,
+  ]);
+  rows.push([
+    `web console: a host's four charts over 24 h (${w.chart24h.points} hourly buckets, the finest the chart route gives), the slowest from its response to drawn`,
+    ms(w.chart24h),
+    '≤ 100 ms',
+    run,
+  ]);
+  rows.push([`web console: the same over 6 h (${w.chart6h.points} one-minute buckets)`, ms(w.chart6h), '', run]);
 }
 const table = [TABLE_HEADER, '|---|---|---|---|', ...rows.map((r) => `| ${r.join(' | ')} |`)];
 console.log(table.join('\n'));

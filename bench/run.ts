@@ -1,5 +1,5 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
-// rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events, agent, memory (all by default). Not a test: nothing here fails a build.
+// rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events, agent, memory, web (all by default). Not a test: nothing here fails a build.
 import { allEntities } from '../actors/index.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -25,6 +25,7 @@ import { invoiceBench } from './invoice.ts';
 import { metricsBench } from './metrics.ts';
 import { runtimeBench } from './runtime.ts';
 import { searchBench } from './search.ts';
+import { webBench } from './web.ts';
 import { servicedeskBench } from './servicedesk.ts';
 import { load, type LoadResult } from './load.ts';
 import { figures, fmt, pathTable, pct, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
@@ -110,16 +111,17 @@ const systemCpu = (): (() => Record<string, number>) =>
   ]);
 
 /** A super admin with MFA enrolled, 60 clients to list, and a token for it. */
-async function seed(): Promise<{ token: string; userId: string; email: string; password: string }> {
+async function seed(): Promise<{ token: string; userId: string; email: string; password: string; mfaSecret: string }> {
   const orm = await stores.orm();
   const conn = orm.em.fork().getConnection();
   const userId = randomUUID();
   const email = `bench-${userId.slice(0, 8)}@example.com`;
   const password = 'bench password 0123456789';
   const box = new SecretBox(config.SVC_MFA_ENCRYPTION_KEY!);
+  const mfaSecret = generateSecret();
   await conn.execute(
     `INSERT INTO users (id, email, display_name, status, is_super_admin, password_hash, mfa_enabled, mfa_secret_enc) VALUES (?, ?, 'Bench', 'active', true, ?, true, ?)`,
-    [userId, email, await argon2.hash(password, { type: argon2.argon2id }), box.seal(generateSecret())],
+    [userId, email, await argon2.hash(password, { type: argon2.argon2id }), box.seal(mfaSecret)],
   );
   const existing = await conn.execute<{ n: string }[]>(
     `SELECT count(*)::text AS n FROM clients WHERE slug LIKE 'bench-%'`,
@@ -136,7 +138,7 @@ async function seed(): Promise<{ token: string; userId: string; email: string; p
     [sessionId, userId],
   );
   const token = await new AccessTokens(config.SVC_JWT_SECRET!, 3600).sign({ sub: userId, sid: sessionId, email });
-  return { token, userId, email, password };
+  return { token, userId, email, password, mfaSecret };
 }
 
 /**
@@ -578,6 +580,11 @@ const search = async (token: string): Promise<Record<string, unknown>> => ({
   ...(await searchBench({ config, stores, token, ensureSystem: single, gatewayPort: GATEWAY_PORT, systemCpu })),
 });
 
+/** The web console in headless Chromium: its first page, the hosts table, a host's charts (bench/web.ts). */
+const web = async (): Promise<Record<string, unknown>> => ({
+  ...(await webBench({ config, stores, ensureSystem: single, gatewayPort: GATEWAY_PORT, user: benchUser! })),
+});
+
 /** Metrics: ingest through agents and JetStream vs a raw import, host charts via the gateway vs straight (bench/metrics.ts). */
 async function metrics(token: string): Promise<Record<string, unknown>> {
   return { ...(await metricsBench({ config, stores, token, log, rounds: ROUNDS, start: startChild, env })) };
@@ -653,11 +660,13 @@ const PARTS = {
   events,
   agent,
   memory,
+  web,
 } as const;
 type Part = keyof typeof PARTS;
 const results: Record<string, unknown> = {};
 let previous: Record<string, unknown> = {};
 let benchToken = '';
+let benchUser: Awaited<ReturnType<typeof seed>> | undefined;
 
 const env = {
   SVC_SERVER_PORT: String(GATEWAY_PORT),
@@ -815,7 +824,7 @@ async function flushWrites(): Promise<void> {
 }
 
 /** The parts that use the systems `single`, `split` and `direct` (the others start their own). */
-const SHARED_USERS = new Set<string>(['hop', 'login', 'me', 'resolve', 'search']);
+const SHARED_USERS = new Set<string>(['hop', 'login', 'me', 'resolve', 'search', 'web']);
 
 async function main(): Promise<void> {
   const asked = process.argv.slice(2).filter((a) => a !== '--');
@@ -833,6 +842,7 @@ async function main(): Promise<void> {
   }
   const user = await seed();
   benchToken = user.token;
+  benchUser = user;
   for (const part of parts) {
     // The systems the hop part starts stay up for the parts that use them, and only for those. Their fleet actors
     // consume every agent's telemetry (agent subjects are not namespaced): the split one under durables of its own,
@@ -860,7 +870,7 @@ async function main(): Promise<void> {
                     ? resolve(user.userId)
                     : part === 'search'
                       ? search(user.token)
-                      : PARTS[part as 'login' | 'signing' | 'runtime' | 'agent' | 'memory']());
+                      : PARTS[part as 'login' | 'signing' | 'runtime' | 'agent' | 'memory' | 'web']());
     await stopPartChildren(startedBefore);
     // Written after every part, so a run stopped halfway keeps what it measured.
     saveFigures(part);

@@ -379,6 +379,15 @@ describe('the web console in a browser', () => {
         3000,
       );
       await cpu.locator('.u-over').waitFor();
+      // The agent labels network counters by interface: the chart shows one of them, not an empty label set.
+      await expect
+        .poll(
+          async () => Number(await page.getByTestId('chart-network_receive_bytes_total').getAttribute('data-points')),
+          {
+            timeout: 30_000,
+          },
+        )
+        .toBeGreaterThan(0);
       await page.getByText(/Drag across a chart to add a note/).waitFor();
       const box = (await cpu.locator('.u-over').boundingBox())!;
       await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);

@@ -16,7 +16,7 @@ const CHARTS = [
   { title: 'CPU', metric: 'cpu_usage_percent', unit: '%' },
   { title: 'Memory', metric: 'memory_usage_percent', unit: '%' },
   { title: 'Disk', metric: 'filesystem_usage_percent', unit: '%', labelled: true },
-  { title: 'Network in', metric: 'network_receive_bytes_total', unit: 'B/s', counter: true },
+  { title: 'Network in', metric: 'network_receive_bytes_total', unit: 'B/s', counter: true, labelled: true },
 ] as const;
 
 /** A host: its facts, labels and agent, its charts over a chosen range with notes and markers, and its timeline. */

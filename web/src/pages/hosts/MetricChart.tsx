@@ -6,7 +6,7 @@ import { api, unwrap } from '../../api/client.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { formatTime } from '../../ui/time.ts';
 import { markOnce } from '../../ui/timing.ts';
-import { toSeries } from './series.ts';
+import { preferredSeries, toSeries } from './series.ts';
 
 /** Something drawn on every chart of a range: a note (a point or a span), an alert's window, a deploy. */
 export interface Mark {
@@ -23,7 +23,7 @@ export interface ChartProps {
   metric: string;
   unit: string;
   counter?: boolean;
-  /** The series of a labelled metric (filesystem usage by mount): its first one when not given. */
+  /** A labelled metric (filesystem usage by mount, network by interface): one of its series, see preferredSeries. */
   labelled?: boolean;
   range: { start: number; end: number };
   marks: Mark[];
@@ -48,7 +48,7 @@ export function MetricChart(p: ChartProps) {
         }),
       ),
   });
-  const labelsKey = p.labelled ? series.data?.data[0] : '';
+  const labelsKey = p.labelled ? preferredSeries(series.data?.data) : '';
   const points = useQuery({
     queryKey: ['metric', p.hostId, p.metric, labelsKey, start, end],
     enabled: labelsKey !== undefined,

@@ -20,3 +20,9 @@ export function toSeries(buckets: Bucket[], counter: boolean): [number[], (numbe
 /** The chart ranges offered, and the window each covers. */
 export const RANGES = { '1h': 3_600_000, '6h': 21_600_000, '24h': 86_400_000, '7d': 604_800_000 } as const;
 export type RangeKey = keyof typeof RANGES;
+
+/** The series a labelled chart shows: the first one, but a real network interface before loopback. */
+export function preferredSeries(keys: readonly string[] | undefined): string | undefined {
+  if (!keys) return undefined;
+  return keys.find((k) => !/(^|,)interface=lo(,|$)/.test(k)) ?? keys[0];
+}
