@@ -1,6 +1,7 @@
 import { accessSubjects } from './domains/access.ts';
 import { eventsSubjects } from './domains/events.ts';
 import { eventsChartSubjects } from './domains/events-charts.ts';
+import { notificationSubjects } from './domains/events-notifications.ts';
 import { fleetSubjects } from './domains/fleet.ts';
 import { fleetAgentSubjects } from './domains/fleet-agents.ts';
 import { fleetInventorySubjects } from './domains/fleet-inventory.ts';
@@ -40,6 +41,7 @@ export const catalogue = {
   ...servicedeskProxySubjects,
   ...eventsSubjects,
   ...eventsChartSubjects,
+  ...notificationSubjects,
 } as const;
 
 export type SystemCatalogue = typeof catalogue;

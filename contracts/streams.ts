@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AlertGroupChanged, DeliveryJob, DeployRecorded, PageJob, ReceiverChanged } from './domains/events-records.ts';
+import { NotifyCheckJob, NotifyJob } from './domains/events-notifications.ts';
 import { AgentStatusChanged, FileChanged } from './domains/fleet-agents.ts';
 import { AccountingSyncJob } from './domains/invoice-accounting.ts';
 import { AnalyticsBatch } from './domains/invoice-ingest.ts';
@@ -240,6 +241,16 @@ const eventsWork = defineWork({
   'svc.work.events.page': {
     payload: PageJob,
     summary: "Call an alert group's on-call number through the voice provider (bounded attempts).",
+  },
+  'svc.work.events.notify': {
+    payload: NotifyJob,
+    summary:
+      'Send one notification delivery to its channel: retried with exponential backoff on timeouts, 429 (Retry-After) and 5xx, dead-lettered on other 4xx or when attempts run out.',
+  },
+  'svc.work.events.notify_check': {
+    payload: NotifyCheckJob,
+    summary:
+      "A delayed look at a notification: an agent still offline after its rule's minutes, the next escalation step when nobody acknowledged, a maintenance window's end.",
   },
 });
 

@@ -194,6 +194,15 @@ export const ConfigSchema = z.object({
   // an unanswered page is called again this many times in all, this long apart
   SVC_TWILIO_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
   SVC_TWILIO_RETRY_DELAY_SECONDS: z.coerce.number().int().min(0).max(3600).default(120),
+  // notifications (docs/api/notifications.md → Delivery): webhook and chat targets must be https and public unless
+  // these allow plain http or loopback and private addresses (tests, an internal receiver)
+  SVC_NOTIFY_ALLOW_HTTP: bool.default(false),
+  SVC_NOTIFY_ALLOW_PRIVATE: bool.default(false),
+  SVC_NOTIFY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  // attempts of one delivery, and the backoff between them (doubling from the base, capped)
+  SVC_NOTIFY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(8),
+  SVC_NOTIFY_RETRY_BASE_MS: z.coerce.number().int().min(10).max(600_000).default(2_000),
+  SVC_NOTIFY_RETRY_CAP_MS: z.coerce.number().int().min(10).max(3_600_000).default(600_000),
 });
 export type Config = Omit<z.infer<typeof ConfigSchema>, 'SVC_FRONTEND_URL'> & { SVC_FRONTEND_URL: string };
 

@@ -4,6 +4,7 @@ import type { ConsumerHandle } from '../../platform/jetstream.ts';
 import { eventsSecretBox } from './secret-box.ts';
 import { markerHandlers } from './charts/markers.ts';
 import { noteHandlers } from './charts/notes.ts';
+import { notificationHandlers, startNotifications } from './notifications/index.ts';
 import type { EventsDeps } from './deps.ts';
 import { FleetDirectory } from './fleet-directory.ts';
 import { startDeliveryConsumer } from './records/deliveries.ts';
@@ -17,7 +18,8 @@ import { startPager } from './voice/pager.ts';
 
 /**
  * Events: receivers of external events (code hosts, a delivery tool, an alert router) and the deploys and alert groups
- * they record, paging by phone, the event timeline, notes on charts and chart markers. Knows the fleet only through
+ * they record, paging by phone, the event timeline, notes on charts and chart markers, and notifications on the
+ * channels people use. Knows the fleet only through
  * its lookup subjects and its events.
  */
 export const eventsDomain: DomainModule = {
@@ -47,9 +49,11 @@ export const eventsDomain: DomainModule = {
       await domain.host.serve('events', 'events-voice', voiceHandlers(deps));
       await domain.host.serve('events', 'events-timeline', timelineHandlers(deps));
       await domain.host.serve('events', 'events-charts', { ...noteHandlers(deps), ...markerHandlers(deps) });
+      await domain.host.serve('events', 'events-notifications', notificationHandlers(deps));
       consumers.push(await startDeliveryConsumer(deps));
       consumers.push(await startPager(deps));
       consumers.push(...(await startTimelineIngest(deps)));
+      consumers.push(...(await startNotifications(deps)));
     } catch (err) {
       await Promise.all(consumers.map((c) => c.stop()));
       receivers.stop();

@@ -38,6 +38,7 @@ const registry: Record<string, readonly string[]> = {
   terminal_sessions: ['read', 'write'],
   telegram_ops: ['write'],
   annotations: ['write'],
+  notifications: actions.rw,
   // Invoicing (docs/api/invoicing.md#permission-model): read, prepare and edit, and move invoices through review.
   invoices: ['read', 'write', 'review'],
 };

@@ -17,7 +17,7 @@ const ms = (t: string): number => Date.parse(t);
 // Timeline
 
 export const TIMELINE_MAX_LIMIT = 1000;
-export const TimelineEventType = z.enum(['deploy', 'file_change', 'agent_status', 'alert']);
+export const TimelineEventType = z.enum(['deploy', 'file_change', 'agent_status', 'alert', 'notification']);
 export type TimelineEventType = z.infer<typeof TimelineEventType>;
 
 export const TimelineEvent = z.object({

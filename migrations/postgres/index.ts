@@ -14,6 +14,7 @@ import { Migration0013_package_statistics } from './Migration0013_package_statis
 import { Migration0014_service_desk_search } from './Migration0014_service_desk_search.ts';
 import { Migration0015_host_heartbeat_hot } from './Migration0015_host_heartbeat_hot.ts';
 import { Migration0016_audit_log_clients } from './Migration0016_audit_log_clients.ts';
+import { Migration0017_notifications } from './Migration0017_notifications.ts';
 
 /**
  * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
@@ -35,4 +36,5 @@ export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0014_service_desk_search', class: Migration0014_service_desk_search },
   { name: 'Migration0015_host_heartbeat_hot', class: Migration0015_host_heartbeat_hot },
   { name: 'Migration0016_audit_log_clients', class: Migration0016_audit_log_clients },
+  { name: 'Migration0017_notifications', class: Migration0017_notifications },
 ];

@@ -11,6 +11,7 @@ export const TIMELINE_PERMISSION: Record<TimelineEventType, string> = {
   file_change: 'changes:read',
   agent_status: 'hosts:read',
   alert: 'alerts:read',
+  notification: 'notifications:read',
 };
 const TYPES = Object.keys(TIMELINE_PERMISSION) as TimelineEventType[];
 

@@ -15,6 +15,7 @@ import { registerHostRoutes } from './hosts.ts';
 import { registerIntegrationRoutes } from './integrations.ts';
 import { registerInventoryRoutes } from './inventory.ts';
 import { registerMetricsRoutes } from './metrics.ts';
+import { registerNotificationRoutes } from './notifications.ts';
 import { registerSearchRoutes } from './search.ts';
 import { registerSavedSearchRoutes } from './saved-searches.ts';
 import { registerServiceDeskRoutes } from './service-desk.ts';
@@ -52,6 +53,7 @@ export async function registerConsoleRoutes(
   registerServiceDeskProxyRoutes(app, deps, uploads);
   registerReceiverAdminRoutes(app, deps);
   registerChartRoutes(app, deps);
+  registerNotificationRoutes(app, deps);
   await registerReceiverRoutes(app, deps);
   await registerVoiceRoutes(app, deps);
 }
