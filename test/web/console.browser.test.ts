@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totpCode } from '../support/identity.ts';
 import { consoleProblems, expectAccessible, keepScreenshot, launchBrowser } from '../support/browser.ts';
 import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provider.ts';
+import { WebhookReceiver } from '../support/notification-peers.ts';
 import { SmtpPeer } from '../support/smtp-peer.ts';
 import { brokerEnv } from '../support/env.ts';
 import { freePort, waitFor } from '../support/processes.ts';
@@ -57,6 +58,9 @@ beforeAll(async () => {
       SVC_SSO_CLIENT_SECRET: oidc.clientSecret,
       SVC_SSO_ISSUER_URL: oidc.issuer,
       SVC_SSO_ALLOWED_DOMAIN: ssoDomain,
+      // The notification below goes to a webhook receiver of this test, on loopback.
+      SVC_NOTIFY_ALLOW_HTTP: 'true',
+      SVC_NOTIFY_ALLOW_PRIVATE: 'true',
     },
     { consolePort },
   );
@@ -368,26 +372,23 @@ describe('the web console in a browser', () => {
       await row.click();
 
       const cpu = page.getByTestId('chart-cpu_usage_percent');
+      // The agent labels network counters by interface: the chart shows one of them, not an empty label set.
+      const network = page.getByTestId('chart-network_receive_bytes_total');
       await waitFor(
         async () => {
-          if (Number(await cpu.getAttribute('data-points')) > 0) return true;
+          const points = [
+            Number(await cpu.getAttribute('data-points')),
+            Number(await network.getAttribute('data-points')),
+          ];
+          if (points.every((n) => n > 0)) return true;
           await page.getByRole('button', { name: '1h', exact: true }).click();
           return false;
         },
         90_000,
-        'a CPU bucket on the host chart',
+        'CPU and network buckets on the host charts',
         3000,
       );
       await cpu.locator('.u-over').waitFor();
-      // The agent labels network counters by interface: the chart shows one of them, not an empty label set.
-      await expect
-        .poll(
-          async () => Number(await page.getByTestId('chart-network_receive_bytes_total').getAttribute('data-points')),
-          {
-            timeout: 30_000,
-          },
-        )
-        .toBeGreaterThan(0);
       await page.getByText(/Drag across a chart to add a note/).waitFor();
       const box = (await cpu.locator('.u-over').boundingBox())!;
       await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
@@ -510,6 +511,84 @@ describe('the web console in a browser', () => {
       expect(realProblems(problems)).toEqual([]);
     } finally {
       await context.close();
+    }
+  }, 120_000);
+
+  it('a notification’s acknowledgement link opens a page that acknowledges it with one press, without signing in', async () => {
+    const token = await adminToken();
+    const hooks = await new WebhookReceiver().start();
+    try {
+      const client = await call<{ id: string }>(
+        'POST',
+        '/api/v1/clients',
+        { name: `Ack ${tag}`, slug: `ack-${tag}` },
+        token,
+      );
+      expect(client.status).toBe(201);
+      const channel = await call<{ id: string; secret: string }>(
+        'POST',
+        '/api/v1/notification-channels',
+        { client_id: client.data.id, kind: 'webhook', name: 'on-call', url: `${hooks.url}/ack` },
+        token,
+      );
+      expect(channel.status, JSON.stringify(channel.data)).toBe(201);
+      hooks.secrets.set('/ack', channel.data.secret);
+      const rule = await call(
+        'POST',
+        '/api/v1/notification-rules',
+        {
+          client_id: client.data.id,
+          name: 'every alert',
+          event: 'alert',
+          steps: [{ after_minutes: 0, channel_ids: [channel.data.id] }],
+        },
+        token,
+      );
+      expect(rule.status, JSON.stringify(rule.data)).toBe(201);
+      const source = await call<{ url: string }>(
+        'POST',
+        '/api/v1/alert-sources',
+        { client_id: client.data.id, name: 'prometheus' },
+        token,
+      );
+      const firing = readFileSync(join('test/fixtures/webhooks/alertmanager/firing.json'));
+      expect(
+        (
+          await fetch(source.data.url.replace(/^https?:\/\/[^/]+/, system!.consoleUrl), {
+            method: 'POST',
+            body: firing,
+            headers: { 'content-type': 'application/json' },
+          })
+        ).status,
+      ).toBe(202);
+      await waitFor(async () => hooks.on('/ack').length === 1, 30_000, 'the notification at the receiver', 250);
+      const [hook] = hooks.on('/ack');
+      expect(hook!.verified).toBe(true);
+      const link = String(hook!.body.data.acknowledge_url);
+      expect(link.startsWith(`${system!.consoleUrl}/notifications/acknowledge?token=`)).toBe(true);
+
+      const { context, page, problems } = await freshPage();
+      try {
+        await page.goto(link);
+        await page.getByRole('heading', { name: 'Acknowledge a notification' }).waitFor();
+        await expectAccessible(page, 'acknowledge a notification');
+        await page.getByRole('button', { name: 'Acknowledge' }).click();
+        await page
+          .getByRole('status')
+          .getByText(/^Acknowledged: Alert firing: HighCPULoad/)
+          .waitFor();
+        await page.reload();
+        await page.getByRole('button', { name: 'Acknowledge' }).click();
+        await page
+          .getByRole('status')
+          .getByText(/It was acknowledged already/)
+          .waitFor();
+        expect(realProblems(problems)).toEqual([]);
+      } finally {
+        await context.close();
+      }
+    } finally {
+      await hooks.stop();
     }
   }, 120_000);
 

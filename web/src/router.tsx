@@ -1,5 +1,6 @@
 import { createRootRoute, createRoute, createRouter, Outlet, redirect } from '@tanstack/react-router';
 import { session } from './auth/session.ts';
+import { AcknowledgeNotification } from './pages/AcknowledgeNotification.tsx';
 import { Account } from './pages/Account.tsx';
 import { MfaSetup } from './pages/MfaSetup.tsx';
 import { Overview } from './pages/Overview.tsx';
@@ -19,6 +20,7 @@ const open = [
   createRoute({ getParentRoute: () => root, path: '/accept-invite', component: AcceptInvite }),
   createRoute({ getParentRoute: () => root, path: '/auth/sso/callback', component: SsoCallback }),
   createRoute({ getParentRoute: () => root, path: '/mfa/setup', component: MfaSetup }),
+  createRoute({ getParentRoute: () => root, path: '/notifications/acknowledge', component: AcknowledgeNotification }),
 ];
 const shell = createRoute({
   getParentRoute: () => root,

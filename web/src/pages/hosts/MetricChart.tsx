@@ -39,7 +39,8 @@ export function MetricChart(p: ChartProps) {
   const start = new Date(p.range.start).toISOString();
   const end = new Date(p.range.end).toISOString();
   const series = useQuery({
-    queryKey: ['series', p.hostId, p.metric],
+    // Asked again with each range: a new host's labelled series appear only after its first samples.
+    queryKey: ['series', p.hostId, p.metric, start, end],
     enabled: p.labelled === true,
     queryFn: () =>
       unwrap(
