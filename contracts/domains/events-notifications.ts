@@ -30,7 +30,10 @@ export const NotificationChannel = z.object({
   name: z.string(),
   /** E-mail: the recipients. Empty for the other kinds. */
   addresses: z.array(z.string()),
-  /** Chat (incoming webhook) and webhook: where deliveries are POSTed. Null for e-mail. */
+  /**
+   * Chat (incoming webhook) and webhook: where deliveries are POSTed. Null for e-mail. A chat URL is its own credential
+   * and is shown as its origin and last four characters; sent back so in a PUT it stays as it is.
+   */
   url: z.string().nullable(),
   enabled: z.boolean(),
   /** Webhook: a signing secret is set (shown once, at creation and rotation). */
@@ -219,7 +222,10 @@ export const Notification = z.object({
   severity: Severity,
   title: z.string(),
   status: NotificationStatus,
-  /** How many times the cause was seen while this notification was open. */
+  /**
+   * How many causes it stood for while open: each offline agent of the rule, a member counted again when it recurred
+   * after recovering.
+   */
   count: z.number().int().min(1),
   /** The escalation step reached (0: the first). */
   step: z.number().int().nonnegative(),

@@ -45,6 +45,8 @@ beforeAll(async () => {
   const started = await startSystemProcess(`tour-${tag}`, {
     SVC_ADMIN_EMAIL: adminEmail,
     SVC_ADMIN_PASSWORD: adminPassword,
+    // The last step waits for the stopped agent to count as offline: seconds here, five minutes by default.
+    SVC_AGENT_STALE_TIMEOUT_SECONDS: '5',
   });
   ({ consoleUrl, invoicingUrl, analyticsPath } = started);
   system = started.child;
@@ -81,7 +83,7 @@ describe('the README tour', () => {
       const out = tour.output();
       expect(code, out).toBe(0);
       // What each step shows: the signed-in admin, the host online, a chart bucket, the search hit, the preview.
-      // `kill $AGENT_PID`, the tour's last command, stopped the agent (npm passes the signal on to it).
+      // `kill $AGENT_PID`, in the tour's last step, stopped the agent (npm passes the signal on to it).
       await waitFor(() => processesWith(agentDir).length === 0, 30_000, 'the agent to stop', 200);
       const lines = out.split('\n');
       expect(out).toMatch(new RegExp(`"email":"${adminEmail}".*"mfa_enabled":true`));
@@ -91,6 +93,9 @@ describe('the README tour', () => {
         lines.some((line) => line.startsWith(`${hostname()} `) && line.endsWith(' online')),
         out,
       ).toBe(true);
+      // The last step: the rule's notification of the stopped agent, and its e-mail handed to the mail queue.
+      expect(out).toMatch(/^firing Agent offline for 1 min or more: \S+$/m);
+      expect(out).toMatch(/^firing delivered 1 attempt\(s\)$/m);
       expect(out).toMatch(
         /"application":"[^"]+","period":"\d{4}-\d\d-\d\d\.\.\d{4}-\d\d-\d\d","currency":"[A-Z]{3}","total_hours":"\d+\.\d+","total_amount":"\d+\.\d\d","lines":[1-9]\d*/,
       );

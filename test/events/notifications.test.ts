@@ -280,6 +280,30 @@ describe('notification channels', () => {
     expect(last[2]!.verified).toBe(false);
   });
 
+  it('shows a chat URL masked, keeps it when the answer is sent back, and tests a channel still disabled', async () => {
+    const created = await ok<Json>(
+      'POST',
+      '/api/v1/notification-channels',
+      { client_id: clientId, kind: 'chat', name: 'ops room', url: `${chat.url}/room-secret-1234`, enabled: false },
+      201,
+    );
+    expect(created.url).toBe(`${chat.url}/…1234`);
+    const renamed = await ok<Json>(
+      'PUT',
+      `/api/v1/notification-channels/${String(created.id)}`,
+      { ...created, name: 'ops' },
+      200,
+    );
+    expect(renamed).toMatchObject({ name: 'ops', url: `${chat.url}/…1234`, enabled: false });
+    await ok('POST', `/api/v1/notification-channels/${String(created.id)}/test`, undefined, 202);
+    const [m] = await eventually(
+      async () => chat.on('/room-secret-1234'),
+      (l) => l.length === 1,
+      'the test at the kept URL',
+    );
+    expect(m!.text).toContain('Test notification for the channel “ops”');
+  });
+
   it('refuses targets that do not fit the kind, and URLs the rules forbid', async () => {
     const post = (body: Json) =>
       call('POST', '/api/v1/notification-channels', { client_id: clientId, name: 'x', ...body });
@@ -561,6 +585,7 @@ describe('rules', () => {
       [{ ...base, event: 'alert', offline_minutes: 5 }, /offline_minutes/],
       [{ ...base, event: 'alert', matchers: [{ label: 'a', op: '=~', value: '(' }] }, /regular expression/],
       [{ ...base, event: 'alert', steps: [{ after_minutes: 3, channel_ids: [hook.id] }] }, /first step/],
+      [{ ...base, event: 'deploy_failed', host_id: hostId }, /not to a host/],
     ] as const) {
       const res = await call('POST', '/api/v1/notification-rules', body);
       expect(res.statusCode, JSON.stringify(body)).toBe(400);

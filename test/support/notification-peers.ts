@@ -53,6 +53,8 @@ export class WebhookReceiver extends Peer {
   readonly secrets = new Map<string, string>();
   /** Statuses a path answers next, one per delivery (then 200); a `Retry-After` may go with one. */
   readonly script = new Map<string, { status: number; retryAfter?: string }[]>();
+  /** How long each answer waits (a slow receiver keeps deliveries in flight). */
+  delayMs = 0;
 
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
@@ -83,6 +85,7 @@ export class WebhookReceiver extends Peer {
           at: Date.now(),
           status: next.status,
         });
+        if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
         res.writeHead(next.status, next.retryAfter ? { 'retry-after': next.retryAfter } : {});
         res.end(next.status < 300 ? 'ok' : 'no');
       })();

@@ -20,6 +20,7 @@ import {
   loadOwned,
   READ,
   WRITE,
+  shownUrl,
   type ChannelRow,
   type DeliveryRow,
 } from './rows.ts';
@@ -144,8 +145,10 @@ function channelWrites(deps: EventsDeps, now: () => number): EventsHandlers {
     'svc.events.notification_channels.update': async (b, scope) => {
       const current = await load(deps, scope, b.id, WRITE);
       refuseChanges(b, channelOut(current, now()), CHANNEL_IMMUTABLE);
-      const target = { addresses: b.addresses ?? current.addresses, url: b.url !== undefined ? b.url : current.url };
-      if (b.addresses !== undefined || b.url !== undefined) await checkTarget(deps, current.kind, target);
+      // The URL as GET shows it (a chat URL masked) sent back unchanged keeps the stored one.
+      const sameUrl = b.url === undefined || b.url === shownUrl(current.kind, current.url);
+      const target = { addresses: b.addresses ?? current.addresses, url: sameUrl ? current.url : (b.url ?? null) };
+      if (b.addresses !== undefined || !sameUrl) await checkTarget(deps, current.kind, target);
       const [after] = await sql<ChannelRow>(
         deps.orm.em.fork(),
         `UPDATE notification_channels SET name = ?, addresses = ?::text[], url = ?, enabled = ?, updated_at = now()
@@ -154,8 +157,11 @@ function channelWrites(deps: EventsDeps, now: () => number): EventsHandlers {
       );
       if (!after) throw new DomainError('not_found', `${WHAT} not found`);
       const changes: Record<string, unknown> = {};
-      for (const k of ['name', 'enabled', 'url'] as const)
+      for (const k of ['name', 'enabled'] as const)
         if (current[k] !== after[k]) changes[k] = { from: current[k], to: after[k] };
+      if (current.url !== after.url)
+        changes.url =
+          current.kind === 'chat' ? 'changed' : { from: shownUrl(current.kind, current.url), to: after.url };
       if (current.addresses.join(',') !== after.addresses.join(','))
         changes.addresses = { from: current.addresses, to: after.addresses };
       await deps.audit.record(scope.ctx, {
@@ -244,6 +250,7 @@ function channelActions(deps: EventsDeps, now: () => number): EventsHandlers {
           dedupe_key: `test:${randomUUID()}`,
           suppressed: null,
           payload: testMessage(channel, new Date(now())),
+          evenDisabled: true,
         },
       ]);
       await deps.audit.record(scope.ctx, {

@@ -19,6 +19,8 @@ export interface DeliverySpec {
   dedupe_key: string;
   suppressed: string | null;
   payload: MessagePayload;
+  /** A test goes to a disabled channel too (to try it before enabling it); everything else only to enabled ones. */
+  evenDisabled?: boolean;
 }
 
 /** Publishes the send job of a pending delivery; its id is the message id, so a repeat within the window is one job. */
@@ -40,7 +42,7 @@ export async function enqueueDeliveries(
     const [row] = await sql<DeliveryRow>(
       em,
       `INSERT INTO notification_deliveries (id, client_id, channel_id, notification_id, kind, step, dedupe_key, status, reason, payload)
-       SELECT ?, ?, c.id, ?, ?, ?, ?, ?, ?, ?::jsonb FROM notification_channels c WHERE c.id = ? AND c.client_id = ? AND c.enabled
+       SELECT ?, ?, c.id, ?, ?, ?, ?, ?, ?, ?::jsonb FROM notification_channels c WHERE c.id = ? AND c.client_id = ? AND (c.enabled OR ?)
        ON CONFLICT (dedupe_key) DO UPDATE SET updated_at = notification_deliveries.updated_at
        RETURNING ${DELIVERY_COLUMNS}`,
       [
@@ -55,6 +57,7 @@ export async function enqueueDeliveries(
         pgJson(s.payload),
         s.channel_id,
         s.client_id,
+        s.evenDisabled === true,
       ],
     );
     // A channel deleted or disabled meanwhile (or of another client) gets nothing.

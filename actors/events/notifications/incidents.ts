@@ -48,17 +48,22 @@ export interface Cause {
   event_key: string;
 }
 
+/**
+ * The rules of an event over a place: the enabled ones, or (`alsoDisabled`, for a recovery) the disabled ones too, so
+ * that what a rule opened before it was disabled still resolves.
+ */
 export async function matchingRules(
   em: EntityManager,
   event: RuleEvent,
   where: { client_id: string; environment_id: string | null; host_id: string | null },
+  alsoDisabled = false,
 ): Promise<RuleRow[]> {
   return sql<RuleRow>(
     em,
     `SELECT ${RULE_COLUMNS} FROM notification_rules
-      WHERE enabled AND event = ? AND client_id = ?
+      WHERE (enabled OR ?) AND event = ? AND client_id = ?
         AND (environment_id IS NULL OR environment_id = ?) AND (host_id IS NULL OR host_id = ?)`,
-    [event, where.client_id, where.environment_id, where.host_id],
+    [alsoDisabled, event, where.client_id, where.environment_id, where.host_id],
   );
 }
 
@@ -266,7 +271,7 @@ export async function openOrCount(deps: NotifyDeps, rule: RuleRow, c: Cause): Pr
   if (counted && !n.suppressed && n.acknowledged_at === null) {
     const since = n.last_sent_at ? new Date(n.last_sent_at).getTime() : 0;
     const now = deps.clock.now();
-    if (now - since >= rule.group_window_minutes * 60_000) {
+    if (now - since >= rule.group_window_minutes * 60_000 && !(await windowOver(em, placeOf(n), new Date(now)))) {
       const [sent] = await sql<NotificationRow>(
         em,
         `UPDATE notifications SET last_sent_at = ?, updated_at = now() WHERE id = ? AND last_sent_at IS NOT DISTINCT FROM ? RETURNING ${NOTIFICATION_COLUMNS}`,
@@ -366,6 +371,21 @@ export async function acknowledge(
 /** The next escalation step, when the notification is still firing, sent and not acknowledged. */
 export async function escalate(deps: NotifyDeps, id: string, step: number): Promise<void> {
   const em = deps.orm.em.fork();
+  const [current] = await sql<NotificationRow>(em, `SELECT ${NOTIFICATION_COLUMNS} FROM notifications WHERE id = ?`, [
+    id,
+  ]);
+  if (!current) return;
+  // A window begun since it was sent holds the next step back until the window ends.
+  const window = await windowOver(em, placeOf(current), new Date(deps.clock.now()));
+  if (window && current.status === 'firing' && current.acknowledged_at === null) {
+    await publishDurable(
+      deps.nc,
+      'svc.work.events.notify_check',
+      { kind: 'escalate', notification_id: id, step, not_before: window.occurrence.end.toISOString() },
+      { msgId: `escalate:${id}:${step}:${window.occurrence.end.getTime()}` },
+    );
+    return;
+  }
   const [n] = await sql<NotificationRow>(
     em,
     `UPDATE notifications SET step = ?, updated_at = now()
@@ -374,7 +394,9 @@ export async function escalate(deps: NotifyDeps, id: string, step: number): Prom
     [step, id, step],
   );
   if (!n?.rule_id) return;
-  const [rule] = await sql<RuleRow>(em, `SELECT ${RULE_COLUMNS} FROM notification_rules WHERE id = ?`, [n.rule_id]);
+  const [rule] = await sql<RuleRow>(em, `SELECT ${RULE_COLUMNS} FROM notification_rules WHERE id = ? AND enabled`, [
+    n.rule_id,
+  ]);
   const target = rule?.steps[step];
   if (!rule || !target) return;
   const now = new Date(deps.clock.now());
@@ -405,7 +427,9 @@ export async function windowEnded(deps: NotifyDeps, id: string): Promise<void> {
     await scheduleWindowEnd(deps, n, still.occurrence.end);
     return;
   }
-  const [rule] = await sql<RuleRow>(em, `SELECT ${RULE_COLUMNS} FROM notification_rules WHERE id = ?`, [n.rule_id]);
+  const [rule] = await sql<RuleRow>(em, `SELECT ${RULE_COLUMNS} FROM notification_rules WHERE id = ? AND enabled`, [
+    n.rule_id,
+  ]);
   if (!rule) return;
   const [sent] = await sql<NotificationRow>(
     em,

@@ -40,13 +40,28 @@ export interface ChannelRow {
 export const CHANNEL_COLUMNS =
   'id, client_id, kind, name, addresses, url, enabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_by, created_at, updated_at';
 
+/**
+ * A chat incoming-webhook URL is its own credential (whoever has it can post to the channel): shown as its origin and
+ * last four characters. A webhook channel's URL is not (its deliveries are signed) and is shown whole.
+ */
+export function shownUrl(kind: ChannelKind, url: string | null): string | null {
+  if (url === null || kind !== 'chat') return url;
+  let origin = '';
+  try {
+    origin = new URL(url).origin;
+  } catch {
+    return '…';
+  }
+  return `${origin}/…${url.slice(-4)}`;
+}
+
 export const channelOut = (r: ChannelRow, now: number): NotificationChannel => ({
   id: r.id,
   client_id: r.client_id,
   kind: r.kind,
   name: r.name,
   addresses: r.addresses,
-  url: r.url,
+  url: shownUrl(r.kind, r.url),
   enabled: r.enabled,
   has_secret: r.secret_enc !== null,
   previous_secret_expires_at:

@@ -64,6 +64,8 @@ function checkFields(b: RuleInput): void {
     const problem = matcherProblem(m);
     if (problem) throw new DomainError('bad_request', `matchers: ${problem}`);
   }
+  if (b.event === 'deploy_failed' && b.host_id !== null)
+    throw new DomainError('bad_request', 'host_id: deploys belong to an environment or a client, not to a host');
   if (b.steps[0]!.after_minutes !== 0)
     throw new DomainError('bad_request', 'steps.0.after_minutes: the first step fires at once (0)');
 }
@@ -177,7 +179,15 @@ export function ruleHandlers(deps: EventsDeps): EventsHandlers {
 
     'svc.events.notification_rules.delete': async ({ id }, scope) => {
       const row = await load(scope, id, WRITE);
-      await sql(deps.orm.em.fork(), `DELETE FROM notification_rules WHERE id = ?`, [id]);
+      // Its open notifications end with it (nothing could resolve or escalate them any more); they stay readable.
+      await deps.orm.em.fork().transactional(async (tx) => {
+        await sql(
+          tx,
+          `UPDATE notifications SET status = 'resolved', resolved_at = now(), updated_at = now() WHERE rule_id = ? AND status = 'firing'`,
+          [id],
+        );
+        await sql(tx, `DELETE FROM notification_rules WHERE id = ?`, [id]);
+      });
       await deps.audit.record(scope.ctx, {
         action: 'notification_rule.deleted',
         resource_type: 'notification_rule',

@@ -31,8 +31,9 @@ async function onAgentStatus(deps: NotifyDeps, e: AgentStatusChanged, meta: Deli
     if (sqlStateOf(err) === '23503') return meta.log.debug('agent status dropped: its host was deleted');
     throw err;
   }
-  const rules = await matchingRules(em, 'agent_offline', e);
+  const rules = await matchingRules(em, 'agent_offline', e, e.status === 'online');
   for (const rule of rules) {
+    if (e.status === 'offline' && !rule.enabled) continue;
     if (e.status === 'offline') {
       const minutes = rule.offline_minutes ?? 5;
       await publishDurable(
@@ -114,12 +115,13 @@ async function onAlert(deps: NotifyDeps, e: AlertGroupChanged, meta: DeliveryMet
     for (const n of open) await acknowledge(deps, n.id, e.by ?? 'the alert group’s acknowledgement');
     return;
   }
-  const rules = await matchingRules(em, 'alert', e);
-  if (rules.length === 0) return;
   if (e.change === 'resolved') {
-    for (const rule of rules) await recover(deps, rule, groupKey, e.id, new Date(e.at));
+    for (const rule of await matchingRules(em, 'alert', e, true))
+      await recover(deps, rule, groupKey, e.id, new Date(e.at));
     return;
   }
+  const rules = await matchingRules(em, 'alert', e);
+  if (rules.length === 0) return;
   const labels = await alertLabels(deps, e);
   for (const rule of rules) {
     if (!labels.some((l) => matchesAll(rule.matchers as LabelMatcher[], l))) continue;
@@ -139,7 +141,7 @@ async function onAlert(deps: NotifyDeps, e: AlertGroupChanged, meta: DeliveryMet
 }
 
 async function onDeploy(deps: NotifyDeps, e: DeployRecorded, meta: DeliveryMeta): Promise<void> {
-  const rules = await matchingRules(deps.orm.em.fork(), 'deploy_failed', { ...e, host_id: null });
+  const rules = await matchingRules(deps.orm.em.fork(), 'deploy_failed', { ...e, host_id: null }, !e.failed);
   const groupKey = `deploy:${e.environment_id ?? 'client'}:${e.app}`;
   for (const rule of rules) {
     if (!e.failed) {

@@ -35,7 +35,7 @@ function checkWindow(b: WindowInput): void {
   try {
     occurrencesBetween(b, new Date(0), new Date(Date.now() + 100 * YEAR_MS), 1);
   } catch (err) {
-    throw new DomainError('bad_request', `starts_at: ${(err as Error).message}`);
+    throw new DomainError('bad_request', (err as Error).message.replace(/^starts_at must/, 'starts_at: must'));
   }
 }
 
