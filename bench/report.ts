@@ -13,6 +13,7 @@ import type { MemoryFigures } from './memory.ts';
 import type { ChartFigures, MetricsFigures } from './metrics.ts';
 import type { RuntimeFigures } from './runtime.ts';
 import type { SearchFigures } from './search.ts';
+import type { NotificationFigures } from './notifications.ts';
 import type { Timing, WebFigures } from './web.ts';
 import { fmt, pct, type PathFigures, type Spread } from './stats.ts';
 
@@ -68,6 +69,7 @@ interface Latest {
   agent?: Stamped & AgentFigures;
   memory?: Stamped & MemoryFigures;
   web?: Stamped & WebFigures;
+  notifications?: Stamped & NotificationFigures;
 }
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
@@ -541,6 +543,35 @@ if (latest.memory) {
       run,
     ]);
   });
+}
+if (latest.notifications) {
+  const n = latest.notifications;
+  const run = `${n.at.slice(0, 16).replace('T', ' ')} UTC, ${n.rounds} rounds`;
+  const r = n.rack;
+  rows.push([
+    `notifications: a rack of ${r.hosts.toLocaleString('en-US')} hosts offline at once, messages per channel (webhook, chat)`,
+    `**${r.perChannel.webhook}, ${r.perChannel.chat}**; one notification counting ${r.counted} hosts`,
+    '1 per rule and channel per grouping window',
+    run,
+  ]);
+  rows.push([
+    "notifications: the rack's first message after the rule's threshold",
+    `**${(r.firstAfterThresholdMs / 1000).toFixed(2)} s**`,
+    '≤ 5 s',
+    run,
+  ]);
+  rows.push([
+    'notifications: event loop lag of the ingesting process during the rack',
+    `**p99 ${r.lagP99Ms.toFixed(1)} ms**, max ${r.lagMaxMs.toFixed(1)} ms`,
+    '< 100 ms p99',
+    run,
+  ]);
+  rows.push([
+    `notifications: signed webhooks a second to a local receiver from one process (${n.throughput.deliveries} per round); a bare signing loop; ratio`,
+    `**${fmt(n.throughput.perSecond, 0)}**; ${fmt(n.throughput.floorPerSecond, 0)}; ${fmt(n.throughput.ratio, 2)}`,
+    '≥ 500/s',
+    run,
+  ]);
 }
 if (latest.web) {
   const w = latest.web;

@@ -1,5 +1,5 @@
 // `npm run bench [-- <part>...]`: measures side by side in one run and prints ratios with their spread over interleaved
-// rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events, agent, memory, web (all by default). Not a test: nothing here fails a build.
+// rounds. Parts: hop, runtime, login, me, resolve, signing, invoice, fleet, search, metrics, servicedesk, events, notifications, agent, memory, web (all by default). Not a test: nothing here fails a build.
 import { allEntities } from '../actors/index.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -19,6 +19,7 @@ import { anonymousContext } from '../contracts/context.ts';
 import { agentBench } from './agent.ts';
 import { benchContext } from './fixtures.ts';
 import { eventsBench } from './events.ts';
+import { notificationsBench } from './notifications.ts';
 import { fleetBench } from './fleet.ts';
 import { memoryBench } from './memory.ts';
 import { invoiceBench } from './invoice.ts';
@@ -618,6 +619,22 @@ async function events(token: string): Promise<Record<string, unknown>> {
   }
 }
 
+/** Notifications: a rack of hosts offline at once, and signed webhook throughput (bench/notifications.ts). */
+async function notifications(token: string): Promise<Record<string, unknown>> {
+  const nc = await connectNats(
+    config.SVC_NATS_URL,
+    'bench-notifications',
+    log,
+    config.SVC_NATS_CREDS,
+    config.SVC_NATS_CA,
+  );
+  try {
+    return { ...(await notificationsBench({ config, stores, nc, token, rounds: ROUNDS, start: startChild, env })) };
+  } finally {
+    await nc.drain();
+  }
+}
+
 /** The packaged agent against `npm run agent`'s: size, and resident memory after a minute of work (bench/agent.ts). */
 async function agent(): Promise<Record<string, unknown>> {
   const f = await agentBench({ stores, rounds: ROUNDS, start: startChild, env });
@@ -658,6 +675,7 @@ const PARTS = {
   metrics,
   servicedesk,
   events,
+  notifications,
   agent,
   memory,
   web,
@@ -866,11 +884,13 @@ async function main(): Promise<void> {
                 ? servicedesk(user.token)
                 : part === 'events'
                   ? events(user.token)
-                  : part === 'resolve'
-                    ? resolve(user.userId)
-                    : part === 'search'
-                      ? search(user.token)
-                      : PARTS[part as 'login' | 'signing' | 'runtime' | 'agent' | 'memory' | 'web']());
+                  : part === 'notifications'
+                    ? notifications(user.token)
+                    : part === 'resolve'
+                      ? resolve(user.userId)
+                      : part === 'search'
+                        ? search(user.token)
+                        : PARTS[part as 'login' | 'signing' | 'runtime' | 'agent' | 'memory' | 'web']());
     await stopPartChildren(startedBefore);
     // Written after every part, so a run stopped halfway keeps what it measured.
     saveFigures(part);
