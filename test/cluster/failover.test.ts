@@ -230,8 +230,9 @@ describe('failover on three nodes', () => {
     console.log(
       `[failover] kill -9 of ${cluster.nodes[victim]!.name} (leader of ${HEARTBEATS}): new leader after ${electedMs} ms, longest ingest pause ${pauseMs} ms`,
     );
-    // Consumption resumes with the new leader: within a second or two of its election (margin for a loaded machine).
-    expect(pauseMs).toBeLessThan(electedMs + 2_500);
+    // Consumption resumes with the new leader: at the latest when the pull outstanding at the election expires (5 s,
+    // platform/jetstream.ts PULL_TIMING), usually within a second or two; far from the 30-46 s stall of the defaults.
+    expect(pauseMs).toBeLessThan(electedMs + 5_500);
     expect(notOnline).toBe(0);
     expect(offlineEvents).toEqual([]);
     cluster.run(victim);

@@ -468,8 +468,31 @@ describe('rules', () => {
       200,
     );
     expect(timeline.map((t) => t.title.split(':')[0]).sort()).toEqual(
-      ['Notification held back', 'Notified', 'Resolved', 'Resolved'].sort(),
+      ['Maintenance window', 'Notification held back', 'Notified', 'Resolved', 'Resolved'].sort(),
     );
+    expect(timeline.find((t) => t.title.startsWith('Maintenance window'))!.title).toBe('Maintenance window: patching');
+
+    // The window is a range note on the host's charts, read-only, for readers of notifications.
+    const range = `start=${new Date(sys.clock.now() - 3_600_000).toISOString()}&end=${new Date(sys.clock.now() + 7_200_000).toISOString()}`;
+    const notes = await ok<{ id: string; kind: string; text: string; timestamp: string; ends_at: string }[]>(
+      'GET',
+      `/api/v1/annotations?host_id=${hostId}&${range}`,
+      undefined,
+      200,
+    );
+    const band = notes.find((n) => n.kind === 'maintenance');
+    expect(band).toMatchObject({ text: 'Maintenance window: patching' });
+    expect(Date.parse(band!.ends_at) - Date.parse(band!.timestamp)).toBe(3_600_000);
+    expect((await call('DELETE', `/api/v1/annotations/${band!.id}`)).statusCode).toBe(404);
+    const chartsOnly = await userWithRole(sys, await customRole(sys, ['metrics:read']), clientId);
+    const seen = await ok<{ kind: string }[]>(
+      'GET',
+      `/api/v1/annotations?host_id=${hostId}&${range}`,
+      undefined,
+      200,
+      chartsOnly.token,
+    );
+    expect(seen.some((n) => n.kind === 'maintenance')).toBe(false);
   }, 180_000);
 
   it('escalates an alert nobody acknowledges; the signed link acknowledges and stops the next step', async () => {

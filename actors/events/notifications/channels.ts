@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import { CHANNEL_IMMUTABLE, type ChannelKind } from '../../../contracts/domains/events-notifications.ts';
 import { DomainError } from '../../../contracts/errors.ts';
@@ -50,6 +51,10 @@ async function checkTarget(
   });
   if (!check.ok) throw new DomainError('bad_request', `url: ${check.reason}`);
 }
+
+/** The channel, row-locked for the rest of the transaction, when the caller may change it. */
+const lockForWrite = (tx: EntityManager, scope: RequestScope<SystemCatalogue>, id: string) =>
+  loadOwned<ChannelRow>(tx, scope.ctx, 'notification_channels', CHANNEL_COLUMNS, id, WRITE, WHAT, true);
 
 const load = (deps: EventsDeps, scope: RequestScope<SystemCatalogue>, id: string, perm: string, lock = false) =>
   loadOwned<ChannelRow>(deps.orm.em.fork(), scope.ctx, 'notification_channels', CHANNEL_COLUMNS, id, perm, WHAT, lock);
@@ -176,16 +181,7 @@ function channelWrites(deps: EventsDeps, now: () => number): EventsHandlers {
 
     'svc.events.notification_channels.delete': async ({ id }, scope) => {
       const row = await deps.orm.em.fork().transactional(async (tx) => {
-        const row = await loadOwned<ChannelRow>(
-          tx,
-          scope.ctx,
-          'notification_channels',
-          CHANNEL_COLUMNS,
-          id,
-          WRITE,
-          WHAT,
-          true,
-        );
+        const row = await lockForWrite(tx, scope, id);
         await sql(tx, `DELETE FROM notification_channels WHERE id = ?`, [id]);
         return row;
       });
@@ -207,16 +203,7 @@ function channelActions(deps: EventsDeps, now: () => number): EventsHandlers {
     'svc.events.notification_channels.rotate_secret': async ({ id, overlap_hours }, scope) => {
       const secret = newWebhookSecret();
       const after = await deps.orm.em.fork().transactional(async (tx) => {
-        const row = await loadOwned<ChannelRow>(
-          tx,
-          scope.ctx,
-          'notification_channels',
-          CHANNEL_COLUMNS,
-          id,
-          WRITE,
-          WHAT,
-          true,
-        );
+        const row = await lockForWrite(tx, scope, id);
         if (row.kind !== 'webhook') throw new DomainError('bad_request', 'only a webhook channel has a signing secret');
         const until = overlap_hours > 0 ? new Date(now() + overlap_hours * 3_600_000) : null;
         const [after] = await sql<ChannelRow>(

@@ -4,6 +4,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { iso, sql } from '../../../platform/stores/sql.ts';
 import { grantsCondition, grantsOf, holdsOn, resolveTarget, type Target } from '../access.ts';
 import type { EventsDeps, EventsHandlers } from '../deps.ts';
+import { windowTimeline } from '../notifications/window-marks.ts';
 
 /** What reading each kind of timeline row takes (the spec is silent; these are the permissions of the same data elsewhere). */
 export const TIMELINE_PERMISSION: Record<TimelineEventType, string> = {
@@ -83,13 +84,21 @@ export function timelineHandlers(deps: EventsDeps): EventsHandlers {
       }
       where.push(`(${byType.join(' OR ')})`);
       params.push(q.limit);
+      const em = deps.orm.em.fork();
       const rows = await sql<Row>(
-        deps.orm.em.fork(),
+        em,
         `SELECT t."timestamp", t.event_type, t.title, t.description, t.host_id, t.environment_id FROM timeline_events t
           WHERE ${where.join(' AND ')} ORDER BY t."timestamp" DESC, t.id DESC LIMIT ?`,
         params,
       );
-      return rows.map((r): TimelineEvent => ({ ...r, timestamp: iso(r.timestamp) }));
+      const events = rows.map((r): TimelineEvent => ({ ...r, timestamp: iso(r.timestamp) }));
+      // A host's or an environment's maintenance windows, at each occurrence's start, for readers of notifications.
+      if (!target || !wanted.includes('notification') || !holdsOn(ctx, 'notifications:read', target)) return events;
+      const windows = await windowTimeline(em, target, new Date(q.start), new Date(q.end));
+      if (windows.length === 0) return events;
+      return [...events, ...windows]
+        .sort((a, b) => Date.parse(b.timestamp) - Date.parse(a.timestamp))
+        .slice(0, q.limit);
     },
   };
 }
