@@ -18,10 +18,12 @@ const NoContent = z.object({});
 // ---------------------------------------------------------------------------------------------------------------
 // Channels
 
-export const ChannelKind = z.enum(['email', 'chat', 'webhook']);
+export const ChannelKind = z.enum(['email', 'chat', 'webhook', 'voice']);
 export type ChannelKind = z.infer<typeof ChannelKind>;
 const Address = z.email('must be an e-mail address').max(320);
 const TargetUrl = z.url('must be a URL').max(2000);
+/** E.164: `+`, country code and number. */
+const Phone = z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number such as +15551234567');
 
 export const NotificationChannel = z.object({
   id: z.uuid(),
@@ -35,6 +37,8 @@ export const NotificationChannel = z.object({
    * and is shown as its origin and last four characters; sent back so in a PUT it stays as it is.
    */
   url: z.string().nullable(),
+  /** Voice: the number called through the voice provider (digit 1 on the call acknowledges). Null for the others. */
+  phone: z.string().nullable(),
   enabled: z.boolean(),
   /** Webhook: a signing secret is set (shown once, at creation and rotation). */
   has_secret: z.boolean(),
@@ -54,14 +58,16 @@ export const CreateChannelBody = z.object({
   name: Name,
   addresses: z.array(Address).max(20).default([]),
   url: TargetUrl.nullable().default(null),
+  phone: Phone.nullable().default(null),
   enabled: z.boolean().default(true),
 });
 export const CHANNEL_IMMUTABLE = ['client_id', 'kind'] as const;
-/** PUT: name, addresses, url and enabled replaced when present; the client and kind never change. */
+/** PUT: name, addresses, url, phone and enabled replaced when present; the client and kind never change. */
 export const UpdateChannelBody = z.object({
   name: Name,
   addresses: z.array(Address).max(20).optional(),
   url: TargetUrl.nullable().optional(),
+  phone: Phone.nullable().optional(),
   enabled: z.boolean().optional(),
   ...immutableFields(NotificationChannel, CHANNEL_IMMUTABLE),
 });

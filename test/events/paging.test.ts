@@ -427,3 +427,87 @@ describe('paging by phone', () => {
     expect(after.find((r) => r.id === rowB!.id)!.acknowledged_at).toBeNull();
   });
 });
+
+describe('a voice notification channel', () => {
+  it('phones a rule’s notification; the call reads it and 1 acknowledges the notification, not the alert group', async () => {
+    const phone = '+15551230777';
+    const other = (await createClient(sys)).id;
+    const channel = await api(sys, { token: root })('POST', '/api/v1/notification-channels', {
+      client_id: other,
+      kind: 'voice',
+      name: 'on-call phone',
+      phone,
+    });
+    expectStatus(channel, 201);
+    const channelId = channel.json().data.id as string;
+    expect(channel.json().data).toMatchObject({ kind: 'voice', phone, url: null, addresses: [] });
+    const bad = await api(sys, { token: root })('POST', '/api/v1/notification-channels', {
+      client_id: other,
+      kind: 'voice',
+      name: 'no number',
+    });
+    expectStatus(bad, 400);
+    expect(bad.json().error.message).toMatch(/phone: a voice channel needs a phone number/);
+    expectStatus(
+      await api(sys, { token: root })('POST', '/api/v1/notification-rules', {
+        client_id: other,
+        name: 'page me',
+        event: 'alert',
+        steps: [{ after_minutes: 0, channel_ids: [channelId] }],
+      }),
+      201,
+    );
+    // An alert source without an on-call number: the only call is the channel's.
+    const quiet = await createReceiver(sys, root, 'alert-sources', { client_id: other, name: 'prometheus' });
+    const before = provider.calls.length;
+    expectStatus(await deliver(sys, quiet.path, criticalFiring('voice-channel-1')), 202);
+    await eventually(
+      async () => provider.calls.length,
+      (n) => n === before + 1,
+      'the notification phoned',
+    );
+    const call = provider.calls[before]!;
+    expect(call.form.To).toBe(phone);
+    const [row] = await eventually(
+      () =>
+        sys.sql<{ id: string; notification_id: string; alert_group_id: string | null }>(
+          `SELECT id, notification_id, alert_group_id FROM voice_calls WHERE provider_sid = ?`,
+          [call.sid],
+        ),
+      (r) => r.length === 1,
+      'the call recorded',
+    );
+    expect(row!.alert_group_id).toBeNull();
+    const twiml = await callback(call.form.Url!, callParams(call));
+    expectStatus(twiml, 200);
+    expect(twiml.body).toContain(
+      'Notification: Alert firing: HighCPULoad (critical). Severity warning. It is still happening. Press 1 to acknowledge.',
+    );
+    const one = await callback(
+      `${PUBLIC_URL}/api/v1/twilio/voice/gather?call=${row!.id}`,
+      callParams(call, { Digits: '1' }),
+    );
+    expectStatus(one, 200);
+    expect(one.body).toContain('Notification acknowledged');
+    const n = await api(sys, { token: root })('GET', `/api/v1/notifications/${row!.notification_id}`);
+    expect(n.json().data).toMatchObject({ acknowledged_by: `phone:${phone}` });
+    const log = await eventually(
+      async () =>
+        (await api(sys, { token: root })('GET', `/api/v1/notification-channels/${channelId}/deliveries`)).json()
+          .data as { status: string; id: string }[],
+      (l) => l[0]?.status === 'delivered',
+      'the delivery delivered',
+    );
+    expect(log[0]!.id).toBe(row!.id);
+    // A final status is stored; no second call follows (the rule's steps are what escalates).
+    expectStatus(
+      await callback(
+        `${PUBLIC_URL}/api/v1/twilio/voice/status?call=${row!.id}`,
+        callParams(call, { CallStatus: 'no-answer' }),
+      ),
+      204,
+    );
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(provider.calls.length).toBe(before + 1);
+  });
+});

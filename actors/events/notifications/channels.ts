@@ -25,6 +25,7 @@ import {
   type ChannelRow,
   type DeliveryRow,
 } from './rows.ts';
+import { voiceConfig } from '../voice/twilio.ts';
 import { checkTargetUrl } from './url-guard.ts';
 import { newWebhookSecret } from './webhook-signing.ts';
 
@@ -34,17 +35,32 @@ const WHAT = 'notification channel';
 async function checkTarget(
   deps: EventsDeps,
   kind: ChannelKind,
-  target: { addresses: string[]; url: string | null },
+  target: { addresses: string[]; url: string | null; phone: string | null },
 ): Promise<void> {
-  if (kind === 'email') {
-    if (target.addresses.length === 0)
-      throw new DomainError('bad_request', 'addresses: an e-mail channel needs at least one address');
-    if (target.url !== null) throw new DomainError('bad_request', 'url: an e-mail channel has no URL');
+  const what = kind === 'email' ? 'an e-mail' : `a ${kind}`;
+  if ((kind === 'email') !== target.addresses.length > 0)
+    throw new DomainError(
+      'bad_request',
+      kind === 'email'
+        ? 'addresses: an e-mail channel needs at least one address'
+        : `addresses: ${what} channel has none`,
+    );
+  if ((kind === 'voice') !== (target.phone !== null))
+    throw new DomainError(
+      'bad_request',
+      kind === 'voice' ? 'phone: a voice channel needs a phone number' : `phone: ${what} channel has no phone number`,
+    );
+  if (kind === 'voice' && !voiceConfig(deps.config))
+    throw new DomainError(
+      'bad_request',
+      'kind: no voice provider is configured (SVC_TWILIO_ACCOUNT_SID, SVC_TWILIO_AUTH_TOKEN, SVC_TWILIO_FROM)',
+    );
+  const hasUrl = kind === 'chat' || kind === 'webhook';
+  if (!hasUrl) {
+    if (target.url !== null) throw new DomainError('bad_request', `url: ${what} channel has no URL`);
     return;
   }
-  if (target.addresses.length > 0)
-    throw new DomainError('bad_request', `addresses: a ${kind} channel has a URL, not addresses`);
-  if (target.url === null) throw new DomainError('bad_request', `url: a ${kind} channel needs a URL`);
+  if (target.url === null) throw new DomainError('bad_request', `url: ${what} channel needs a URL`);
   const check = await checkTargetUrl(target.url, {
     allowHttp: deps.config.SVC_NOTIFY_ALLOW_HTTP,
     allowPrivate: deps.config.SVC_NOTIFY_ALLOW_PRIVATE,
@@ -122,14 +138,15 @@ function channelWrites(deps: EventsDeps, now: () => number): EventsHandlers {
       const secret = b.kind === 'webhook' ? newWebhookSecret() : undefined;
       const [row] = await sql<ChannelRow>(
         deps.orm.em.fork(),
-        `INSERT INTO notification_channels (id, client_id, kind, name, addresses, url, enabled, secret_enc, created_by)
-         SELECT ?, id, ?, ?, ?::text[], ?, ?, ?, ? FROM clients WHERE id = ? RETURNING ${CHANNEL_COLUMNS}`,
+        `INSERT INTO notification_channels (id, client_id, kind, name, addresses, url, phone, enabled, secret_enc, created_by)
+         SELECT ?, id, ?, ?, ?::text[], ?, ?, ?, ?, ? FROM clients WHERE id = ? RETURNING ${CHANNEL_COLUMNS}`,
         [
           id,
           b.kind,
           b.name,
           toPgArray(b.addresses),
           b.url,
+          b.phone,
           b.enabled,
           secret ? deps.box.seal(secret) : null,
           ctx.principal.kind === 'user' ? ctx.principal.user_id : null,
@@ -152,17 +169,21 @@ function channelWrites(deps: EventsDeps, now: () => number): EventsHandlers {
       refuseChanges(b, channelOut(current, now()), CHANNEL_IMMUTABLE);
       // The URL as GET shows it (a chat URL masked) sent back unchanged keeps the stored one.
       const sameUrl = b.url === undefined || b.url === shownUrl(current.kind, current.url);
-      const target = { addresses: b.addresses ?? current.addresses, url: sameUrl ? current.url : (b.url ?? null) };
-      if (b.addresses !== undefined || !sameUrl) await checkTarget(deps, current.kind, target);
+      const target = {
+        addresses: b.addresses ?? current.addresses,
+        url: sameUrl ? current.url : (b.url ?? null),
+        phone: b.phone !== undefined ? b.phone : current.phone,
+      };
+      if (b.addresses !== undefined || !sameUrl || b.phone !== undefined) await checkTarget(deps, current.kind, target);
       const [after] = await sql<ChannelRow>(
         deps.orm.em.fork(),
-        `UPDATE notification_channels SET name = ?, addresses = ?::text[], url = ?, enabled = ?, updated_at = now()
+        `UPDATE notification_channels SET name = ?, addresses = ?::text[], url = ?, phone = ?, enabled = ?, updated_at = now()
           WHERE id = ? RETURNING ${CHANNEL_COLUMNS}`,
-        [b.name, toPgArray(target.addresses), target.url, b.enabled ?? current.enabled, b.id],
+        [b.name, toPgArray(target.addresses), target.url, target.phone, b.enabled ?? current.enabled, b.id],
       );
       if (!after) throw new DomainError('not_found', `${WHAT} not found`);
       const changes: Record<string, unknown> = {};
-      for (const k of ['name', 'enabled'] as const)
+      for (const k of ['name', 'enabled', 'phone'] as const)
         if (current[k] !== after[k]) changes[k] = { from: current[k], to: after[k] };
       if (current.url !== after.url)
         changes.url =

@@ -29,6 +29,7 @@ export interface ChannelRow {
   name: string;
   addresses: string[];
   url: string | null;
+  phone: string | null;
   enabled: boolean;
   secret_enc: string | null;
   previous_secret_enc: string | null;
@@ -38,7 +39,7 @@ export interface ChannelRow {
   updated_at: string;
 }
 export const CHANNEL_COLUMNS =
-  'id, client_id, kind, name, addresses, url, enabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_by, created_at, updated_at';
+  'id, client_id, kind, name, addresses, url, phone, enabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_by, created_at, updated_at';
 
 /**
  * A chat incoming-webhook URL is its own credential (whoever has it can post to the channel): shown as its origin and
@@ -62,6 +63,7 @@ export const channelOut = (r: ChannelRow, now: number): NotificationChannel => (
   name: r.name,
   addresses: r.addresses,
   url: shownUrl(r.kind, r.url),
+  phone: r.phone,
   enabled: r.enabled,
   has_secret: r.secret_enc !== null,
   previous_secret_expires_at:

@@ -12,6 +12,7 @@ import { sql } from '../../../platform/stores/sql.ts';
 import type { EventsDeps } from '../deps.ts';
 import { postJson } from './http-post.ts';
 import { chatBody, emailOf, webhookBody } from './messages.ts';
+import { call } from './voice-call.ts';
 import { classifyAttempt, type AttemptOutcome } from './retry-policy.ts';
 import { CHANNEL_COLUMNS, DELIVERY_COLUMNS, type ChannelRow, type DeliveryRow } from './rows.ts';
 import { activeSecrets, signWebhook } from './webhook-signing.ts';
@@ -29,6 +30,26 @@ const describe = (o: AttemptOutcome): string | null =>
       ? 'the target did not answer in time'
       : `the connection failed (${o.message})`;
 
+type Settled = 'delivered' | 'failed' | 'pending';
+
+async function recordAttempt(deps: EventsDeps, deliveryId: string, a: Attempt): Promise<void> {
+  await sql(
+    deps.orm.em.fork(),
+    `INSERT INTO notification_attempts (id, delivery_id, at, status_code, latency_ms, error) VALUES (?, ?, now(), ?, ?, ?)`,
+    [randomUUID(), deliveryId, a.status_code, a.latency_ms, a.error],
+  );
+}
+
+/** A pending delivery's outcome (a delivery already settled keeps its own). */
+async function settleDelivery(deps: EventsDeps, id: string, status: Settled, reason: string | null): Promise<void> {
+  await sql(
+    deps.orm.em.fork(),
+    `UPDATE notification_deliveries SET status = ?, reason = ?, delivered_at = CASE WHEN ? = 'delivered' THEN now() ELSE delivered_at END, updated_at = now()
+      WHERE id = ? AND status = 'pending'`,
+    [status, reason, status, id],
+  );
+}
+
 /**
  * Sends deliveries, one job each. Each attempt is recorded (time, status, latency); 2xx delivers; timeouts, refused
  * connections, 429 and 5xx are retried with exponential backoff (a Retry-After lengthening the pause), any other
@@ -39,21 +60,9 @@ const describe = (o: AttemptOutcome): string | null =>
 export function startSender(deps: EventsDeps): Promise<ConsumerHandle> {
   const c = deps.config;
   const policy = { allowHttp: c.SVC_NOTIFY_ALLOW_HTTP, allowPrivate: c.SVC_NOTIFY_ALLOW_PRIVATE };
-  const record = async (deliveryId: string, a: Attempt): Promise<void> => {
-    await sql(
-      deps.orm.em.fork(),
-      `INSERT INTO notification_attempts (id, delivery_id, at, status_code, latency_ms, error) VALUES (?, ?, now(), ?, ?, ?)`,
-      [randomUUID(), deliveryId, a.status_code, a.latency_ms, a.error],
-    );
-  };
-  const settle = async (id: string, status: 'delivered' | 'failed' | 'pending', reason: string | null) => {
-    await sql(
-      deps.orm.em.fork(),
-      `UPDATE notification_deliveries SET status = ?, reason = ?, delivered_at = CASE WHEN ? = 'delivered' THEN now() ELSE delivered_at END, updated_at = now()
-        WHERE id = ? AND status = 'pending'`,
-      [status, reason, status, id],
-    );
-  };
+  const record = (id: string, a: Attempt): Promise<void> => recordAttempt(deps, id, a);
+  const settle = (id: string, status: Settled, reason: string | null): Promise<void> =>
+    settleDelivery(deps, id, status, reason);
 
   return runConsumer({
     nc: deps.nc,
@@ -96,6 +105,21 @@ export function startSender(deps: EventsDeps): Promise<ConsumerHandle> {
             msgId: `notify-mail:${d.id}:${attempt}:${to}`,
           });
         await record(d.id, { status_code: null, latency_ms: Math.round(performance.now() - started), error: null });
+        await settle(d.id, 'delivered', null);
+        return;
+      }
+
+      if (channel.kind === 'voice') {
+        const started = performance.now();
+        const latency = (): number => Math.round(performance.now() - started);
+        try {
+          await call(deps, d, channel, meta.log);
+        } catch (err) {
+          await record(d.id, { status_code: null, latency_ms: latency(), error: (err as Error).message.slice(0, 500) });
+          if (err instanceof NonRetryableError) await settle(d.id, 'failed', err.message.slice(0, 500));
+          throw err;
+        }
+        await record(d.id, { status_code: null, latency_ms: latency(), error: null });
         await settle(d.id, 'delivered', null);
         return;
       }

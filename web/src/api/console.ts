@@ -12469,7 +12469,7 @@ export interface operations {
         parameters: {
             query?: {
                 client_id?: string;
-                kind?: "email" | "chat" | "webhook";
+                kind?: "email" | "chat" | "webhook" | "voice";
                 page?: number;
                 per_page?: number;
             };
@@ -12499,8 +12499,9 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            kind: "email" | "chat" | "webhook";
+                            kind: "email" | "chat" | "webhook" | "voice";
                             name: string;
+                            phone: string | null;
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             /** Format: date-time */
@@ -12606,8 +12607,10 @@ export interface operations {
                     /** @default true */
                     enabled?: boolean;
                     /** @enum {string} */
-                    kind: "email" | "chat" | "webhook";
+                    kind: "email" | "chat" | "webhook" | "voice";
                     name: string;
+                    /** @default null */
+                    phone?: string | null;
                     /**
                      * Format: uri
                      * @default null
@@ -12637,8 +12640,9 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            kind: "email" | "chat" | "webhook";
+                            kind: "email" | "chat" | "webhook" | "voice";
                             name: string;
+                            phone: string | null;
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             secret?: string;
@@ -12763,8 +12767,9 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            kind: "email" | "chat" | "webhook";
+                            kind: "email" | "chat" | "webhook" | "voice";
                             name: string;
+                            phone: string | null;
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             /** Format: date-time */
@@ -12865,8 +12870,9 @@ export interface operations {
                     client_id?: string;
                     enabled?: boolean;
                     /** @enum {string} */
-                    kind?: "email" | "chat" | "webhook";
+                    kind?: "email" | "chat" | "webhook" | "voice";
                     name: string;
+                    phone?: string | null;
                     /** Format: uri */
                     url?: string | null;
                 };
@@ -12893,8 +12899,9 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            kind: "email" | "chat" | "webhook";
+                            kind: "email" | "chat" | "webhook" | "voice";
                             name: string;
+                            phone: string | null;
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             /** Format: date-time */
@@ -13257,8 +13264,9 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            kind: "email" | "chat" | "webhook";
+                            kind: "email" | "chat" | "webhook" | "voice";
                             name: string;
+                            phone: string | null;
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             secret?: string;

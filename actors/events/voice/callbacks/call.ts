@@ -8,13 +8,15 @@ import { validTwilioSignature, voiceConfig, type VoiceConfig } from '../twilio.t
 
 export interface CallRow {
   id: string;
-  alert_group_id: string;
+  /** A page's call is of an alert group; a voice channel's of a notification (exactly one of the two). */
+  alert_group_id: string | null;
+  notification_id: string | null;
   attempt: number;
   to_number: string;
   provider_sid: string | null;
   status: string;
 }
-export const CALL_COLUMNS = 'id, alert_group_id, attempt, to_number, provider_sid, status';
+export const CALL_COLUMNS = 'id, alert_group_id, notification_id, attempt, to_number, provider_sid, status';
 
 export const xml = (s: string): string =>
   s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
@@ -78,4 +80,32 @@ export async function groupOf(
   );
   if (!g) throw new DomainError('not_found', 'alert group not found');
   return g;
+}
+
+/** The notification a voice channel's call is about. */
+export async function notificationOf(
+  deps: EventsDeps,
+  id: string,
+): Promise<{
+  id: string;
+  client_id: string;
+  title: string;
+  severity: string;
+  status: string;
+  acknowledged_at: string | null;
+}> {
+  const [n] = await sql<{
+    id: string;
+    client_id: string;
+    title: string;
+    severity: string;
+    status: string;
+    acknowledged_at: string | null;
+  }>(
+    deps.orm.em.fork(),
+    `SELECT id, client_id, title, severity, status, acknowledged_at FROM notifications WHERE id = ?`,
+    [id],
+  );
+  if (!n) throw new DomainError('not_found', 'notification not found');
+  return n;
 }

@@ -3,9 +3,13 @@ import { iso, sql } from '../../../../platform/stores/sql.ts';
 import type { EventsDeps, EventsHandlers } from '../../deps.ts';
 import { changedEvent, GROUP_COLUMNS, type AlertGroupRow } from '../../records/alert-groups.ts';
 import { callbackUrls } from '../twilio.ts';
+import { acknowledge } from '../../notifications/incidents.ts';
 import { callOf, twiml, verified, xml } from './call.ts';
 
-/** The key pressed during a call: 1 acknowledges the alert group (once, by phone); any other key repeats the prompt. */
+/**
+ * The key pressed during a call: 1 acknowledges the alert group or the notification (once, by phone); any other key
+ * repeats the prompt.
+ */
 export function gatherHandlers(deps: EventsDeps): EventsHandlers {
   return {
     'svc.events.voice.gather': async ({ path, params, signature }, { ctx }) => {
@@ -20,6 +24,18 @@ export function gatherHandlers(deps: EventsDeps): EventsHandlers {
         return twiml(
           `<Say>That key does nothing.</Say><Redirect method="POST">${xml(callbackUrls(v, call.id).twiml)}</Redirect>`,
         );
+      if (call.notification_id !== null) {
+        const done = await acknowledge(deps, call.notification_id, `phone:${call.to_number}`);
+        if (done?.now)
+          await deps.audit.record(ctx, {
+            action: 'notification.acknowledged',
+            resource_type: 'notification',
+            resource_id: call.notification_id,
+            client_ids: [done.row.client_id],
+            details: { title: done.row.title, via: 'phone', phone: call.to_number, call_sid: call.provider_sid },
+          });
+        return twiml('<Say>Notification acknowledged. Goodbye.</Say><Hangup/>');
+      }
       const at = new Date(deps.clock.now()).toISOString();
       const acknowledged = await deps.orm.em.fork().transactional(async (tx) => {
         const [g] = await sql<AlertGroupRow>(

@@ -22,7 +22,8 @@ export function statusHandlers(deps: EventsDeps): EventsHandlers {
         `UPDATE voice_calls SET status = ?, updated_at = now() WHERE id = ? AND status NOT IN ('completed', 'busy', 'no-answer', 'failed', 'canceled') RETURNING id`,
         [status, call.id],
       );
-      if (!updated || !FINAL.has(status)) return {};
+      // A notification's call is not called again: its rule's escalation steps are what follows an unanswered one.
+      if (!updated || !FINAL.has(status) || call.alert_group_id === null) return {};
       const g = await groupOf(deps, call.alert_group_id);
       // Unanswered, or answered without the acknowledging key: call again while the group still fires.
       if (g.status === 'firing' && g.acknowledged_at === null && (UNANSWERED.has(status) || status === 'completed'))
