@@ -16,6 +16,7 @@ import { Migration0015_host_heartbeat_hot } from './Migration0015_host_heartbeat
 import { Migration0016_audit_log_clients } from './Migration0016_audit_log_clients.ts';
 import { Migration0017_notifications } from './Migration0017_notifications.ts';
 import { Migration0018_notification_voice } from './Migration0018_notification_voice.ts';
+import { Migration0019_notification_voice_tests } from './Migration0019_notification_voice_tests.ts';
 
 /**
  * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
@@ -39,4 +40,5 @@ export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0016_audit_log_clients', class: Migration0016_audit_log_clients },
   { name: 'Migration0017_notifications', class: Migration0017_notifications },
   { name: 'Migration0018_notification_voice', class: Migration0018_notification_voice },
+  { name: 'Migration0019_notification_voice_tests', class: Migration0019_notification_voice_tests },
 ];

@@ -620,6 +620,8 @@ describe('rules', () => {
       [{ ...window, rrule: 'FREQ=SECONDLY' }, /too frequent/],
       [{ ...window, rrule: 'FREQ=WEEKLY;BYDAY=XX' }, /BYDAY/],
       [{ ...window, starts_at: '2026-02-30T02:00' }, /starts_at/],
+      [{ ...window, rrule: 'FREQ=HOURLY;INTERVAL=2;BYHOUR=1' }, /INTERVAL/],
+      [{ ...window, rrule: 'FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30' }, /never occurs/],
     ] as const) {
       const res = await call('POST', '/api/v1/maintenance-windows', body);
       expect(res.statusCode, JSON.stringify(body)).toBe(400);

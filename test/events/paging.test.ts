@@ -509,5 +509,32 @@ describe('a voice notification channel', () => {
     );
     await new Promise((r) => setTimeout(r, 1_000));
     expect(provider.calls.length).toBe(before + 1);
+
+    // A test call reads the test message; a redelivery calls again.
+    const tested = await api(sys, { token: root })('POST', `/api/v1/notification-channels/${channelId}/test`);
+    expectStatus(tested, 202);
+    await eventually(
+      async () => provider.calls.length,
+      (n) => n === before + 2,
+      'the test call',
+    );
+    const testCall = provider.calls[before + 1]!;
+    const read = await callback(testCall.form.Url!, callParams(testCall));
+    expectStatus(read, 200);
+    expect(read.body).toContain('Test notification for the channel “on-call phone”. It reaches you. Goodbye.');
+    const testId = tested.json().data.id as string;
+    await eventually(
+      async () =>
+        (await api(sys, { token: root })('GET', `/api/v1/notification-channels/${channelId}/deliveries`)).json()
+          .data as { status: string; id: string }[],
+      (l) => l.find((d) => d.id === testId)?.status === 'delivered',
+      'the test delivered',
+    );
+    expectStatus(await api(sys, { token: root })('POST', `/api/v1/notification-deliveries/${testId}/redeliver`), 202);
+    await eventually(
+      async () => provider.calls.length,
+      (n) => n === before + 3,
+      'the redelivered call',
+    );
   });
 });

@@ -80,15 +80,16 @@ export function deliveryHandlers(deps: EventsDeps): EventsHandlers {
         WRITE,
         'notification delivery',
       );
-      if (current.status === 'pending')
-        throw new DomainError('bad_request', 'the delivery is still being sent: wait for its outcome first');
+      // One redelivery at a time: a delivery still being sent is refused, unless its job was lost (no change for a
+      // minute: a publish that failed after the row was set pending).
       const [row] = await sql<DeliveryRow>(
         em,
         `UPDATE notification_deliveries SET status = 'pending', reason = NULL, redelivered_at = now(), updated_at = now()
-          WHERE id = ? RETURNING ${DELIVERY_COLUMNS}`,
+          WHERE id = ? AND (status <> 'pending' OR updated_at < now() - interval '1 minute') RETURNING ${DELIVERY_COLUMNS}`,
         [id],
       );
-      await publishSend(deps, id, `${id}:${new Date(row!.redelivered_at!).getTime()}`);
+      if (!row) throw new DomainError('bad_request', 'the delivery is still being sent: wait for its outcome first');
+      await publishSend(deps, id, `${id}:${new Date(row.redelivered_at!).getTime()}`);
       await deps.audit.record(ctx, {
         action: 'notification_delivery.redelivered',
         resource_type: 'notification_delivery',
@@ -96,7 +97,7 @@ export function deliveryHandlers(deps: EventsDeps): EventsHandlers {
         client_ids: [current.client_id],
         details: { channel_id: current.channel_id, previous_status: current.status },
       });
-      return (await deliveriesOut(em, [row!]))[0]!;
+      return (await deliveriesOut(em, [row]))[0]!;
     },
   };
 }

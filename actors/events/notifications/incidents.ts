@@ -179,26 +179,34 @@ async function scheduleWindowEnd(deps: NotifyDeps, n: NotificationRow, end: Date
   );
 }
 
-/** The first message of a notification: sent, or held back by a window (then looked at again when it ends). */
+/**
+ * The first message of a notification: sent, or held back by a window (then looked at again when it ends). Made
+ * again when the event that opened it is redelivered (a crash midway): what was decided the first time stands, and
+ * each piece (deliveries, timeline rows, the next check) is made once.
+ */
 async function firstMessage(deps: NotifyDeps, em: EntityManager, n: NotificationRow, rule: RuleRow): Promise<void> {
   const now = new Date(deps.clock.now());
-  const window = await windowOver(em, placeOf(n), now);
   const channels = channelsOf(rule, 0);
-  if (window) {
-    await sql(em, `UPDATE notifications SET suppressed = true, updated_at = now() WHERE id = ?`, [n.id]);
-    await enqueueDeliveries(deps, em, specs(deps, n, 'firing', channels, 'firing', held(window.window)));
-    await onTimeline(
-      em,
-      n,
-      'suppressed',
-      now,
-      `Notification held back: ${n.title}`,
-      `${rule.name}: ${held(window.window)} until ${window.occurrence.end.toISOString()}.`,
-    );
-    await scheduleWindowEnd(deps, n, window.occurrence.end);
-    return;
+  if (n.last_sent_at === null) {
+    const window = await windowOver(em, placeOf(n), now);
+    if (window || n.suppressed) {
+      const reason = window ? held(window.window) : 'held back by a maintenance window';
+      const end = window?.occurrence.end ?? now;
+      await sql(em, `UPDATE notifications SET suppressed = true, updated_at = now() WHERE id = ?`, [n.id]);
+      await enqueueDeliveries(deps, em, specs(deps, n, 'firing', channels, 'firing', reason));
+      await onTimeline(
+        em,
+        n,
+        'suppressed',
+        now,
+        `Notification held back: ${n.title}`,
+        `${rule.name}: ${reason} until ${end.toISOString()}.`,
+      );
+      await scheduleWindowEnd(deps, n, end);
+      return;
+    }
+    await sql(em, `UPDATE notifications SET last_sent_at = ?, updated_at = now() WHERE id = ?`, [now, n.id]);
   }
-  await sql(em, `UPDATE notifications SET last_sent_at = ?, updated_at = now() WHERE id = ?`, [now, n.id]);
   await enqueueDeliveries(deps, em, specs(deps, n, 'firing', channels, 'firing', null));
   await onTimeline(
     em,
@@ -208,7 +216,7 @@ async function firstMessage(deps: NotifyDeps, em: EntityManager, n: Notification
     `Notified: ${n.title}`,
     `${rule.name} (${n.severity}) sent to ${channels.length} channel(s), step 1 of ${rule.steps.length}.`,
   );
-  await scheduleEscalation(deps, n, rule, now);
+  await scheduleEscalation(deps, n, rule, n.last_sent_at ? new Date(n.last_sent_at) : now);
 }
 
 /**
@@ -265,7 +273,7 @@ export async function openOrCount(deps: NotifyDeps, rule: RuleRow, c: Cause): Pr
   });
   if (inserted || (n.count === 1 && n.last_event_key === c.event_key)) {
     // The first message; on a redelivered event it is made again (its deliveries are made once, by their keys).
-    if (!n.suppressed || inserted) await firstMessage(deps, em, n, rule);
+    await firstMessage(deps, em, n, rule);
     return n;
   }
   if (counted && !n.suppressed && n.acknowledged_at === null) {
@@ -303,7 +311,16 @@ export async function recover(
       `SELECT ${NOTIFICATION_COLUMNS} FROM notifications WHERE rule_id = ? AND group_key = ? AND status = 'firing' FOR UPDATE`,
       [rule.id, groupKey],
     );
-    if (!open) return null;
+    if (!open) {
+      // Resolved by this same event before (a redelivery after a crash): its resolved message is made again, once.
+      const [before] = await sql<NotificationRow>(
+        tx,
+        `SELECT ${NOTIFICATION_COLUMNS} FROM notifications WHERE rule_id = ? AND group_key = ? AND status = 'resolved' AND resolved_at = ?
+          ORDER BY updated_at DESC LIMIT 1`,
+        [rule.id, groupKey, at],
+      );
+      return before ?? null;
+    }
     await sql(tx, `UPDATE notification_members SET active = false WHERE notification_id = ? AND member = ?`, [
       open.id,
       member,
@@ -386,19 +403,21 @@ export async function escalate(deps: NotifyDeps, id: string, step: number): Prom
     );
     return;
   }
-  const [n] = await sql<NotificationRow>(
-    em,
-    `UPDATE notifications SET step = ?, updated_at = now()
-      WHERE id = ? AND step < ? AND status = 'firing' AND acknowledged_at IS NULL AND NOT suppressed
-      RETURNING ${NOTIFICATION_COLUMNS}`,
-    [step, id, step],
-  );
-  if (!n?.rule_id) return;
+  if (!current.rule_id) return;
   const [rule] = await sql<RuleRow>(em, `SELECT ${RULE_COLUMNS} FROM notification_rules WHERE id = ? AND enabled`, [
-    n.rule_id,
+    current.rule_id,
   ]);
   const target = rule?.steps[step];
   if (!rule || !target) return;
+  // `step <= ?`: a check repeated after a crash makes the step's pieces again (each once) and schedules the next.
+  const [n] = await sql<NotificationRow>(
+    em,
+    `UPDATE notifications SET step = ?, updated_at = now()
+      WHERE id = ? AND step <= ? AND status = 'firing' AND acknowledged_at IS NULL AND NOT suppressed
+      RETURNING ${NOTIFICATION_COLUMNS}`,
+    [step, id, step],
+  );
+  if (!n) return;
   const now = new Date(deps.clock.now());
   await enqueueDeliveries(deps, em, specs(deps, n, 'escalation', target.channel_ids, `escalation:${step}`, null));
   await onTimeline(
@@ -417,10 +436,16 @@ export async function windowEnded(deps: NotifyDeps, id: string): Promise<void> {
   const em = deps.orm.em.fork();
   const [n] = await sql<NotificationRow>(
     em,
-    `SELECT ${NOTIFICATION_COLUMNS} FROM notifications WHERE id = ? AND status = 'firing' AND suppressed`,
+    `SELECT ${NOTIFICATION_COLUMNS} FROM notifications WHERE id = ? AND status = 'firing'`,
     [id],
   );
   if (!n?.rule_id) return;
+  if (!n.suppressed) {
+    // Released before (a repeated check after a crash): what it sent then is sent, once.
+    const [rule] = await sql<RuleRow>(em, `SELECT ${RULE_COLUMNS} FROM notification_rules WHERE id = ?`, [n.rule_id]);
+    if (rule) await enqueueDeliveries(deps, em, specs(deps, n, 'firing', channelsOf(rule, 0), 'after-window', null));
+    return;
+  }
   const now = new Date(deps.clock.now());
   const still = await windowOver(em, placeOf(n), now);
   if (still) {

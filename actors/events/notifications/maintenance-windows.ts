@@ -130,6 +130,16 @@ const PARTS = new Set([
   'BYMINUTE',
   'BYSETPOS',
 ]);
+/** Each BY* part's allowed values: lowest, highest, and whether 0 is one of them (RFC 5545 §3.3.10). */
+const RANGES: Record<string, [number, number, boolean]> = {
+  BYMONTH: [1, 12, false],
+  BYWEEKNO: [-53, 53, false],
+  BYYEARDAY: [-366, 366, false],
+  BYMONTHDAY: [-31, 31, false],
+  BYHOUR: [0, 23, true],
+  BYMINUTE: [0, 59, true],
+  BYSETPOS: [-366, 366, false],
+};
 const FREQS = new Set(['YEARLY', 'MONTHLY', 'WEEKLY', 'DAILY', 'HOURLY']);
 const INT_LIST = /^[+-]?\d{1,3}(,[+-]?\d{1,3})*$/;
 const DAY_LIST = /^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)(,([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU))*$/;
@@ -180,8 +190,17 @@ export function parseWindowRule(text: string): { ok: true } | { ok: false; messa
     return { ok: false, message: 'BYDAY must list days such as MO,TU or 1SU,-1FR' };
   for (const name of ['BYMONTH', 'BYWEEKNO', 'BYYEARDAY', 'BYMONTHDAY', 'BYHOUR', 'BYMINUTE', 'BYSETPOS']) {
     const v = seen.get(name);
-    if (v !== undefined && !INT_LIST.test(v)) return { ok: false, message: `${name} must list whole numbers` };
+    if (v === undefined) continue;
+    if (!INT_LIST.test(v)) return { ok: false, message: `${name} must list whole numbers` };
+    const [lo, hi, zero] = RANGES[name]!;
+    for (const n of v.split(',').map(Number))
+      if (n < lo || n > hi || (n === 0 && !zero))
+        return { ok: false, message: `${name} values must be ${zero ? '' : 'non-zero, '}from ${lo} to ${hi}` };
   }
+  // rrule steps HOURLY by its interval until an hour matches: with an interval over 1 and BYHOUR it may never reach
+  // one and never return.
+  if (freq === 'HOURLY' && seen.has('BYHOUR') && Number(seen.get('INTERVAL') ?? '1') > 1)
+    return { ok: false, message: 'FREQ=HOURLY with an INTERVAL over 1 cannot take BYHOUR (use FREQ=DAILY;BYHOUR=…)' };
   try {
     const rule = new RRule({ ...RRule.parseString(body), dtstart: new Date(Date.UTC(2026, 0, 1)) });
     rule.after(new Date(Date.UTC(2026, 0, 1)), true);

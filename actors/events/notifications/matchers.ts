@@ -20,13 +20,22 @@ function regex(source: string): RegExp {
 /** Why a matcher cannot be used (its regular expression does not compile), or null. */
 export function matcherProblem(m: LabelMatcher): string | null {
   if (m.op !== '=~' && m.op !== '!~') return null;
+  const name = `${m.label}${m.op}${JSON.stringify(m.value)}`;
   try {
+    // On its own first: a value that closes the anchoring group (`x)|(?:.*`) would match anything.
+    new RegExp(m.value, 'u');
     regex(m.value);
-    return null;
   } catch (err) {
-    return `${m.label}${m.op}${JSON.stringify(m.value)} is not a valid regular expression (${(err as Error).message})`;
+    return `${name} is not a valid regular expression (${(err as Error).message})`;
   }
+  // JavaScript's engine backtracks: a quantified group that is itself quantified, such as (a+)+, can take
+  // exponential time on one label value and hold up every client's notifications.
+  if (NESTED_QUANTIFIER.test(m.value)) return `${name} repeats a repeated group, which can take exponential time`;
+  return null;
 }
+
+/** A group containing + or * (or {n,}) followed by a quantifier. */
+const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*(?:[+*]|\{\d+,\d*\})(?:[^()\\]|\\.)*\)(?:[+*]|\{\d+,?\d*\})/;
 
 export function matches(m: LabelMatcher, labels: Record<string, string>): boolean {
   const value = labels[m.label] ?? '';

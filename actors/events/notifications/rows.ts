@@ -303,12 +303,12 @@ export async function loadOwned<R extends { client_id: string }>(
  * caller reads notifications of; null when that is none.
  */
 export function clientFilter(ctx: CallerContext, clientId: string | undefined, params: unknown[]): string | null {
-  requirePermission(ctx, READ);
   if (clientId !== undefined) {
     requireOnClient(ctx, clientId, READ, 'client');
     params.push(clientId);
     return 'client_id = ?';
   }
+  requirePermission(ctx, READ);
   const scope = clientsWith(ctx, READ);
   if (scope === 'all') return 'true';
   if (scope.length === 0) return null;

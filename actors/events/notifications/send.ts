@@ -102,7 +102,7 @@ export function startSender(deps: EventsDeps): Promise<ConsumerHandle> {
         const started = performance.now();
         for (const to of channel.addresses)
           await publishDurable(deps.nc, 'svc.work.email.send', emailOf(d.payload, to), {
-            msgId: `notify-mail:${d.id}:${attempt}:${to}`,
+            msgId: `notify-mail:${d.id}:${d.redelivered_at ? new Date(d.redelivered_at).getTime() : 0}:${attempt}:${to}`,
           });
         await record(d.id, { status_code: null, latency_ms: Math.round(performance.now() - started), error: null });
         await settle(d.id, 'delivered', null);

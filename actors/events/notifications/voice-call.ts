@@ -3,6 +3,7 @@ import type { Logger } from '../../../platform/logger.ts';
 import { sql } from '../../../platform/stores/sql.ts';
 import type { EventsDeps } from '../deps.ts';
 import { callbackUrls, placeCall, VoiceProviderError, voiceConfig } from '../voice/twilio.ts';
+import { derivedId } from './derived-id.ts';
 import type { ChannelRow, DeliveryRow } from './rows.ts';
 
 /**
@@ -19,27 +20,29 @@ export async function call(deps: EventsDeps, d: DeliveryRow, channel: ChannelRow
     );
   if (channel.phone === null) throw new NonRetryableError('the voice channel has no phone number');
   const em = deps.orm.em.fork();
+  // One call per sending: the delivery's id, or after a redelivery an id fixed by the delivery and that redelivery.
+  const id = d.redelivered_at ? derivedId(`${d.id}@${new Date(d.redelivered_at).toISOString()}`) : d.id;
   await sql(
     em,
-    `INSERT INTO voice_calls (id, notification_id, attempt, to_number, status) VALUES (?, ?, 1, ?, 'placing') ON CONFLICT (id) DO NOTHING`,
-    [d.id, d.notification_id, channel.phone],
+    `INSERT INTO voice_calls (id, notification_id, delivery_id, attempt, to_number, status) VALUES (?, ?, ?, 1, ?, 'placing') ON CONFLICT (id) DO NOTHING`,
+    [id, d.notification_id, d.id, channel.phone],
   );
   const [row] = await sql<{ provider_sid: string | null }>(em, `SELECT provider_sid FROM voice_calls WHERE id = ?`, [
-    d.id,
+    id,
   ]);
   if (row?.provider_sid) return;
-  const urls = callbackUrls(v, d.id);
+  const urls = callbackUrls(v, id);
   try {
     const placed = await placeCall(v, channel.phone, urls.twiml, urls.status);
     await sql(em, `UPDATE voice_calls SET provider_sid = ?, status = ?, updated_at = now() WHERE id = ?`, [
       placed.sid,
       placed.status,
-      d.id,
+      id,
     ]);
     log.info({ delivery_id: d.id, call_sid: placed.sid }, 'notification phoned');
   } catch (err) {
     if (err instanceof VoiceProviderError && !err.transient) {
-      await sql(em, `UPDATE voice_calls SET status = 'failed', updated_at = now() WHERE id = ?`, [d.id]);
+      await sql(em, `UPDATE voice_calls SET status = 'failed', updated_at = now() WHERE id = ?`, [id]);
       throw new NonRetryableError(err.message);
     }
     if (err instanceof VoiceProviderError && err.retryAfterMs !== undefined)

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Note, TimelineEvent } from '../../../contracts/domains/events-charts.ts';
 import { iso, sql } from '../../../platform/stores/sql.ts';
+import { derivedId } from './derived-id.ts';
 import { occurrencesBetween, type Occurrence } from './maintenance-windows.ts';
 import { WINDOW_COLUMNS, type WindowRow } from './rows.ts';
 
@@ -39,14 +39,8 @@ async function windowsOf(em: EntityManager, p: Place): Promise<WindowRow[]> {
   return sql<WindowRow>(em, `SELECT ${WINDOW_COLUMNS} FROM maintenance_windows WHERE client_id = ?`, [p.client_id]);
 }
 
-/** A UUID (version 8, RFC 9562's custom form) fixed by the window and the occurrence's start. */
-function occurrenceId(windowId: string, start: Date): string {
-  const h = createHash('sha256').update(`${windowId}@${start.toISOString()}`).digest();
-  h[6] = (h[6]! & 0x0f) | 0x80;
-  h[8] = (h[8]! & 0x3f) | 0x80;
-  const x = h.subarray(0, 16).toString('hex');
-  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
-}
+/** An occurrence's note id, fixed by the window and the occurrence's start. */
+const occurrenceId = (windowId: string, start: Date): string => derivedId(`${windowId}@${start.toISOString()}`);
 
 async function occurrencesOver(
   em: EntityManager,

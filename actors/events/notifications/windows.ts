@@ -25,18 +25,20 @@ interface WindowInput {
 }
 
 /** The zone must be an IANA name, the start a real local time, the rule a strict RRULE; the window must occur. */
-function checkWindow(b: WindowInput): void {
+function checkWindow(b: WindowInput, now: number): void {
   if (!validTimeZone(b.timezone))
     throw new DomainError('bad_request', `timezone: "${b.timezone}" is not a time zone name such as Europe/Berlin`);
   if (b.rrule !== null) {
     const rule = parseWindowRule(b.rrule);
     if (!rule.ok) throw new DomainError('bad_request', `rrule: ${rule.message}`);
   }
+  let first: unknown[];
   try {
-    occurrencesBetween(b, new Date(0), new Date(Date.now() + 100 * YEAR_MS), 1);
+    first = occurrencesBetween(b, new Date(0), new Date(now + 10 * YEAR_MS), 1);
   } catch (err) {
     throw new DomainError('bad_request', (err as Error).message.replace(/^starts_at must/, 'starts_at: must'));
   }
+  if (first.length === 0) throw new DomainError('bad_request', 'rrule: the window never occurs in the next ten years');
 }
 
 const values = (b: WindowInput): unknown[] => [
@@ -93,7 +95,7 @@ export function windowHandlers(deps: EventsDeps): EventsHandlers {
 
     'svc.events.maintenance_windows.create': async (b, scope) => {
       requireOnClient(scope.ctx, b.client_id, WRITE, 'client');
-      checkWindow(b);
+      checkWindow(b, now());
       await checkPlace(deps, scope, b.client_id, b);
       const id = randomUUID();
       const [row] = await sql<WindowRow>(
@@ -116,7 +118,7 @@ export function windowHandlers(deps: EventsDeps): EventsHandlers {
     'svc.events.maintenance_windows.update': async (b, scope) => {
       const current = await load(scope, b.id, WRITE);
       refuseChanges(b, windowOut(current, now()), WINDOW_IMMUTABLE);
-      checkWindow(b);
+      checkWindow(b, now());
       await checkPlace(deps, scope, current.client_id, b);
       const [row] = await sql<WindowRow>(
         deps.orm.em.fork(),

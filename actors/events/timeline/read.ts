@@ -1,3 +1,4 @@
+import { hasPermission } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type { TimelineEvent, TimelineEventType } from '../../../contracts/domains/events-charts.ts';
 import { DomainError } from '../../../contracts/errors.ts';
@@ -60,16 +61,19 @@ export function timelineHandlers(deps: EventsDeps): EventsHandlers {
       const where = [`t."timestamp" >= ?`, `t."timestamp" <= ?`];
       if (target) where.push(targetCondition(target, params));
       const byType: string[] = [];
+      // Notifications are read client-wide only (docs/api/notifications.md): environment grants do not count for them.
+      const clientWide = (type: string): boolean => type === 'notification';
       for (const type of wanted) {
         const perm = TIMELINE_PERMISSION[type];
         if (target) {
-          if (holdsOn(ctx, perm, target)) {
+          if (clientWide(type) ? hasPermission(ctx, perm, target.client_id) : holdsOn(ctx, perm, target)) {
             byType.push(`t.event_type = ?`);
             params.push(type);
           }
           continue;
         }
-        const g = grantsOf(ctx, perm);
+        const all = grantsOf(ctx, perm);
+        const g = clientWide(type) ? { ...all, environments: [] } : all;
         const typeParams: unknown[] = [type];
         const cond = grantsCondition(g, 't.client_id', 't.environment_id', typeParams);
         if (cond === 'false') continue;
@@ -93,7 +97,8 @@ export function timelineHandlers(deps: EventsDeps): EventsHandlers {
       );
       const events = rows.map((r): TimelineEvent => ({ ...r, timestamp: iso(r.timestamp) }));
       // A host's or an environment's maintenance windows, at each occurrence's start, for readers of notifications.
-      if (!target || !wanted.includes('notification') || !holdsOn(ctx, 'notifications:read', target)) return events;
+      if (!target || !wanted.includes('notification') || !hasPermission(ctx, 'notifications:read', target.client_id))
+        return events;
       const windows = await windowTimeline(em, target, new Date(q.start), new Date(q.end));
       if (windows.length === 0) return events;
       return [...events, ...windows]

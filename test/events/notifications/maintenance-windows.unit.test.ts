@@ -168,6 +168,8 @@ describe('parseWindowRule and validTimeZone', () => {
       'FREQ=DAILY;COUNT=10',
       'FREQ=YEARLY;BYMONTH=12;BYMONTHDAY=24',
       'FREQ=HOURLY;INTERVAL=6',
+      'FREQ=DAILY;BYHOUR=2,14;BYMINUTE=30',
+      'FREQ=MONTHLY;BYMONTHDAY=-1',
     ])
       expect(parseWindowRule(r), r).toEqual({ ok: true });
   });
@@ -190,6 +192,12 @@ describe('parseWindowRule and validTimeZone', () => {
       'FREQ=DAILY;UNTIL=tomorrow',
       'FREQ=DAILY;COUNT=2;UNTIL=20260101',
       'FREQ=DAILY;FREQ=WEEKLY',
+      // Values out of their range, and an hourly rule rrule could step through forever looking for its hour.
+      'FREQ=HOURLY;BYHOUR=99',
+      'FREQ=DAILY;BYMINUTE=60',
+      'FREQ=YEARLY;BYMONTH=13',
+      'FREQ=MONTHLY;BYMONTHDAY=0',
+      'FREQ=HOURLY;INTERVAL=2;BYHOUR=1',
     ];
     for (const r of refused) {
       const result = parseWindowRule(r);

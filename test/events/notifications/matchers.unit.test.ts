@@ -35,5 +35,13 @@ describe('notification label matchers', () => {
   it('names a regular expression that does not compile', () => {
     expect(matcherProblem({ label: 'a', op: '=~', value: '(' })).toMatch(/not a valid regular expression/);
     expect(matcherProblem({ label: 'a', op: '=', value: '(' })).toBeNull();
+    expect(matcherProblem({ label: 'a', op: '=~', value: 'x)|(?:.*' })).toMatch(/not a valid regular expression/);
+  });
+
+  it('refuses repeated repeated groups, which backtrack exponentially', () => {
+    for (const value of ['(a+)+b', '(a*)*', '(x|a+){2,}', '(?:\\d+)+$'])
+      expect(matcherProblem({ label: 'a', op: '=~', value }), value).toMatch(/exponential/);
+    for (const value of ['db-.*', '(web|db)-[0-9]+', '(a|b)+', 'x{2,3}'])
+      expect(matcherProblem({ label: 'a', op: '=~', value }), value).toBeNull();
   });
 });

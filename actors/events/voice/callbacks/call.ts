@@ -11,12 +11,15 @@ export interface CallRow {
   /** A page's call is of an alert group; a voice channel's of a notification (exactly one of the two). */
   alert_group_id: string | null;
   notification_id: string | null;
+  /** A voice channel's call: its delivery (a test call has no notification). */
+  delivery_id: string | null;
   attempt: number;
   to_number: string;
   provider_sid: string | null;
   status: string;
 }
-export const CALL_COLUMNS = 'id, alert_group_id, notification_id, attempt, to_number, provider_sid, status';
+export const CALL_COLUMNS =
+  'id, alert_group_id, notification_id, delivery_id, attempt, to_number, provider_sid, status';
 
 export const xml = (s: string): string =>
   s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);

@@ -24,6 +24,8 @@ export function gatherHandlers(deps: EventsDeps): EventsHandlers {
         return twiml(
           `<Say>That key does nothing.</Say><Redirect method="POST">${xml(callbackUrls(v, call.id).twiml)}</Redirect>`,
         );
+      if (call.alert_group_id === null && call.notification_id === null)
+        return twiml('<Say>This was a test call. Goodbye.</Say><Hangup/>');
       if (call.notification_id !== null) {
         const done = await acknowledge(deps, call.notification_id, `phone:${call.to_number}`);
         if (done?.now)

@@ -19,6 +19,15 @@ export function twimlHandlers(deps: EventsDeps): EventsHandlers {
         twiml(
           `<Gather numDigits="1" timeout="10" method="POST" action="${xml(gather)}"><Say>${xml(say)}</Say></Gather><Say>No key was pressed. Goodbye.</Say>`,
         );
+      if (call.alert_group_id === null && call.notification_id === null) {
+        // A voice channel's test call: it reads the test message, nothing to acknowledge.
+        const [d] = await sql<{ payload: { title?: string } }>(
+          deps.orm.em.fork(),
+          `SELECT payload FROM notification_deliveries WHERE id = ?`,
+          [call.delivery_id],
+        );
+        return twiml(`<Say>${xml(d?.payload.title ?? 'Test notification')}. It reaches you. Goodbye.</Say><Hangup/>`);
+      }
       if (call.alert_group_id === null) {
         const n = await notificationOf(deps, call.notification_id!);
         const state =
