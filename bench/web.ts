@@ -6,7 +6,8 @@
 //   6 hours (1-minute buckets), each from its series' response to its first draw.
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { launchBrowser } from '../test/support/chromium.ts';
 import { generateSync } from 'otplib';
 import { Tsdb, type ImportSeries } from '../actors/fleet/metrics/tsdb.ts';
 import { tsdbBases, type Config } from '../platform/config.ts';
@@ -16,7 +17,6 @@ import { percentile } from './stats.ts';
 
 const HOSTS = Math.max(100, Number(process.env.BENCH_WEB_HOSTS ?? 10_000));
 const SAMPLES = Math.max(3, Number(process.env.BENCH_WEB_SAMPLES ?? 10));
-const CHROMIUM = process.env.SVC_CHROMIUM_PATH ?? '/usr/bin/chromium';
 const TARGET = { firstPageJsGzipKb: 200, hostsFirstRowsMs: 300, chartMs: 100 };
 
 export interface WebBenchDeps {
@@ -52,19 +52,6 @@ const timing = (values: number[]): Timing => {
   const s = [...values].sort((a, b) => a - b);
   return { p50: percentile(s, 50), p95: percentile(s, 95), min: s[0]!, max: s[s.length - 1]!, samples: s.length };
 };
-
-function launch(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),
-    ],
-  });
-}
 
 /** The mark's time (page clock), waiting for it. */
 async function markAt(page: Page, name: string): Promise<number> {
@@ -171,7 +158,7 @@ export async function webBench(deps: WebBenchDeps): Promise<WebFigures> {
   await deps.ensureSystem();
   const base = `http://127.0.0.1:${deps.gatewayPort}`;
   const seeded = await seed(deps);
-  const browser = await launch();
+  const browser = await launchBrowser();
   try {
     // The sign-in page, cold: a fresh context each time (no cache), interactive when its form is rendered and the
     // main thread has no long task left.

@@ -1,27 +1,13 @@
 import { AxeBuilder } from '@axe-core/playwright';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
 
-/** Debian's Chromium, installed by the set-up; Playwright's own download cannot work here. */
-export const CHROMIUM = process.env.SVC_CHROMIUM_PATH ?? '/usr/bin/chromium';
+export { CHROMIUM, launchBrowser } from './chromium.ts';
+
 /** Where each main page's screenshot is kept as a test artifact. */
 export const SCREENSHOTS = resolve('data/screenshots');
-
-/** Headless Chromium with no background traffic of its own (and without its sandbox as root, which it refuses). */
-export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),
-    ],
-  });
-}
 
 /** Everything a page's console said that a test must see: errors, and policy violations above all. */
 export function consoleProblems(page: Page): string[] {

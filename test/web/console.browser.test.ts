@@ -388,6 +388,8 @@ describe('the web console in a browser', () => {
         'CPU and network buckets on the host charts',
         3000,
       );
+      // The last click of the loop above asks for every chart again: the drag waits until they are drawn.
+      await page.waitForLoadState('networkidle');
       await cpu.locator('.u-over').waitFor();
       await page.getByText(/Drag across a chart to add a note/).waitFor();
       const box = (await cpu.locator('.u-over').boundingBox())!;
@@ -572,7 +574,13 @@ describe('the web console in a browser', () => {
         await page.goto(link);
         await page.getByRole('heading', { name: 'Acknowledge a notification' }).waitFor();
         await expectAccessible(page, 'acknowledge a notification');
-        await page.getByRole('button', { name: 'Acknowledge' }).click();
+        await keepScreenshot(page, 'acknowledge');
+        // By keyboard, as from a mail client: Tab to the button, Enter.
+        const button = page.getByRole('button', { name: 'Acknowledge' });
+        for (let i = 0; i < 6 && !(await button.evaluate((b) => b === document.activeElement)); i++)
+          await page.keyboard.press('Tab');
+        expect(await button.evaluate((b) => b === document.activeElement)).toBe(true);
+        await page.keyboard.press('Enter');
         await page
           .getByRole('status')
           .getByText(/^Acknowledged: Alert firing: HighCPULoad/)

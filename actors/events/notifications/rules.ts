@@ -1,12 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
-import {
-  RULE_IMMUTABLE,
-  type EscalationStep,
-  type LabelMatcher,
-  type RuleEvent,
-} from '../../../contracts/domains/events-notifications.ts';
+import { RULE_IMMUTABLE, type EscalationStep } from '../../../contracts/domains/events-notifications.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import { refuseChanges } from '../../../contracts/immutable.ts';
 import { requireOnClient } from '../../../platform/scope.ts';
@@ -19,18 +14,8 @@ import { clientFilter, emptyPage, loadOwned, READ, RULE_COLUMNS, ruleOut, WRITE,
 
 const WHAT = 'notification rule';
 
-interface RuleInput {
-  environment_id: string | null;
-  host_id: string | null;
-  name: string;
-  event: RuleEvent;
-  severity: 'info' | 'warning' | 'critical';
-  offline_minutes: number | null;
-  matchers: LabelMatcher[];
-  group_window_minutes: number;
-  steps: EscalationStep[];
-  enabled: boolean;
-}
+/** What a create or update sets: the stored rule's own fields. */
+type RuleInput = Omit<RuleRow, 'id' | 'client_id' | 'created_by' | 'created_at' | 'updated_at'>;
 
 /**
  * A rule's environment and host must be of its client (404 otherwise, as any id out of reach), a host inside the

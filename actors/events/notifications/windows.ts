@@ -14,15 +14,8 @@ import { checkPlace } from './rules.ts';
 const WHAT = 'maintenance window';
 const YEAR_MS = 366 * 86_400_000;
 
-interface WindowInput {
-  environment_id: string | null;
-  host_id: string | null;
-  name: string;
-  starts_at: string;
-  timezone: string;
-  duration_minutes: number;
-  rrule: string | null;
-}
+/** What a create or update sets: the stored window's own fields. */
+type WindowInput = Omit<WindowRow, 'id' | 'client_id' | 'created_by' | 'created_at' | 'updated_at'>;
 
 /** The zone must be an IANA name, the start a real local time, the rule a strict RRULE; the window must occur. */
 function checkWindow(b: WindowInput, now: number): void {
