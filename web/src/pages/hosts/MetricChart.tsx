@@ -41,6 +41,8 @@ export function MetricChart(p: ChartProps) {
   const series = useQuery({
     // Asked again with each range: a new host's labelled series appear only after its first samples.
     queryKey: ['series', p.hostId, p.metric, start, end],
+    // The last answer stands while the next is asked: the chart is not torn down between two ranges.
+    placeholderData: (previous) => previous,
     enabled: p.labelled === true,
     queryFn: () =>
       unwrap(
