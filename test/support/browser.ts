@@ -15,7 +15,11 @@ export function consoleProblems(page: Page): string[] {
   page.on('console', (msg) => {
     if (msg.type() === 'error') problems.push(msg.text());
   });
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('pageerror', (err) => {
+    problems.push(`page error: ${err.message}`);
+    // Where it came from, for the log: the assertion shows only the message.
+    console.error(`[browser] page error on ${page.url()}: ${err.stack ?? err.message}`);
+  });
   return problems;
 }
 
