@@ -176,7 +176,8 @@ export async function ensureConsumer(
     filter_subject: filters.length === 1 ? filters[0] : undefined,
     filter_subjects: filters.length > 1 ? [...filters] : undefined,
   };
-  const existing = await consumerInfo(jsm, stream, config.durable);
+  // Retried: right after its stream was scaled up, the stream's new group may not answer for a moment.
+  const existing = await withRetries(() => consumerInfo(jsm, stream, config.durable));
   if (!existing) {
     try {
       return await jsm.consumers.add(stream, {

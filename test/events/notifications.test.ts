@@ -556,7 +556,12 @@ describe('rules', () => {
       (r) => r.length === 2,
       'the second alert',
       60_000,
-    );
+    ).catch(async (err: unknown) => {
+      // Where it stopped: the notifications of the client, and what the channel's log holds.
+      const notes = await call('GET', `/api/v1/notifications?client_id=${clientId}`);
+      const log = await call('GET', `/api/v1/notification-channels/${hook.id}/deliveries`);
+      throw new Error(`${String(err)}\nnotifications: ${notes.body}\ndeliveries: ${log.body}`, { cause: err });
+    });
     const url = new URL(String(got[1]!.body.data.acknowledge_url));
     const token = url.searchParams.get('token')!;
     const acked = await ok<{ acknowledged_now: boolean; notification_id: string }>(

@@ -414,6 +414,12 @@ describe('the web console in a browser', () => {
       await page.getByText('team=web, tier=gold').waitFor();
       await expectAccessible(page, 'host');
       await keepScreenshot(page, 'host-charts');
+      // Back to the host from the list: its charts mount from the cache, data and marks in one pass.
+      await page.getByRole('link', { name: 'Hosts', exact: true }).first().click();
+      await page.getByLabel('Search hosts (PQL)').waitFor();
+      await page.goBack();
+      await cpu.locator('.u-over').waitFor();
+      await page.waitForLoadState('networkidle');
       expect(realProblems(problems)).toEqual([]);
     } finally {
       await context.close();

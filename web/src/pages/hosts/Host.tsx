@@ -61,28 +61,32 @@ export function Host() {
     queryKey: ['timeline', hostId, iso.start, iso.end],
     queryFn: () => unwrap(api.GET('/api/v1/events/timeline', { params: { query: { host_id: hostId, ...iso } } })),
   });
-  const marks: Mark[] = [
-    ...(notes.data?.data ?? []).map((n) => ({
-      id: n.id,
-      kind: 'note' as const,
-      start: Date.parse(n.timestamp),
-      ...(n.ends_at ? { end: Date.parse(n.ends_at) } : {}),
-      label: n.text,
-    })),
-    ...(markers.data?.data.alerts ?? []).map((a) => ({
-      id: a.id,
-      kind: 'alert' as const,
-      start: Date.parse(a.fired_at),
-      ...(a.resolved_at ? { end: Date.parse(a.resolved_at) } : {}),
-      label: `${a.severity} ${a.name} (${a.status})`,
-    })),
-    ...(markers.data?.data.deploys ?? []).map((d) => ({
-      id: d.id,
-      kind: 'deploy' as const,
-      start: Date.parse(d.at),
-      label: `${d.app} ${d.revision}${d.failed ? ' (failed)' : ''}`,
-    })),
-  ];
+  // One list per answer, not per render: each new list redraws every chart.
+  const marks = useMemo<Mark[]>(
+    () => [
+      ...(notes.data?.data ?? []).map((n) => ({
+        id: n.id,
+        kind: 'note' as const,
+        start: Date.parse(n.timestamp),
+        ...(n.ends_at ? { end: Date.parse(n.ends_at) } : {}),
+        label: n.text,
+      })),
+      ...(markers.data?.data.alerts ?? []).map((a) => ({
+        id: a.id,
+        kind: 'alert' as const,
+        start: Date.parse(a.fired_at),
+        ...(a.resolved_at ? { end: Date.parse(a.resolved_at) } : {}),
+        label: `${a.severity} ${a.name} (${a.status})`,
+      })),
+      ...(markers.data?.data.deploys ?? []).map((d) => ({
+        id: d.id,
+        kind: 'deploy' as const,
+        start: Date.parse(d.at),
+        label: `${d.app} ${d.revision}${d.failed ? ' (failed)' : ''}`,
+      })),
+    ],
+    [notes.data, markers.data],
+  );
   const [draft, setDraft] = useState<{ start: number; end: number } | undefined>();
   const [open, setOpen] = useState<Mark | undefined>();
   const [text, setText] = useState('');

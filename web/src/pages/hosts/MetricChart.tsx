@@ -127,7 +127,10 @@ export function MetricChart(p: ChartProps) {
     };
   }, [points.data, p.counter, p.range.start, p.range.end, p.title, p.unit]);
 
-  useEffect(() => plot.current?.redraw(), [p.marks]);
+  // Marks are drawn by the draw hook: no paths to rebuild. The axes are recalculated because a plain redraw() clears
+  // uPlot's pending size pass: run right after construction (a cached range mounts chart and marks in one pass) on a
+  // series with no values yet, the first draw then reads axes never measured and throws.
+  useEffect(() => plot.current?.redraw(false, true), [p.marks]);
 
   const u = plot.current;
   return (
