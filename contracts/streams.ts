@@ -3,7 +3,9 @@ import { AlertGroupChanged, DeliveryJob, DeployRecorded, PageJob, ReceiverChange
 import { NotifyCheckJob, NotifyJob } from './domains/events-notifications.ts';
 import { AgentStatusChanged, FileChanged } from './domains/fleet-agents.ts';
 import { AccountingSyncJob } from './domains/invoice-accounting.ts';
+import { InvoiceReviewChanged } from './domains/invoice.ts';
 import { AnalyticsBatch } from './domains/invoice-ingest.ts';
+import { SlaChanged } from './domains/servicedesk.ts';
 import { EmailLookup } from './fields.ts';
 
 /**
@@ -254,8 +256,30 @@ const eventsWork = defineWork({
   },
 });
 
-/** Every typed event subject. Add a domain's table here: `...invoiceEvents`. */
-export const eventSubjects = { ...coreEvents, ...fleetEvents, ...eventsEvents } as const;
+/** The invoicing domain's events. */
+const invoiceEvents = defineEvents({
+  'svc.evt.invoice.review': {
+    payload: InvoiceReviewChanged,
+    summary: 'An invoice entered review (finalized) or left it (approved, rejected, declined); notifications read it.',
+  },
+});
+
+/** The service desk's events. */
+const servicedeskEvents = defineEvents({
+  'svc.evt.servicedesk.sla': {
+    payload: SlaChanged,
+    summary: "A synced request's SLA cycle changed (a new breach time, paused, breached, met); notifications read it.",
+  },
+});
+
+/** Every typed event subject. Add a domain's table here. */
+export const eventSubjects = {
+  ...coreEvents,
+  ...fleetEvents,
+  ...eventsEvents,
+  ...invoiceEvents,
+  ...servicedeskEvents,
+} as const;
 /** Every typed work subject. Add a domain's table here: `...invoiceWork`. */
 export const workSubjects = { ...coreWork, ...invoiceWork, ...eventsWork } as const;
 export const durableSubjects = { ...eventSubjects, ...workSubjects } as const;

@@ -289,6 +289,31 @@ export const REVIEW_ACTIONS = ['approve', 'reject', 'decline', 'send'] as const;
 export const ReviewAction = z.enum(REVIEW_ACTIONS);
 export const ReviewBody = z.object({ comment: z.string().trim().max(2000, 'is too long').optional() }).strict();
 
+/**
+ * An invoice entered review, or left it (approved, rejected, declined): published by the move itself, in its
+ * transaction. Notifications read it to tell reviewers and owners (docs/api/notifications.md).
+ */
+export const InvoiceReviewChanged = z.object({
+  invoice_id: z.uuid(),
+  display_number: z.string(),
+  application_key: z.string(),
+  customer_key: z.string(),
+  period_start: z.string(),
+  period_end: z.string(),
+  /** Decimal, as the invoice states it. */
+  total_amount: z.string(),
+  currency: z.string(),
+  status: z.enum(['needs_review', 'approved', 'rejected', 'declined']),
+  previous_status: InvoiceStatus,
+  /** The version the move made. */
+  version: z.number().int(),
+  /** Who made the move (the editor the history records). */
+  by: z.string(),
+  comment: z.string().nullable(),
+  at: z.iso.datetime(),
+});
+export type InvoiceReviewChanged = z.infer<typeof InvoiceReviewChanged>;
+
 export const invoiceSubjects = subjects({
   'svc.invoice.health': {
     retry: 'safe',

@@ -348,3 +348,26 @@ export const servicedeskSubjects = subjects({
     errors: [...READ_ERRORS],
   },
 });
+
+// ---------------------------------------------------------------------------------------------------------------
+// Events
+
+/**
+ * A synced request's SLA cycle changed: published by the sync when a request's first-response or resolution cycle
+ * differs from the stored copy (a new cycle, a new breach time, paused, breached, met). Notifications read it to tell
+ * people of a breach, or of one about to happen (docs/api/notifications.md).
+ */
+export const SlaChanged = z.object({
+  issue_key: IssueKey,
+  summary: z.string(),
+  /** The clients whose organization mappings cover the request (none: no client sees it, nothing is told). */
+  client_ids: z.array(z.uuid()),
+  metric: z.enum(['first_response', 'resolution']),
+  /** The cycle now: running, paused, breached (running past its goal, or completed late) or met. */
+  state: z.enum(['ongoing', 'paused', 'breached', 'met']),
+  /** When a running cycle breaches; null once it is paused or completed, or when the tracker gives no goal. */
+  breach_at: Timestamp.nullable(),
+  /** When the sync saw the change (the request's own update time). */
+  at: Timestamp,
+});
+export type SlaChanged = z.infer<typeof SlaChanged>;
