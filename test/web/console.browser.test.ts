@@ -606,6 +606,109 @@ describe('the web console in a browser', () => {
     }
   }, 120_000);
 
+  it('the notifications page: a webhook channel with its secret shown once and a test delivered, an agent_offline rule on it, a one-off maintenance window with its occurrence', async () => {
+    const hooks = await new WebhookReceiver().start();
+    const { context, page, problems } = await freshPage();
+    try {
+      await page.goto('/sign-in');
+      await signIn(page, adminEmail, adminPassword);
+      await secondFactor(page, 'admin');
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Notifications' }).click();
+      await page.getByRole('heading', { name: 'Notifications', level: 1 }).waitFor();
+      // The tests' database keeps other runs' clients: the picker shows more until this run's own is among them.
+      const picker = page.getByLabel('Client', { exact: true });
+      const mine = `Web ${tag} (web-${tag})`;
+      await waitFor(
+        async () => {
+          if ((await picker.locator('option', { hasText: mine }).count()) > 0) return true;
+          const more = page.getByRole('button', { name: 'Show more clients' });
+          if ((await more.count()) > 0 && (await more.isEnabled())) await more.click();
+          return false;
+        },
+        60_000,
+        `client web-${tag} in the picker`,
+        250,
+      );
+      await picker.selectOption({ label: mine });
+      await page.getByRole('tablist', { name: 'Notification settings' }).waitFor();
+      await page.getByText('No notifications.').waitFor();
+
+      // A webhook channel to a receiver of this test (the system allows http and loopback targets for it).
+      await page.getByRole('tab', { name: 'Channels' }).click();
+      const channelForm = page.getByRole('form', { name: 'New channel' });
+      await channelForm.getByLabel('Kind').selectOption('webhook');
+      await channelForm.getByLabel('Channel name').fill(`hook ${tag}`);
+      await channelForm.getByLabel('Webhook URL').fill(`${hooks.url}/console`);
+      await channelForm.getByRole('button', { name: 'Create the channel' }).click();
+      const secretBox = page.getByRole('region', { name: 'Signing secret' });
+      const secret = await secretBox.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/=]{40,}$/);
+      hooks.secrets.set('/console', secret);
+      await expectAccessible(page, 'notifications, a webhook secret shown');
+      await secretBox.getByRole('button', { name: 'I have stored it' }).click();
+      await secretBox.waitFor({ state: 'detached' });
+      const channel = page.getByRole('article', { name: `hook ${tag}` });
+      await channel.getByText('Signing secret').waitFor();
+      expect(await page.getByText(secret).count()).toBe(0);
+
+      await channel.getByRole('button', { name: 'Send a test' }).click();
+      await channel
+        .getByRole('status')
+        .getByText(/^Test delivery: delivered, HTTP 200/)
+        .waitFor({ timeout: 60_000 });
+      expect(hooks.on('/console')).toHaveLength(1);
+      const [test] = hooks.on('/console');
+      expect(test!.verified, test!.error ?? '').toBe(true);
+      expect(test!.body.type).toBe('notification.test');
+      await channel.getByText('Delivery log').click();
+      const log = channel.getByRole('region', { name: `Deliveries of hook ${tag}` });
+      await log.getByRole('row').filter({ hasText: 'delivered' }).filter({ hasText: 'HTTP 200' }).waitFor();
+
+      // A rule for agents going offline, its one step on that channel.
+      await page.getByRole('tab', { name: 'Rules' }).click();
+      const ruleForm = page.getByRole('form', { name: 'New rule' });
+      await ruleForm.getByLabel('Rule name').fill(`agents down ${tag}`);
+      await ruleForm.getByLabel('Event', { exact: true }).selectOption('agent_offline');
+      await ruleForm.getByLabel('Minutes offline before notifying').fill('10');
+      await ruleForm
+        .getByRole('group', { name: 'Channels of step 1' })
+        .getByRole('checkbox', { name: `hook ${tag}` })
+        .check();
+      await ruleForm.getByRole('button', { name: 'Create the rule' }).click();
+      const rule = page
+        .getByRole('region', { name: 'Rules table' })
+        .getByRole('row')
+        .filter({ hasText: `agents down ${tag}` });
+      // Its step names the channel once the channel list is there too.
+      await rule.filter({ hasText: `at once: hook ${tag}` }).waitFor();
+      expect(await rule.textContent()).toMatch(/Agent offline.*offline 10 min/);
+      await expectAccessible(page, 'notifications, rules');
+
+      // A one-off window tomorrow, in UTC: its one occurrence is listed in the next 30 days.
+      await page.getByRole('tab', { name: 'Maintenance windows' }).click();
+      const windowForm = page.getByRole('form', { name: 'New maintenance window' });
+      const start = new Date(Date.now() + 86_400_000).toISOString().slice(0, 16);
+      await windowForm.getByLabel('Window name').fill(`patching ${tag}`);
+      await windowForm.getByLabel('Start (local time)').fill(start);
+      await windowForm.getByLabel('Duration (minutes)').fill('90');
+      await windowForm.getByLabel('Time zone', { exact: true }).selectOption('UTC');
+      await windowForm.getByRole('button', { name: 'Create the window' }).click();
+      const occurrences = page.getByRole('list', { name: `Next occurrences of patching ${tag}` }).getByRole('listitem');
+      await occurrences.first().waitFor();
+      expect(await occurrences.count()).toBe(1);
+      expect(await occurrences.locator('time').first().getAttribute('datetime')).toBe(`${start}:00.000Z`);
+      expect(await occurrences.locator('time').last().getAttribute('datetime')).toBe(
+        new Date(Date.parse(`${start}:00Z`) + 90 * 60_000).toISOString(),
+      );
+      await expectAccessible(page, 'notifications, maintenance windows');
+      await keepScreenshot(page, 'notifications');
+      expect(realProblems(problems)).toEqual([]);
+    } finally {
+      await context.close();
+      await hooks.stop();
+    }
+  }, 180_000);
+
   it('a link without its token says so, and an unknown address is the console’s own not-found page', async () => {
     const { context, page } = await freshPage();
     try {

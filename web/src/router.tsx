@@ -1,4 +1,11 @@
-import { createRootRoute, createRoute, createRouter, Outlet, redirect } from '@tanstack/react-router';
+import {
+  createRootRoute,
+  createRoute,
+  createRouter,
+  lazyRouteComponent,
+  Outlet,
+  redirect,
+} from '@tanstack/react-router';
 import { session } from './auth/session.ts';
 import { AcknowledgeNotification } from './pages/AcknowledgeNotification.tsx';
 import { Account } from './pages/Account.tsx';
@@ -42,6 +49,13 @@ const signedIn = [
   createRoute({ getParentRoute: () => shell, path: '/account', component: Account }),
   createRoute({ getParentRoute: () => shell, path: '/hosts', component: Hosts }),
   createRoute({ getParentRoute: () => shell, path: '/hosts/$hostId', component: Host }),
+  // Loaded when first opened: what only some roles use stays out of the first page's bundle.
+  createRoute({
+    getParentRoute: () => shell,
+    path: '/notifications',
+    component: lazyRouteComponent(() => import('./pages/notifications/Notifications.tsx'), 'Notifications'),
+    pendingComponent: () => <p aria-live="polite">Loading…</p>,
+  }),
 ];
 
 export const router = createRouter({

@@ -13622,7 +13622,7 @@ export interface operations {
         parameters: {
             query?: {
                 client_id?: string;
-                event?: "agent_offline" | "alert" | "deploy_failed";
+                event?: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                 page?: number;
                 per_page?: number;
             };
@@ -13640,6 +13640,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            audit_actions: string[];
+                            audit_global: boolean;
                             /** Format: uuid */
                             client_id: string;
                             /** Format: date-time */
@@ -13650,7 +13652,7 @@ export interface operations {
                             /** Format: uuid */
                             environment_id: string | null;
                             /** @enum {string} */
-                            event: "agent_offline" | "alert" | "deploy_failed";
+                            event: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                             group_window_minutes: number;
                             /** Format: uuid */
                             host_id: string | null;
@@ -13666,6 +13668,7 @@ export interface operations {
                             offline_minutes: number | null;
                             /** @enum {string} */
                             severity: "info" | "warning" | "critical";
+                            sla_warn_minutes: number | null;
                             steps: {
                                 after_minutes: number;
                                 channel_ids: string[];
@@ -13765,6 +13768,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @default [] */
+                    audit_actions?: string[];
+                    /** @default false */
+                    audit_global?: boolean;
                     /** Format: uuid */
                     client_id: string;
                     /** @default true */
@@ -13775,7 +13782,7 @@ export interface operations {
                      */
                     environment_id?: string | null;
                     /** @enum {string} */
-                    event: "agent_offline" | "alert" | "deploy_failed";
+                    event: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                     /** @default 60 */
                     group_window_minutes?: number;
                     /**
@@ -13798,6 +13805,8 @@ export interface operations {
                      * @enum {string}
                      */
                     severity?: "info" | "warning" | "critical";
+                    /** @default null */
+                    sla_warn_minutes?: number | null;
                     steps: {
                         after_minutes: number;
                         channel_ids: string[];
@@ -13814,6 +13823,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            audit_actions: string[];
+                            audit_global: boolean;
                             /** Format: uuid */
                             client_id: string;
                             /** Format: date-time */
@@ -13824,7 +13835,7 @@ export interface operations {
                             /** Format: uuid */
                             environment_id: string | null;
                             /** @enum {string} */
-                            event: "agent_offline" | "alert" | "deploy_failed";
+                            event: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                             group_window_minutes: number;
                             /** Format: uuid */
                             host_id: string | null;
@@ -13840,6 +13851,7 @@ export interface operations {
                             offline_minutes: number | null;
                             /** @enum {string} */
                             severity: "info" | "warning" | "critical";
+                            sla_warn_minutes: number | null;
                             steps: {
                                 after_minutes: number;
                                 channel_ids: string[];
@@ -13970,6 +13982,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            audit_actions: string[];
+                            audit_global: boolean;
                             /** Format: uuid */
                             client_id: string;
                             /** Format: date-time */
@@ -13980,7 +13994,7 @@ export interface operations {
                             /** Format: uuid */
                             environment_id: string | null;
                             /** @enum {string} */
-                            event: "agent_offline" | "alert" | "deploy_failed";
+                            event: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                             group_window_minutes: number;
                             /** Format: uuid */
                             host_id: string | null;
@@ -13996,6 +14010,7 @@ export interface operations {
                             offline_minutes: number | null;
                             /** @enum {string} */
                             severity: "info" | "warning" | "critical";
+                            sla_warn_minutes: number | null;
                             steps: {
                                 after_minutes: number;
                                 channel_ids: string[];
@@ -14092,6 +14107,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @default [] */
+                    audit_actions?: string[];
+                    /** @default false */
+                    audit_global?: boolean;
                     /** Format: uuid */
                     client_id?: string;
                     /** @default true */
@@ -14102,7 +14121,7 @@ export interface operations {
                      */
                     environment_id?: string | null;
                     /** @enum {string} */
-                    event: "agent_offline" | "alert" | "deploy_failed";
+                    event: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                     /** @default 60 */
                     group_window_minutes?: number;
                     /**
@@ -14125,6 +14144,8 @@ export interface operations {
                      * @enum {string}
                      */
                     severity?: "info" | "warning" | "critical";
+                    /** @default null */
+                    sla_warn_minutes?: number | null;
                     steps: {
                         after_minutes: number;
                         channel_ids: string[];
@@ -14141,6 +14162,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            audit_actions: string[];
+                            audit_global: boolean;
                             /** Format: uuid */
                             client_id: string;
                             /** Format: date-time */
@@ -14151,7 +14174,7 @@ export interface operations {
                             /** Format: uuid */
                             environment_id: string | null;
                             /** @enum {string} */
-                            event: "agent_offline" | "alert" | "deploy_failed";
+                            event: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                             group_window_minutes: number;
                             /** Format: uuid */
                             host_id: string | null;
@@ -14167,6 +14190,7 @@ export interface operations {
                             offline_minutes: number | null;
                             /** @enum {string} */
                             severity: "info" | "warning" | "critical";
+                            sla_warn_minutes: number | null;
                             steps: {
                                 after_minutes: number;
                                 channel_ids: string[];
@@ -14395,7 +14419,7 @@ export interface operations {
                             /** Format: uuid */
                             environment_id: string | null;
                             /** @enum {string} */
-                            event: "agent_offline" | "alert" | "deploy_failed";
+                            event: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                             /** Format: date-time */
                             first_at: string;
                             /** Format: uuid */
@@ -14526,7 +14550,7 @@ export interface operations {
                             /** Format: uuid */
                             environment_id: string | null;
                             /** @enum {string} */
-                            event: "agent_offline" | "alert" | "deploy_failed";
+                            event: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                             /** Format: date-time */
                             first_at: string;
                             /** Format: uuid */
@@ -14652,7 +14676,7 @@ export interface operations {
                             /** Format: uuid */
                             environment_id: string | null;
                             /** @enum {string} */
-                            event: "agent_offline" | "alert" | "deploy_failed";
+                            event: "agent_offline" | "alert" | "deploy_failed" | "sla_breach" | "invoice_review" | "audit";
                             /** Format: date-time */
                             first_at: string;
                             /** Format: uuid */

@@ -33,6 +33,7 @@ export function Shell() {
             Overview
           </Link>
           <Link to="/hosts">Hosts</Link>
+          <Link to="/notifications">Notifications</Link>
           <Link to="/account">Account</Link>
         </nav>
         <button
