@@ -35,7 +35,11 @@ export const invoiceDomain: DomainModule = {
     });
     const orm = await domain.stores.orm();
     const reader = new AnalyticsReader(analytics);
-    await domain.host.serve('invoice', 'invoice-invoices', invoiceHandlers({ orm, reader, clock: domain.clock }));
+    await domain.host.serve(
+      'invoice',
+      'invoice-invoices',
+      invoiceHandlers({ orm, reader, clock: domain.clock, nc: domain.nc }),
+    );
     // One warm browser per process, started by the first finalize, closed when the domain stops.
     const renderer = new PdfRenderer({
       executablePath: domain.config.SVC_CHROMIUM_PATH,
@@ -45,7 +49,15 @@ export const invoiceDomain: DomainModule = {
     await domain.host.serve(
       'invoice',
       'invoice-documents',
-      documentHandlers({ orm, seller: sellerOf(domain.config), renderer, reader, log: domain.log }),
+      documentHandlers({
+        orm,
+        seller: sellerOf(domain.config),
+        renderer,
+        reader,
+        log: domain.log,
+        nc: domain.nc,
+        clock: domain.clock,
+      }),
     );
     // Batches from other systems (and the demo seed) land in the analytics store through this durable consumer.
     const ingest = await startIngestConsumer(domain.nc, analytics, domain.log.child({ actor: 'invoice-ingest' }));

@@ -110,7 +110,7 @@ export const DeliveryListQuery = z.object({ ...Paging, status: DeliveryStatus.op
 // ---------------------------------------------------------------------------------------------------------------
 // Rules
 
-export const RuleEvent = z.enum(['agent_offline', 'alert', 'deploy_failed']);
+export const RuleEvent = z.enum(['agent_offline', 'alert', 'deploy_failed', 'sla_breach', 'invoice_review', 'audit']);
 export type RuleEvent = z.infer<typeof RuleEvent>;
 export const Severity = z.enum(['info', 'warning', 'critical']);
 const LabelName = z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'must be a label name');
@@ -121,6 +121,11 @@ export const LabelMatcher = z.object({
   value: z.string().max(500),
 });
 export type LabelMatcher = z.infer<typeof LabelMatcher>;
+/** An audit action as entries name it (`service_account.created`), or a derived one (`user.super_admin_granted`). */
+const AuditAction = z
+  .string()
+  .max(100)
+  .regex(/^[a-z][a-z_]*(\.[a-z][a-z_]*)+$/, 'must be an audit action such as service_account.created');
 export const EscalationStep = z.object({
   /** Minutes without an acknowledgement after the previous step before this one fires (0 for the first). */
   after_minutes: z.number().min(0).max(1440),
@@ -140,6 +145,12 @@ export const NotificationRule = z.object({
   offline_minutes: z.number().nullable(),
   /** alert: every matcher must hold on the alert group's labels. */
   matchers: z.array(LabelMatcher),
+  /** sla_breach: also tell this many minutes before a running SLA cycle breaches (null: at the breach only). */
+  sla_warn_minutes: z.number().nullable(),
+  /** audit: the audit actions that notify (docs/api/notifications.md lists them, with the derived ones). */
+  audit_actions: z.array(z.string()),
+  /** audit: also the global entries (no client: users, roles, super admins); only a super admin sets it. */
+  audit_global: z.boolean(),
   /** Repeats of an open notification within this many minutes are counted, not sent. */
   group_window_minutes: z.number(),
   steps: z.array(EscalationStep),
@@ -158,6 +169,9 @@ const RuleFields = {
   severity: Severity.default('warning'),
   offline_minutes: z.number().min(0).max(10_080).nullable().default(null),
   matchers: z.array(LabelMatcher).max(20).default([]),
+  sla_warn_minutes: z.number().positive().max(10_080).nullable().default(null),
+  audit_actions: z.array(AuditAction).max(50).default([]),
+  audit_global: z.boolean().default(false),
   group_window_minutes: z.number().min(0).max(10_080).default(60),
   steps: z.array(EscalationStep).min(1).max(5),
   enabled: z.boolean().default(true),
@@ -264,7 +278,11 @@ export const AckLinkReply = z.object({
 
 const Time = z.iso.datetime({ offset: true });
 /** Send one delivery (its row says what and where). */
-export const NotifyJob = z.object({ delivery_id: z.uuid() });
+export const NotifyJob = z.object({
+  delivery_id: z.uuid(),
+  /** Which of the delivery's jobs this is: one its redelivery replaced stops. Absent on older jobs. */
+  job_id: z.uuid().optional(),
+});
 /** Look again later: an agent still offline after its rule's minutes, the next escalation step, a window's end. */
 export const NotifyCheckJob = z.discriminatedUnion('kind', [
   z.object({
@@ -277,6 +295,17 @@ export const NotifyCheckJob = z.discriminatedUnion('kind', [
   }),
   z.object({ kind: z.literal('escalate'), notification_id: z.uuid(), step: z.number().int().min(1), not_before: Time }),
   z.object({ kind: z.literal('window_end'), notification_id: z.uuid(), not_before: Time }),
+  /** A running SLA cycle close to its breach: tells the rule if the cycle still breaches then. */
+  z.object({
+    kind: z.literal('sla_warn'),
+    rule_id: z.uuid(),
+    issue_key: z.string().min(1).max(64),
+    metric: z.enum(['first_response', 'resolution']),
+    breach_at: Time,
+    not_before: Time,
+  }),
+  /** A one-off notification (an audit action) whose grouping window is over: it closes without a message. */
+  z.object({ kind: z.literal('close'), notification_id: z.uuid(), not_before: Time }),
 ]);
 export type NotifyCheckJob = z.infer<typeof NotifyCheckJob>;
 

@@ -122,6 +122,11 @@ export const AlertGroupChanged = z.object({
   at: Time,
   /** Who acknowledged (a phone number for a page), when `change` is acknowledged. */
   by: z.string().nullable(),
+  /**
+   * Each alert's labels as this change stored them (fired and resolved changes): a reader matches on them without
+   * reading the group back, which it could do before the change is committed. Absent on older events.
+   */
+  labels: z.array(z.record(z.string(), z.string())).max(100).optional(),
 });
 export type AlertGroupChanged = z.infer<typeof AlertGroupChanged>;
 

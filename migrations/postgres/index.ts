@@ -17,6 +17,9 @@ import { Migration0016_audit_log_clients } from './Migration0016_audit_log_clien
 import { Migration0017_notifications } from './Migration0017_notifications.ts';
 import { Migration0018_notification_voice } from './Migration0018_notification_voice.ts';
 import { Migration0019_notification_voice_tests } from './Migration0019_notification_voice_tests.ts';
+import { Migration0020_notification_rule_events } from './Migration0020_notification_rule_events.ts';
+import { Migration0021_service_desk_sla_facts } from './Migration0021_service_desk_sla_facts.ts';
+import { Migration0022_notification_send_jobs } from './Migration0022_notification_send_jobs.ts';
 
 /**
  * Every PostgreSQL migration, in the order they apply. Append only; never rename or reorder (the `name` is what the
@@ -41,4 +44,7 @@ export const postgresMigrations: readonly MigrationObject[] = [
   { name: 'Migration0017_notifications', class: Migration0017_notifications },
   { name: 'Migration0018_notification_voice', class: Migration0018_notification_voice },
   { name: 'Migration0019_notification_voice_tests', class: Migration0019_notification_voice_tests },
+  { name: 'Migration0020_notification_rule_events', class: Migration0020_notification_rule_events },
+  { name: 'Migration0021_service_desk_sla_facts', class: Migration0021_service_desk_sla_facts },
+  { name: 'Migration0022_notification_send_jobs', class: Migration0022_notification_send_jobs },
 ];

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollAgent, startAgent, type RunningAgent } from '../../agent/index.ts';
+import { publishEvent } from '../../platform/jetstream.ts';
 import { createLogger } from '../../platform/logger.ts';
 import { api, expectStatus } from '../identity/admin-support.ts';
 import { createClient } from '../support/identity.ts';
@@ -239,6 +241,36 @@ describe('notification channels', () => {
       60_000,
     );
     expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(1_900);
+  }, 120_000);
+
+  it('a redelivery while a retry pause runs replaces the waiting job: the delivery is sent by one job, not two', async () => {
+    const dup = await webhookChannel('/dup');
+    hooks.script.set('/dup', [
+      { status: 429, retryAfter: '3' },
+      { status: 429, retryAfter: '3' },
+    ]);
+    const d = await ok<{ id: string }>('POST', `/api/v1/notification-channels/${dup.id}/test`, undefined, 202);
+    await eventually(
+      async () => hooks.on('/dup'),
+      (r) => r.length === 1,
+      'the first attempt',
+      60_000,
+    );
+    // Its retry waits 3 s; the delivery is made to look stalled, so a redelivery is allowed now.
+    await sys.sql(`UPDATE notification_deliveries SET updated_at = now() - interval '2 minutes' WHERE id = ?`, [d.id]);
+    await ok('POST', `/api/v1/notification-deliveries/${d.id}/redeliver`, undefined, 202);
+    const got = await eventually(
+      async () => hooks.on('/dup'),
+      (r) => r.some((h) => h.status === 200),
+      'delivered',
+      60_000,
+    );
+    // The first job woke while the redelivery's waited out its own pause: it sent nothing.
+    await new Promise((r) => setTimeout(r, 4_000));
+    const all = hooks.on('/dup');
+    expect(all.map((h) => h.status)).toEqual([429, 429, 200]);
+    expect(all[2]!.at - all[1]!.at).toBeGreaterThanOrEqual(2_900);
+    expect(got.every((h) => h.id === d.id)).toBe(true);
   }, 120_000);
 
   it('signs with the old and the new secret during a rotation, then with the new one alone', async () => {
@@ -660,6 +692,219 @@ describe('rules', () => {
       { start: '2026-03-29T01:00:00.000Z', end: '2026-03-29T02:00:00.000Z' },
       { start: '2026-04-05T00:00:00.000Z', end: '2026-04-05T02:00:00.000Z' },
     ]);
+  });
+});
+
+describe('service-desk SLAs, invoice reviews and audit actions', () => {
+  const titles = (path: string): string[] => hooks.on(path).map((r) => String(r.body.data.title));
+
+  it('warns before a running SLA cycle breaches, tells the breach, and resolves both when it is met; a paused cycle stays quiet', async () => {
+    const hook = await webhookChannel('/sla');
+    const rule = await ok<{ id: string; sla_warn_minutes: number }>(
+      'POST',
+      '/api/v1/notification-rules',
+      {
+        client_id: clientId,
+        name: 'sla',
+        event: 'sla_breach',
+        severity: 'critical',
+        sla_warn_minutes: 0.05,
+        steps: [{ after_minutes: 0, channel_ids: [hook.id] }],
+      },
+      201,
+    );
+    expect(rule.sla_warn_minutes).toBe(0.05);
+    const t0 = sys.clock.now();
+    const sla = (
+      issue: string,
+      state: 'ongoing' | 'paused' | 'breached' | 'met',
+      breachAt: number | null,
+      at: number,
+    ) =>
+      publishEvent(
+        sys.nc,
+        'svc.evt.servicedesk.sla',
+        {
+          issue_key: issue,
+          summary: `Printer on fire ${sys.tag}`,
+          client_ids: [clientId],
+          metric: 'resolution',
+          state,
+          breach_at: breachAt === null ? null : new Date(breachAt).toISOString(),
+          at: new Date(at).toISOString(),
+        },
+        { msgId: `test-sla:${sys.tag}:${issue}:${state}:${at}` },
+      );
+    const issue = `SLA${sys.tag
+      .replace(/[^A-Za-z0-9]/g, '')
+      .toUpperCase()
+      .slice(0, 6)}-1`;
+    const paused = issue.replace(/-1$/, '-2');
+    await sla(issue, 'ongoing', t0 + 6_000, t0);
+    await sla(paused, 'ongoing', t0 + 6_000, t0);
+    await sla(paused, 'paused', null, t0 + 1);
+    sys.clock.advance(3_500);
+    await eventually(
+      async () => titles('/sla'),
+      (t) => t.length === 1,
+      'the SLA warning',
+      60_000,
+    );
+    expect(titles('/sla')[0]).toMatch(
+      new RegExp(`^SLA about to breach at .* UTC: ${issue} resolution \\(Printer on fire`),
+    );
+    sys.clock.advance(3_000);
+    const told = await eventually(
+      async () => titles('/sla'),
+      (t) => t.length === 3,
+      'the breach',
+      60_000,
+    );
+    expect(told.slice(1).sort()).toEqual(
+      [`SLA breached: ${issue} resolution (Printer on fire ${sys.tag})`, `Resolved: ${told[0]} (breached)`].sort(),
+    );
+    await sla(issue, 'met', null, t0 + 7_000);
+    const all = await eventually(
+      async () => titles('/sla'),
+      (t) => t.length === 4,
+      'the resolution',
+      60_000,
+    );
+    expect(all[3]).toBe(`Resolved: SLA breached: ${issue} resolution (Printer on fire ${sys.tag}) (the SLA was met)`);
+    expect(all.filter((t) => t.includes(paused))).toEqual([]);
+    await ok('DELETE', `/api/v1/notification-rules/${rule.id}`, undefined, 204);
+  });
+
+  it('tells of an invoice waiting for review, and resolves it naming the review; the rule needs invoices:read', async () => {
+    const hook = await webhookChannel('/invoice');
+    const body = {
+      client_id: clientId,
+      name: 'invoices',
+      event: 'invoice_review',
+      steps: [{ after_minutes: 0, channel_ids: [hook.id] }],
+    };
+    const writer = await userWithRole(
+      sys,
+      await customRole(sys, ['notifications:read', 'notifications:write']),
+      clientId,
+    );
+    const refused = await call('POST', '/api/v1/notification-rules', body, writer.token);
+    expect(refused.statusCode, refused.body).toBe(403);
+    expect(refused.json().error.message).toBe('missing permission invoices:read on this client');
+    const placed = await call('POST', '/api/v1/notification-rules', { ...body, environment_id: envId });
+    expect(placed.statusCode).toBe(400);
+    const rule = await ok<{ id: string }>('POST', '/api/v1/notification-rules', body, 201);
+
+    const invoiceId = randomUUID();
+    const review = (status: 'needs_review' | 'approved', version: number, by: string, comment: string | null) =>
+      publishEvent(
+        sys.nc,
+        'svc.evt.invoice.review',
+        {
+          invoice_id: invoiceId,
+          display_number: `INV-${sys.tag}`,
+          application_key: 'app-1',
+          customer_key: 'acme',
+          period_start: '2026-11-01',
+          period_end: '2026-11-30',
+          total_amount: '1234.50',
+          currency: 'EUR',
+          status,
+          previous_status: status === 'needs_review' ? 'draft' : 'needs_review',
+          version,
+          by,
+          comment,
+          at: new Date(sys.clock.now()).toISOString(),
+        },
+        { msgId: `test-invoice:${invoiceId}:${version}` },
+      );
+    await review('needs_review', 2, 'ann@example.com', null);
+    const [first] = await eventually(
+      async () => titles('/invoice'),
+      (t) => t.length === 1,
+      'the review notice',
+      60_000,
+    );
+    expect(first).toBe(`Invoice INV-${sys.tag} waiting for review: acme, 1234.50 EUR (2026-11-01 – 2026-11-30)`);
+    await review('approved', 3, 'rev@example.com', 'fine');
+    const both = await eventually(
+      async () => titles('/invoice'),
+      (t) => t.length === 2,
+      'the review outcome',
+      60_000,
+    );
+    expect(both[1]).toBe(`Resolved: ${first} (approved by rev@example.com: fine)`);
+    await ok('DELETE', `/api/v1/notification-rules/${rule.id}`, undefined, 204);
+  });
+
+  it('tells of chosen audit actions, counting those within the grouping window; global entries are a super admin’s', async () => {
+    const hook = await webhookChannel('/audit');
+    const body = {
+      client_id: clientId,
+      name: 'new channels',
+      event: 'audit',
+      audit_actions: ['notification_channel.created'],
+      group_window_minutes: 0.05,
+      steps: [{ after_minutes: 0, channel_ids: [hook.id] }],
+    };
+    const writer = await userWithRole(
+      sys,
+      await customRole(sys, ['notifications:read', 'notifications:write', 'audit:read']),
+      clientId,
+    );
+    const global = await call('POST', '/api/v1/notification-rules', { ...body, audit_global: true }, writer.token);
+    expect(global.statusCode, global.body).toBe(403);
+    const none = await call('POST', '/api/v1/notification-rules', { ...body, audit_actions: [] });
+    expect(none.json().error.message).toBe('audit_actions: an audit rule names at least one action');
+    const rule = await ok<{ id: string; audit_actions: string[] }>(
+      'POST',
+      '/api/v1/notification-rules',
+      body,
+      201,
+      writer.token,
+    );
+    expect(rule.audit_actions).toEqual(['notification_channel.created']);
+
+    await webhookChannel('/audit-a');
+    const [first] = await eventually(
+      async () => titles('/audit'),
+      (t) => t.length === 1,
+      'the audit notice',
+      60_000,
+    );
+    expect(first).toMatch(/^Audit: notification_channel\.created by .+ \(notification_channel [0-9a-f-]{36}\)$/);
+    await webhookChannel('/audit-b');
+    await webhookChannel('/audit-c');
+    await eventually(
+      () =>
+        ok<{ event: string; count: number }[]>(
+          'GET',
+          `/api/v1/notifications?client_id=${clientId}&status=firing`,
+          undefined,
+          200,
+        ),
+      (l) => l.some((n) => n.event === 'audit' && n.count === 3),
+      'three entries counted into one notification',
+      60_000,
+    );
+    expect(titles('/audit')).toHaveLength(1);
+    // The window over, the notification closes without a message; the next entry tells again.
+    sys.clock.advance(3_500);
+    await eventually(
+      () => ok<{ event: string }[]>('GET', `/api/v1/notifications?client_id=${clientId}&status=firing`, undefined, 200),
+      (l) => !l.some((n) => n.event === 'audit'),
+      'the audit notification closed',
+      60_000,
+    );
+    await webhookChannel('/audit-d');
+    await eventually(
+      async () => titles('/audit'),
+      (t) => t.length === 2,
+      'the next audit notice',
+      60_000,
+    );
+    expect(hooks.on('/audit').map((r) => r.body.type)).toEqual(['notification.firing', 'notification.firing']);
+    await ok('DELETE', `/api/v1/notification-rules/${rule.id}`, undefined, 204);
   });
 });
 

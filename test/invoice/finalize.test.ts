@@ -1,7 +1,15 @@
+import { jetstream } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
 import { INGEST_SUBJECT } from '../../actors/invoice/analytics/ingest.ts';
+import { review } from '../../actors/invoice/invoices/edits.ts';
+import { InvoiceReviewChanged } from '../../contracts/domains/invoice.ts';
+import { streams } from '../../contracts/streams.ts';
 import { publishDurable } from '../../platform/jetstream.ts';
+import { createLogger } from '../../platform/logger.ts';
+import { wireDurableSubject } from '../../platform/namespace.ts';
+import { connectNats } from '../../platform/nats.ts';
 import { waitForIngest } from '../../scripts/seed/seed-demo.ts';
+import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
 import { errorOf } from '../support/system.ts';
 import { pdfText } from './pdf-text.ts';
 import { data, expectStatus, useInvoiceFixture, type Json } from './support.ts';
@@ -266,5 +274,141 @@ describe('PUT regenerate', () => {
     }
     expectStatus(await call('PUT', '/api/v1/invoices/00000000-0000-4000-8000-000000000000/regenerate'), 404);
     expectStatus(await call('PUT', '/api/v1/invoices/x/regenerate'), 400);
+  });
+});
+
+const decoder = new TextDecoder();
+
+/**
+ * Every review event of `invoiceId` in the stream, oldest first. A move publishes (and waits for the stream's ack)
+ * before it answers, so what a move announced is in the stream once its reply is in: no waiting for delivery.
+ */
+async function reviewEvents(invoiceId: string): Promise<InvoiceReviewChanged[]> {
+  const consumer = await jetstream(t.sys.nc).consumers.get(streams.SVC_EVENTS.name, {
+    filter_subjects: wireDurableSubject('svc.evt.invoice.review'),
+  });
+  const out: InvoiceReviewChanged[] = [];
+  try {
+    for (;;) {
+      // Wide: an empty read costs this long, a loaded machine can be slow to deliver the first message.
+      const m = await consumer.next({ expires: 5_000 });
+      if (!m) break;
+      const e = InvoiceReviewChanged.parse(JSON.parse(decoder.decode(m.data)));
+      if (e.invoice_id === invoiceId) out.push(e);
+      if (m.info.pending === 0) break;
+    }
+  } finally {
+    await consumer.delete().catch(() => undefined);
+  }
+  return out;
+}
+
+describe('svc.evt.invoice.review', () => {
+  const at = (): string => new Date(t.sys.clock.now()).toISOString();
+
+  it('finalize announces one needs_review event with the invoice, the version it made and the editor', async () => {
+    const inv = await draft();
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    expect(await reviewEvents(inv.id)).toEqual([
+      {
+        invoice_id: inv.id,
+        display_number: inv.display_number,
+        application_key: t.fx.keys.ret,
+        customer_key: t.fx.keys.cust,
+        period_start: '2026-10-01',
+        period_end: '2026-10-31',
+        total_amount: inv.total_amount,
+        currency: 'EUR',
+        status: 'needs_review',
+        previous_status: 'draft',
+        version: 2,
+        by: t.fx.rootEmail,
+        comment: null,
+        at: at(),
+      },
+    ]);
+  });
+
+  it('approve announces approved from needs_review by the editor; send announces nothing', async () => {
+    const inv = await draft();
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/approve`), 200);
+    const sent = await call('POST', `/api/v1/invoices/${inv.id}/send`);
+    expectStatus(sent, 200);
+    expect(data<Inv>(sent)).toMatchObject({ status: 'sent', version: 4 });
+    const events = await reviewEvents(inv.id);
+    expect(events.map((e) => [e.status, e.previous_status, e.version])).toEqual([
+      ['needs_review', 'draft', 2],
+      ['approved', 'needs_review', 3],
+    ]);
+    expect(events[1]).toMatchObject({
+      display_number: inv.display_number,
+      total_amount: inv.total_amount,
+      currency: 'EUR',
+      by: t.fx.rootEmail,
+      comment: null,
+      at: at(),
+    });
+  });
+
+  it('reject carries its comment; decline without one carries null', async () => {
+    const rejected = await draft();
+    expectStatus(await call('POST', `/api/v1/invoices/${rejected.id}/finalize`), 200);
+    expectStatus(
+      await call('POST', `/api/v1/invoices/${rejected.id}/reject`, { comment: 'the overtime looks wrong' }),
+      200,
+    );
+    expect((await reviewEvents(rejected.id)).at(-1)).toMatchObject({
+      status: 'rejected',
+      previous_status: 'needs_review',
+      version: 3,
+      by: t.fx.rootEmail,
+      comment: 'the overtime looks wrong',
+    });
+
+    const declined = await draft();
+    expectStatus(await call('POST', `/api/v1/invoices/${declined.id}/finalize`), 200);
+    expectStatus(await call('POST', `/api/v1/invoices/${declined.id}/decline`), 200);
+    expect((await reviewEvents(declined.id)).at(-1)).toMatchObject({
+      status: 'declined',
+      previous_status: 'needs_review',
+      version: 3,
+      comment: null,
+    });
+  });
+
+  it('a refused move (approve a draft: 409) announces nothing', async () => {
+    const inv = await draft();
+    const res = await call('POST', `/api/v1/invoices/${inv.id}/approve`);
+    expectStatus(res, 409);
+    expect(errorOf(res).code).toBe('CONFLICT');
+    expect(await reviewEvents(inv.id)).toEqual([]);
+  });
+
+  it('a publish that fails rolls the move back: the invoice, its history and the stream stay as they were', async () => {
+    const inv = await draft();
+    expectStatus(await call('POST', `/api/v1/invoices/${inv.id}/finalize`), 200);
+    const historyBefore = data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`));
+    // A closed connection refuses every publish at once.
+    const closed = await connectNats(NATS_URL, 'invoice-review-test', createLogger('silent'), NATS_CREDS, NATS_CA);
+    await closed.close();
+    const orm = await t.sys.stores.orm();
+    await expect(
+      orm.em
+        .fork()
+        .transactional((tx) =>
+          review(
+            tx,
+            { id: inv.id, action: 'approve', comment: 'fine' },
+            { editor: 'test', nc: closed, clock: t.sys.clock },
+          ),
+        ),
+    ).rejects.toMatchObject({ name: 'ClosedConnectionError' });
+    expect(data<Inv>(await call('GET', `/api/v1/invoices/${inv.id}`))).toMatchObject({
+      status: 'needs_review',
+      version: 2,
+    });
+    expect(data<History[]>(await call('GET', `/api/v1/invoices/${inv.id}/edit-history`))).toEqual(historyBefore);
+    expect((await reviewEvents(inv.id)).map((e) => e.status)).toEqual(['needs_review']);
   });
 });

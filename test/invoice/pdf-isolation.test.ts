@@ -167,7 +167,17 @@ describe('PDF rendering of one invoice cannot reach another', () => {
         const orm = await t.sys.stores.orm();
         const err: unknown = await orm.em
           .fork()
-          .transactional((tx) => finalize(tx, inv.id, { renderer, seller, log, editor: 'test', timeoutMs: 25_000 }))
+          .transactional((tx) =>
+            finalize(tx, inv.id, {
+              renderer,
+              seller,
+              log,
+              editor: 'test',
+              nc: t.sys.nc,
+              clock: t.sys.clock,
+              timeoutMs: 25_000,
+            }),
+          )
           .catch((e: unknown) => e);
         expect(err).toMatchObject({ name: 'DomainError', code, message });
       } finally {

@@ -1,8 +1,8 @@
 import { NotifyCheckJob } from '../../../contracts/domains/events-notifications.ts';
 import { streams } from '../../../contracts/streams.ts';
 import { RetryLaterError, runConsumer, type ConsumerHandle } from '../../../platform/jetstream.ts';
-import { escalate, windowEnded, type NotifyDeps } from './incidents.ts';
-import { offlineCheck } from './sources.ts';
+import { closeQuietly, escalate, windowEnded, type NotifyDeps } from './incidents.ts';
+import { offlineCheck, slaCheck } from './sources.ts';
 
 export const CHECKS_DURABLE = 'events-notify-checks';
 
@@ -32,6 +32,8 @@ export function startChecks(deps: NotifyDeps): Promise<ConsumerHandle> {
       if (wait > 0) throw new RetryLaterError('not yet', Math.min(wait, LONGEST_WAIT_MS));
       if (job.kind === 'offline') await offlineCheck(deps, job);
       else if (job.kind === 'escalate') await escalate(deps, job.notification_id, job.step);
+      else if (job.kind === 'sla_warn') await slaCheck(deps, job);
+      else if (job.kind === 'close') await closeQuietly(deps, job.notification_id);
       else await windowEnded(deps, job.notification_id);
     },
   });

@@ -23,9 +23,14 @@ export interface DeliverySpec {
   evenDisabled?: boolean;
 }
 
-/** Publishes the send job of a pending delivery; its id is the message id, so a repeat within the window is one job. */
-export const publishSend = (deps: EventsDeps, deliveryId: string, msgId = deliveryId): Promise<unknown> =>
-  publishDurable(deps.nc, 'svc.work.events.notify', { delivery_id: deliveryId }, { msgId: `notify:${msgId}` });
+/** Publishes a pending delivery's send job; the job's id is the message id, so a repeat within the window is one job. */
+export const publishSend = (deps: EventsDeps, deliveryId: string, jobId: string): Promise<unknown> =>
+  publishDurable(
+    deps.nc,
+    'svc.work.events.notify',
+    { delivery_id: deliveryId, job_id: jobId },
+    { msgId: `notify:${jobId}` },
+  );
 
 /**
  * Records deliveries (suppressed ones as such, never sent) and publishes a send job for each pending one. A spec made
@@ -41,8 +46,8 @@ export async function enqueueDeliveries(
   for (const s of specs) {
     const [row] = await sql<DeliveryRow>(
       em,
-      `INSERT INTO notification_deliveries (id, client_id, channel_id, notification_id, kind, step, dedupe_key, status, reason, payload)
-       SELECT ?, ?, c.id, ?, ?, ?, ?, ?, ?, ?::jsonb FROM notification_channels c WHERE c.id = ? AND c.client_id = ? AND (c.enabled OR ?)
+      `INSERT INTO notification_deliveries (id, client_id, channel_id, notification_id, kind, step, dedupe_key, status, reason, payload, job_id)
+       SELECT ?, ?, c.id, ?, ?, ?, ?, ?, ?, ?::jsonb, gen_random_uuid() FROM notification_channels c WHERE c.id = ? AND c.client_id = ? AND (c.enabled OR ?)
        ON CONFLICT (dedupe_key) DO UPDATE SET updated_at = notification_deliveries.updated_at
        RETURNING ${DELIVERY_COLUMNS}`,
       [
@@ -63,7 +68,8 @@ export async function enqueueDeliveries(
     // A channel deleted or disabled meanwhile (or of another client) gets nothing.
     if (row) rows.push(row);
   }
-  for (const r of rows) if (r.status === 'pending') await publishSend(deps, r.id);
+  // A delivery made before jobs were named is sent by a job named after it.
+  for (const r of rows) if (r.status === 'pending') await publishSend(deps, r.id, r.job_id ?? r.id);
   return rows;
 }
 
@@ -84,12 +90,13 @@ export function deliveryHandlers(deps: EventsDeps): EventsHandlers {
       // minute: a publish that failed after the row was set pending).
       const [row] = await sql<DeliveryRow>(
         em,
-        `UPDATE notification_deliveries SET status = 'pending', reason = NULL, redelivered_at = now(), updated_at = now()
+        `UPDATE notification_deliveries SET status = 'pending', reason = NULL, redelivered_at = now(), job_id = ?, updated_at = now()
           WHERE id = ? AND (status <> 'pending' OR updated_at < now() - interval '1 minute') RETURNING ${DELIVERY_COLUMNS}`,
-        [id],
+        [randomUUID(), id],
       );
       if (!row) throw new DomainError('bad_request', 'the delivery is still being sent: wait for its outcome first');
-      await publishSend(deps, id, `${id}:${new Date(row.redelivered_at!).getTime()}`);
+      // The new job replaces any still waiting out a retry pause (the sender stops those).
+      await publishSend(deps, id, row.job_id!);
       await deps.audit.record(ctx, {
         action: 'notification_delivery.redelivered',
         resource_type: 'notification_delivery',

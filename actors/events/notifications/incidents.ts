@@ -130,9 +130,10 @@ function specs(
   channels: string[],
   key: string,
   suppressed: string | null,
+  outcome?: string,
 ): DeliverySpec[] {
   const at = new Date(deps.clock.now());
-  const payload = notificationMessage(n, kind, at, deps.ack.url(n.id, at.getTime()));
+  const payload = notificationMessage(n, kind, at, deps.ack.url(n.id, at.getTime()), outcome);
   return channels.map((channel_id) => ({
     channel_id,
     client_id: n.client_id,
@@ -303,6 +304,7 @@ export async function recover(
   groupKey: string,
   member: string,
   at: Date,
+  outcome?: string,
 ): Promise<NotificationRow | null> {
   const em = deps.orm.em.fork();
   const resolved = await em.transactional(async (tx) => {
@@ -349,15 +351,16 @@ export async function recover(
   await enqueueDeliveries(
     deps,
     em,
-    specs(deps, resolved, 'resolved', channelsOf(rule, resolved.step), 'resolved', reason),
+    specs(deps, resolved, 'resolved', channelsOf(rule, resolved.step), 'resolved', reason, outcome),
   );
+  const how = outcome ? `Resolved: ${outcome}` : 'Resolved';
   await onTimeline(
     em,
     resolved,
     'resolved',
     now,
     `Resolved: ${resolved.title}`,
-    reason ? `Resolved; the resolved notification was ${reason.replace(/^its notification was /, '')}.` : 'Resolved.',
+    reason ? `${how}; the resolved notification was ${reason.replace(/^its notification was /, '')}.` : `${how}.`,
   );
   return resolved;
 }
@@ -472,4 +475,27 @@ export async function windowEnded(deps: NotifyDeps, id: string): Promise<void> {
     `Still firing when the maintenance window ended.`,
   );
   await scheduleEscalation(deps, sent, rule, now);
+}
+
+/**
+ * A one-off notification (each cause happens once: an audit action) ends when its grouping window does, without a
+ * message: what came within the window was counted into it, what comes after opens a new one.
+ */
+export async function closeQuietly(deps: NotifyDeps, id: string): Promise<void> {
+  await sql(
+    deps.orm.em.fork(),
+    `UPDATE notifications SET status = 'resolved', resolved_at = ?, updated_at = now() WHERE id = ? AND status = 'firing'`,
+    [new Date(deps.clock.now()), id],
+  );
+}
+
+/** Closes a one-off notification when its rule's grouping window is over (closeQuietly). */
+export async function scheduleClose(deps: NotifyDeps, n: NotificationRow, rule: RuleRow): Promise<void> {
+  const end = new Date(n.first_at).getTime() + rule.group_window_minutes * 60_000;
+  await publishDurable(
+    deps.nc,
+    'svc.work.events.notify_check',
+    { kind: 'close', notification_id: n.id, not_before: new Date(end).toISOString() },
+    { msgId: `close:${n.id}` },
+  );
 }

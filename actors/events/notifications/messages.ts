@@ -21,10 +21,12 @@ export function notificationMessage(
   kind: MessageKind,
   at: Date,
   acknowledgeUrl: string | null,
+  /** How it ended, when the cause says (an invoice approved by a reviewer). */
+  outcome?: string,
 ): MessagePayload {
   const lead =
     kind === 'resolved'
-      ? `Resolved: ${n.title}`
+      ? `Resolved: ${n.title}${outcome ? ` (${outcome})` : ''}`
       : kind === 'escalation'
         ? `Escalated (step ${n.step + 1}, not acknowledged): ${n.title}`
         : kind === 'repeat'

@@ -85,6 +85,9 @@ export interface RuleRow {
   severity: 'info' | 'warning' | 'critical';
   offline_minutes: number | null;
   matchers: LabelMatcher[];
+  sla_warn_minutes: number | null;
+  audit_actions: string[];
+  audit_global: boolean;
   group_window_minutes: number;
   steps: EscalationStep[];
   enabled: boolean;
@@ -93,7 +96,7 @@ export interface RuleRow {
   updated_at: string;
 }
 export const RULE_COLUMNS =
-  'id, client_id, environment_id, host_id, name, event, severity, offline_minutes, matchers, group_window_minutes, steps, enabled, created_by, created_at, updated_at';
+  'id, client_id, environment_id, host_id, name, event, severity, offline_minutes, matchers, sla_warn_minutes, audit_actions, audit_global, group_window_minutes, steps, enabled, created_by, created_at, updated_at';
 
 export const ruleOut = (r: RuleRow): NotificationRule => ({
   id: r.id,
@@ -105,6 +108,9 @@ export const ruleOut = (r: RuleRow): NotificationRule => ({
   severity: r.severity,
   offline_minutes: r.offline_minutes,
   matchers: r.matchers,
+  sla_warn_minutes: r.sla_warn_minutes,
+  audit_actions: r.audit_actions,
+  audit_global: r.audit_global,
   group_window_minutes: r.group_window_minutes,
   steps: r.steps,
   enabled: r.enabled,
@@ -211,11 +217,13 @@ export interface DeliveryRow {
   reason: string | null;
   payload: MessagePayload;
   redelivered_at: string | null;
+  /** The send job it waits for (null: made before jobs were named; any job sends it). */
+  job_id: string | null;
   created_at: string;
   delivered_at: string | null;
 }
 export const DELIVERY_COLUMNS =
-  'id, client_id, channel_id, notification_id, kind, step, status, reason, payload, redelivered_at, created_at, delivered_at';
+  'id, client_id, channel_id, notification_id, kind, step, status, reason, payload, redelivered_at, job_id, created_at, delivered_at';
 
 /** What a delivery says, fixed when it is made: every attempt (and a redelivery) sends the same message. */
 export interface MessagePayload {

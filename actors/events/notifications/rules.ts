@@ -6,7 +6,7 @@ import { DomainError } from '../../../contracts/errors.ts';
 import { refuseChanges } from '../../../contracts/immutable.ts';
 import { requireOnClient } from '../../../platform/scope.ts';
 import type { RequestScope } from '../../../platform/serve.ts';
-import { pgJson } from '../../../platform/stores/pg-values.ts';
+import { pgJson, toPgArray } from '../../../platform/stores/pg-values.ts';
 import { pageOf, sql } from '../../../platform/stores/sql.ts';
 import type { EventsDeps, EventsHandlers } from '../deps.ts';
 import { matcherProblem } from './matchers.ts';
@@ -51,8 +51,34 @@ function checkFields(b: RuleInput): void {
   }
   if (b.event === 'deploy_failed' && b.host_id !== null)
     throw new DomainError('bad_request', 'host_id: deploys belong to an environment or a client, not to a host');
+  if (b.event !== 'sla_breach' && b.sla_warn_minutes !== null)
+    throw new DomainError('bad_request', 'sla_warn_minutes: only an sla_breach rule has one');
+  if (b.event !== 'audit' && (b.audit_actions.length > 0 || b.audit_global))
+    throw new DomainError('bad_request', 'audit_actions: only an audit rule has audit actions');
+  if (b.event === 'audit' && b.audit_actions.length === 0)
+    throw new DomainError('bad_request', 'audit_actions: an audit rule names at least one action');
+  if (CLIENT_WIDE.includes(b.event) && (b.environment_id !== null || b.host_id !== null))
+    throw new DomainError(
+      'bad_request',
+      `${b.host_id !== null ? 'host_id' : 'environment_id'}: ${b.event} events belong to a client, not to an environment or a host`,
+    );
   if (b.steps[0]!.after_minutes !== 0)
     throw new DomainError('bad_request', 'steps.0.after_minutes: the first step fires at once (0)');
+}
+
+/** Events of a whole client: service-desk requests, invoices and audit entries sit in no environment. */
+const CLIENT_WIDE: readonly RuleInput['event'][] = ['sla_breach', 'invoice_review', 'audit'];
+
+/**
+ * What a rule tells must be what its author may read: invoices (invoices:read; invoices belong to no client, so the
+ * permission on the rule's client is asked), the client's audit entries (audit:read), and the global ones (a super
+ * admin only).
+ */
+function checkReadable(scope: RequestScope<SystemCatalogue>, clientId: string, b: RuleInput): void {
+  if (b.event === 'invoice_review') requireOnClient(scope.ctx, clientId, 'invoices:read', 'client');
+  if (b.event === 'audit') requireOnClient(scope.ctx, clientId, 'audit:read', 'client');
+  if (b.audit_global && scope.ctx.access?.super_admin !== true)
+    throw new DomainError('forbidden', 'audit_global: only a super admin may be told of global audit entries');
 }
 
 /** Every channel a rule sends to is one of its client's; locked so it cannot be removed while the rule is written. */
@@ -76,6 +102,9 @@ const values = (b: RuleInput): unknown[] => [
   b.severity,
   b.event === 'agent_offline' ? (b.offline_minutes ?? 5) : null,
   pgJson(b.matchers),
+  b.event === 'sla_breach' ? b.sla_warn_minutes : null,
+  toPgArray(b.event === 'audit' ? [...new Set(b.audit_actions)] : []),
+  b.event === 'audit' && b.audit_global,
   b.group_window_minutes,
   pgJson(b.steps),
   b.enabled,
@@ -113,14 +142,15 @@ export function ruleHandlers(deps: EventsDeps): EventsHandlers {
     'svc.events.notification_rules.create': async (b, scope) => {
       requireOnClient(scope.ctx, b.client_id, WRITE, 'client');
       checkFields(b);
+      checkReadable(scope, b.client_id, b);
       await checkPlace(deps, scope, b.client_id, b);
       const id = randomUUID();
       const row = await deps.orm.em.fork().transactional(async (tx) => {
         await checkChannels(tx, b.client_id, b.steps);
         const [row] = await sql<RuleRow>(
           tx,
-          `INSERT INTO notification_rules (id, client_id, environment_id, host_id, name, event, severity, offline_minutes, matchers, group_window_minutes, steps, enabled, created_by)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?) RETURNING ${RULE_COLUMNS}`,
+          `INSERT INTO notification_rules (id, client_id, environment_id, host_id, name, event, severity, offline_minutes, matchers, sla_warn_minutes, audit_actions, audit_global, group_window_minutes, steps, enabled, created_by)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?::text[], ?, ?, ?::jsonb, ?, ?) RETURNING ${RULE_COLUMNS}`,
           [id, b.client_id, ...values(b), scope.ctx.principal.kind === 'user' ? scope.ctx.principal.user_id : null],
         );
         return row!;
@@ -139,13 +169,15 @@ export function ruleHandlers(deps: EventsDeps): EventsHandlers {
       const current = await load(scope, b.id, WRITE);
       refuseChanges(b, ruleOut(current), RULE_IMMUTABLE);
       checkFields(b);
+      checkReadable(scope, current.client_id, b);
       await checkPlace(deps, scope, current.client_id, b);
       const after = await deps.orm.em.fork().transactional(async (tx) => {
         await checkChannels(tx, current.client_id, b.steps);
         const [row] = await sql<RuleRow>(
           tx,
           `UPDATE notification_rules SET environment_id = ?, host_id = ?, name = ?, event = ?, severity = ?, offline_minutes = ?,
-             matchers = ?::jsonb, group_window_minutes = ?, steps = ?::jsonb, enabled = ?, updated_at = now()
+             matchers = ?::jsonb, sla_warn_minutes = ?, audit_actions = ?::text[], audit_global = ?, group_window_minutes = ?,
+             steps = ?::jsonb, enabled = ?, updated_at = now()
            WHERE id = ? RETURNING ${RULE_COLUMNS}`,
           [...values(b), b.id],
         );

@@ -79,7 +79,7 @@ export function startSender(deps: EventsDeps): Promise<ConsumerHandle> {
     onDeadLetter: async ({ payload, error }) => {
       if (payload) await settle(payload.delivery_id, 'failed', error.slice(0, 500));
     },
-    handler: async ({ delivery_id }, meta) => {
+    handler: async ({ delivery_id, job_id }, meta) => {
       const em = deps.orm.em.fork();
       const [d] = await sql<DeliveryRow>(em, `SELECT ${DELIVERY_COLUMNS} FROM notification_deliveries WHERE id = ?`, [
         delivery_id,
@@ -87,6 +87,8 @@ export function startSender(deps: EventsDeps): Promise<ConsumerHandle> {
       // Published right after its insert: seen before it is visible only in a transaction not yet committed.
       if (!d && meta.deliveryCount < 5) throw new RetryLaterError('delivery not visible yet', 200 * meta.deliveryCount);
       if (!d || d.status !== 'pending') return;
+      // Replaced by a redelivery's job while this one waited out a retry pause: that one sends, alone.
+      if (job_id !== undefined && d.job_id !== null && d.job_id !== job_id) return;
       const [channel] = await sql<ChannelRow>(em, `SELECT ${CHANNEL_COLUMNS} FROM notification_channels WHERE id = ?`, [
         d.channel_id,
       ]);

@@ -124,6 +124,7 @@ export function changedEvent(
   change: AlertGroupChanged['change'],
   at: string,
   by: string | null = null,
+  labels?: Record<string, string>[],
 ): AlertGroupChanged {
   return {
     id: g.id,
@@ -137,5 +138,6 @@ export function changedEvent(
     resolved_at: isoOrNull(g.resolved_at),
     at,
     by,
+    ...(labels ? { labels } : {}),
   };
 }

@@ -143,9 +143,20 @@ async function storeAlert(deps: EventsDeps, job: DeliveryJob, a: AlertFacts, met
     const { group, change } = await applyNotification(tx, job, a, place);
     if (change === null) return;
     const at = change === 'fired' ? iso(group.fired_at) : iso(group.resolved_at ?? job.received_at);
-    await publishEvent(deps.nc, 'svc.evt.events.alert', changedEvent(group, change, at), {
-      msgId: `alert:${group.id}:${change}`,
-    });
+    await publishEvent(
+      deps.nc,
+      'svc.evt.events.alert',
+      changedEvent(
+        group,
+        change,
+        at,
+        null,
+        a.alerts.map((x) => x.labels),
+      ),
+      {
+        msgId: `alert:${group.id}:${change}`,
+      },
+    );
     if (change === 'fired' && group.severity.toLowerCase() === 'critical' && receiver.oncall_phone !== null) {
       if (!voiceConfigured(deps.config)) {
         meta.log.warn(

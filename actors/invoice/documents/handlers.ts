@@ -1,7 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { requirePermission } from '../../../contracts/access.ts';
 import type { SystemCatalogue } from '../../../contracts/catalogue.ts';
 import { DomainError } from '../../../contracts/errors.ts';
+import type { Clock } from '../../../platform/clock.ts';
 import type { Config } from '../../../platform/config.ts';
 import type { Logger } from '../../../platform/logger.ts';
 import type { Handlers } from '../../../platform/serve.ts';
@@ -21,6 +23,9 @@ export interface DocumentDeps {
   renderer: PdfRenderer;
   reader: AnalyticsReader;
   log: Logger;
+  /** Where finalize announces the invoice entering review, and when. */
+  nc: NatsConnection;
+  clock: Clock;
 }
 
 export const sellerOf = (c: Config): Seller => ({
@@ -49,6 +54,8 @@ export function documentHandlers(deps: DocumentDeps): Handlers<SystemCatalogue, 
           seller: deps.seller,
           log,
           editor: editorOf(ctx),
+          nc: deps.nc,
+          clock: deps.clock,
           timeoutMs: renderBudget(deadline),
         }),
       );

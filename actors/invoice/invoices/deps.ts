@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Clock } from '../../../platform/clock.ts';
 import type { AnalyticsReader } from '../analytics/reader.ts';
 
@@ -7,4 +8,6 @@ export interface InvoiceDeps {
   orm: MikroORM;
   reader: AnalyticsReader;
   clock: Clock;
+  /** Where review moves are announced (svc.evt.invoice.review). */
+  nc: NatsConnection;
 }

@@ -5,6 +5,7 @@ import { Dec, dec, hours, lineTotalOf, money, multiplier, price } from '../amoun
 import { lineTotal, sameDecimal, totalsOf, type InvoiceTotals } from '../amounts/totals.ts';
 import { fitsAmount, MAX_AMOUNT, toNewLine } from './lines-input.ts';
 import { asText, FIGURES, recordHistory, type HistoryEntry } from './history.ts';
+import { publishReviewMove, type MoveDeps } from './review-event.ts';
 import { insertLines, loadInvoice, sql, type NewLine } from './store.ts';
 
 /**
@@ -329,10 +330,8 @@ const MOVES = {
 
 export async function review(
   tx: EntityManager,
-  id: string,
-  action: keyof typeof MOVES,
-  comment: string | undefined,
-  editor: string,
+  { id, action, comment }: { id: string; action: keyof typeof MOVES; comment?: string | undefined },
+  deps: MoveDeps,
 ): Promise<Invoice> {
   const inv = await loadInvoice(tx, id, true);
   const move = MOVES[action];
@@ -346,6 +345,10 @@ export async function review(
     { edit_type: 'status_change', field_name: 'status', old_value: inv.status, new_value: move.to },
   ];
   if (comment) history.push({ edit_type: 'review_comment', field_name: 'comment', new_value: comment });
-  await recordHistory(tx, id, editor, history);
-  return loadInvoice(tx, id);
+  await recordHistory(tx, id, deps.editor, history);
+  const after = await loadInvoice(tx, id);
+  // Sending is past review: the event tells of entering and leaving review only. An empty comment is none, as above.
+  if (move.to !== 'sent')
+    await publishReviewMove(deps, after, { status: move.to, previous: inv.status, comment: comment || null });
+  return after;
 }

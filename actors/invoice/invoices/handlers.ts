@@ -133,9 +133,10 @@ export function invoiceHandlers(deps: InvoiceDeps): Handlers<SystemCatalogue, 'i
       return readHistory(em, id);
     },
 
-    'svc.invoice.review': async ({ id, action, comment }, { ctx }) => {
+    'svc.invoice.review': async (input, { ctx }) => {
       requirePermission(ctx, REVIEW);
-      return fork().transactional((tx) => review(tx, id, action, comment, editorOf(ctx)));
+      const mover = { editor: editorOf(ctx), nc: deps.nc, clock: deps.clock };
+      return fork().transactional((tx) => review(tx, input, mover));
     },
 
     'svc.invoice.get': async ({ id }, { ctx }) => {

@@ -3,6 +3,7 @@ import type { Invoice } from '../../../contracts/domains/invoice.ts';
 import { DomainError } from '../../../contracts/errors.ts';
 import type { Logger } from '../../../platform/logger.ts';
 import { recordHistory } from '../invoices/history.ts';
+import { publishReviewMove, type MoveDeps } from '../invoices/review-event.ts';
 import { loadInvoice, loadRenderable, sql } from '../invoices/store.ts';
 import { PdfContentError, PdfRendererUnavailableError, type PdfRenderer } from '../pdf/browser.ts';
 import { savePdf } from '../pdf/store.ts';
@@ -16,12 +17,13 @@ import type { Seller } from '../render/view.ts';
  * 400 when the HTML broke its page, 503 when the browser died under the render and its retry, 500 otherwise; a crash
  * mid-way does the same, so no durable work queue is needed. The
  * PDF is printed from exactly what preview-html shows (the template, or the html_override when set), at the version
- * the finalize produces, so the document shows no "Draft" mark.
+ * the finalize produces, so the document shows no "Draft" mark. The move is announced (svc.evt.invoice.review) before
+ * the commit; a publish that fails rolls it back like a failed render.
  */
 export async function finalize(
   tx: EntityManager,
   id: string,
-  deps: { renderer: PdfRenderer; seller: Seller; log: Logger; editor: string; timeoutMs: number },
+  deps: MoveDeps & { renderer: PdfRenderer; seller: Seller; log: Logger; timeoutMs: number },
 ): Promise<Invoice> {
   const doc = await loadRenderable(tx, id, true);
   const inv = doc.invoice;
@@ -50,5 +52,7 @@ export async function finalize(
     { edit_type: 'status_change', field_name: 'status', old_value: 'draft', new_value: 'needs_review' },
     { edit_type: 'pdf_rendered', field_name: 'pdf', new_value: `sha256:${stored.sha256} bytes:${stored.byte_size}` },
   ]);
-  return loadInvoice(tx, id);
+  const after = await loadInvoice(tx, id);
+  await publishReviewMove(deps, after, { status: 'needs_review', previous: inv.status, comment: null });
+  return after;
 }

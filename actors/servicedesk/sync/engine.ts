@@ -1,12 +1,15 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { SlaChanged } from '../../../contracts/domains/servicedesk.ts';
 import { DomainError } from '../../../contracts/errors.ts';
+import { publishEvent } from '../../../platform/jetstream.ts';
 import { Lease } from '../../../platform/lease.ts';
 import type { Logger } from '../../../platform/logger.ts';
 import { sql } from '../../../platform/stores/sql.ts';
 import type { History, Issue, TrackerApi } from '../tracker/api.ts';
 import { jqlField, SiteCatalog, type Site } from '../tracker/site.ts';
 import { pickSlas, slaFromField, toRecord, type RequestRecord } from './normalize.ts';
+import { slaMsgId } from './sla-events.ts';
 import { upsertRequests } from './store.ts';
 
 export interface SyncSettings {
@@ -56,7 +59,8 @@ interface StateRow {
  * organization (JQL on its Organizations field), later runs only what was updated since the stored watermark minus
  * an overlap (JQL dates have minute precision, in the account's time zone). Pages are ordered by `updated`, and each
  * page commits with the watermark it reached, so a run that dies resumes where the last page ended. One instance
- * runs it at a time (a lease in JetStream KV); a run asked for while another is going waits for it, then runs.
+ * runs it at a time (a lease in JetStream KV); a run asked for while another is going waits for it, then runs. A copy
+ * that changes a request's SLA cycle announces it (svc.evt.servicedesk.sla, sla-events.ts) with its page.
  */
 export class SyncEngine {
   private readonly lease: Lease;
@@ -68,11 +72,13 @@ export class SyncEngine {
 
   private readonly orm: MikroORM;
   private readonly api: TrackerApi;
+  private readonly nc: NatsConnection;
   private readonly log: Logger;
   private readonly settings: SyncSettings;
   constructor(orm: MikroORM, api: TrackerApi, nc: NatsConnection, log: Logger, settings: SyncSettings) {
     this.orm = orm;
     this.api = api;
+    this.nc = nc;
     this.log = log;
     this.settings = settings;
     this.lease = new Lease(nc, 'servicedesk-sync', LEASE_MS, log);
@@ -203,7 +209,9 @@ export class SyncEngine {
         null,
       );
       await this.orm.em.fork().transactional(async (tx) => {
-        await upsertRequests(tx, records);
+        // Published before the page commits: a failed publish rolls the page back, and the retried sync publishes the
+        // same message ids again (the stream keeps one of each).
+        await this.publishSla(await upsertRequests(tx, records));
         await sql(
           tx,
           `UPDATE sd_sync_state SET watermark = GREATEST(COALESCE(watermark, ?::timestamptz), ?::timestamptz), requests_synced = requests_synced + ? WHERE organization_id = ?`,
@@ -228,6 +236,18 @@ export class SyncEngine {
         'service desk requests synced',
       );
     return { requests: count, full_load: fullLoad };
+  }
+
+  private async publishSla(events: readonly SlaChanged[]): Promise<void> {
+    // A request the event cannot describe (a key outside the contract's form) is skipped, not retried: refused by the
+    // publish, it would roll its page back on every run and stop the organization's sync.
+    const valid = events.filter((e) => {
+      const ok = SlaChanged.safeParse(e).success;
+      if (!ok)
+        this.log.warn({ issue_key: e.issue_key }, 'SLA change not announced: the request does not fit the event');
+      return ok;
+    });
+    await Promise.all(valid.map((e) => publishEvent(this.nc, 'svc.evt.servicedesk.sla', e, { msgId: slaMsgId(e) })));
   }
 
   /** A search hit as a record; its changelog completed and its SLAs fetched when the search did not carry them. */

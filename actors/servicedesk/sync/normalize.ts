@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { SlaCycle } from '../../../contracts/domains/servicedesk.ts';
 import { dtoDate, organizationIdsOf, SlaDto, trackerDate, type History, type Issue } from '../tracker/api.ts';
 import { asCategory, isSlaNamed, SLA_NAMES, type Category, type SiteFields } from '../tracker/site.ts';
+import { cycleFacts, slaFacts, type SlaFacts } from './sla-events.ts';
 
 export { asCategory, type Category, type SiteFields };
 
@@ -67,6 +68,8 @@ export interface RequestRecord extends RequestColumns {
   resolution_breached: boolean | null;
   resolution_sla_status: string;
   sla: SlaCycle[];
+  /** Each metric's cycle state and breach time, what the next sync compares with (sla-events.ts). */
+  sla_facts: SlaFacts;
   history: StatusChangeRow[];
 }
 
@@ -144,7 +147,8 @@ export function pickSlas(list: readonly SlaDto[]): {
  * - acknowledged_at: the first status change; started_at: the first move into a status outside To Do;
  * - first response: the first completed cycle of the first-response SLA (elapsed ms, breached);
  * - resolution: `met`/`breached` from the last completed cycle, `in_progress`/`paused`/`breached` while ongoing,
- *   `none` without the SLA.
+ *   `none` without the SLA;
+ * - sla_facts: each SLA's state and the running cycle's breach time, what the next sync compares with (sla-events.ts).
  */
 export function toRecord(
   issue: Issue,
@@ -220,6 +224,10 @@ export function toRecord(
     resolution_breached: ttr.length > 0 ? ttr.some((c) => c.breached) : null,
     resolution_sla_status: resolutionStatus,
     sla: [...frt, ...ttr],
+    sla_facts: slaFacts({
+      first_response: cycleFacts(frt, dtoDate(slas.firstResponse?.ongoingCycle?.breachTime)),
+      resolution: cycleFacts(ttr, dtoDate(slas.resolution?.ongoingCycle?.breachTime)),
+    }),
     history: changes.map(({ to_id: _unused, ...c }) => c),
   };
 }

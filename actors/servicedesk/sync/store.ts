@@ -1,6 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SlaChanged } from '../../../contracts/domains/servicedesk.ts';
 import { sql } from '../../../platform/stores/sql.ts';
+import { MAPPING_COLUMNS, type MappingRow } from '../scope.ts';
 import type { RequestRecord } from './normalize.ts';
+import { changedCycles, slaEvents, type StoredSla } from './sla-events.ts';
 import { pgJson } from '../../../platform/stores/pg-values.ts';
 
 /** Columns of sd_requests the sync writes, with their types for jsonb_to_recordset. */
@@ -37,6 +40,7 @@ const COLUMNS: [string, string][] = [
   ['resolution_breached', 'boolean'],
   ['resolution_sla_status', 'text'],
   ['sla', 'jsonb'],
+  ['sla_facts', 'jsonb'],
 ];
 const NAMES = COLUMNS.map(([c]) => c).join(', ');
 const TYPED = COLUMNS.map(([c, t]) => `${c} ${t}`).join(', ');
@@ -47,20 +51,29 @@ const UPDATES = COLUMNS.filter(([c]) => c !== 'issue_key')
 /**
  * Writes one page of requests in the caller's transaction: rows are upserted (an older copy, from an overlapping
  * re-read, never overwrites a newer one), their status history replaced, and the pending writes the store has now
- * caught up with are dropped. The whole page travels as one JSON parameter.
+ * caught up with are dropped. The whole page travels as one JSON parameter. Answers the SLA changes the copies that
+ * replaced a stored one made, for the caller to publish before it commits.
  */
-export async function upsertRequests(tx: EntityManager, records: readonly RequestRecord[]): Promise<void> {
-  if (records.length === 0) return;
+export async function upsertRequests(tx: EntityManager, records: readonly RequestRecord[]): Promise<SlaChanged[]> {
+  if (records.length === 0) return [];
+  const keys = records.map((r) => r.issue_key);
+  // The stored copies, locked: what a copy replaces is what it is compared with, even against another instance's sync.
+  const stored = await sql<StoredSla & { issue_key: string }>(
+    tx,
+    `SELECT issue_key, sla, sla_facts FROM sd_requests WHERE issue_key IN (?) ORDER BY issue_key FOR UPDATE`,
+    [keys],
+  );
+  const prev = new Map(stored.map((r) => [r.issue_key, r]));
   const rows = records.map(({ history: _h, ...r }) => r);
-  await sql(
+  const written = await sql<{ issue_key: string }>(
     tx,
     `INSERT INTO sd_requests (${NAMES}, synced_at)
      SELECT ${NAMES}, now() FROM jsonb_to_recordset(?::jsonb) AS x(${TYPED})
      ON CONFLICT (issue_key) DO UPDATE SET ${UPDATES}, synced_at = now()
-     WHERE sd_requests.updated_at <= EXCLUDED.updated_at`,
+     WHERE sd_requests.updated_at <= EXCLUDED.updated_at
+     RETURNING issue_key`,
     [pgJson(rows)],
   );
-  const keys = records.map((r) => r.issue_key);
   // The history of a request whose stored copy is newer than this one stays as it is.
   await sql(
     tx,
@@ -89,4 +102,25 @@ export async function upsertRequests(tx: EntityManager, records: readonly Reques
      WHERE p.issue_key = r.issue_key AND r.issue_key IN (?) AND (p.kind = 'create' OR p.effective_at <= r.updated_at)`,
     [keys],
   );
+  return slaChangesOf(tx, records, new Set(written.map((w) => w.issue_key)), prev);
+}
+
+/** The SLA events of the copies that were written; the mappings are read only when some cycle changed. */
+async function slaChangesOf(
+  tx: EntityManager,
+  records: readonly RequestRecord[],
+  written: ReadonlySet<string>,
+  prev: ReadonlyMap<string, StoredSla>,
+): Promise<SlaChanged[]> {
+  const changed = records.filter(
+    (r) => written.has(r.issue_key) && changedCycles(prev.get(r.issue_key), r.sla_facts).length > 0,
+  );
+  const organizations = [...new Set(changed.flatMap((r) => r.organization_ids))];
+  if (organizations.length === 0) return [];
+  const mappings = await sql<MappingRow>(
+    tx,
+    `SELECT ${MAPPING_COLUMNS} FROM sd_mappings WHERE organization_id IN (?)`,
+    [organizations],
+  );
+  return changed.flatMap((r) => slaEvents(r, prev.get(r.issue_key), mappings));
 }
