@@ -363,7 +363,10 @@ export const SlaChanged = z.object({
   /** The clients whose organization mappings cover the request (none: no client sees it, nothing is told). */
   client_ids: z.array(z.uuid()),
   metric: z.enum(['first_response', 'resolution']),
-  /** The cycle now: running, paused, breached (running past its goal, or completed late) or met. */
+  /**
+   * The cycle now: ongoing (running within its goal), paused (breached or not), breached (running past its goal, or
+   * completed late: then breach_at is null) or met (completed in time).
+   */
   state: z.enum(['ongoing', 'paused', 'breached', 'met']),
   /** When a running cycle breaches; null once it is paused or completed, or when the tracker gives no goal. */
   breach_at: Timestamp.nullable(),

@@ -9,14 +9,18 @@ import type { TestSystem } from '../support/system.ts';
  */
 export async function startClusterSystem(
   overrides: Record<string, string> = {},
+  opts: Parameters<typeof startAdminSystem>[1] = {},
 ): Promise<{ cluster: NatsCluster; sys: TestSystem; root: string }> {
   const cluster = await NatsCluster.start(3);
   setBrokerReplicas(3);
-  const { sys, root } = await startAdminSystem({
-    SVC_NATS_URL: cluster.urls,
-    SVC_AGENT_NATS_SERVERS: cluster.urls,
-    SVC_NATS_REPLICAS: '3',
-    ...overrides,
-  });
+  const { sys, root } = await startAdminSystem(
+    {
+      SVC_NATS_URL: cluster.urls,
+      SVC_AGENT_NATS_SERVERS: cluster.urls,
+      SVC_NATS_REPLICAS: '3',
+      ...overrides,
+    },
+    opts,
+  );
   return { cluster, sys, root };
 }

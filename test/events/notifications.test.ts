@@ -271,6 +271,14 @@ describe('notification channels', () => {
     expect(all.map((h) => h.status)).toEqual([429, 429, 200]);
     expect(all[2]!.at - all[1]!.at).toBeGreaterThanOrEqual(2_900);
     expect(got.every((h) => h.id === d.id)).toBe(true);
+    const [logged] = await ok<{ status: string; attempts: { status_code: number }[] }[]>(
+      'GET',
+      `/api/v1/notification-channels/${dup.id}/deliveries`,
+      undefined,
+      200,
+    );
+    expect(logged).toMatchObject({ status: 'delivered' });
+    expect(logged!.attempts.map((a) => a.status_code)).toEqual([429, 429, 200]);
   }, 120_000);
 
   it('signs with the old and the new secret during a rotation, then with the new one alone', async () => {
@@ -714,6 +722,19 @@ describe('service-desk SLAs, invoice reviews and audit actions', () => {
       201,
     );
     expect(rule.sla_warn_minutes).toBe(0.05);
+    // Its author must read the client's service desk.
+    const writer = await userWithRole(
+      sys,
+      await customRole(sys, ['notifications:read', 'notifications:write']),
+      clientId,
+    );
+    const refused = await call(
+      'POST',
+      '/api/v1/notification-rules',
+      { client_id: clientId, name: 'x', event: 'sla_breach', steps: [{ after_minutes: 0, channel_ids: [hook.id] }] },
+      writer.token,
+    );
+    expect(refused.json().error.message).toBe('missing permission servicedesk:read on this client');
     const t0 = sys.clock.now();
     const sla = (
       issue: string,
@@ -904,7 +925,69 @@ describe('service-desk SLAs, invoice reviews and audit actions', () => {
       60_000,
     );
     expect(hooks.on('/audit').map((r) => r.body.type)).toEqual(['notification.firing', 'notification.firing']);
+    // A PUT is checked as a create: global entries stay a super admin's.
+    const put = await call(
+      'PUT',
+      `/api/v1/notification-rules/${rule.id}`,
+      { ...body, audit_global: true },
+      writer.token,
+    );
+    expect(put.statusCode, put.body).toBe(403);
     await ok('DELETE', `/api/v1/notification-rules/${rule.id}`, undefined, 204);
+
+    // Service-account keys: an entry about this client alone is told; one that also names another client is not (the
+    // audit log shows it only to readers of both).
+    const keysHook = await webhookChannel('/audit-keys');
+    const keys = await ok<{ id: string }>(
+      'POST',
+      '/api/v1/notification-rules',
+      {
+        ...body,
+        name: 'keys',
+        audit_actions: ['service_account.key_created'],
+        group_window_minutes: 0,
+        steps: [{ after_minutes: 0, channel_ids: [keysHook.id] }],
+      },
+      201,
+      writer.token,
+    );
+    const role = await customRole(sys, ['hosts:read']);
+    const other = (await createClient(sys)).id;
+    const account = (scope: string[], name: string) =>
+      ok('POST', '/api/v1/service-accounts', { name: `${name}-${sys.tag}`, role_id: role, client_scope: scope }, 201);
+    await account([clientId, other], 'both');
+    await account([clientId], 'mine');
+    const [told] = await eventually(
+      async () => titles('/audit-keys'),
+      (t) => t.length === 1,
+      'the key notice',
+      60_000,
+    );
+    expect(told).toMatch(/^Audit: service_account\.key_created by .+ \(service_account [0-9a-f-]{36}\)$/);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(titles('/audit-keys')).toHaveLength(1);
+
+    // Its notifications are read with audit:read too: notifications:read alone sees none of them.
+    const reader = await userWithRole(sys, await customRole(sys, ['notifications:read']), clientId);
+    const mine = await ok<{ id: string; event: string }[]>(
+      'GET',
+      `/api/v1/notifications?client_id=${clientId}&per_page=100`,
+      undefined,
+      200,
+    );
+    const audits = mine.filter((n) => n.event === 'audit');
+    expect(audits.length).toBeGreaterThan(0);
+    const seen = await ok<{ event: string }[]>(
+      'GET',
+      `/api/v1/notifications?client_id=${clientId}&per_page=100`,
+      undefined,
+      200,
+      reader.token,
+    );
+    expect(seen.filter((n) => n.event === 'audit')).toEqual([]);
+    expect((await call('GET', `/api/v1/notifications/${audits[0]!.id}`, undefined, reader.token)).statusCode).toBe(404);
+    expect((await call('GET', `/api/v1/notifications/${audits[0]!.id}`, undefined, writer.token)).statusCode).toBe(200);
+    await ok('DELETE', `/api/v1/notification-rules/${keys.id}`, undefined, 204);
   });
 });
 

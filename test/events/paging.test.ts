@@ -348,6 +348,51 @@ describe('paging by phone', () => {
     );
   });
 
+  it('holds a page back during a maintenance window over the client, and calls once the window is over', async () => {
+    // The window runs to the end of the clock's minute, five seconds away.
+    const into = sys.clock.now() % 60_000;
+    sys.clock.advance((55_000 - into + 60_000) % 60_000);
+    const starts = new Date(sys.clock.now()).toISOString().slice(0, 16);
+    const admin = api(sys, { token: root });
+    const made = await admin('POST', '/api/v1/maintenance-windows', {
+      client_id: clientId,
+      name: 'patch night',
+      starts_at: starts,
+      duration_minutes: 1,
+    });
+    expectStatus(made, 201);
+    const before = provider.calls.length;
+    try {
+      expectStatus(await deliver(sys, source.path, criticalFiring('page-held')), 202);
+      const [held] = await eventually(
+        () =>
+          sys.sql<{ title: string; description: string }>(
+            `SELECT t.title, t.description FROM timeline_events t JOIN alert_groups g ON t.source_key LIKE 'page-held:' || g.id || ':%'
+              WHERE g.receiver_id = ? AND g.group_key = 'page-held'`,
+            [source.id],
+          ),
+        (r) => r.length === 1,
+        'the hold on the timeline',
+      );
+      expect(held!.title).toBe('Page held back: HighCPULoad');
+      expect(held!.description).toMatch(/^The maintenance window “patch night” holds the on-call call until /);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(provider.calls).toHaveLength(before);
+      // The window over (the clock moved past it): the held page is asked again and placed, once.
+      sys.clock.advance(10_000);
+      await eventually(
+        async () => provider.calls.length,
+        (n) => n === before + 1,
+        'the call after the window',
+        30_000,
+      );
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(provider.calls).toHaveLength(before + 1);
+    } finally {
+      expectStatus(await admin('DELETE', `/api/v1/maintenance-windows/${made.json().data.id}`), 204);
+    }
+  });
+
   it('does not call for a group that is not critical, nor for a source without an on-call number', async () => {
     const before = provider.calls.length;
     expectStatus(await deliver(sys, source.path, criticalFiring('page-warning', 'warning')), 202);

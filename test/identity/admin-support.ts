@@ -17,8 +17,11 @@ export interface AdminSystem {
 }
 
 /** Starts the system for an administration test file (call once, in `beforeAll`; stop `sys` in `afterAll`). */
-export async function startAdminSystem(overrides: Record<string, string | undefined> = {}): Promise<AdminSystem> {
-  const sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet', ...overrides });
+export async function startAdminSystem(
+  overrides: Record<string, string | undefined> = {},
+  opts: Parameters<typeof startTestSystem>[1] = {},
+): Promise<AdminSystem> {
+  const sys = await startTestSystem({ SVC_ACTORS: 'identity,fleet', ...overrides }, opts);
   const admin = await userWith(sys);
   return { sys, root: admin.token, rootId: admin.user.id };
 }

@@ -64,11 +64,11 @@ const record = (facts: SlaFacts, over: Partial<SlaRecord> = {}): SlaRecord => ({
 const ongoing = { name: TTR, state: 'ongoing' as const, breach_at: BREACH };
 
 describe('the state of an SLA', () => {
-  it('is the running cycle’s (breached before paused), else the last completed one’s, else none', () => {
+  it('is the running cycle’s (paused before breached), else the last completed one’s, else none', () => {
     expect(stateOf([cycle()])).toBe('ongoing');
     expect(stateOf([cycle({ paused: true })])).toBe('paused');
     expect(stateOf([cycle({ breached: true })])).toBe('breached');
-    expect(stateOf([cycle({ breached: true, paused: true })])).toBe('breached');
+    expect(stateOf([cycle({ breached: true, paused: true })])).toBe('paused');
     expect(stateOf([done(false)])).toBe('met');
     expect(stateOf([done(true)])).toBe('breached');
     // A reopened request: the met cycle is history, the running one counts; the last of several completed ones does.
@@ -208,8 +208,10 @@ describe('the events of a synced copy', () => {
       },
     ]);
     for (const e of events) expect(SlaChanged.parse(e)).toEqual(e);
-    expect(slaMsgId(events[0]!)).toBe(`sla:SUP-7:resolution:ongoing:${BREACH}`);
-    expect(slaMsgId({ ...events[0]!, state: 'paused', breach_at: null })).toBe('sla:SUP-7:resolution:paused:');
+    expect(slaMsgId(events[0]!)).toBe(`sla:SUP-7:resolution:ongoing:${BREACH}:${events[0]!.at}`);
+    expect(slaMsgId({ ...events[0]!, state: 'paused', breach_at: null })).toBe(
+      `sla:SUP-7:resolution:paused::${events[0]!.at}`,
+    );
   });
 
   it('are none for a request no client sees, and none for an unchanged one', () => {

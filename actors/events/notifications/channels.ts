@@ -174,13 +174,34 @@ function channelWrites(deps: EventsDeps, now: () => number): EventsHandlers {
         url: sameUrl ? current.url : (b.url ?? null),
         phone: b.phone !== undefined ? b.phone : current.phone,
       };
-      if (b.addresses !== undefined || !sameUrl || b.phone !== undefined) await checkTarget(deps, current.kind, target);
-      const [after] = await sql<ChannelRow>(
-        deps.orm.em.fork(),
-        `UPDATE notification_channels SET name = ?, addresses = ?::text[], url = ?, phone = ?, enabled = ?, updated_at = now()
-          WHERE id = ? RETURNING ${CHANNEL_COLUMNS}`,
-        [b.name, toPgArray(target.addresses), target.url, target.phone, b.enabled ?? current.enabled, b.id],
-      );
+      const retargeted = b.addresses !== undefined || !sameUrl || b.phone !== undefined;
+      if (retargeted) await checkTarget(deps, current.kind, target);
+      const after = await deps.orm.em.fork().transactional(async (tx) => {
+        // Locked first: a rule being written on this channel (it holds the row FOR SHARE) is seen once it commits.
+        await sql(tx, `SELECT id FROM notification_channels WHERE id = ? FOR UPDATE`, [b.id]);
+        if (retargeted && scope.ctx.access?.super_admin !== true) {
+          const [global] = await sql<{ id: string }>(
+            tx,
+            `SELECT r.id FROM notification_rules r
+              WHERE r.audit_global AND EXISTS (SELECT 1 FROM jsonb_array_elements(r.steps) s WHERE jsonb_exists(s->'channel_ids', ?))
+              LIMIT 1`,
+            [b.id],
+          );
+          // Those messages tell of global audit entries, which only super admins read: only they send them elsewhere.
+          if (global)
+            throw new DomainError(
+              'forbidden',
+              'a rule of global audit entries sends to this channel: only a super admin may change where it sends',
+            );
+        }
+        const [row] = await sql<ChannelRow>(
+          tx,
+          `UPDATE notification_channels SET name = ?, addresses = ?::text[], url = ?, phone = ?, enabled = ?, updated_at = now()
+            WHERE id = ? RETURNING ${CHANNEL_COLUMNS}`,
+          [b.name, toPgArray(target.addresses), target.url, target.phone, b.enabled ?? current.enabled, b.id],
+        );
+        return row;
+      });
       if (!after) throw new DomainError('not_found', `${WHAT} not found`);
       const changes: Record<string, unknown> = {};
       for (const k of ['name', 'enabled', 'phone'] as const)

@@ -10,6 +10,7 @@ import { enqueueDeliveries, type DeliverySpec } from './deliveries.ts';
 import { activeWindowAt, type Occurrence } from './maintenance-windows.ts';
 import { notificationMessage, type MessageKind } from './messages.ts';
 import {
+  hasSourcePermission,
   NOTIFICATION_COLUMNS,
   RULE_COLUMNS,
   WINDOW_COLUMNS,
@@ -96,6 +97,9 @@ export async function onTimeline(
   title: string,
   description: string,
 ): Promise<void> {
+  // The timeline is read with notifications:read alone, and these tell of what needs its own permission (and sit on
+  // no host or environment): their steps are read on the notification itself.
+  if (hasSourcePermission(n.event)) return;
   try {
     await sql(
       em,
@@ -482,9 +486,26 @@ export async function windowEnded(deps: NotifyDeps, id: string): Promise<void> {
  * message: what came within the window was counted into it, what comes after opens a new one.
  */
 export async function closeQuietly(deps: NotifyDeps, id: string): Promise<void> {
+  const em = deps.orm.em.fork();
+  const [n] = await sql<NotificationRow>(
+    em,
+    `SELECT ${NOTIFICATION_COLUMNS} FROM notifications WHERE id = ? AND status = 'firing'`,
+    [id],
+  );
+  if (!n) return;
+  if (n.suppressed) {
+    // Held back by a window: it is told when the window ends (windowEnded), and closed after that.
+    await publishDurable(
+      deps.nc,
+      'svc.work.events.notify_check',
+      { kind: 'close', notification_id: id, not_before: new Date(deps.clock.now() + 60_000).toISOString() },
+      { msgId: `close:${id}:${deps.clock.now()}` },
+    );
+    return;
+  }
   await sql(
-    deps.orm.em.fork(),
-    `UPDATE notifications SET status = 'resolved', resolved_at = ?, updated_at = now() WHERE id = ? AND status = 'firing'`,
+    em,
+    `UPDATE notifications SET status = 'resolved', resolved_at = ?, updated_at = now() WHERE id = ? AND status = 'firing' AND NOT suppressed`,
     [new Date(deps.clock.now()), id],
   );
 }

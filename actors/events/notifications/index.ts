@@ -8,12 +8,14 @@ import { startChecks } from './checks.ts';
 import { deliveryHandlers } from './deliveries.ts';
 import { acknowledge, type NotifyDeps } from './incidents.ts';
 import {
+  canReadSource,
   clientFilter,
   emptyPage,
   loadOwned,
   NOTIFICATION_COLUMNS,
   notificationOut,
   READ,
+  sourceFilter,
   WRITE,
   type NotificationRow,
 } from './rows.ts';
@@ -31,8 +33,20 @@ export function notificationHandlers(deps: EventsDeps): EventsHandlers {
   const ack = new AckLinks(deps.config);
   const load = (em = deps.orm.em.fork()) => ({
     em,
-    one: (ctx: Parameters<typeof loadOwned>[1], id: string, perm: string) =>
-      loadOwned<NotificationRow>(em, ctx, 'notifications', NOTIFICATION_COLUMNS, id, perm, 'notification'),
+    one: async (ctx: Parameters<typeof loadOwned>[1], id: string, perm: string) => {
+      const row = await loadOwned<NotificationRow>(
+        em,
+        ctx,
+        'notifications',
+        NOTIFICATION_COLUMNS,
+        id,
+        perm,
+        'notification',
+      );
+      // What its source's permission would not show is not there for this caller.
+      if (!canReadSource(ctx, row)) throw new DomainError('not_found', 'notification not found');
+      return row;
+    },
   });
   return {
     ...channelHandlers(deps),
@@ -44,7 +58,7 @@ export function notificationHandlers(deps: EventsDeps): EventsHandlers {
       const params: unknown[] = [];
       const where = clientFilter(ctx, q.client_id, params);
       if (where === null) return emptyPage(q);
-      const parts = [where];
+      const parts = [where, sourceFilter(ctx, params)];
       if (q.status !== undefined) {
         parts.push('status = ?');
         params.push(q.status);

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { clientsWith, requirePermission } from '../../../contracts/access.ts';
+import { clientsWith, hasPermission, requirePermission } from '../../../contracts/access.ts';
 import type { CallerContext } from '../../../contracts/context.ts';
 import type {
   ChannelKind,
@@ -330,3 +330,48 @@ export const emptyPage = (q: { page: number; per_page: number }) => ({
   page: q.page,
   per_page: q.per_page,
 });
+
+/**
+ * What a notification tells of is read with its source's own permission too, not only notifications:read: an SLA's
+ * request with servicedesk:read, an invoice with invoices:read, an audit entry with audit:read on the client; a global
+ * audit entry (no client) only by a super admin.
+ */
+const SOURCE_PERMISSION: Partial<Record<NotificationRow['event'], string>> = {
+  sla_breach: 'servicedesk:read',
+  invoice_review: 'invoices:read',
+  audit: 'audit:read',
+};
+const GLOBAL_AUDIT = 'audit-global:';
+
+/** Whether a notification's event has a source permission of its own (its rows stay off the timeline). */
+export const hasSourcePermission = (event: NotificationRow['event']): boolean => SOURCE_PERMISSION[event] !== undefined;
+
+export function canReadSource(
+  ctx: CallerContext,
+  n: Pick<NotificationRow, 'event' | 'client_id' | 'group_key'>,
+): boolean {
+  const perm = SOURCE_PERMISSION[n.event];
+  if (perm === undefined) return true;
+  if (n.group_key.startsWith(GLOBAL_AUDIT) && ctx.access?.super_admin !== true) return false;
+  return hasPermission(ctx, perm, n.client_id);
+}
+
+/** canReadSource as SQL over `notifications` (its parameters pushed onto `params`). */
+export function sourceFilter(ctx: CallerContext, params: unknown[]): string {
+  const parts: string[] = [];
+  for (const [event, perm] of Object.entries(SOURCE_PERMISSION)) {
+    const scope = clientsWith(ctx, perm);
+    if (scope === 'all') continue;
+    if (scope.length === 0) {
+      parts.push('event <> ?');
+      params.push(event);
+    } else {
+      parts.push('(event <> ? OR client_id IN (?))');
+      params.push(event, scope);
+    }
+  }
+  if (ctx.access?.super_admin !== true) {
+    parts.push(`group_key NOT LIKE '${GLOBAL_AUDIT}%'`);
+  }
+  return parts.length === 0 ? 'true' : parts.join(' AND ');
+}

@@ -53,8 +53,10 @@ function checkFields(b: RuleInput): void {
     throw new DomainError('bad_request', 'host_id: deploys belong to an environment or a client, not to a host');
   if (b.event !== 'sla_breach' && b.sla_warn_minutes !== null)
     throw new DomainError('bad_request', 'sla_warn_minutes: only an sla_breach rule has one');
-  if (b.event !== 'audit' && (b.audit_actions.length > 0 || b.audit_global))
+  if (b.event !== 'audit' && b.audit_actions.length > 0)
     throw new DomainError('bad_request', 'audit_actions: only an audit rule has audit actions');
+  if (b.event !== 'audit' && b.audit_global)
+    throw new DomainError('bad_request', 'audit_global: only an audit rule has one');
   if (b.event === 'audit' && b.audit_actions.length === 0)
     throw new DomainError('bad_request', 'audit_actions: an audit rule names at least one action');
   if (CLIENT_WIDE.includes(b.event) && (b.environment_id !== null || b.host_id !== null))
@@ -70,11 +72,12 @@ function checkFields(b: RuleInput): void {
 const CLIENT_WIDE: readonly RuleInput['event'][] = ['sla_breach', 'invoice_review', 'audit'];
 
 /**
- * What a rule tells must be what its author may read: invoices (invoices:read; invoices belong to no client, so the
- * permission on the rule's client is asked), the client's audit entries (audit:read), and the global ones (a super
- * admin only).
+ * What a rule tells must be what its author may read: the client's service-desk requests (servicedesk:read), invoices
+ * (invoices:read; invoices belong to no client, so the permission on the rule's client is asked), the client's audit
+ * entries (audit:read), and the global ones (a super admin only). Its notifications are read the same way (rows.ts).
  */
 function checkReadable(scope: RequestScope<SystemCatalogue>, clientId: string, b: RuleInput): void {
+  if (b.event === 'sla_breach') requireOnClient(scope.ctx, clientId, 'servicedesk:read', 'client');
   if (b.event === 'invoice_review') requireOnClient(scope.ctx, clientId, 'invoices:read', 'client');
   if (b.event === 'audit') requireOnClient(scope.ctx, clientId, 'audit:read', 'client');
   if (b.audit_global && scope.ctx.access?.super_admin !== true)
@@ -182,6 +185,13 @@ export function ruleHandlers(deps: EventsDeps): EventsHandlers {
           [...values(b), b.id],
         );
         if (!row) throw new DomainError('not_found', `${WHAT} not found`);
+        // Another event: what the rule opened for the old one ends with it, as on a delete.
+        if (current.event !== b.event)
+          await sql(
+            tx,
+            `UPDATE notifications SET status = 'resolved', resolved_at = now(), updated_at = now() WHERE rule_id = ? AND status = 'firing'`,
+            [b.id],
+          );
         return row;
       });
       await deps.audit.record(scope.ctx, {

@@ -88,7 +88,7 @@ export function startSender(deps: EventsDeps): Promise<ConsumerHandle> {
       if (!d && meta.deliveryCount < 5) throw new RetryLaterError('delivery not visible yet', 200 * meta.deliveryCount);
       if (!d || d.status !== 'pending') return;
       // Replaced by a redelivery's job while this one waited out a retry pause: that one sends, alone.
-      if (job_id !== undefined && d.job_id !== null && d.job_id !== job_id) return;
+      if (d.job_id !== null && d.job_id !== job_id) return;
       const [channel] = await sql<ChannelRow>(em, `SELECT ${CHANNEL_COLUMNS} FROM notification_channels WHERE id = ?`, [
         d.channel_id,
       ]);

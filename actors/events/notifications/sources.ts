@@ -229,15 +229,18 @@ function slaCause(clientId: string, st: SlaState, breached: boolean, eventKey: s
 async function onSla(deps: NotifyDeps, e: SlaChanged, meta: DeliveryMeta): Promise<void> {
   const em = deps.orm.em.fork();
   const at = new Date(e.at);
-  // The latest state per request and metric wins: the delayed looks read it.
-  await sql(
+  // The latest state per request and metric wins: the delayed looks read it, and an older event (out of order, or
+  // redelivered after a newer one) changes nothing at all.
+  const applied = await sql<{ issue_key: string }>(
     em,
     `INSERT INTO notification_sla_states (issue_key, metric, summary, client_ids, state, breach_at, changed_at) VALUES (?, ?, ?, ?::uuid[], ?, ?, ?)
      ON CONFLICT (issue_key, metric) DO UPDATE SET summary = excluded.summary, client_ids = excluded.client_ids, state = excluded.state,
        breach_at = excluded.breach_at, changed_at = excluded.changed_at
-     WHERE notification_sla_states.changed_at <= excluded.changed_at`,
+     WHERE notification_sla_states.changed_at <= excluded.changed_at
+     RETURNING issue_key`,
     [e.issue_key, e.metric, e.summary, toPgArray(e.client_ids), e.state, e.breach_at, at],
   );
+  if (applied.length === 0) return meta.log.debug('SLA change older than the one stored: nothing to tell');
   const member = `${e.issue_key}:${e.metric}`;
   const running = e.breach_at !== null;
   for (const clientId of e.client_ids) {
@@ -266,8 +269,8 @@ async function onSla(deps: NotifyDeps, e: SlaChanged, meta: DeliveryMeta): Promi
           );
         }
       }
-    } else if (e.state !== 'paused') {
-      // Completed, in time or late: what it opened ends.
+    } else if (e.state === 'met' || e.state === 'breached') {
+      // Completed, in time or late: what it opened ends. (Paused, or running without a goal: nothing changes.)
       const outcome = e.state === 'met' ? 'the SLA was met' : 'the request was answered after its SLA';
       for (const rule of await matchingRules(em, 'sla_breach', clientWide(clientId), true)) {
         await recover(deps, rule, slaKey('sla', e.issue_key, e.metric), member, at, outcome);
@@ -298,18 +301,25 @@ export async function slaCheck(
   ]);
   if (!rule || !st.client_ids.includes(rule.client_id)) return;
   const breached = Date.parse(job.not_before) >= breachAt;
+  // A warning looked at after the breach is due says nothing: the breach's own look tells it.
+  if (!breached && deps.clock.now() >= breachAt) return;
   const at = new Date(job.not_before);
   const key = `sla-check:${job.issue_key}:${job.metric}:${breachAt}:${breached}`;
-  await openOrCount(deps, rule, slaCause(rule.client_id, st, breached, key, at));
-  if (breached)
-    await recover(
-      deps,
-      rule,
-      slaKey('sla-warn', st.issue_key, st.metric),
-      `${st.issue_key}:${st.metric}`,
-      at,
-      'breached',
-    );
+  const member = `${st.issue_key}:${st.metric}`;
+  const cause = slaCause(rule.client_id, st, breached, key, at);
+  await openOrCount(deps, rule, cause);
+  if (breached) await recover(deps, rule, slaKey('sla-warn', st.issue_key, st.metric), member, at, 'breached');
+  // Completed while this look opened its notification: the completion's own handling may have run just before.
+  const [after] = await sql<{ state: string; breach_at: Date | null }>(
+    em,
+    `SELECT state, breach_at FROM notification_sla_states WHERE issue_key = ? AND metric = ?`,
+    [job.issue_key, job.metric],
+  );
+  const completed = after?.state === 'met' || (after?.state === 'breached' && after.breach_at === null);
+  if (completed) {
+    const outcome = after.state === 'met' ? 'the SLA was met' : 'the request was answered after its SLA';
+    await recover(deps, rule, cause.group_key, member, at, outcome);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -350,7 +360,8 @@ async function onInvoiceReview(deps: NotifyDeps, e: InvoiceReviewChanged): Promi
 
 // ---------------------------------------------------------------------------------------------------------------
 // Audit actions: each entry is a cause of its own, counted into its action's notification while the rule's grouping
-// window lasts; the window's end closes it without a message.
+// window lasts; the window's end closes it without a message. An entry about several clients is told to none of them
+// alone: the audit log shows it only to those who read every client it names.
 
 async function onAudit(deps: NotifyDeps, e: AuditEntry): Promise<void> {
   const em = deps.orm.em.fork();
@@ -359,8 +370,8 @@ async function onAudit(deps: NotifyDeps, e: AuditEntry): Promise<void> {
     em,
     `SELECT ${RULE_COLUMNS} FROM notification_rules
       WHERE event = 'audit' AND enabled AND audit_actions && ?::text[]
-        AND (client_id = ANY(?::uuid[]) OR (audit_global AND ?))`,
-    [toPgArray(actions), toPgArray(e.client_ids), e.client_ids.length === 0],
+        AND (CASE WHEN cardinality(?::uuid[]) = 0 THEN audit_global ELSE ?::uuid[] <@ ARRAY[client_id] END)`,
+    [toPgArray(actions), toPgArray(e.client_ids), toPgArray(e.client_ids)],
   );
   const at = new Date(e.created_at);
   for (const rule of rules) {
@@ -369,7 +380,8 @@ async function onAudit(deps: NotifyDeps, e: AuditEntry): Promise<void> {
       client_id: rule.client_id,
       ...nowhere,
       place: nowhere,
-      group_key: `audit:${action}`,
+      // Global entries (no client) group apart: only super admins read them (rows.ts, notificationsReadable).
+      group_key: `${e.client_ids.length === 0 ? 'audit-global' : 'audit'}:${action}`,
       member: e.id,
       label: action,
       title: auditTitle(e, action),

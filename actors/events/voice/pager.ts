@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { PageJob } from '../../../contracts/domains/events-records.ts';
 import { streams } from '../../../contracts/streams.ts';
 import {
@@ -9,6 +10,7 @@ import {
   type ConsumerHandle,
 } from '../../../platform/jetstream.ts';
 import { sql } from '../../../platform/stores/sql.ts';
+import { windowOver } from '../notifications/incidents.ts';
 import type { EventsDeps } from '../deps.ts';
 import { callbackUrls, placeCall, VoiceProviderError, voiceConfig } from './twilio.ts';
 
@@ -39,9 +41,18 @@ export function startPager(deps: EventsDeps): Promise<ConsumerHandle> {
           'no voice provider is configured (SVC_TWILIO_ACCOUNT_SID, SVC_TWILIO_AUTH_TOKEN, SVC_TWILIO_FROM)',
         );
       const em = deps.orm.em.fork();
-      const [group] = await sql<{ status: string; acknowledged_at: string | null; oncall_phone: string | null }>(
+      const [group] = await sql<{
+        status: string;
+        acknowledged_at: string | null;
+        oncall_phone: string | null;
+        client_id: string;
+        environment_id: string | null;
+        host_id: string | null;
+        name: string;
+      }>(
         em,
-        `SELECT g.status, g.acknowledged_at, r.oncall_phone FROM alert_groups g LEFT JOIN event_receivers r ON r.id = g.receiver_id WHERE g.id = ?`,
+        `SELECT g.status, g.acknowledged_at, r.oncall_phone, g.client_id, g.environment_id, g.host_id, g.name
+           FROM alert_groups g LEFT JOIN event_receivers r ON r.id = g.receiver_id WHERE g.id = ?`,
         [job.alert_group_id],
       );
       // The job is published inside the transaction that creates the group: it may arrive before that commits.
@@ -54,6 +65,7 @@ export function startPager(deps: EventsDeps): Promise<ConsumerHandle> {
         );
         return;
       }
+      if (await heldByWindow(deps, em, job, group)) return;
       await sql(
         em,
         `INSERT INTO voice_calls (id, alert_group_id, attempt, to_number) VALUES (?, ?, ?, ?) ON CONFLICT (alert_group_id, attempt) DO NOTHING`,
@@ -104,6 +116,46 @@ export async function scheduleRetry(deps: EventsDeps, groupId: string, attempt: 
       not_before: new Date(Date.now() + deps.config.SVC_TWILIO_RETRY_DELAY_SECONDS * 1000).toISOString(),
     },
     { msgId: `page:${groupId}:${next}` },
+  );
+  return true;
+}
+
+/**
+ * A maintenance window over where the alert group sits holds its page back: the hold is on the timeline, and the
+ * page is asked again when the window ends (then placed if the group still fires unacknowledged). A repeat of the
+ * job after a crash cannot call twice: a call is one row per group and attempt.
+ */
+async function heldByWindow(
+  deps: EventsDeps,
+  em: EntityManager,
+  job: PageJob,
+  group: { client_id: string; environment_id: string | null; host_id: string | null; name: string },
+): Promise<boolean> {
+  const now = deps.clock.now();
+  const held = await windowOver(em, group, new Date(now));
+  if (!held) return false;
+  const end = held.occurrence.end;
+  await sql(
+    em,
+    `INSERT INTO timeline_events (id, source_key, client_id, environment_id, host_id, event_type, "timestamp", title, description)
+     VALUES (?, ?, ?, ?, ?, 'notification', ?, ?, ?) ON CONFLICT (source_key) DO NOTHING`,
+    [
+      randomUUID(),
+      `page-held:${job.alert_group_id}:${job.attempt}:${end.getTime()}`,
+      group.client_id,
+      group.environment_id,
+      group.host_id,
+      new Date(now),
+      `Page held back: ${group.name}`,
+      `The maintenance window “${held.window.name}” holds the on-call call until ${end.toISOString()}.`,
+    ],
+  );
+  // The pause is the window's remaining time, in real time from now (the wait below compares with the wall clock).
+  await publishDurable(
+    deps.nc,
+    'svc.work.events.page',
+    { ...job, not_before: new Date(Date.now() + Math.max(1_000, end.getTime() - now)).toISOString() },
+    { msgId: `page:${job.alert_group_id}:${job.attempt}:held:${randomUUID()}` },
   );
   return true;
 }

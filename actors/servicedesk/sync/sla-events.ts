@@ -28,12 +28,13 @@ export interface StoredSla {
 }
 
 /**
- * The state of one SLA's cycles: the running cycle's (breached, paused or ongoing) when there is one, else the last
+ * The state of one SLA's cycles: the running cycle's (paused, breached or ongoing) when there is one, else the last
  * completed one's (breached or met); undefined without any cycle.
  */
 export function stateOf(cycles: readonly SlaCycle[]): SlaState | undefined {
   const running = cycles.find((c) => c.state === 'ongoing');
-  if (running) return running.breached ? 'breached' : running.paused ? 'paused' : 'ongoing';
+  // A paused cycle is paused, breached or not: its breach stands, and only a completed cycle is met or breached late.
+  if (running) return running.paused ? 'paused' : running.breached ? 'breached' : 'ongoing';
   const last = cycles.filter((c) => c.state === 'completed').at(-1);
   if (last) return last.breached ? 'breached' : 'met';
   return undefined;
@@ -133,6 +134,9 @@ export function slaEvents(
   }));
 }
 
-/** One id per cycle fact: a sync retried after a failed page publishes the same ids, and the stream keeps one. */
-export const slaMsgId = (e: Pick<SlaChanged, 'issue_key' | 'metric' | 'state' | 'breach_at'>): string =>
-  `sla:${e.issue_key}:${e.metric}:${e.state}:${e.breach_at ?? ''}`;
+/**
+ * One id per cycle fact of one copy of the request: a sync retried after a failed page publishes the same ids (the
+ * stream keeps one), while the same state reached again later (paused, resumed, paused) is a new copy and told again.
+ */
+export const slaMsgId = (e: Pick<SlaChanged, 'issue_key' | 'metric' | 'state' | 'breach_at' | 'at'>): string =>
+  `sla:${e.issue_key}:${e.metric}:${e.state}:${e.breach_at ?? ''}:${e.at}`;

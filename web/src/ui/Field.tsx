@@ -1,28 +1,11 @@
-import { useId, type InputHTMLAttributes, type ReactNode } from 'react';
+import type { InputHTMLAttributes } from 'react';
+import { FieldFrame, type FieldFrameProps } from './FieldFrame.tsx';
 
 /** A labelled input with its hint and the error the API gave for it, tied together for screen readers. */
-export function Field({
-  label,
-  hint,
-  error,
-  ...input
-}: { label: string; hint?: ReactNode; error?: string | undefined } & InputHTMLAttributes<HTMLInputElement>) {
-  const id = useId();
-  const describedBy = [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ');
+export function Field({ label, hint, error, ...input }: FieldFrameProps & InputHTMLAttributes<HTMLInputElement>) {
   return (
-    <div className="field">
-      <label htmlFor={id}>{label}</label>
-      <input id={id} aria-invalid={error ? true : undefined} aria-describedby={describedBy || undefined} {...input} />
-      {hint && (
-        <div id={`${id}-hint`} className="hint">
-          {hint}
-        </div>
-      )}
-      {error && (
-        <div id={`${id}-error`} className="field-error">
-          {error}
-        </div>
-      )}
-    </div>
+    <FieldFrame label={label} hint={hint} error={error}>
+      {(control) => <input {...control} {...input} />}
+    </FieldFrame>
   );
 }

@@ -1,4 +1,5 @@
-import { useId, type ReactNode, type SelectHTMLAttributes } from 'react';
+import type { SelectHTMLAttributes } from 'react';
+import { FieldFrame, type FieldFrameProps } from './FieldFrame.tsx';
 
 /** A labelled select with its hint and the API's error for it, tied together as `Field` ties an input. */
 export function SelectField({
@@ -7,25 +8,14 @@ export function SelectField({
   error,
   children,
   ...select
-}: { label: string; hint?: ReactNode; error?: string | undefined } & SelectHTMLAttributes<HTMLSelectElement>) {
-  const id = useId();
-  const describedBy = [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ');
+}: FieldFrameProps & SelectHTMLAttributes<HTMLSelectElement>) {
   return (
-    <div className="field">
-      <label htmlFor={id}>{label}</label>
-      <select id={id} aria-invalid={error ? true : undefined} aria-describedby={describedBy || undefined} {...select}>
-        {children}
-      </select>
-      {hint && (
-        <div id={`${id}-hint`} className="hint">
-          {hint}
-        </div>
+    <FieldFrame label={label} hint={hint} error={error}>
+      {(control) => (
+        <select {...control} {...select}>
+          {children}
+        </select>
       )}
-      {error && (
-        <div id={`${id}-error`} className="field-error">
-          {error}
-        </div>
-      )}
-    </div>
+    </FieldFrame>
   );
 }

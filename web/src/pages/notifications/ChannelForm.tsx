@@ -2,10 +2,11 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client.ts';
 import { ActionForm } from '../../ui/ActionForm.tsx';
-import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { Field } from '../../ui/Field.tsx';
 import { fieldErrors } from '../../ui/field-errors.ts';
 import { SelectField } from '../../ui/SelectField.tsx';
+import { CreateFormFooter } from './CreateFormFooter.tsx';
+import { NameField } from './NameField.tsx';
 import type { ChannelKind, CreatedChannel, NewChannel } from './types.ts';
 
 /** What each kind of channel is sent to: the one body field it takes, and how it is asked for. */
@@ -99,15 +100,7 @@ export function ChannelForm({ clientId, onCreated }: { clientId: string; onCreat
             </option>
           ))}
         </SelectField>
-        <Field
-          label="Channel name"
-          name="channel-name"
-          required
-          maxLength={200}
-          value={name}
-          onChange={(e) => setName(e.target.value)}
-          error={errors.of('name')}
-        />
+        <NameField label="Channel name" name="channel-name" value={name} onChange={setName} error={errors.of('name')} />
       </div>
       <Field
         key={kind}
@@ -120,13 +113,12 @@ export function ChannelForm({ clientId, onCreated }: { clientId: string; onCreat
         hint={spec.hint}
         error={errors.joined(spec.field)}
       />
-      <label className="check">
-        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
-      </label>
-      <ErrorNotice error={errors.rest} />
-      <button type="submit" disabled={create.isPending}>
-        Create the channel
-      </button>
+      <CreateFormFooter
+        enabled={{ value: enabled, onChange: setEnabled }}
+        error={errors.rest}
+        pending={create.isPending}
+        submit="Create the channel"
+      />
     </ActionForm>
   );
 }

@@ -1,10 +1,9 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../../api/client.ts';
-import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { formatTime } from '../../ui/time.ts';
-import { Pager } from './Pager.tsx';
-import { useDeliveries } from './queries.ts';
+import { PagedTable } from './PagedTable.tsx';
+import { DELIVERIES_PER_PAGE, useDeliveries } from './queries.ts';
 import type { Delivery } from './types.ts';
 
 /** One attempt in words: its answer (or why none came) and how long it took. */
@@ -31,72 +30,59 @@ export function Deliveries({
       unwrap(api.POST('/api/v1/notification-deliveries/{id}/redeliver', { params: { path: { id } } })),
     onSettled: () => qc.invalidateQueries({ queryKey: ['notification-deliveries', channelId] }),
   });
-  const rows = log.data?.data ?? [];
   return (
     <div className="nested">
-      {log.isPending && <p aria-live="polite">Loading the deliveries…</p>}
-      <ErrorNotice error={log.error ?? redeliver.error} />
-      {log.data && rows.length === 0 && <p className="muted">Nothing sent to this channel yet.</p>}
-      {rows.length > 0 && (
-        <div className="scroll-x" tabIndex={0} role="region" aria-label={`Deliveries of ${channelName}`}>
-          <table>
-            <caption className="sr-only">Deliveries of {channelName}, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((d) => (
-                <tr key={d.id}>
-                  <td>{formatTime(d.created_at)}</td>
-                  <td>
-                    {d.kind}
-                    {d.kind !== 'test' && <span className="muted small"> (step {d.step + 1})</span>}
-                  </td>
-                  <td>
-                    <span className={`status ${d.status}`}>{d.status}</span>
-                    {d.reason && <div className="muted small">{d.reason}</div>}
-                  </td>
-                  <td>
-                    {d.attempts.length === 0 ? (
-                      '—'
-                    ) : (
-                      <ol className="attempts">
-                        {d.attempts.map((a, i) => (
-                          <li key={i}>
-                            <time dateTime={a.at}>{formatTime(a.at)}</time>: {attemptText(a)}
-                          </li>
-                        ))}
-                      </ol>
-                    )}
-                  </td>
-                  <td>
-                    {writes && d.status === 'failed' && (
-                      <button
-                        type="button"
-                        className="secondary small"
-                        aria-label={`Redeliver the ${d.kind} delivery of ${formatTime(d.created_at)}`}
-                        onClick={() => redeliver.mutate(d.id)}
-                        disabled={redeliver.isPending}
-                      >
-                        Redeliver
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {log.data && <Pager label="deliveries" page={page} perPage={20} total={log.data.meta.total} onPage={setPage} />}
+      <PagedTable
+        query={log}
+        actionError={redeliver.error}
+        loading="Loading the deliveries…"
+        empty={<p className="muted">Nothing sent to this channel yet.</p>}
+        label={`Deliveries of ${channelName}`}
+        caption={`Deliveries of ${channelName}, newest first`}
+        columns={['Time', 'Kind', 'Status', 'Attempts']}
+        actions
+        paging={{ page, perPage: DELIVERIES_PER_PAGE, onPage: setPage }}
+        pagerLabel="deliveries"
+        row={(d) => (
+          <tr key={d.id}>
+            <td>{formatTime(d.created_at)}</td>
+            <td>
+              {d.kind}
+              {d.kind !== 'test' && <span className="muted small"> (step {d.step + 1})</span>}
+            </td>
+            <td>
+              <span className={`status ${d.status}`}>{d.status}</span>
+              {d.reason && <div className="muted small">{d.reason}</div>}
+            </td>
+            <td>
+              {d.attempts.length === 0 ? (
+                '—'
+              ) : (
+                <ol className="attempts">
+                  {d.attempts.map((a, i) => (
+                    <li key={i}>
+                      <time dateTime={a.at}>{formatTime(a.at)}</time>: {attemptText(a)}
+                    </li>
+                  ))}
+                </ol>
+              )}
+            </td>
+            <td>
+              {writes && d.status === 'failed' && (
+                <button
+                  type="button"
+                  className="secondary small"
+                  aria-label={`Redeliver the ${d.kind} delivery of ${formatTime(d.created_at)}`}
+                  onClick={() => redeliver.mutate(d.id)}
+                  disabled={redeliver.isPending}
+                >
+                  Redeliver
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
     </div>
   );
 }

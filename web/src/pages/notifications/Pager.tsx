@@ -1,17 +1,12 @@
-/** Previous and next for a paged list, with where the reader is; nothing when it fits on one page. */
-export function Pager({
-  label,
-  page,
-  perPage,
-  total,
-  onPage,
-}: {
-  label: string;
+/** Where the reader is in a paged list. */
+export interface Paging {
   page: number;
   perPage: number;
-  total: number;
   onPage: (page: number) => void;
-}) {
+}
+
+/** Previous and next for a paged list, with where the reader is; nothing when it fits on one page. */
+export function Pager({ label, page, perPage, total, onPage }: Paging & { label: string; total: number }) {
   const pages = Math.max(1, Math.ceil(total / perPage));
   if (pages <= 1) return null;
   return (

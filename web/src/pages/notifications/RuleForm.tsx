@@ -8,7 +8,9 @@ import { fieldErrors } from '../../ui/field-errors.ts';
 import { SelectField } from '../../ui/SelectField.tsx';
 import { numberOrUndefined, useChannels } from './queries.ts';
 import { EVENT_KEYS, EventFields, initialDraft, isClientWide, RULE_EVENTS, type EventDraft } from './rule-events.tsx';
+import { CreateFormFooter } from './CreateFormFooter.tsx';
 import { EnvironmentSelect } from './EnvironmentSelect.tsx';
+import { NameField } from './NameField.tsx';
 import { StepsEditor, type StepDraft } from './StepsEditor.tsx';
 import { SEVERITIES, type RuleEvent, type Severity } from './types.ts';
 
@@ -65,15 +67,7 @@ export function RuleForm({ clientId }: { clientId: string }) {
     <ActionForm className="card inline" aria-label="New rule" onAction={() => create.mutate()}>
       <h3>New rule</h3>
       <div className="row">
-        <Field
-          label="Rule name"
-          name="rule-name"
-          required
-          maxLength={200}
-          value={name}
-          onChange={(e) => setName(e.target.value)}
-          error={errors.of('name')}
-        />
+        <NameField label="Rule name" name="rule-name" value={name} onChange={setName} error={errors.of('name')} />
         <SelectField
           label="Event"
           name="event"
@@ -124,13 +118,12 @@ export function RuleForm({ clientId }: { clientId: string }) {
       />
       <StepsEditor steps={steps} onChange={setSteps} channels={channels.data?.data ?? []} errors={errors} />
       <ErrorNotice error={channels.error} />
-      <label className="check">
-        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
-      </label>
-      <ErrorNotice error={errors.rest} />
-      <button type="submit" disabled={create.isPending}>
-        Create the rule
-      </button>
+      <CreateFormFooter
+        enabled={{ value: enabled, onChange: setEnabled }}
+        error={errors.rest}
+        pending={create.isPending}
+        submit="Create the rule"
+      />
     </ActionForm>
   );
 }

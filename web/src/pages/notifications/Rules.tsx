@@ -1,31 +1,21 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { api, unwrap } from '../../api/client.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { ConfirmButton } from './ConfirmButton.tsx';
-import { Pager } from './Pager.tsx';
+import { PagedTable } from './PagedTable.tsx';
 import { useChannels, useEnvironments } from './queries.ts';
 import { RULE_EVENTS } from './rule-events.tsx';
 import { RuleForm } from './RuleForm.tsx';
 import type { Channel, Rule } from './types.ts';
-
-const PER_PAGE = 50;
+import { usePagedQuery } from './use-paged-query.ts';
 
 /** A client's rules, newest first, each to enable, disable or delete; and a new one. */
 export function Rules({ clientId, writes }: { clientId: string; writes: boolean }) {
-  const [page, setPage] = useState(1);
-  const rules = useQuery({
-    queryKey: ['notification-rules', clientId, page],
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/notification-rules', {
-          params: { query: { client_id: clientId, page, per_page: PER_PAGE } },
-        }),
-      ),
-  });
+  const rules = usePagedQuery(['notification-rules', clientId], (paging) =>
+    api.GET('/api/v1/notification-rules', { params: { query: { client_id: clientId, ...paging } } }),
+  );
   const channels = useChannels(clientId);
   const envs = useEnvironments(clientId);
-  const rows = rules.data?.data ?? [];
   const channelList = channels.data?.data ?? [];
   // Only a complete list tells which channels are gone.
   const allChannels = channels.data && channels.data.meta.total <= channelList.length ? channelList : undefined;
@@ -35,70 +25,50 @@ export function Rules({ clientId, writes }: { clientId: string; writes: boolean 
     <section aria-labelledby="rules-title">
       <h2 id="rules-title">Rules</h2>
       {writes && <RuleForm clientId={clientId} />}
-      {rules.isPending && <p aria-live="polite">Loading rules…</p>}
-      <ErrorNotice error={rules.error} />
-      {rules.data && rows.length === 0 && <p>No rules yet.</p>}
-      {rows.length > 0 && (
-        <div className="scroll-x" tabIndex={0} role="region" aria-label="Rules table">
-          <table>
-            <caption className="sr-only">Notification rules of this client, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Event</th>
-                <th scope="col">Severity</th>
-                <th scope="col">Scope</th>
-                <th scope="col">Group window</th>
-                <th scope="col">Steps</th>
-                <th scope="col">State</th>
-                {writes && (
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
-                )}
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={r.id}>
-                  <th scope="row">{r.name}</th>
-                  <td>
-                    {RULE_EVENTS[r.event].title}
-                    <div className="muted small">{RULE_EVENTS[r.event].summary(r)}</div>
-                  </td>
-                  <td>{r.severity}</td>
-                  <td>
-                    {envName(r.environment_id)}
-                    {r.host_id && <div className="muted small">host {r.host_id}</div>}
-                  </td>
-                  <td>{r.group_window_minutes} min</td>
-                  <td>
-                    <ol className="steps">
-                      {r.steps.map((s, i) => (
-                        <li key={i}>
-                          {i === 0 ? 'at once' : `after ${s.after_minutes} min`}:{' '}
-                          {s.channel_ids
-                            .map((id) => channelList.find((c) => c.id === id)?.name ?? 'a deleted channel')
-                            .join(', ')}
-                        </li>
-                      ))}
-                    </ol>
-                  </td>
-                  <td>{r.enabled ? 'enabled' : 'disabled'}</td>
-                  {writes && (
-                    <td>
-                      <RuleActions rule={r} channels={allChannels} />
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {rules.data && (
-        <Pager label="rules" page={page} perPage={PER_PAGE} total={rules.data.meta.total} onPage={setPage} />
-      )}
+      <PagedTable
+        query={rules.query}
+        loading="Loading rules…"
+        empty={<p>No rules yet.</p>}
+        label="Rules table"
+        caption="Notification rules of this client, newest first"
+        columns={['Name', 'Event', 'Severity', 'Scope', 'Group window', 'Steps', 'State']}
+        actions={writes}
+        paging={rules.paging}
+        pagerLabel="rules"
+        row={(r) => (
+          <tr key={r.id}>
+            <th scope="row">{r.name}</th>
+            <td>
+              {RULE_EVENTS[r.event].title}
+              <div className="muted small">{RULE_EVENTS[r.event].summary(r)}</div>
+            </td>
+            <td>{r.severity}</td>
+            <td>
+              {envName(r.environment_id)}
+              {r.host_id && <div className="muted small">host {r.host_id}</div>}
+            </td>
+            <td>{r.group_window_minutes} min</td>
+            <td>
+              <ol className="steps">
+                {r.steps.map((s, i) => (
+                  <li key={i}>
+                    {i === 0 ? 'at once' : `after ${s.after_minutes} min`}:{' '}
+                    {s.channel_ids
+                      .map((id) => channelList.find((c) => c.id === id)?.name ?? 'a deleted channel')
+                      .join(', ')}
+                  </li>
+                ))}
+              </ol>
+            </td>
+            <td>{r.enabled ? 'enabled' : 'disabled'}</td>
+            {writes && (
+              <td>
+                <RuleActions rule={r} channels={allChannels} />
+              </td>
+            )}
+          </tr>
+        )}
+      />
     </section>
   );
 }

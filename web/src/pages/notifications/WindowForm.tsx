@@ -2,11 +2,12 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
 import { api, unwrap } from '../../api/client.ts';
 import { ActionForm } from '../../ui/ActionForm.tsx';
-import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { Field } from '../../ui/Field.tsx';
 import { fieldErrors } from '../../ui/field-errors.ts';
 import { SelectField } from '../../ui/SelectField.tsx';
+import { CreateFormFooter } from './CreateFormFooter.tsx';
 import { EnvironmentSelect } from './EnvironmentSelect.tsx';
+import { NameField } from './NameField.tsx';
 import { browserZone, timeZones } from './time-zones.ts';
 
 const OTHER = '__other__';
@@ -58,15 +59,7 @@ export function WindowForm({ clientId }: { clientId: string }) {
     <ActionForm className="card inline" aria-label="New maintenance window" onAction={() => create.mutate()}>
       <h3>New maintenance window</h3>
       <div className="row">
-        <Field
-          label="Window name"
-          name="window-name"
-          required
-          maxLength={200}
-          value={name}
-          onChange={(e) => setName(e.target.value)}
-          error={errors.of('name')}
-        />
+        <NameField label="Window name" name="window-name" value={name} onChange={setName} error={errors.of('name')} />
         <EnvironmentSelect
           clientId={clientId}
           value={environmentId}
@@ -139,10 +132,7 @@ export function WindowForm({ clientId }: { clientId: string }) {
         }
         error={errors.of('rrule')}
       />
-      <ErrorNotice error={errors.rest} />
-      <button type="submit" disabled={create.isPending}>
-        Create the window
-      </button>
+      <CreateFormFooter error={errors.rest} pending={create.isPending} submit="Create the window" />
     </ActionForm>
   );
 }

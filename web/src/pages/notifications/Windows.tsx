@@ -4,34 +4,26 @@ import { api, unwrap } from '../../api/client.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { formatTime } from '../../ui/time.ts';
 import { ConfirmButton } from './ConfirmButton.tsx';
-import { Pager } from './Pager.tsx';
+import { PagedTable } from './PagedTable.tsx';
 import { useEnvironments } from './queries.ts';
 import { utc } from './time-zones.ts';
 import type { MaintenanceWindow } from './types.ts';
+import { usePagedQuery } from './use-paged-query.ts';
 import { WindowForm } from './WindowForm.tsx';
 
-const PER_PAGE = 50;
 const DAYS_AHEAD = 30;
 
 /** A client's maintenance windows, newest first, each with its occurrences of the next 30 days; and a new one. */
 export function Windows({ clientId, writes }: { clientId: string; writes: boolean }) {
-  const [page, setPage] = useState(1);
-  const windows = useQuery({
-    queryKey: ['maintenance-windows', clientId, page],
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/v1/maintenance-windows', {
-          params: { query: { client_id: clientId, page, per_page: PER_PAGE } },
-        }),
-      ),
-  });
+  const windows = usePagedQuery(['maintenance-windows', clientId], (paging) =>
+    api.GET('/api/v1/maintenance-windows', { params: { query: { client_id: clientId, ...paging } } }),
+  );
   const envs = useEnvironments(clientId);
   // One range for every window's occurrences while the tab is open (the query keys stay put).
   const [range] = useState(() => {
     const from = Math.floor(Date.now() / 60_000) * 60_000;
     return { from: utc(from), to: utc(from + DAYS_AHEAD * 86_400_000) };
   });
-  const rows = windows.data?.data ?? [];
   const envName = (id: string | null): string =>
     id === null ? 'whole client' : (envs.data?.data.find((e) => e.id === id)?.name ?? id);
   return (
@@ -39,67 +31,42 @@ export function Windows({ clientId, writes }: { clientId: string; writes: boolea
       <h2 id="windows-title">Maintenance windows</h2>
       <p className="muted small">Notifications whose cause is in a window's scope are held back while it lasts.</p>
       {writes && <WindowForm clientId={clientId} />}
-      {windows.isPending && <p aria-live="polite">Loading maintenance windows…</p>}
-      <ErrorNotice error={windows.error} />
-      {windows.data && rows.length === 0 && <p>No maintenance windows yet.</p>}
-      {rows.length > 0 && (
-        <div className="scroll-x" tabIndex={0} role="region" aria-label="Maintenance windows table">
-          <table>
-            <caption className="sr-only">Maintenance windows of this client, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Scope</th>
-                <th scope="col">Starts</th>
-                <th scope="col">Duration</th>
-                <th scope="col">Recurrence</th>
-                <th scope="col">Next {DAYS_AHEAD} days</th>
-                {writes && (
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
-                )}
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((w) => (
-                <tr key={w.id}>
-                  <th scope="row">
-                    {w.name}
-                    {w.active && <span className="badge">in force now</span>}
-                  </th>
-                  <td>
-                    {envName(w.environment_id)}
-                    {w.host_id && <div className="muted small">host {w.host_id}</div>}
-                  </td>
-                  <td>
-                    {w.starts_at.replace('T', ' ')} <span className="muted small">{w.timezone}</span>
-                  </td>
-                  <td>{w.duration_minutes} min</td>
-                  <td>{w.rrule ? <code>{w.rrule}</code> : 'once'}</td>
-                  <td>
-                    <Occurrences window={w} from={range.from} to={range.to} />
-                  </td>
-                  {writes && (
-                    <td>
-                      <DeleteWindow window={w} />
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {windows.data && (
-        <Pager
-          label="maintenance windows"
-          page={page}
-          perPage={PER_PAGE}
-          total={windows.data.meta.total}
-          onPage={setPage}
-        />
-      )}
+      <PagedTable
+        query={windows.query}
+        loading="Loading maintenance windows…"
+        empty={<p>No maintenance windows yet.</p>}
+        label="Maintenance windows table"
+        caption="Maintenance windows of this client, newest first"
+        columns={['Name', 'Scope', 'Starts', 'Duration', 'Recurrence', `Next ${DAYS_AHEAD} days`]}
+        actions={writes}
+        paging={windows.paging}
+        pagerLabel="maintenance windows"
+        row={(w) => (
+          <tr key={w.id}>
+            <th scope="row">
+              {w.name}
+              {w.active && <span className="badge">in force now</span>}
+            </th>
+            <td>
+              {envName(w.environment_id)}
+              {w.host_id && <div className="muted small">host {w.host_id}</div>}
+            </td>
+            <td>
+              {w.starts_at.replace('T', ' ')} <span className="muted small">{w.timezone}</span>
+            </td>
+            <td>{w.duration_minutes} min</td>
+            <td>{w.rrule ? <code>{w.rrule}</code> : 'once'}</td>
+            <td>
+              <Occurrences window={w} from={range.from} to={range.to} />
+            </td>
+            {writes && (
+              <td>
+                <DeleteWindow window={w} />
+              </td>
+            )}
+          </tr>
+        )}
+      />
     </section>
   );
 }

@@ -25,6 +25,9 @@ export function useEnvironments(clientId: string) {
   });
 }
 
+/** Rows per page of a delivery log: the query and the log's pager must agree on it. */
+export const DELIVERIES_PER_PAGE = 20;
+
 /** A delivery log page of a channel; polled while one of its deliveries is still being sent. */
 export function useDeliveries(channelId: string, page: number) {
   return useQuery({
@@ -32,7 +35,7 @@ export function useDeliveries(channelId: string, page: number) {
     queryFn: () =>
       unwrap(
         api.GET('/api/v1/notification-channels/{id}/deliveries', {
-          params: { path: { id: channelId }, query: { page, per_page: 20 } },
+          params: { path: { id: channelId }, query: { page, per_page: DELIVERIES_PER_PAGE } },
         }),
       ),
     refetchInterval: (q) => (q.state.data?.data.some((d) => d.status === 'pending') ? 1500 : false),
