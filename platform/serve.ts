@@ -434,12 +434,23 @@ const PG_UNAVAILABLE = /^(08\w{3}|57P0[123]|53300)$/;
 const UNAVAILABLE_MESSAGES =
   /Connection is closed|Command timed out|Stream isn't writeable|timeout exceeded when trying to connect|Connection terminated/i;
 
+/** nats.js's errors for a broker that cannot be reached or did not answer (not a refusal: those are JetStream's). */
+const NATS_UNAVAILABLE = new Set([
+  'TimeoutError',
+  'ConnectionError',
+  'ClosedConnectionError',
+  'DrainingConnectionError',
+  'NoResponders',
+]);
+
 /** True when `err` (or one of its causes) says a backing store or peer cannot be reached right now. */
 export function isUnavailableError(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const code = (e as Error & { code?: unknown }).code;
     if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_UNAVAILABLE.test(code))) return true;
     if (e.name === 'MaxRetriesPerRequestError' || e.name === 'ConnectionException') return true;
+    // The broker lost or silent (a JetStream publish's ack not back in time during a failover): try again.
+    if (NATS_UNAVAILABLE.has(e.name)) return true;
     if (UNAVAILABLE_MESSAGES.test(e.message)) return true;
     if (e.name === 'TsdbError' && (e as Error & { status?: unknown }).status === 0) return true;
   }
