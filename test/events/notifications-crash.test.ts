@@ -94,8 +94,9 @@ describe('notifications across a crash of the sender', () => {
     );
     expect(channel.status).toBe(201);
     hooks.secrets.set('/burst', channel.data.secret);
-    // Slow answers keep deliveries in flight when the process dies.
+    // Slow answers, and from the 20th on none before the process dies: deliveries are in flight when it does.
     hooks.delayMs = 150;
+    hooks.holdAfter.set('/burst', { count: 20, ms: 120_000 });
     const made = await Promise.all(
       Array.from({ length: BURST }, () =>
         call<{ id: string }>(base, 'POST', `/api/v1/notification-channels/${channel.data.id}/test`, undefined, token),
@@ -109,6 +110,8 @@ describe('notifications across a crash of the sender', () => {
     await first!.child.exited;
     const beforeRestart = hooks.on('/burst').length;
     expect(beforeRestart).toBeLessThan(BURST);
+    hooks.holdAfter.delete('/burst');
+    hooks.delayMs = 0;
 
     second = await startSystemProcess(`crash2-${tag}`, env);
     await waitFor(

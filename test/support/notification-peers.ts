@@ -55,6 +55,8 @@ export class WebhookReceiver extends Peer {
   readonly script = new Map<string, { status: number; retryAfter?: string }[]>();
   /** How long each answer waits (a slow receiver keeps deliveries in flight). */
   delayMs = 0;
+  /** From a path's `count`-th delivery on, answers wait `ms` (deliveries held in flight, whatever the timing). */
+  readonly holdAfter = new Map<string, { count: number; ms: number }>();
 
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
@@ -62,6 +64,8 @@ export class WebhookReceiver extends Peer {
         const raw = await readBody(req);
         const path = req.url ?? '/';
         const next = this.script.get(path)?.shift() ?? { status: 200 };
+        const hold = this.holdAfter.get(path);
+        const held = hold !== undefined && this.received.filter((r) => r.path === path).length >= hold.count;
         const headers = {
           'webhook-id': String(req.headers['webhook-id'] ?? ''),
           'webhook-timestamp': String(req.headers['webhook-timestamp'] ?? ''),
@@ -85,7 +89,8 @@ export class WebhookReceiver extends Peer {
           at: Date.now(),
           status: next.status,
         });
-        if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+        const wait = held ? hold.ms : this.delayMs;
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         res.writeHead(next.status, next.retryAfter ? { 'retry-after': next.retryAfter } : {});
         res.end(next.status < 300 ? 'ok' : 'no');
       })();
