@@ -6,6 +6,7 @@ import { ErrorNotice } from '../ui/ErrorNotice.tsx';
 import { Field } from '../ui/Field.tsx';
 import { formatTime } from '../ui/time.ts';
 import { ActionForm } from '../ui/ActionForm.tsx';
+import { ShowMore } from '../ui/ShowMore.tsx';
 
 /** The first page after sign-in: the clients the caller may see, their environments, and enrolling a host. */
 export function Overview() {
@@ -90,16 +91,7 @@ export function Overview() {
           ))}
         </ul>
       )}
-      {clients.hasNextPage && (
-        <button
-          type="button"
-          className="secondary"
-          onClick={() => void clients.fetchNextPage()}
-          disabled={clients.isFetchingNextPage}
-        >
-          Show more clients
-        </button>
-      )}
+      <ShowMore query={clients} label="Show more clients" />
     </>
   );
 }

@@ -85,26 +85,19 @@ export async function groupOf(
   return g;
 }
 
-/** The notification a voice channel's call is about. */
-export async function notificationOf(
-  deps: EventsDeps,
-  id: string,
-): Promise<{
+/** What a voice channel's call reads of its notification. */
+interface CalledNotification {
   id: string;
   client_id: string;
   title: string;
   severity: string;
   status: string;
   acknowledged_at: string | null;
-}> {
-  const [n] = await sql<{
-    id: string;
-    client_id: string;
-    title: string;
-    severity: string;
-    status: string;
-    acknowledged_at: string | null;
-  }>(
+}
+
+/** The notification a voice channel's call is about. */
+export async function notificationOf(deps: EventsDeps, id: string): Promise<CalledNotification> {
+  const [n] = await sql<CalledNotification>(
     deps.orm.em.fork(),
     `SELECT id, client_id, title, severity, status, acknowledged_at FROM notifications WHERE id = ?`,
     [id],

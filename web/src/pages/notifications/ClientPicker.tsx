@@ -4,6 +4,7 @@ import { useMe } from '../../auth/permissions.ts';
 import { ErrorNotice } from '../../ui/ErrorNotice.tsx';
 import { SelectField } from '../../ui/SelectField.tsx';
 import { MAX_PER_PAGE } from './queries.ts';
+import { ShowMore } from '../../ui/ShowMore.tsx';
 
 /** The clients the user can see, by name, paged in on request as the overview pages them. */
 export function ClientPicker({ value, onChange }: { value: string | undefined; onChange: (id: string) => void }) {
@@ -41,16 +42,7 @@ export function ClientPicker({ value, onChange }: { value: string | undefined; o
           </option>
         ))}
       </SelectField>
-      {clients.hasNextPage && (
-        <button
-          type="button"
-          className="secondary"
-          onClick={() => void clients.fetchNextPage()}
-          disabled={clients.isFetchingNextPage}
-        >
-          Show more clients
-        </button>
-      )}
+      <ShowMore query={clients} label="Show more clients" />
       {(clients.isPending || clients.isFetchingNextPage) && <p aria-live="polite">Loading clients…</p>}
       {!unnamed && <ErrorNotice error={clients.error} />}
     </div>
