@@ -654,6 +654,13 @@ describe('rules', () => {
       [{ ...base, event: 'alert', matchers: [{ label: 'a', op: '=~', value: '(' }] }, /regular expression/],
       [{ ...base, event: 'alert', steps: [{ after_minutes: 3, channel_ids: [hook.id] }] }, /first step/],
       [{ ...base, event: 'deploy_failed', host_id: hostId }, /not to a host/],
+      [{ ...base, event: 'alert', sla_warn_minutes: 5 }, /^sla_warn_minutes: only an sla_breach rule/],
+      [{ ...base, event: 'sla_breach', sla_warn_minutes: 0 }, /sla_warn_minutes/],
+      [{ ...base, event: 'sla_breach', audit_actions: ['role.created'] }, /^audit_actions: only an audit rule/],
+      [{ ...base, event: 'alert', audit_global: true }, /^audit_global: only an audit rule/],
+      [{ ...base, event: 'audit', audit_actions: ['Role Created'] }, /audit_actions.*must be an audit action/],
+      [{ ...base, event: 'audit', audit_actions: ['role.created'], environment_id: envId }, /^environment_id: audit/],
+      [{ ...base, event: 'invoice_review', host_id: hostId }, /^host_id: invoice_review events belong to a client/],
     ] as const) {
       const res = await call('POST', '/api/v1/notification-rules', body);
       expect(res.statusCode, JSON.stringify(body)).toBe(400);
@@ -793,6 +800,13 @@ describe('service-desk SLAs, invoice reviews and audit actions', () => {
     );
     expect(all[3]).toBe(`Resolved: SLA breached: ${issue} resolution (Printer on fire ${sys.tag}) (the SLA was met)`);
     expect(all.filter((t) => t.includes(paused))).toEqual([]);
+    // A change older than the stored one (out of order, or redelivered) opens nothing.
+    await sla(issue, 'breached', t0 + 6_000, t0 + 6_500);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(titles('/sla')).toHaveLength(4);
+    expect(
+      await sys.sql(`SELECT state FROM notification_sla_states WHERE issue_key = ? AND metric = 'resolution'`, [issue]),
+    ).toEqual([{ state: 'met' }]);
     await ok('DELETE', `/api/v1/notification-rules/${rule.id}`, undefined, 204);
   });
 
@@ -855,6 +869,50 @@ describe('service-desk SLAs, invoice reviews and audit actions', () => {
       60_000,
     );
     expect(both[1]).toBe(`Resolved: ${first} (approved by rev@example.com: fine)`);
+
+    // Another invoice waits; the rule then changes its event: what it had open ends with the old event, unsent.
+    const waiting = randomUUID();
+    await publishEvent(
+      sys.nc,
+      'svc.evt.invoice.review',
+      {
+        invoice_id: waiting,
+        display_number: `INV-${sys.tag}-2`,
+        application_key: 'app-1',
+        customer_key: 'acme',
+        period_start: '2026-11-01',
+        period_end: '2026-11-30',
+        total_amount: '10.00',
+        currency: 'EUR',
+        status: 'needs_review',
+        previous_status: 'draft',
+        version: 2,
+        by: 'ann@example.com',
+        comment: null,
+        at: new Date(sys.clock.now()).toISOString(),
+      },
+      { msgId: `test-invoice:${waiting}:2` },
+    );
+    await eventually(
+      async () => titles('/invoice'),
+      (t) => t.length === 3,
+      'the second review notice',
+      60_000,
+    );
+    await ok(
+      'PUT',
+      `/api/v1/notification-rules/${rule.id}`,
+      { ...body, event: 'audit', audit_actions: ['role.created'] },
+      200,
+    );
+    expect(
+      await sys.sql(`SELECT status FROM notifications WHERE rule_id = ? AND group_key = ?`, [
+        rule.id,
+        `invoice:${waiting}`,
+      ]),
+    ).toEqual([{ status: 'resolved' }]);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(titles('/invoice')).toHaveLength(3);
     await ok('DELETE', `/api/v1/notification-rules/${rule.id}`, undefined, 204);
   });
 
@@ -992,6 +1050,70 @@ describe('service-desk SLAs, invoice reviews and audit actions', () => {
 });
 
 describe('tenant boundaries', () => {
+  it('the source permissions hold under parallel requests: SLA, invoice and audit rules, and retargeting a global-audit channel', async () => {
+    const hook = await webhookChannel('/guarded');
+    const writer = await userWithRole(
+      sys,
+      await customRole(sys, ['notifications:read', 'notifications:write']),
+      clientId,
+    );
+    const name = `guarded ${sys.tag}`;
+    const kinds = [
+      { event: 'sla_breach' },
+      { event: 'invoice_review' },
+      { event: 'audit', audit_actions: ['role.created'] },
+    ];
+    const refused = await Promise.all(
+      kinds.flatMap((k) =>
+        Array.from({ length: 6 }, () =>
+          call(
+            'POST',
+            '/api/v1/notification-rules',
+            { client_id: clientId, name, steps: [{ after_minutes: 0, channel_ids: [hook.id] }], ...k },
+            writer.token,
+          ),
+        ),
+      ),
+    );
+    expect(refused.map((r) => r.statusCode)).toEqual(Array(18).fill(403));
+    expect(await sys.sql(`SELECT id FROM notification_rules WHERE name = ?`, [name])).toEqual([]);
+
+    // A super admin's rule of global audit entries on the channel: the client's writer may not send it elsewhere,
+    // however many times at once; the super admin may.
+    const global = await ok<{ id: string }>(
+      'POST',
+      '/api/v1/notification-rules',
+      {
+        client_id: clientId,
+        name: `global ${sys.tag}`,
+        event: 'audit',
+        audit_actions: ['role.created'],
+        audit_global: true,
+        steps: [{ after_minutes: 0, channel_ids: [hook.id] }],
+      },
+      201,
+    );
+    const moves = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        call(
+          'PUT',
+          `/api/v1/notification-channels/${hook.id}`,
+          { name: '/guarded', url: `${hooks.url}/stolen-${i}` },
+          writer.token,
+        ),
+      ),
+    );
+    expect(moves.map((r) => r.statusCode)).toEqual(Array(8).fill(403));
+    expect(moves[0]!.json().error.message).toMatch(/only a super admin may change where it sends/);
+    expect(await sys.sql(`SELECT url FROM notification_channels WHERE id = ?`, [hook.id])).toEqual([
+      { url: `${hooks.url}/guarded` },
+    ]);
+    // A rename is not a move: the writer may still do that.
+    expectStatus(await call('PUT', `/api/v1/notification-channels/${hook.id}`, { name: 'renamed' }, writer.token), 200);
+    await ok('PUT', `/api/v1/notification-channels/${hook.id}`, { name: 'renamed', url: `${hooks.url}/moved` }, 200);
+    await ok('DELETE', `/api/v1/notification-rules/${global.id}`, undefined, 204);
+  });
+
   it('another client’s reader sees none of this client’s channels, rules or notifications, even in parallel', async () => {
     const hook = await webhookChannel('/tenant');
     const other = (await createClient(sys)).id;

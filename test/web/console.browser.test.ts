@@ -682,7 +682,35 @@ describe('the web console in a browser', () => {
       // Its step names the channel once the channel list is there too.
       await rule.filter({ hasText: `at once: hook ${tag}` }).waitFor();
       expect(await rule.textContent()).toMatch(/Agent offline.*offline 10 min/);
+
+      // By keyboard: an audit rule (client-wide, so no environment to choose), submitted with Enter.
+      await ruleForm.getByLabel('Rule name').focus();
+      await page.keyboard.type(`keys ${tag}`);
+      await ruleForm.getByLabel('Event', { exact: true }).selectOption('audit');
+      expect(await ruleForm.getByLabel('Environment').count()).toBe(0);
+      await ruleForm.getByLabel('Audit actions').focus();
+      await page.keyboard.type('service_account.key_created, user.super_admin_granted');
+      await ruleForm
+        .getByRole('group', { name: 'Channels of step 1' })
+        .getByRole('checkbox', { name: `hook ${tag}` })
+        .focus();
+      await page.keyboard.press('Space');
+      await ruleForm.getByLabel('Rule name').focus();
+      await page.keyboard.press('Enter');
+      const auditRule = page
+        .getByRole('region', { name: 'Rules table' })
+        .getByRole('row')
+        .filter({ hasText: `keys ${tag}` });
+      await auditRule.filter({ hasText: 'service_account.key_created, user.super_admin_granted' }).waitFor();
       await expectAccessible(page, 'notifications, rules');
+      await keepScreenshot(page, 'notification-rules');
+
+      // The tabs move with the arrow keys, and take the focus with them.
+      await page.getByRole('tab', { name: 'Rules' }).focus();
+      await page.keyboard.press('ArrowLeft');
+      await page.getByRole('tab', { name: 'Channels', selected: true }).waitFor();
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Channels');
+      await page.getByRole('tab', { name: 'Rules' }).click();
 
       // A one-off window tomorrow, in UTC: its one occurrence is listed in the next 30 days.
       await page.getByRole('tab', { name: 'Maintenance windows' }).click();
