@@ -1,13 +1,16 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { backoffDelay, nextDelay, parseRetryAfter } from '../../actors/invoice/accounting/retry.ts';
 import { SYNC_DURABLE } from '../../actors/invoice/accounting/worker.ts';
 import { wireDurableName } from '../../platform/namespace.ts';
 import { DlqHeaders, dlqSubjectFor } from '../../contracts/streams.ts';
 import { errorOf, type TestSystem } from '../support/system.ts';
 import { caller, data, expectStatus, startInvoiceFixture, type InvoiceFixture, type Json } from './support.ts';
+
+// Each test waits for a sync (a PDF finalized first) that a loaded machine takes longer than the default 30 s for.
+vi.setConfig({ testTimeout: 90_000 });
 
 /**
  * A stand-in accounting system on a free local port. It dedups by Idempotency-Key as a real one would (a repeated

@@ -33,7 +33,8 @@ export function startPager(deps: EventsDeps): Promise<ConsumerHandle> {
     backoffMs: [1_000, 5_000, 15_000, 30_000, 60_000],
     log: deps.log,
     handler: async (job, meta) => {
-      const wait = Date.parse(job.not_before) - Date.now();
+      // On the domain's clock, as the delivery that made the job stamped it.
+      const wait = Date.parse(job.not_before) - deps.clock.now();
       if (wait > 0) throw new RetryLaterError('not yet: waiting before the next call', wait);
       const v = voiceConfig(deps.config);
       if (!v)
@@ -113,7 +114,7 @@ export async function scheduleRetry(deps: EventsDeps, groupId: string, attempt: 
       alert_group_id: groupId,
       call_id: randomUUID(),
       attempt: next,
-      not_before: new Date(Date.now() + deps.config.SVC_TWILIO_RETRY_DELAY_SECONDS * 1000).toISOString(),
+      not_before: new Date(deps.clock.now() + deps.config.SVC_TWILIO_RETRY_DELAY_SECONDS * 1000).toISOString(),
     },
     { msgId: `page:${groupId}:${next}` },
   );
@@ -150,11 +151,11 @@ async function heldByWindow(
       `The maintenance window “${held.window.name}” holds the on-call call until ${end.toISOString()}.`,
     ],
   );
-  // The pause is the window's remaining time, in real time from now (the wait below compares with the wall clock).
+  // Asked again at the window's end (at least a second on: a job never spins on a window about to end).
   await publishDurable(
     deps.nc,
     'svc.work.events.page',
-    { ...job, not_before: new Date(Date.now() + Math.max(1_000, end.getTime() - now)).toISOString() },
+    { ...job, not_before: new Date(Math.max(end.getTime(), now + 1_000)).toISOString() },
     { msgId: `page:${job.alert_group_id}:${job.attempt}:held:${randomUUID()}` },
   );
   return true;
