@@ -46,6 +46,8 @@ const GATEWAY_NOHOP_PORT = 18091;
 /** The peer, Moleculer (bench/moleculer-server.ts): gateway and service in one process, and the split gateway. */
 const MOLECULER_PORT = 18095;
 const MOLECULER_SPLIT_PORT = 18096;
+/** How long the hop part meters its processes with no load, after its rounds. */
+const IDLE_SECONDS = 10;
 
 // Before the config is read and any child starts: they all inherit the bench's namespace.
 const namespace = useBenchNamespace();
@@ -251,7 +253,21 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     ],
     headers,
   );
+  // What each process spends with no request at all (timers, consumers' pulls and heartbeats, pings), metered after
+  // the rounds: at the path's throughput, it is part of the CPU per request its rounds measured.
+  const idleMeter = cpuMeter([
+    { name: 'single', pids: () => [system.pid!] },
+    { name: 'split', pids: () => splitProcesses.map((p) => p.pid!) },
+    { name: 'bare', pids: () => [bare.pid!] },
+    { name: 'moleculer', pids: () => [peer.pid!] },
+    { name: 'moleculerSplit', pids: () => peerSplit.map((p) => p.pid!) },
+  ]);
+  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+  const idleMsPerSecond = Object.fromEntries(
+    Object.entries(idleMeter()).map(([k, ms]) => [k, Number((ms / IDLE_SECONDS).toFixed(2))]),
+  );
   const result = {
+    idleMsPerSecond,
     single: figures(one!),
     split: figures(two!),
     floor: figures(floor!),
@@ -266,6 +282,7 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     noHopThroughputRatio: ratios(noHop!, viaBare!, (r) => r.rps),
     noHopP99Ratio: ratios(noHop!, viaBare!, (r) => r.p99),
     singleToNoHopThroughputRatio: ratios(one!, noHop!, (r) => r.rps),
+
     singleToNoHopP99Ratio: ratios(one!, noHop!, (r) => r.p99),
     floorThroughputRatio: ratios(floor!, viaBare!, (r) => r.rps),
     floorP99Ratio: ratios(floor!, viaBare!, (r) => r.p99),
@@ -337,6 +354,20 @@ async function hop(token: string): Promise<Record<string, unknown>> {
   );
   console.log(
     `single process / gateway stack without the hop: throughput ${fmt(result.singleToNoHopThroughputRatio, 2)}   p99 ${fmt(result.singleToNoHopP99Ratio, 2)}   (the hop alone)`,
+  );
+  const idlePerRequest = (ms: number, rps: number): string => (ms / rps).toFixed(3);
+  console.log(
+    `idle CPU, ms per second with no request (${IDLE_SECONDS} s after the rounds), and what it adds per request at the path's throughput: ${(
+      [
+        ['single', result.single],
+        ['split', result.split],
+        ['bare', result.floor],
+        ['moleculer', result.moleculer],
+        ['moleculerSplit', result.moleculerSplit],
+      ] as const
+    )
+      .map(([k, f]) => `${k} ${idleMsPerSecond[k]} ms/s (${idlePerRequest(idleMsPerSecond[k]!, f.rps.mean)} ms)`)
+      .join(', ')}`,
   );
   console.log(`CPU ms per request, by process (mean of the rounds, min–max):`);
   console.log(cpuTable(result.cpuPerRequest));

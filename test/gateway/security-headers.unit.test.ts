@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayApp } from '../../gateway/shared/app.ts';
+import { helmetHeaders } from '../../gateway/shared/plugins/security-headers.ts';
 import { buildProfileApp, expectApiProfile } from './security-profile.ts';
 
 /** The API profile of security headers (security-profile.ts) on a gateway of its own, through Fastify's inject. */
@@ -14,6 +15,42 @@ describe('the gateway app factory', () => {
     expectApiProfile((await app.inject({ method: 'GET', url: '/api/v1/sleep/5' })).headers, '401');
     expectApiProfile((await app.inject({ method: 'GET', url: '/api/v1/sleep/x' })).headers, '400');
     expectApiProfile((await app.inject({ method: 'GET', url: '/api/v1/nothing-here' })).headers, '404');
+  });
+
+  it("sends helmet's whole header set for the profile, computed once, and nothing it removes", async () => {
+    const res = await app.inject({ method: 'GET', url: '/api/v1/sleep/5' });
+    const sent = Object.fromEntries(
+      Object.entries(res.headers).filter(
+        ([k]) =>
+          !['content-type', 'content-length', 'date', 'connection', 'cache-control', 'x-request-id'].includes(k) &&
+          !k.startsWith('access-control-') &&
+          k !== 'vary',
+      ),
+    );
+    expect(sent).toEqual({
+      'content-security-policy': "default-src 'none';frame-ancestors 'none'",
+      'cross-origin-opener-policy': 'same-origin',
+      'origin-agent-cluster': '?1',
+      'referrer-policy': 'no-referrer',
+      'x-content-type-options': 'nosniff',
+      'x-dns-prefetch-control': 'off',
+      'x-download-options': 'noopen',
+      'x-frame-options': 'DENY',
+      'x-permitted-cross-domain-policies': 'none',
+      'x-xss-protection': '0',
+    });
+    // What helmet removes (X-Powered-By) is left out, and an option of a header it does not send drops it.
+    expect(helmetHeaders({ xPoweredBy: false, xXssProtection: false, frameguard: false })).not.toHaveProperty(
+      'x-xss-protection',
+    );
+    expect(helmetHeaders({})).not.toHaveProperty('x-powered-by');
+  });
+
+  it('lets a route replace a header or drop it', async () => {
+    const res = await app.inject({ method: 'GET', url: '/framed' });
+    expect(res.headers['content-security-policy']).toBe("sandbox; default-src 'none'");
+    expect(res.headers['x-frame-options']).toBeUndefined();
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
   });
 
   it('keeps the caching a route chose itself', async () => {

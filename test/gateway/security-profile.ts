@@ -54,6 +54,13 @@ export function buildProfileApp(publicUrl?: string): Promise<GatewayApp> {
         input: ({ params }) => params,
       });
       app.get('/cached', async (_req, reply) => reply.header('cache-control', 'public, max-age=60').send({ ok: true }));
+      // A page with a policy of its own, meant to be framed (as the invoice preview is).
+      app.get('/framed', async (_req, reply) =>
+        reply
+          .header('content-security-policy', "sandbox; default-src 'none'")
+          .removeHeader('x-frame-options')
+          .send({ ok: true }),
+      );
     },
   );
 }
