@@ -155,8 +155,10 @@ async function interleaved(
   for (const p of paths)
     await load(p.name, p.url, { headers, seconds: Math.min(3, SECONDS), connections: CONNECTIONS });
   const rounds: LoadResult[][] = paths.map(() => []);
+  // Every other round runs the paths in reverse order, so a machine that slows down or speeds up during the run
+  // weighs on each path alike; paths compared with each other are listed next to each other for the same reason.
   for (let r = 0; r < ROUNDS; r++)
-    for (const [i, p] of paths.entries()) {
+    for (const [i, p] of r % 2 === 0 ? [...paths.entries()] : [...paths.entries()].reverse()) {
       const meter = p.groups ? cpuMeter(p.groups) : undefined;
       const stolen = stealMeter();
       const result = await load(p.name, p.url, { headers, seconds: SECONDS, connections: CONNECTIONS });
@@ -213,7 +215,7 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     { name: `${name}`, pids: () => ps.map((p) => p.pid!) },
     ...shared,
   ];
-  const [one, two, floor, noHop, viaBare, molOne, molTwo] = await interleaved(
+  const [one, molOne, two, molTwo, floor, noHop, viaBare] = await interleaved(
     [
       {
         name: 'single process: gateway → NATS → actor → PG',
@@ -221,9 +223,19 @@ async function hop(token: string): Promise<Record<string, unknown>> {
         groups: own('system', [system]),
       },
       {
+        name: 'Moleculer, one process: moleculer-web broker → NATS (TLS) → service broker → PG',
+        url: `http://127.0.0.1:${MOLECULER_PORT}/api/v1/clients`,
+        groups: own('system', [peer]),
+      },
+      {
         name: 'split: gateway process → NATS → actor process → PG',
         url: `http://127.0.0.1:${SPLIT_GATEWAY_PORT}/api/v1/clients`,
         groups: own('system', splitProcesses),
+      },
+      {
+        name: 'Moleculer, split: moleculer-web process → NATS (TLS) → service process → PG',
+        url: `http://127.0.0.1:${MOLECULER_SPLIT_PORT}/api/v1/clients`,
+        groups: own('system', peerSplit),
       },
       {
         name: 'floor: bare Fastify → bare NATS request → PG',
@@ -239,16 +251,6 @@ async function hop(token: string): Promise<Record<string, unknown>> {
         name: 'bare Fastify → PG',
         url: `http://127.0.0.1:${DIRECT_PORT}/api/v1/clients`,
         groups: own('system', [bare]),
-      },
-      {
-        name: 'Moleculer, one process: moleculer-web broker → NATS (TLS) → service broker → PG',
-        url: `http://127.0.0.1:${MOLECULER_PORT}/api/v1/clients`,
-        groups: own('system', [peer]),
-      },
-      {
-        name: 'Moleculer, split: moleculer-web process → NATS (TLS) → service process → PG',
-        url: `http://127.0.0.1:${MOLECULER_SPLIT_PORT}/api/v1/clients`,
-        groups: own('system', peerSplit),
       },
     ],
     headers,

@@ -14,9 +14,9 @@ export interface BrokerRefusalOptions {
  */
 export const brokerRefusal = appPlugin<BrokerRefusalOptions>('gateway-broker-refusal', async (app, opts) => {
   const { style, breaker } = opts;
-  app.addHook('onRequest', async (req, reply) => {
-    if (!req.url.startsWith('/api/')) return;
-    const refused = breaker.refusal();
-    if (refused) return sendError(style, req, reply, refused);
+  app.addHook('onRequest', (req, reply, done) => {
+    const refused = req.url.startsWith('/api/') ? breaker.refusal() : undefined;
+    if (refused) sendError(style, req, reply, refused);
+    else done();
   });
 });

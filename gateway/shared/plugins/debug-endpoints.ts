@@ -63,10 +63,11 @@ function registerMetrics(app: GatewayApp): void {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
     requests.inc({ method: req.method, route, status: String(reply.statusCode) });
     duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+    done();
   });
   // The process's runtime metrics (dead letters of its consumers) beside the gateway's own.
   const served = Registry.merge([registry, runtimeMetrics]);

@@ -36,9 +36,11 @@ export const drainOnClose = appPlugin<DrainOptions>('gateway-drain', async (app,
     while (app.server.listening && connections.size > 0 && Date.now() < until)
       await new Promise((r) => setTimeout(r, 10));
   });
-  app.addHook('onRequest', async (req, reply) => {
+  // Callback-style hooks here and in the other per-request plugins: an async hook costs a promise and a microtask on
+  // every request. A hook that answers sends and does not call `done`.
+  app.addHook('onRequest', (req, reply, done) => {
     // In-flight requests finish; new ones are told to go elsewhere.
-    if (closing)
-      return sendError(style, req, reply, new DomainError('unavailable', 'the server is shutting down; retry'));
+    if (closing) sendError(style, req, reply, new DomainError('unavailable', 'the server is shutting down; retry'));
+    else done();
   });
 });

@@ -15,8 +15,11 @@ import { appPlugin } from './define.ts';
 export const errorEnvelope = appPlugin<{ style: ServiceStyle }>('gateway-error-envelope', async (app, { style }) => {
   // Safety net: an answer ≥ 400 that did not come from sendError (a plugin's own 400, a 405) is rewritten into the
   // envelope with the code of its status, so no error leaves either gateway in another shape.
-  app.addHook('onSend', async (req, reply, payload) => {
-    if (reply.statusCode < 400 || isEnveloped(reply)) return payload;
+  app.addHook('onSend', (req, reply, payload, done) => {
+    if (reply.statusCode < 400 || isEnveloped(reply)) {
+      done(null, payload);
+      return;
+    }
     if (
       payload !== null &&
       typeof payload === 'object' &&
@@ -31,7 +34,7 @@ export const errorEnvelope = appPlugin<{ style: ServiceStyle }>('gateway-error-e
     const err = apiError(codeForStatus(reply.statusCode), text ?? STATUS_CODES[reply.statusCode] ?? 'request refused');
     reply.removeHeader('content-length');
     void reply.header('content-type', 'application/json; charset=utf-8');
-    return JSON.stringify(errorBody(style, err, req.id));
+    done(null, JSON.stringify(errorBody(style, err, req.id)));
   });
 
   app.setErrorHandler((err, req, reply) => {

@@ -111,11 +111,11 @@ export const protocolRefusals = appPlugin<{ style: ServiceStyle }>(
       );
       setTimeout(() => socket.destroy(), LINGER_MS).unref();
     });
-    app.addHook('onRequest', async (req, reply) => {
+    app.addHook('onRequest', (req, reply, done) => {
       // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own check is off so the refusal carries the envelope.
-      if (req.headers.host === undefined && req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor >= 1) {
-        return sendError(style, req, reply, new DomainError('bad_request', 'the Host header is required'));
-      }
+      if (req.headers.host === undefined && req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor >= 1)
+        sendError(style, req, reply, new DomainError('bad_request', 'the Host header is required'));
+      else done();
     });
   },
 );

@@ -36,10 +36,11 @@ export function redactUrl(url: string, routePattern?: string): string {
 
 /** Every answer names its request id (`X-Request-Id`); one access line per request, with it. */
 export const requestLog = appPlugin('gateway-request-log', async (app) => {
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     void reply.header('x-request-id', req.id);
+    done();
   });
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     req.log.info(
       {
         request_id: req.id,
@@ -51,5 +52,6 @@ export const requestLog = appPlugin('gateway-request-log', async (app) => {
       },
       'request',
     );
+    done();
   });
 });

@@ -45,10 +45,10 @@ export const securityHeaders = appPlugin<{ https: boolean }>('gateway-security-h
     void reply.headers(headers);
     done();
   });
-  app.addHook('onSend', async (_req, reply, payload) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     // Tokens and anything a caller is allowed to see must not stay in a browser's or proxy's cache (RFC 6749 §5.1,
     // OWASP ASVS): no-store unless the route chose its own caching.
     if (!reply.hasHeader('cache-control')) void reply.header('cache-control', 'no-store');
-    return payload;
+    done(null, payload);
   });
 });
