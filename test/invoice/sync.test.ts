@@ -121,14 +121,42 @@ async function invoice(to: 'draft' | 'approved'): Promise<Inv> {
 
 const get = async (id: string): Promise<Inv> => data<Inv>(await call('GET', `/api/v1/invoices/${id}`));
 
-async function settled(id: string, timeoutMs = 30_000): Promise<Inv> {
-  const end = Date.now() + timeoutMs;
+/**
+ * Waits for the sync to leave `queued`. A sync takes about a second; one still queued after SLOW_MS is reported with
+ * what the peer saw and the worker's durable (so a slow run in CI leaves its evidence even when it then passes), and
+ * one still queued at the end fails with the same.
+ */
+const SLOW_MS = 10_000;
+async function settled(id: string, timeoutMs = 60_000): Promise<Inv> {
+  const start = Date.now();
+  let reported = false;
   for (;;) {
     const inv = await get(id);
     if (inv.accounting_sync_state !== 'queued') return inv;
-    if (Date.now() > end) expect.fail(`sync of ${id} still queued after ${timeoutMs} ms: ${inv.accounting_sync_error}`);
+    const waited = Date.now() - start;
+    if (waited > timeoutMs)
+      expect.fail(
+        `sync of ${id} still queued after ${timeoutMs} ms: ${inv.accounting_sync_error}; ${await evidence(id)}`,
+      );
+    if (waited > SLOW_MS && !reported) {
+      reported = true;
+      console.warn(`[sync] ${id} still queued after ${waited} ms: ${await evidence(id)}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** What the peer answered for the invoice, and the worker's durable: pending, waiting pulls, redeliveries. */
+async function evidence(id: string): Promise<string> {
+  const seen = (peer.seen.get(id) ?? []).map((s) => s.status);
+  const info = await jetstreamManager(sys.nc)
+    .then((jsm) => jsm.consumers.info('SVC_WORK', wireDurableName(SYNC_DURABLE)))
+    .then(
+      (c) =>
+        `pending ${c.num_pending}, ack pending ${c.num_ack_pending}, redelivered ${c.num_redelivered}, waiting pulls ${c.num_waiting}, delivered ${c.delivered.stream_seq}`,
+      (err: unknown) => `durable info failed: ${String(err)}`,
+    );
+  return `peer answered ${JSON.stringify(seen)}; durable: ${info}`;
 }
 
 async function lastDeadLetter(): Promise<
