@@ -154,6 +154,24 @@ async function adminToken(): Promise<string> {
   return verify.data.access_token;
 }
 
+/**
+ * This run's client (`web-<tag>`, created through the page), found through the API. The tests' database keeps other
+ * runs' clients (thousands, after benches), so the newest come first and the pages are read until it shows.
+ */
+async function clientOfThisRun(token: string): Promise<{ id: string; slug: string }> {
+  for (let page = 1; ; page++) {
+    const clients = await call<{ id: string; slug: string }[]>(
+      'GET',
+      `/api/v1/clients?per_page=100&sort=created_at&order=desc&page=${page}`,
+      undefined,
+      token,
+    );
+    expect(clients.data.length, `client web-${tag} not found`).toBeGreaterThan(0);
+    const mine = clients.data.find((c) => c.slug === `web-${tag}`);
+    if (mine) return mine;
+  }
+}
+
 describe('the web console in a browser', () => {
   it('the first sign-in enrols MFA from the page, the session survives a reload, sign-out ends it', async () => {
     const { context, page, problems } = await freshPage();
@@ -428,18 +446,7 @@ describe('the web console in a browser', () => {
 
   it('a user with a narrow role sees only its client and its hosts, and no action the role does not allow', async () => {
     const token = await adminToken();
-    // The tests' database keeps other runs' clients: paged through until this run's own.
-    let mine: { id: string; slug: string } | undefined;
-    for (let page = 1; !mine; page++) {
-      const clients = await call<{ id: string; slug: string }[]>(
-        'GET',
-        `/api/v1/clients?per_page=100&page=${page}`,
-        undefined,
-        token,
-      );
-      expect(clients.data.length, `client web-${tag} not found`).toBeGreaterThan(0);
-      mine = clients.data.find((c) => c.slug === `web-${tag}`);
-    }
+    const mine = await clientOfThisRun(token);
     const other = await call<{ id: string }>(
       'POST',
       '/api/v1/clients',
@@ -615,20 +622,9 @@ describe('the web console in a browser', () => {
       await secondFactor(page, 'admin');
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Notifications' }).click();
       await page.getByRole('heading', { name: 'Notifications', level: 1 }).waitFor();
-      // The tests' database keeps other runs' clients (thousands, after benches): this run's own is found through the
-      // API and opened by the page's address, which keeps the chosen client.
-      const token = await adminToken();
-      let mine: { id: string } | undefined;
-      for (let p = 1; !mine; p++) {
-        const clients = await call<{ id: string; slug: string }[]>(
-          'GET',
-          `/api/v1/clients?per_page=100&page=${p}`,
-          undefined,
-          token,
-        );
-        expect(clients.data.length, `client web-${tag} not found`).toBeGreaterThan(0);
-        mine = clients.data.find((c) => c.slug === `web-${tag}`);
-      }
+      // Opened by the page's address, which keeps the chosen client: paging the picker through the tests' thousands
+      // of kept clients would take the test's time.
+      const mine = await clientOfThisRun(await adminToken());
       await page.goto(`/notifications?client=${mine.id}&tab=notifications`);
       await page.getByRole('tab', { name: 'Notifications', selected: true }).waitFor();
       await page.getByRole('tab', { name: 'Channels' }).click();
