@@ -4,6 +4,8 @@
 // envelopes, signatures and zod parsing.
 // And the floor of the hop: GET /floor/clients does the same but runs the handler behind one bare NATS request-reply
 // (JSON both ways, no envelope, signature, zod or framework), so the bench can show what the transport alone costs.
+// Its other apps are the console gateway's stack with the handler in-process, then with a bare NATS hop, then with the
+// runtime's hop: together they take the single process's cost apart one step at a time.
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { catalogue, type SystemCatalogue } from '../contracts/catalogue.ts';
 import { DomainError } from '../contracts/errors.ts';
@@ -12,6 +14,8 @@ import { createGatewayApp } from '../gateway/shared/app.ts';
 import { TokenAuthenticator } from '../gateway/shared/authenticate.ts';
 import type { GatewayDeps } from '../gateway/shared/bridge.ts';
 import type { Caller } from '../platform/call.ts';
+import { ActorHost } from '../platform/serve.ts';
+import { contextSigner } from '../platform/signing.ts';
 import { runWithDeadline } from '../platform/deadline.ts';
 import { createLogger } from '../platform/logger.ts';
 import { wireRequestSubject } from '../platform/namespace.ts';
@@ -105,9 +109,45 @@ const gateway = await createGatewayApp(
 );
 await gateway.listen({ host: '127.0.0.1', port: Number(process.env.BENCH_GATEWAY_NOHOP_PORT ?? 18091) });
 
+// The hop inside the gateway's stack, one step at a time: the same app, route and authenticator, with the call made
+// (1) as one bare NATS request-reply to the floor's subscriber, (2) through the runtime (Caller → NATS → ActorHost, the
+// signed envelope, headers, input schema, deadline) to the fleet actor's list handler served by this process. Beside
+// the single process, they show what the hop costs inside HTTP and what the rest of the system's process adds.
+const viaBareHop = {
+  catalogue,
+  callForwardedPage: async (_subject: string, input: unknown, ctx: Ctx): Promise<Uint8Array> =>
+    (await nc.request(floorSubject, JSON.stringify({ ctx, input }), { timeout: 10_000 })).data,
+  call: inProcess.call.bind(inProcess),
+} as unknown as Caller<SystemCatalogue>;
+// This process's namespace is its own (bench/run.ts), so the single system's fleet actors never share this queue group.
+const host = new ActorHost(nc, catalogue, contextSigner(config), gatewayLog, config.SVC_REQUEST_TIMEOUT_MS, false);
+await host.serve('fleet', 'bench-direct-clients', { 'svc.fleet.clients.list': list });
+const viaRuntime = {
+  catalogue,
+  callForwardedPage: host.caller.callForwardedPage.bind(host.caller),
+  call: inProcess.call.bind(inProcess),
+} as unknown as Caller<SystemCatalogue>;
+const hopApps = await Promise.all(
+  (
+    [
+      [viaBareHop, Number(process.env.BENCH_GATEWAY_BAREHOP_PORT ?? 18092)],
+      [viaRuntime, Number(process.env.BENCH_GATEWAY_RUNTIME_PORT ?? 18093)],
+    ] as const
+  ).map(async ([caller, port]) => {
+    const deps: GatewayDeps = { ...gatewayDeps, caller, auth: new TokenAuthenticator(tokens, caller, accessCache) };
+    const app = await createGatewayApp(
+      { style: 'console', title: 'bench', version: '0', config, log: gatewayLog },
+      (a) => registerClientRoutes(a, deps),
+    );
+    await app.listen({ host: '127.0.0.1', port });
+    return app;
+  }),
+);
+
 process.on('SIGTERM', () => {
-  void gateway
-    .close()
+  void Promise.all(hopApps.map((a) => a.close()))
+    .then(() => host.drain())
+    .then(() => gateway.close())
     .then(() => app.close())
     .then(() => closeClientsList())
     .then(() => process.exit(0));

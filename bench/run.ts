@@ -43,6 +43,9 @@ const DIRECT_PORT = 18090;
 const SPLIT_GATEWAY_PORT = 18081;
 /** The direct server's second app: the console gateway's stack with the handler in-process (bench/direct-server.ts). */
 const GATEWAY_NOHOP_PORT = 18091;
+/** Its third and fourth: the same stack with a bare NATS hop, and with the runtime's hop to an actor of its own. */
+const GATEWAY_BAREHOP_PORT = 18092;
+const GATEWAY_RUNTIME_PORT = 18093;
 /** The peer, Moleculer (bench/moleculer-server.ts): gateway and service in one process, and the split gateway. */
 const MOLECULER_PORT = 18095;
 const MOLECULER_SPLIT_PORT = 18096;
@@ -215,8 +218,13 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     { name: `${name}`, pids: () => ps.map((p) => p.pid!) },
     ...shared,
   ];
-  const [one, molOne, two, molTwo, floor, noHop, viaBare] = await interleaved(
+  const [runtimeHop, one, molOne, two, molTwo, floor, bareHop, noHop, viaBare] = await interleaved(
     [
+      {
+        name: 'gateway stack → runtime hop → fleet list handler alone, in one process → PG',
+        url: `http://127.0.0.1:${GATEWAY_RUNTIME_PORT}/api/v1/clients`,
+        groups: own('system', [bare]),
+      },
       {
         name: 'single process: gateway → NATS → actor → PG',
         url: `http://127.0.0.1:${GATEWAY_PORT}/api/v1/clients`,
@@ -240,6 +248,11 @@ async function hop(token: string): Promise<Record<string, unknown>> {
       {
         name: 'floor: bare Fastify → bare NATS request → PG',
         url: `http://127.0.0.1:${DIRECT_PORT}/floor/clients`,
+        groups: own('system', [bare]),
+      },
+      {
+        name: 'gateway stack → bare NATS request → PG',
+        url: `http://127.0.0.1:${GATEWAY_BAREHOP_PORT}/api/v1/clients`,
         groups: own('system', [bare]),
       },
       {
@@ -275,6 +288,8 @@ async function hop(token: string): Promise<Record<string, unknown>> {
     floor: figures(floor!),
     direct: figures(viaBare!),
     noHop: figures(noHop!),
+    bareHop: figures(bareHop!),
+    runtimeHop: figures(runtimeHop!),
     moleculer: figures(molOne!),
     moleculerSplit: figures(molTwo!),
     singleToMoleculerThroughputRatio: ratios(one!, molOne!, (r) => r.rps),
@@ -299,6 +314,8 @@ async function hop(token: string): Promise<Record<string, unknown>> {
       split: cpuRow(two!),
       floor: cpuRow(floor!),
       noHop: cpuRow(noHop!),
+      bareHop: cpuRow(bareHop!),
+      runtimeHop: cpuRow(runtimeHop!),
       direct: cpuRow(viaBare!),
       moleculer: cpuRow(molOne!),
       moleculerSplit: cpuRow(molTwo!),
@@ -308,6 +325,8 @@ async function hop(token: string): Promise<Record<string, unknown>> {
       split: stealOf(two!),
       floor: stealOf(floor!),
       noHop: stealOf(noHop!),
+      bareHop: stealOf(bareHop!),
+      runtimeHop: stealOf(runtimeHop!),
       direct: stealOf(viaBare!),
       moleculer: stealOf(molOne!),
       moleculerSplit: stealOf(molTwo!),
@@ -323,6 +342,8 @@ async function hop(token: string): Promise<Record<string, unknown>> {
       result.moleculer,
       result.moleculerSplit,
       result.floor,
+      result.bareHop,
+      result.runtimeHop,
       result.noHop,
       result.direct,
     ]),
@@ -373,6 +394,11 @@ async function hop(token: string): Promise<Record<string, unknown>> {
   );
   console.log(`CPU ms per request, by process (mean of the rounds, min–max):`);
   console.log(cpuTable(result.cpuPerRequest));
+  // The single process's CPU per request above bare Fastify, step by step (each step's CPU minus the one before).
+  const cpuOf = (k: keyof typeof cpu): number => cpu[k].system?.mean ?? NaN;
+  console.log(
+    `single process above bare, by step (system CPU ms per request): the gateway's stack ${(cpuOf('noHop') - cpuOf('direct')).toFixed(3)}, a bare NATS hop inside it ${(cpuOf('bareHop') - cpuOf('noHop')).toFixed(3)}, the runtime's hop instead ${(cpuOf('runtimeHop') - cpuOf('bareHop')).toFixed(3)}, the rest of the system's process ${(cpuOf('single') - cpuOf('runtimeHop')).toFixed(3)}`,
+  );
   console.log(
     `steal (the machine's CPU time taken by other tenants) during each path's rounds: ${Object.entries(result.steal)
       .map(([k, s]) => `${k} ${pct(s)}`)
@@ -805,7 +831,14 @@ const split = once(async (): Promise<ChildProcess[]> => {
 const direct = once(() =>
   startChild(
     ['bench/direct-server.ts'],
-    { ...env, BENCH_GATEWAY_NOHOP_PORT: String(GATEWAY_NOHOP_PORT) },
+    {
+      ...env,
+      // A namespace of its own: its actor host serves the fleet list in the fleet queue group, as the systems do.
+      SVC_NAMESPACE: `${namespace}-direct`,
+      BENCH_GATEWAY_NOHOP_PORT: String(GATEWAY_NOHOP_PORT),
+      BENCH_GATEWAY_BAREHOP_PORT: String(GATEWAY_BAREHOP_PORT),
+      BENCH_GATEWAY_RUNTIME_PORT: String(GATEWAY_RUNTIME_PORT),
+    },
     `http://127.0.0.1:${GATEWAY_NOHOP_PORT}/api/v1/clients`,
   ),
 );
