@@ -41,6 +41,8 @@ interface Latest {
     noHopP99Ratio?: Spread;
     singleToNoHopThroughputRatio?: Spread;
     singleToNoHopP99Ratio?: Spread;
+    bareHop?: PathFigures;
+    runtimeHop?: PathFigures;
     moleculer?: PathFigures;
     moleculerSplit?: PathFigures;
     singleToMoleculerThroughputRatio?: Spread;
@@ -151,6 +153,31 @@ if (latest.hop) {
       '',
       when(h),
     ]);
+  }
+  if (h.bareHop && h.runtimeHop) {
+    rows.push(
+      [
+        "the gateway's stack with a bare NATS request-reply to the list handler (the floor's hop, inside the stack)",
+        path(h.bareHop),
+        '',
+        when(h),
+      ],
+      [
+        "the gateway's stack with the runtime's hop (Caller → NATS → ActorHost) to the fleet list handler, alone in its process",
+        path(h.runtimeHop),
+        '',
+        when(h),
+      ],
+    );
+    const cpu = h.cpuPerRequest;
+    const of = (k: string): number => cpu?.[k]?.system?.mean ?? NaN;
+    if (cpu?.single && cpu.runtimeHop && cpu.bareHop && cpu.noHop && cpu.direct)
+      rows.push([
+        "the single process's CPU per request above bare Fastify, by step: the gateway's stack, a bare NATS hop inside it, the runtime's hop instead, the rest of the system's process",
+        `${(of('noHop') - of('direct')).toFixed(3)}, ${(of('bareHop') - of('noHop')).toFixed(3)}, ${(of('runtimeHop') - of('bareHop')).toFixed(3)}, ${(of('single') - of('runtimeHop')).toFixed(3)} ms`,
+        '',
+        when(h),
+      ]);
   }
   if (h.moleculer && h.singleToMoleculerThroughputRatio && h.singleToMoleculerP99Ratio)
     rows.push(

@@ -49,6 +49,12 @@ const GATEWAY_RUNTIME_PORT = 18093;
 /** The peer, Moleculer (bench/moleculer-server.ts): gateway and service in one process, and the split gateway. */
 const MOLECULER_PORT = 18095;
 const MOLECULER_SPLIT_PORT = 18096;
+/**
+ * The hop part's warm-up of each path. A process under this load takes 20–30 s to settle (docs/benchmarks.md), and the
+ * paths one process serves (the direct server's five) warm each other, so a short warm-up counted the first rounds of
+ * the processes serving one path before they had settled.
+ */
+const HOP_WARMUP_SECONDS = Number(process.env.BENCH_HOP_WARMUP_SECONDS ?? 20);
 /** How long the hop part meters its processes with no load, after its rounds. */
 const IDLE_SECONDS = 10;
 
@@ -154,9 +160,9 @@ async function seed(): Promise<{ token: string; userId: string; email: string; p
 async function interleaved(
   paths: { name: string; url: string; groups?: ProcessGroup[] }[],
   headers: Record<string, string>,
+  warmupSeconds = Math.min(3, SECONDS),
 ): Promise<LoadResult[][]> {
-  for (const p of paths)
-    await load(p.name, p.url, { headers, seconds: Math.min(3, SECONDS), connections: CONNECTIONS });
+  for (const p of paths) await load(p.name, p.url, { headers, seconds: warmupSeconds, connections: CONNECTIONS });
   const rounds: LoadResult[][] = paths.map(() => []);
   // Every other round runs the paths in reverse order, so a machine that slows down or speeds up during the run
   // weighs on each path alike; paths compared with each other are listed next to each other for the same reason.
@@ -267,6 +273,7 @@ async function hop(token: string): Promise<Record<string, unknown>> {
       },
     ],
     headers,
+    HOP_WARMUP_SECONDS,
   );
   // What each process spends with no request at all (timers, consumers' pulls and heartbeats, pings), metered after
   // the rounds: at the path's throughput, it is part of the CPU per request its rounds measured.
