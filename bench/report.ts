@@ -2,7 +2,7 @@
 // there in place, and printed), so the page shows exactly what the last run of each part measured (with its spread
 // over the rounds and its date).
 import { readFileSync, writeFileSync } from 'node:fs';
-import { REPORT_DOC, replaceFiguresTable, TABLE_HEADER } from './report-doc.ts';
+import { figuresRows, mergeFiguresRows, REPORT_DOC, replaceFiguresTable, TABLE_HEADER } from './report-doc.ts';
 import type { AgentFigures } from './agent.ts';
 import type { FleetCurve } from './fleet.ts';
 import { SCALING_CHART, scalingChartSvg, svgToPng } from './scaling-chart.ts';
@@ -76,9 +76,13 @@ interface Latest {
 
 const latest = JSON.parse(readFileSync('data/bench/latest.json', 'utf8')) as Latest;
 const rows: string[][] = [];
+/** Where each part's rows begin in `rows`: the run cell of each row then names its part (report-doc.ts). */
+const parts: [string, number][] = [];
+const begin = (part: string): void => void parts.push([part, rows.length]);
 const when = (s: Stamped): string => `${s.at.slice(0, 16).replace('T', ' ')} UTC, ${s.rounds}×${s.seconds}s`;
 const path = (p: PathFigures): string => `${fmt(p.rps)} req/s, p50 ${fmt(p.p50, 1)} ms, p99 ${fmt(p.p99, 1)} ms`;
 if (latest.hop) {
+  begin('hop');
   const h = latest.hop;
   rows.push([
     `authenticated \`GET /api/v1/clients\`, single process (\`npm start\` shape): gateway → NATS → fleet actor → PostgreSQL`,
@@ -229,6 +233,7 @@ if (latest.hop) {
     ]);
 }
 if (latest.signing) {
+  begin('signing');
   const s = latest.signing;
   rows.push([
     `request signature: HMAC-SHA256 sign + verify of the ${s.payloadBytes}-byte envelope (verified in another process)`,
@@ -245,6 +250,7 @@ if (latest.signing) {
     ]);
 }
 if (latest.runtime) {
+  begin('runtime');
   const r = latest.runtime;
   const us = (x: Spread): string => `${x.mean.toFixed(1)} (${x.min.toFixed(1)}–${x.max.toFixed(1)}) µs`;
   rows.push([
@@ -261,6 +267,7 @@ if (latest.runtime) {
   ]);
 }
 if (latest.login) {
+  begin('login');
   const l = latest.login;
   rows.push(['`POST /auth/login` (8 accounts without MFA, 8 connections)', path(l.login), '', when(l)]);
   rows.push([
@@ -271,8 +278,12 @@ if (latest.login) {
   ]);
   rows.push(['login / raw', `**${fmt(l.ratio, 2)}**`, '≥ 0.90', when(l)]);
 }
-if (latest.me) rows.push(['`GET /auth/me`, warm access cache', path(latest.me.me), '', when(latest.me)]);
+if (latest.me) {
+  begin('me');
+  rows.push(['`GET /auth/me`, warm access cache', path(latest.me.me), '', when(latest.me)]);
+}
 if (latest.resolve) {
+  begin('resolve');
   const r = latest.resolve;
   rows.push([
     'permission resolution over NATS, cold (cache dropped before each call)',
@@ -295,6 +306,7 @@ if (latest.resolve) {
     ]);
 }
 if (latest.invoice) {
+  begin('invoice');
   const i = latest.invoice;
   const kb = (bytes: number): string => `${Math.round(bytes / 1024)} KB`;
   rows.push([
@@ -331,6 +343,7 @@ if (latest.invoice) {
   rows.push(['the same call again (all skipped)', `${fmt(i.bulk.repeatSeconds, 2)} s`, '', when(i)]);
 }
 if (latest.metrics) {
+  begin('metrics');
   const m = latest.metrics;
   rows.push([
     `metric samples through agents (${m.ingest.agents}, their own NATS users) → JetStream → fleet consumer → VictoriaMetrics, ${m.ingest.samplesPerRound} per round`,
@@ -422,6 +435,7 @@ if (latest.metrics) {
 }
 let chart: { svg: string } | undefined;
 if (latest.fleet?.sizes) {
+  begin('fleet');
   const c = latest.fleet;
   const run = `${c.at.slice(0, 16).replace('T', ' ')} UTC, one ${c.sizes[0]?.measureSeconds ?? 0}s window per size`;
   rows.push([
@@ -463,6 +477,7 @@ if (latest.fleet?.sizes) {
   chart = { svg: scalingChartSvg(c.sizes, `fleet ingest scaling, ${run}`) };
 }
 if (latest.search) {
+  begin('search');
   const s = latest.search;
   const run = `${s.at.slice(0, 16).replace('T', ' ')} UTC, ${s.samples} sequential requests each`;
   for (const [who, figures] of [
@@ -480,6 +495,7 @@ if (latest.search) {
   }
 }
 if (latest.events) {
+  begin('events');
   const e = latest.events;
   if (e.receiver)
     rows.push([
@@ -511,6 +527,7 @@ if (latest.events) {
     ]);
 }
 if (latest.servicedesk) {
+  begin('servicedesk');
   const d = latest.servicedesk;
   const run = `${d.at.slice(0, 16).replace('T', ' ')} UTC, ${d.samples} sequential requests per route`;
   for (const [name, r] of Object.entries(d.routes)) {
@@ -530,6 +547,7 @@ if (latest.servicedesk) {
   ]);
 }
 if (latest.agent) {
+  begin('agent');
   const a = latest.agent;
   const run = `${a.at.slice(0, 16).replace('T', ' ')} UTC, ${a.rounds} rounds of ${a.seconds} s`;
   const mib = (x: Spread): string => `${fmt(x, 1)} MiB`;
@@ -559,6 +577,7 @@ if (latest.agent) {
   }
 }
 if (latest.memory) {
+  begin('memory');
   const m = latest.memory;
   const run = `${m.at.slice(0, 16).replace('T', ' ')} UTC, ${m.rounds} rounds`;
   m.variants.forEach((v, i) => {
@@ -572,6 +591,7 @@ if (latest.memory) {
   });
 }
 if (latest.notifications) {
+  begin('notifications');
   const n = latest.notifications;
   const run = `${n.at.slice(0, 16).replace('T', ' ')} UTC, ${n.rounds} rounds`;
   const r = n.rack;
@@ -601,6 +621,7 @@ if (latest.notifications) {
   ]);
 }
 if (latest.web) {
+  begin('web');
   const w = latest.web;
   const run = `${w.at.slice(0, 16).replace('T', ' ')} UTC, headless Chromium`;
   const ms = (t: Timing): string =>
@@ -632,10 +653,21 @@ if (latest.web) {
   ]);
   rows.push([`web console: the same over 6 h (${w.chart6h.points} one-minute buckets)`, ms(w.chart6h), '', run]);
 }
-const table = [TABLE_HEADER, '|---|---|---|---|', ...rows.map((r) => `| ${r.join(' | ')} |`)];
+const fresh = new Map(
+  parts.map(([part, from], i) => [
+    part,
+    rows
+      .slice(from, parts[i + 1]?.[1] ?? rows.length)
+      .map((r) => `| ${[...r.slice(0, -1), `${part}: ${r[r.length - 1]}`].join(' | ')} |`),
+  ]),
+);
+const doc = readFileSync(REPORT_DOC, 'utf8');
+const table = [TABLE_HEADER, '|---|---|---|---|', ...mergeFiguresRows(figuresRows(doc), fresh)];
 console.log(table.join('\n'));
-writeFileSync(REPORT_DOC, replaceFiguresTable(readFileSync(REPORT_DOC, 'utf8'), table));
-console.error(`bench:report: ${rows.length} rows written to ${REPORT_DOC}`);
+writeFileSync(REPORT_DOC, replaceFiguresTable(doc, table));
+console.error(
+  `bench:report: ${rows.length} rows of ${[...fresh.keys()].join(', ') || 'no part'} written to ${REPORT_DOC}; the other parts' rows kept`,
+);
 if (chart) {
   await svgToPng(chart.svg, SCALING_CHART, process.env.SVC_CHROMIUM_PATH ?? '/usr/bin/chromium');
   console.error(`bench:report: the fleet's scaling curve drawn in ${SCALING_CHART}`);

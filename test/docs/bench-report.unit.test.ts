@@ -1,6 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { REPORT_DOC, replaceFiguresTable, TABLE_HEADER } from '../../bench/report-doc.ts';
+import {
+  figuresRows,
+  mergeFiguresRows,
+  partOfRow,
+  REPORT_DOC,
+  replaceFiguresTable,
+  TABLE_HEADER,
+} from '../../bench/report-doc.ts';
 
 /** `npm run bench:report` rewrites the figures table of docs/benchmarks.md in place and nothing else. */
 
@@ -31,5 +38,49 @@ describe('bench:report target', () => {
 
   it('the committed page has the table (so the command finds it)', () => {
     expect(readFileSync(REPORT_DOC, 'utf8').split('\n')).toContain(TABLE_HEADER);
+  });
+});
+
+describe('bench:report merge', () => {
+  const row = (what: string, figure: string, run: string): string => `| ${what} | ${figure} |  | ${run} |`;
+
+  it('names the part a row was written for from its run cell', () => {
+    expect(partOfRow(row('a', '1', 'hop: 2026-12-03 17:27 UTC, 5×8s'))).toBe('hop');
+    expect(partOfRow(row('a', '1', '2026-12-03 17:27 UTC, 5×8s'))).toBeUndefined();
+  });
+
+  it('replaces the rows of the parts that ran, in place, and keeps every other part', () => {
+    const old = [
+      row('hop a', '1', 'hop: then'),
+      row('hop b', '2', 'hop: then'),
+      row('login', '3', 'login: then'),
+      row('web', '4', '2026-11-30, headless Chromium'),
+      row('runtime old', '5', 'runtime: then'),
+    ];
+    const fresh = new Map([
+      ['hop', [row('hop a', '10', 'hop: now')]],
+      ['runtime', [row('runtime new', '11', 'runtime: now'), row('runtime more', '12', 'runtime: now')]],
+      ['agent', [row('agent', '13', 'agent: now')]],
+    ]);
+    expect(mergeFiguresRows(old, fresh)).toEqual([
+      row('hop a', '10', 'hop: now'),
+      row('login', '3', 'login: then'),
+      row('web', '4', '2026-11-30, headless Chromium'),
+      row('runtime new', '11', 'runtime: now'),
+      row('runtime more', '12', 'runtime: now'),
+      row('agent', '13', 'agent: now'),
+    ]);
+  });
+
+  it('takes a row naming no part as the fresh part that measures the same thing', () => {
+    const old = [row('signature', '7 µs', '2026-11-29'), row('me', '3158 req/s', '2026-11-29')];
+    const fresh = new Map([['signing', [row('signature', '8 µs', 'signing: now')]]]);
+    expect(mergeFiguresRows(old, fresh)).toEqual([row('signature', '8 µs', 'signing: now'), old[1]]);
+  });
+
+  it('reads the rows of the page it rewrites', () => {
+    const doc = ['x', TABLE_HEADER, '|---|---|---|---|', '| a | 1 | | hop: t |', '', 'after'].join('\n');
+    expect(figuresRows(doc)).toEqual(['| a | 1 | | hop: t |']);
+    expect(figuresRows('no table')).toEqual([]);
   });
 });
