@@ -58,9 +58,26 @@ const dirs: string[] = [];
 const offlineEvents: string[] = [];
 const replicasBefore = brokerReplicas();
 
-async function newAgent(intervalMs: number, i: number): Promise<RunningAgent> {
+/**
+ * An install token. Right after the leaders were moved (leadersOff) or a node came back, a write can still meet a
+ * stream without a settled leader and be answered 503 or 504 for a few seconds: that is asked again, anything else
+ * fails at once with the answer.
+ */
+async function installToken(): Promise<string> {
   const call = api(sys, { token: root });
-  const token = (await call('POST', `/api/v1/environments/${envId}/install-tokens`, {})).json().data.token as string;
+  let last = '';
+  for (const end = Date.now() + 60_000; Date.now() < end; await sleep(1_000)) {
+    const res = await call('POST', `/api/v1/environments/${envId}/install-tokens`, {});
+    if (res.statusCode === 201) return res.json().data.token as string;
+    last = `${res.statusCode}: ${res.body}`;
+    if (res.statusCode < 500) break;
+    console.log(`[failover] install token refused (${last}); asking again`);
+  }
+  throw new Error(`no install token: ${last}`);
+}
+
+async function newAgent(intervalMs: number, i: number): Promise<RunningAgent> {
+  const token = await installToken();
   const stateDir = mkdtempSync(join(tmpdir(), 'failover-agent-'));
   dirs.push(stateDir);
   await enrollAgent({ server: baseUrl, token, stateDir, hostname: `failover-${i}-${sys.tag}` });
