@@ -15,7 +15,7 @@ import type { RuntimeFigures } from './runtime.ts';
 import type { SearchFigures } from './search.ts';
 import type { NotificationFigures } from './notifications.ts';
 import type { Timing, WebFigures } from './web.ts';
-import { fmt, pct, type PathFigures, type Spread } from './stats.ts';
+import { fmt, hopSteps, pct, type PathFigures, type Spread } from './stats.ts';
 
 interface Stamped {
   at: string;
@@ -173,12 +173,11 @@ if (latest.hop) {
         when(h),
       ],
     );
-    const cpu = h.cpuPerRequest;
-    const of = (k: string): number => cpu?.[k]?.system?.mean ?? NaN;
-    if (cpu?.single && cpu.runtimeHop && cpu.bareHop && cpu.noHop && cpu.direct)
+    const steps = hopSteps(h.cpuPerRequest);
+    if (steps)
       rows.push([
-        "the single process's CPU per request above bare Fastify, by step: the gateway's stack, a bare NATS hop inside it, the runtime's hop instead, the rest of the system's process",
-        `${(of('noHop') - of('direct')).toFixed(3)}, ${(of('bareHop') - of('noHop')).toFixed(3)}, ${(of('runtimeHop') - of('bareHop')).toFixed(3)}, ${(of('single') - of('runtimeHop')).toFixed(3)} ms`,
+        `the single process's CPU per request above bare Fastify, by step: ${steps.map((s) => s.step).join(', ')}`,
+        `${steps.map((s) => s.ms.toFixed(3)).join(', ')} ms`,
         '',
         when(h),
       ]);

@@ -29,7 +29,18 @@ import { searchBench } from './search.ts';
 import { webBench } from './web.ts';
 import { servicedeskBench } from './servicedesk.ts';
 import { load, type LoadResult } from './load.ts';
-import { figures, fmt, pathTable, pct, percentile, ratios, spread, type PathFigures, type Spread } from './stats.ts';
+import {
+  figures,
+  fmt,
+  hopSteps,
+  pathTable,
+  pct,
+  percentile,
+  ratios,
+  spread,
+  type PathFigures,
+  type Spread,
+} from './stats.ts';
 import { useBenchNamespace } from './namespace.ts';
 import { cpuMeter, perRequest, stealMeter, type ProcessGroup } from './cpu.ts';
 import { startFlags } from '../scripts/start-flags.ts';
@@ -401,11 +412,11 @@ async function hop(token: string): Promise<Record<string, unknown>> {
   );
   console.log(`CPU ms per request, by process (mean of the rounds, min–max):`);
   console.log(cpuTable(result.cpuPerRequest));
-  // The single process's CPU per request above bare Fastify, step by step (each step's CPU minus the one before).
-  const cpuOf = (k: keyof typeof cpu): number => cpu[k].system?.mean ?? NaN;
-  console.log(
-    `single process above bare, by step (system CPU ms per request): the gateway's stack ${(cpuOf('noHop') - cpuOf('direct')).toFixed(3)}, a bare NATS hop inside it ${(cpuOf('bareHop') - cpuOf('noHop')).toFixed(3)}, the runtime's hop instead ${(cpuOf('runtimeHop') - cpuOf('bareHop')).toFixed(3)}, the rest of the system's process ${(cpuOf('single') - cpuOf('runtimeHop')).toFixed(3)}`,
-  );
+  const steps = hopSteps(cpu);
+  if (steps)
+    console.log(
+      `single process above bare, by step (system CPU ms per request): ${steps.map((s) => `${s.step} ${s.ms.toFixed(3)}`).join(', ')}`,
+    );
   console.log(
     `steal (the machine's CPU time taken by other tenants) during each path's rounds: ${Object.entries(result.steal)
       .map(([k, s]) => `${k} ${pct(s)}`)

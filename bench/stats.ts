@@ -57,3 +57,27 @@ export const percentile = (sorted: number[], p: number): number =>
 /** A share (0..1) as a percentage with its spread: `12% (8–17%)`. */
 export const pct = (s: Spread): string =>
   `${(s.mean * 100).toFixed(0)}% (${(s.min * 100).toFixed(0)}–${(s.max * 100).toFixed(0)}%)`;
+
+/** The hop part's paths whose system CPU per request takes the single process apart, in the order the steps add up. */
+const HOP_STEPS = [
+  ["the gateway's stack", 'noHop', 'direct'],
+  ['a bare NATS hop inside it', 'bareHop', 'noHop'],
+  ["the runtime's hop instead", 'runtimeHop', 'bareHop'],
+  ["the rest of the system's process", 'single', 'runtimeHop'],
+] as const;
+
+/**
+ * The single process's system CPU per request above bare Fastify, step by step: each step is a path's mean minus the
+ * one before it. Undefined when a run lacks one of the paths (an older latest.json).
+ */
+export function hopSteps(
+  cpu: Record<string, Record<string, Spread> | undefined> | undefined,
+): { step: string; ms: number }[] | undefined {
+  const of = (path: string): number | undefined => cpu?.[path]?.system?.mean;
+  const steps = HOP_STEPS.map(([step, path, before]) => {
+    const a = of(path);
+    const b = of(before);
+    return a === undefined || b === undefined ? undefined : { step, ms: a - b };
+  });
+  return steps.every((s) => s !== undefined) ? steps : undefined;
+}

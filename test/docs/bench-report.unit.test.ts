@@ -8,6 +8,7 @@ import {
   replaceFiguresTable,
   TABLE_HEADER,
 } from '../../bench/report-doc.ts';
+import { hopSteps, type Spread } from '../../bench/stats.ts';
 
 /** `npm run bench:report` rewrites the figures table of docs/benchmarks.md in place and nothing else. */
 
@@ -82,5 +83,32 @@ describe('bench:report merge', () => {
     const doc = ['x', TABLE_HEADER, '|---|---|---|---|', '| a | 1 | | hop: t |', '', 'after'].join('\n');
     expect(figuresRows(doc)).toEqual(['| a | 1 | | hop: t |']);
     expect(figuresRows('no table')).toEqual([]);
+  });
+});
+
+describe('the hop part taken apart by step', () => {
+  const cpu = (mean: number): Record<string, Spread> => ({ system: { mean, min: mean, max: mean } });
+
+  it('is each path minus the one before it, adding up to the single process above bare', () => {
+    const steps = hopSteps({
+      direct: cpu(0.3),
+      noHop: cpu(0.35),
+      bareHop: cpu(0.42),
+      runtimeHop: cpu(0.47),
+      single: cpu(0.6),
+    })!;
+    expect(steps.map((s) => s.step)).toEqual([
+      "the gateway's stack",
+      'a bare NATS hop inside it',
+      "the runtime's hop instead",
+      "the rest of the system's process",
+    ]);
+    expect(steps.map((s) => Number(s.ms.toFixed(3)))).toEqual([0.05, 0.07, 0.05, 0.13]);
+    expect(steps.reduce((a, s) => a + s.ms, 0)).toBeCloseTo(0.3);
+  });
+
+  it('is left out for a run without one of the paths', () => {
+    expect(hopSteps({ direct: cpu(0.3), noHop: cpu(0.35), single: cpu(0.6) })).toBeUndefined();
+    expect(hopSteps(undefined)).toBeUndefined();
   });
 });
