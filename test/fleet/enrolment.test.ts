@@ -14,11 +14,14 @@ import { AgentStatusChanged } from '../../contracts/domains/fleet-agents.ts';
 import { jetstream } from '@nats-io/jetstream';
 import { createClient } from '../support/identity.ts';
 import { NATS_CA, NATS_CREDS, NATS_URL } from '../support/env.ts';
+import { capturingServiceLogger } from '../support/log-capture.ts';
 import { waitFor } from '../support/processes.ts';
 import type { TestSystem } from '../support/system.ts';
 import { api, expectStatus, startAdminSystem, userWith, waitForAudit, type Method } from '../identity/admin-support.ts';
 
 const log = createLogger('silent');
+// The system's warnings, kept so a test that times out can say what the services saw meanwhile.
+const systemLog = capturingServiceLogger('warn');
 const servers = NATS_URL.replace(/^nats:\/\//, '').split(',');
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -164,7 +167,7 @@ async function revokeAround(
 }
 
 beforeAll(async () => {
-  ({ sys, root } = await startAdminSystem({ SVC_AGENT_STALE_TIMEOUT_SECONDS: '2' }));
+  ({ sys, root } = await startAdminSystem({ SVC_AGENT_STALE_TIMEOUT_SECONDS: '2' }, { log: systemLog.log }));
   call = api(sys, { token: root });
   service = await connectNats(NATS_URL, 'enrolment-test', log, NATS_CREDS, NATS_CA);
 });
@@ -591,12 +594,27 @@ describe('agent status', () => {
     const rowsOf = (): Promise<
       { id: string; agent_status: string; agent_version: string; hostname: string; cpu_cores: number }[]
     > => sys.sql(`SELECT id, agent_status, agent_version, hostname, cpu_cores FROM hosts WHERE id IN (?)`, [ids]);
-    await waitFor(
+    // Wide bounds: on a loaded machine the JetStream publishes inside the transitions' transaction can take seconds,
+    // and a failed batch goes one by one. A timeout says where every host stood and what the services logged.
+    const settled = async (cond: () => Promise<boolean>, what: string): Promise<void> => {
+      try {
+        await waitFor(cond, 45_000, what);
+      } catch (err) {
+        const rows = await rowsOf();
+        throw new Error(
+          `${(err as Error).message}\nhosts: ${JSON.stringify(rows)}\nwarnings: ${systemLog.raw.slice(-20).join('\n')}`,
+        );
+      }
+    };
+    await settled(
       async () =>
         (await rowsOf()).filter((r) => r.agent_status === 'online' && r.agent_version.startsWith('3.')).length === 12,
-      15_000,
+      'every host online',
     );
-    await waitFor(async () => (await rowsOf()).find((r) => r.id === ids[0])?.agent_version === '3.1.0', 10_000);
+    await settled(
+      async () => (await rowsOf()).find((r) => r.id === ids[0])?.agent_version === '3.1.0',
+      "the first host's second heartbeat",
+    );
     const rows = new Map((await rowsOf()).map((r) => [r.id, r]));
     agents.forEach((a, i) => {
       if (i > 0)
@@ -633,7 +651,7 @@ describe('agent status', () => {
     }
     expect([...online.keys()].sort()).toEqual([...ids].sort());
     expect([...online.values()].every((n) => n === 1)).toBe(true);
-  });
+  }, 120_000);
 
   it("stores other hosts' heartbeats while one host's row is locked (a snapshot being stored), and that host's once it is free", async () => {
     const { envId } = await newEnvironment();
