@@ -75,7 +75,8 @@ export interface RunConsumerOptions<T> {
   maxAckPending?: number;
   /**
    * Called once a message is dead-lettered (after the DLQ publish), so a domain can record the outcome (e.g. a
-   * "failed" state). Its errors are logged, never retried: the message is already in the DLQ.
+   * "failed" state). When it throws, the message is delivered again and dead-lettered again with the same reason
+   * (without the handler), up to the server's own cap: it must be idempotent.
    */
   onDeadLetter?: (info: DeadLetterInfo<T>) => Promise<void>;
   /**

@@ -75,6 +75,11 @@ export function messageHandler<T>(
       }
       payload = parsed.payload;
     }
+    const unfinished = deadLetter.unfinished(m);
+    if (unfinished) {
+      await deadLetter(m, unfinished.reason, unfinished.error, mlog, payload);
+      return;
+    }
     if (deliveryCount > maxDeliver) {
       await deadLetter(
         m,
