@@ -71,6 +71,10 @@ export interface Page<T> {
 /**
  * One page of a list, as every list subject answers it: `from` is the shared `FROM ... [WHERE ...]` with its `params`;
  * the total counts all of it, the rows are `SELECT columns from ORDER BY order LIMIT per_page OFFSET ...`.
+ *
+ * One statement, so one round trip and one snapshot (the total and the rows agree): the count joined to the page,
+ * which keeps the count's one row when the page is past the end. A one-row outer side joined on `true` can only be a
+ * nested loop, so the page's rows keep their order.
  */
 export async function pageOf<R, T>(
   em: EntityManager,
@@ -79,11 +83,19 @@ export async function pageOf<R, T>(
   map: (rows: R[]) => T[] | Promise<T[]>,
 ): Promise<Page<T>> {
   const params = q.params ?? [];
-  const [count] = await sql<{ n: number }>(em, `SELECT count(*)::int AS n FROM ${q.from}`, params);
-  const rows = await sql<R>(em, `SELECT ${q.columns} FROM ${q.from} ORDER BY ${q.order} LIMIT ? OFFSET ?`, [
-    ...params,
-    paging.per_page,
-    offsetOf(paging.page, paging.per_page),
-  ]);
-  return { items: await map(rows), total: count?.n ?? 0, page: paging.page, per_page: paging.per_page };
+  const joined = await sql<R & { __total: number; __in_page: boolean | null }>(
+    em,
+    `SELECT t.__total, p.* FROM (SELECT count(*)::int AS __total FROM ${q.from}) t
+       LEFT JOIN LATERAL (SELECT true AS __in_page, ${q.columns} FROM ${q.from} ORDER BY ${q.order} LIMIT ? OFFSET ?) p
+         ON true`,
+    [...params, ...params, paging.per_page, offsetOf(paging.page, paging.per_page)],
+  );
+  const total = joined[0]?.__total ?? 0;
+  const rows: R[] = [];
+  for (const row of joined) {
+    if (row.__in_page !== true) continue;
+    const { __total: _t, __in_page: _p, ...rest } = row;
+    rows.push(rest as unknown as R);
+  }
+  return { items: await map(rows), total, page: paging.page, per_page: paging.per_page };
 }
