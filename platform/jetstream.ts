@@ -44,8 +44,8 @@ const STREAM_NAME_IN_USE = 10058;
 
 /**
  * The server's own redelivery cap sits this far above ours so the last word is always ours: a delivery past
- * `maxDeliver` (its last attempt timed out, its process died, the dead-letter publish or `onDeadLetter` failed) still
- * reaches our code and is dead-lettered, instead of the server silently dropping it. It stays finite as a backstop.
+ * `maxDeliver` (its last attempt timed out, its process died, or the dead-letter publish failed) still reaches our
+ * code and is dead-lettered, instead of the server silently dropping it. It stays finite as a backstop.
  */
 const SPARE_DELIVERIES = 3;
 
@@ -342,7 +342,6 @@ function consumerRunOf<T>(opts: RunConsumerOptions<T>): { run: ConsumerRun<T>; c
     handler,
     decode,
     maxDeliver,
-    serverMaxDeliver: maxDeliver + SPARE_DELIVERIES,
     backoff,
     ackWaitMs,
     concurrency,

@@ -75,8 +75,8 @@ export interface RunConsumerOptions<T> {
   maxAckPending?: number;
   /**
    * Called once a message is dead-lettered (after the DLQ publish), so a domain can record the outcome (e.g. a
-   * "failed" state). When it throws, the message is delivered again and dead-lettered again with the same reason
-   * (without the handler), up to the server's own cap: it must be idempotent.
+   * "failed" state), before the message is termed. When it throws, it is tried again in this process for about a
+   * minute (ON_DEAD_LETTER_RETRY_MS) with the message kept from redelivery: it must be idempotent.
    */
   onDeadLetter?: (info: DeadLetterInfo<T>) => Promise<void>;
   /**

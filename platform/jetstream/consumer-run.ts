@@ -17,8 +17,6 @@ export interface ConsumerRun<T> {
   readonly handler: (payload: T, meta: DeliveryMeta) => Promise<void>;
   readonly decode: (data: Uint8Array, subject: string) => unknown;
   readonly maxDeliver: number;
-  /** The server's own cap on deliveries (above `maxDeliver`): the last delivery there will be of a message. */
-  readonly serverMaxDeliver: number;
   readonly backoff: readonly number[];
   readonly ackWaitMs: number;
   readonly concurrency: number;

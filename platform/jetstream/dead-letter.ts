@@ -1,3 +1,4 @@
+import { setTimeout as wait } from 'node:timers/promises';
 import type { JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { DlqHeaders, type DlqReason } from '../../contracts/streams.ts';
@@ -5,40 +6,28 @@ import type { Logger } from '../logger.ts';
 import { deadLetters } from '../metrics.ts';
 import { headerValue, js } from './client.ts';
 import type { ConsumerRun } from './consumer-run.ts';
-import type { Settle } from './settle.ts';
+import { keepAlive, type Settle } from './settle.ts';
+import type { DeadLetterInfo } from './consumer-api.ts';
 
 /** Dead-letters a message; false when the DLQ publish failed (the message is then naked for a retry). */
-export interface DeadLetter<T> {
-  (m: JsMsg, reason: DlqReason, error: string, mlog: Logger, payload?: T): Promise<boolean>;
-  /**
-   * Why a redelivered message was dead-lettered before when its `onDeadLetter` failed then: it is dead-lettered
-   * again for that reason, without running the handler again. Known to this process only; after a restart the
-   * message takes the handler's path once more, as any unsettled delivery does.
-   */
-  unfinished(m: JsMsg): { reason: DlqReason; error: string } | undefined;
-}
+export type DeadLetter<T> = (m: JsMsg, reason: DlqReason, error: string, mlog: Logger, payload?: T) => Promise<boolean>;
 
-/** How many unfinished dead letters a consumer remembers: a database down for long enough fills no memory. */
-const UNFINISHED_MAX = 10_000;
+/**
+ * The pauses between tries of a failing `onDeadLetter` (about a minute in all), the message kept from redelivery
+ * meanwhile: long enough to ride out a database failover or restart.
+ */
+export const ON_DEAD_LETTER_RETRY_MS: readonly number[] = [250, 1_000, 3_000, 8_000, 15_000, 30_000];
 
 /**
  * Publishes a message to the consumer's DLQ subject with why and where it came from, tells `onDeadLetter`, then terms
- * it. When `onDeadLetter` fails (its store down, say) and the server will deliver the message again, it is naked
- * instead of termed: the domain's record of the outcome (an invoice's sync marked failed, a delivery's status) is
- * retried like any other write. The DLQ publish is idempotent on the source position, so the retry adds no second
- * dead letter. On the server's last delivery it is termed all the same and the dead letter stays for replay.
+ * it. A failing `onDeadLetter` (its store down for a moment) is tried again in this process with the message kept
+ * from redelivery, so the domain's record of the outcome (an invoice's sync marked failed, a delivery's status) is not
+ * lost to a passing error; nothing is redelivered, so no other instance runs the handler again meanwhile. Once the
+ * tries are spent, or the consumer stops, it is termed all the same and the dead letter stays for replay.
  */
 export function deadLetterer<T>(run: ConsumerRun<T>, settle: Settle): DeadLetter<T> {
   const { nc, durable, dlqSubject, backoff, opts } = run;
-  const unfinished = new Map<number, { reason: DlqReason; error: string }>();
-  const deadLetter = async (
-    m: JsMsg,
-    reason: DlqReason,
-    error: string,
-    mlog: Logger,
-    payload?: T,
-  ): Promise<boolean> => {
-    const again = unfinished.has(m.seq);
+  return async (m, reason, error, mlog, payload) => {
     const h = natsHeaders();
     for (const [k, values] of m.headers ?? []) {
       // The original's Nats-* headers (msg id, expectations) must not act on the DLQ stream.
@@ -62,35 +51,40 @@ export function deadLetterer<T>(run: ConsumerRun<T>, settle: Settle): DeadLetter
       settle(m, 'nak', backoff[backoff.length - 1]);
       return false;
     }
-    if (!again) {
-      deadLetters.inc({ durable, reason });
-      if (opts.alertOnDeadLetter) {
-        mlog.error(
-          { reason, error, dlq: dlqSubject, subject: m.subject, seq: m.seq },
-          `message dead-lettered, not handled until replayed: ${m.subject} sequence ${m.seq} (${reason}); replay with \`npm run dlq -- replay ${opts.durable}\``,
-        );
-      } else {
-        mlog.warn({ reason, error, dlq: dlqSubject }, 'message dead-lettered');
-      }
+    deadLetters.inc({ durable, reason });
+    if (opts.alertOnDeadLetter) {
+      mlog.error(
+        { reason, error, dlq: dlqSubject, subject: m.subject, seq: m.seq },
+        `message dead-lettered, not handled until replayed: ${m.subject} sequence ${m.seq} (${reason}); replay with \`npm run dlq -- replay ${opts.durable}\``,
+      );
+    } else {
+      mlog.warn({ reason, error, dlq: dlqSubject }, 'message dead-lettered');
     }
-    if (opts.onDeadLetter) {
-      try {
-        await opts.onDeadLetter({ payload, reason, error, log: mlog });
-      } catch (err) {
-        if (m.info.deliveryCount < run.serverMaxDeliver) {
-          const delay = backoff[Math.min(m.info.deliveryCount - 1, backoff.length - 1)]!;
-          mlog.error({ err, reason, retry_in_ms: delay }, 'onDeadLetter failed; the message is delivered again for it');
-          if (unfinished.size >= UNFINISHED_MAX) unfinished.delete(unfinished.keys().next().value!);
-          unfinished.set(m.seq, { reason, error });
-          settle(m, 'nak', delay);
-          return true;
-        }
-        mlog.error({ err, reason }, 'onDeadLetter failed on the last delivery; the dead letter stays for replay');
-      }
-    }
-    unfinished.delete(m.seq);
+    if (opts.onDeadLetter) await tellDeadLetter(run, m, { payload, reason, error, log: mlog });
     settle(m, 'term');
     return true;
   };
-  return Object.assign(deadLetter, { unfinished: (m: JsMsg) => unfinished.get(m.seq) });
+}
+
+/** Runs `onDeadLetter` until it succeeds, its tries are spent or the consumer stops, the message kept alive. */
+async function tellDeadLetter<T>(run: ConsumerRun<T>, m: JsMsg, info: DeadLetterInfo<T>): Promise<void> {
+  const alive = keepAlive(m, run.ackWaitMs);
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await run.opts.onDeadLetter!(info);
+        return;
+      } catch (err) {
+        const delay = ON_DEAD_LETTER_RETRY_MS[attempt];
+        if (delay === undefined || run.stopping.signal.aborted) {
+          info.log.error({ err, reason: info.reason }, 'onDeadLetter failed; the dead letter stays for replay');
+          return;
+        }
+        info.log.warn({ err, reason: info.reason, retry_in_ms: delay }, 'onDeadLetter failed; trying again');
+        await wait(delay, undefined, { signal: run.stopping.signal }).catch(() => undefined);
+      }
+    }
+  } finally {
+    clearInterval(alive);
+  }
 }

@@ -5,7 +5,7 @@ import { parseTraceparent } from '../trace.ts';
 import { NonRetryableError, RetryLaterError } from './consumer-api.ts';
 import type { ConsumerRun } from './consumer-run.ts';
 import type { DeadLetter } from './dead-letter.ts';
-import type { Settle } from './settle.ts';
+import { keepAlive, type Settle } from './settle.ts';
 
 type Parsed<T> = { ok: true; payload: T } | { ok: false; error: string };
 
@@ -26,20 +26,6 @@ function parsePayload<T>(run: ConsumerRun<T>, m: JsMsg): Parsed<T> {
   }
   if (!parsed.success) return { ok: false, error: describeZodError(parsed.error) };
   return { ok: true, payload: parsed.data };
-}
-
-/** Keeps the server from redelivering while a slow handler is still working; stops if this process dies. */
-function keepAlive(m: JsMsg, ackWaitMs: number): NodeJS.Timeout {
-  return setInterval(
-    () => {
-      try {
-        m.working();
-      } catch {
-        // Connection gone: the server redelivers after ack_wait, nothing to do here.
-      }
-    },
-    Math.max(Math.floor(ackWaitMs / 3), 50),
-  );
 }
 
 /**
@@ -74,11 +60,6 @@ export function messageHandler<T>(
         return;
       }
       payload = parsed.payload;
-    }
-    const unfinished = deadLetter.unfinished(m);
-    if (unfinished) {
-      await deadLetter(m, unfinished.reason, unfinished.error, mlog, payload);
-      return;
     }
     if (deliveryCount > maxDeliver) {
       await deadLetter(

@@ -1,3 +1,4 @@
+import { setTimeout as wait } from 'node:timers/promises';
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import type { Subscription } from '@nats-io/transport-node';
 import type { Logger } from '../logger.ts';
@@ -44,7 +45,10 @@ export async function pullLoop<T>(
       if (stopping.signal.aborted) return;
       log.error({ err }, 'consumer loop failed; restarting');
     }
-    if (!stopping.signal.aborted) await sleep(Math.min(250 * 2 ** failures++, 10_000), stopping.signal);
+    if (!stopping.signal.aborted)
+      await wait(Math.min(250 * 2 ** failures++, 10_000), undefined, { signal: stopping.signal }).catch(
+        () => undefined,
+      );
   }
 
   async function consumeAll(messages: ConsumerMessages): Promise<void> {
@@ -111,16 +115,4 @@ function watchStatus(messages: ConsumerMessages, log: Logger): void {
         log.warn({ status: s }, 'consumer status');
     }
   })().catch((err: unknown) => log.warn({ err }, 'consumer status watcher ended'));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -16,3 +16,17 @@ export function settler(log: Logger): Settle {
     }
   };
 }
+
+/** Keeps the server from redelivering while a slow handler (or onDeadLetter) is still working; stops if this process dies. */
+export function keepAlive(m: JsMsg, ackWaitMs: number): NodeJS.Timeout {
+  return setInterval(
+    () => {
+      try {
+        m.working();
+      } catch {
+        // Connection gone: the server redelivers after ack_wait, nothing to do here.
+      }
+    },
+    Math.max(Math.floor(ackWaitMs / 3), 50),
+  );
+}

@@ -256,7 +256,14 @@ describe('notification channels', () => {
       'the first attempt',
       60_000,
     );
-    // Its retry waits 3 s; the delivery is made to look stalled, so a redelivery is allowed now.
+    // Once the sender has recorded that attempt's outcome (its reason, written after the answer arrived, which the
+    // receiver sees first), its retry waits 3 s; the delivery is made to look stalled, so a redelivery is allowed now.
+    await eventually(
+      async () => sys.sql<{ reason: string | null }>(`SELECT reason FROM notification_deliveries WHERE id = ?`, [d.id]),
+      (rows) => rows[0]?.reason != null,
+      'the first attempt recorded',
+      30_000,
+    );
     await sys.sql(`UPDATE notification_deliveries SET updated_at = now() - interval '2 minutes' WHERE id = ?`, [d.id]);
     await ok('POST', `/api/v1/notification-deliveries/${d.id}/redeliver`, undefined, 202);
     const got = await eventually(

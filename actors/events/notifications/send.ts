@@ -40,13 +40,23 @@ async function recordAttempt(deps: EventsDeps, deliveryId: string, a: Attempt): 
   );
 }
 
-/** A pending delivery's outcome (a delivery already settled keeps its own). */
-async function settleDelivery(deps: EventsDeps, id: string, status: Settled, reason: string | null): Promise<void> {
+/**
+ * A pending delivery's outcome (a delivery already settled keeps its own). With `job`, only while that job is still the
+ * delivery's own: a redelivery made meanwhile replaced it, and its new job settles it.
+ */
+async function settleDelivery(
+  deps: EventsDeps,
+  id: string,
+  status: Settled,
+  reason: string | null,
+  job?: { job_id?: string | undefined },
+): Promise<void> {
+  const ofJob = job ? ` AND (job_id IS NULL OR job_id = ?::uuid)` : '';
   await sql(
     deps.orm.em.fork(),
     `UPDATE notification_deliveries SET status = ?, reason = ?, delivered_at = CASE WHEN ? = 'delivered' THEN now() ELSE delivered_at END, updated_at = now()
-      WHERE id = ? AND status = 'pending'`,
-    [status, reason, status, id],
+      WHERE id = ? AND status = 'pending'${ofJob}`,
+    [status, reason, status, id, ...(job ? [job.job_id ?? null] : [])],
   );
 }
 
@@ -77,7 +87,8 @@ export function startSender(deps: EventsDeps): Promise<ConsumerHandle> {
     ackWaitMs: c.SVC_NOTIFY_TIMEOUT_MS + 20_000,
     log: deps.log,
     onDeadLetter: async ({ payload, error }) => {
-      if (payload) await settle(payload.delivery_id, 'failed', error.slice(0, 500));
+      // Its tries may outlast a redelivery made meanwhile, whose new job must not be failed by this one's error.
+      if (payload) await settleDelivery(deps, payload.delivery_id, 'failed', error.slice(0, 500), payload);
     },
     handler: async ({ delivery_id, job_id }, meta) => {
       const em = deps.orm.em.fork();
