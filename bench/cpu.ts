@@ -2,7 +2,7 @@
 // process, nats-server, PostgreSQL, Valkey, the load generator) instead of guessing it from throughput alone.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { cpuTicks, pidsByComm, TICKS_PER_SECOND } from './proc.ts';
+import { cpuTicks, pidsByComm, threadTicks, TICKS_PER_SECOND } from './proc.ts';
 
 /** A named group of processes: fixed pids, or every process whose command name matches. */
 export interface ProcessGroup {
@@ -25,6 +25,22 @@ export function cpuMeter(groups: ProcessGroup[]): () => Record<string, number> {
         return [g.name, (ticks * 1000) / TICKS_PER_SECOND];
       }),
     );
+}
+
+/**
+ * Starts counting the CPU of one process's threads by kind (proc.ts threadTicks); the returned function gives each
+ * kind's milliseconds since then. A thread that ended meanwhile is missed: its time is in neither reading.
+ */
+export function threadMeter(pid: () => number): () => Record<string, number> {
+  const before = threadTicks(pid());
+  return () => {
+    const out: Record<string, number> = {};
+    for (const [name, t] of threadTicks(pid())) {
+      const ms = ((t - (before.get(name) ?? 0)) * 1000) / TICKS_PER_SECOND;
+      if (ms > 0) out[name] = ms;
+    }
+    return out;
+  };
 }
 
 /**

@@ -11,6 +11,8 @@ export interface LoadResult {
   total: number;
   /** CPU milliseconds per request by process group, when the caller measured it (bench/cpu.ts). */
   cpu?: Record<string, number>;
+  /** CPU milliseconds per request of one process's threads by kind, when the caller measured them (threadMeter). */
+  threads?: Record<string, number>;
   /** Share of the machine's CPU time stolen by the hypervisor during the round (bench/cpu.ts stealMeter). */
   steal?: number;
 }

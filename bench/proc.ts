@@ -21,6 +21,34 @@ export function cpuTicks(pid: number): number | undefined {
   return f ? Number(f[11]) + Number(f[12]) : undefined;
 }
 
+/**
+ * CPU ticks of a process's threads so far, summed by thread name (`/proc/<pid>/task/<tid>/comm`) with trailing digits
+ * dropped, so the pool threads of one kind count together: node's main thread (`MainThread`), V8's workers (GC and
+ * compilation), libuv's pool, a native library's own threads.
+ */
+export function threadTicks(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out; // the process ended
+  }
+  for (const tid of tids) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8')
+        .trim()
+        .replace(/[\s\d:#-]+$/, '');
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + Number(f[11]) + Number(f[12]));
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
 /** A process's parent pid; undefined once it has ended. */
 export function parentOf(pid: number): number | undefined {
   const f = statFields(pid);

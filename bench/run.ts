@@ -42,7 +42,7 @@ import {
   type Spread,
 } from './stats.ts';
 import { useBenchNamespace } from './namespace.ts';
-import { cpuMeter, perRequest, stealMeter, type ProcessGroup } from './cpu.ts';
+import { cpuMeter, perRequest, stealMeter, threadMeter, type ProcessGroup } from './cpu.ts';
 import { startFlags } from '../scripts/start-flags.ts';
 import { checkpoint } from './checkpoint.ts';
 
@@ -169,7 +169,7 @@ async function seed(): Promise<{ token: string; userId: string; email: string; p
  * `groups`, each counted round also records the CPU per request of each process group (bench/cpu.ts).
  */
 async function interleaved(
-  paths: { name: string; url: string; groups?: ProcessGroup[] }[],
+  paths: { name: string; url: string; groups?: ProcessGroup[]; threadsOf?: () => number }[],
   headers: Record<string, string>,
   warmupSeconds = Math.min(3, SECONDS),
 ): Promise<LoadResult[][]> {
@@ -180,22 +180,26 @@ async function interleaved(
   for (let r = 0; r < ROUNDS; r++)
     for (const [i, p] of r % 2 === 0 ? [...paths.entries()] : [...paths.entries()].reverse()) {
       const meter = p.groups ? cpuMeter(p.groups) : undefined;
+      const threads = p.threadsOf ? threadMeter(p.threadsOf) : undefined;
       const stolen = stealMeter();
       const result = await load(p.name, p.url, { headers, seconds: SECONDS, connections: CONNECTIONS });
       result.steal = stolen();
       const used = meter?.();
-      if (used)
-        result.cpu = Object.fromEntries(Object.entries(used).map(([k, ms]) => [k, ms / Math.max(1, result.total)]));
+      const perReq = (ms: Record<string, number>): Record<string, number> =>
+        Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, v / Math.max(1, result.total)]));
+      if (used) result.cpu = perReq(used);
+      if (threads) result.threads = perReq(threads());
       rounds[i]!.push(result);
     }
   return rounds;
 }
 
 function cpuTable(rows: Record<string, Record<string, Spread>>): string {
-  const cols = Object.keys(Object.values(rows)[0] ?? {});
+  // Every column any row has (threads differ by process), in the order first met.
+  const cols = [...new Set(Object.values(rows).flatMap((r) => Object.keys(r)))];
   const lines = Object.entries(rows).map(([path, cpu]) => [
     path,
-    ...cols.map((c) => fmt(cpu[c]!, 3)),
+    ...cols.map((c) => (cpu[c] ? fmt(cpu[c], 3) : '–')),
     Object.values(cpu)
       .reduce((a, s) => a + s.mean, 0)
       .toFixed(3),
@@ -203,6 +207,18 @@ function cpuTable(rows: Record<string, Record<string, Spread>>): string {
   const head = ['path', ...cols, 'total'];
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   return [head, ...lines].map((cells) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')).join('\n');
+}
+
+/**
+ * Mean CPU ms per request of each thread kind over the rounds of one path (a kind absent from a round counts 0 there),
+ * the main thread first, then by cost.
+ */
+function threadRow(rounds: LoadResult[]): Record<string, Spread> {
+  const names = [...new Set(rounds.flatMap((r) => Object.keys(r.threads ?? {})))];
+  const row = Object.fromEntries(names.map((n) => [n, spread(rounds.map((r) => r.threads?.[n] ?? 0))]));
+  return Object.fromEntries(
+    Object.entries(row).sort(([a, x], [b, y]) => (a === 'MainThread' ? -1 : b === 'MainThread' ? 1 : y.mean - x.mean)),
+  );
 }
 
 /** The steal share of each round of one path. */
@@ -241,16 +257,19 @@ async function hop(token: string): Promise<Record<string, unknown>> {
         name: 'gateway stack → runtime hop → fleet list handler alone, in one process → PG',
         url: `http://127.0.0.1:${GATEWAY_RUNTIME_PORT}/api/v1/clients`,
         groups: own('system', [bare]),
+        threadsOf: () => bare.pid!,
       },
       {
         name: 'single process: gateway → NATS → actor → PG',
         url: `http://127.0.0.1:${GATEWAY_PORT}/api/v1/clients`,
         groups: own('system', [system]),
+        threadsOf: () => system.pid!,
       },
       {
         name: 'Moleculer, one process: moleculer-web broker → NATS (TLS) → service broker → PG',
         url: `http://127.0.0.1:${MOLECULER_PORT}/api/v1/clients`,
         groups: own('system', [peer]),
+        threadsOf: () => peer.pid!,
       },
       {
         name: 'split: gateway process → NATS → actor process → PG',
@@ -266,6 +285,7 @@ async function hop(token: string): Promise<Record<string, unknown>> {
         name: 'floor: bare Fastify → bare NATS request → PG',
         url: `http://127.0.0.1:${DIRECT_PORT}/floor/clients`,
         groups: own('system', [bare]),
+        threadsOf: () => bare.pid!,
       },
       {
         name: 'gateway stack → bare NATS request → PG',
@@ -337,6 +357,13 @@ async function hop(token: string): Promise<Record<string, unknown>> {
       direct: cpuRow(viaBare!),
       moleculer: cpuRow(molOne!),
       moleculerSplit: cpuRow(molTwo!),
+    },
+    // The process's CPU per request by thread kind: which threads the single process's extra time runs on.
+    cpuByThread: {
+      single: threadRow(one!),
+      runtimeHop: threadRow(runtimeHop!),
+      floor: threadRow(floor!),
+      moleculer: threadRow(molOne!),
     },
     steal: {
       single: stealOf(one!),
@@ -412,6 +439,8 @@ async function hop(token: string): Promise<Record<string, unknown>> {
   );
   console.log(`CPU ms per request, by process (mean of the rounds, min–max):`);
   console.log(cpuTable(result.cpuPerRequest));
+  console.log(`the process's own CPU ms per request, by thread (mean of the rounds, min–max):`);
+  console.log(cpuTable(result.cpuByThread));
   const steps = hopSteps(cpu);
   if (steps)
     console.log(
